@@ -1,0 +1,86 @@
+/* luaopen_hbdlab: registers the embedded Lua library in package.preload, builds
+ * the C table `hbdlab.core`, and returns require "hbdlab" (lua/hbdlab/init.lua).
+ * Used by the host (preloaded) and by the Lua C module hbdlab.so. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bind.h"
+#include "embedded.h"
+#include "host.h"
+
+extern const hl_embedded_file hl_embedded_lua[];
+extern const int32_t hl_embedded_lua_count;
+
+typedef void (*binder)(lua_State *L);
+static const binder binders[] = {
+    hl_bind_util,
+};
+
+static int open_core(lua_State *L)
+{
+    lua_newtable(L); /* [core] */
+    for (size_t i = 0; i < sizeof binders / sizeof binders[0]; i++)
+        binders[i](L);
+    return 1;
+}
+
+/* Loader for an embedded Lua file; upvalue 1 = index in hl_embedded_lua. */
+static int load_embedded(lua_State *L)
+{
+    const hl_embedded_file *f = &hl_embedded_lua[lua_tointeger(L, lua_upvalueindex(1))];
+    char chunkname[256];
+    snprintf(chunkname, sizeof chunkname, "@%s", f->name);
+    if (luaL_loadbuffer(L, f->data, f->size, chunkname) != LUA_OK)
+        return lua_error(L);
+    lua_pushvalue(L, 1); /* module name */
+    lua_call(L, 1, 1);
+    return 1;
+}
+
+/* "hbdlab/plot.lua" -> "hbdlab.plot"; "hbdlab/init.lua" -> "hbdlab". */
+static void push_module_name(lua_State *L, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    size_t n = strlen(buf);
+    if (n > 4 && strcmp(buf + n - 4, ".lua") == 0)
+        buf[n - 4] = '\0';
+    n = strlen(buf);
+    if (n > 5 && strcmp(buf + n - 5, "/init") == 0)
+        buf[n - 5] = '\0';
+    for (char *p = buf; *p; p++)
+        if (*p == '/')
+            *p = '.';
+    lua_pushstring(L, buf);
+}
+
+int luaopen_hbdlab(lua_State *L)
+{
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE); /* [preload] */
+    lua_pushcfunction(L, open_core);
+    lua_setfield(L, -2, "hbdlab.core");
+    for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
+        push_module_name(L, hl_embedded_lua[i].name);
+        if (strcmp(lua_tostring(L, -1), "hbdlab") == 0) {
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_pushinteger(L, i);
+        lua_pushcclosure(L, load_embedded, 1);
+        lua_settable(L, -3);
+    }
+    lua_pop(L, 1);
+    for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
+        if (strcmp(hl_embedded_lua[i].name, "hbdlab/init.lua") == 0) {
+            const hl_embedded_file *f = &hl_embedded_lua[i];
+            if (luaL_loadbuffer(L, f->data, f->size, "@hbdlab/init.lua") != LUA_OK)
+                return lua_error(L);
+            lua_pushliteral(L, "hbdlab");
+            lua_call(L, 1, 1);
+            return 1;
+        }
+    }
+    return luaL_error(L, "hbdlab: embedded hbdlab/init.lua is missing from this build");
+}

@@ -1,0 +1,259 @@
+/* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
+ * the subcommands (notebook, eval, bench), all through protected calls. */
+#include "host.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hbdlab/status.h"
+
+static const char *progname = "hbdlab";
+static lua_State *active_state = NULL;
+static volatile sig_atomic_t interrupted = 0;
+
+/* Hook installed by the SIGINT handler: raises the error at the next Lua event. */
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted!");
+}
+
+static void on_sigint(int sig)
+{
+    signal(sig, SIG_DFL); /* a second Ctrl-C kills the process, as in lua.c */
+    interrupted = 1;
+    lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* Message handler: appends a traceback to string errors, converts others. */
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int hl_docall(lua_State *L, int narg, int nres)
+{
+    int base = lua_gettop(L) - narg;
+    lua_pushcfunction(L, msghandler);
+    lua_insert(L, base);
+    active_state = L;
+    interrupted = 0;
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    int status = lua_pcall(L, narg, nres, base);
+    signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
+    lua_sethook(L, NULL, 0, 0);
+    lua_remove(L, base);
+    return status;
+}
+
+int hl_was_interrupted(void) { return interrupted != 0; }
+
+void hl_report(lua_State *L, const char *name)
+{
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "%s: %s\n", name, msg ? msg : "(error without message)");
+    fflush(stderr);
+    lua_pop(L, 1);
+}
+
+static int exit_status_for(int lua_status)
+{
+    if (lua_status == LUA_OK)
+        return EXIT_SUCCESS;
+    return hl_was_interrupted() ? HL_EXIT_INTERRUPTED : EXIT_FAILURE;
+}
+
+/* Loads and runs a chunk already on the stack (or the load error). */
+static int run_loaded(lua_State *L, int load_status, int narg)
+{
+    if (load_status != LUA_OK) {
+        lua_pop(L, narg);
+        hl_report(L, progname);
+        return EXIT_FAILURE;
+    }
+    if (narg > 0)
+        lua_rotate(L, -(narg + 1), 1); /* function below its arguments */
+    int status = hl_docall(L, narg, 0);
+    if (status != LUA_OK)
+        hl_report(L, progname);
+    return exit_status_for(status);
+}
+
+/* Builds the global `arg` table as lua.c does: arg[0] = script, arg[1..] = its
+ * arguments, negative indices = the interpreter and its options. */
+static void create_arg_table(lua_State *L, char **argv, int argc, int script)
+{
+    lua_createtable(L, argc - script - 1, script + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+/* Pushes the script's arguments (after the script name) and returns their count. */
+static int push_script_args(lua_State *L, char **argv, int argc, int script)
+{
+    int n = argc - script - 1;
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    for (int i = script + 1; i < argc; i++)
+        lua_pushstring(L, argv[i]);
+    return n;
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: hbdlab [options] [script [args]]\n"
+            "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
+            "       hbdlab eval CONFIG.json|-\n"
+            "       hbdlab bench [--json] [--quick]\n"
+            "Options:\n"
+            "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
+            "  -i           enter the REPL after running the script or -e chunks\n"
+            "  -            run standard input as a script\n"
+            "  -v, --version  print the version\n"
+            "  -h, --help     print this help\n"
+            "With no script and a terminal on stdin: the interactive REPL.\n"
+            "With no script and stdin not a terminal: stdin is run as a script.\n"
+            "A script's own options follow its name: `hbdlab x.lua --set gpus=64 --help`.\n"
+            "The module is preloaded as the global `hl` (also `require \"hbdlab\"`).\n");
+}
+
+/* Opens the standard libraries and hbdlab; sets the global `hl`. */
+static int open_state(lua_State *L)
+{
+    luaL_openlibs(L);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, luaopen_hbdlab);
+    lua_setfield(L, -2, "hbdlab");
+    lua_pop(L, 1);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "hbdlab");
+    int status = hl_docall(L, 1, 1);
+    if (status != LUA_OK) {
+        hl_report(L, progname);
+        return EXIT_FAILURE;
+    }
+    lua_setglobal(L, "hl");
+    return EXIT_SUCCESS;
+}
+
+/* hbdlab SUBCOMMAND args...: calls require("hbdlab.cli")[SUBCOMMAND](args). */
+static int run_subcommand(lua_State *L, const char *sub, char **argv, int argc, int first)
+{
+    create_arg_table(L, argv, argc, first - 1);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "hbdlab.cli");
+    if (hl_docall(L, 1, 1) != LUA_OK) {
+        hl_report(L, progname);
+        return EXIT_FAILURE;
+    }
+    lua_getfield(L, -1, sub);
+    lua_remove(L, -2);
+    int n = argc - first;
+    luaL_checkstack(L, n + 3, "too many arguments");
+    for (int i = first; i < argc; i++)
+        lua_pushstring(L, argv[i]);
+    int status = hl_docall(L, n, 1);
+    if (status != LUA_OK) {
+        hl_report(L, progname);
+        return exit_status_for(status);
+    }
+    int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : EXIT_SUCCESS;
+    lua_pop(L, 1);
+    return code;
+}
+
+static int is_subcommand(const char *s)
+{
+    return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    lua_State *L = luaL_newstate();
+    if (L == NULL) {
+        fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);
+        return EXIT_FAILURE;
+    }
+    int code = open_state(L);
+    if (code != EXIT_SUCCESS)
+        goto done;
+
+    if (argc > 1 && is_subcommand(argv[1])) {
+        code = run_subcommand(L, argv[1], argv, argc, 2);
+        goto done;
+    }
+
+    int want_repl = 0, ran_chunk = 0, script = 0;
+    int i;
+    create_arg_table(L, argv, argc, 0);
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            print_usage(stdout);
+            goto done;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
+            printf("hbdlab %s (%s)\n", hl_version(), LUA_RELEASE);
+            goto done;
+        } else if (strcmp(a, "-i") == 0) {
+            want_repl = 1;
+        } else if (strcmp(a, "-e") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "%s: '-e' needs an argument\n", progname);
+                print_usage(stderr);
+                code = EXIT_FAILURE;
+                goto done;
+            }
+            const char *chunk = argv[++i];
+            code = run_loaded(L, luaL_loadbuffer(L, chunk, strlen(chunk), "=(command line)"), 0);
+            ran_chunk = 1;
+            if (code != EXIT_SUCCESS)
+                goto done;
+        } else if (strcmp(a, "-") == 0) {
+            break;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "%s: unrecognized option '%s'\n", progname, a);
+            print_usage(stderr);
+            code = EXIT_FAILURE;
+            goto done;
+        } else {
+            break;
+        }
+    }
+    script = i;
+    if (script < argc) {
+        const char *fname = strcmp(argv[script], "-") == 0 ? NULL : argv[script];
+        create_arg_table(L, argv, argc, script);
+        int n = push_script_args(L, argv, argc, script);
+        code = run_loaded(L, luaL_loadfile(L, fname), n);
+        if (code != EXIT_SUCCESS || !want_repl)
+            goto done;
+    } else if (!ran_chunk && !want_repl && !isatty(STDIN_FILENO)) {
+        code = run_loaded(L, luaL_loadfile(L, NULL), 0);
+        goto done;
+    } else if (ran_chunk && !want_repl) {
+        goto done;
+    }
+    code = hl_repl(L);
+done:
+    lua_close(L);
+    return code;
+}

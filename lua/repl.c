@@ -1,0 +1,331 @@
+/* The interactive REPL: readline editing and history, completion of globals
+ * and table fields, `return`-less expressions, multi-line chunks. */
+#include "host.h"
+
+#include "hbdlab/status.h"
+
+#include <lauxlib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HBDLAB_HAVE_READLINE
+#include <readline/history.h>
+#include <readline/readline.h>
+#endif
+
+enum { MAX_INPUT_LINE = 4096, HISTORY_KEEP = 2000 };
+
+static lua_State *repl_state = NULL;
+
+/* ---- reading lines ---------------------------------------------------- */
+
+#ifdef HBDLAB_HAVE_READLINE
+static char history_path[4096];
+
+static void on_sigint_at_prompt(int sig)
+{
+    (void)sig;
+    /* Ctrl-C at the prompt abandons the current line, as a shell does. */
+    ssize_t ignored = write(STDOUT_FILENO, "\n", 1);
+    (void)ignored;
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+/* Collects completions of `text`: "a.b.pre" lists the fields of a.b (and of
+ * its metatable's __index table) that start with "pre". */
+static char **completions = NULL;
+static size_t ncompletions = 0, capcompletions = 0;
+
+static void add_completion(const char *s)
+{
+    if (ncompletions + 1 >= capcompletions) {
+        size_t cap = capcompletions ? capcompletions * 2 : 64;
+        char **p = realloc(completions, cap * sizeof *p);
+        if (!p)
+            return;
+        completions = p;
+        capcompletions = cap;
+    }
+    char *copy = strdup(s);
+    if (copy)
+        completions[ncompletions++] = copy;
+}
+
+static void collect_keys(lua_State *L, int idx, const char *head, size_t headlen, const char *partial)
+{
+    size_t plen = strlen(partial);
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -2);
+            if (strncmp(k, partial, plen) == 0 && k[0] != '_') {
+                char buf[512];
+                snprintf(buf, sizeof buf, "%.*s%s", (int)headlen, head, k);
+                add_completion(buf);
+            }
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* Pushes the value named by the dotted path text[0..len) or nil. */
+static void push_path(lua_State *L, const char *text, size_t len)
+{
+    lua_pushglobaltable(L);
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || text[i] == '.' || text[i] == ':') {
+            if (!lua_istable(L, -1) && !lua_isuserdata(L, -1)) {
+                lua_pop(L, 1);
+                lua_pushnil(L);
+                return;
+            }
+            lua_pushlstring(L, text + start, i - start);
+            if (lua_istable(L, -2))
+                lua_rawget(L, -2);
+            else if (luaL_getmetafield(L, -2, "__index") == LUA_TTABLE) {
+                lua_insert(L, -2);
+                lua_rawget(L, -2);
+                lua_remove(L, -2);
+            } else {
+                lua_settop(L, lua_gettop(L) - 1);
+                lua_pushnil(L);
+            }
+            lua_remove(L, -2);
+            start = i + 1;
+        }
+    }
+}
+
+static void add_fields_of_top(lua_State *L, const char *head, size_t headlen, const char *partial)
+{
+    if (lua_istable(L, -1))
+        collect_keys(L, -1, head, headlen, partial);
+    if (luaL_getmetafield(L, -1, "__index") == LUA_TTABLE) {
+        collect_keys(L, -1, head, headlen, partial);
+        lua_pop(L, 1);
+    }
+    if (luaL_getmetafield(L, -1, "__fields") == LUA_TTABLE) {
+        int n = (int)luaL_len(L, -1);
+        for (int i = 1; i <= n; i++) {
+            lua_rawgeti(L, -1, i);
+            const char *k = lua_tostring(L, -1);
+            if (k && strncmp(k, partial, strlen(partial)) == 0) {
+                char buf[512];
+                snprintf(buf, sizeof buf, "%.*s%s", (int)headlen, head, k);
+                add_completion(buf);
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+static char *completion_generator(const char *text, int state)
+{
+    static size_t next;
+    if (state == 0) {
+        for (size_t i = 0; i < ncompletions; i++)
+            free(completions[i]);
+        ncompletions = 0;
+        next = 0;
+        lua_State *L = repl_state;
+        int top = lua_gettop(L);
+        const char *sep = NULL;
+        for (const char *p = text; *p; p++)
+            if (*p == '.' || *p == ':')
+                sep = p;
+        if (sep) {
+            push_path(L, text, (size_t)(sep - text));
+            add_fields_of_top(L, text, (size_t)(sep - text) + 1, sep + 1);
+        } else {
+            static const char *const keywords[] = {"and", "break", "do", "else", "elseif", "end",
+                "false", "for", "function", "goto", "if", "in", "local", "nil", "not", "or",
+                "repeat", "return", "then", "true", "until", "while", NULL};
+            for (int k = 0; keywords[k]; k++)
+                if (strncmp(keywords[k], text, strlen(text)) == 0)
+                    add_completion(keywords[k]);
+            lua_pushglobaltable(L);
+            add_fields_of_top(L, "", 0, text);
+        }
+        lua_settop(L, top);
+    }
+    if (next < ncompletions)
+        return strdup(completions[next++]);
+    return NULL;
+}
+
+static char **hl_complete(const char *text, int start, int end)
+{
+    (void)start;
+    (void)end;
+    rl_attempted_completion_over = 1;
+    rl_completion_append_character = '\0';
+    return rl_completion_matches(text, completion_generator);
+}
+
+static void setup_readline(void)
+{
+    rl_readline_name = "hbdlab";
+    rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#{}()[],&|";
+    rl_attempted_completion_function = hl_complete;
+    using_history();
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        snprintf(history_path, sizeof history_path, "%s/.hbdlab_history", home);
+        read_history(history_path);
+    }
+}
+
+static char *read_line(const char *prompt)
+{
+    void (*old)(int) = signal(SIGINT, on_sigint_at_prompt);
+    char *line = readline(prompt);
+    signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
+    return line;
+}
+
+static void save_line(const char *line)
+{
+    if (!line[0])
+        return;
+    add_history(line);
+    if (history_path[0]) {
+        FILE *f = fopen(history_path, "a");
+        if (f)
+            fclose(f);
+        append_history(1, history_path);
+        history_truncate_file(history_path, HISTORY_KEEP);
+    }
+}
+#else
+static void setup_readline(void) {}
+
+static char *read_line(const char *prompt)
+{
+    char buf[MAX_INPUT_LINE];
+    fputs(prompt, stdout);
+    fflush(stdout);
+    if (!fgets(buf, sizeof buf, stdin))
+        return NULL;
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    return strdup(buf);
+}
+
+static void save_line(const char *line) { (void)line; }
+#endif
+
+/* ---- evaluating --------------------------------------------------------- */
+
+/* True when the load error at the top of the stack means "chunk incomplete". */
+static int incomplete(lua_State *L, int status)
+{
+    if (status != LUA_ERRSYNTAX)
+        return 0;
+    size_t len;
+    const char *msg = lua_tolstring(L, -1, &len);
+    static const char mark[] = "<eof>";
+    size_t ml = sizeof mark - 1;
+    return len >= ml && strcmp(msg + len - ml, mark) == 0;
+}
+
+/* Tries "return <line>" so that expressions print without `return`. */
+static int try_expression(lua_State *L, const char *line)
+{
+    const char *code = lua_pushfstring(L, "return %s;", line);
+    int status = luaL_loadbuffer(L, code, strlen(code), "=stdin");
+    lua_remove(L, -2);
+    if (status != LUA_OK)
+        lua_pop(L, 1);
+    return status;
+}
+
+/* Reads one complete chunk (possibly several lines); leaves the compiled
+ * function or a syntax error on the stack. Returns -1 at end of input. */
+static int read_chunk(lua_State *L)
+{
+    char *line = read_line("hbdlab> ");
+    if (!line)
+        return -1;
+    save_line(line);
+    if (try_expression(L, line) == LUA_OK) {
+        free(line);
+        return LUA_OK;
+    }
+    luaL_Buffer b;
+    lua_pushstring(L, line);
+    free(line);
+    for (;;) {
+        size_t len;
+        const char *code = lua_tolstring(L, -1, &len);
+        int status = luaL_loadbuffer(L, code, len, "=stdin");
+        if (!incomplete(L, status)) {
+            lua_remove(L, -2); /* source */
+            return status;
+        }
+        lua_pop(L, 1);
+        char *more = read_line(">> ");
+        if (!more) {
+            lua_pop(L, 1);
+            return -1;
+        }
+        save_line(more);
+        luaL_buffinit(L, &b);
+        lua_pushvalue(L, -2);
+        luaL_addvalue(&b);
+        luaL_addchar(&b, '\n');
+        luaL_addstring(&b, more);
+        free(more);
+        luaL_pushresult(&b);
+        lua_remove(L, -2);
+    }
+}
+
+/* Prints the n values on top of the stack with hbdlab.pretty. */
+static void print_results(lua_State *L, int n)
+{
+    if (n == 0)
+        return;
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "hbdlab.pretty");
+    if (hl_docall(L, 1, 1) != LUA_OK) {
+        hl_report(L, "hbdlab");
+        lua_pop(L, n);
+        return;
+    }
+    lua_getfield(L, -1, "print");
+    lua_remove(L, -2);
+    lua_insert(L, -(n + 1));
+    if (hl_docall(L, n, 0) != LUA_OK)
+        hl_report(L, "hbdlab");
+}
+
+int hl_repl(lua_State *L)
+{
+    repl_state = L;
+    setup_readline();
+    printf("hbdlab %s (%s)  hl.help() lists the API; Ctrl-D exits\n", hl_version(), LUA_RELEASE);
+    for (;;) {
+        int top = lua_gettop(L);
+        int status = read_chunk(L);
+        if (status == -1)
+            break;
+        if (status == LUA_OK)
+            status = hl_docall(L, 0, LUA_MULTRET);
+        if (status == LUA_OK)
+            print_results(L, lua_gettop(L) - top);
+        else
+            hl_report(L, "hbdlab");
+        lua_settop(L, top);
+    }
+    putchar('\n');
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,2 @@
+-- Placeholder main job while the simulation core is built.
+print("hbdlab " .. hl.version)

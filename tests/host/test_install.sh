@@ -1,0 +1,38 @@
+# cmake --install into a temporary prefix, then build a C program against it
+# with pkg-config and with find_package(hbdlab), and run both.
+. "$(dirname "$0")/lib.sh"
+prefix="$TMP/prefix"
+cmake --install "$HBDLAB_BUILD_DIR" --prefix "$prefix" > "$TMP/install.log" 2>&1
+check "cmake --install succeeds" [ $? -eq 0 ]
+for f in bin/hbdlab include/hbdlab/hbdlab.h share/hbdlab/hbdlab_cdef.h; do
+    check "installed $f" [ -e "$prefix/$f" ]
+done
+libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -n1); libdir=${libdir%/pkgconfig}
+check "installed libhbdlab.so" [ -e "$libdir/libhbdlab.so" ]
+check "installed libhbdlab.a" [ -e "$libdir/libhbdlab.a" ]
+check "installed Lua module" [ -e "$libdir/lua/5.4/hbdlab.so" ]
+check "installed CMake config" [ -e "$libdir/cmake/hbdlab/hbdlabConfig.cmake" ]
+
+flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs hbdlab)
+cc -std=c11 -pedantic ${HBDLAB_PRELOAD:+-fsanitize=address,undefined} -Wall -Wextra -Werror "$HBDLAB_SOURCE_DIR/tests/install/consumer.c" $flags -o "$TMP/consumer"
+check "consumer builds with pkg-config" [ $? -eq 0 ]
+out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/consumer")
+check "consumer runs" contains "$out" "consumer ok"
+
+mkdir -p "$TMP/cm"
+cat > "$TMP/cm/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(hbdlab REQUIRED)
+add_executable(consumer $HBDLAB_SOURCE_DIR/tests/install/consumer.c)
+target_link_libraries(consumer PRIVATE hbdlab::hbdlab)
+CM
+cmake -S "$TMP/cm" -B "$TMP/cm/build" -DCMAKE_PREFIX_PATH="$prefix" > "$TMP/cm.log" 2>&1 &&
+    cmake --build "$TMP/cm/build" >> "$TMP/cm.log" 2>&1
+check "consumer builds with find_package(hbdlab)" [ $? -eq 0 ] || cat "$TMP/cm.log"
+out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/cm/build/consumer")
+check "find_package consumer runs" contains "$out" "consumer ok"
+
+out=$(LD_LIBRARY_PATH="$libdir" "$prefix/bin/hbdlab" -e 'print(hl.version)')
+check "installed hbdlab runs" [ -n "$out" ]
+finish

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs the Debian 12 packages hbdlab needs, only those missing. Idempotent:
+# a second run installs nothing and says so. Works as root; uses sudo otherwise.
+set -eu
+
+# Build and runtime
+PKGS="gcc make cmake pkg-config liblua5.4-dev lua5.4 libcjson-dev libreadline-dev gnuplot-nox"
+# Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
+PKGS="$PKGS libcmocka-dev luajit tmux"
+
+missing=""
+for p in $PKGS; do
+    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        :
+    else
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all $(echo $PKGS | wc -w) packages already installed; nothing to do"
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "install-deps: need root or sudo to install:$missing" >&2
+    exit 1
+fi
+
+echo "install-deps: installing:$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: installed:$missing"
