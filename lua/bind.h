@@ -6,9 +6,29 @@
 
 #include "hbdlab/status.h"
 
+#include "hbdlab/hbdlab.h"
+
+/* Registry names of the userdata metatables. */
+#define HL_MT_GPU "hbdlab.gpu"
+#define HL_MT_CLUSTER "hbdlab.cluster"
+#define HL_MT_MODEL "hbdlab.model"
+
 /* Each binding file adds its functions to the table at the top of the stack
  * (the `hbdlab.core` table). */
 void hl_bind_util(lua_State *L);
+void hl_bind_objects(lua_State *L);
+void hl_bind_roofline(lua_State *L);
+
+/* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
+void hl_push_gpu(lua_State *L, const hl_gpu *g);
+void hl_push_cluster(lua_State *L, const hl_cluster *c);
+void hl_push_model(lua_State *L, const hl_model *m);
+hl_gpu *hl_to_gpu(lua_State *L, int idx);
+hl_cluster *hl_to_cluster(lua_State *L, int idx);
+hl_model *hl_to_model(lua_State *L, int idx);
+
+/* Parses a precision name argument or raises an argument error. */
+hl_precision hl_check_precision(lua_State *L, int idx);
 
 /* Raises a Lua error with err->msg (prefixed with the function name if given).
  * Never returns. */

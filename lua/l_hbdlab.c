@@ -16,6 +16,8 @@ extern const int32_t hl_embedded_lua_count;
 typedef void (*binder)(lua_State *L);
 static const binder binders[] = {
     hl_bind_util,
+    hl_bind_objects,
+    hl_bind_roofline,
 };
 
 static int open_core(lua_State *L)

@@ -11,4 +11,9 @@ local hl = {
 
 hl.pretty = require "hbdlab.pretty"
 
+local objects = require "hbdlab.objects"
+for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "roofline", "kv_capacity" } do
+  hl[k] = objects[k]
+end
+
 return hl

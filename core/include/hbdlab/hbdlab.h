@@ -4,4 +4,11 @@
 #ifndef HBDLAB_H
 #define HBDLAB_H
 #include "hbdlab/status.h"
+#include "hbdlab/precision.h"
+#include "hbdlab/fields.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+#include "hbdlab/roofline.h"
+#include "hbdlab/kvcache.h"
+#include "hbdlab/presets.h"
 #endif

@@ -1,0 +1,54 @@
+/* KV-cache sizes: bytes per token (GQA, MLA, sliding windows), per-GPU share
+ * under tensor and pipeline parallelism, and capacity with paged blocks. */
+#ifndef HBDLAB_KVCACHE_H
+#define HBDLAB_KVCACHE_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/precision.h"
+#include "hbdlab/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes per token over all layers at full context:
+ * GQA: 2 * layers * kv_heads * head_dim * bytes; MLA: (kv_lora + rope) * layers * bytes. */
+double hl_kv_bytes_per_token(const hl_model *m, hl_precision kv);
+
+/* Bytes of one sequence of `context` tokens over all layers, with sliding-window
+ * layers holding at most `sliding_window` tokens. */
+double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context);
+
+/* KV heads one GPU holds under tensor parallelism tp: kv_heads/tp, or 1 when
+ * tp > kv_heads (each KV head then replicated on tp/kv_heads GPUs). MLA: 1 latent. */
+double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp);
+
+/* Bytes per token per layer on one GPU under tensor parallelism tp. */
+double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp);
+
+typedef struct hl_kv_capacity_in {
+    double hbm_bytes;        /* B usable on the GPU */
+    double mem_util;         /* fraction of hbm_bytes the server may use (default 0.9) */
+    double weights_bytes;    /* B of weights on this GPU */
+    double workspace_bytes;  /* B for activations and buffers */
+    double kv_token_bytes;   /* B per token on this GPU, all its layers */
+    double context;          /* tokens per sequence (input + output) */
+    double block_tokens;     /* paged-attention block size in tokens; 0 = unpaged */
+} hl_kv_capacity_in;
+
+typedef struct hl_kv_capacity {
+    double kv_budget_bytes;  /* B left for KV: hbm*util - weights - workspace */
+    double max_tokens;       /* tokens that fit (whole blocks when paged) */
+    double max_batch;        /* whole sequences of `context` tokens that fit */
+    double blocks_total;     /* blocks in the budget (paged) */
+    double blocks_per_seq;   /* ceil(context / block_tokens) */
+    double fragmentation;    /* fraction of allocated KV bytes holding no token */
+} hl_kv_capacity;
+
+/* Fails with HL_ENOFIT (saying by how many GB) when the weights alone do not fit. */
+hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *out, hl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,48 @@
+/* Presets (GPUs, clusters, models) embedded at build time, overridable from
+ * disk: a file $HBDLAB_PRESETS/<kind>/<name>.json replaces or adds one. Also
+ * loading any of these objects from JSON text. */
+#ifndef HBDLAB_PRESETS_H
+#define HBDLAB_PRESETS_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_preset_kind {
+    HL_PRESET_GPU = 0,
+    HL_PRESET_CLUSTER = 1,
+    HL_PRESET_MODEL = 2
+} hl_preset_kind;
+
+/* Number of presets of a kind (embedded ones plus those on disk). */
+int32_t hl_preset_count(hl_preset_kind kind);
+
+/* Name of the i-th preset (sorted); NULL when out of range. Static storage
+ * valid until the next call with a different kind. */
+const char *hl_preset_name(hl_preset_kind kind, int32_t i);
+
+/* Loads a preset by name (case-insensitive; '_' and '-' equivalent). An
+ * unknown name fails with HL_ENOTFOUND and a "did you mean" suggestion. */
+hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err);
+hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err);
+hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err);
+
+/* Parses JSON text into an object; `origin` (a file name) prefixes errors.
+ * Unknown keys are errors. A "base" key names a preset to start from. */
+hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err);
+hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err);
+hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err);
+
+/* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees with
+ * hl_free). Fails with HL_EIO naming the file. */
+hl_status hl_read_file(const char *path, char **text, hl_err *err);
+void hl_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

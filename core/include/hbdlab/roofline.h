@@ -1,0 +1,79 @@
+/* Roofline operators: FLOPs and bytes of one kernel, and its time on a GPU as
+ * max(compute time, memory time) at achievable efficiencies. */
+#ifndef HBDLAB_ROOFLINE_H
+#define HBDLAB_ROOFLINE_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/precision.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_op_kind {
+    HL_OP_GEMM = 0,
+    HL_OP_GROUPED_GEMM = 1, /* MoE experts: one GEMM per expert, batched */
+    HL_OP_ATTENTION = 2,    /* fused (FlashAttention-style) attention */
+    HL_OP_ELEMENTWISE = 3,
+    HL_OP_NORM = 4
+} hl_op_kind;
+
+typedef enum hl_bound {
+    HL_BOUND_COMPUTE = 0,
+    HL_BOUND_MEMORY = 1
+} hl_bound;
+
+typedef struct hl_op {
+    char name[32];
+    int32_t kind;          /* hl_op_kind */
+    int32_t precision;     /* hl_precision of the math (tensor-core input type) */
+    double flops;          /* FLOP */
+    double bytes_read;     /* B from HBM */
+    double bytes_written;  /* B to HBM */
+} hl_op;
+
+typedef struct hl_op_time {
+    double time_s;      /* max(compute_s, memory_s) + gpu kernel_latency */
+    double compute_s;   /* flops / (peak * efficiency) */
+    double memory_s;    /* bytes / (hbm_bw * eff_mem) */
+    double intensity;   /* FLOP per byte moved */
+    double ridge;       /* FLOP per byte where compute and memory time meet */
+    int32_t bound;      /* hl_bound */
+} hl_op_time;
+
+/* Time of one operator on one GPU. */
+hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err);
+
+/* A dense GEMM (m x k) * (k x n): 2mnk FLOP; reads m*k activations and k*n
+ * weights, writes m*n outputs, each at its own byte width. */
+void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes,
+                double weight_bytes, double out_bytes, hl_precision math);
+
+/* Attention shapes for one layer on one GPU. */
+typedef struct hl_attn_shape {
+    double batch;       /* sequences */
+    double new_tokens;  /* query tokens per sequence in this pass (prefill: prompt; decode: 1) */
+    double context;     /* tokens already in the KV cache before this pass */
+    double heads;       /* query heads on this GPU */
+    double kv_heads;    /* KV heads on this GPU (after TP split or replication) */
+    double qk_dim;      /* per-head q.k width (MLA absorbed: kv_lora + rope) */
+    double v_dim;       /* per-head value width (MLA absorbed: kv_lora) */
+    double kv_token_bytes; /* B of K and V (or latent) per token per layer on this GPU */
+    double act_bytes;   /* B per activation element (q and output) */
+    double window;      /* sliding window in tokens, 0 = full causal */
+} hl_attn_shape;
+
+/* Causal fused attention: FLOPs over the attended (query, key) pairs, reads
+ * of q and the KV cache (KV heads, not query heads), write of the output. */
+void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math);
+
+/* Number of attended (query, key) pairs of one causal pass: new tokens at
+ * positions context..context+new-1, each seeing min(window, pos+1) keys. */
+double hl_attn_pairs(double new_tokens, double context, double window);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

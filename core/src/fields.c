@@ -1,0 +1,211 @@
+/* Generic access to structs through their field descriptor tables. */
+#include "hbdlab/fields.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "err_int.h"
+#include "fields_int.h"
+
+const hl_field *hl_field_find(const hl_field_set *set, const char *name)
+{
+    for (int32_t i = 0; i < set->count; i++)
+        if (strcmp(set->fields[i].name, name) == 0)
+            return &set->fields[i];
+    return NULL;
+}
+
+/* Levenshtein distance, capped at 32 characters per word. */
+int hl_edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 32 || lb > 32)
+        return 99;
+    int d[33][33];
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+void hl_field_suggest(const hl_field_set *set, const char *name, char *buf, int32_t n)
+{
+    int best = 99;
+    const char *pick = "";
+    for (int32_t i = 0; i < set->count; i++) {
+        int dist = hl_edit_distance(name, set->fields[i].name);
+        if (dist < best) {
+            best = dist;
+            pick = set->fields[i].name;
+        }
+    }
+    int limit = (int)strlen(name) / 3 + 1;
+    snprintf(buf, (size_t)n, "%s", best <= limit ? pick : "");
+}
+
+hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err)
+{
+    char near[64];
+    hl_field_suggest(set, name, near, sizeof near);
+    if (near[0])
+        return hl_fail(err, HL_EINVAL, "%s: unknown field '%s' (did you mean '%s'?)", set->kind, name, near);
+    return hl_fail(err, HL_EINVAL, "%s: unknown field '%s'", set->kind, name);
+}
+
+static void *at(void *obj, const hl_field *f) { return (char *)obj + f->offset; }
+static const void *cat(const void *obj, const hl_field *f) { return (const char *)obj + f->offset; }
+
+static hl_status check_range(const hl_field_set *set, const hl_field *f, double v, hl_err *err)
+{
+    if (isnan(v) || isinf(v))
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a finite number", set->kind, f->name, v);
+    if (v == 0 && f->zero_ok)
+        return HL_OK;
+    if (v < f->min || v > f->max) {
+        if (f->zero_ok)
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: 0 or %g..%g%s%s)",
+                           set->kind, f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: %g..%g%s%s)", set->kind,
+                       f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+    }
+    return HL_OK;
+}
+
+/* The i-th name of an enum's '|'-separated list into buf; returns 0 past the end. */
+static int enum_name(const char *names, int32_t i, char *buf, size_t n)
+{
+    const char *p = names;
+    for (int32_t k = 0; k < i; k++) {
+        p = strchr(p, '|');
+        if (!p)
+            return 0;
+        p++;
+    }
+    size_t len = strcspn(p, "|");
+    if (len + 1 > n)
+        len = n - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return 1;
+}
+
+hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double v, hl_err *err)
+{
+    const hl_field *f = hl_field_find(set, name);
+    if (!f)
+        return hl_unknown_field(set, name, err);
+    switch (f->type) {
+    case HL_FIELD_DOUBLE: {
+        hl_status s = check_range(set, f, v, err);
+        if (s)
+            return s;
+        *(double *)at(obj, f) = v;
+        return HL_OK;
+    }
+    case HL_FIELD_INT64: {
+        hl_status s = check_range(set, f, v, err);
+        if (s)
+            return s;
+        if (v != floor(v))
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not an integer", set->kind, f->name, v);
+        *(int64_t *)at(obj, f) = (int64_t)v;
+        return HL_OK;
+    }
+    case HL_FIELD_BOOL:
+        if (v != 0 && v != 1)
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a boolean (allowed: true, false, 0, 1)",
+                           set->kind, f->name, v);
+        *(int32_t *)at(obj, f) = (int32_t)v;
+        return HL_OK;
+    case HL_FIELD_ENUM: {
+        char buf[32];
+        if (v != floor(v) || v < 0 || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name, v,
+                           f->enum_names);
+        *(int32_t *)at(obj, f) = (int32_t)v;
+        return HL_OK;
+    }
+    default:
+        return hl_fail(err, HL_EINVAL, "%s field '%s': expected a string, got a number", set->kind, f->name);
+    }
+}
+
+hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value,
+                              hl_err *err)
+{
+    const hl_field *f = hl_field_find(set, name);
+    if (!f)
+        return hl_unknown_field(set, name, err);
+    if (f->type == HL_FIELD_STRING) {
+        size_t len = strlen(value);
+        if (len + 1 > (size_t)f->size)
+            return hl_fail(err, HL_EINVAL, "%s field '%s': string of %zu bytes is too long (at most %d)",
+                           set->kind, f->name, len, f->size - 1);
+        memcpy(at(obj, f), value, len + 1);
+        return HL_OK;
+    }
+    if (f->type == HL_FIELD_ENUM) {
+        char buf[32];
+        for (int32_t i = 0; enum_name(f->enum_names, i, buf, sizeof buf); i++)
+            if (strcasecmp(buf, value) == 0) {
+                *(int32_t *)at(obj, f) = i;
+                return HL_OK;
+            }
+        return hl_fail(err, HL_EINVAL, "%s field '%s': '%s' is not one of %s", set->kind, f->name, value,
+                       f->enum_names);
+    }
+    if (f->zero_ok && strcasecmp(value, "unsupported") == 0)
+        return hl_field_set_number(set, obj, name, 0, err);
+    return hl_fail(err, HL_EINVAL, "%s field '%s': expected a number, got the string '%s'", set->kind, f->name,
+                   value);
+}
+
+double hl_field_get_number(const hl_field *f, const void *obj)
+{
+    switch (f->type) {
+    case HL_FIELD_DOUBLE: return *(const double *)cat(obj, f);
+    case HL_FIELD_INT64: return (double)*(const int64_t *)cat(obj, f);
+    case HL_FIELD_BOOL:
+    case HL_FIELD_ENUM: return *(const int32_t *)cat(obj, f);
+    default: return NAN;
+    }
+}
+
+const char *hl_field_get_string(const hl_field *f, const void *obj)
+{
+    if (f->type == HL_FIELD_STRING)
+        return (const char *)cat(obj, f);
+    if (f->type == HL_FIELD_ENUM) {
+        static _Thread_local char buf[32];
+        if (enum_name(f->enum_names, *(const int32_t *)cat(obj, f), buf, sizeof buf))
+            return buf;
+        return "?";
+    }
+    return NULL;
+}
+
+hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *err)
+{
+    for (int32_t i = 0; i < set->count; i++) {
+        const hl_field *f = &set->fields[i];
+        if (f->type != HL_FIELD_DOUBLE && f->type != HL_FIELD_INT64)
+            continue;
+        hl_status s = check_range(set, f, hl_field_get_number(f, obj), err);
+        if (s)
+            return s;
+    }
+    return HL_OK;
+}

@@ -1,0 +1,146 @@
+/* Accelerator and cluster descriptors, validation and initialisation. */
+#include "hbdlab/hw.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "fields_int.h"
+
+#define BIG 1e30
+static const hl_field gpu_fields[] = {
+    HL_FS(hl_gpu, name, "name", "accelerator name"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP32], "fp32_flops", 1e9, BIG, "FLOP/s", "dense FP32 peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_BF16], "bf16_flops", 1e9, BIG, "FLOP/s", "dense BF16 tensor peak"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP16], "fp16_flops", 1e9, BIG, "FLOP/s", "dense FP16 tensor peak"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP8], "fp8_flops", 1e9, BIG, "FLOP/s", "dense FP8 tensor peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP4], "fp4_flops", 1e9, BIG, "FLOP/s", "dense FP4 tensor peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_INT8], "int8_flops", 1e9, BIG, "OP/s", "dense INT8 tensor peak (0 = unsupported)"),
+    HL_FD(hl_gpu, hbm_bytes, "hbm_bytes", 1e6, 1e15, "B", "HBM usable by the application"),
+    HL_FD(hl_gpu, hbm_bw, "hbm_bw", 1e9, 1e15, "B/s", "HBM peak bandwidth"),
+    HL_FD(hl_gpu, scaleup_bw, "scaleup_bw", 1e6, 1e15, "B/s", "scale-up bandwidth per direction per GPU"),
+    HL_FD(hl_gpu, scaleout_bw, "scaleout_bw", 1e6, 1e15, "B/s", "scale-out (NIC) bandwidth per direction per GPU"),
+    HL_FD(hl_gpu, scaleup_latency, "scaleup_latency", 0, 1, "s", "latency of one algorithm step inside an HBD"),
+    HL_FD(hl_gpu, scaleout_latency, "scaleout_latency", 0, 1, "s", "latency of one algorithm step across HBDs"),
+    HL_FD(hl_gpu, coll_launch, "coll_launch", 0, 1, "s", "fixed cost of launching one collective"),
+    HL_FD(hl_gpu, kernel_latency, "kernel_latency", 0, 1, "s", "fixed cost added to every kernel (launch, tail)"),
+    HL_FD(hl_gpu, eff_gemm, "eff_gemm", 0.01, 1, "", "achievable fraction of peak FLOP/s for GEMMs"),
+    HL_FD(hl_gpu, eff_attn, "eff_attn", 0.01, 1, "", "achievable fraction of peak FLOP/s for fused attention"),
+    HL_FD(hl_gpu, eff_mem, "eff_mem", 0.01, 1, "", "achievable fraction of HBM bandwidth"),
+    HL_FD(hl_gpu, eff_scaleup, "eff_scaleup", 0.01, 1, "", "achievable fraction of scale-up bandwidth"),
+    HL_FD(hl_gpu, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
+    HL_FB(hl_gpu, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
+    HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
+    HL_FS(hl_gpu, source, "source", "where the numbers come from"),
+};
+static const hl_field_set gpu_set = {"gpu", gpu_fields, (int32_t)(sizeof gpu_fields / sizeof gpu_fields[0])};
+
+const hl_field_set *hl_gpu_fields(void) { return &gpu_set; }
+
+void hl_gpu_init_defaults(hl_gpu *g)
+{
+    memset(g, 0, sizeof *g);
+    /* Defaults documented and sourced in docs/MODEL.md section 1.3; presets override them. */
+    g->eff_gemm = 0.7;
+    g->eff_attn = 0.6;
+    g->eff_mem = 0.85;
+    g->eff_scaleup = 0.82;
+    g->eff_scaleout = 0.94;
+    g->scaleup_latency = 0.6e-6;
+    g->scaleout_latency = 15e-6;
+    g->coll_launch = 4e-6;
+    g->kernel_latency = 3e-6;
+}
+
+hl_status hl_gpu_validate(const hl_gpu *gpu, hl_err *err)
+{
+    hl_status s = hl_field_check_all(&gpu_set, gpu, err);
+    if (s)
+        return s;
+    if (gpu->peak_flops[HL_BF16] <= 0 && gpu->peak_flops[HL_FP16] <= 0)
+        return hl_fail(err, HL_EINVAL, "gpu '%s': needs bf16_flops or fp16_flops (both are unsupported)",
+                       gpu->name);
+    if (gpu->in_switch_reduce && gpu->in_switch_eff <= 0)
+        return hl_fail(err, HL_EINVAL, "gpu '%s': in_switch_reduce is set but in_switch_eff is 0", gpu->name);
+    return HL_OK;
+}
+
+hl_status hl_gpu_peak(const hl_gpu *gpu, hl_precision p, double *flops, hl_err *err)
+{
+    if ((unsigned)p >= HL_PRECISION_COUNT)
+        return hl_fail(err, HL_EINVAL, "precision %d is not a valid precision", (int)p);
+    double f = gpu->peak_flops[p];
+    if (f <= 0)
+        return hl_fail(err, HL_EUNSUPPORTED, "gpu '%s' has no %s tensor support (its %s_flops is unsupported)",
+                       gpu->name, hl_precision_name(p), hl_precision_name(p));
+    *flops = f;
+    return HL_OK;
+}
+
+static const hl_field cluster_fields[] = {
+    HL_FS(hl_cluster, name, "name", "cluster name"),
+    HL_FI(hl_cluster, gpus, "gpus", 1, 1e7, "GPUs in the cluster"),
+    HL_FI(hl_cluster, hbd, "hbd", 1, 1e7, "GPUs per high-bandwidth domain (must divide gpus)"),
+    HL_FE(hl_cluster, fabric, "fabric", "switch|mesh", "scale-up topology: switched, or switchless full mesh"),
+    HL_FD(hl_cluster, scaleup_bw, "scaleup_bw", 1e6, 1e15, "B/s", "scale-up bandwidth per direction per GPU"),
+    HL_FD(hl_cluster, scaleout_bw, "scaleout_bw", 1e6, 1e15, "B/s", "scale-out bandwidth per direction per GPU"),
+    HL_FD(hl_cluster, scaleup_latency, "scaleup_latency", 0, 1, "s", "latency per step inside an HBD"),
+    HL_FD(hl_cluster, scaleout_latency, "scaleout_latency", 0, 1, "s", "latency per step across HBDs"),
+    HL_FD(hl_cluster, coll_launch, "coll_launch", 0, 1, "s", "fixed cost of launching one collective"),
+    HL_FD(hl_cluster, eff_scaleup, "eff_scaleup", 0.01, 1, "", "achievable fraction of scale-up bandwidth"),
+    HL_FD(hl_cluster, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
+    HL_FB(hl_cluster, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
+    HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
+};
+static const hl_field_set cluster_set = {"cluster", cluster_fields,
+                                         (int32_t)(sizeof cluster_fields / sizeof cluster_fields[0])};
+
+const hl_field_set *hl_cluster_fields(void) { return &cluster_set; }
+
+hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_t hbd, hl_err *err)
+{
+    memset(c, 0, sizeof *c);
+    c->gpu = *gpu;
+    c->gpus = gpus;
+    c->hbd = hbd;
+    c->fabric = HL_FABRIC_SWITCH;
+    c->scaleup_bw = gpu->scaleup_bw;
+    c->scaleout_bw = gpu->scaleout_bw;
+    c->scaleup_latency = gpu->scaleup_latency;
+    c->scaleout_latency = gpu->scaleout_latency;
+    c->coll_launch = gpu->coll_launch;
+    c->eff_scaleup = gpu->eff_scaleup;
+    c->eff_scaleout = gpu->eff_scaleout;
+    c->in_switch_reduce = gpu->in_switch_reduce;
+    c->in_switch_eff = gpu->in_switch_eff;
+    c->peer_cost = 0;
+    snprintf(c->name, sizeof c->name, "%.20s x%lld hbd%lld", gpu->name, (long long)gpus, (long long)hbd);
+    return hl_cluster_validate(c, err);
+}
+
+hl_status hl_cluster_validate(const hl_cluster *c, hl_err *err)
+{
+    hl_status s = hl_gpu_validate(&c->gpu, err);
+    if (s)
+        return s;
+    s = hl_field_check_all(&cluster_set, c, err);
+    if (s)
+        return s;
+    if (c->hbd > c->gpus)
+        return hl_fail(err, HL_EINVAL, "cluster field 'hbd': %lld is larger than the cluster (gpus = %lld)",
+                       (long long)c->hbd, (long long)c->gpus);
+    if (c->gpus % c->hbd != 0)
+        return hl_fail(err, HL_EINVAL,
+                       "cluster field 'hbd': %lld does not divide gpus = %lld (allowed: a divisor of gpus; "
+                       "partial HBDs are not modelled)",
+                       (long long)c->hbd, (long long)c->gpus);
+    if (c->fabric != HL_FABRIC_SWITCH && c->fabric != HL_FABRIC_MESH)
+        return hl_fail(err, HL_EINVAL, "cluster field 'fabric': %d is not switch or mesh", (int)c->fabric);
+    if (c->fabric == HL_FABRIC_MESH && c->in_switch_reduce)
+        return hl_fail(err, HL_EINVAL, "cluster: in_switch_reduce needs a switched fabric, not a mesh");
+    return HL_OK;
+}
+
+int64_t hl_cluster_hbds(const hl_cluster *c) { return c->gpus / c->hbd; }

@@ -1,0 +1,18 @@
+/* Internal JSON helpers shared by the loaders (cJSON-based). */
+#ifndef HL_JSON_INT_H
+#define HL_JSON_INT_H
+#include <cjson/cJSON.h>
+
+#include "hbdlab/fields.h"
+#include "hbdlab/status.h"
+
+/* Parses text (a leading UTF-8 BOM is skipped); errors carry origin:line:col. */
+hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_err *err);
+
+/* Sets the descriptor field named item->string from a JSON scalar. */
+hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *item, hl_err *err);
+
+/* Fails on an object with a repeated key; path is the JSON path shown. */
+hl_status hl_json_check_duplicates(const cJSON *obj, const char *origin, const char *path, hl_err *err);
+
+#endif

@@ -1,0 +1,432 @@
+/* Presets (embedded + $HBDLAB_PRESETS on disk) and JSON loading of GPUs,
+ * clusters and models through their field descriptor tables. */
+#include "hbdlab/presets.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "err_int.h"
+#include "fields_int.h"
+#include "json_int.h"
+
+extern const hl_embedded_file hl_embedded_presets[];
+extern const int32_t hl_embedded_presets_count;
+
+static const char *const kind_dirs[] = {"gpus", "clusters", "models"};
+
+void hl_free(void *p) { free(p); }
+
+hl_status hl_read_file(const char *path, char **text, hl_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len + 1 == cap) {
+            if (cap >= ((size_t)64 << 20)) {
+                free(buf);
+                fclose(f);
+                return hl_fail(err, HL_EIO, "%s: file larger than 64 MiB", path);
+            }
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf)
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading the file", path);
+    if (failed) {
+        free(buf);
+        return hl_fail(err, HL_EIO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *text = buf;
+    return HL_OK;
+}
+
+/* "GB200_NVL72" -> "gb200-nvl72" */
+static void normalize(const char *in, char *out, size_t n)
+{
+    size_t i = 0;
+    for (; in[i] && i + 1 < n; i++)
+        out[i] = in[i] == '_' ? '-' : (char)tolower((unsigned char)in[i]);
+    out[i] = '\0';
+}
+
+static int valid_name(const char *name)
+{
+    if (!name[0] || strlen(name) > 64)
+        return 0;
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_')
+            return 0;
+    return name[0] != '.';
+}
+
+/* ---- listing -------------------------------------------------------------- */
+enum { MAX_PRESETS = 256 };
+static char listed[MAX_PRESETS][72];
+static int32_t nlisted = -1;
+static int listed_kind = -1;
+
+static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+static void add_listed(const char *file)
+{
+    size_t len = strlen(file);
+    if (len < 6 || strcmp(file + len - 5, ".json") != 0 || len - 5 >= sizeof listed[0] || nlisted >= MAX_PRESETS)
+        return;
+    char name[72];
+    memcpy(name, file, len - 5);
+    name[len - 5] = '\0';
+    for (int32_t i = 0; i < nlisted; i++)
+        if (strcmp(listed[i], name) == 0)
+            return;
+    memcpy(listed[nlisted++], name, len - 4);
+}
+
+static void build_list(hl_preset_kind kind)
+{
+    if (listed_kind == (int)kind && nlisted >= 0)
+        return;
+    nlisted = 0;
+    listed_kind = (int)kind;
+    const char *dir = kind_dirs[kind];
+    size_t dl = strlen(dir);
+    for (int32_t i = 0; i < hl_embedded_presets_count; i++) {
+        const char *n = hl_embedded_presets[i].name;
+        if (strncmp(n, dir, dl) == 0 && n[dl] == '/')
+            add_listed(n + dl + 1);
+    }
+    const char *root = getenv("HBDLAB_PRESETS");
+    if (root && *root) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, dir);
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL)
+                add_listed(e->d_name);
+            closedir(d);
+        }
+    }
+    qsort(listed, (size_t)nlisted, sizeof listed[0], cmp_names);
+}
+
+int32_t hl_preset_count(hl_preset_kind kind)
+{
+    if ((unsigned)kind > HL_PRESET_MODEL)
+        return 0;
+    build_list(kind);
+    return nlisted;
+}
+
+const char *hl_preset_name(hl_preset_kind kind, int32_t i)
+{
+    if ((unsigned)kind > HL_PRESET_MODEL)
+        return NULL;
+    build_list(kind);
+    return i >= 0 && i < nlisted ? listed[i] : NULL;
+}
+
+/* Finds the preset text: disk override first, then embedded. *owned is the
+ * malloc'd buffer to free (NULL for embedded text). */
+static hl_status find_preset(hl_preset_kind kind, const char *name, const char **text, char **owned,
+                             char *origin, size_t origin_n, hl_err *err)
+{
+    char norm[80];
+    *owned = NULL;
+    if (!name || !valid_name(name))
+        return hl_fail(err, HL_ENOTFOUND, "%s preset name '%s' is not a valid name", kind_dirs[kind] ,
+                       name ? name : "(null)");
+    normalize(name, norm, sizeof norm);
+    const char *root = getenv("HBDLAB_PRESETS");
+    if (root && *root) {
+        snprintf(origin, origin_n, "%s/%s/%s.json", root, kind_dirs[kind], norm);
+        FILE *f = fopen(origin, "rb");
+        if (f) {
+            fclose(f);
+            hl_status s = hl_read_file(origin, owned, err);
+            if (s)
+                return s;
+            *text = *owned;
+            return HL_OK;
+        }
+    }
+    char want[128];
+    snprintf(want, sizeof want, "%s/%s.json", kind_dirs[kind], norm);
+    for (int32_t i = 0; i < hl_embedded_presets_count; i++)
+        if (strcmp(hl_embedded_presets[i].name, want) == 0) {
+            *text = hl_embedded_presets[i].data;
+            snprintf(origin, origin_n, "preset %s", want);
+            return HL_OK;
+        }
+    /* Unknown: suggest the closest name. */
+    int best = 99;
+    const char *pick = NULL;
+    int32_t n = hl_preset_count(kind);
+    for (int32_t i = 0; i < n; i++) {
+        int d = hl_edit_distance(norm, hl_preset_name(kind, i));
+        if (d < best) {
+            best = d;
+            pick = hl_preset_name(kind, i);
+        }
+    }
+    static const char *const what[] = {"gpu", "cluster", "model"};
+    if (pick && best <= (int)strlen(norm) / 2 + 1)
+        return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (did you mean '%s'?)", what[kind], name, pick);
+    return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (hl.%ss() lists them)", what[kind], name, what[kind]);
+}
+
+/* ---- JSON -> struct through descriptors ------------------------------------ */
+
+hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *item, hl_err *err)
+{
+    const char *key = item->string;
+    const hl_field *f = hl_field_find(set, key);
+    if (!f)
+        return hl_unknown_field(set, key, err);
+    if (cJSON_IsNumber(item))
+        return hl_field_set_number(set, obj, key, item->valuedouble, err);
+    if (cJSON_IsBool(item))
+        return hl_field_set_number(set, obj, key, cJSON_IsTrue(item) ? 1 : 0, err);
+    if (cJSON_IsString(item))
+        return hl_field_set_string(set, obj, key, item->valuestring, err);
+    if (cJSON_IsNull(item) && f->zero_ok)
+        return hl_field_set_number(set, obj, key, 0, err);
+    return hl_fail(err, HL_EINVAL, "%s field '%s': expected a %s, got %s", set->kind, key,
+                   f->type == HL_FIELD_STRING || f->type == HL_FIELD_ENUM ? "string" : "number",
+                   cJSON_IsObject(item) ? "an object" : cJSON_IsArray(item) ? "an array" : "null");
+}
+
+hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_err *err)
+{
+    if (!text)
+        return hl_fail(err, HL_EINVAL, "%s: no JSON text", origin);
+    const char *start = text;
+    if ((unsigned char)start[0] == 0xEF && (unsigned char)start[1] == 0xBB && (unsigned char)start[2] == 0xBF)
+        start += 3; /* tolerate a UTF-8 byte-order mark */
+    const char *end = NULL;
+    cJSON *r = cJSON_ParseWithOpts(start, &end, 1);
+    if (!r) {
+        const char *at = cJSON_GetErrorPtr();
+        long line = 1, col = 1;
+        if (at && at >= start) {
+            for (const char *p = start; p < at && *p; p++) {
+                if (*p == '\n') {
+                    line++;
+                    col = 1;
+                } else {
+                    col++;
+                }
+            }
+        }
+        return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: malformed JSON%s", origin, line, col,
+                       at && !*at ? " (unexpected end of input)" : "");
+    }
+    *root = r;
+    return HL_OK;
+}
+
+/* Rejects an object with two members of the same name. */
+hl_status hl_json_check_duplicates(const cJSON *obj, const char *origin, const char *path, hl_err *err)
+{
+    for (const cJSON *a = obj ? obj->child : NULL; a; a = a->next)
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (a->string && b->string && strcmp(a->string, b->string) == 0)
+                return hl_fail(err, HL_EPARSE, "%s: %s: duplicate key '%s'", origin, path, a->string);
+    return HL_OK;
+}
+
+typedef hl_status (*preset_loader)(const char *name, void *out, hl_err *err);
+
+/* Loads fields of a JSON object into obj; keys in `skip` are left to the caller;
+ * "base" starts from a preset loaded by base_loader. */
+static hl_status load_object(const hl_field_set *set, void *obj, const cJSON *root, const char *origin,
+                             const char *const *skip, preset_loader base_loader, hl_err *err)
+{
+    if (!cJSON_IsObject(root))
+        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
+    hl_status s = hl_json_check_duplicates(root, origin, "$", err);
+    if (s)
+        return s;
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
+    if (base) {
+        if (!base_loader || !cJSON_IsString(base))
+            return hl_fail(err, HL_EINVAL, "%s: field 'base' must name a %s preset", origin, set->kind);
+        s = base_loader(base->valuestring, obj, err);
+        if (s) {
+            hl_err_prefix(err, origin);
+            return s;
+        }
+    }
+    for (const cJSON *item = root->child; item; item = item->next) {
+        int skipped = strcmp(item->string, "base") == 0;
+        for (int i = 0; skip && skip[i] && !skipped; i++)
+            skipped = strcmp(item->string, skip[i]) == 0;
+        if (skipped)
+            continue;
+        s = hl_json_set_field(set, obj, item, err);
+        if (s) {
+            hl_err_prefix(err, origin);
+            return s;
+        }
+    }
+    return HL_OK;
+}
+
+static hl_status gpu_base(const char *name, void *out, hl_err *err) { return hl_gpu_preset(name, out, err); }
+static hl_status model_base(const char *name, void *out, hl_err *err) { return hl_model_preset(name, out, err); }
+
+
+hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err)
+{
+    cJSON *root = NULL;
+    hl_status s = hl_json_parse(text, origin, &root, err);
+    if (s)
+        return s;
+    hl_gpu g;
+    hl_gpu_init_defaults(&g);
+    s = load_object(hl_gpu_fields(), &g, root, origin, NULL, gpu_base, err);
+    cJSON_Delete(root);
+    if (!s && !g.name[0])
+        s = hl_fail(err, HL_EINVAL, "%s: gpu field 'name' is missing", origin);
+    if (!s) {
+        s = hl_gpu_validate(&g, err);
+        if (s)
+            hl_err_prefix(err, origin);
+    }
+    if (!s)
+        *out = g;
+    return s;
+}
+
+hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err)
+{
+    cJSON *root = NULL;
+    hl_status s = hl_json_parse(text, origin, &root, err);
+    if (s)
+        return s;
+    hl_model m;
+    memset(&m, 0, sizeof m);
+    s = load_object(hl_model_fields(), &m, root, origin, NULL, model_base, err);
+    cJSON_Delete(root);
+    if (!s && m.attn == HL_ATTN_GQA && m.head_dim == 0 && m.heads > 0)
+        m.head_dim = m.hidden / m.heads;
+    if (!s && m.kv_heads == 0)
+        m.kv_heads = m.heads;
+    if (!s && !m.name[0])
+        s = hl_fail(err, HL_EINVAL, "%s: model field 'name' is missing", origin);
+    if (!s) {
+        s = hl_model_validate(&m, err);
+        if (s)
+            hl_err_prefix(err, origin);
+    }
+    if (!s)
+        *out = m;
+    return s;
+}
+
+hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err)
+{
+    cJSON *root = NULL;
+    hl_status s = hl_json_parse(text, origin, &root, err);
+    if (s)
+        return s;
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
+    }
+    hl_gpu gpu;
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "gpus");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "hbd");
+    if (cJSON_IsString(g)) {
+        s = hl_gpu_preset(g->valuestring, &gpu, err);
+    } else if (cJSON_IsObject(g)) {
+        char *sub = cJSON_PrintUnformatted(g);
+        s = sub ? hl_gpu_from_json(sub, origin, &gpu, err) : hl_fail(err, HL_ENOMEM, "out of memory");
+        cJSON_free(sub);
+    } else {
+        s = hl_fail(err, HL_EINVAL, "cluster field 'gpu' must be a GPU preset name or a GPU object");
+    }
+    if (!s && (!cJSON_IsNumber(n) || !cJSON_IsNumber(h)))
+        s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' and 'hbd' are required numbers");
+    hl_cluster c;
+    if (!s) {
+        double gv = n->valuedouble, hv = h->valuedouble;
+        if (!(gv >= 1 && gv <= 1e7 && gv == (double)(int64_t)gv) || !(hv >= 1 && hv <= 1e7 && hv == (double)(int64_t)hv))
+            s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' = %g and 'hbd' = %g must be integers in 1..1e7", gv, hv);
+        else
+            s = hl_cluster_init(&c, &gpu, (int64_t)gv, (int64_t)hv, err);
+    }
+    static const char *const skip[] = {"gpu", NULL};
+    if (!s)
+        s = load_object(hl_cluster_fields(), &c, root, origin, skip, NULL, err);
+    else
+        hl_err_prefix(err, origin);
+    cJSON_Delete(root);
+    if (!s) {
+        s = hl_cluster_validate(&c, err);
+        if (s)
+            hl_err_prefix(err, origin);
+    }
+    if (!s)
+        *out = c;
+    return s;
+}
+
+/* ---- presets by name ------------------------------------------------------- */
+
+typedef hl_status (*json_loader)(const char *text, const char *origin, void *out, hl_err *err);
+
+static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, json_loader load, hl_err *err)
+{
+    const char *text = NULL;
+    char *owned = NULL;
+    char origin[4200];
+    hl_status s = find_preset(kind, name, &text, &owned, origin, sizeof origin, err);
+    if (s)
+        return s;
+    s = load(text, origin, out, err);
+    free(owned);
+    return s;
+}
+
+static hl_status gpu_json(const char *t, const char *o, void *out, hl_err *e) { return hl_gpu_from_json(t, o, out, e); }
+static hl_status cluster_json(const char *t, const char *o, void *out, hl_err *e) { return hl_cluster_from_json(t, o, out, e); }
+static hl_status model_json(const char *t, const char *o, void *out, hl_err *e) { return hl_model_from_json(t, o, out, e); }
+
+hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err)
+{
+    return load_preset(HL_PRESET_GPU, name, out, gpu_json, err);
+}
+
+hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err)
+{
+    return load_preset(HL_PRESET_CLUSTER, name, out, cluster_json, err);
+}
+
+hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err)
+{
+    return load_preset(HL_PRESET_MODEL, name, out, model_json, err);
+}

@@ -1,0 +1,111 @@
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+
+/* A round-number GPU: 1000 TFLOP/s BF16, 2 TB/s, efficiencies 0.5 (GEMM),
+ * 0.25 (attention), 0.8 (memory), no kernel latency. */
+static hl_gpu toy_gpu(void)
+{
+    hl_gpu g;
+    memset(&g, 0, sizeof g);
+    strcpy(g.name, "toy");
+    g.peak_flops[HL_BF16] = 1000e12;
+    g.hbm_bytes = 80e9;
+    g.hbm_bw = 2e12;
+    g.eff_gemm = 0.5;
+    g.eff_attn = 0.25;
+    g.eff_mem = 0.8;
+    return g;
+}
+
+/* GEMM 4096 x 4096 x 4096 BF16: 2*4096^3 = 137,438,953,472 FLOP at 500 TFLOP/s
+ * = 274.877906944 us. Bytes 3 * 4096^2 * 2 = 100,663,296 at 1.6 TB/s = 62.91456 us.
+ * Compute bound; intensity 1365.33 FLOP/B; ridge 500e12/1.6e12 = 312.5. */
+static void test_gemm_compute_bound(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_gemm(&op, "g", 4096, 4096, 4096, 2, 2, 2, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 274.877906944e-6, 1e-12, "compute");
+    assert_rel(t.memory_s, 62.91456e-6, 1e-12, "memory");
+    assert_rel(t.time_s, t.compute_s, 1e-12, "time = max");
+    assert_rel(t.intensity, 137438953472.0 / 100663296.0, 1e-12, "intensity");
+    assert_rel(t.ridge, 312.5, 1e-12, "ridge");
+    assert_int_equal(t.bound, HL_BOUND_COMPUTE);
+}
+
+/* Decode GEMV-like GEMM m=1, n=k=8192, FP8 weights (1 B), BF16 activations:
+ * bytes = 8192*2 + 8192*8192*1 + 8192*2 = 67,141,632 -> 41.96352 us at 1.6 TB/s;
+ * FLOP 2*8192^2 = 134,217,728 -> 0.268435456 us. Memory bound. Adding a kernel
+ * latency of 3 us gives 44.96352 us. */
+static void test_gemv_memory_bound_and_latency(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_gemm(&op, "gemv", 1, 8192, 8192, 2, 1, 2, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.memory_s, 41.96352e-6, 1e-12, "memory");
+    assert_int_equal(t.bound, HL_BOUND_MEMORY);
+    g.kernel_latency = 3e-6;
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.time_s, 44.96352e-6, 1e-12, "with kernel latency");
+}
+
+/* Causal pairs: prefill of 4 tokens from empty = 1+2+3+4 = 10; 2 tokens after
+ * 3 cached = 4+5 = 9; with a window of 3 over 5 new tokens: 1+2+3+3+3 = 12. */
+static void test_attention_pairs(void **state)
+{
+    (void)state;
+    assert_rel(hl_attn_pairs(4, 0, 0), 10, 1e-12, "prefill 4");
+    assert_rel(hl_attn_pairs(2, 3, 0), 9, 1e-12, "2 after 3");
+    assert_rel(hl_attn_pairs(5, 0, 3), 12, 1e-12, "window 3");
+    assert_rel(hl_attn_pairs(1, 999, 128), 128, 1e-12, "decode in window");
+}
+
+/* GQA decode reads KV heads, not query heads. Llama-3.1-70B-like layer on one
+ * GPU: 64 q heads, 8 KV heads, d=128, batch 16, context 4096 (+1 new), BF16.
+ * KV per token per layer = 2*8*128*2 = 4,096 B. Reads = 16*(1*64*128*2 +
+ * 4097*4096) = 16*(16,384 + 16,781,312) = 268,763,136 B. Reading per query head
+ * instead would be 8x larger for the cache term. FLOP = 2*16*64*4097*(128+128). */
+static void test_gqa_decode_reads_kv_heads(void **state)
+{
+    (void)state;
+    hl_attn_shape s = {16, 1, 4096, 64, 8, 128, 128, 4096, 2, 0};
+    hl_op op;
+    hl_op_attention(&op, "attn", &s, HL_BF16);
+    assert_rel(op.bytes_read, 268763136.0, 1e-12, "kv heads read");
+    assert_rel(op.flops, 2.0 * 16 * 64 * 4097 * 256, 1e-12, "flops");
+    assert_rel(op.bytes_written, 16.0 * 64 * 128 * 2, 1e-12, "out");
+}
+
+static void test_unsupported_precision(void **state)
+{
+    (void)state;
+    hl_gpu g;
+    hl_err e;
+    assert_ok(hl_gpu_preset("H100-SXM", &g, &e), &e);
+    hl_op op;
+    hl_op_time t;
+    hl_op_gemm(&op, "g", 64, 64, 64, 0.5, 0.5, 0.5, HL_FP4);
+    assert_fails_with(hl_op_time_on(&op, &g, &t, &e), HL_EUNSUPPORTED, &e, "has no fp4 tensor support");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_compute_bound),
+        cmocka_unit_test(test_gemv_memory_bound_and_latency),
+        cmocka_unit_test(test_attention_pairs),
+        cmocka_unit_test(test_gqa_decode_reads_kv_heads),
+        cmocka_unit_test(test_unsupported_precision),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
