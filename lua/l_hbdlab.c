@@ -18,6 +18,7 @@ static const binder binders[] = {
     hl_bind_util,
     hl_bind_objects,
     hl_bind_roofline,
+    hl_bind_coll,
 };
 
 static int open_core(lua_State *L)

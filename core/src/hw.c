@@ -31,6 +31,7 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
     HL_FB(hl_gpu, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
     HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD(hl_gpu, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
     HL_FS(hl_gpu, source, "source", "where the numbers come from"),
 };
@@ -51,6 +52,7 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->scaleout_latency = 15e-6;
     g->coll_launch = 4e-6;
     g->kernel_latency = 3e-6;
+    g->in_switch_latency = 25e-6;
 }
 
 hl_status hl_gpu_validate(const hl_gpu *gpu, hl_err *err)
@@ -92,6 +94,7 @@ static const hl_field cluster_fields[] = {
     HL_FD(hl_cluster, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
     HL_FB(hl_cluster, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
     HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD(hl_cluster, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
 };
 static const hl_field_set cluster_set = {"cluster", cluster_fields,
@@ -115,6 +118,7 @@ hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_
     c->eff_scaleout = gpu->eff_scaleout;
     c->in_switch_reduce = gpu->in_switch_reduce;
     c->in_switch_eff = gpu->in_switch_eff;
+    c->in_switch_latency = gpu->in_switch_latency;
     c->peer_cost = 0;
     snprintf(c->name, sizeof c->name, "%.20s x%lld hbd%lld", gpu->name, (long long)gpus, (long long)hbd);
     return hl_cluster_validate(c, err);

@@ -16,4 +16,23 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
   hl[k] = objects[k]
 end
 
+--- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
+---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }
+--- Payload as elements and a precision also works: elements = N, precision = "fp8".
+function hl.collective(t)
+  assert(type(t) == "table", "hl.collective expects a table")
+  local c = t.cluster
+  if type(c) == "string" then c = hl.cluster(c) end
+  if c == nil then error("hl.collective: field 'cluster' is required", 2) end
+  local bytes = t.bytes
+  if bytes == nil and t.elements then bytes = t.elements * core.precision_bytes(t.precision or "bf16") end
+  local rph = t.ranks_per_hbd
+  if type(t.placement) == "number" then rph = t.placement
+  elseif t.placement ~= nil and t.placement ~= "packed" then
+    error("hl.collective field 'placement': expected \"packed\" or a number of ranks per HBD", 2)
+  end
+  return core.collective(c, { op = t.op, bytes = bytes, ranks = t.ranks or c.gpus, algo = t.algo,
+                              ranks_per_hbd = rph, imbalance = t.imbalance })
+end
+
 return hl

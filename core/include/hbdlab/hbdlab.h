@@ -11,4 +11,5 @@
 #include "hbdlab/roofline.h"
 #include "hbdlab/kvcache.h"
 #include "hbdlab/presets.h"
+#include "hbdlab/coll.h"
 #endif

@@ -30,6 +30,7 @@ typedef struct hl_gpu {
     double eff_scaleout;     /* fraction of scaleout_bw reached by bandwidth-bound collectives */
     int32_t in_switch_reduce; /* 1 when the scale-up switch can reduce (NVLS) */
     double in_switch_eff;    /* fraction of scaleup_bw reached by in-switch AllReduce */
+    double in_switch_latency; /* s per in-switch (NVLS) operation */
     double tdp_w;            /* W, informational */
     char source[640];        /* where the numbers come from */
 } hl_gpu;
@@ -67,6 +68,7 @@ typedef struct hl_cluster {
     double eff_scaleout;
     int32_t in_switch_reduce;
     double in_switch_eff;
+    double in_switch_latency;
     double peer_cost;        /* s per remote peer a GPU exchanges with (message setup); default 0 */
 } hl_cluster;
 

@@ -1,0 +1,366 @@
+/* Collective times: alpha-beta per tier, one function per algorithm.
+ * Formulas and sources: docs/MODEL.md section 5. */
+#include "hbdlab/coll.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "err_int.h"
+
+static const char *const op_names[HL_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter", "alltoall",
+                                                       "broadcast", "reduce", "gather", "scatter", "sendrecv"};
+static const char *const algo_names[HL_COLL_ALGO_COUNT] = {"auto", "ring", "tree", "direct", "halving_doubling",
+                                                           "in_switch", "hierarchical", "nccl"};
+
+const char *hl_coll_op_name(hl_coll_op op) { return (unsigned)op < HL_COLL_OP_COUNT ? op_names[op] : "?"; }
+const char *hl_coll_algo_name(hl_coll_algo a) { return (unsigned)a < HL_COLL_ALGO_COUNT ? algo_names[a] : "?"; }
+
+hl_status hl_coll_op_parse(const char *name, hl_coll_op *out, hl_err *err)
+{
+    for (int i = 0; i < HL_COLL_OP_COUNT; i++)
+        if (name && strcasecmp(name, op_names[i]) == 0) {
+            *out = (hl_coll_op)i;
+            return HL_OK;
+        }
+    return hl_fail(err, HL_EINVAL,
+                   "collective op '%s' is not one of allreduce, allgather, reducescatter, alltoall, broadcast, "
+                   "reduce, gather, scatter, sendrecv",
+                   name ? name : "(null)");
+}
+
+hl_status hl_coll_algo_parse(const char *name, hl_coll_algo *out, hl_err *err)
+{
+    for (int i = 0; i < HL_COLL_ALGO_COUNT; i++)
+        if (name && strcasecmp(name, algo_names[i]) == 0) {
+            *out = (hl_coll_algo)i;
+            return HL_OK;
+        }
+    return hl_fail(err, HL_EINVAL,
+                   "collective algo '%s' is not one of auto, nccl, ring, tree, direct, halving_doubling, "
+                   "in_switch, hierarchical",
+                   name ? name : "(null)");
+}
+
+double hl_coll_bus_factor(hl_coll_op op, int64_t n)
+{
+    double dn = (double)n;
+    switch (op) {
+    case HL_ALLREDUCE: return 2 * (dn - 1) / dn;
+    case HL_ALLGATHER:
+    case HL_REDUCESCATTER:
+    case HL_ALLTOALL:
+    case HL_GATHER:
+    case HL_SCATTER: return (dn - 1) / dn;
+    default: return 1;
+    }
+}
+
+/* The group as placed, and each tier's effective parameters. */
+typedef struct group {
+    double S;      /* bytes */
+    double n, g, N;/* ranks, ranks per HBD, HBDs */
+    double bu, bo; /* B/s per direction per GPU: scale-up usable by this group, scale-out */
+    double au, ao; /* s per step inside / across HBDs */
+    double L;      /* s launch */
+    double peer;   /* s per remote peer */
+    double imb;    /* all-to-all imbalance */
+    int nvls;      /* in-switch reduction usable */
+    double nvls_bw, nvls_lat;
+} group;
+
+typedef struct cost {
+    int ok;
+    double lat;  /* s, independent of S */
+    double bw;   /* s, proportional to S */
+    double up;   /* B per GPU on scale-up */
+    double out;  /* B per GPU on scale-out */
+} cost;
+
+static const cost NA = {0, 0, 0, 0, 0};
+
+static double lg2(double x) { return x > 1 ? ceil(log2(x) - 1e-12) : 0; }
+static int pow2(double x) { return x >= 1 && fabs(exp2(round(log2(x))) - x) < 0.5; }
+/* Bandwidth of an algorithm whose links cross both tiers: the slower tier binds. */
+static double flat_bw(const group *G) { return G->N > 1 ? (G->g > 1 ? fmin(G->bu, G->bo) : G->bo) : G->bu; }
+
+/* Splits `total` bytes of a flat ring between tiers: N of its n edges cross HBDs. */
+static void ring_split(const group *G, double total, cost *c)
+{
+    double frac_out = G->N > 1 ? (G->g > 1 ? G->N / G->n : 1) : 0;
+    c->out = total * frac_out;
+    c->up = total - c->out;
+}
+
+/* Ring latency of `steps` steps, `inter` of them bound by the scale-out hop (NCCL-T). */
+static double ring_lat(const group *G, double steps, double inter)
+{
+    if (G->N > 1 && G->g == 1)
+        return G->L + steps * G->ao;
+    return G->L + (steps - inter) * G->au + inter * G->ao;
+}
+
+static cost ring(hl_coll_op op, const group *G)
+{
+    cost c = {1, 0, 0, 0, 0};
+    double n = G->n, B = flat_bw(G), k;
+    switch (op) {
+    case HL_ALLREDUCE:
+        k = 2 * (n - 1) / n;
+        c.lat = ring_lat(G, 2 * (n - 1), G->N > 1 ? 2 * (G->N - 1) : 0);
+        break;
+    case HL_ALLGATHER:
+    case HL_REDUCESCATTER:
+        k = (n - 1) / n;
+        c.lat = ring_lat(G, n - 1, G->N > 1 ? G->N - 1 : 0);
+        break;
+    case HL_BROADCAST:
+    case HL_REDUCE: /* pipelined chain: latency of n-1 hops, bandwidth of one link */
+        k = 1;
+        c.lat = ring_lat(G, n - 1, G->N > 1 ? G->N - 1 : 0);
+        break;
+    default: return NA;
+    }
+    c.bw = k * G->S / B;
+    ring_split(G, k * G->S, &c);
+    return c;
+}
+
+/* NCCL's tree: a chain inside each HBD, a double binary tree across HBDs. */
+static cost tree(hl_coll_op op, const group *G)
+{
+    cost c = {1, 0, 0, 0, 0};
+    double B = flat_bw(G);
+    double hops = (G->g - 1) * G->au + lg2(G->N) * G->ao;
+    switch (op) {
+    case HL_ALLREDUCE: /* reduce up, broadcast down: each moves S over the bottleneck link */
+        c.lat = G->L + 2 * hops;
+        c.bw = 2 * G->S / B;
+        c.out = G->N > 1 ? 2 * G->S / G->g : 0;
+        c.up = 2 * G->S * (G->g - 1) / G->g;
+        return c;
+    case HL_BROADCAST:
+    case HL_REDUCE:
+        c.lat = G->L + hops;
+        c.bw = G->S / B;
+        c.out = G->N > 1 ? G->S / G->g : 0;
+        c.up = G->S * (G->g - 1) / G->g;
+        return c;
+    default: return NA;
+    }
+}
+
+/* One-shot: every rank exchanges with all peers at once; the two tiers run
+ * concurrently, each carrying its share; a setup cost per remote peer. */
+static cost direct(hl_coll_op op, const group *G)
+{
+    cost c = {1, 0, 0, 0, 0};
+    double n = G->n, g = G->g, S = G->S;
+    double per_peer; /* bytes exchanged with each peer */
+    switch (op) {
+    case HL_ALLREDUCE: per_peer = S; break;              /* fetch every peer's whole buffer, reduce locally */
+    case HL_ALLGATHER:
+    case HL_REDUCESCATTER:
+    case HL_GATHER:
+    case HL_SCATTER: per_peer = S / n; break;
+    case HL_ALLTOALL: per_peer = S / n * (G->imb > 1 ? G->imb : 1); break;
+    case HL_BROADCAST:
+    case HL_REDUCE: per_peer = S; break;                 /* the root's link carries S to each peer */
+    case HL_SENDRECV: per_peer = S; break;
+    default: return NA;
+    }
+    double local = op == HL_SENDRECV ? (g > 1 ? 1 : 0) : g - 1;
+    double remote = op == HL_SENDRECV ? (g > 1 ? 0 : 1) : n - g;
+    c.up = local * per_peer;
+    c.out = remote * per_peer;
+    c.bw = fmax(c.up / G->bu, remote > 0 ? c.out / G->bo : 0);
+    c.lat = G->L + (remote > 0 ? G->ao : G->au) + remote * G->peer;
+    if (op == HL_ALLTOALL) {
+        double mean = S / n;
+        c.up = local * mean;
+        c.out = remote * mean;
+    }
+    return c;
+}
+
+/* Recursive halving (reduce-scatter) then doubling (all-gather), intra-HBD
+ * distances first so the scale-out steps carry the smallest pieces. */
+static cost halving_doubling(hl_coll_op op, const group *G)
+{
+    if (!pow2(G->n) || !pow2(G->g))
+        return NA;
+    cost c = {1, 0, 0, 0, 0};
+    double up = (1 - 1 / G->g) * G->S, out = (1 - 1 / G->N) * G->S / G->g;
+    double lat = lg2(G->g) * G->au + lg2(G->N) * G->ao;
+    double k;
+    switch (op) {
+    case HL_ALLREDUCE: k = 2; break;
+    case HL_ALLGATHER:
+    case HL_REDUCESCATTER: k = 1; break;
+    default: return NA;
+    }
+    c.lat = G->L + k * lat;
+    c.bw = k * (up / G->bu + (G->N > 1 ? out / G->bo : 0));
+    c.up = k * up;
+    c.out = k * out;
+    return c;
+}
+
+/* In-switch reduction (NVLS): each rank pushes S into the switch, which
+ * reduces and multicasts back; one HBD only. */
+static cost in_switch(hl_coll_op op, const group *G)
+{
+    if (!G->nvls || G->N > 1 || op != HL_ALLREDUCE || G->n < 2)
+        return NA;
+    cost c = {1, G->L + G->nvls_lat, G->S / G->nvls_bw, G->S, 0};
+    return c;
+}
+
+/* Two levels: an intra-HBD phase, the cross-HBD phase on each GPU's own NIC
+ * (g rails in parallel), and the mirror intra phase. */
+static cost hierarchical(hl_coll_op op, const group *G)
+{
+    if (G->N <= 1 || G->g <= 1)
+        return NA;
+    cost c = {1, 0, 0, 0, 0};
+    double g = G->g, N = G->N, S = G->S;
+    switch (op) {
+    case HL_ALLREDUCE: {
+        double intra_lat = 2 * (g - 1) * G->au, intra_bw = 2 * (g - 1) / g * S / G->bu;
+        if (G->nvls && G->nvls_bw / 1 > 0 && G->L + G->nvls_lat + S / G->nvls_bw < G->L + intra_lat + intra_bw) {
+            intra_lat = G->nvls_lat; /* NVLSTree: the switch does both intra phases */
+            intra_bw = S / G->nvls_bw;
+        }
+        c.lat = G->L + intra_lat + 2 * (N - 1) * G->ao;
+        c.bw = intra_bw + 2 * (N - 1) / N * (S / g) / G->bo;
+        c.up = 2 * (g - 1) / g * S;
+        c.out = 2 * (N - 1) / N * S / g;
+        return c;
+    }
+    case HL_ALLGATHER:
+    case HL_REDUCESCATTER:
+        c.lat = G->L + (g - 1) * G->au + (N - 1) * G->ao;
+        c.bw = (g - 1) / g * S / G->bu + (N - 1) / N * (S / g) / G->bo;
+        c.up = (g - 1) / g * S;
+        c.out = (N - 1) / N * S / g;
+        return c;
+    case HL_ALLTOALL: {
+        double imb = G->imb > 1 ? G->imb : 1;
+        /* gather per-rail data inside the HBD, then one message per remote HBD */
+        c.lat = G->L + G->au + G->ao + (N - 1) * G->peer;
+        c.up = (g - 1) / g * S;
+        c.out = (N - 1) / N * S;
+        c.bw = imb * (c.up / G->bu + c.out / G->bo);
+        return c;
+    }
+    case HL_BROADCAST:
+    case HL_REDUCE:
+        c.lat = G->L + lg2(N) * G->ao + lg2(g) * G->au;
+        c.bw = S / G->bo + S / G->bu;
+        c.up = S * (g - 1) / g;
+        c.out = S / g;
+        return c;
+    default: return NA;
+    }
+}
+
+typedef cost (*algo_fn)(hl_coll_op, const group *);
+static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL, ring, tree, direct, halving_doubling, in_switch,
+                                                   hierarchical, NULL};
+
+static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
+{
+    if (a == HL_ALGO_RING || a == HL_ALGO_TREE || a == HL_ALGO_IN_SWITCH || a == HL_ALGO_HIERARCHICAL)
+        return 1;
+    /* NCCL runs all-to-all, gather, scatter and send/recv as point-to-point to every peer. */
+    return a == HL_ALGO_DIRECT &&
+           (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
+}
+
+hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+{
+    if ((unsigned)in->op >= HL_COLL_OP_COUNT)
+        return hl_fail(err, HL_EINVAL, "collective field 'op': %d is not a collective", (int)in->op);
+    if ((unsigned)in->algo >= HL_COLL_ALGO_COUNT)
+        return hl_fail(err, HL_EINVAL, "collective field 'algo': %d is not an algorithm", (int)in->algo);
+    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
+        return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18", in->bytes);
+    if (in->ranks < 1 || in->ranks > c->gpus)
+        return hl_fail(err, HL_EINVAL, "collective field 'ranks': %lld is not in 1..%lld (the cluster's GPUs)",
+                       (long long)in->ranks, (long long)c->gpus);
+    if (!(in->imbalance == 0 || (in->imbalance >= 1 && in->imbalance <= 1e6)))
+        return hl_fail(err, HL_EINVAL, "collective field 'imbalance': %g is not >= 1", in->imbalance);
+    if (in->op == HL_SENDRECV && in->ranks != 2)
+        return hl_fail(err, HL_EINVAL, "collective sendrecv: ranks must be 2 (got %lld)", (long long)in->ranks);
+    int64_t n = in->ranks, g = in->ranks_per_hbd;
+    if (g == 0) {
+        g = n < c->hbd ? n : c->hbd;
+        if (n % g != 0)
+            return hl_fail(err, HL_EINVAL,
+                           "collective: %lld ranks do not fill HBDs of %lld evenly; give ranks_per_hbd (a divisor of "
+                           "ranks, at most %lld)",
+                           (long long)n, (long long)c->hbd, (long long)c->hbd);
+    } else if (g < 1 || g > c->hbd || n % g != 0) {
+        return hl_fail(err, HL_EINVAL,
+                       "collective field 'ranks_per_hbd': %lld must divide ranks = %lld and be at most hbd = %lld",
+                       (long long)g, (long long)n, (long long)c->hbd);
+    }
+    if (n / g > hl_cluster_hbds(c))
+        return hl_fail(err, HL_EINVAL, "collective: %lld ranks at %lld per HBD need %lld HBDs; the cluster has %lld",
+                       (long long)n, (long long)g, (long long)(n / g), (long long)hl_cluster_hbds(c));
+    group G;
+    G.S = in->bytes;
+    G.n = (double)n;
+    G.g = (double)g;
+    G.N = (double)(n / g);
+    double up_raw = c->scaleup_bw;
+    if (c->fabric == HL_FABRIC_MESH && c->hbd > 1) /* a switchless mesh: g-1 of the hbd-1 links reach the group */
+        up_raw = c->scaleup_bw * (double)(g > 1 ? g - 1 : 1) / (double)(c->hbd - 1);
+    G.bu = up_raw * c->eff_scaleup;
+    G.bo = c->scaleout_bw * c->eff_scaleout;
+    G.au = c->scaleup_latency;
+    G.ao = c->scaleout_latency;
+    G.L = c->coll_launch;
+    G.peer = c->peer_cost;
+    G.imb = in->imbalance;
+    G.nvls = c->in_switch_reduce && c->fabric == HL_FABRIC_SWITCH && g > 1;
+    G.nvls_bw = c->scaleup_bw * c->in_switch_eff;
+    G.nvls_lat = c->in_switch_latency;
+
+    memset(out, 0, sizeof *out);
+    out->hbds = n / g;
+    out->ranks_per_hbd = g;
+    if (n == 1) { /* nothing to exchange */
+        out->algo = in->algo == HL_ALGO_AUTO || in->algo == HL_ALGO_NCCL ? HL_ALGO_RING : in->algo;
+        return HL_OK;
+    }
+    cost best = NA;
+    int best_algo = -1;
+    if (in->algo == HL_ALGO_AUTO || in->algo == HL_ALGO_NCCL) {
+        for (int a = 1; a < HL_COLL_ALGO_COUNT; a++) {
+            if (!algos[a] || (in->algo == HL_ALGO_NCCL && !in_nccl_set((hl_coll_algo)a, (hl_coll_op)in->op)))
+                continue;
+            cost k = algos[a]((hl_coll_op)in->op, &G);
+            if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw)) {
+                best = k;
+                best_algo = a;
+            }
+        }
+    } else {
+        best = algos[in->algo]((hl_coll_op)in->op, &G);
+        best_algo = in->algo;
+    }
+    if (!best.ok)
+        return hl_fail(err, HL_EUNSUPPORTED, "collective: algorithm %s does not apply to %s over %lld ranks "
+                       "(%lld per HBD%s)", hl_coll_algo_name((hl_coll_algo)in->algo), hl_coll_op_name((hl_coll_op)in->op),
+                       (long long)n, (long long)g, c->in_switch_reduce ? "" : ", no in-switch reduction");
+    out->algo = best_algo;
+    out->time_s = best.lat + best.bw;
+    out->latency_s = best.lat;
+    out->latency_share = out->time_s > 0 ? best.lat / out->time_s : 0;
+    out->algbw = out->time_s > 0 ? in->bytes / out->time_s : 0;
+    out->busbw = out->algbw * hl_coll_bus_factor((hl_coll_op)in->op, n);
+    out->scaleup_bytes = best.up;
+    out->scaleout_bytes = best.out;
+    return HL_OK;
+}

@@ -1,0 +1,64 @@
+/* Binding of the collective model: core.collective(cluster, {op, bytes, ranks, algo, ranks_per_hbd, imbalance}). */
+#include "bind.h"
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static int l_collective(lua_State *L)
+{
+    hl_cluster *c = hl_to_cluster(L, 1);
+    luaL_argcheck(L, c != NULL, 1, "expected a cluster object");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    hl_err err;
+    hl_coll_in in = {0, 0, 0, 0, 0, 0};
+    const char *op = hl_opt_string_field(L, 2, "op");
+    const char *algo = hl_opt_string_field(L, 2, "algo");
+    hl_coll_op o;
+    hl_coll_algo a = HL_ALGO_AUTO;
+    if (hl_coll_op_parse(op ? op : "(missing)", &o, &err) || (algo && hl_coll_algo_parse(algo, &a, &err)))
+        return hl_raise(L, &err);
+    in.op = o;
+    in.algo = a;
+    in.bytes = hl_opt_number_field(L, 2, "bytes", -1);
+    if (in.bytes < 0 && !(in.bytes == -1))
+        return luaL_error(L, "collective field 'bytes': %f is negative", in.bytes);
+    if (in.bytes == -1)
+        return luaL_error(L, "collective field 'bytes' is required (bytes as nccl-tests counts them)");
+    double ranks = hl_opt_number_field(L, 2, "ranks", 0);
+    double rph = hl_opt_number_field(L, 2, "ranks_per_hbd", 0);
+    if (ranks != (double)(int64_t)ranks || rph != (double)(int64_t)rph)
+        return luaL_error(L, "collective fields 'ranks' and 'ranks_per_hbd' must be integers");
+    in.ranks = (int64_t)ranks;
+    in.ranks_per_hbd = (int64_t)rph;
+    in.imbalance = hl_opt_number_field(L, 2, "imbalance", 0);
+    hl_coll_out out;
+    if (hl_coll_time(c, &in, &out, &err))
+        return hl_raise(L, &err);
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, hl_coll_op_name(o));
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, hl_coll_algo_name((hl_coll_algo)out.algo));
+    lua_setfield(L, -2, "algo");
+    set_num(L, "bytes", in.bytes);
+    set_num(L, "time_s", out.time_s);
+    set_num(L, "algbw", out.algbw);
+    set_num(L, "busbw", out.busbw);
+    set_num(L, "scaleup_bytes", out.scaleup_bytes);
+    set_num(L, "scaleout_bytes", out.scaleout_bytes);
+    set_num(L, "latency_s", out.latency_s);
+    set_num(L, "latency_share", out.latency_share);
+    lua_pushinteger(L, out.hbds);
+    lua_setfield(L, -2, "hbds");
+    lua_pushinteger(L, out.ranks_per_hbd);
+    lua_setfield(L, -2, "ranks_per_hbd");
+    return 1;
+}
+
+void hl_bind_coll(lua_State *L)
+{
+    lua_pushcfunction(L, l_collective);
+    lua_setfield(L, -2, "collective");
+}

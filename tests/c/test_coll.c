@@ -1,0 +1,197 @@
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+
+/* A round-number cluster: scale-up 100 GB/s/dir, scale-out 10 GB/s/dir,
+ * efficiencies 1, alpha 1 us inside an HBD and 10 us across, no launch cost. */
+static hl_cluster toy(int64_t gpus, int64_t hbd)
+{
+    hl_gpu g;
+    hl_gpu_init_defaults(&g);
+    strcpy(g.name, "toy");
+    g.peak_flops[HL_BF16] = 1e15;
+    g.hbm_bytes = 1e11;
+    g.hbm_bw = 1e12;
+    g.scaleup_bw = 100e9;
+    g.scaleout_bw = 10e9;
+    g.eff_scaleup = g.eff_scaleout = 1;
+    g.scaleup_latency = 1e-6;
+    g.scaleout_latency = 10e-6;
+    g.coll_launch = 0;
+    hl_cluster c;
+    hl_err e;
+    if (hl_cluster_init(&c, &g, gpus, hbd, &e))
+        fail_msg("%s", e.msg);
+    return c;
+}
+
+static hl_coll_out run(const hl_cluster *c, hl_coll_op op, hl_coll_algo algo, double S, int64_t n, int64_t g)
+{
+    hl_coll_in in = {op, algo, S, n, g, 0};
+    hl_coll_out out;
+    hl_err e;
+    if (hl_coll_time(c, &in, &out, &e))
+        fail_msg("%s", e.msg);
+    return out;
+}
+
+/* Ring AllReduce, n = 8 in one HBD, S = 1e8 B, B = 1e11 B/s, a = 1 us:
+ * 2(n-1)a + 2(n-1)/n S/B = 14 us + 1.75 ms = 1.764 ms. busbw = S/t * 14/8. */
+static void test_ring_allreduce_by_hand(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(8, 8);
+    hl_coll_out o = run(&c, HL_ALLREDUCE, HL_ALGO_RING, 1e8, 8, 0);
+    assert_rel(o.time_s, 14e-6 + 1.75e-3, 1e-9, "ring allreduce");
+    assert_rel(o.busbw, 1e8 / (14e-6 + 1.75e-3) * 14 / 8, 1e-9, "busbw");
+    assert_rel(o.scaleup_bytes, 1.75e8, 1e-9, "bytes on scale-up: 2(n-1)/n S");
+    assert_rel(o.scaleout_bytes, 0, 1e-9, "nothing crosses HBDs");
+    assert_rel(o.latency_s, 14e-6, 1e-9, "latency part");
+}
+
+/* Ring AllGather n = 8: (n-1)a + (n-1)/n S/B = 7 us + 0.875 ms. */
+static void test_ring_allgather_by_hand(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(8, 8);
+    assert_rel(run(&c, HL_ALLGATHER, HL_ALGO_RING, 1e8, 8, 0).time_s, 7e-6 + 0.875e-3, 1e-9, "ring allgather");
+}
+
+/* Hierarchical AllReduce, 16 ranks = 2 HBDs x 8, S = 1.6e8:
+ *   intra RS + AG: 2*7 steps * 1 us = 14 us; 2 * 7/8 * 1.6e8 / 1e11 = 2.8 ms
+ *   inter ring AR on S/8 = 2e7 over N = 2: 2*1 steps * 10 us = 20 us; 2*(1/2)*2e7/1e10 = 2 ms
+ *   total 34 us + 4.8 ms. Scale-out bytes per GPU 2(N-1)/N * S/g = 2e7. */
+static void test_hierarchical_allreduce_by_hand(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(16, 8);
+    hl_coll_out o = run(&c, HL_ALLREDUCE, HL_ALGO_HIERARCHICAL, 1.6e8, 16, 0);
+    assert_rel(o.time_s, 34e-6 + 4.8e-3, 1e-9, "hierarchical allreduce");
+    assert_rel(o.scaleout_bytes, 2e7, 1e-9, "cross-HBD bytes");
+    assert_int_equal(o.hbds, 2);
+}
+
+/* Flat ring over 16 ranks in 2 HBDs is bound by the slower tier (1e10):
+ * bandwidth 2*15/16 * 1.6e8 / 1e10 = 30 ms; latency (30-2)*1 us + 2*10 us = 48 us. */
+static void test_flat_ring_bound_by_slowest_tier(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(16, 8);
+    assert_rel(run(&c, HL_ALLREDUCE, HL_ALGO_RING, 1.6e8, 16, 0).time_s, 48e-6 + 30e-3, 1e-9, "flat ring");
+}
+
+/* Direct All-to-All, 16 ranks in 2 HBDs, S = 1.6e8 sent per rank, imbalance 1.5:
+ * per peer 1e7 * 1.5; 7 local peers over 1e11 -> 1.05 ms; 8 remote over 1e10 -> 12 ms;
+ * concurrent: 12 ms + one scale-out step 10 us + 8 remote peers * peer_cost 0.5 us = 14 us. */
+static void test_direct_alltoall_imbalance(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(16, 8);
+    c.peer_cost = 0.5e-6;
+    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_DIRECT, 1.6e8, 16, 0, 1.5};
+    hl_coll_out o;
+    hl_err e;
+    assert_ok(hl_coll_time(&c, &in, &o, &e), &e);
+    assert_rel(o.time_s, 12e-3 + 14e-6, 1e-9, "direct all-to-all");
+    assert_rel(o.scaleout_bytes, 8e7, 1e-9, "mean bytes to remote HBDs: 8 * S/16");
+}
+
+/* A switchless mesh (MI300X-like): hbd = 8, 4 ranks reach each other over 3 of
+ * the 7 links: ring bandwidth 100e9 * 3/7. AllGather of 1e8: 3 us + 3/4*1e8/(3/7*1e11). */
+static void test_mesh_partial_group(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(8, 8);
+    c.fabric = HL_FABRIC_MESH;
+    c.in_switch_reduce = 0;
+    assert_rel(run(&c, HL_ALLGATHER, HL_ALGO_RING, 1e8, 4, 0).time_s, 3e-6 + 0.75e8 / (3.0 / 7 * 1e11), 1e-9,
+               "mesh 4 of 8");
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(16, 8);
+    hl_coll_in in = {HL_ALLREDUCE, HL_ALGO_IN_SWITCH, 1e6, 16, 0, 0};
+    hl_coll_out o;
+    hl_err e;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EUNSUPPORTED, &e, "in_switch does not apply");
+    in.algo = HL_ALGO_RING;
+    in.ranks = 12;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "12 ranks do not fill HBDs of 8");
+    in.ranks = 32;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'ranks': 32 is not in 1..16");
+    in.ranks = 16;
+    in.bytes = -1;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'bytes': -1");
+    in.bytes = 1;
+    in.ranks_per_hbd = 3;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'ranks_per_hbd': 3 must divide");
+}
+
+/* Calibration against published measurements (shared/reference/hardware.md
+ * section 3.4), each within 25%, with the preset defaults. */
+static hl_coll_out measure(const char *cluster, int64_t gpus, int64_t hbd, hl_coll_op op, hl_coll_algo algo,
+                           double S, int64_t n, int64_t g)
+{
+    hl_gpu gpu;
+    hl_cluster c;
+    hl_err e;
+    if (hl_cluster_preset(cluster, &c, &e))
+        fail_msg("%s", e.msg);
+    gpu = c.gpu;
+    if (hl_cluster_init(&c, &gpu, gpus, hbd, &e))
+        fail_msg("%s", e.msg);
+    return run(&c, op, algo, S, n, g);
+}
+
+static void test_calibration(void **state)
+{
+    (void)state;
+    /* NT212: 8x H100 ring collectives ~370 GB/s busbw at large sizes. */
+    hl_coll_out o = measure("hgx-h100", 8, 8, HL_ALLGATHER, HL_ALGO_RING, 8e9, 8, 0);
+    printf("calib ring allgather 8xH100 8GB: busbw %.1f GB/s (measured ~370)\n", o.busbw / 1e9);
+    assert_rel(o.busbw, 370e9, 0.25, "ring busbw");
+    o = measure("hgx-h100", 8, 8, HL_ALLREDUCE, HL_ALGO_RING, 8e9, 8, 0);
+    printf("calib ring allreduce 8xH100 8GB: busbw %.1f GB/s (measured ~370)\n", o.busbw / 1e9);
+    assert_rel(o.busbw, 370e9, 0.25, "ring allreduce busbw");
+    /* NT212/NT290: NVLS AllReduce ~480 GB/s busbw above 256 MB. */
+    o = measure("hgx-h100", 8, 8, HL_ALLREDUCE, HL_ALGO_NCCL, 1e9, 8, 0);
+    printf("calib nccl allreduce 8xH100 1GB: %s busbw %.1f GB/s (measured ~480)\n",
+           hl_coll_algo_name((hl_coll_algo)o.algo), o.busbw / 1e9);
+    assert_int_equal(o.algo, HL_ALGO_IN_SWITCH);
+    assert_rel(o.busbw, 480e9, 0.25, "nvls busbw");
+    /* NT290: one 400G NIC gives 46-48 GB/s with NCCL (2 ranks in 2 HBDs). */
+    o = measure("hgx-h100", 16, 8, HL_SENDRECV, HL_ALGO_NCCL, 1e9, 2, 1);
+    printf("calib 400G NIC sendrecv 1GB: busbw %.1f GB/s (measured 46-48)\n", o.busbw / 1e9);
+    assert_rel(o.busbw, 47e9, 0.25, "NIC busbw");
+    o = measure("hgx-h100", 16, 8, HL_ALLREDUCE, HL_ALGO_NCCL, 8e9, 2, 1);
+    printf("calib 400G NIC allreduce 2 ranks 8GB: busbw %.1f GB/s (measured 46-48)\n", o.busbw / 1e9);
+    assert_rel(o.busbw, 47e9, 0.25, "NIC allreduce busbw");
+    /* DEP303: 8-GPU AllReduce of a few bytes ~12.5 us (NCCL). */
+    o = measure("hgx-h100", 8, 8, HL_ALLREDUCE, HL_ALGO_NCCL, 8, 8, 0);
+    printf("calib nccl allreduce 8 GPUs 8 B: %.2f us via %s (measured 12.5)\n", o.time_s * 1e6,
+           hl_coll_algo_name((hl_coll_algo)o.algo));
+    assert_rel(o.time_s, 12.5e-6, 0.25, "8-GPU small allreduce");
+    /* NC1244: 2 nodes x 8 GPUs small AllReduce ~46 us. */
+    o = measure("hgx-h100", 16, 8, HL_ALLREDUCE, HL_ALGO_NCCL, 8, 16, 0);
+    printf("calib nccl allreduce 2x8 GPUs 8 B: %.2f us via %s (measured ~46)\n", o.time_s * 1e6,
+           hl_coll_algo_name((hl_coll_algo)o.algo));
+    assert_rel(o.time_s, 46e-6, 0.25, "2x8 small allreduce");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_allreduce_by_hand),
+        cmocka_unit_test(test_ring_allgather_by_hand),
+        cmocka_unit_test(test_hierarchical_allreduce_by_hand),
+        cmocka_unit_test(test_flat_ring_bound_by_slowest_tier),
+        cmocka_unit_test(test_direct_alltoall_imbalance),
+        cmocka_unit_test(test_mesh_partial_group),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_calibration),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
