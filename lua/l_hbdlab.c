@@ -19,6 +19,7 @@ static const binder binders[] = {
     hl_bind_objects,
     hl_bind_roofline,
     hl_bind_coll,
+    hl_bind_sim,
 };
 
 static int open_core(lua_State *L)

@@ -16,6 +16,8 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
   hl[k] = objects[k]
 end
 
+hl.simulate = require("hbdlab.simulate").simulate
+
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
 ---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }
 --- Payload as elements and a precision also works: elements = N, precision = "fp8".

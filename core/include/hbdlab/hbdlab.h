@@ -12,4 +12,5 @@
 #include "hbdlab/kvcache.h"
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"
+#include "hbdlab/sim.h"
 #endif

@@ -1,0 +1,112 @@
+/* One inference job on a cluster: prefill and decode of a batch, with the
+ * model mapped by tensor, pipeline, expert and data parallelism onto HBDs.
+ * Formulas: docs/MODEL.md section 6. */
+#ifndef HBDLAB_SIM_H
+#define HBDLAB_SIM_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_dispatch {
+    HL_DISPATCH_FLAT = 0,        /* every expert-TP shard receives each routed token's full hidden vector */
+    HL_DISPATCH_HIERARCHICAL = 1 /* one copy per expert, then an AllGather inside the expert-TP group */
+} hl_dispatch;
+
+typedef struct hl_job {
+    hl_model model;
+    hl_cluster cluster;
+    int32_t precision;       /* hl_precision of weights and GEMM math */
+    int32_t kv_precision;    /* hl_precision of the KV cache */
+    int32_t act_precision;   /* hl_precision of activations (attention math, norms, TP AllReduce) */
+    int32_t wire_precision;  /* hl_precision of MoE dispatch payloads (combine uses act_precision) */
+    double batch;            /* concurrent sequences in the whole job */
+    double input;            /* prompt tokens per sequence */
+    double output;           /* generated tokens per sequence (first one comes from prefill) */
+    int64_t tp;              /* attention (and dense FFN) tensor parallelism */
+    int64_t pp;              /* pipeline stages */
+    int64_t ep;              /* expert parallelism (MoE): experts spread over ep groups */
+    int64_t dp;              /* attention data parallelism; 0 = gpus / (tp * pp) */
+    int64_t etp;             /* tensor parallelism inside each expert; 0 = gpus / (pp * ep) */
+    int64_t gpus;            /* GPUs used; 0 = the whole cluster */
+    double overlap_prefill;  /* fraction 0..1 of communication hidden under compute */
+    double overlap_decode;
+    double imbalance;        /* tokens of the busiest expert / mean (>= 1) */
+    double layer_overhead;   /* s added per layer per forward pass (launch, sync) */
+    int32_t dispatch;        /* hl_dispatch */
+    double microbatches;     /* pipeline micro-batches in prefill; 0 = pp */
+    double mem_util;         /* fraction of HBM usable (default 0.9) */
+    double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
+    int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
+} hl_job;
+
+/* Time of one phase (prefill, or the whole decode) on the critical path. */
+typedef struct hl_phase {
+    double time_s;        /* phase duration */
+    double compute_s;     /* operators whose roofline is compute-bound */
+    double memory_s;      /* operators whose roofline is HBM-bound */
+    double comm_s;        /* exposed communication (after overlap) */
+    double overhead_s;    /* fixed per-layer overhead */
+    double comm_share;    /* comm_s / time_s */
+    double scaleup_comm_s;   /* exposed communication bound by scale-up links */
+    double scaleout_comm_s;  /* exposed communication that crosses HBDs */
+    double latency_comm_s;   /* latency (size-independent) part of communication */
+    double flops;         /* FLOP per GPU */
+    double hbm_bytes;     /* B moved to/from HBM per GPU */
+} hl_phase;
+
+enum { HL_SIM_MAX_ITEMS = 16 };
+
+/* One row of a breakdown: an operator or a collective, per layer-pass summed over the phase. */
+typedef struct hl_item {
+    char name[24];
+    int32_t is_comm;      /* 1 for a collective */
+    int32_t tier;         /* collectives: 0 inside one HBD, 1 crosses HBDs */
+    double time_s;        /* summed over the phase (collectives before overlap) */
+    double bytes;         /* B per GPU (HBM for operators, sent for collectives) */
+    double flops;         /* FLOP per GPU */
+} hl_item;
+
+typedef struct hl_result {
+    double ttft_s;
+    double tpot_s;             /* mean over the output-1 decode steps */
+    double total_s;            /* ttft + decode time */
+    double decode_tps;         /* decode-phase tokens / decode-phase time (whole job) */
+    double tps_per_gpu;        /* generated tokens / total_s / gpus */
+    double tps_per_gpu_incl_prompt; /* (prompt + generated) tokens / total_s / gpus */
+    hl_phase prefill;
+    hl_phase decode;
+    int32_t bound;             /* 0 compute, 1 HBM, 2 scale-up, 3 scale-out, 4 latency */
+    double weights_bytes;      /* per GPU */
+    double kv_bytes;           /* per GPU at the largest context */
+    double workspace_bytes;    /* per GPU */
+    double per_gpu_bytes;      /* weights + KV + workspace */
+    int32_t fits;              /* per_gpu_bytes <= hbm * mem_util */
+    int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
+    int32_t n_prefill_items, n_decode_items;
+    hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
+    hl_item decode_items[16];
+} hl_result;
+
+/* Fills documented defaults: bf16 everywhere, batch 1, input 1024, output 128,
+ * tp = pp = ep = 1, mem_util 0.9, imbalance 1, flat dispatch. */
+void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c);
+
+/* Resolves dp/etp/gpus and checks the mapping; names the violated rule. */
+hl_status hl_job_validate(const hl_job *job, hl_err *err);
+
+/* Runs the job. A mapping that does not fit in memory still returns HL_OK with
+ * fits = 0 (the caller decides); invalid input returns an error. */
+hl_status hl_sim_run(const hl_job *job, hl_result *out, hl_err *err);
+
+/* Name of a bound value ("compute", "hbm", "scale-up", "scale-out", "latency"). */
+const char *hl_bound_name(int32_t bound);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

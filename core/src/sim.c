@@ -1,0 +1,594 @@
+/* The inference simulation: per-layer operators and collectives of one GPU on
+ * the critical path, prefill once, decode summed over every step (closed form
+ * or step by step). Formulas: docs/MODEL.md section 6. */
+#include "hbdlab/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "hbdlab/coll.h"
+#include "hbdlab/kvcache.h"
+#include "hbdlab/precision.h"
+#include "hbdlab/roofline.h"
+
+void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
+{
+    memset(job, 0, sizeof *job);
+    job->model = *m;
+    job->cluster = *c;
+    job->precision = job->kv_precision = job->act_precision = job->wire_precision = HL_BF16;
+    job->batch = 1;
+    job->input = 1024;
+    job->output = 128;
+    job->tp = job->pp = job->ep = 1;
+    job->imbalance = 1;
+    job->mem_util = 0.9;
+    job->dispatch = HL_DISPATCH_FLAT;
+}
+
+const char *hl_bound_name(int32_t b)
+{
+    static const char *const names[] = {"compute", "hbm", "scale-up", "scale-out", "latency"};
+    return b >= 0 && b <= 4 ? names[b] : "?";
+}
+
+/* Everything the per-layer builders need, resolved once. */
+typedef struct sim {
+    const hl_job *j;
+    const hl_model *m;
+    const hl_cluster *c;
+    double wb, ab, kvb, wireb;  /* bytes per element */
+    int64_t G, tp, pp, ep, dp, etp;
+    double stage_layers;        /* layers per pipeline stage */
+    double dense_frac;          /* fraction of layers with a dense FFN */
+    double b_local;             /* sequences per attention data-parallel group */
+} sim;
+
+static hl_status resolve(const hl_job *j, sim *s, hl_err *err)
+{
+    const hl_model *m = &j->model;
+    const hl_cluster *c = &j->cluster;
+    hl_status st = hl_model_validate(m, err);
+    if (!st)
+        st = hl_cluster_validate(c, err);
+    if (st)
+        return st;
+    const struct {
+        const char *name;
+        double v, lo, hi;
+    } nums[] = {{"batch", j->batch, 1, 1e9}, {"input", j->input, 1, 1e9}, {"output", j->output, 1, 1e9},
+                {"overlap_prefill", j->overlap_prefill, 0, 1}, {"overlap_decode", j->overlap_decode, 0, 1},
+                {"imbalance", j->imbalance, 1, 1e3}, {"layer_overhead", j->layer_overhead, 0, 1},
+                {"microbatches", j->microbatches, 0, 1e6}, {"mem_util", j->mem_util, 0.01, 1},
+                {"workspace_bytes", j->workspace_bytes, 0, 1e15}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
+            return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
+                           nums[i].v, nums[i].lo, nums[i].hi);
+    if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
+        return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
+                       j->batch, j->input, j->output);
+    const int32_t precs[] = {j->precision, j->kv_precision, j->act_precision, j->wire_precision};
+    const char *pn[] = {"precision", "kv_precision", "act_precision", "wire_precision"};
+    for (int i = 0; i < 4; i++)
+        if ((unsigned)precs[i] >= HL_PRECISION_COUNT)
+            return hl_fail(err, HL_EINVAL, "field '%s': %d is not a precision", pn[i], (int)precs[i]);
+    double peak;
+    if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->precision, &peak, err)))
+        return st;
+    if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->act_precision, &peak, err)))
+        return st;
+    s->j = j;
+    s->m = m;
+    s->c = c;
+    s->wb = hl_precision_bytes((hl_precision)j->precision);
+    s->ab = hl_precision_bytes((hl_precision)j->act_precision);
+    s->kvb = hl_precision_bytes((hl_precision)j->kv_precision);
+    s->wireb = hl_precision_bytes((hl_precision)j->wire_precision);
+    s->G = j->gpus > 0 ? j->gpus : c->gpus;
+    s->tp = j->tp;
+    s->pp = j->pp;
+    s->ep = j->ep > 0 ? j->ep : 1;
+    if (s->G > c->gpus)
+        return hl_fail(err, HL_EINVAL, "field 'gpus': %lld exceeds the cluster's %lld GPUs", (long long)s->G,
+                       (long long)c->gpus);
+    if (s->tp < 1 || s->pp < 1)
+        return hl_fail(err, HL_EINVAL, "parallel: tp = %lld and pp = %lld must be >= 1", (long long)s->tp,
+                       (long long)s->pp);
+    if (m->heads % s->tp != 0)
+        return hl_fail(err, HL_EINVAL, "model '%s': tp = %lld does not divide %lld heads", m->name,
+                       (long long)s->tp, (long long)m->heads);
+    if (s->pp > m->layers)
+        return hl_fail(err, HL_EINVAL, "model '%s': pp = %lld exceeds %lld layers", m->name, (long long)s->pp,
+                       (long long)m->layers);
+    if (s->G % (s->tp * s->pp) != 0)
+        return hl_fail(err, HL_EINVAL, "parallel: tp*pp = %lld does not divide gpus = %lld", (long long)(s->tp * s->pp),
+                       (long long)s->G);
+    s->dp = j->dp > 0 ? j->dp : s->G / (s->tp * s->pp);
+    if (s->tp * s->pp * s->dp != s->G)
+        return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
+                       (long long)s->pp, (long long)s->dp, (long long)s->G);
+    if (m->experts > 0) {
+        if (m->experts % s->ep != 0)
+            return hl_fail(err, HL_EINVAL, "model '%s': ep = %lld does not divide %lld experts", m->name,
+                           (long long)s->ep, (long long)m->experts);
+        if ((s->G / s->pp) % s->ep != 0)
+            return hl_fail(err, HL_EINVAL, "parallel: ep = %lld does not divide the %lld GPUs of a pipeline stage",
+                           (long long)s->ep, (long long)(s->G / s->pp));
+        s->etp = j->etp > 0 ? j->etp : s->G / (s->pp * s->ep);
+        if (s->ep * s->etp * s->pp != s->G)
+            return hl_fail(err, HL_EINVAL, "parallel: ep*etp*pp = %lld*%lld*%lld must equal gpus = %lld",
+                           (long long)s->ep, (long long)s->etp, (long long)s->pp, (long long)s->G);
+        if (hl_model_expert_ffn(m) % s->etp != 0)
+            return hl_fail(err, HL_EINVAL, "model '%s': etp = %lld does not divide expert_ffn = %lld", m->name,
+                           (long long)s->etp, (long long)hl_model_expert_ffn(m));
+    } else {
+        if (s->ep != 1)
+            return hl_fail(err, HL_EINVAL, "model '%s' is dense: ep = %lld needs experts", m->name, (long long)s->ep);
+        s->etp = 1;
+    }
+    if (fmod(j->batch, (double)s->dp) != 0)
+        return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
+                       (long long)s->dp);
+    s->stage_layers = (double)m->layers / (double)s->pp;
+    s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
+    s->b_local = j->batch / (double)s->dp;
+    return HL_OK;
+}
+
+hl_status hl_job_validate(const hl_job *job, hl_err *err)
+{
+    sim s;
+    return resolve(job, &s, err);
+}
+
+/* ---- accumulation of one phase ------------------------------------------------ */
+typedef struct acc {
+    hl_phase ph;
+    hl_item items[HL_SIM_MAX_ITEMS];
+    int n;
+    double overlap;
+    double comm_raw; /* before overlap */
+} acc;
+
+static hl_item *item(acc *a, const char *name, int is_comm, int tier)
+{
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].name, name) == 0)
+            return &a->items[i];
+    if (a->n >= HL_SIM_MAX_ITEMS)
+        return &a->items[HL_SIM_MAX_ITEMS - 1];
+    hl_item *it = &a->items[a->n++];
+    memset(it, 0, sizeof *it);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->is_comm = is_comm;
+    it->tier = tier;
+    return it;
+}
+
+/* Adds `times` executions of op to the phase. */
+static hl_status add_op(const sim *s, acc *a, const hl_op *op, double times, hl_err *err)
+{
+    if (times <= 0)
+        return HL_OK;
+    hl_op_time t;
+    hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
+    if (st)
+        return st;
+    double dt = t.time_s * times;
+    a->ph.time_s += dt;
+    if (t.bound == HL_BOUND_COMPUTE)
+        a->ph.compute_s += dt;
+    else
+        a->ph.memory_s += dt;
+    a->ph.flops += op->flops * times;
+    a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    hl_item *it = item(a, op->name, 0, 0);
+    it->time_s += dt;
+    it->flops += op->flops * times;
+    it->bytes += (op->bytes_read + op->bytes_written) * times;
+    return HL_OK;
+}
+
+static void gemm(hl_op *op, const sim *s, const char *name, double m, double n, double k)
+{
+    hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
+}
+
+/* Adds `times` executions of a collective over `ranks` ranks (packed). */
+static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
+                          int64_t ranks_per_hbd, double times, hl_err *err)
+{
+    if (times <= 0 || ranks <= 1 || bytes <= 0)
+        return HL_OK;
+    hl_coll_in in = {op, HL_ALGO_AUTO, bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
+    hl_coll_out o;
+    hl_status st = hl_coll_time(s->c, &in, &o, err);
+    if (st) {
+        hl_err_prefix(err, name);
+        return st;
+    }
+    double raw = o.time_s * times, exposed = raw * (1 - a->overlap);
+    double lat = o.latency_s * times * (1 - a->overlap);
+    a->comm_raw += raw;
+    a->ph.time_s += exposed;
+    a->ph.comm_s += exposed;
+    a->ph.latency_comm_s += lat;
+    if (o.hbds > 1)
+        a->ph.scaleout_comm_s += exposed - lat;
+    else
+        a->ph.scaleup_comm_s += exposed - lat;
+    hl_item *it = item(a, name, 1, o.hbds > 1);
+    it->time_s += raw;
+    it->bytes += (o.scaleup_bytes + o.scaleout_bytes) * times;
+    return HL_OK;
+}
+
+/* One forward pass over the layers of one stage, except the attention kernel:
+ * T tokens per attention group (q new tokens for each of b sequences). */
+static hl_status layer_ops(const sim *s, acc *a, double b, double q, double passes, int decode, hl_err *err)
+{
+    const hl_model *m = s->m;
+    const hl_job *j = s->j;
+    double T = b * q, h = (double)m->hidden, tp = (double)s->tp;
+    double Lst = s->stage_layers * passes;       /* layer executions on this GPU */
+    double Lmoe = Lst * (1 - s->dense_frac), Ldense = Lst * s->dense_frac;
+    double Hl = (double)m->heads / tp;
+    hl_op op;
+    hl_status st = HL_OK;
+#define TRY(x)                   \
+    do {                         \
+        if ((st = (x)) != HL_OK) \
+            return st;           \
+    } while (0)
+
+    /* two RMSNorms with residual adds: read x and residual, write x, per norm */
+    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab};
+    TRY(add_op(s, a, &norm, Lst, err));
+    if (m->attn == HL_ATTN_MLA) {
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
+        double kvl = (double)m->kv_lora_rank, ql = (double)m->q_lora_rank;
+        if (ql > 0) {
+            gemm(&op, s, "q_proj", T, ql, h);
+            TRY(add_op(s, a, &op, Lst, err));
+            gemm(&op, s, "q_proj", T, Hl * (nope + rope), ql);
+        } else {
+            gemm(&op, s, "q_proj", T, Hl * (nope + rope), h);
+        }
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "kv_proj", T, kvl + rope, h);
+        TRY(add_op(s, a, &op, Lst, err));
+        if (decode) { /* absorbed: q_nope x W_UK per head, output x W_UV per head */
+            gemm(&op, s, "mla_absorb", T, Hl * kvl, nope);
+            TRY(add_op(s, a, &op, Lst, err));
+            gemm(&op, s, "mla_absorb", T, Hl * v, kvl);
+        } else { /* expand K and V for the prompt tokens */
+            gemm(&op, s, "kv_proj", T, Hl * (nope + v), kvl);
+        }
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "o_proj", T, h, Hl * v);
+    } else {
+        double Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
+        gemm(&op, s, "qkv_proj", T, (Hl + 2 * Kl) * d, h);
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "o_proj", T, h, Hl * d);
+    }
+    TRY(add_op(s, a, &op, Lst, err));
+    double ar_bytes = T * h * s->ab;
+    TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lst, err));
+    if (Ldense > 0) {
+        double F = (double)m->ffn / tp;
+        gemm(&op, s, "ffn_up_gate", T, 2 * F, h);
+        TRY(add_op(s, a, &op, Ldense, err));
+        gemm(&op, s, "ffn_down", T, h, F);
+        TRY(add_op(s, a, &op, Ldense, err));
+        TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Ldense, err));
+    }
+    if (Lmoe > 0) {
+        double E = (double)m->experts, k = (double)m->topk, etp = (double)s->etp;
+        double Fe = (double)hl_model_expert_ffn(m) / etp, El = E / (double)s->ep;
+        hl_op_gemm(&op, "router", T, E, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
+        TRY(add_op(s, a, &op, Lmoe, err));
+        int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
+        double sent = T / tp * k * h; /* elements a GPU dispatches: its share of the group's tokens */
+        double copies = j->dispatch == HL_DISPATCH_FLAT ? etp : 1;
+        TRY(add_coll(s, a, "ep_dispatch", HL_ALLTOALL, sent * copies * s->wireb, domain, 0, Lmoe, err));
+        /* tokens reaching one expert from the whole stage, with the imbalance of the busiest */
+        double tok_e = j->batch * q * k / E * j->imbalance;
+        if (j->dispatch == HL_DISPATCH_HIERARCHICAL && s->etp > 1)
+            TRY(add_coll(s, a, "etp_allgather", HL_ALLGATHER, tok_e * El * h * s->wireb, s->etp, 0, Lmoe, err));
+        /* experts that receive at least one token: E_l * (1 - (1 - 1/E)^(tokens*k)) */
+        double active = El * (1 - pow(1 - 1 / E, j->batch * q * k));
+        hl_op up, down;
+        gemm(&up, s, "experts", tok_e, 2 * Fe, h);
+        gemm(&down, s, "experts", tok_e, h, Fe);
+        hl_op grouped = {"experts", HL_OP_GROUPED_GEMM, j->precision, (up.flops + down.flops) * El,
+                         (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
+                             3 * Fe * h * s->wb * active,
+                         (up.bytes_written + down.bytes_written) * El};
+        TRY(add_op(s, a, &grouped, Lmoe, err));
+        TRY(add_coll(s, a, "ep_combine", HL_ALLTOALL, sent * copies * s->ab, domain, 0, Lmoe, err));
+        if (m->shared_experts > 0) {
+            double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
+            gemm(&op, s, "shared_experts", T, 3 * Fs, h);
+            TRY(add_op(s, a, &op, Lmoe, err));
+            TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lmoe, err));
+        }
+    }
+    if (j->layer_overhead > 0) {
+        double o = j->layer_overhead * Lst;
+        a->ph.time_s += o;
+        a->ph.overhead_s += o;
+    }
+    return HL_OK;
+#undef TRY
+}
+
+/* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
+static void attn_op(const sim *s, hl_op *op, double b, double q, double ctx, double window)
+{
+    const hl_model *m = s->m;
+    hl_attn_shape sh;
+    sh.batch = b;
+    sh.new_tokens = q;
+    sh.context = ctx;
+    sh.heads = (double)m->heads / (double)s->tp;
+    sh.act_bytes = s->ab;
+    sh.window = window;
+    if (m->attn == HL_ATTN_MLA) {
+        if (q == 1) { /* decode on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
+            sh.kv_heads = 1;
+            sh.qk_dim = (double)(m->kv_lora_rank + m->qk_rope_dim);
+            sh.v_dim = (double)m->kv_lora_rank;
+            sh.kv_token_bytes = sh.qk_dim * s->kvb;
+        } else { /* prefill on expanded K, V */
+            sh.kv_heads = sh.heads;
+            sh.qk_dim = (double)(m->qk_nope_dim + m->qk_rope_dim);
+            sh.v_dim = (double)m->v_head_dim;
+            sh.kv_token_bytes = sh.heads * (sh.qk_dim + sh.v_dim) * s->ab;
+        }
+    } else {
+        sh.kv_heads = hl_kv_heads_per_gpu(m, s->tp);
+        sh.qk_dim = sh.v_dim = (double)m->head_dim;
+        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)s->j->kv_precision, s->tp);
+    }
+    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+}
+
+/* Layers of one stage split by attention kind: full, and sliding-window. */
+static void layer_split(const sim *s, double *full, double *sliding)
+{
+    double sl = s->m->sliding_window > 0 ? s->m->sliding_fraction : 0;
+    *sliding = s->stage_layers * sl;
+    *full = s->stage_layers - *sliding;
+}
+
+/* Embedding lookup, LM head (vocab-parallel), logits AllGather, token broadcast. */
+static hl_status io_ops(const sim *s, acc *a, double b, double q, double passes, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, tp = (double)s->tp;
+    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab};
+    hl_status st = add_op(s, a, &emb, passes, err);
+    hl_op head;
+    gemm(&head, s, "lm_head", b, (double)m->vocab / tp, h);
+    if (!st)
+        st = add_op(s, a, &head, passes, err);
+    if (!st)
+        st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, b * (double)m->vocab * s->ab, s->tp, 0, passes, err);
+    if (!st)
+        st = add_coll(s, a, "token_broadcast", HL_BROADCAST, b * 4, s->tp * s->pp, 0, passes, err);
+    if (!st && s->pp > 1) {
+        int64_t stride = s->G / s->pp; /* stage neighbours are this many ranks apart */
+        int64_t rph = stride >= s->c->hbd ? 1 : 2;
+        st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, b * q * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
+    }
+    return st;
+}
+
+/* Sum over integer k in [k0, k1] of max(a1 + b1 k, a2 + b2 k) (two lines). */
+static double sum_max_lines(double a1, double b1, double a2, double b2, double k0, double k1)
+{
+    if (k1 < k0)
+        return 0;
+    double lo = k0, hi = k1, total = 0;
+    if (b1 != b2) {
+        double x = (a2 - a1) / (b1 - b2); /* lines cross at x */
+        if (x > lo && x < hi) {
+            double split = floor(x);
+            total += sum_max_lines(a1, b1, a2, b2, lo, split);
+            lo = split + 1;
+        }
+    }
+    double n = hi - lo + 1, mid = (lo + hi) / 2;
+    double s1 = n * (a1 + b1 * mid), s2 = n * (a2 + b2 * mid);
+    return total + fmax(s1, s2);
+}
+
+/* Decode attention over all steps for `layers` layers with window w (0 = none):
+ * step j sees keys k = input + j, j = 1..output-1. */
+static hl_status decode_attention(const sim *s, acc *a, double layers, double w, hl_err *err)
+{
+    double b = s->b_local, in = s->j->input, steps = s->j->output - 1;
+    if (layers <= 0 || steps <= 0)
+        return HL_OK;
+    hl_op op;
+    hl_op_time t;
+    hl_status st;
+    if (s->j->exact_steps) {
+        for (double k = in + 1; k <= in + steps; k++) {
+            attn_op(s, &op, b, 1, k - 1, w);
+            if ((st = add_op(s, a, &op, layers, err)))
+                return st;
+        }
+        return HL_OK;
+    }
+    /* Closed form: compute and memory times are linear in k (constant once k
+     * exceeds the window); the sum of their max splits where the lines cross. */
+    double k0 = in + 1, k1 = in + steps;
+    double kw = w > 0 ? fmin(k1, w) : k1; /* last k still growing */
+    double c0, m0, c1, m1;
+    attn_op(s, &op, b, 1, k0 - 1, 0);
+    if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
+        return st;
+    c0 = t.compute_s;
+    m0 = t.memory_s;
+    double flops0 = op.flops, bytes0 = op.bytes_read + op.bytes_written;
+    attn_op(s, &op, b, 1, k0, 0);
+    hl_op_time_on(&op, &s->c->gpu, &t, err);
+    c1 = t.compute_s;
+    m1 = t.memory_s;
+    double dfl = op.flops - flops0, dby = op.bytes_read + op.bytes_written - bytes0;
+    double bc = c1 - c0, bm = m1 - m0, ac = c0 - bc * k0, am = m0 - bm * k0;
+    double sum = 0, flops = 0, bytes = 0, n_grow = 0;
+    if (k0 <= kw) {
+        n_grow = kw - k0 + 1;
+        sum += sum_max_lines(ac, bc, am, bm, k0, kw);
+        flops += n_grow * (flops0 - dfl * k0) + dfl * (k0 + kw) * n_grow / 2;
+        bytes += n_grow * (bytes0 - dby * k0) + dby * (k0 + kw) * n_grow / 2;
+    }
+    double n_flat = steps - n_grow; /* steps past the window: keys fixed at w */
+    if (n_flat > 0) {
+        sum += n_flat * fmax(ac + bc * w, am + bm * w);
+        flops += n_flat * (flops0 + dfl * (w - k0));
+        bytes += n_flat * (bytes0 + dby * (w - k0));
+    }
+    double lat = s->c->gpu.kernel_latency * steps;
+    double total = (sum + lat) * layers;
+    a->ph.time_s += total;
+    int mem_bound = am + bm * kw >= ac + bc * kw;
+    if (mem_bound)
+        a->ph.memory_s += total;
+    else
+        a->ph.compute_s += total;
+    a->ph.flops += flops * layers;
+    a->ph.hbm_bytes += bytes * layers;
+    hl_item *it = item(a, "attention", 0, 0);
+    it->time_s += total;
+    it->flops += flops * layers;
+    it->bytes += bytes * layers;
+    return HL_OK;
+}
+
+static void finish_phase(acc *a)
+{
+    a->ph.comm_share = a->ph.time_s > 0 ? a->ph.comm_s / a->ph.time_s : 0;
+}
+
+hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
+{
+    sim s;
+    hl_status st = resolve(j, &s, err);
+    if (st)
+        return st;
+    memset(r, 0, sizeof *r);
+    const hl_model *m = &j->model;
+    double full, sliding;
+    layer_split(&s, &full, &sliding);
+    double window = (double)m->sliding_window;
+
+    /* ---- prefill: the whole prompt of b_local sequences in one pass per stage ---- */
+    acc pre;
+    memset(&pre, 0, sizeof pre);
+    pre.overlap = j->overlap_prefill;
+    double b = s.b_local, in = j->input;
+    if ((st = layer_ops(&s, &pre, b, in, 1, 0, err)))
+        return st;
+    hl_op op;
+    attn_op(&s, &op, b, in, 0, 0);
+    if ((st = add_op(&s, &pre, &op, full, err)))
+        return st;
+    attn_op(&s, &op, b, in, 0, window);
+    if ((st = add_op(&s, &pre, &op, sliding, err)))
+        return st;
+    /* Pipeline: one stage's time per micro-batch, (mb + pp - 1) slots. The
+     * stage time above is for the whole batch; a micro-batch takes 1/mb of it. */
+    double stage = pre.ph.time_s;
+    double mb = j->microbatches > 0 ? j->microbatches : (double)s.pp;
+    double pipe = s.pp > 1 ? stage * (mb + (double)s.pp - 1) / mb : stage;
+    double scale = stage > 0 ? pipe / stage : 1;
+    pre.ph.time_s *= scale;
+    pre.ph.compute_s *= scale;
+    pre.ph.memory_s *= scale;
+    pre.ph.comm_s *= scale;
+    pre.ph.overhead_s *= scale;
+    pre.ph.scaleup_comm_s *= scale;
+    pre.ph.scaleout_comm_s *= scale;
+    pre.ph.latency_comm_s *= scale;
+    if ((st = io_ops(&s, &pre, b, 1, 1, err)))
+        return st;
+    finish_phase(&pre);
+
+    /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
+    acc dec;
+    memset(&dec, 0, sizeof dec);
+    dec.overlap = j->overlap_decode;
+    double steps = j->output - 1;
+    if (steps > 0) {
+        double stages = (double)s.pp;
+        if ((st = layer_ops(&s, &dec, b, 1, steps * stages, 1, err)))
+            return st;
+        if ((st = decode_attention(&s, &dec, full * stages, 0, err)))
+            return st;
+        if ((st = decode_attention(&s, &dec, sliding * stages, window, err)))
+            return st;
+        if ((st = io_ops(&s, &dec, b, 1, steps, err)))
+            return st;
+    }
+    finish_phase(&dec);
+
+    r->prefill = pre.ph;
+    r->decode = dec.ph;
+    r->n_prefill_items = pre.n;
+    r->n_decode_items = dec.n;
+    memcpy(r->prefill_items, pre.items, sizeof pre.items);
+    memcpy(r->decode_items, dec.items, sizeof dec.items);
+    r->ttft_s = pre.ph.time_s;
+    r->tpot_s = steps > 0 ? dec.ph.time_s / steps : 0;
+    r->total_s = pre.ph.time_s + dec.ph.time_s;
+    r->decode_tps = dec.ph.time_s > 0 ? j->batch * steps / dec.ph.time_s : 0;
+    r->tps_per_gpu = j->batch * j->output / r->total_s / (double)s.G;
+    r->tps_per_gpu_incl_prompt = j->batch * (j->input + j->output) / r->total_s / (double)s.G;
+    r->gpus = s.G;
+    r->tp = s.tp;
+    r->pp = s.pp;
+    r->ep = s.ep;
+    r->dp = s.dp;
+    r->etp = s.etp;
+
+    /* ---- memory per GPU ---- */
+    hl_params p;
+    if ((st = hl_model_params(m, &p, err)))
+        return st;
+    double moe_layers = (double)hl_model_moe_layers(m);
+    double per_layer_attn = p.attention / (double)m->layers;
+    double w = per_layer_attn / (double)s.tp * s.stage_layers + p.norms / (double)s.pp +
+               p.dense_ffn / (double)s.tp / (double)s.pp +
+               (moe_layers > 0 ? (p.experts / (double)s.ep / (double)s.etp + (p.shared + p.router) / (double)s.tp) /
+                                     (double)s.pp
+                               : 0) +
+               (p.embedding + p.lm_head) / (double)s.tp / (double)s.pp;
+    r->weights_bytes = w * s.wb;
+    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s.tp) / (double)m->kv_heads;
+    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)j->kv_precision, j->input + j->output) * share /
+                  (double)s.pp;
+    /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
+     * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
+    r->workspace_bytes = j->workspace_bytes > 0
+                             ? j->workspace_bytes
+                             : fmin(b * j->input, 8192) * (double)m->hidden * s.ab * 16 + 0.5e9;
+    r->per_gpu_bytes = r->weights_bytes + r->kv_bytes + r->workspace_bytes;
+    r->fits = r->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
+
+    /* ---- what bounds the job ---- */
+    double parts[5] = {pre.ph.compute_s + dec.ph.compute_s, pre.ph.memory_s + dec.ph.memory_s,
+                       pre.ph.scaleup_comm_s + dec.ph.scaleup_comm_s, pre.ph.scaleout_comm_s + dec.ph.scaleout_comm_s,
+                       pre.ph.latency_comm_s + dec.ph.latency_comm_s + pre.ph.overhead_s + dec.ph.overhead_s};
+    r->bound = 0;
+    for (int i = 1; i < 5; i++)
+        if (parts[i] > parts[r->bound])
+            r->bound = i;
+    return HL_OK;
+}

@@ -1,0 +1,203 @@
+/* Binding of the simulation: core.simulate{...} -> result table (field names
+ * are the contract of docs/LUA_API.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bind.h"
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
+    "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
+    "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", NULL};
+static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
+
+static void check_known(lua_State *L, int idx, const char *const *known, const char *what)
+{
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int ok = 0;
+        for (int i = 0; k && known[i]; i++)
+            ok |= strcmp(k, known[i]) == 0;
+        if (!ok)
+            luaL_error(L, "%s: unknown field '%s'", what, k ? k : luaL_typename(L, -1));
+    }
+}
+
+static int64_t int_field(lua_State *L, int idx, const char *name, int64_t def)
+{
+    double v = hl_opt_number_field(L, idx, name, (double)def);
+    if (v != (double)(int64_t)v || v < 0 || v > 1e9)
+        luaL_error(L, "parallel field '%s': %f is not a non-negative integer", name, v);
+    return (int64_t)v;
+}
+
+static hl_precision prec_field(lua_State *L, const char *name, hl_precision def)
+{
+    const char *s = hl_opt_string_field(L, 1, name);
+    hl_precision p = def;
+    hl_err err;
+    if (s && hl_precision_parse(s, &p, &err))
+        luaL_error(L, "field '%s': %s", name, err.msg);
+    return p;
+}
+
+static void push_phase(lua_State *L, const hl_phase *ph, const hl_item *items, int n)
+{
+    lua_createtable(L, 0, 14);
+    set_num(L, "time_s", ph->time_s);
+    set_num(L, "compute_s", ph->compute_s);
+    set_num(L, "memory_s", ph->memory_s);
+    set_num(L, "comm_s", ph->comm_s);
+    set_num(L, "overhead_s", ph->overhead_s);
+    set_num(L, "comm_share", ph->comm_share);
+    set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
+    set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
+    set_num(L, "latency_comm_s", ph->latency_comm_s);
+    set_num(L, "flops", ph->flops);
+    set_num(L, "hbm_bytes", ph->hbm_bytes);
+    lua_createtable(L, n, 0); /* [phase items] */
+    for (int i = 0; i < n; i++) {
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, items[i].name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, items[i].is_comm ? "comm" : "op");
+        lua_setfield(L, -2, "kind");
+        if (items[i].is_comm) {
+            lua_pushstring(L, items[i].tier ? "scale-out" : "scale-up");
+            lua_setfield(L, -2, "tier");
+        }
+        set_num(L, "time_s", items[i].time_s);
+        set_num(L, "bytes", items[i].bytes);
+        set_num(L, "flops", items[i].flops);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "breakdown");
+}
+
+static int l_simulate(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    check_known(L, 1, job_fields, "simulate");
+    hl_err err;
+    hl_model m;
+    hl_cluster c;
+    lua_getfield(L, 1, "model");
+    if (hl_to_model(L, -1))
+        m = *hl_to_model(L, -1);
+    else if (lua_type(L, -1) == LUA_TSTRING) {
+        if (hl_model_preset(lua_tostring(L, -1), &m, &err))
+            return hl_raise(L, &err);
+    } else
+        return luaL_error(L, "simulate field 'model': expected a model object or preset name, got %s",
+                          luaL_typename(L, -1));
+    lua_getfield(L, 1, "cluster");
+    if (hl_to_cluster(L, -1))
+        c = *hl_to_cluster(L, -1);
+    else if (lua_type(L, -1) == LUA_TSTRING) {
+        if (hl_cluster_preset(lua_tostring(L, -1), &c, &err))
+            return hl_raise(L, &err);
+    } else
+        return luaL_error(L, "simulate field 'cluster': expected a cluster object or preset name, got %s",
+                          luaL_typename(L, -1));
+    lua_pop(L, 2);
+    hl_job j;
+    hl_job_init(&j, &m, &c);
+    j.precision = prec_field(L, "precision", HL_BF16);
+    j.act_precision = prec_field(L, "act_precision", HL_BF16);
+    j.kv_precision = prec_field(L, "kv_precision", (hl_precision)j.act_precision);
+    j.wire_precision = prec_field(L, "wire_precision", (hl_precision)j.act_precision);
+    j.batch = hl_opt_number_field(L, 1, "batch", j.batch);
+    j.input = hl_opt_number_field(L, 1, "input", j.input);
+    j.output = hl_opt_number_field(L, 1, "output", j.output);
+    j.imbalance = hl_opt_number_field(L, 1, "imbalance", j.imbalance);
+    j.layer_overhead = hl_opt_number_field(L, 1, "layer_overhead", 0);
+    j.microbatches = hl_opt_number_field(L, 1, "microbatches", 0);
+    j.mem_util = hl_opt_number_field(L, 1, "mem_util", j.mem_util);
+    j.workspace_bytes = hl_opt_number_field(L, 1, "workspace_bytes", 0);
+    lua_getfield(L, 1, "exact_steps");
+    j.exact_steps = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    const char *disp = hl_opt_string_field(L, 1, "dispatch");
+    if (disp && strcmp(disp, "flat") != 0 && strcmp(disp, "hierarchical") != 0)
+        return luaL_error(L, "field 'dispatch': '%s' is not one of flat, hierarchical", disp);
+    j.dispatch = disp && strcmp(disp, "hierarchical") == 0 ? HL_DISPATCH_HIERARCHICAL : HL_DISPATCH_FLAT;
+    int t = lua_getfield(L, 1, "overlap");
+    if (t == LUA_TNUMBER) {
+        j.overlap_prefill = j.overlap_decode = lua_tonumber(L, -1);
+    } else if (t == LUA_TTABLE) {
+        j.overlap_prefill = hl_opt_number_field(L, -1, "prefill", 0);
+        j.overlap_decode = hl_opt_number_field(L, -1, "decode", 0);
+    } else if (t != LUA_TNIL) {
+        return luaL_error(L, "field 'overlap': expected a number or {prefill = x, decode = y}");
+    }
+    lua_pop(L, 1);
+    t = lua_getfield(L, 1, "parallel");
+    if (t == LUA_TTABLE) {
+        int pi = lua_gettop(L);
+        check_known(L, pi, parallel_fields, "parallel");
+        j.tp = int_field(L, pi, "tp", 1);
+        j.pp = int_field(L, pi, "pp", 1);
+        j.ep = int_field(L, pi, "ep", 1);
+        j.dp = int_field(L, pi, "dp", 0);
+        j.etp = int_field(L, pi, "etp", 0);
+        j.gpus = int_field(L, pi, "gpus", 0);
+    } else if (t != LUA_TNIL) {
+        return luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ep=, dp=, etp=}");
+    }
+    lua_pop(L, 1);
+    hl_result r;
+    if (hl_sim_run(&j, &r, &err))
+        return hl_raise(L, &err);
+    lua_createtable(L, 0, 20);
+    set_num(L, "ttft_s", r.ttft_s);
+    set_num(L, "tpot_s", r.tpot_s);
+    set_num(L, "total_s", r.total_s);
+    set_num(L, "ttft_ms", r.ttft_s * 1e3);
+    set_num(L, "tpot_ms", r.tpot_s * 1e3);
+    set_num(L, "decode_tps", r.decode_tps);
+    set_num(L, "tps_per_gpu", r.tps_per_gpu);
+    set_num(L, "tps_per_gpu_incl_prompt", r.tps_per_gpu_incl_prompt);
+    lua_pushstring(L, hl_bound_name(r.bound));
+    lua_setfield(L, -2, "bound");
+    push_phase(L, &r.prefill, r.prefill_items, r.n_prefill_items);
+    lua_setfield(L, -2, "prefill");
+    push_phase(L, &r.decode, r.decode_items, r.n_decode_items);
+    lua_setfield(L, -2, "decode");
+    lua_createtable(L, 0, 5);
+    set_num(L, "weights_bytes", r.weights_bytes);
+    set_num(L, "kv_bytes", r.kv_bytes);
+    set_num(L, "workspace_bytes", r.workspace_bytes);
+    set_num(L, "per_gpu_bytes", r.per_gpu_bytes);
+    lua_pushboolean(L, r.fits);
+    lua_setfield(L, -2, "fits");
+    lua_setfield(L, -2, "memory");
+    lua_createtable(L, 0, 6);
+    const struct {
+        const char *k;
+        int64_t v;
+    } par[] = {{"tp", r.tp}, {"pp", r.pp}, {"ep", r.ep}, {"dp", r.dp}, {"etp", r.etp}, {"gpus", r.gpus}};
+    for (int i = 0; i < 6; i++) {
+        lua_pushinteger(L, par[i].v);
+        lua_setfield(L, -2, par[i].k);
+    }
+    lua_setfield(L, -2, "parallel");
+    lua_pushstring(L, hl_precision_name((hl_precision)j.precision));
+    lua_setfield(L, -2, "precision");
+    set_num(L, "batch", j.batch);
+    set_num(L, "input", j.input);
+    set_num(L, "output", j.output);
+    return 1;
+}
+
+void hl_bind_sim(lua_State *L)
+{
+    lua_pushcfunction(L, l_simulate);
+    lua_setfield(L, -2, "simulate");
+}
