@@ -1,7 +1,12 @@
 /* Shared binding helpers and the small utility functions of hbdlab.core. */
 #include "bind.h"
 
+#include <errno.h>
+#include <spawn.h>
 #include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 int hl_raise(lua_State *L, const hl_err *err)
 {
@@ -50,8 +55,42 @@ static int l_version(lua_State *L)
     return 1;
 }
 
+/* spawn{prog, arg1, ...}: runs a program with an argument vector (no shell),
+ * waits, returns its exit status, or nil + message when it cannot start. */
+static int l_spawn(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)luaL_len(L, 1);
+    luaL_argcheck(L, n >= 1 && n < 64, 1, "expected {program, args...} with 1..63 entries");
+    const char *argv[64];
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 1, i);
+        argv[i - 1] = luaL_checkstring(L, -1); /* kept alive by the table */
+        lua_pop(L, 1);
+    }
+    argv[n] = NULL;
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+    if (rc != 0) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot run '%s': %s", argv[0], strerror(rc));
+        return 2;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            lua_pushnil(L);
+            lua_pushfstring(L, "waiting for '%s': %s", argv[0], strerror(errno));
+            return 2;
+        }
+    lua_pushinteger(L, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return 1;
+}
+
 void hl_bind_util(lua_State *L)
 {
+    lua_pushcfunction(L, l_spawn);
+    lua_setfield(L, -2, "spawn");
     lua_pushcfunction(L, l_version);
     lua_setfield(L, -2, "version");
 }

@@ -17,6 +17,7 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
 end
 
 hl.simulate = require("hbdlab.simulate").simulate
+hl.plot = require "hbdlab.plot"
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
 ---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }

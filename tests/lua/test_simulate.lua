@@ -1,0 +1,55 @@
+local T = require "testlib"
+local hl = require "hbdlab"
+
+local moe = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }
+
+local function run(t)
+  local base = { model = moe, precision = "fp8", batch = 16, input = 4096, output = 64,
+                 cluster = hl.cluster { gpu = "B200", gpus = 64, hbd = 8 }, parallel = { tp = 8, ep = 16 } }
+  for k, v in pairs(t or {}) do base[k] = v end
+  return hl.simulate(base)
+end
+
+T.test("result fields are the contract", function()
+  local r = run()
+  for _, k in ipairs { "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "tps_per_gpu_incl_prompt", "bound" } do
+    T.ok(r[k] ~= nil, k)
+  end
+  for _, ph in ipairs { "prefill", "decode" } do
+    for _, k in ipairs { "time_s", "compute_s", "memory_s", "comm_s", "comm_share", "breakdown" } do
+      T.ok(r[ph][k] ~= nil, ph .. "." .. k)
+    end
+  end
+  T.ok(r.memory.fits ~= nil and r.memory.weights_bytes > 0, "memory")
+  T.eq(r.parallel.dp, 8, "dp resolved")
+  T.eq(r.parallel.etp, 4, "etp resolved")
+  -- total = ttft + (output-1) * tpot; per-GPU throughput definition
+  T.near(r.total_s, r.ttft_s + 63 * r.tpot_s, 1e-12, "total")
+  T.near(r.tps_per_gpu, 16 * 64 / r.total_s / 64, 1e-12, "tps_per_gpu")
+  T.ok(tostring(r):find("TTFT"), "summary prints")
+end)
+
+T.test("breakdown names collectives with their tier", function()
+  local r = run()
+  local seen = {}
+  for _, it in ipairs(r.prefill.breakdown) do seen[it.name] = it end
+  T.ok(seen.ep_dispatch and seen.ep_dispatch.tier == "scale-out", "dispatch crosses HBDs at hbd 8")
+  T.ok(seen.tp_allreduce and seen.tp_allreduce.tier == "scale-up", "TP stays in the HBD")
+  T.ok(seen.experts and seen.attention and seen.qkv_proj, "operators")
+end)
+
+T.test("overlap hides communication", function()
+  local a, b = run(), run { overlap = 0.5 }
+  T.near(b.prefill.comm_s, a.prefill.comm_s * 0.5, 1e-9, "half exposed")
+end)
+
+T.test("bad input", function()
+  T.raises(function() run { parallel = { tp = 6, ep = 16 } } end, "tp = 6 does not divide 64 heads")
+  T.raises(function() run { precision = "fp5" } end, "'fp5' is not one of")
+  T.raises(function() run { batch = 0 } end, "'batch': 0 is out of range")
+  T.raises(function() run { bogus = 1 } end, "unknown field 'bogus'")
+  T.raises(function() run { parallel = { tp = 8, ep = 16, zz = 1 } } end, "parallel: unknown field 'zz'")
+  T.raises(function() run { dispatch = "smart" } end, "'smart' is not one of flat, hierarchical")
+end)
+
+T.done()
