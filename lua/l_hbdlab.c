@@ -20,6 +20,7 @@ static const binder binders[] = {
     hl_bind_roofline,
     hl_bind_coll,
     hl_bind_sim,
+    hl_bind_json,
 };
 
 static int open_core(lua_State *L)

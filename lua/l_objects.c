@@ -164,15 +164,16 @@ static int l_cluster(lua_State *L)
                           luaL_typename(L, -1));
     }
     lua_pop(L, 1);
-    double gpus = hl_opt_number_field(L, 1, "gpus", 0), hbd = hl_opt_number_field(L, 1, "hbd", 0);
-    if (gpus == 0)
+    if (lua_getfield(L, 1, "gpus") == LUA_TNIL)
         return luaL_error(L, "cluster field 'gpus' is required (number of GPUs)");
-    if (hbd == 0)
-        hbd = gpus;
+    lua_pop(L, 1);
     hl_cluster c;
     hl_cluster_init(&c, &gpu, 1, 1, &err); /* fill link fields; sizes set and checked below */
     static const char *const skip[] = {"gpu", NULL};
     apply_table(L, &T_CLUSTER, &c, 1, skip);
+    if (lua_getfield(L, 1, "hbd") == LUA_TNIL)
+        c.hbd = c.gpus; /* default: the whole cluster is one HBD */
+    lua_pop(L, 1);
     if (lua_getfield(L, 1, "name") == LUA_TNIL)
         snprintf(c.name, sizeof c.name, "%.20s x%lld hbd%lld", gpu.name, (long long)c.gpus, (long long)c.hbd);
     lua_pop(L, 1);

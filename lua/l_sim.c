@@ -13,7 +13,9 @@ static void set_num(lua_State *L, const char *k, double v)
 
 static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
     "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
-    "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", NULL};
+    "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
+    "max_ttft_s", NULL};
+static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
 
 static void check_known(lua_State *L, int idx, const char *const *known, const char *what)
@@ -113,7 +115,15 @@ static int l_simulate(lua_State *L)
     j.act_precision = prec_field(L, "act_precision", HL_BF16);
     j.kv_precision = prec_field(L, "kv_precision", (hl_precision)j.act_precision);
     j.wire_precision = prec_field(L, "wire_precision", (hl_precision)j.act_precision);
-    j.batch = hl_opt_number_field(L, 1, "batch", j.batch);
+    int batch_max = 0;
+    if (lua_getfield(L, 1, "batch") == LUA_TSTRING) {
+        if (strcmp(lua_tostring(L, -1), "max") != 0)
+            return luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
+        batch_max = 1;
+    } else {
+        j.batch = hl_opt_number_field(L, 1, "batch", j.batch);
+    }
+    lua_pop(L, 1);
     j.input = hl_opt_number_field(L, 1, "input", j.input);
     j.output = hl_opt_number_field(L, 1, "output", j.output);
     j.imbalance = hl_opt_number_field(L, 1, "imbalance", j.imbalance);
@@ -138,8 +148,13 @@ static int l_simulate(lua_State *L)
         return luaL_error(L, "field 'overlap': expected a number or {prefill = x, decode = y}");
     }
     lua_pop(L, 1);
+    int auto_plan = 0;
     t = lua_getfield(L, 1, "parallel");
-    if (t == LUA_TTABLE) {
+    if (t == LUA_TSTRING) {
+        if (strcmp(lua_tostring(L, -1), "auto") != 0)
+            return luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
+        auto_plan = 1;
+    } else if (t == LUA_TTABLE) {
         int pi = lua_gettop(L);
         check_known(L, pi, parallel_fields, "parallel");
         j.tp = int_field(L, pi, "tp", 1);
@@ -152,10 +167,58 @@ static int l_simulate(lua_State *L)
         return luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ep=, dp=, etp=}");
     }
     lua_pop(L, 1);
+    lua_getfield(L, 1, "objective");
+    int objective = luaL_checkoption(L, -1, "tps_per_gpu", objectives);
+    lua_pop(L, 1);
+    hl_candidate cands[32];
+    int32_t ncand = 0;
+    if (auto_plan) {
+        hl_plan_in pin;
+        memset(&pin, 0, sizeof pin);
+        pin.job = j;
+        pin.objective = objective;
+        pin.max_tpot = hl_opt_number_field(L, 1, "max_tpot_s", 0);
+        pin.max_ttft = hl_opt_number_field(L, 1, "max_ttft_s", 0);
+        pin.max_batch = batch_max;
+        if (hl_plan_search(&pin, cands, 32, &ncand, &err))
+            return hl_raise(L, &err);
+        j.tp = cands[0].tp;
+        j.pp = cands[0].pp;
+        j.ep = cands[0].ep;
+        j.dp = cands[0].dp;
+        j.etp = cands[0].etp;
+        j.batch = cands[0].batch;
+    } else if (batch_max) {
+        if (hl_sim_max_batch(&j, &j.batch, &err))
+            return hl_raise(L, &err);
+    }
     hl_result r;
     if (hl_sim_run(&j, &r, &err))
         return hl_raise(L, &err);
     lua_createtable(L, 0, 20);
+    if (auto_plan) {
+        lua_createtable(L, ncand, 0); /* [result candidates] */
+        for (int32_t i = 0; i < ncand; i++) {
+            lua_createtable(L, 0, 12);
+            const struct {
+                const char *k;
+                double v;
+            } cf[] = {{"tp", (double)cands[i].tp}, {"pp", (double)cands[i].pp}, {"ep", (double)cands[i].ep},
+                      {"dp", (double)cands[i].dp}, {"etp", (double)cands[i].etp}, {"batch", cands[i].batch},
+                      {"score", cands[i].score}, {"ttft_s", cands[i].ttft_s}, {"tpot_s", cands[i].tpot_s},
+                      {"tps_per_gpu", cands[i].tps_per_gpu}, {"decode_tps", cands[i].decode_tps}};
+            for (size_t k = 0; k < sizeof cf / sizeof cf[0]; k++)
+                set_num(L, cf[k].k, cf[k].v);
+            lua_pushboolean(L, cands[i].fits);
+            lua_setfield(L, -2, "fits");
+            lua_pushboolean(L, cands[i].meets_limits);
+            lua_setfield(L, -2, "meets_limits");
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "candidates");
+        lua_pushstring(L, objectives[objective]);
+        lua_setfield(L, -2, "objective");
+    }
     set_num(L, "ttft_s", r.ttft_s);
     set_num(L, "tpot_s", r.tpot_s);
     set_num(L, "total_s", r.total_s);

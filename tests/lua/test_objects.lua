@@ -25,6 +25,12 @@ T.test("custom GPU from a Lua table works end to end", function()
   T.ok(tostring(c):find("2 HBD%(s%) of 8"), "summary")
 end)
 
+T.test("cluster without hbd is one HBD", function()
+  local c = hl.cluster { gpu = "H100-SXM", gpus = 4 }
+  T.eq(c.hbd, 4, "hbd defaults to gpus")
+  T.eq(hl.collective { op = "allreduce", bytes = 1e6, ranks = 4, cluster = c }.hbds, 1, "one HBD")
+end)
+
 T.test("objects are immutable; with{} derives", function()
   local m = hl.model "qwen1.5-110b"
   T.raises(function() m.layers = 3 end, "immutable", "with{layers")

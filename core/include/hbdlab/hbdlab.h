@@ -13,4 +13,5 @@
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/sim.h"
+#include "hbdlab/plan.h"
 #endif

@@ -63,7 +63,7 @@ enum { HL_SIM_MAX_ITEMS = 16 };
 
 /* One row of a breakdown: an operator or a collective, per layer-pass summed over the phase. */
 typedef struct hl_item {
-    char name[24];
+    char name[32];
     int32_t is_comm;      /* 1 for a collective */
     int32_t tier;         /* collectives: 0 inside one HBD, 1 crosses HBDs */
     double time_s;        /* summed over the phase (collectives before overlap) */

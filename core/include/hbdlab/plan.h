@@ -1,0 +1,51 @@
+/* Parallel mappings: the largest batch that fits, and the search for the
+ * best TP x PP x EP x DP mapping of a job under an objective. */
+#ifndef HBDLAB_PLAN_H
+#define HBDLAB_PLAN_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_objective {
+    HL_OBJ_TPS_PER_GPU = 0, /* maximise generated tokens/s per GPU */
+    HL_OBJ_MIN_TTFT = 1,
+    HL_OBJ_MIN_TPOT = 2,
+    HL_OBJ_THROUGHPUT = 3   /* maximise decode tokens/s of the whole job */
+} hl_objective;
+
+typedef struct hl_plan_in {
+    hl_job job;             /* the job; its tp/pp/ep/dp/etp are ignored */
+    int32_t objective;      /* hl_objective */
+    double max_tpot;        /* s; 0 = no limit */
+    double max_ttft;        /* s; 0 = no limit */
+    int32_t max_batch;      /* 1: each candidate runs at the largest batch that fits */
+    int64_t max_tp;         /* 0 = up to the HBD size */
+} hl_plan_in;
+
+typedef struct hl_candidate {
+    int64_t tp, pp, ep, dp, etp;
+    double batch;
+    double score;           /* larger is better (times are negated) */
+    double ttft_s, tpot_s, tps_per_gpu, decode_tps;
+    int32_t fits;
+    int32_t meets_limits;
+} hl_candidate;
+
+/* Largest batch (a multiple of the job's dp) whose weights + KV + workspace fit
+ * under mem_util; HL_ENOFIT naming the shortfall when even one sequence per
+ * group does not fit. */
+hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err);
+
+/* Enumerates valid mappings (powers of two, dividing heads, experts, GPUs),
+ * simulates each, and writes up to `cap` candidates best first into out.
+ * *count receives how many were written. HL_ENOFIT when none fits. */
+hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

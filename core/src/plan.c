@@ -1,0 +1,160 @@
+/* Largest batch and mapping search (docs/MODEL.md section 7). */
+#include "hbdlab/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+
+/* Per-GPU bytes at a given batch, or -1 with err on an invalid job. */
+static hl_status bytes_at(const hl_job *base, double batch, hl_result *r, hl_err *err)
+{
+    hl_job j = *base;
+    j.batch = batch;
+    j.output = j.output > 0 ? j.output : 1;
+    return hl_sim_run(&j, r, err);
+}
+
+hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
+{
+    hl_job j = *job;
+    int64_t gpus = j.gpus > 0 ? j.gpus : j.cluster.gpus;
+    int64_t dp = j.dp > 0 ? j.dp : (j.tp * j.pp > 0 ? gpus / (j.tp * j.pp) : 1);
+    if (dp < 1)
+        dp = 1;
+    hl_result r;
+    j.batch = (double)dp;
+    hl_status st = hl_sim_run(&j, &r, err);
+    if (st)
+        return st;
+    if (!r.fits)
+        return hl_fail(err, HL_ENOFIT,
+                       "batch = max: even %lld sequence(s) (one per data-parallel group) need %.2f GB per GPU, "
+                       "%.2f GB more than %.0f%% of HBM (%.2f GB)",
+                       (long long)dp, r.per_gpu_bytes / 1e9, (r.per_gpu_bytes - j.cluster.gpu.hbm_bytes * j.mem_util) / 1e9,
+                       j.mem_util * 100, j.cluster.gpu.hbm_bytes * j.mem_util / 1e9);
+    /* Memory grows monotonically with batch: double, then bisect on multiples of dp. */
+    double lo = 1, hi = 2;
+    while (hi < 1e7) {
+        if ((st = bytes_at(&j, hi * (double)dp, &r, err)))
+            return st;
+        if (!r.fits)
+            break;
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        double mid = floor((lo + hi) / 2);
+        if ((st = bytes_at(&j, mid * (double)dp, &r, err)))
+            return st;
+        if (r.fits)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *batch = lo * (double)dp;
+    return HL_OK;
+}
+
+static double score_of(const hl_plan_in *in, const hl_result *r)
+{
+    switch (in->objective) {
+    case HL_OBJ_MIN_TTFT: return -r->ttft_s;
+    case HL_OBJ_MIN_TPOT: return -r->tpot_s;
+    case HL_OBJ_THROUGHPUT: return r->decode_tps;
+    default: return r->tps_per_gpu;
+    }
+}
+
+static int cmp_candidates(const void *a, const void *b)
+{
+    const hl_candidate *x = a, *y = b;
+    if (x->meets_limits != y->meets_limits)
+        return y->meets_limits - x->meets_limits;
+    if (x->fits != y->fits)
+        return y->fits - x->fits;
+    return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
+}
+
+hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
+{
+    if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
+        return hl_fail(err, HL_EINVAL, "plan: objective %d is not valid", (int)in->objective);
+    const hl_job *base = &in->job;
+    const hl_model *m = &base->model;
+    int64_t G = base->gpus > 0 ? base->gpus : base->cluster.gpus;
+    int64_t max_tp = in->max_tp > 0 ? in->max_tp : base->cluster.hbd;
+    enum { MAX_CAND = 4096 };
+    hl_candidate *all = malloc(sizeof *all * MAX_CAND);
+    if (!all)
+        return hl_fail(err, HL_ENOMEM, "plan: out of memory");
+    int32_t n = 0;
+    hl_err last = {{0}};
+    for (int64_t tp = 1; tp <= G && tp <= max_tp; tp *= 2) {
+        if (m->heads % tp)
+            continue;
+        for (int64_t pp = 1; tp * pp <= G && pp <= m->layers; pp *= 2) {
+            if (G % (tp * pp))
+                continue;
+            int64_t stage = G / pp;
+            for (int64_t ep = 1; ep <= (m->experts > 0 ? stage : 1); ep *= 2) {
+                if (m->experts > 0 && (m->experts % ep || stage % ep))
+                    continue;
+                hl_job j = *base;
+                j.tp = tp;
+                j.pp = pp;
+                j.ep = ep;
+                j.dp = 0;
+                j.etp = 0;
+                hl_result r;
+                hl_err e;
+                if (in->max_batch) {
+                    double b;
+                    if (hl_sim_max_batch(&j, &b, &e)) {
+                        last = e;
+                        continue;
+                    }
+                    j.batch = b;
+                }
+                if (hl_sim_run(&j, &r, &e)) {
+                    last = e;
+                    continue;
+                }
+                if (n >= MAX_CAND)
+                    continue;
+                hl_candidate *c = &all[n++];
+                c->tp = r.tp;
+                c->pp = r.pp;
+                c->ep = r.ep;
+                c->dp = r.dp;
+                c->etp = r.etp;
+                c->batch = j.batch;
+                c->ttft_s = r.ttft_s;
+                c->tpot_s = r.tpot_s;
+                c->tps_per_gpu = r.tps_per_gpu;
+                c->decode_tps = r.decode_tps;
+                c->fits = r.fits;
+                c->meets_limits = (in->max_tpot <= 0 || r.tpot_s <= in->max_tpot) &&
+                                  (in->max_ttft <= 0 || r.ttft_s <= in->max_ttft);
+                c->score = score_of(in, &r);
+            }
+        }
+    }
+    if (n == 0) {
+        free(all);
+        if (last.msg[0])
+            return hl_fail(err, HL_ENOFIT, "plan: no valid mapping (last reason: %s)", last.msg);
+        return hl_fail(err, HL_ENOFIT, "plan: no valid mapping of %s on %lld GPUs", m->name, (long long)G);
+    }
+    qsort(all, (size_t)n, sizeof *all, cmp_candidates);
+    if (!all[0].fits) {
+        free(all);
+        return hl_fail(err, HL_ENOFIT, "plan: no mapping of %s on %lld GPUs fits in memory", m->name, (long long)G);
+    }
+    int32_t k = n < cap ? n : cap;
+    memcpy(out, all, sizeof *all * (size_t)k);
+    *count = k;
+    free(all);
+    return HL_OK;
+}
