@@ -50,6 +50,29 @@ static hl_precision prec_field(lua_State *L, const char *name, hl_precision def)
     return p;
 }
 
+static void push_events(lua_State *L, const hl_event *ev, int n)
+{
+    static const char *const kinds[] = {"every", "dense", "moe", "pass"};
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_createtable(L, 0, 7);
+        lua_pushstring(L, ev[i].name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, ev[i].is_comm ? "comm" : "op");
+        lua_setfield(L, -2, "kind");
+        if (ev[i].is_comm) {
+            lua_pushstring(L, ev[i].tier ? "scale-out" : "scale-up");
+            lua_setfield(L, -2, "tier");
+        }
+        lua_pushstring(L, kinds[ev[i].layer_kind & 3]);
+        lua_setfield(L, -2, "layers");
+        set_num(L, "dur_s", ev[i].dur_s);
+        set_num(L, "bytes", ev[i].bytes);
+        set_num(L, "flops", ev[i].flops);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
 static void push_phase(lua_State *L, const hl_phase *ph, const hl_item *items, int n)
 {
     lua_createtable(L, 0, 14);
@@ -230,8 +253,12 @@ static int l_simulate(lua_State *L)
     lua_pushstring(L, hl_bound_name(r.bound));
     lua_setfield(L, -2, "bound");
     push_phase(L, &r.prefill, r.prefill_items, r.n_prefill_items);
+    push_events(L, r.prefill_events, r.n_prefill_events);
+    lua_setfield(L, -2, "events");
     lua_setfield(L, -2, "prefill");
     push_phase(L, &r.decode, r.decode_items, r.n_decode_items);
+    push_events(L, r.decode_events, r.n_decode_events);
+    lua_setfield(L, -2, "events");
     lua_setfield(L, -2, "decode");
     lua_createtable(L, 0, 5);
     set_num(L, "weights_bytes", r.weights_bytes);

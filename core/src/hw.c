@@ -43,9 +43,9 @@ void hl_gpu_init_defaults(hl_gpu *g)
 {
     memset(g, 0, sizeof *g);
     /* Defaults documented and sourced in docs/MODEL.md section 1.3; presets override them. */
-    g->eff_gemm = 0.7;
+    g->eff_gemm = 0.6;
     g->eff_attn = 0.6;
-    g->eff_mem = 0.85;
+    g->eff_mem = 0.8;
     g->eff_scaleup = 0.82;
     g->eff_scaleout = 0.94;
     g->scaleup_latency = 0.6e-6;

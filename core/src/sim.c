@@ -146,12 +146,31 @@ hl_status hl_job_validate(const hl_job *job, hl_err *err)
 
 /* ---- accumulation of one phase ------------------------------------------------ */
 typedef struct acc {
+    hl_event *ev;   /* event log (NULL = none) */
+    int nev;
+    int layer_kind; /* current hl_event layer_kind */
     hl_phase ph;
     hl_item items[HL_SIM_MAX_ITEMS];
     int n;
     double overlap;
     double comm_raw; /* before overlap */
 } acc;
+
+enum { MAX_EVENTS = 40 };
+
+static void log_event(acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops)
+{
+    if (!a->ev || a->nev >= MAX_EVENTS)
+        return;
+    hl_event *e = &a->ev[a->nev++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->is_comm = is_comm;
+    e->tier = tier;
+    e->layer_kind = a->layer_kind;
+    e->dur_s = dur;
+    e->bytes = bytes;
+    e->flops = flops;
+}
 
 static hl_item *item(acc *a, const char *name, int is_comm, int tier)
 {
@@ -185,6 +204,7 @@ static hl_status add_op(const sim *s, acc *a, const hl_op *op, double times, hl_
         a->ph.memory_s += dt;
     a->ph.flops += op->flops * times;
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
     hl_item *it = item(a, op->name, 0, 0);
     it->time_s += dt;
     it->flops += op->flops * times;
@@ -210,20 +230,47 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
         hl_err_prefix(err, name);
         return st;
     }
-    double raw = o.time_s * times, exposed = raw * (1 - a->overlap);
-    double lat = o.latency_s * times * (1 - a->overlap);
+    /* Raw times here; finish_phase() hides the overlapped part. */
+    double raw = o.time_s * times, lat = o.latency_s * times;
     a->comm_raw += raw;
-    a->ph.time_s += exposed;
-    a->ph.comm_s += exposed;
+    a->ph.time_s += raw;
+    a->ph.comm_s += raw;
     a->ph.latency_comm_s += lat;
     if (o.hbds > 1)
-        a->ph.scaleout_comm_s += exposed - lat;
+        a->ph.scaleout_comm_s += raw - lat;
     else
-        a->ph.scaleup_comm_s += exposed - lat;
+        a->ph.scaleup_comm_s += raw - lat;
+    log_event(a, name, 1, o.hbds > 1, o.time_s, o.scaleup_bytes + o.scaleout_bytes, 0);
     hl_item *it = item(a, name, 1, o.hbds > 1);
     it->time_s += raw;
     it->bytes += (o.scaleup_bytes + o.scaleout_bytes) * times;
     return HL_OK;
+}
+
+/* MoE dispatch (or combine: the same bytes back, at activation width) of
+ * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
+ * Flat: every (token, expert, shard) copy is its own message of h elements
+ * over the whole domain. Hierarchical: one copy per destination HBD crosses
+ * the scale-out network (expected distinct HBDs among the k experts, uniform
+ * routing), then the k*etp copies fan out over scale-up inside the HBD. */
+static hl_status moe_exchange(const sim *s, acc *a, const char *name, double mine, double width, int64_t domain,
+                              double times, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
+    int64_t g = domain < s->c->hbd ? domain : s->c->hbd;
+    double hbds = (double)(domain / g);
+    if (s->j->dispatch == HL_DISPATCH_FLAT || hbds <= 1)
+        return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, 0, times, err);
+    double distinct = hbds * (1 - pow(1 - 1 / hbds, k)); /* expected HBDs hit by one token */
+    char inter[32], intra[32];
+    snprintf(inter, sizeof inter, "%s_inter", name);
+    snprintf(intra, sizeof intra, "%s_intra", name);
+    /* rail peers: one GPU per HBD, each on its own NIC */
+    hl_status st = add_coll(s, a, inter, HL_ALLTOALL, mine * distinct * h * width, (int64_t)hbds, 1, times, err);
+    if (!st)
+        st = add_coll(s, a, intra, HL_ALLTOALL, mine * k * etp * h * width, g, 0, times, err);
+    return st;
 }
 
 /* One forward pass over the layers of one stage, except the attention kernel:
@@ -244,8 +291,9 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
             return st;           \
     } while (0)
 
+    a->layer_kind = 0;
     /* two RMSNorms with residual adds: read x and residual, write x, per norm */
-    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab};
+    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab, 1};
     TRY(add_op(s, a, &norm, Lst, err));
     if (m->attn == HL_ATTN_MLA) {
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
@@ -279,6 +327,7 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     double ar_bytes = T * h * s->ab;
     TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lst, err));
     if (Ldense > 0) {
+        a->layer_kind = 1;
         double F = (double)m->ffn / tp;
         gemm(&op, s, "ffn_up_gate", T, 2 * F, h);
         TRY(add_op(s, a, &op, Ldense, err));
@@ -287,18 +336,16 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Ldense, err));
     }
     if (Lmoe > 0) {
+        a->layer_kind = 2;
         double E = (double)m->experts, k = (double)m->topk, etp = (double)s->etp;
         double Fe = (double)hl_model_expert_ffn(m) / etp, El = E / (double)s->ep;
         hl_op_gemm(&op, "router", T, E, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
-        double sent = T / tp * k * h; /* elements a GPU dispatches: its share of the group's tokens */
-        double copies = j->dispatch == HL_DISPATCH_FLAT ? etp : 1;
-        TRY(add_coll(s, a, "ep_dispatch", HL_ALLTOALL, sent * copies * s->wireb, domain, 0, Lmoe, err));
+        double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
         /* tokens reaching one expert from the whole stage, with the imbalance of the busiest */
         double tok_e = j->batch * q * k / E * j->imbalance;
-        if (j->dispatch == HL_DISPATCH_HIERARCHICAL && s->etp > 1)
-            TRY(add_coll(s, a, "etp_allgather", HL_ALLGATHER, tok_e * El * h * s->wireb, s->etp, 0, Lmoe, err));
+        TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
         /* experts that receive at least one token: E_l * (1 - (1 - 1/E)^(tokens*k)) */
         double active = El * (1 - pow(1 - 1 / E, j->batch * q * k));
         hl_op up, down;
@@ -307,9 +354,9 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         hl_op grouped = {"experts", HL_OP_GROUPED_GEMM, j->precision, (up.flops + down.flops) * El,
                          (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
                              3 * Fe * h * s->wb * active,
-                         (up.bytes_written + down.bytes_written) * El};
+                         (up.bytes_written + down.bytes_written) * El, up.tile_pad};
         TRY(add_op(s, a, &grouped, Lmoe, err));
-        TRY(add_coll(s, a, "ep_combine", HL_ALLTOALL, sent * copies * s->ab, domain, 0, Lmoe, err));
+        TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);
@@ -317,7 +364,9 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
             TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lmoe, err));
         }
     }
+    a->layer_kind = 0;
     if (j->layer_overhead > 0) {
+        log_event(a, "layer_overhead", 0, 0, j->layer_overhead, 0, 0);
         double o = j->layer_overhead * Lst;
         a->ph.time_s += o;
         a->ph.overhead_s += o;
@@ -370,7 +419,8 @@ static hl_status io_ops(const sim *s, acc *a, double b, double q, double passes,
 {
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
-    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab};
+    a->layer_kind = 3;
+    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab, 1};
     hl_status st = add_op(s, a, &emb, passes, err);
     hl_op head;
     gemm(&head, s, "lm_head", b, (double)m->vocab / tp, h);
@@ -472,8 +522,21 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
     return HL_OK;
 }
 
+/* Overlap: a fraction of the communication runs under operators of the same
+ * phase, never more than their time: hidden = min(overlap * comm, ops time).
+ * Each communication component shrinks in proportion. */
 static void finish_phase(acc *a)
 {
+    double ops = a->ph.compute_s + a->ph.memory_s;
+    double hidden = fmin(a->overlap * a->ph.comm_s, ops);
+    if (hidden > 0 && a->ph.comm_s > 0) {
+        double keep = 1 - hidden / a->ph.comm_s;
+        a->ph.time_s -= hidden;
+        a->ph.comm_s *= keep;
+        a->ph.latency_comm_s *= keep;
+        a->ph.scaleup_comm_s *= keep;
+        a->ph.scaleout_comm_s *= keep;
+    }
     a->ph.comm_share = a->ph.time_s > 0 ? a->ph.comm_s / a->ph.time_s : 0;
 }
 
@@ -483,15 +546,16 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
     hl_status st = resolve(j, &s, err);
     if (st)
         return st;
-    memset(r, 0, sizeof *r);
     const hl_model *m = &j->model;
     double full, sliding;
     layer_split(&s, &full, &sliding);
     double window = (double)m->sliding_window;
 
     /* ---- prefill: the whole prompt of b_local sequences in one pass per stage ---- */
+    memset(r, 0, sizeof *r);
     acc pre;
     memset(&pre, 0, sizeof pre);
+    pre.ev = r->prefill_events;
     pre.overlap = j->overlap_prefill;
     double b = s.b_local, in = j->input;
     if ((st = layer_ops(&s, &pre, b, in, 1, 0, err)))
@@ -524,21 +588,34 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
     /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
     acc dec;
     memset(&dec, 0, sizeof dec);
+    dec.ev = r->decode_events;
     dec.overlap = j->overlap_decode;
     double steps = j->output - 1;
     if (steps > 0) {
         double stages = (double)s.pp;
         if ((st = layer_ops(&s, &dec, b, 1, steps * stages, 1, err)))
             return st;
+        /* the attention kernel of a step at the mean context, for the trace */
+        hl_op_time at;
+        attn_op(&s, &op, b, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
+        if (hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
+            dec.layer_kind = 0;
+            log_event(&dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+        }
+        hl_event *saved = dec.ev;
+        dec.ev = NULL; /* the closed-form sums below are not single events */
         if ((st = decode_attention(&s, &dec, full * stages, 0, err)))
             return st;
         if ((st = decode_attention(&s, &dec, sliding * stages, window, err)))
             return st;
+        dec.ev = saved;
         if ((st = io_ops(&s, &dec, b, 1, steps, err)))
             return st;
     }
     finish_phase(&dec);
 
+    r->n_prefill_events = pre.nev;
+    r->n_decode_events = dec.nev;
     r->prefill = pre.ph;
     r->decode = dec.ph;
     r->n_prefill_items = pre.n;

@@ -18,6 +18,7 @@ end
 
 hl.simulate = require("hbdlab.simulate").simulate
 hl.plot = require "hbdlab.plot"
+hl.trace = require "hbdlab.trace"
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
 ---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }

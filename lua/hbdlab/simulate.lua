@@ -4,8 +4,13 @@ local objects = require "hbdlab.objects"
 
 local M = {}
 
+local trace = require "hbdlab.trace"
+
 local result_mt = {}
 result_mt.__index = result_mt
+
+--- r:trace(): per-GPU events of one prefill layer pass and one decode step.
+function result_mt.trace(r) return trace.events(r) end
 
 local function ms(s) return string.format("%.4g ms", s * 1e3) end
 

@@ -97,7 +97,7 @@ static void test_custom_gpu_from_json_and_disk_override(void **state)
                                "\"hbm_bw\": 4e12, \"scaleup_bw\": 400e9, \"scaleout_bw\": 50e9}",
                                "mine.json", &g, &e),
               &e);
-    assert_rel(g.eff_gemm, 0.7, 1e-12, "default efficiency applies");
+    assert_rel(g.eff_gemm, 0.6, 1e-12, "default efficiency applies");
     char dir[] = "/tmp/hbdlab-presets-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char path[256];

@@ -71,6 +71,18 @@ typedef struct hl_item {
     double flops;         /* FLOP per GPU */
 } hl_item;
 
+/* One kernel or collective of one layer pass (prefill) or one decode step, in
+ * issue order, for traces. */
+typedef struct hl_event {
+    char name[32];
+    int32_t is_comm;
+    int32_t tier;         /* collectives: 0 scale-up, 1 scale-out */
+    int32_t layer_kind;   /* 0 every layer, 1 dense-FFN layers, 2 MoE layers, 3 once per pass */
+    double dur_s;         /* one execution */
+    double bytes;         /* HBM bytes (operators) or bytes sent per GPU (collectives) */
+    double flops;
+} hl_event;
+
 typedef struct hl_result {
     double ttft_s;
     double tpot_s;             /* mean over the output-1 decode steps */
@@ -90,6 +102,9 @@ typedef struct hl_result {
     int32_t n_prefill_items, n_decode_items;
     hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
     hl_item decode_items[16];
+    int32_t n_prefill_events, n_decode_events;
+    hl_event prefill_events[40]; /* one layer of each kind + the per-pass ops */
+    hl_event decode_events[40];  /* one decode step at the mean context */
 } hl_result;
 
 /* Fills documented defaults: bf16 everywhere, batch 1, input 1024, output 128,

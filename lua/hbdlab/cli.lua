@@ -1,0 +1,49 @@
+-- Subcommands of the hbdlab host: eval, notebook, bench. Each returns an exit status.
+local core = require "hbdlab.core"
+
+local M = {}
+
+local function read_all(path)
+  if path == "-" then return io.read("a"), "stdin" end
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local text = f:read("a")
+  f:close()
+  return text, path
+end
+
+local function fail_json(msg, code)
+  io.stderr:write(core.json_encode({ error = msg }), "\n")
+  return code or 1
+end
+
+-- Converts a decoded JSON config into hl.simulate fields: presets by name,
+-- inline objects as tables (a cluster object may name its gpu preset).
+local function to_simulate_fields(hl, cfg)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  if type(cfg.model) == "table" then t.model = hl.model(cfg.model) end
+  if type(cfg.cluster) == "table" then t.cluster = hl.cluster(cfg.cluster) end
+  return t
+end
+
+--- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
+function M.eval(path, extra)
+  if path == nil or extra ~= nil then
+    return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
+  end
+  local hl = require "hbdlab"
+  local text, origin = read_all(path)
+  if not text then return fail_json("cannot read " .. path .. ": " .. tostring(origin), 1) end
+  local ok, cfg = pcall(core.json_decode, text, origin)
+  if not ok then return fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of simulate fields", 1) end
+  local ok2, r = pcall(function() return hl.simulate(to_simulate_fields(hl, cfg)) end)
+  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  local plain = {}
+  for k, v in pairs(r) do plain[k] = v end
+  io.write(core.json_encode(plain, true), "\n")
+  return 0
+end
+
+return M
