@@ -21,6 +21,7 @@ void hl_bind_roofline(lua_State *L);
 void hl_bind_coll(lua_State *L);
 void hl_bind_sim(lua_State *L);
 void hl_bind_json(lua_State *L);
+void hl_bind_sweep(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);
@@ -29,6 +30,14 @@ void hl_push_model(lua_State *L, const hl_model *m);
 hl_gpu *hl_to_gpu(lua_State *L, int idx);
 hl_cluster *hl_to_cluster(lua_State *L, int idx);
 hl_model *hl_to_model(lua_State *L, int idx);
+
+/* Reads the hl.simulate fields of the table at stack index 1 into *job
+ * (presets by name); raises a Lua error naming the field on bad input.
+ * *batch_max / *auto_plan report batch = "max" and parallel = "auto". */
+void hl_check_job(lua_State *L, hl_job *job, int *batch_max, int *auto_plan);
+
+/* Set by the host's SIGINT handler; long C loops poll it. */
+extern volatile int32_t hl_bind_interrupt;
 
 /* Parses a precision name argument or raises an argument error. */
 hl_precision hl_check_precision(lua_State *L, int idx);

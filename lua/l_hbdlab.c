@@ -21,6 +21,7 @@ static const binder binders[] = {
     hl_bind_coll,
     hl_bind_sim,
     hl_bind_json,
+    hl_bind_sweep,
 };
 
 static int open_core(lua_State *L)

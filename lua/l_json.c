@@ -87,8 +87,25 @@ static cJSON *encode(lua_State *L, int idx, int depth)
     case LUA_TNIL: return cJSON_CreateNull();
     case LUA_TBOOLEAN: return cJSON_CreateBool(lua_toboolean(L, idx));
     case LUA_TNUMBER: {
+        if (lua_isinteger(L, idx)) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+            return cJSON_CreateRaw(buf);
+        }
         double v = lua_tonumber(L, idx);
-        return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+        if (!isfinite(v))
+            return cJSON_CreateNull();
+        /* Shortest of %.15g / %.16g / %.17g that reads back exactly (cJSON's own
+         * printer accepts a tolerance, which loses the last bits). */
+        char buf[40];
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+        if (!strpbrk(buf, ".eEn"))
+            strcat(buf, ".0"); /* keep it a float when read back */
+        return cJSON_CreateRaw(buf);
     }
     case LUA_TSTRING: return cJSON_CreateString(lua_tostring(L, idx));
     case LUA_TTABLE: return encode_table(L, idx, depth);

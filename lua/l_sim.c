@@ -106,7 +106,8 @@ static void push_phase(lua_State *L, const hl_phase *ph, const hl_item *items, i
     lua_setfield(L, -2, "breakdown");
 }
 
-static int l_simulate(lua_State *L)
+/* Reads simulate fields from the table at idx 1 into *job; see bind.h. */
+void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_out)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     check_known(L, 1, job_fields, "simulate");
@@ -118,18 +119,18 @@ static int l_simulate(lua_State *L)
         m = *hl_to_model(L, -1);
     else if (lua_type(L, -1) == LUA_TSTRING) {
         if (hl_model_preset(lua_tostring(L, -1), &m, &err))
-            return hl_raise(L, &err);
+            hl_raise(L, &err);
     } else
-        return luaL_error(L, "simulate field 'model': expected a model object or preset name, got %s",
+        luaL_error(L, "simulate field 'model': expected a model object or preset name, got %s",
                           luaL_typename(L, -1));
     lua_getfield(L, 1, "cluster");
     if (hl_to_cluster(L, -1))
         c = *hl_to_cluster(L, -1);
     else if (lua_type(L, -1) == LUA_TSTRING) {
         if (hl_cluster_preset(lua_tostring(L, -1), &c, &err))
-            return hl_raise(L, &err);
+            hl_raise(L, &err);
     } else
-        return luaL_error(L, "simulate field 'cluster': expected a cluster object or preset name, got %s",
+        luaL_error(L, "simulate field 'cluster': expected a cluster object or preset name, got %s",
                           luaL_typename(L, -1));
     lua_pop(L, 2);
     hl_job j;
@@ -141,7 +142,7 @@ static int l_simulate(lua_State *L)
     int batch_max = 0;
     if (lua_getfield(L, 1, "batch") == LUA_TSTRING) {
         if (strcmp(lua_tostring(L, -1), "max") != 0)
-            return luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
+            luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
         batch_max = 1;
     } else {
         j.batch = hl_opt_number_field(L, 1, "batch", j.batch);
@@ -159,7 +160,7 @@ static int l_simulate(lua_State *L)
     lua_pop(L, 1);
     const char *disp = hl_opt_string_field(L, 1, "dispatch");
     if (disp && strcmp(disp, "flat") != 0 && strcmp(disp, "hierarchical") != 0)
-        return luaL_error(L, "field 'dispatch': '%s' is not one of flat, hierarchical", disp);
+        luaL_error(L, "field 'dispatch': '%s' is not one of flat, hierarchical", disp);
     j.dispatch = disp && strcmp(disp, "hierarchical") == 0 ? HL_DISPATCH_HIERARCHICAL : HL_DISPATCH_FLAT;
     int t = lua_getfield(L, 1, "overlap");
     if (t == LUA_TNUMBER) {
@@ -168,14 +169,14 @@ static int l_simulate(lua_State *L)
         j.overlap_prefill = hl_opt_number_field(L, -1, "prefill", 0);
         j.overlap_decode = hl_opt_number_field(L, -1, "decode", 0);
     } else if (t != LUA_TNIL) {
-        return luaL_error(L, "field 'overlap': expected a number or {prefill = x, decode = y}");
+        luaL_error(L, "field 'overlap': expected a number or {prefill = x, decode = y}");
     }
     lua_pop(L, 1);
     int auto_plan = 0;
     t = lua_getfield(L, 1, "parallel");
     if (t == LUA_TSTRING) {
         if (strcmp(lua_tostring(L, -1), "auto") != 0)
-            return luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
+            luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
         auto_plan = 1;
     } else if (t == LUA_TTABLE) {
         int pi = lua_gettop(L);
@@ -187,9 +188,20 @@ static int l_simulate(lua_State *L)
         j.etp = int_field(L, pi, "etp", 0);
         j.gpus = int_field(L, pi, "gpus", 0);
     } else if (t != LUA_TNIL) {
-        return luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ep=, dp=, etp=}");
+        luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ep=, dp=, etp=}");
     }
     lua_pop(L, 1);
+    *out = j;
+    *batch_max_out = batch_max;
+    *auto_plan_out = auto_plan;
+}
+
+static int l_simulate(lua_State *L)
+{
+    hl_job j;
+    hl_err err;
+    int batch_max, auto_plan;
+    hl_check_job(L, &j, &batch_max, &auto_plan);
     lua_getfield(L, 1, "objective");
     int objective = luaL_checkoption(L, -1, "tps_per_gpu", objectives);
     lua_pop(L, 1);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "hbdlab/status.h"
 
 static const char *progname = "hbdlab";
@@ -28,6 +29,7 @@ static void on_sigint(int sig)
 {
     signal(sig, SIG_DFL); /* a second Ctrl-C kills the process, as in lua.c */
     interrupted = 1;
+    hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 

@@ -7,6 +7,8 @@ set -eu
 PKGS="gcc make cmake pkg-config liblua5.4-dev lua5.4 libcjson-dev libreadline-dev gnuplot-nox"
 # Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
 PKGS="$PKGS libcmocka-dev luajit tmux"
+# Tests: chromium renders the notebook report, imagemagick measures its screenshot
+PKGS="$PKGS chromium imagemagick"
 
 missing=""
 for p in $PKGS; do

@@ -46,4 +46,7 @@ function M.eval(path, extra)
   return 0
 end
 
+--- hbdlab notebook FILE.md [-o OUT] [--keep-going]
+function M.notebook(...) return require("hbdlab.notebook").main(...) end
+
 return M

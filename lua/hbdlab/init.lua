@@ -19,6 +19,11 @@ end
 hl.simulate = require("hbdlab.simulate").simulate
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
+hl.sweep = require("hbdlab.sweep").sweep
+hl.rows = require "hbdlab.rows"
+hl.params = require("hbdlab.params").params
+hl.help = require("hbdlab.help").help
+if _G.help == nil then _G.help = hl.help end
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
 ---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }

@@ -14,4 +14,5 @@
 #include "hbdlab/coll.h"
 #include "hbdlab/sim.h"
 #include "hbdlab/plan.h"
+#include "hbdlab/sweep.h"
 #endif

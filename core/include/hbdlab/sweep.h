@@ -1,0 +1,81 @@
+/* Sweeps: the cartesian product (or zip) of axes over a base job, evaluated
+ * on threads into compact per-point summaries. */
+#ifndef HBDLAB_SWEEP_H
+#define HBDLAB_SWEEP_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+#include "hbdlab/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_axis_kind {
+    HL_AXIS_NUMBER = 0,  /* numbers[] */
+    HL_AXIS_STRING = 1,  /* strings[]: enum fields (precision, dispatch, fabric) */
+    HL_AXIS_MODEL = 2,   /* models[] replace the job's model */
+    HL_AXIS_CLUSTER = 3, /* clusters[] replace the job's cluster */
+    HL_AXIS_GPU = 4      /* gpus[] replace the cluster's GPU (links re-derived from it) */
+} hl_axis_kind;
+
+typedef struct hl_axis {
+    char name[32];       /* a job, cluster, model or gpu field name */
+    int32_t kind;        /* hl_axis_kind */
+    int32_t n;           /* number of values */
+    const double *numbers;
+    const char *const *strings;
+    const hl_model *models;
+    const hl_cluster *clusters;
+    const hl_gpu *gpus;
+} hl_axis;
+
+enum { HL_POINT_VALUES = 44 };
+
+/* Summary of one point: values in the order of hl_point_field_name(). */
+typedef struct hl_point {
+    double v[44];        /* HL_POINT_VALUES */
+    int32_t status;      /* hl_status of the point */
+    char error[120];     /* message when status != 0 */
+} hl_point;
+
+typedef struct hl_sweep_in {
+    hl_job base;
+    const hl_axis *axes;
+    int32_t n_axes;
+    int32_t zip;               /* 1: axes advance together (equal lengths); 0: cartesian product */
+    int32_t threads;           /* 0 = all online CPUs */
+    volatile int64_t *progress; /* points finished so far, updated atomically (may be NULL) */
+    volatile int32_t *cancel;  /* workers stop when *cancel != 0 (may be NULL) */
+} hl_sweep_in;
+
+/* Name of summary value i ("ttft_s", "prefill.comm_share", ...); NULL past the end. */
+const char *hl_point_field_name(int32_t i);
+
+/* Sets one field of a job by name: job fields (batch, tp, precision, ...),
+ * then cluster fields (hbd, gpus, scaleout_bw, ...), model fields (experts,
+ * topk, ...) and gpu fields (eff_gemm, ...). */
+hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err);
+hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err);
+
+/* Descriptor table of the job's own fields. */
+const hl_field_set *hl_job_fields(void);
+
+/* Number of points (product of lengths, or the common length when zipped). */
+hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err);
+
+/* Builds the job of point `index`. */
+hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err);
+
+/* Runs one job into a summary point (status and message on failure). */
+void hl_point_from_job(const hl_job *job, hl_point *out);
+
+/* Evaluates every point into out[0..count). Returns HL_EINTR when cancelled
+ * (points not reached keep status HL_EINTR). */
+hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,248 @@
+/* Threaded sweeps over job fields (docs/MODEL.md section 8). */
+#include "hbdlab/sweep.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err_int.h"
+#include "fields_int.h"
+#include "hbdlab/precision.h"
+
+#define JD(member, nm, lo, hi, unit, help) HL_FD(hl_job, member, nm, lo, hi, unit, help)
+#define JI(member, nm, lo, hi, help) HL_FI(hl_job, member, nm, lo, hi, help)
+#define JI0(member, nm, lo, hi, help) HL_FI0(hl_job, member, nm, lo, hi, help)
+static const hl_field job_fields[] = {
+    HL_FE(hl_job, precision, "precision", "fp32|bf16|fp16|fp8|fp4|int8", "weights and GEMM math"),
+    HL_FE(hl_job, kv_precision, "kv_precision", "fp32|bf16|fp16|fp8|fp4|int8", "KV cache"),
+    HL_FE(hl_job, act_precision, "act_precision", "fp32|bf16|fp16|fp8|fp4|int8", "activations"),
+    HL_FE(hl_job, wire_precision, "wire_precision", "fp32|bf16|fp16|fp8|fp4|int8", "MoE dispatch payload"),
+    JD(batch, "batch", 1, 1e9, "", "concurrent sequences"),
+    JD(input, "input", 1, 1e9, "", "prompt tokens per sequence"),
+    JD(output, "output", 1, 1e9, "", "generated tokens per sequence"),
+    JI(tp, "tp", 1, 1e6, "attention tensor parallelism"),
+    JI(pp, "pp", 1, 1e6, "pipeline stages"),
+    JI(ep, "ep", 1, 1e6, "expert parallelism"),
+    JI0(dp, "dp", 1, 1e6, "attention data parallelism (0 = derived)"),
+    JI0(etp, "etp", 1, 1e6, "tensor parallelism inside an expert (0 = derived)"),
+    JI0(gpus, "instance_gpus", 1, 1e7, "GPUs used (0 = the whole cluster)"),
+    JD(overlap_prefill, "overlap_prefill", 0, 1, "", "communication hidden under compute in prefill"),
+    JD(overlap_decode, "overlap_decode", 0, 1, "", "communication hidden under compute in decode"),
+    JD(imbalance, "imbalance", 1, 1e3, "", "busiest expert's tokens / mean"),
+    JD(layer_overhead, "layer_overhead", 0, 1, "s", "fixed cost per layer per pass"),
+    HL_FE(hl_job, dispatch, "dispatch", "flat|hierarchical", "MoE dispatch algorithm"),
+    JD(microbatches, "microbatches", 0, 1e6, "", "pipeline micro-batches (0 = pp)"),
+    JD(mem_util, "mem_util", 0.01, 1, "", "usable fraction of HBM"),
+    JD(workspace_bytes, "workspace_bytes", 0, 1e15, "B", "activation workspace per GPU (0 = estimated)"),
+    HL_FB(hl_job, exact_steps, "exact_steps", "sum decode step by step"),
+};
+static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
+
+const hl_field_set *hl_job_fields(void) { return &job_set; }
+
+static const char *const point_names[HL_POINT_VALUES] = {
+    "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "tps_per_gpu_incl_prompt", "bound",
+    "prefill.time_s", "prefill.compute_s", "prefill.memory_s", "prefill.comm_s", "prefill.comm_share",
+    "prefill.overhead_s", "prefill.scaleup_comm_s", "prefill.scaleout_comm_s", "prefill.latency_comm_s",
+    "prefill.flops", "prefill.hbm_bytes",
+    "decode.time_s", "decode.compute_s", "decode.memory_s", "decode.comm_s", "decode.comm_share",
+    "decode.overhead_s", "decode.scaleup_comm_s", "decode.scaleout_comm_s", "decode.latency_comm_s",
+    "decode.flops", "decode.hbm_bytes",
+    "memory.weights_bytes", "memory.kv_bytes", "memory.workspace_bytes", "memory.per_gpu_bytes", "memory.fits",
+    "parallel.gpus", "parallel.tp", "parallel.pp", "parallel.ep", "parallel.dp", "parallel.etp",
+    "batch", "input", "output", "ttft_ms"};
+
+const char *hl_point_field_name(int32_t i) { return i >= 0 && i < HL_POINT_VALUES ? point_names[i] : NULL; }
+
+static void phase_values(const hl_phase *p, double *v)
+{
+    const double x[] = {p->time_s, p->compute_s, p->memory_s, p->comm_s, p->comm_share, p->overhead_s,
+                        p->scaleup_comm_s, p->scaleout_comm_s, p->latency_comm_s, p->flops, p->hbm_bytes};
+    memcpy(v, x, sizeof x);
+}
+
+void hl_point_from_job(const hl_job *job, hl_point *out)
+{
+    hl_result r;
+    hl_err err;
+    memset(out, 0, sizeof *out);
+    hl_status st = hl_sim_run(job, &r, &err);
+    out->status = st;
+    if (st) {
+        snprintf(out->error, sizeof out->error, "%.119s", err.msg);
+        return;
+    }
+    double *v = out->v;
+    v[0] = r.ttft_s;
+    v[1] = r.tpot_s;
+    v[2] = r.total_s;
+    v[3] = r.decode_tps;
+    v[4] = r.tps_per_gpu;
+    v[5] = r.tps_per_gpu_incl_prompt;
+    v[6] = r.bound;
+    phase_values(&r.prefill, v + 7);
+    phase_values(&r.decode, v + 18);
+    v[29] = r.weights_bytes;
+    v[30] = r.kv_bytes;
+    v[31] = r.workspace_bytes;
+    v[32] = r.per_gpu_bytes;
+    v[33] = r.fits;
+    v[34] = (double)r.gpus;
+    v[35] = (double)r.tp;
+    v[36] = (double)r.pp;
+    v[37] = (double)r.ep;
+    v[38] = (double)r.dp;
+    v[39] = (double)r.etp;
+    v[40] = job->batch;
+    v[41] = job->input;
+    v[42] = job->output;
+    v[43] = r.ttft_s * 1e3;
+}
+
+hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
+{
+    if (hl_field_find(&job_set, name))
+        return hl_field_set_number(&job_set, job, name, value, err);
+    if (hl_field_find(hl_cluster_fields(), name))
+        return hl_field_set_number(hl_cluster_fields(), &job->cluster, name, value, err);
+    if (hl_field_find(hl_model_fields(), name))
+        return hl_field_set_number(hl_model_fields(), &job->model, name, value, err);
+    if (hl_field_find(hl_gpu_fields(), name))
+        return hl_field_set_number(hl_gpu_fields(), &job->cluster.gpu, name, value, err);
+    return hl_unknown_field(&job_set, name, err);
+}
+
+hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
+{
+    if (hl_field_find(&job_set, name))
+        return hl_field_set_string(&job_set, job, name, value, err);
+    if (hl_field_find(hl_cluster_fields(), name))
+        return hl_field_set_string(hl_cluster_fields(), &job->cluster, name, value, err);
+    if (hl_field_find(hl_model_fields(), name))
+        return hl_field_set_string(hl_model_fields(), &job->model, name, value, err);
+    if (hl_field_find(hl_gpu_fields(), name))
+        return hl_field_set_string(hl_gpu_fields(), &job->cluster.gpu, name, value, err);
+    return hl_unknown_field(&job_set, name, err);
+}
+
+hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
+{
+    int64_t n = in->n_axes > 0 ? 1 : 1;
+    for (int32_t a = 0; a < in->n_axes; a++) {
+        int64_t len = in->axes[a].n;
+        if (len < 1)
+            return hl_fail(err, HL_EINVAL, "sweep axis '%s' has no values", in->axes[a].name);
+        if (in->zip) {
+            if (a > 0 && len != n)
+                return hl_fail(err, HL_EINVAL, "sweep: zipped axes need equal lengths ('%s' has %lld, others %lld)",
+                               in->axes[a].name, (long long)len, (long long)n);
+            n = len;
+        } else {
+            if (n > (int64_t)1e12 / len)
+                return hl_fail(err, HL_EINVAL, "sweep: more than 1e12 points");
+            n *= len;
+        }
+    }
+    *count = n;
+    return HL_OK;
+}
+
+hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)
+{
+    *job = in->base;
+    int64_t rest = index;
+    /* the last axis varies fastest */
+    for (int32_t a = in->n_axes - 1; a >= 0; a--) {
+        const hl_axis *ax = &in->axes[a];
+        int64_t i = in->zip ? index : rest % ax->n;
+        if (!in->zip)
+            rest /= ax->n;
+        hl_status st = HL_OK;
+        switch (ax->kind) {
+        case HL_AXIS_NUMBER: st = hl_job_set_number(job, ax->name, ax->numbers[i], err); break;
+        case HL_AXIS_STRING: st = hl_job_set_string(job, ax->name, ax->strings[i], err); break;
+        case HL_AXIS_MODEL: job->model = ax->models[i]; break;
+        case HL_AXIS_CLUSTER: job->cluster = ax->clusters[i]; break;
+        case HL_AXIS_GPU: {
+            int64_t gpus = job->cluster.gpus, hbd = job->cluster.hbd;
+            st = hl_cluster_init(&job->cluster, &ax->gpus[i], gpus, hbd, err);
+            break;
+        }
+        default: st = hl_fail(err, HL_EINVAL, "sweep axis '%s': kind %d is invalid", ax->name, (int)ax->kind);
+        }
+        if (st)
+            return st;
+    }
+    return HL_OK;
+}
+
+typedef struct worker {
+    const hl_sweep_in *in;
+    hl_point *out;
+    int64_t begin, end, stride;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    for (int64_t i = w->begin; i < w->end; i += w->stride) {
+        if (w->in->cancel && *w->in->cancel)
+            break;
+        hl_job job;
+        hl_err err;
+        hl_point *p = &w->out[i];
+        if (hl_sweep_job(w->in, i, &job, &err)) {
+            memset(p, 0, sizeof *p);
+            p->status = HL_EINVAL;
+            snprintf(p->error, sizeof p->error, "%.119s", err.msg);
+        } else {
+            hl_point_from_job(&job, p);
+        }
+        if (w->in->progress)
+            __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
+{
+    int64_t n;
+    hl_status st = hl_sweep_count(in, &n, err);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < n; i++)
+        out[i].status = HL_EINTR;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int32_t threads = in->threads > 0 ? in->threads : (int32_t)(cpus > 0 ? cpus : 1);
+    if (threads > 256)
+        threads = 256;
+    if (threads > n)
+        threads = (int32_t)(n > 0 ? n : 1);
+    pthread_t tids[256];
+    worker ws[256];
+    int32_t started = 0;
+    for (int32_t t = 0; t < threads; t++) {
+        ws[t] = (worker){in, out, t, n, threads}; /* interleaved: neighbours finish together */
+        if (t == 0)
+            continue;
+        if (pthread_create(&tids[t], NULL, work, &ws[t]) == 0)
+            started++;
+        else
+            ws[t].begin = n; /* could not start: thread 0 takes its share below */
+    }
+    work(&ws[0]);
+    for (int32_t t = 1; t < threads; t++)
+        if (ws[t].begin < n)
+            pthread_join(tids[t], NULL);
+    /* shares of threads that failed to start */
+    for (int32_t t = 1; t < threads; t++)
+        if (ws[t].begin >= n && t < n) {
+            worker w = {in, out, t, n, threads};
+            work(&w);
+        }
+    (void)started;
+    if (in->cancel && *in->cancel)
+        return hl_fail(err, HL_EINTR, "sweep interrupted");
+    return HL_OK;
+}

@@ -1,0 +1,97 @@
+-- hl.help(): the API at a glance; hl.help "simulate" (or help(hl.simulate)):
+-- fields, units and an example.
+local core = require "hbdlab.core"
+
+local M = {}
+
+local topics = {
+  { "gpu", "hl.gpu(name | {fields}) -> gpu", "An accelerator: a preset by name, or a table (optionally base = name).",
+    'local g = hl.gpu { base = "H100-SXM", hbm_gb = 96, scaleup_gbs = 600 }', "gpu" },
+  { "cluster", "hl.cluster(name | {gpu =, gpus =, hbd =, ...}) -> cluster", "GPUs in HBDs of `hbd` (default: one HBD); link fields override the GPU's.",
+    'local c = hl.cluster { gpu = "B200", gpus = 128, hbd = 64, scaleout_gbps = 800 }', "cluster" },
+  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); hl.model.from_hf(path)",
+    "A decoder-only transformer (GQA/MHA, MLA, MoE).", 'local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }', "model" },
+  { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
+    'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
+    '                        parallel = { tp = 8, ep = 16 } }   -- or parallel = "auto", batch = "max"\nprint(r.ttft_s, r.tpot_s, r.tps_per_gpu)', "job" },
+  { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
+    "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
+    "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
+    'hl.collective { op = "allreduce", bytes = 1e9, ranks = 16, cluster = c }' },
+  { "roofline", "hl.roofline{gpu, precision, m, n, k | flops, bytes} -> {time_s, compute_s, memory_s, intensity, ridge, bound}",
+    "Time of one operator on one GPU.", 'hl.roofline { gpu = "H100-SXM", m = 16, n = 8192, k = 8192, precision = "fp8" }' },
+  { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
+    "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
+    'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
+  { "rows", "hl.rows.filter/sort/group/pivot/print/write/read_csv/read_json/read_jsonl",
+    "Results helpers; files are written atomically.", 'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
+  { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline{..., out = 'x.png|svg|pdf'}",
+    "gnuplot figures: writes x.dat and a self-contained x.gp beside the image.",
+    'hl.plot.line { data = rows, x = "hbd", y = "ttft_s", by = "precision", logx = 2, out = "plots/out/ttft.png" }' },
+  { "params", "hl.params{name = {default, help}} -> values", "Script parameters; `--set name=value` overrides, `--help` lists.",
+    'local P = hl.params { gpus = { 128, "cluster size" } }' },
+  { "trace", "r:trace() -> events; hl.trace.write(r, 'x.json')", "Per-GPU events of one prefill layer and one decode step; Chrome/Perfetto JSON.",
+    'hl.trace.write(r, "trace.json")  -- open in ui.perfetto.dev' },
+  { "kv_capacity", "hl.kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens}",
+    "How many tokens and sequences of KV cache fit; paged blocks and fragmentation.", "" },
+}
+
+local by_name = {}
+for _, t in ipairs(topics) do by_name[t[1]] = t end
+
+local function fields_text(kind)
+  if kind == "job" then
+    return [[
+  model       model object or preset name            cluster     cluster object or preset name
+  precision   weights/GEMM: fp32 bf16 fp16 fp8 fp4   kv_precision / act_precision / wire_precision
+  batch       sequences (or "max")                   input, output   tokens per sequence
+  parallel    {tp, pp, ep, dp, etp, gpus} or "auto"  objective   tps_per_gpu | ttft | tpot | throughput
+  overlap     0..1 or {prefill =, decode =}          imbalance   busiest expert / mean (>= 1)
+  layer_overhead  s per layer per pass               dispatch    "flat" | "hierarchical"
+  microbatches, mem_util (0.9), workspace_bytes, exact_steps, max_tpot_s, max_ttft_s
+Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
+  prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
+  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus}]]
+  end
+  local lines = {}
+  for _, f in ipairs(core.fields(kind)) do
+    lines[#lines + 1] = string.format("  %-18s %-8s %-8s %s", f.name, f.type, f.unit ~= "" and f.unit or "-",
+      f.help .. (f.values and (" (" .. f.values .. ")") or ""))
+  end
+  return table.concat(lines, "\n")
+end
+
+function M.text(topic)
+  if topic == nil then
+    local lines = { "hbdlab " .. core.version() .. " - the API (hl.help \"name\" for details):" }
+    for _, t in ipairs(topics) do lines[#lines + 1] = "  " .. t[2] end
+    lines[#lines + 1] = "Friendly units in field names: scaleout_gbps (Gbit/s), scaleup_gbs (GB/s), hbm_tbs, hbm_gb, *_tflops, *_us."
+    lines[#lines + 1] = "Lists: hl.gpus(), hl.clusters(), hl.models(). Docs: docs/MODEL.md, docs/LUA_API.md."
+    return table.concat(lines, "\n")
+  end
+  local t = by_name[topic]
+  if not t then
+    local names = {}
+    for _, x in ipairs(topics) do names[#names + 1] = x[1] end
+    return "no help for '" .. tostring(topic) .. "'; topics: " .. table.concat(names, ", ")
+  end
+  local out = { t[2], t[3] }
+  if t[5] then out[#out + 1] = "Fields:\n" .. fields_text(t[5]) end
+  if t[4] ~= "" then out[#out + 1] = "Example:\n  " .. t[4]:gsub("\n", "\n  ") end
+  return table.concat(out, "\n")
+end
+
+--- hl.help() / hl.help "simulate" / hl.help(hl.simulate)
+function M.help(topic)
+  if type(topic) == "function" then
+    local hl = require "hbdlab"
+    for k, v in pairs(hl) do if v == topic then topic = k end end
+    if type(topic) == "function" then topic = "?" end
+  elseif type(topic) == "table" then
+    local hl = require "hbdlab"
+    for k, v in pairs(hl) do if v == topic then topic = k end end
+  end
+  print(M.text(topic))
+end
+
+return M

@@ -1,0 +1,287 @@
+-- Literate notebooks: a Markdown file whose ```lua blocks run in order in one
+-- Lua state; the report keeps the prose, shows each cell's code, its printed
+-- output and the figures its plot calls made. Output: self-contained HTML
+-- (figures inlined) or Markdown (figures linked).
+local M = {}
+
+-- ---- parsing -----------------------------------------------------------------
+--- Splits Markdown into { {kind = "prose", text}, {kind = "code", lang, text} }.
+function M.parse(text)
+  local cells, prose, code, lang = {}, {}, nil, nil
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    if code then
+      if line:match("^```%s*$") then
+        cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n") }
+        code = nil
+      else
+        code[#code + 1] = line
+      end
+    else
+      local l = line:match("^```%s*([%w_+-]*)%s*$")
+      if l then
+        if #prose > 0 then cells[#cells + 1] = { kind = "prose", text = table.concat(prose, "\n") }; prose = {} end
+        code, lang = {}, l
+      else
+        prose[#prose + 1] = line
+      end
+    end
+  end
+  if code then cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n"), unterminated = true } end
+  if #prose > 0 then cells[#cells + 1] = { kind = "prose", text = table.concat(prose, "\n") } end
+  return cells
+end
+
+-- ---- HTML helpers --------------------------------------------------------------
+local function esc(s)
+  return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
+end
+M.escape = esc
+
+local function inline(s)
+  s = esc(s)
+  local codes = {}
+  s = s:gsub("`([^`]+)`", function(c) codes[#codes + 1] = c; return "\1" .. #codes .. "\1" end)
+  s = s:gsub("!%[([^%]]*)%]%(([^%)%s]+)%)", '<img alt="%1" src="%2">')
+  s = s:gsub("%[([^%]]+)%]%(([^%)%s]+)%)", '<a href="%2">%1</a>')
+  s = s:gsub("%*%*([^%*]+)%*%*", "<strong>%1</strong>")
+  s = s:gsub("%*([^%*%s][^%*]-)%*", "<em>%1</em>")
+  s = s:gsub("\1(%d+)\1", function(i) return "<code>" .. codes[tonumber(i)] .. "</code>" end)
+  return s
+end
+
+local function table_row(line)
+  local cells = {}
+  local body = line:gsub("^%s*|", ""):gsub("|%s*$", "")
+  for c in (body .. "|"):gmatch("(.-)|") do cells[#cells + 1] = c:match("^%s*(.-)%s*$") end
+  return cells
+end
+
+--- A small Markdown-to-HTML converter: headings, paragraphs, lists, block
+--- quotes, pipe tables, inline code, emphasis, links and images.
+function M.markdown_html(text)
+  local out, para, list = {}, {}, nil
+  local lines = {}
+  for l in (text .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = l end
+  local function flush()
+    if #para > 0 then out[#out + 1] = "<p>" .. inline(table.concat(para, " ")) .. "</p>"; para = {} end
+    if list then out[#out + 1] = "</" .. list .. ">"; list = nil end
+  end
+  local i = 1
+  while i <= #lines do
+    local l = lines[i]
+    local hashes, title = l:match("^(#+)%s+(.*)$")
+    if hashes and #hashes <= 6 then
+      flush()
+      out[#out + 1] = string.format("<h%d>%s</h%d>", #hashes, inline(title), #hashes)
+    elseif l:match("^%s*|") and lines[i + 1] and lines[i + 1]:match("^%s*|[%s:|-]+|?%s*$") then
+      flush()
+      local head = table_row(l)
+      local rows = { "<table><thead><tr><th>" .. table.concat((function() local t = {} for k, c in ipairs(head) do t[k] = inline(c) end return t end)(), "</th><th>") .. "</th></tr></thead><tbody>" }
+      i = i + 2
+      while i <= #lines and lines[i]:match("^%s*|") do
+        local cells = table_row(lines[i])
+        local t = {}
+        for k, c in ipairs(cells) do t[k] = inline(c) end
+        rows[#rows + 1] = "<tr><td>" .. table.concat(t, "</td><td>") .. "</td></tr>"
+        i = i + 1
+      end
+      out[#out + 1] = table.concat(rows, "\n") .. "</tbody></table>"
+      i = i - 1
+    elseif l:match("^%s*[-*]%s+") or l:match("^%s*%d+[.)]%s+") then
+      local kind = l:match("^%s*[-*]%s+") and "ul" or "ol"
+      if #para > 0 then out[#out + 1] = "<p>" .. inline(table.concat(para, " ")) .. "</p>"; para = {} end
+      if list ~= kind then
+        if list then out[#out + 1] = "</" .. list .. ">" end
+        out[#out + 1] = "<" .. kind .. ">"
+        list = kind
+      end
+      out[#out + 1] = "<li>" .. inline(l:gsub("^%s*[-*]%s+", ""):gsub("^%s*%d+[.)]%s+", "")) .. "</li>"
+    elseif l:match("^>%s?") then
+      flush()
+      out[#out + 1] = "<blockquote>" .. inline(l:gsub("^>%s?", "")) .. "</blockquote>"
+    elseif l:match("^%s*$") then
+      flush()
+    elseif list and l:match("^%s+%S") then
+      out[#out] = out[#out]:gsub("</li>$", " " .. inline(l:match("^%s*(.*)$")) .. "</li>")
+    else
+      if list then out[#out + 1] = "</" .. list .. ">"; list = nil end
+      para[#para + 1] = l
+    end
+    i = i + 1
+  end
+  flush()
+  return table.concat(out, "\n")
+end
+
+local b64chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+function M.base64(data)
+  local out = {}
+  for i = 1, #data, 3 do
+    local a, b, c = data:byte(i, i + 2)
+    local n = a * 65536 + (b or 0) * 256 + (c or 0)
+    local c1, c2, c3, c4 = n >> 18 & 63, n >> 12 & 63, n >> 6 & 63, n & 63
+    out[#out + 1] = b64chars:sub(c1 + 1, c1 + 1) .. b64chars:sub(c2 + 1, c2 + 1) ..
+      (b and b64chars:sub(c3 + 1, c3 + 1) or "=") .. (c and b64chars:sub(c4 + 1, c4 + 1) or "=")
+  end
+  return table.concat(out)
+end
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local d = f:read("a")
+  f:close()
+  return d
+end
+
+-- ---- running -------------------------------------------------------------------
+--- Runs the code cells of a parsed notebook in one environment. Returns the
+--- cells annotated with output, figures, ok and error, and the failure count.
+function M.run(cells, opts)
+  opts = opts or {}
+  local plot = require "hbdlab.plot"
+  local env = setmetatable({}, { __index = _G })
+  env._ENV = env
+  local failures = 0
+  for _, c in ipairs(cells) do
+    if c.kind == "code" and (c.lang == "lua" or c.lang == "") and not (failures > 0 and not opts.keep_going) then
+      local chunks = {}
+      local old_print, old_write = print, io.write
+      local function capture(...)
+        local n = select("#", ...)
+        local parts = {}
+        for k = 1, n do parts[k] = tostring((select(k, ...))) end
+        chunks[#chunks + 1] = table.concat(parts, "\t") .. "\n"
+      end
+      _G.print = capture
+      env.print = capture
+      io.write = function(...)
+        for k = 1, select("#", ...) do chunks[#chunks + 1] = tostring((select(k, ...))) end
+        return io.stdout
+      end
+      local before = #plot.made
+      local fn, lerr = load(c.text, "=" .. (opts.name or "notebook") .. ":cell" .. (c.index or "?"), "t", env)
+      local ok, err
+      if fn then
+        ok, err = xpcall(fn, debug.traceback)
+      else
+        ok, err = false, lerr
+      end
+      _G.print, io.write = old_print, old_write
+      env.print = nil
+      c.ran = true
+      c.output = table.concat(chunks)
+      c.figures = {}
+      for k = before + 1, #plot.made do c.figures[#c.figures + 1] = plot.made[k] end
+      c.ok = ok
+      if not ok then
+        c.error = tostring(err)
+        failures = failures + 1
+      end
+    end
+  end
+  return cells, failures
+end
+
+local CSS = [[
+body { font-family: 'Liberation Sans', Arial, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.5; }
+pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; border-radius: 4px; font-size: 0.88em; }
+pre.output { background: #fff; border-left: 3px solid #1f77b4; }
+pre.error { background: #fff5f5; border-left: 3px solid #d62728; color: #a00; }
+code { font-family: 'DejaVu Sans Mono', monospace; }
+table { border-collapse: collapse; margin: 1em 0; } th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; }
+th { background: #f0f0f0; } img.figure { max-width: 100%; display: block; margin: 1em auto; }
+.cell-failed { color: #d62728; font-weight: bold; }
+]]
+
+--- Renders the run cells as a self-contained HTML page.
+function M.html(cells, title)
+  local out = { "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+    "<title>" .. esc(title or "hbdlab report") .. "</title><style>" .. CSS .. "</style></head><body>" }
+  local nfig = 0
+  for _, c in ipairs(cells) do
+    if c.kind == "prose" then
+      out[#out + 1] = M.markdown_html(c.text)
+    else
+      out[#out + 1] = '<pre class="code"><code>' .. esc(c.text) .. "</code></pre>"
+      if c.output and c.output ~= "" then out[#out + 1] = '<pre class="output">' .. esc(c.output) .. "</pre>" end
+      for _, f in ipairs(c.figures or {}) do
+        local data = read_file(f)
+        if data then
+          nfig = nfig + 1
+          local mime = f:match("%.svg$") and "image/svg+xml" or f:match("%.pdf$") and "application/pdf" or "image/png"
+          if mime == "application/pdf" then
+            out[#out + 1] = '<p><a href="' .. esc(f) .. '">figure: ' .. esc(f) .. "</a></p>"
+          else
+            out[#out + 1] = string.format('<img class="figure" alt="%s" src="data:%s;base64,%s">', esc(f), mime, M.base64(data))
+          end
+        end
+      end
+      if c.error then
+        out[#out + 1] = '<p class="cell-failed">This cell failed:</p><pre class="error">' .. esc(c.error) .. "</pre>"
+      end
+    end
+  end
+  -- A load check the test reads through --dump-dom: how many figures decoded.
+  out[#out + 1] = string.format([[<script>window.addEventListener('load', function () {
+  var imgs = document.querySelectorAll('img.figure'), ok = 0;
+  imgs.forEach(function (i) { if (i.complete && i.naturalWidth > 0) ok++; });
+  document.body.setAttribute('data-figures', imgs.length); document.body.setAttribute('data-figures-loaded', ok);
+});</script>]])
+  out[#out + 1] = "</body></html>"
+  return table.concat(out, "\n"), nfig
+end
+
+--- Renders the run cells as Markdown (figures linked by path).
+function M.markdown(cells)
+  local out = {}
+  for _, c in ipairs(cells) do
+    if c.kind == "prose" then
+      out[#out + 1] = c.text
+    else
+      out[#out + 1] = "```" .. (c.lang or "") .. "\n" .. c.text .. "\n```"
+      if c.output and c.output ~= "" then out[#out + 1] = "```text\n" .. c.output:gsub("\n$", "") .. "\n```" end
+      for _, f in ipairs(c.figures or {}) do out[#out + 1] = "![" .. f .. "](" .. f .. ")" end
+      if c.error then out[#out + 1] = "**This cell failed:**\n\n```text\n" .. c.error .. "\n```" end
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- hbdlab notebook FILE.md [-o OUT.html|.md] [--keep-going]
+function M.main(...)
+  local args = { ... }
+  local input, output, keep = nil, nil, false
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-o" then output = args[i + 1]; i = i + 1
+    elseif a == "--keep-going" then keep = true
+    elseif a == "-h" or a == "--help" then
+      print("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]")
+      return 0
+    elseif not input then input = a
+    else io.stderr:write("notebook: unexpected argument '", a, "'\n"); return 2 end
+    i = i + 1
+  end
+  if not input then io.stderr:write("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]\n"); return 2 end
+  local text = read_file(input)
+  if not text then io.stderr:write("notebook: cannot read ", input, "\n"); return 1 end
+  output = output or input:gsub("%.md$", "") .. ".html"
+  local cells = M.parse(text)
+  local n = 0
+  for _, c in ipairs(cells) do if c.kind == "code" then n = n + 1; c.index = n end end
+  local _, failures = M.run(cells, { keep_going = keep, name = input:match("[^/]*$") })
+  local title = text:match("^#%s+([^\n]+)") or input
+  local body = output:match("%.md$") and M.markdown(cells) or M.html(cells, title)
+  require("hbdlab.rows").write_atomic(output, body)
+  local ran = 0
+  for _, c in ipairs(cells) do if c.ran then ran = ran + 1 end end
+  io.stderr:write(string.format("notebook: %d of %d cells ran, %d failed -> %s\n", ran, n, failures, output))
+  for _, c in ipairs(cells) do
+    if c.error then io.stderr:write("cell ", c.index, " failed:\n", c.error, "\n") end
+  end
+  return (failures > 0 and not keep) and 1 or 0
+end
+
+return M

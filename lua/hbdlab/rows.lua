@@ -1,0 +1,234 @@
+-- hl.rows: helpers for arrays of flat tables (sweep results): filter, sort,
+-- group, pivot, aligned printing, and CSV / JSON / JSON Lines files written
+-- atomically (temp file + rename) and read back to the same rows.
+local core = require "hbdlab.core"
+
+local M = {}
+
+function M.filter(rows, pred)
+  local out = {}
+  if type(pred) == "table" then
+    local want = pred
+    pred = function(r) for k, v in pairs(want) do if r[k] ~= v then return false end end return true end
+  end
+  for _, r in ipairs(rows) do if pred(r) then out[#out + 1] = r end end
+  return out
+end
+
+--- sort(rows, "key") ascending, sort(rows, "-key") descending, or sort(rows, less_fn). Returns a new array.
+function M.sort(rows, by)
+  local out = { table.unpack(rows) }
+  if type(by) == "function" then
+    table.sort(out, by)
+  else
+    local desc = by:sub(1, 1) == "-"
+    local key = desc and by:sub(2) or by
+    table.sort(out, function(a, b)
+      local x, y = a[key], b[key]
+      if x == nil then return false elseif y == nil then return true end
+      if type(x) ~= type(y) then x, y = tostring(x), tostring(y) end
+      if desc then return x > y else return x < y end
+    end)
+  end
+  return out
+end
+
+--- group(rows, "key") -> { [value] = rows }, plus the values in first-seen order as second result.
+function M.group(rows, key)
+  local groups, order = {}, {}
+  for _, r in ipairs(rows) do
+    local v = r[key]
+    if groups[v] == nil then groups[v] = {}; order[#order + 1] = v end
+    local g = groups[v]
+    g[#g + 1] = r
+  end
+  return groups, order
+end
+
+--- pivot(rows, row_key, col_key, value_key) -> rows with one row per row_key value and a column per col_key value.
+function M.pivot(rows, rk, ck, vk)
+  local out, index, cols, seen = {}, {}, {}, {}
+  for _, r in ipairs(rows) do
+    local rv, cv = r[rk], tostring(r[ck])
+    if not index[rv] then index[rv] = { [rk] = rv }; out[#out + 1] = index[rv] end
+    index[rv][cv] = r[vk]
+    if not seen[cv] then seen[cv] = true; cols[#cols + 1] = cv end
+  end
+  return out, cols
+end
+
+--- Column names: the given ones, else every key, sorted, with common identifying ones first.
+function M.columns(rows, cols)
+  if cols then return cols end
+  local set, list = {}, {}
+  for _, r in ipairs(rows) do
+    for k in pairs(r) do if not set[k] then set[k] = true; list[#list + 1] = k end end
+  end
+  table.sort(list)
+  return list
+end
+
+local function cell(v)
+  if v == nil then return "" end
+  if type(v) == "number" then
+    if math.type(v) == "integer" or (v == math.floor(v) and math.abs(v) < 1e15) then return string.format("%d", v) end
+    return string.format("%.6g", v)
+  end
+  return tostring(v)
+end
+
+--- Returns an aligned text table (numbers right-aligned); print(rows, cols) prints it.
+function M.format(rows, cols)
+  cols = M.columns(rows, cols)
+  local widths, cells = {}, {}
+  for j, c in ipairs(cols) do widths[j] = #c end
+  for i, r in ipairs(rows) do
+    cells[i] = {}
+    for j, c in ipairs(cols) do
+      local s = cell(r[c])
+      cells[i][j] = s
+      if #s > widths[j] then widths[j] = #s end
+    end
+  end
+  local lines = {}
+  local head, rule = {}, {}
+  for j, c in ipairs(cols) do head[j] = string.format("%-" .. widths[j] .. "s", c); rule[j] = string.rep("-", widths[j]) end
+  lines[1] = table.concat(head, "  ")
+  lines[2] = table.concat(rule, "  ")
+  for i, r in ipairs(rows) do
+    local parts = {}
+    for j, c in ipairs(cols) do
+      local fmtw = type(r[c]) == "number" and "%" or "%-"
+      parts[j] = string.format(fmtw .. widths[j] .. "s", cells[i][j])
+    end
+    lines[#lines + 1] = table.concat(parts, "  ")
+  end
+  return table.concat(lines, "\n")
+end
+
+function M.print(rows, cols) print(M.format(rows, cols)) end
+
+--- Writes text to path atomically: a temp file in the same folder, then rename.
+function M.write_atomic(path, text)
+  local tmp = string.format("%s.tmp%d", path, math.random(1, 1 << 30))
+  local f, err = io.open(tmp, "wb")
+  if not f then error("cannot write " .. path .. ": " .. tostring(err), 3) end
+  local ok, werr = f:write(text)
+  local closed, cerr = f:close()
+  if not ok or not closed then
+    os.remove(tmp)
+    error("cannot write " .. path .. ": " .. tostring(werr or cerr), 3)
+  end
+  local renamed, rerr = os.rename(tmp, path)
+  if not renamed then os.remove(tmp); error("cannot write " .. path .. ": " .. tostring(rerr), 3) end
+  return path
+end
+
+local function csv_field(v)
+  if v == nil then return "" end
+  local s
+  if type(v) == "number" then
+    s = math.type(v) == "integer" and tostring(v) or string.format("%.17g", v)
+  else
+    s = tostring(v)
+  end
+  if s:find('[,"\r\n]') or s:match("^%s") or s:match("%s$") then s = '"' .. s:gsub('"', '""') .. '"' end
+  return s
+end
+
+function M.to_csv(rows, cols)
+  cols = M.columns(rows, cols)
+  local lines = {}
+  local head = {}
+  for j, c in ipairs(cols) do head[j] = csv_field(c) end
+  lines[1] = table.concat(head, ",")
+  for _, r in ipairs(rows) do
+    local parts = {}
+    for j, c in ipairs(cols) do parts[j] = csv_field(r[c]) end
+    lines[#lines + 1] = table.concat(parts, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function M.write_csv(rows, path, cols) return M.write_atomic(path, M.to_csv(rows, cols)) end
+
+-- Parses CSV text (RFC 4180 quoting); numbers and true/false come back typed.
+function M.parse_csv(text)
+  local records, field, record, i, n = {}, {}, {}, 1, #text
+  local function push_field() record[#record + 1] = table.concat(field); field = {} end
+  local function push_record() push_field(); records[#records + 1] = record; record = {} end
+  local quoted = false
+  while i <= n do
+    local ch = text:sub(i, i)
+    if quoted then
+      if ch == '"' then
+        if text:sub(i + 1, i + 1) == '"' then field[#field + 1] = '"'; i = i + 1 else quoted = false end
+      else
+        field[#field + 1] = ch
+      end
+    elseif ch == '"' then quoted = true
+    elseif ch == "," then push_field()
+    elseif ch == "\n" then push_record()
+    elseif ch ~= "\r" then field[#field + 1] = ch
+    end
+    i = i + 1
+  end
+  if #field > 0 or #record > 0 then push_record() end
+  local head = table.remove(records, 1) or {}
+  local rows = {}
+  for _, rec in ipairs(records) do
+    local r = {}
+    for j, c in ipairs(head) do
+      local s = rec[j]
+      if s ~= nil and s ~= "" then
+        local num = tonumber(s)
+        if num ~= nil and s:match("^[%d%.%-+eE]+$") then
+          r[c] = math.type(num) == "float" and num == math.floor(num) and math.abs(num) < 2^53 and s:find("[.eE]") == nil
+            and math.tointeger(num) or num
+        elseif s == "true" then r[c] = true
+        elseif s == "false" then r[c] = false
+        else r[c] = s end
+      end
+    end
+    rows[#rows + 1] = r
+  end
+  return rows, head
+end
+
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then error("cannot read " .. path .. ": " .. tostring(err), 3) end
+  local t = f:read("a")
+  f:close()
+  return t
+end
+
+function M.read_csv(path) return M.parse_csv(read_file(path)) end
+
+function M.write_json(rows, path) return M.write_atomic(path, core.json_encode(rows, true) .. "\n") end
+function M.read_json(path) return core.json_decode(read_file(path), path) end
+
+function M.write_jsonl(rows, path)
+  local lines = {}
+  for i, r in ipairs(rows) do lines[i] = core.json_encode(r) end
+  return M.write_atomic(path, table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""))
+end
+
+function M.read_jsonl(path)
+  local rows, n = {}, 0
+  for line in read_file(path):gmatch("[^\n]+") do
+    n = n + 1
+    rows[#rows + 1] = core.json_decode(line, path .. ":" .. n)
+  end
+  return rows
+end
+
+--- write(rows, path): format from the extension (.csv, .json, .jsonl).
+function M.write(rows, path, cols)
+  if path:match("%.csv$") then return M.write_csv(rows, path, cols) end
+  if path:match("%.jsonl$") then return M.write_jsonl(rows, path) end
+  if path:match("%.json$") then return M.write_json(rows, path) end
+  error("rows.write: '" .. path .. "' must end in .csv, .json or .jsonl", 2)
+end
+
+return M

@@ -1,0 +1,139 @@
+-- hl.sweep: the cartesian product (or zip) of axes, evaluated in C on all cores,
+-- or a Lua function called per point. Rows are flat tables.
+local core = require "hbdlab.core"
+local objects = require "hbdlab.objects"
+
+local M = {}
+
+-- Axis names in a stable order: as given in an array form, else sorted.
+local function axis_list(axes)
+  local list = {}
+  if #axes > 0 then
+    for _, a in ipairs(axes) do list[#list + 1] = { name = a[1] or a.name, values = a[2] or a.values } end
+  else
+    for k, v in pairs(axes) do list[#list + 1] = { name = k, values = v } end
+    table.sort(list, function(a, b) return a.name < b.name end)
+  end
+  for _, a in ipairs(list) do
+    if type(a.name) ~= "string" or type(a.values) ~= "table" or #a.values == 0 then
+      error("sweep: axis '" .. tostring(a.name) .. "' needs a non-empty array of values", 3)
+    end
+  end
+  return list
+end
+
+-- Friendly axes (scaleout_gbps, hbm_tbs...) become SI fields; preset names of
+-- model/gpu/cluster axes become objects.
+local function to_core_axis(a)
+  local alias = objects.aliases.cluster[a.name] or objects.aliases.gpu[a.name]
+  if alias then
+    local v = {}
+    for i, x in ipairs(a.values) do v[i] = x * alias[2] end
+    return { name = alias[1], values = v, label = a.name, shown = a.values }
+  end
+  local ctor = ({ model = objects.model, gpu = objects.gpu, cluster = objects.cluster })[a.name]
+  if ctor then
+    local v = {}
+    for i, x in ipairs(a.values) do v[i] = type(x) == "string" and ctor(x) or x end
+    return { name = a.name, values = v }
+  end
+  return { name = a.name, values = a.values }
+end
+
+local function product_points(list, zip)
+  local pts = {}
+  if zip then
+    local n = #list[1].values
+    for i = 1, n do
+      local p = {}
+      for _, a in ipairs(list) do
+        if #a.values ~= n then error("sweep: zipped axes need equal lengths", 3) end
+        p[a.name] = a.values[i]
+      end
+      pts[#pts + 1] = p
+    end
+    return pts
+  end
+  local function rec(i, p)
+    if i > #list then
+      local c = {}
+      for k, v in pairs(p) do c[k] = v end
+      pts[#pts + 1] = c
+      return
+    end
+    for _, v in ipairs(list[i].values) do p[list[i].name] = v; rec(i + 1, p) end
+  end
+  rec(1, {})
+  return pts
+end
+
+--- Flattens nested tables one level into dotted keys: {prefill = {comm_s = 1}} -> {["prefill.comm_s"] = 1}.
+function M.flatten(t, out, prefix)
+  out = out or {}
+  for k, v in pairs(t) do
+    local key = prefix and (prefix .. "." .. k) or k
+    local tv = type(v)
+    if tv == "table" and getmetatable(v) == nil and #v == 0 then
+      M.flatten(v, out, key)
+    elseif tv == "number" or tv == "string" or tv == "boolean" then
+      out[key] = v
+    end
+  end
+  return out
+end
+
+local function describe(p)
+  local parts = {}
+  for k, v in pairs(p) do parts[#parts + 1] = k .. "=" .. tostring(v) end
+  table.sort(parts)
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+--- hl.sweep{ base = {simulate fields}, axes = {hbd = {...}, ...}, zip = false, threads = 0,
+---           strict = false } -> rows, interrupted
+--- hl.sweep(axes, function(p) return {...} end) -> rows (the function's table flattened, plus the axes)
+function M.sweep(a, fn)
+  if type(a) ~= "table" then error("hl.sweep expects a table", 2) end
+  if fn ~= nil then
+    if type(fn) ~= "function" then error("hl.sweep(axes, fn): fn must be a function", 2) end
+    local list = axis_list(a.axes or a)
+    local rows = {}
+    for i, p in ipairs(product_points(list, a.zip)) do
+      local ok, res = xpcall(fn, debug.traceback, p)
+      if not ok then
+        if tostring(res):find("interrupted!", 1, true) then
+          io.stderr:write(string.format("sweep interrupted: %d points done\n", i - 1))
+          rows.interrupted = true
+          return rows, true
+        end
+        error(string.format("sweep point %d %s: %s", i, describe(p), tostring(res)), 2)
+      end
+      local row = {}
+      for k, v in pairs(p) do row[k] = type(v) == "userdata" and (v.name or tostring(v)) or v end
+      if type(res) == "table" then M.flatten(res, row) end
+      rows[#rows + 1] = row
+    end
+    return rows, false
+  end
+  if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
+  local base = objects.to_si("cluster", {})
+  for k, v in pairs(a.base or {}) do base[k] = v end
+  local list = axis_list(a.axes)
+  local core_axes, relabel = {}, {}
+  for i, ax in ipairs(list) do
+    core_axes[i] = to_core_axis(ax)
+    if core_axes[i].label then relabel[#relabel + 1] = core_axes[i] end
+  end
+  local rows, interrupted = core.sweep(base, core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+                                                          progress = a.progress })
+  -- friendly axes keep their friendly name and values in the rows
+  for _, ax in ipairs(relabel) do
+    local back = {}
+    for i, v in ipairs(ax.values) do back[v] = ax.shown[i] end
+    for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
+  end
+  rows.interrupted = interrupted or nil
+  return rows, interrupted
+end
+
+return M

@@ -1,0 +1,334 @@
+/* core.sweep(base, axes, opts): a sweep evaluated in C on threads.
+ *   base: hl.simulate fields; axes: array of {name = "hbd", values = {...}}
+ *   opts: {zip = false, threads = 0, strict = false, progress = true}
+ * Returns rows (axes + flattened result fields, or an `error` field), and a
+ * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bind.h"
+
+volatile int32_t hl_bind_interrupt = 0;
+
+typedef struct run_ctx {
+    hl_sweep_in in;
+    hl_point *points;
+    hl_err err;
+    hl_status status;
+    volatile int32_t finished;
+} run_ctx;
+
+static void *run_thread(void *arg)
+{
+    run_ctx *c = arg;
+    c->status = hl_sweep_run(&c->in, c->points, &c->err);
+    __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void draw_progress(int64_t done, int64_t total, double elapsed)
+{
+    double frac = total > 0 ? (double)done / (double)total : 1;
+    int width = 30, fill = (int)(frac * width);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    double rate = elapsed > 0 ? (double)done / elapsed : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    fprintf(stderr, "\r[%s] %3.0f%% %lld/%lld  %.3g points/s  ETA %.1fs ", bar, frac * 100, (long long)done,
+            (long long)total, rate, eta);
+    fflush(stderr);
+}
+
+/* Keeps the Lua-owned axis value arrays alive in a userdata-free way: they are
+ * allocated here and freed before returning or raising. */
+typedef struct axes_mem {
+    hl_axis *axes;
+    int32_t n;
+} axes_mem;
+
+static void free_axes(axes_mem *m)
+{
+    for (int32_t i = 0; i < m->n; i++) {
+        free((void *)m->axes[i].numbers);
+        free((void *)m->axes[i].strings);
+        free((void *)m->axes[i].models);
+        free((void *)m->axes[i].clusters);
+        free((void *)m->axes[i].gpus);
+    }
+    free(m->axes);
+    m->axes = NULL;
+}
+
+/* Reads axis i (table at top) into ax; strings stay owned by the Lua table. */
+static const char *read_axis(lua_State *L, hl_axis *ax)
+{
+    if (lua_getfield(L, -1, "name") != LUA_TSTRING)
+        return "sweep axis: 'name' must be a string";
+    snprintf(ax->name, sizeof ax->name, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    if (lua_getfield(L, -1, "values") != LUA_TTABLE)
+        return "sweep axis: 'values' must be a non-empty array";
+    int n = (int)luaL_len(L, -1);
+    if (n < 1)
+        return "sweep axis: 'values' must be a non-empty array";
+    ax->n = n;
+    lua_rawgeti(L, -1, 1);
+    int t = lua_type(L, -1);
+    lua_pop(L, 1);
+    if (t == LUA_TNUMBER) {
+        double *v = calloc((size_t)n, sizeof *v);
+        ax->numbers = v;
+        ax->kind = HL_AXIS_NUMBER;
+        for (int i = 0; v && i < n; i++) {
+            lua_rawgeti(L, -1, i + 1);
+            if (!lua_isnumber(L, -1))
+                return "sweep axis: values must all be numbers";
+            v[i] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+    } else if (t == LUA_TSTRING) {
+        const char **v = calloc((size_t)n, sizeof *v);
+        ax->strings = v;
+        ax->kind = HL_AXIS_STRING;
+        for (int i = 0; v && i < n; i++) {
+            lua_rawgeti(L, -1, i + 1);
+            if (lua_type(L, -1) != LUA_TSTRING)
+                return "sweep axis: values must all be strings";
+            v[i] = lua_tostring(L, -1); /* alive: referenced by the values table */
+            lua_pop(L, 1);
+        }
+    } else if (t == LUA_TUSERDATA) {
+        lua_rawgeti(L, -1, 1);
+        int is_model = hl_to_model(L, -1) != NULL, is_cluster = hl_to_cluster(L, -1) != NULL;
+        lua_pop(L, 1);
+        if (is_model) {
+            hl_model *v = calloc((size_t)n, sizeof *v);
+            ax->models = v;
+            ax->kind = HL_AXIS_MODEL;
+            for (int i = 0; v && i < n; i++) {
+                lua_rawgeti(L, -1, i + 1);
+                if (!hl_to_model(L, -1))
+                    return "sweep axis: values must all be models";
+                v[i] = *hl_to_model(L, -1);
+                lua_pop(L, 1);
+            }
+        } else if (is_cluster) {
+            hl_cluster *v = calloc((size_t)n, sizeof *v);
+            ax->clusters = v;
+            ax->kind = HL_AXIS_CLUSTER;
+            for (int i = 0; v && i < n; i++) {
+                lua_rawgeti(L, -1, i + 1);
+                if (!hl_to_cluster(L, -1))
+                    return "sweep axis: values must all be clusters";
+                v[i] = *hl_to_cluster(L, -1);
+                lua_pop(L, 1);
+            }
+        } else {
+            hl_gpu *v = calloc((size_t)n, sizeof *v);
+            ax->gpus = v;
+            ax->kind = HL_AXIS_GPU;
+            for (int i = 0; v && i < n; i++) {
+                lua_rawgeti(L, -1, i + 1);
+                if (!hl_to_gpu(L, -1))
+                    return "sweep axis: values must all be gpus, models or clusters";
+                v[i] = *hl_to_gpu(L, -1);
+                lua_pop(L, 1);
+            }
+        }
+    } else {
+        return "sweep axis: values must be numbers, strings, or gpu/model/cluster objects";
+    }
+    lua_pop(L, 1);
+    if (!ax->numbers && !ax->strings && !ax->models && !ax->clusters && !ax->gpus)
+        return "sweep: out of memory";
+    return NULL;
+}
+
+static void push_axis_value(lua_State *L, const hl_axis *ax, int64_t i)
+{
+    switch (ax->kind) {
+    case HL_AXIS_NUMBER: lua_pushnumber(L, ax->numbers[i]); break;
+    case HL_AXIS_STRING: lua_pushstring(L, ax->strings[i]); break;
+    case HL_AXIS_MODEL: lua_pushstring(L, ax->models[i].name); break;
+    case HL_AXIS_CLUSTER: lua_pushstring(L, ax->clusters[i].name); break;
+    default: lua_pushstring(L, ax->gpus[i].name);
+    }
+}
+
+static int l_sweep(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    int zip = 0, strict = 0, progress = 1;
+    double threads = 0;
+    if (opts) {
+        lua_getfield(L, opts, "zip");
+        zip = lua_toboolean(L, -1);
+        lua_getfield(L, opts, "strict");
+        strict = lua_toboolean(L, -1);
+        lua_getfield(L, opts, "progress");
+        progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
+        lua_pop(L, 3);
+        threads = hl_opt_number_field(L, opts, "threads", 0);
+    }
+    /* the base job: simulate fields at index 1 */
+    hl_job base;
+    int batch_max, auto_plan;
+    lua_pushvalue(L, 1);
+    lua_insert(L, 1); /* hl_check_job reads index 1 */
+    hl_check_job(L, &base, &batch_max, &auto_plan);
+    lua_remove(L, 1);
+    if (batch_max || auto_plan)
+        return luaL_error(L, "sweep: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
+                             "use the function form hl.sweep(axes, fn)");
+    int32_t na = (int32_t)luaL_len(L, 2);
+    axes_mem mem = {calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis)), 0};
+    if (!mem.axes)
+        return luaL_error(L, "sweep: out of memory");
+    for (int32_t i = 0; i < na; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        mem.n = i + 1;
+        const char *msg = lua_istable(L, -1) ? read_axis(L, &mem.axes[i]) : "sweep: each axis must be a table";
+        if (msg) {
+            free_axes(&mem);
+            return luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
+        }
+        lua_pop(L, 1);
+    }
+    run_ctx *ctx = calloc(1, sizeof *ctx);
+    volatile int64_t done = 0;
+    volatile int32_t cancel = 0;
+    hl_err err;
+    int64_t n = 0;
+    if (!ctx) {
+        free_axes(&mem);
+        return luaL_error(L, "sweep: out of memory");
+    }
+    ctx->in = (hl_sweep_in){base, mem.axes, na, zip, (int32_t)threads, &done, &cancel};
+    if (hl_sweep_count(&ctx->in, &n, &err) || n > (int64_t)5e7) {
+        free_axes(&mem);
+        free(ctx);
+        if (n > (int64_t)5e7)
+            return luaL_error(L, "sweep: %I points would not fit in memory as rows; stream them to a file "
+                                 "with hl.sweep_to_csv", (lua_Integer)n);
+        return hl_raise(L, &err);
+    }
+    ctx->points = malloc(sizeof(hl_point) * (size_t)(n > 0 ? n : 1));
+    if (!ctx->points) {
+        free_axes(&mem);
+        free(ctx);
+        return luaL_error(L, "sweep: out of memory for %I points", (lua_Integer)n);
+    }
+    pthread_t th;
+    int show = progress && isatty(STDERR_FILENO) && n >= 2000;
+    double t0 = now_s(), last = 0;
+    hl_bind_interrupt = 0;
+    if (pthread_create(&th, NULL, run_thread, ctx) != 0) {
+        run_thread(ctx);
+    } else {
+        while (!__atomic_load_n(&ctx->finished, __ATOMIC_ACQUIRE)) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            if (hl_bind_interrupt)
+                cancel = 1;
+            double t = now_s();
+            if (show && t - last > 0.1) {
+                draw_progress(done, n, t - t0);
+                last = t;
+            }
+        }
+        pthread_join(th, NULL);
+    }
+    if (show) {
+        draw_progress(done, n, now_s() - t0);
+        fputc('\n', stderr);
+    }
+    int interrupted = cancel != 0;
+    if (interrupted) {
+        lua_sethook(L, NULL, 0, 0); /* keep the rows: no "interrupted!" error on return */
+        hl_bind_interrupt = 0;
+        fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
+    }
+    /* rows */
+    lua_createtable(L, (int)(n < 1 << 30 ? n : 0), 0); /* [rows] */
+    int64_t out = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const hl_point *p = &ctx->points[i];
+        if (p->status == HL_EINTR)
+            continue;
+        if (p->status != HL_OK && strict) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s", p->error);
+            free(ctx->points);
+            free_axes(&mem);
+            free(ctx);
+            return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), msg);
+        }
+        lua_createtable(L, 0, HL_POINT_VALUES + na);
+        int64_t rest = i;
+        for (int32_t a = na - 1; a >= 0; a--) {
+            int64_t k = zip ? i : rest % mem.axes[a].n;
+            if (!zip)
+                rest /= mem.axes[a].n;
+            push_axis_value(L, &mem.axes[a], k);
+            lua_setfield(L, -2, mem.axes[a].name);
+        }
+        if (p->status != HL_OK) {
+            lua_pushstring(L, p->error);
+            lua_setfield(L, -2, "error");
+        } else {
+            for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
+                const char *name = hl_point_field_name(k);
+                if (strcmp(name, "bound") == 0)
+                    lua_pushstring(L, hl_bound_name((int32_t)p->v[k]));
+                else if (strcmp(name, "memory.fits") == 0)
+                    lua_pushboolean(L, p->v[k] != 0);
+                else
+                    lua_pushnumber(L, p->v[k]);
+                lua_setfield(L, -2, name);
+            }
+        }
+        lua_rawseti(L, -2, (lua_Integer)++out);
+    }
+    free(ctx->points);
+    free_axes(&mem);
+    free(ctx);
+    lua_pushboolean(L, interrupted);
+    return 2;
+}
+
+static int l_point_fields(lua_State *L)
+{
+    lua_createtable(L, HL_POINT_VALUES, 0);
+    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
+        lua_pushstring(L, hl_point_field_name(k));
+        lua_rawseti(L, -2, k + 1);
+    }
+    return 1;
+}
+
+static int l_interrupted(lua_State *L)
+{
+    lua_pushboolean(L, hl_bind_interrupt != 0);
+    return 1;
+}
+
+void hl_bind_sweep(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"point_fields", l_point_fields},
+                                   {"interrupted", l_interrupted}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
+}
