@@ -132,6 +132,9 @@ local function xy_plot(t, style)
     lines[#lines + 1] = "\n"
   end
   local gp = { "set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05" }
+  if t.xformat then gp[#gp + 1] = "set format x " .. M.quote(t.xformat) end
+  if t.yformat then gp[#gp + 1] = "set format y " .. M.quote(t.yformat) end
+  if t.ymin then gp[#gp + 1] = string.format("set yrange [%s:*]", num(t.ymin)); gp[1] = "set offsets graph 0.03, graph 0.03, graph 0.05, 0" end
   if t.xtics then gp[#gp + 1] = "set xtics (" .. table.concat(t.xtics, ", ") .. ")" end
   local plots = {}
   for i, key in ipairs(order) do
@@ -260,6 +263,7 @@ function M.roofline(t)
     "set yrange [1e10:*]",
     "set format y '%.0s%cFLOP/s'",
     "roof(x) = (bw * x < peak) ? bw * x : peak",
+    "set key inside right bottom",
     string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\", M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
     "     datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \\",
     "     '' using 2:3:1 with labels offset 0,1 font ',9' notitle",
