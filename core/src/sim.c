@@ -121,9 +121,6 @@ static hl_status resolve(const hl_job *j, sim *s, hl_err *err)
         if (s->ep * s->etp * s->pp != s->G)
             return hl_fail(err, HL_EINVAL, "parallel: ep*etp*pp = %lld*%lld*%lld must equal gpus = %lld",
                            (long long)s->ep, (long long)s->etp, (long long)s->pp, (long long)s->G);
-        if (hl_model_expert_ffn(m) % s->etp != 0)
-            return hl_fail(err, HL_EINVAL, "model '%s': etp = %lld does not divide expert_ffn = %lld", m->name,
-                           (long long)s->etp, (long long)hl_model_expert_ffn(m));
     } else {
         if (s->ep != 1)
             return hl_fail(err, HL_EINVAL, "model '%s' is dense: ep = %lld needs experts", m->name, (long long)s->ep);
@@ -338,7 +335,8 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     if (Lmoe > 0) {
         a->layer_kind = 2;
         double E = (double)m->experts, k = (double)m->topk, etp = (double)s->etp;
-        double Fe = (double)hl_model_expert_ffn(m) / etp, El = E / (double)s->ep;
+        /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
+        double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
         hl_op_gemm(&op, "router", T, E, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */

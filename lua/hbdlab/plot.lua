@@ -19,21 +19,9 @@ local function datq(s)
   return '"' .. tostring(s):gsub('[\r\n"]', function(c) return c == '"' and "'" or " " end) .. '"'
 end
 
-local function write_atomic(path, text)
-  local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "wb"))
-  f:write(text)
-  assert(f:close())
-  assert(os.rename(tmp, path))
-end
-
+local rows = require "hbdlab.rows"
+local write_atomic, ensure_dir = rows.write_atomic, rows.ensure_dir
 local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
-
-local function ensure_dir(d)
-  if d == "." or d == "" then return end
-  local ok = core.spawn { "mkdir", "-p", d }
-  if ok ~= 0 then error("cannot create directory " .. d, 3) end
-end
 
 local function style_path()
   -- absolute, since gnuplot runs in the figure's folder
@@ -292,6 +280,41 @@ function M.timeline(t)
     "set style fill solid 0.9 border -1",
     "plot for [c=1:3] datafile using (($2+$3)/2):($4==c ? $1 : 1/0):(($3-$2)/2):(0.35) with boxxyerror lt c " ..
       "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')",
+  }
+  return render(t, table.concat(lines, "\n") .. "\n", gp)
+end
+
+--- hl.plot.tornado{ data = rows, name = "parameter", low = "low", high = "high", base = 0,
+---                   low_label =, high_label =, out = ... }: horizontal bars from the base
+--- value to each row's low and high value, largest span on top.
+function M.tornado(t)
+  need(t, "tornado", { "data", "name", "low", "high", "out" })
+  local base = t.base or 0
+  local items = {}
+  for _, r in ipairs(t.data) do
+    if r[t.low] and r[t.high] then items[#items + 1] = r end
+  end
+  table.sort(items, function(a, b)
+    return math.abs(a[t.high] - a[t.low]) < math.abs(b[t.high] - b[t.low])
+  end)
+  local lines = { "# y\tlow\thigh\tname" }
+  local tics = {}
+  for i, r in ipairs(items) do
+    lines[#lines + 1] = string.format("%d\t%s\t%s\t%s", i - 1, num(r[t.low]), num(r[t.high]), datq(r[t.name]))
+    tics[#tics + 1] = M.quote(tostring(r[t.name])) .. " " .. (i - 1)
+  end
+  t.ylabel = t.ylabel or ""
+  local gp = {
+    "set ytics (" .. table.concat(tics, ", ") .. ")",
+    string.format("set yrange [-0.7:%g]", #items - 0.3),
+    "set style fill solid 0.85 border -1",
+    string.format("set arrow from %s, graph 0 to %s, graph 1 nohead lw 1.5 lc rgb '#444444'", num(base), num(base)),
+    "set key outside right top",
+    -- the two bars of a row sit side by side, so neither hides the other
+    string.format("plot datafile using ((%s+$2)/2):($1-0.18):(abs($2-%s)/2):(0.17) with boxxyerror lt 1 title %s, \\", num(base), num(base),
+      M.quote(t.low_label or "low value")),
+    string.format("     '' using ((%s+$3)/2):($1+0.18):(abs($3-%s)/2):(0.17) with boxxyerror lt 2 title %s", num(base), num(base),
+      M.quote(t.high_label or "high value")),
   }
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end

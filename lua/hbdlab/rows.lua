@@ -108,8 +108,17 @@ end
 
 function M.print(rows, cols) print(M.format(rows, cols)) end
 
+--- Creates a folder and its parents (no shell: an argument vector).
+function M.ensure_dir(dir)
+  if dir == nil or dir == "" or dir == "." then return end
+  local code, msg = core.spawn { "mkdir", "-p", "--", dir }
+  if code ~= 0 then error("cannot create folder " .. dir .. ": " .. tostring(msg or code), 3) end
+end
+
 --- Writes text to path atomically: a temp file in the same folder, then rename.
+--- The folder is created when missing.
 function M.write_atomic(path, text)
+  M.ensure_dir(path:match("^(.*)/[^/]*$"))
   local tmp = string.format("%s.tmp%d", path, math.random(1, 1 << 30))
   local f, err = io.open(tmp, "wb")
   if not f then error("cannot write " .. path .. ": " .. tostring(err), 3) end
