@@ -22,6 +22,7 @@ static const binder binders[] = {
     hl_bind_sim,
     hl_bind_json,
     hl_bind_sweep,
+    hl_bind_bench,
 };
 
 static int open_core(lua_State *L)

@@ -1,6 +1,7 @@
 /* Binding of the simulation: core.simulate{...} -> result table (field names
  * are the contract of docs/LUA_API.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
@@ -18,18 +19,34 @@ static const char *const job_fields[] = {"model", "cluster", "precision", "kv_pr
 static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
 
+/* Raises on a key of the table at idx that is not in `known`. The names are
+ * kept as a set in the registry (keyed by the list's address) so that each
+ * check is a hash lookup. */
 static void check_known(lua_State *L, int idx, const char *const *known, const char *what)
 {
+    idx = lua_absindex(L, idx);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, known) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        for (int i = 0; known[i]; i++) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, known[i]);
+        }
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, known);
+    }
+    int set = lua_gettop(L);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         lua_pop(L, 1);
-        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        int ok = 0;
-        for (int i = 0; k && known[i]; i++)
-            ok |= strcmp(k, known[i]) == 0;
-        if (!ok)
-            luaL_error(L, "%s: unknown field '%s'", what, k ? k : luaL_typename(L, -1));
+        lua_pushvalue(L, -1);
+        if (lua_type(L, -1) != LUA_TSTRING || lua_rawget(L, set) == LUA_TNIL) {
+            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
+            luaL_error(L, "%s: unknown field '%s'", what, k);
+        }
+        lua_pop(L, 1);
     }
+    lua_pop(L, 1);
 }
 
 static int64_t int_field(lua_State *L, int idx, const char *name, int64_t def)
@@ -73,21 +90,9 @@ static void push_events(lua_State *L, const hl_event *ev, int n)
     }
 }
 
-static void push_phase(lua_State *L, const hl_phase *ph, const hl_item *items, int n)
+static void push_items(lua_State *L, const hl_item *items, int n)
 {
-    lua_createtable(L, 0, 14);
-    set_num(L, "time_s", ph->time_s);
-    set_num(L, "compute_s", ph->compute_s);
-    set_num(L, "memory_s", ph->memory_s);
-    set_num(L, "comm_s", ph->comm_s);
-    set_num(L, "overhead_s", ph->overhead_s);
-    set_num(L, "comm_share", ph->comm_share);
-    set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
-    set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
-    set_num(L, "latency_comm_s", ph->latency_comm_s);
-    set_num(L, "flops", ph->flops);
-    set_num(L, "hbm_bytes", ph->hbm_bytes);
-    lua_createtable(L, n, 0); /* [phase items] */
+    lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_createtable(L, 0, 6);
         lua_pushstring(L, items[i].name);
@@ -103,7 +108,68 @@ static void push_phase(lua_State *L, const hl_phase *ph, const hl_item *items, i
         set_num(L, "flops", items[i].flops);
         lua_rawseti(L, -2, i + 1);
     }
-    lua_setfield(L, -2, "breakdown");
+}
+
+/* Registry keys of the weak tables that map a result's prefill / decode
+ * subtable to the userdata holding its job (for lazy fields). */
+static char lazy_key[2];
+
+/* __index of phase subtables: builds `breakdown` and `events` on first use, by
+ * re-running the job (deterministic) in full detail; both fields are cached. */
+static int phase_index(lua_State *L)
+{
+    const char *k = lua_tostring(L, 2);
+    if (!k || (strcmp(k, "breakdown") != 0 && strcmp(k, "events") != 0))
+        return 0;
+    for (int which = 0; which < 2; which++) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
+        lua_pushvalue(L, 1);
+        lua_rawget(L, -2);
+        const hl_job *job = lua_touserdata(L, -1);
+        lua_pop(L, 2);
+        if (!job)
+            continue;
+        hl_result *r = malloc(sizeof *r);
+        hl_err err;
+        if (!r)
+            return luaL_error(L, "out of memory");
+        hl_job full = *job;
+        full.summary_only = 0;
+        if (hl_sim_run(&full, r, &err)) {
+            free(r);
+            return hl_raise(L, &err);
+        }
+        push_items(L, which ? r->decode_items : r->prefill_items, which ? r->n_decode_items : r->n_prefill_items);
+        lua_setfield(L, 1, "breakdown"); /* rawset: the metatable has no __newindex */
+        push_events(L, which ? r->decode_events : r->prefill_events, which ? r->n_decode_events : r->n_prefill_events);
+        lua_setfield(L, 1, "events");
+        free(r);
+        lua_getfield(L, 1, k);
+        return 1;
+    }
+    return 0;
+}
+
+static void push_phase(lua_State *L, const hl_phase *ph, int which, int result_ud)
+{
+    lua_createtable(L, 0, 14);
+    set_num(L, "time_s", ph->time_s);
+    set_num(L, "compute_s", ph->compute_s);
+    set_num(L, "memory_s", ph->memory_s);
+    set_num(L, "comm_s", ph->comm_s);
+    set_num(L, "overhead_s", ph->overhead_s);
+    set_num(L, "comm_share", ph->comm_share);
+    set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
+    set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
+    set_num(L, "latency_comm_s", ph->latency_comm_s);
+    set_num(L, "flops", ph->flops);
+    set_num(L, "hbm_bytes", ph->hbm_bytes);
+    luaL_setmetatable(L, "hbdlab.phase");
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [phase lazy] */
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, result_ud);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
 }
 
 /* Reads simulate fields from the table at idx 1 into *job; see bind.h. */
@@ -227,8 +293,13 @@ static int l_simulate(lua_State *L)
         if (hl_sim_max_batch(&j, &j.batch, &err))
             return hl_raise(L, &err);
     }
-    hl_result r;
-    if (hl_sim_run(&j, &r, &err))
+    hl_job *kept = lua_newuserdatauv(L, sizeof(hl_job), 0); /* [.. ud] the job, for lazy fields */
+    *kept = j;
+    int ud = lua_gettop(L);
+    hl_result res;
+    hl_result *rp = &res;
+    j.summary_only = 1; /* breakdown and events are built on first access */
+    if (hl_sim_run(&j, rp, &err))
         return hl_raise(L, &err);
     lua_createtable(L, 0, 20);
     if (auto_plan) {
@@ -254,37 +325,33 @@ static int l_simulate(lua_State *L)
         lua_pushstring(L, objectives[objective]);
         lua_setfield(L, -2, "objective");
     }
-    set_num(L, "ttft_s", r.ttft_s);
-    set_num(L, "tpot_s", r.tpot_s);
-    set_num(L, "total_s", r.total_s);
-    set_num(L, "ttft_ms", r.ttft_s * 1e3);
-    set_num(L, "tpot_ms", r.tpot_s * 1e3);
-    set_num(L, "decode_tps", r.decode_tps);
-    set_num(L, "tps_per_gpu", r.tps_per_gpu);
-    set_num(L, "tps_per_gpu_incl_prompt", r.tps_per_gpu_incl_prompt);
-    lua_pushstring(L, hl_bound_name(r.bound));
+    set_num(L, "ttft_s", rp->ttft_s);
+    set_num(L, "tpot_s", rp->tpot_s);
+    set_num(L, "total_s", rp->total_s);
+    set_num(L, "ttft_ms", rp->ttft_s * 1e3);
+    set_num(L, "tpot_ms", rp->tpot_s * 1e3);
+    set_num(L, "decode_tps", rp->decode_tps);
+    set_num(L, "tps_per_gpu", rp->tps_per_gpu);
+    set_num(L, "tps_per_gpu_incl_prompt", rp->tps_per_gpu_incl_prompt);
+    lua_pushstring(L, hl_bound_name(rp->bound));
     lua_setfield(L, -2, "bound");
-    push_phase(L, &r.prefill, r.prefill_items, r.n_prefill_items);
-    push_events(L, r.prefill_events, r.n_prefill_events);
-    lua_setfield(L, -2, "events");
+    push_phase(L, &rp->prefill, 0, ud);
     lua_setfield(L, -2, "prefill");
-    push_phase(L, &r.decode, r.decode_items, r.n_decode_items);
-    push_events(L, r.decode_events, r.n_decode_events);
-    lua_setfield(L, -2, "events");
+    push_phase(L, &rp->decode, 1, ud);
     lua_setfield(L, -2, "decode");
     lua_createtable(L, 0, 5);
-    set_num(L, "weights_bytes", r.weights_bytes);
-    set_num(L, "kv_bytes", r.kv_bytes);
-    set_num(L, "workspace_bytes", r.workspace_bytes);
-    set_num(L, "per_gpu_bytes", r.per_gpu_bytes);
-    lua_pushboolean(L, r.fits);
+    set_num(L, "weights_bytes", rp->weights_bytes);
+    set_num(L, "kv_bytes", rp->kv_bytes);
+    set_num(L, "workspace_bytes", rp->workspace_bytes);
+    set_num(L, "per_gpu_bytes", rp->per_gpu_bytes);
+    lua_pushboolean(L, rp->fits);
     lua_setfield(L, -2, "fits");
     lua_setfield(L, -2, "memory");
     lua_createtable(L, 0, 6);
     const struct {
         const char *k;
         int64_t v;
-    } par[] = {{"tp", r.tp}, {"pp", r.pp}, {"ep", r.ep}, {"dp", r.dp}, {"etp", r.etp}, {"gpus", r.gpus}};
+    } par[] = {{"tp", rp->tp}, {"pp", rp->pp}, {"ep", rp->ep}, {"dp", rp->dp}, {"etp", rp->etp}, {"gpus", rp->gpus}};
     for (int i = 0; i < 6; i++) {
         lua_pushinteger(L, par[i].v);
         lua_setfield(L, -2, par[i].k);
@@ -300,6 +367,18 @@ static int l_simulate(lua_State *L)
 
 void hl_bind_sim(lua_State *L)
 {
+    for (int i = 0; i < 2; i++) { /* weak-keyed: a phase table's userdata lives as long as the table */
+        lua_newtable(L);
+        lua_newtable(L);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &lazy_key[i]);
+    }
+    luaL_newmetatable(L, "hbdlab.phase");
+    lua_pushcfunction(L, phase_index);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
     lua_pushcfunction(L, l_simulate);
     lua_setfield(L, -2, "simulate");
 }

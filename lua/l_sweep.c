@@ -217,7 +217,7 @@ static int l_sweep(lua_State *L)
         free_axes(&mem);
         return luaL_error(L, "sweep: out of memory");
     }
-    ctx->in = (hl_sweep_in){base, mem.axes, na, zip, (int32_t)threads, &done, &cancel};
+    ctx->in = (hl_sweep_in){base, mem.axes, na, zip, (int32_t)threads, &done, &cancel, 0, 0};
     if (hl_sweep_count(&ctx->in, &n, &err) || n > (int64_t)5e7) {
         free_axes(&mem);
         free(ctx);
@@ -310,6 +310,150 @@ static int l_sweep(lua_State *L)
     return 2;
 }
 
+/* sweep_to_csv(base, axes, opts, path, columns): streams a sweep of any size to
+ * CSV in chunks of 65,536 points (memory stays bounded), written to a temp file
+ * renamed into place at the end; on Ctrl-C the rows done are kept (the file is
+ * still renamed). Returns rows written and whether it was interrupted. */
+static int l_sweep_to_csv(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TTABLE);
+    const char *path = luaL_checkstring(L, 4);
+    luaL_checktype(L, 5, LUA_TTABLE);
+    int threads = (int)(lua_istable(L, 3) ? hl_opt_number_field(L, 3, "threads", 0) : 0);
+    int zip = 0;
+    if (lua_istable(L, 3)) {
+        lua_getfield(L, 3, "zip");
+        zip = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    hl_job base;
+    int batch_max, auto_plan;
+    lua_pushvalue(L, 1);
+    lua_insert(L, 1);
+    hl_check_job(L, &base, &batch_max, &auto_plan);
+    lua_remove(L, 1);
+    if (batch_max || auto_plan)
+        return luaL_error(L, "sweep_to_csv: batch = \"max\" and parallel = \"auto\" are not supported");
+    /* columns: indices into the point fields */
+    int ncols = (int)luaL_len(L, 5);
+    int cols[HL_POINT_VALUES];
+    if (ncols < 1 || ncols > HL_POINT_VALUES)
+        return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
+    for (int c = 0; c < ncols; c++) {
+        lua_rawgeti(L, 5, c + 1);
+        const char *name = lua_tostring(L, -1);
+        cols[c] = -1;
+        for (int32_t k = 0; name && k < HL_POINT_VALUES; k++)
+            if (strcmp(hl_point_field_name(k), name) == 0)
+                cols[c] = k;
+        if (cols[c] < 0)
+            return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
+        lua_pop(L, 1);
+    }
+    int32_t na = (int32_t)luaL_len(L, 2);
+    axes_mem mem = {calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis)), 0};
+    if (!mem.axes)
+        return luaL_error(L, "sweep: out of memory");
+    for (int32_t i = 0; i < na; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        mem.n = i + 1;
+        const char *msg = lua_istable(L, -1) ? read_axis(L, &mem.axes[i]) : "sweep: each axis must be a table";
+        if (msg) {
+            free_axes(&mem);
+            return luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
+        }
+        lua_pop(L, 1);
+    }
+    volatile int32_t cancel = 0;
+    hl_sweep_in in = {base, mem.axes, na, zip, threads, NULL, &cancel, 0, 0};
+    hl_err err;
+    int64_t total;
+    if (hl_sweep_count(&in, &total, &err)) {
+        free_axes(&mem);
+        return hl_raise(L, &err);
+    }
+    enum { CHUNK = 65536 };
+    hl_point *buf = malloc(sizeof *buf * CHUNK);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = buf ? fopen(tmp, "w") : NULL;
+    if (!f) {
+        free(buf);
+        free_axes(&mem);
+        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+    }
+    for (int32_t a = 0; a < na; a++)
+        fprintf(f, "%s,", mem.axes[a].name);
+    for (int c = 0; c < ncols; c++)
+        fprintf(f, "%s%s", hl_point_field_name(cols[c]), c + 1 < ncols ? "," : ",error\n");
+    hl_bind_interrupt = 0;
+    int64_t written = 0;
+    int interrupted = 0;
+    for (int64_t first = 0; first < total && !interrupted; first += CHUNK) {
+        in.first = first;
+        in.count = total - first < CHUNK ? total - first : CHUNK;
+        hl_sweep_run(&in, buf, &err);
+        for (int64_t i = 0; i < in.count; i++) {
+            const hl_point *p = &buf[i];
+            if (p->status == HL_EINTR)
+                continue;
+            int64_t idx = first + i, rest = idx;
+            char cells[HL_POINT_VALUES + 64][40];
+            for (int32_t a = na - 1; a >= 0; a--) {
+                int64_t k = zip ? idx : rest % mem.axes[a].n;
+                if (!zip)
+                    rest /= mem.axes[a].n;
+                const hl_axis *ax = &mem.axes[a];
+                if (ax->kind == HL_AXIS_NUMBER)
+                    snprintf(cells[a], sizeof cells[a], "%.17g", ax->numbers[k]);
+                else
+                    snprintf(cells[a], sizeof cells[a], "%.39s",
+                             ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                             : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                             : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                         : ax->clusters[k].name);
+            }
+            for (int32_t a = 0; a < na && a < 64; a++)
+                fprintf(f, "%s,", cells[a]);
+            for (int c = 0; c < ncols; c++) {
+                if (p->status == HL_OK)
+                    fprintf(f, "%.17g", p->v[cols[c]]);
+                fputc(',', f); /* the last comma precedes the error column */
+            }
+            if (p->status != HL_OK) {
+                fputc('"', f);
+                for (const char *q = p->error; *q; q++) {
+                    if (*q == '"')
+                        fputc('"', f); /* CSV doubles quotes */
+                    fputc(*q, f);
+                }
+                fputc('"', f);
+            }
+            fputc('\n', f);
+            written++;
+        }
+        if (hl_bind_interrupt) {
+            interrupted = 1;
+            lua_sethook(L, NULL, 0, 0);
+            hl_bind_interrupt = 0;
+        }
+    }
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    free(buf);
+    free_axes(&mem);
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+    }
+    if (interrupted)
+        fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written,
+                (long long)total, path);
+    lua_pushinteger(L, written);
+    lua_pushboolean(L, interrupted);
+    return 2;
+}
+
 static int l_point_fields(lua_State *L)
 {
     lua_createtable(L, HL_POINT_VALUES, 0);
@@ -328,7 +472,7 @@ static int l_interrupted(lua_State *L)
 
 void hl_bind_sweep(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"point_fields", l_point_fields},
+    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv}, {"point_fields", l_point_fields},
                                    {"interrupted", l_interrupted}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

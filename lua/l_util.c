@@ -1,9 +1,13 @@
 /* Shared binding helpers and the small utility functions of hbdlab.core. */
+#define _DEFAULT_SOURCE /* wait4: peak RSS of a child */
 #include "bind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -55,8 +59,9 @@ static int l_version(lua_State *L)
     return 1;
 }
 
-/* spawn{prog, arg1, ...}: runs a program with an argument vector (no shell),
- * waits, returns its exit status, or nil + message when it cannot start. */
+/* spawn{prog, arg1, ..., stdout = path?}: runs a program with an argument vector (no shell),
+ * waits, returns its exit status, nil and the child's peak RSS in bytes; or
+ * nil + message when it cannot start. */
 static int l_spawn(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -69,22 +74,32 @@ static int l_spawn(lua_State *L)
         lua_pop(L, 1);
     }
     argv[n] = NULL;
+    /* optional: stdout = "path" redirects the child's standard output */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (lua_getfield(L, 1, "stdout") == LUA_TSTRING)
+        posix_spawn_file_actions_addopen(&fa, 1, lua_tostring(L, -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    lua_pop(L, 1);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         lua_pushnil(L);
         lua_pushfstring(L, "cannot run '%s': %s", argv[0], strerror(rc));
         return 2;
     }
     int status;
-    while (waitpid(pid, &status, 0) < 0)
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0)
         if (errno != EINTR) {
             lua_pushnil(L);
             lua_pushfstring(L, "waiting for '%s': %s", argv[0], strerror(errno));
             return 2;
         }
     lua_pushinteger(L, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-    return 1;
+    lua_pushnil(L);
+    lua_pushinteger(L, (lua_Integer)ru.ru_maxrss * 1024); /* peak resident set of the child, bytes */
+    return 3;
 }
 
 void hl_bind_util(lua_State *L)

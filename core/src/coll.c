@@ -79,8 +79,21 @@ typedef struct cost {
 
 static const cost NA = {0, 0, 0, 0, 0};
 
-static double lg2(double x) { return x > 1 ? ceil(log2(x) - 1e-12) : 0; }
-static int pow2(double x) { return x >= 1 && fabs(exp2(round(log2(x))) - x) < 0.5; }
+/* ceil(log2(x)) for x >= 1 (group sizes are whole numbers below 2^53). */
+static double lg2(double x)
+{
+    if (x <= 1)
+        return 0;
+    uint64_t v = (uint64_t)ceil(x) - 1; /* >= 1 */
+    return (double)(64 - __builtin_clzll(v));
+}
+static int pow2(double x)
+{
+    if (x < 1 || x != floor(x) || x > 9007199254740992.0)
+        return 0;
+    uint64_t v = (uint64_t)x;
+    return (v & (v - 1)) == 0;
+}
 /* Bandwidth of an algorithm whose links cross both tiers: the slower tier binds. */
 static double flat_bw(const group *G) { return G->N > 1 ? (G->g > 1 ? fmin(G->bu, G->bo) : G->bo) : G->bu; }
 
@@ -277,7 +290,72 @@ static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
            (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
 }
 
+/* Everything a collective's time depends on: the call and the cluster's link
+ * parameters. Equal keys give equal results, so they can be memoised. */
+typedef struct coll_key {
+    hl_coll_in in;
+    double links[11];
+    int64_t gpus, hbd;
+    int32_t fabric, nvls;
+} coll_key;
+
+static void make_key(const hl_cluster *c, const hl_coll_in *in, coll_key *k)
+{
+    memset(k, 0, sizeof *k); /* padding bytes take part in memcmp */
+    k->in = *in;
+    const double links[11] = {c->scaleup_bw, c->scaleout_bw, c->scaleup_latency, c->scaleout_latency,
+                              c->coll_launch, c->eff_scaleup, c->eff_scaleout, c->in_switch_eff,
+                              c->in_switch_latency, c->peer_cost, 0};
+    memcpy(k->links, links, sizeof links);
+    k->gpus = c->gpus;
+    k->hbd = c->hbd;
+    k->fabric = c->fabric;
+    k->nvls = c->in_switch_reduce;
+}
+
+/* Per-thread direct-mapped memo of recent results (sweeps repeat most calls). */
+enum { MEMO_SLOTS = 32 };
+typedef struct memo_slot {
+    int valid;
+    coll_key key;
+    hl_coll_out out;
+} memo_slot;
+static _Thread_local memo_slot memo[MEMO_SLOTS];
+
+/* Mixes the fields that differ most between calls; memcmp settles equality. */
+static unsigned key_hash(const coll_key *k)
+{
+    uint64_t bits;
+    memcpy(&bits, &k->in.bytes, sizeof bits);
+    uint64_t h = bits ^ ((uint64_t)k->in.op << 56) ^ ((uint64_t)k->in.ranks << 32) ^ ((uint64_t)k->hbd << 16) ^
+                 (uint64_t)k->in.ranks_per_hbd;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (unsigned)(h % MEMO_SLOTS);
+}
+
+static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err);
+
 hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+{
+    coll_key k;
+    make_key(c, in, &k);
+    memo_slot *slot = &memo[key_hash(&k)];
+    if (slot->valid && memcmp(&slot->key, &k, sizeof k) == 0) {
+        *out = slot->out;
+        return HL_OK;
+    }
+    hl_status st = coll_time_uncached(c, in, out, err);
+    if (st == HL_OK) {
+        slot->valid = 1;
+        slot->key = k;
+        slot->out = *out;
+    }
+    return st;
+}
+
+static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
 {
     if ((unsigned)in->op >= HL_COLL_OP_COUNT)
         return hl_fail(err, HL_EINVAL, "collective field 'op': %d is not a collective", (int)in->op);

@@ -107,6 +107,11 @@ hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *na
     const hl_field *f = hl_field_find(set, name);
     if (!f)
         return hl_unknown_field(set, name, err);
+    return hl_field_set_number_at(set, f, obj, v, err);
+}
+
+hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, void *obj, double v, hl_err *err)
+{
     switch (f->type) {
     case HL_FIELD_DOUBLE: {
         hl_status s = check_range(set, f, v, err);

@@ -22,6 +22,9 @@
 #define HL_FE(T, member, nm, names, help) \
     { nm, HL_FIELD_ENUM, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 0, "", help, names, 0 }
 
+/* hl_field_set_number for a descriptor already looked up (same checks). */
+hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, void *obj, double v, hl_err *err);
+
 /* Error for an unknown field name, with a "did you mean" suggestion. */
 hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err);
 

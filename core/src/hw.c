@@ -6,6 +6,7 @@
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "hw_int.h"
 
 #define BIG 1e30
 static const hl_field gpu_fields[] = {
@@ -132,6 +133,11 @@ hl_status hl_cluster_validate(const hl_cluster *c, hl_err *err)
     s = hl_field_check_all(&cluster_set, c, err);
     if (s)
         return s;
+    return hl_cluster_check_consistency(c, err);
+}
+
+hl_status hl_cluster_check_consistency(const hl_cluster *c, hl_err *err)
+{
     if (c->hbd > c->gpus)
         return hl_fail(err, HL_EINVAL, "cluster field 'hbd': %lld is larger than the cluster (gpus = %lld)",
                        (long long)c->hbd, (long long)c->gpus);

@@ -3,6 +3,7 @@
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "model_int.h"
 
 #define BIGI 1e12
 static const hl_field model_fields[] = {
@@ -102,6 +103,12 @@ hl_status hl_model_params(const hl_model *m, hl_params *out, hl_err *err)
     hl_status s = hl_model_validate(m, err);
     if (s)
         return s;
+    return hl_model_params_unchecked(m, out, err);
+}
+
+hl_status hl_model_params_unchecked(const hl_model *m, hl_params *out, hl_err *err)
+{
+    (void)err;
     double h = (double)m->hidden, L = (double)m->layers;
     double moe = (double)hl_model_moe_layers(m), dense = L - moe;
     hl_params p = {0};

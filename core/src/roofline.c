@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "err_int.h"
 
@@ -29,7 +30,15 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     return HL_OK;
 }
 
-static void set_name(hl_op *op, const char *name) { snprintf(op->name, sizeof op->name, "%s", name); }
+/* Bounded copy of an operator name (no snprintf: this runs per operator per simulation). */
+static void set_name(hl_op *op, const char *name)
+{
+    size_t n = strlen(name);
+    if (n >= sizeof op->name)
+        n = sizeof op->name - 1;
+    memcpy(op->name, name, n);
+    op->name[n] = '\0';
+}
 
 void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes, double weight_bytes,
                 double out_bytes, hl_precision math)

@@ -4,10 +4,14 @@
 #include "hbdlab/sim.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "err_int.h"
+#include "hw_int.h"
+#include "model_int.h"
+#include "sim_int.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/kvcache.h"
 #include "hbdlab/precision.h"
@@ -46,13 +50,13 @@ typedef struct sim {
     double b_local;             /* sequences per attention data-parallel group */
 } sim;
 
-static hl_status resolve(const hl_job *j, sim *s, hl_err *err)
+static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
 {
     const hl_model *m = &j->model;
     const hl_cluster *c = &j->cluster;
-    hl_status st = hl_model_validate(m, err);
-    if (!st)
-        st = hl_cluster_validate(c, err);
+    hl_status st = trust & HL_TRUST_MODEL ? HL_OK : hl_model_validate(m, err);
+    if (!st && !(trust & HL_TRUST_CLUSTER))
+        st = trust & HL_TRUST_CLUSTER_FIELDS ? hl_cluster_check_consistency(c, err) : hl_cluster_validate(c, err);
     if (st)
         return st;
     const struct {
@@ -138,7 +142,7 @@ static hl_status resolve(const hl_job *j, sim *s, hl_err *err)
 hl_status hl_job_validate(const hl_job *job, hl_err *err)
 {
     sim s;
-    return resolve(job, &s, err);
+    return resolve(job, &s, 0, err);
 }
 
 /* ---- accumulation of one phase ------------------------------------------------ */
@@ -151,16 +155,30 @@ typedef struct acc {
     int n;
     double overlap;
     double comm_raw; /* before overlap */
+    int summary;     /* skip items and events */
+    int memo_valid;  /* last collective, for reuse */
+    hl_coll_in memo_in;
+    hl_coll_out memo_out;
 } acc;
 
 enum { MAX_EVENTS = 40 };
+
+/* Copies a NUL-terminated name into a 32-byte field, truncating (no snprintf: hot path). */
+static void copy_name(char dst[32], const char *src)
+{
+    size_t n = strlen(src);
+    if (n > 31)
+        n = 31;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
 
 static void log_event(acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops)
 {
     if (!a->ev || a->nev >= MAX_EVENTS)
         return;
     hl_event *e = &a->ev[a->nev++];
-    snprintf(e->name, sizeof e->name, "%s", name);
+    copy_name(e->name, name);
     e->is_comm = is_comm;
     e->tier = tier;
     e->layer_kind = a->layer_kind;
@@ -178,7 +196,7 @@ static hl_item *item(acc *a, const char *name, int is_comm, int tier)
         return &a->items[HL_SIM_MAX_ITEMS - 1];
     hl_item *it = &a->items[a->n++];
     memset(it, 0, sizeof *it);
-    snprintf(it->name, sizeof it->name, "%s", name);
+    copy_name(it->name, name);
     it->is_comm = is_comm;
     it->tier = tier;
     return it;
@@ -201,6 +219,8 @@ static hl_status add_op(const sim *s, acc *a, const hl_op *op, double times, hl_
         a->ph.memory_s += dt;
     a->ph.flops += op->flops * times;
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    if (a->summary)
+        return HL_OK;
     log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
     hl_item *it = item(a, op->name, 0, 0);
     it->time_s += dt;
@@ -222,10 +242,19 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
         return HL_OK;
     hl_coll_in in = {op, HL_ALGO_AUTO, bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
     hl_coll_out o;
-    hl_status st = hl_coll_time(s->c, &in, &o, err);
-    if (st) {
-        hl_err_prefix(err, name);
-        return st;
+    /* The same collective recurs within a pass (TP AllReduce after attention,
+     * FFN, shared experts): reuse the last result for identical inputs. */
+    if (a->memo_valid && memcmp(&a->memo_in, &in, sizeof in) == 0) {
+        o = a->memo_out;
+    } else {
+        hl_status st = hl_coll_time(s->c, &in, &o, err);
+        if (st) {
+            hl_err_prefix(err, name);
+            return st;
+        }
+        a->memo_in = in;
+        a->memo_out = o;
+        a->memo_valid = 1;
     }
     /* Raw times here; finish_phase() hides the overlapped part. */
     double raw = o.time_s * times, lat = o.latency_s * times;
@@ -237,6 +266,8 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
         a->ph.scaleout_comm_s += raw - lat;
     else
         a->ph.scaleup_comm_s += raw - lat;
+    if (a->summary)
+        return HL_OK;
     log_event(a, name, 1, o.hbds > 1, o.time_s, o.scaleup_bytes + o.scaleout_bytes, 0);
     hl_item *it = item(a, name, 1, o.hbds > 1);
     it->time_s += raw;
@@ -260,9 +291,9 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
     if (s->j->dispatch == HL_DISPATCH_FLAT || hbds <= 1)
         return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, 0, times, err);
     double distinct = hbds * (1 - pow(1 - 1 / hbds, k)); /* expected HBDs hit by one token */
-    char inter[32], intra[32];
-    snprintf(inter, sizeof inter, "%s_inter", name);
-    snprintf(intra, sizeof intra, "%s_intra", name);
+    int dispatch = strcmp(name, "ep_dispatch") == 0;
+    const char *inter = dispatch ? "ep_dispatch_inter" : "ep_combine_inter";
+    const char *intra = dispatch ? "ep_dispatch_intra" : "ep_combine_intra";
     /* rail peers: one GPU per HBD, each on its own NIC */
     hl_status st = add_coll(s, a, inter, HL_ALLTOALL, mine * distinct * h * width, (int64_t)hbds, 1, times, err);
     if (!st)
@@ -513,6 +544,8 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
         a->ph.compute_s += total;
     a->ph.flops += flops * layers;
     a->ph.hbm_bytes += bytes * layers;
+    if (a->summary)
+        return HL_OK;
     hl_item *it = item(a, "attention", 0, 0);
     it->time_s += total;
     it->flops += flops * layers;
@@ -538,10 +571,12 @@ static void finish_phase(acc *a)
     a->ph.comm_share = a->ph.time_s > 0 ? a->ph.comm_s / a->ph.time_s : 0;
 }
 
-hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
+hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
+
+hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *err)
 {
     sim s;
-    hl_status st = resolve(j, &s, err);
+    hl_status st = resolve(j, &s, trust, err);
     if (st)
         return st;
     const hl_model *m = &j->model;
@@ -550,10 +585,11 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
     double window = (double)m->sliding_window;
 
     /* ---- prefill: the whole prompt of b_local sequences in one pass per stage ---- */
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
     acc pre;
     memset(&pre, 0, sizeof pre);
-    pre.ev = r->prefill_events;
+    pre.summary = j->summary_only;
+    pre.ev = j->summary_only ? NULL : r->prefill_events;
     pre.overlap = j->overlap_prefill;
     double b = s.b_local, in = j->input;
     if ((st = layer_ops(&s, &pre, b, in, 1, 0, err)))
@@ -586,7 +622,8 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
     /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
     acc dec;
     memset(&dec, 0, sizeof dec);
-    dec.ev = r->decode_events;
+    dec.summary = j->summary_only;
+    dec.ev = j->summary_only ? NULL : r->decode_events;
     dec.overlap = j->overlap_decode;
     double steps = j->output - 1;
     if (steps > 0) {
@@ -596,7 +633,7 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
         /* the attention kernel of a step at the mean context, for the trace */
         hl_op_time at;
         attn_op(&s, &op, b, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
-        if (hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
+        if (!dec.summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
             dec.layer_kind = 0;
             log_event(&dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
         }
@@ -618,8 +655,10 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
     r->decode = dec.ph;
     r->n_prefill_items = pre.n;
     r->n_decode_items = dec.n;
-    memcpy(r->prefill_items, pre.items, sizeof pre.items);
-    memcpy(r->decode_items, dec.items, sizeof dec.items);
+    if (pre.n)
+        memcpy(r->prefill_items, pre.items, sizeof pre.items[0] * (size_t)pre.n);
+    if (dec.n)
+        memcpy(r->decode_items, dec.items, sizeof dec.items[0] * (size_t)dec.n);
     r->ttft_s = pre.ph.time_s;
     r->tpot_s = steps > 0 ? dec.ph.time_s / steps : 0;
     r->total_s = pre.ph.time_s + dec.ph.time_s;
@@ -635,7 +674,7 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
 
     /* ---- memory per GPU ---- */
     hl_params p;
-    if ((st = hl_model_params(m, &p, err)))
+    if ((st = hl_model_params_unchecked(m, &p, err)))
         return st;
     double moe_layers = (double)hl_model_moe_layers(m);
     double per_layer_attn = p.attention / (double)m->layers;

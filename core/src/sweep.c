@@ -3,12 +3,14 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "err_int.h"
 #include "fields_int.h"
 #include "hbdlab/precision.h"
+#include "sim_int.h"
 
 #define JD(member, nm, lo, hi, unit, help) HL_FD(hl_job, member, nm, lo, hi, unit, help)
 #define JI(member, nm, lo, hi, help) HL_FI(hl_job, member, nm, lo, hi, help)
@@ -62,12 +64,13 @@ static void phase_values(const hl_phase *p, double *v)
     memcpy(v, x, sizeof x);
 }
 
-void hl_point_from_job(const hl_job *job, hl_point *out)
+static void point_from_job(const hl_job *job, hl_point *out, int trust)
 {
     hl_result r;
     hl_err err;
-    memset(out, 0, sizeof *out);
-    hl_status st = hl_sim_run(job, &r, &err);
+    out->status = 0;
+    out->error[0] = '\0';
+    hl_status st = hl_sim_run_trusted(job, &r, trust, &err);
     out->status = st;
     if (st) {
         snprintf(out->error, sizeof out->error, "%.119s", err.msg);
@@ -99,6 +102,8 @@ void hl_point_from_job(const hl_job *job, hl_point *out)
     v[42] = job->output;
     v[43] = r.ttft_s * 1e3;
 }
+
+void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }
 
 hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
 {
@@ -151,6 +156,7 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)
 {
     *job = in->base;
+    job->summary_only = 1; /* a point keeps no breakdown */
     int64_t rest = index;
     /* the last axis varies fastest */
     for (int32_t a = in->n_axes - 1; a >= 0; a--) {
@@ -177,40 +183,171 @@ hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err
     return HL_OK;
 }
 
+/* An axis bound to the field it sets, once per sweep. */
+typedef struct bound_axis {
+    const hl_axis *ax;
+    int target;           /* 0 job, 1 cluster, 2 model, 3 gpu, -1 whole object (kind model/cluster/gpu) */
+    const hl_field *field;
+    int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
+} bound_axis;
+
+enum { MAX_AXES = 64 };
+
+typedef struct plan {
+    bound_axis axes[MAX_AXES];
+    int trust;            /* objects no axis touches, validated once */
+} plan;
+
+static void *target_ptr(hl_job *job, int target)
+{
+    switch (target) {
+    case 0: return job;
+    case 1: return &job->cluster;
+    case 2: return &job->model;
+    default: return &job->cluster.gpu;
+    }
+}
+
+static void free_plan(plan *p, int32_t n)
+{
+    for (int32_t a = 0; a < n; a++)
+        free(p->axes[a].enum_values);
+}
+
+/* Binds each axis to its field, checks every value once, validates the base. */
+static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
+{
+    memset(p, 0, sizeof *p);
+    if (in->n_axes > MAX_AXES)
+        return hl_fail(err, HL_EINVAL, "sweep: %d axes; at most %d", (int)in->n_axes, MAX_AXES);
+    const hl_field_set *sets[4] = {&job_set, hl_cluster_fields(), hl_model_fields(), hl_gpu_fields()};
+    int touched = 0, cluster_objects = 0;
+    for (int32_t a = 0; a < in->n_axes; a++) {
+        const hl_axis *ax = &in->axes[a];
+        bound_axis *b = &p->axes[a];
+        b->ax = ax;
+        if (ax->kind == HL_AXIS_MODEL || ax->kind == HL_AXIS_CLUSTER || ax->kind == HL_AXIS_GPU) {
+            b->target = -1;
+            touched |= ax->kind == HL_AXIS_MODEL ? HL_TRUST_MODEL : HL_TRUST_CLUSTER;
+            cluster_objects |= ax->kind != HL_AXIS_MODEL;
+            continue;
+        }
+        b->target = -2;
+        for (int t = 0; t < 4 && b->target == -2; t++)
+            if ((b->field = hl_field_find(sets[t], ax->name)) != NULL)
+                b->target = t;
+        if (b->target == -2) {
+            free_plan(p, a);
+            return hl_unknown_field(&job_set, ax->name, err);
+        }
+        touched |= b->target == 2 ? HL_TRUST_MODEL : b->target == 0 ? 0 : HL_TRUST_CLUSTER;
+        if (ax->kind == HL_AXIS_STRING && b->field->type == HL_FIELD_ENUM) {
+            b->enum_values = malloc(sizeof *b->enum_values * (size_t)ax->n);
+            if (!b->enum_values) {
+                free_plan(p, a);
+                return hl_fail(err, HL_ENOMEM, "sweep: out of memory");
+            }
+            hl_job probe = in->base;
+            for (int32_t i = 0; i < ax->n; i++) {
+                hl_status st = hl_field_set_string(sets[b->target], target_ptr(&probe, b->target), ax->name,
+                                                   ax->strings[i], err);
+                if (st) {
+                    free_plan(p, a + 1);
+                    return st;
+                }
+                b->enum_values[i] = (int32_t)hl_field_get_number(b->field, target_ptr(&probe, b->target));
+            }
+        }
+    }
+    p->trust = 0;
+    if (!(touched & HL_TRUST_MODEL) && hl_model_validate(&in->base.model, err) == HL_OK)
+        p->trust |= HL_TRUST_MODEL;
+    if (hl_cluster_validate(&in->base.cluster, err) == HL_OK)
+        p->trust |= !(touched & HL_TRUST_CLUSTER) ? HL_TRUST_CLUSTER
+                    : !cluster_objects            ? HL_TRUST_CLUSTER_FIELDS /* only fields, set with range checks */
+                                                  : 0;
+    return HL_OK;
+}
+
+/* Builds the job of point `index` through bound axes (no name lookups). */
+static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, hl_err *err)
+{
+    *job = in->base;
+    job->summary_only = 1;
+    const hl_field_set *sets[4] = {&job_set, hl_cluster_fields(), hl_model_fields(), hl_gpu_fields()};
+    int64_t rest = index;
+    for (int32_t a = in->n_axes - 1; a >= 0; a--) {
+        const bound_axis *b = &p->axes[a];
+        const hl_axis *ax = b->ax;
+        int64_t i = in->zip ? index : rest % ax->n;
+        if (!in->zip)
+            rest /= ax->n;
+        hl_status st = HL_OK;
+        if (b->target == -1) {
+            if (ax->kind == HL_AXIS_MODEL)
+                job->model = ax->models[i];
+            else if (ax->kind == HL_AXIS_CLUSTER)
+                job->cluster = ax->clusters[i];
+            else
+                st = hl_cluster_init(&job->cluster, &ax->gpus[i], job->cluster.gpus, job->cluster.hbd, err);
+        } else if (b->enum_values) {
+            *(int32_t *)((char *)target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
+        } else if (ax->kind == HL_AXIS_NUMBER) {
+            st = hl_field_set_number_at(sets[b->target], b->field, target_ptr(job, b->target), ax->numbers[i], err);
+        } else {
+            st = hl_field_set_string(sets[b->target], target_ptr(job, b->target), ax->name, ax->strings[i], err);
+        }
+        if (st)
+            return st;
+    }
+    return HL_OK;
+}
+
 typedef struct worker {
     const hl_sweep_in *in;
-    hl_point *out;
-    int64_t begin, end, stride;
+    const plan *plan;
+    hl_point *out;     /* out[i - base] receives point i */
+    int64_t begin, end, stride, base;
 } worker;
+
+enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so no two write one cache line */
 
 static void *work(void *arg)
 {
     worker *w = arg;
-    for (int64_t i = w->begin; i < w->end; i += w->stride) {
-        if (w->in->cancel && *w->in->cancel)
-            break;
-        hl_job job;
-        hl_err err;
-        hl_point *p = &w->out[i];
-        if (hl_sweep_job(w->in, i, &job, &err)) {
-            memset(p, 0, sizeof *p);
-            p->status = HL_EINVAL;
-            snprintf(p->error, sizeof p->error, "%.119s", err.msg);
-        } else {
-            hl_point_from_job(&job, p);
+    /* w->begin is this thread's first block start; blocks are w->stride points apart */
+    for (int64_t b = w->begin; b < w->end; b += w->stride) {
+        int64_t stop = b + BLOCK < w->end ? b + BLOCK : w->end;
+        for (int64_t i = b; i < stop; i++) {
+            if (w->in->cancel && *w->in->cancel)
+                return NULL;
+            hl_job job;
+            hl_err err;
+            hl_point *p = &w->out[i - w->base];
+            if (bound_job(w->in, w->plan, i, &job, &err)) {
+                memset(p, 0, sizeof *p);
+                p->status = HL_EINVAL;
+                snprintf(p->error, sizeof p->error, "%.119s", err.msg);
+            } else {
+                point_from_job(&job, p, w->plan->trust);
+            }
+            if (w->in->progress)
+                __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
         }
-        if (w->in->progress)
-            __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
 
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
 {
-    int64_t n;
-    hl_status st = hl_sweep_count(in, &n, err);
+    int64_t total;
+    hl_status st = hl_sweep_count(in, &total, err);
     if (st)
         return st;
+    int64_t first = in->first, n = in->count > 0 ? in->count : total - first;
+    if (first < 0 || first > total || n < 0 || first + n > total)
+        return hl_fail(err, HL_EINVAL, "sweep: range [%lld, %lld) is outside the %lld points", (long long)first,
+                       (long long)(first + n), (long long)total);
     for (int64_t i = 0; i < n; i++)
         out[i].status = HL_EINTR;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -219,29 +356,31 @@ hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
         threads = 256;
     if (threads > n)
         threads = (int32_t)(n > 0 ? n : 1);
+    plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return hl_fail(err, HL_ENOMEM, "sweep: out of memory");
+    if ((st = bind_axes(in, pl, err))) {
+        free(pl);
+        return st;
+    }
     pthread_t tids[256];
     worker ws[256];
-    int32_t started = 0;
+    int started[256] = {0};
     for (int32_t t = 0; t < threads; t++) {
-        ws[t] = (worker){in, out, t, n, threads}; /* interleaved: neighbours finish together */
-        if (t == 0)
-            continue;
-        if (pthread_create(&tids[t], NULL, work, &ws[t]) == 0)
-            started++;
-        else
-            ws[t].begin = n; /* could not start: thread 0 takes its share below */
+        /* blocks round-robin: neighbouring points (similar cost) spread over threads */
+        ws[t] = (worker){in, pl, out, first + (int64_t)t * BLOCK, first + n, (int64_t)threads * BLOCK, first};
+        if (t > 0)
+            started[t] = pthread_create(&tids[t], NULL, work, &ws[t]) == 0;
     }
     work(&ws[0]);
-    for (int32_t t = 1; t < threads; t++)
-        if (ws[t].begin < n)
+    for (int32_t t = 1; t < threads; t++) {
+        if (started[t])
             pthread_join(tids[t], NULL);
-    /* shares of threads that failed to start */
-    for (int32_t t = 1; t < threads; t++)
-        if (ws[t].begin >= n && t < n) {
-            worker w = {in, out, t, n, threads};
-            work(&w);
-        }
-    (void)started;
+        else
+            work(&ws[t]); /* could not start a thread: do its share here */
+    }
+    free_plan(pl, in->n_axes);
+    free(pl);
     if (in->cancel && *in->cancel)
         return hl_fail(err, HL_EINTR, "sweep interrupted");
     return HL_OK;

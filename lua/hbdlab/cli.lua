@@ -46,6 +46,9 @@ function M.eval(path, extra)
   return 0
 end
 
+--- hbdlab bench [--json] [--quick]
+function M.bench(...) return require("hbdlab.bench").main(...) end
+
 --- hbdlab notebook FILE.md [-o OUT] [--keep-going]
 function M.notebook(...) return require("hbdlab.notebook").main(...) end
 

@@ -20,6 +20,7 @@ hl.simulate = require("hbdlab.simulate").simulate
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep
+hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params
 hl.help = require("hbdlab.help").help

@@ -136,4 +136,20 @@ function M.sweep(a, fn)
   return rows, interrupted
 end
 
+M.default_columns = { "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "prefill.comm_share",
+  "decode.comm_share", "memory.per_gpu_bytes", "memory.fits" }
+
+--- hl.sweep_to_csv{ base = {...}, axes = {...}, out = "file.csv", columns = {...}, zip, threads }
+--- Streams a sweep of any size to CSV with bounded memory; returns rows written, interrupted.
+function M.sweep_to_csv(a)
+  if type(a) ~= "table" or type(a.axes) ~= "table" or type(a.out) ~= "string" then
+    error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
+  end
+  local list = axis_list(a.axes)
+  local core_axes = {}
+  for i, ax in ipairs(list) do core_axes[i] = to_core_axis(ax) end
+  return core.sweep_to_csv(a.base or {}, core_axes, { zip = a.zip, threads = a.threads }, a.out,
+    a.columns or M.default_columns)
+end
+
 return M

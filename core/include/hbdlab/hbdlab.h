@@ -15,4 +15,5 @@
 #include "hbdlab/sim.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
+#include "hbdlab/bench.h"
 #endif

@@ -42,6 +42,7 @@ typedef struct hl_job {
     double mem_util;         /* fraction of HBM usable (default 0.9) */
     double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
     int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
+    int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
 } hl_job;
 
 /* Time of one phase (prefill, or the whole decode) on the critical path. */

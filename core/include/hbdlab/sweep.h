@@ -48,6 +48,8 @@ typedef struct hl_sweep_in {
     int32_t threads;           /* 0 = all online CPUs */
     volatile int64_t *progress; /* points finished so far, updated atomically (may be NULL) */
     volatile int32_t *cancel;  /* workers stop when *cancel != 0 (may be NULL) */
+    int64_t first;             /* evaluate points [first, first + count); count 0 = all from first */
+    int64_t count;
 } hl_sweep_in;
 
 /* Name of summary value i ("ttft_s", "prefill.comm_share", ...); NULL past the end. */
@@ -71,8 +73,9 @@ hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err
 /* Runs one job into a summary point (status and message on failure). */
 void hl_point_from_job(const hl_job *job, hl_point *out);
 
-/* Evaluates every point into out[0..count). Returns HL_EINTR when cancelled
- * (points not reached keep status HL_EINTR). */
+/* Evaluates the points of the range [first, first + count) into out[0..);
+ * (count 0: every point from first). Returns HL_EINTR when cancelled (points
+ * not reached keep status HL_EINTR). */
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
 
 #ifdef __cplusplus

@@ -1,0 +1,36 @@
+/* Timing helpers for benchmarks (bench/, `hbdlab bench`). They measure; no
+ * test asserts on their results. */
+#ifndef HBDLAB_BENCH_H
+#define HBDLAB_BENCH_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/sim.h"
+#include "hbdlab/sweep.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hl_latency_stats {
+    double median_s;
+    double p99_s;
+    double min_s;
+    double mean_s;
+    int64_t runs;
+} hl_latency_stats;
+
+/* Runs the job `runs` times in batches of `batch`, timing each batch with a
+ * monotonic clock; statistics are over the per-run time of each batch. */
+hl_status hl_bench_latency(const hl_job *job, int64_t runs, int64_t batch, hl_latency_stats *out, hl_err *err);
+
+/* Evaluates the sweep in chunks of `chunk` points (memory stays bounded) and
+ * returns its wall time and points per second. */
+hl_status hl_bench_sweep(const hl_sweep_in *in, int64_t chunk, double *wall_s, double *points_per_s, hl_err *err);
+
+/* Monotonic clock in seconds. */
+double hl_clock_s(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,115 @@
+-- hbdlab bench: how fast the workbench is, measured (never asserted).
+--   hbdlab bench [--json] [--quick]
+local core = require "hbdlab.core"
+
+local M = {}
+
+local function reference(hl)
+  return {
+    model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 },
+    cluster = hl.cluster { gpu = "B200", gpus = 128, hbd = 64 },
+    precision = "fp8", batch = 16, input = 32768, output = 1024, parallel = { tp = 8, ep = 16 },
+  }
+end
+
+local function median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+-- Median per-call time of hl.simulate over `batches` batches of `n` calls.
+local function lua_call_time(hl, job, batches, n)
+  local times = {}
+  for b = 1, batches do
+    local t0 = core.clock()
+    for _ = 1, n do hl.simulate(job) end
+    times[b] = (core.clock() - t0) / n
+  end
+  return median(times)
+end
+
+local function exe()
+  local a = _G.arg and _G.arg[-1] or nil
+  -- the host runs as arg[-1] for subcommands; fall back to the PATH
+  return (a and a ~= "" and a) or "hbdlab"
+end
+
+function M.run(opts)
+  local hl = require "hbdlab"
+  local quick = opts.quick
+  local job = reference(hl)
+  local r = {}
+  local lat = core.bench_latency(job, quick and 20000 or 400000, 100)
+  r.sim_latency_median_s, r.sim_latency_p99_s = lat.median_s, lat.p99_s
+  local n_inputs = quick and 2000 or 66667 -- x 15 (HBD x precision) = 30,000 or 1,000,005 points
+  local _, pps1, points = core.bench_sweep(job, n_inputs, 1)
+  local _, ppsall = core.bench_sweep(job, n_inputs, 0)
+  r.sweep_points = points
+  r.sweep_points_per_s_1thread, r.sweep_points_per_s_all = pps1, ppsall
+  -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work (medians;
+  -- hl.simulate runs in summary mode and builds the breakdown only when read)
+  local c = core.bench_latency(job, quick and 20000 or 200000, 100, true).median_s
+  r.sim_latency_summary_median_s = c
+  local l = lua_call_time(hl, job, quick and 20 or 100, 1000)
+  r.lua_call_s, r.lua_call_overhead_s = l, l - c
+  -- the whole HBD reproduction (entry script with every figure), as a user runs it
+  local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
+  local t0 = core.clock()
+  local outdir = os.tmpname()
+  os.remove(outdir)
+  local code = core.spawn { exe(), src .. "/scripts/hbd/reproduce.lua", "--set", "out=" .. outdir, stdout = "/dev/null" }
+  core.spawn { "rm", "-rf", "--", outdir }
+  r.hbd_repro_wall_s = core.clock() - t0
+  r.hbd_repro_ok = code == 0
+  -- 10M points (1M in --quick) streamed to CSV in a child process: its peak RSS
+  local npts = quick and 1000000 or 10000000
+  local csv = os.tmpname()
+  local script = string.format([[
+    local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }
+    local inputs = {}
+    for i = 1, %d do inputs[i] = 1024 + i end
+    local n = hl.sweep_to_csv { base = { model = m, cluster = hl.cluster { gpu = "B200", gpus = 128, hbd = 64 },
+      precision = "fp8", batch = 16, output = 1024, parallel = { tp = 8, ep = 16 } },
+      axes = { { "hbd", { 8, 16, 32, 64, 128 } }, { "input", inputs } }, out = %q }
+    assert(n == %d, "rows written: " .. n)]], npts // 5, csv, npts)
+  t0 = core.clock()
+  local code2, _, rss = core.spawn { exe(), "-e", script, stdout = "/dev/null" }
+  r.stream_points = npts
+  r.stream_wall_s = core.clock() - t0
+  r.stream_ok = code2 == 0
+  r.stream_10m_rss_bytes = rss
+  local f = io.open(csv, "rb")
+  if f then r.stream_csv_bytes = f:seek("end"); f:close() end
+  os.remove(csv)
+  return r
+end
+
+function M.print_table(r)
+  local rows = {
+    { "hl_sim_run latency, median (reference job)", string.format("%.3f us", r.sim_latency_median_s * 1e6) },
+    { "hl_sim_run latency, p99", string.format("%.3f us", r.sim_latency_p99_s * 1e6) },
+    { string.format("sweep throughput, 1 thread (%d points)", r.sweep_points), string.format("%.0f points/s", r.sweep_points_per_s_1thread) },
+    { "sweep throughput, all cores", string.format("%.0f points/s", r.sweep_points_per_s_all) },
+    { "hl.simulate from Lua, per call", string.format("%.3f us", r.lua_call_s * 1e6) },
+    { "Lua call overhead (over hl_sim_run)", string.format("%.3f us", r.lua_call_overhead_s * 1e6) },
+    { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
+    { string.format("streamed sweep of %d points to CSV: wall", r.stream_points), string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
+    { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
+  }
+  for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
+end
+
+function M.main(...)
+  local opts = {}
+  for _, a in ipairs { ... } do
+    if a == "--json" then opts.json = true
+    elseif a == "--quick" then opts.quick = true
+    elseif a == "-h" or a == "--help" then print("usage: hbdlab bench [--json] [--quick]"); return 0
+    else io.stderr:write("bench: unknown option '", a, "'\n"); return 2 end
+  end
+  local r = M.run(opts)
+  if opts.json then print(core.json_encode(r, true)) else M.print_table(r) end
+  return (r.hbd_repro_ok and r.stream_ok) and 0 or 1
+end
+
+return M

@@ -1,0 +1,85 @@
+/* Bindings of the benchmark timing helpers (hbdlab/bench.h). */
+#include <stdlib.h>
+
+#include "bind.h"
+
+/* bench_latency(job, runs, batch[, summary_only]) -> {median_s, p99_s, min_s, mean_s, runs} */
+static int l_bench_latency(lua_State *L)
+{
+    hl_job job;
+    int batch_max, auto_plan;
+    int summary = lua_toboolean(L, 4);
+    lua_settop(L, 3);
+    lua_pushvalue(L, 1);
+    lua_insert(L, 1);
+    hl_check_job(L, &job, &batch_max, &auto_plan);
+    lua_remove(L, 1);
+    lua_Integer runs = luaL_checkinteger(L, 2), batch = luaL_checkinteger(L, 3);
+    job.summary_only = summary;
+    hl_latency_stats st;
+    hl_err err;
+    if (hl_bench_latency(&job, runs, batch, &st, &err))
+        return hl_raise(L, &err);
+    lua_createtable(L, 0, 5);
+    lua_pushnumber(L, st.median_s);
+    lua_setfield(L, -2, "median_s");
+    lua_pushnumber(L, st.p99_s);
+    lua_setfield(L, -2, "p99_s");
+    lua_pushnumber(L, st.min_s);
+    lua_setfield(L, -2, "min_s");
+    lua_pushnumber(L, st.mean_s);
+    lua_setfield(L, -2, "mean_s");
+    lua_pushinteger(L, st.runs);
+    lua_setfield(L, -2, "runs");
+    return 1;
+}
+
+/* bench_sweep(job, inputs, threads) -> wall_s, points_per_s, points: the reference
+ * sweep of HBD {8..128} x precision {fp16, fp8, fp4} x `inputs` input lengths. */
+static int l_bench_sweep(lua_State *L)
+{
+    hl_job job;
+    int batch_max, auto_plan;
+    lua_settop(L, 3);
+    lua_pushvalue(L, 1);
+    lua_insert(L, 1);
+    hl_check_job(L, &job, &batch_max, &auto_plan);
+    lua_remove(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, n >= 1 && n <= 100000000, 2, "input lengths must be 1..1e8");
+    int threads = (int)luaL_checkinteger(L, 3);
+    double *inputs = malloc(sizeof *inputs * (size_t)n);
+    if (!inputs)
+        return luaL_error(L, "bench: out of memory");
+    for (lua_Integer i = 0; i < n; i++)
+        inputs[i] = 1024 + (double)i;
+    static const double hbds[] = {8, 16, 32, 64, 128};
+    static const char *const precs[] = {"fp16", "fp8", "fp4"};
+    hl_axis axes[3] = {{"hbd", HL_AXIS_NUMBER, 5, hbds, NULL, NULL, NULL, NULL},
+                       {"precision", HL_AXIS_STRING, 3, NULL, precs, NULL, NULL, NULL},
+                       {"input", HL_AXIS_NUMBER, (int32_t)n, inputs, NULL, NULL, NULL, NULL}};
+    hl_sweep_in in = {job, axes, 3, 0, threads, NULL, NULL, 0, 0};
+    double wall, pps;
+    hl_err err;
+    hl_status st = hl_bench_sweep(&in, 65536, &wall, &pps, &err);
+    free(inputs);
+    if (st)
+        return hl_raise(L, &err);
+    lua_pushnumber(L, wall);
+    lua_pushnumber(L, pps);
+    lua_pushinteger(L, n * 15);
+    return 3;
+}
+
+static int l_clock(lua_State *L)
+{
+    lua_pushnumber(L, hl_clock_s());
+    return 1;
+}
+
+void hl_bind_bench(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"bench_latency", l_bench_latency}, {"bench_sweep", l_bench_sweep},
+                                   {"clock", l_clock}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
+}

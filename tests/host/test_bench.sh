@@ -1,0 +1,15 @@
+# `hbdlab bench --quick` as a smoke test: it runs and reports every figure.
+# No timing is asserted (speed is measured, docs/PERFORMANCE.md).
+. "$(dirname "$0")/lib.sh"
+cd "$HBDLAB_SOURCE_DIR" || exit 1
+out=$("$HBDLAB" bench --quick --json 2> "$TMP/err"); rc=$?
+check "bench --quick exits 0" [ "$rc" -eq 0 ] || cat "$TMP/err" >&2
+for f in sim_latency_median_s sim_latency_p99_s sweep_points_per_s_1thread sweep_points_per_s_all \
+         lua_call_overhead_s hbd_repro_wall_s stream_10m_rss_bytes; do
+    check "bench reports $f" contains "$out" "\"$f\":"
+done
+check "the HBD reproduction ran inside the bench" contains "$out" '"hbd_repro_ok":	true'
+check "the streamed sweep ran inside the bench" contains "$out" '"stream_ok":	true'
+out=$("$HBDLAB" bench --bogus 2>&1); rc=$?
+check "unknown bench option is an error" [ "$rc" -eq 2 ]
+finish
