@@ -23,6 +23,7 @@ static const binder binders[] = {
     hl_bind_json,
     hl_bind_sweep,
     hl_bind_bench,
+    hl_bind_minitf,
 };
 
 static int open_core(lua_State *L)

@@ -25,6 +25,7 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, scaleout_latency, "scaleout_latency", 0, 1, "s", "latency of one algorithm step across HBDs"),
     HL_FD(hl_gpu, coll_launch, "coll_launch", 0, 1, "s", "fixed cost of launching one collective"),
     HL_FD(hl_gpu, kernel_latency, "kernel_latency", 0, 1, "s", "fixed cost added to every kernel (launch, tail)"),
+    HL_FD(hl_gpu, gemm_tile_rows, "gemm_tile_rows", 1, 1024, "", "GEMM kernels compute whole tiles of this many rows"),
     HL_FD(hl_gpu, eff_gemm, "eff_gemm", 0.01, 1, "", "achievable fraction of peak FLOP/s for GEMMs"),
     HL_FD(hl_gpu, eff_attn, "eff_attn", 0.01, 1, "", "achievable fraction of peak FLOP/s for fused attention"),
     HL_FD(hl_gpu, eff_mem, "eff_mem", 0.01, 1, "", "achievable fraction of HBM bandwidth"),
@@ -53,6 +54,7 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->scaleout_latency = 15e-6;
     g->coll_launch = 4e-6;
     g->kernel_latency = 3e-6;
+    g->gemm_tile_rows = 64;
     g->in_switch_latency = 25e-6;
 }
 

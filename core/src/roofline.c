@@ -20,7 +20,9 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     double eff = op->kind == HL_OP_ATTENTION ? gpu->eff_attn : gpu->eff_gemm;
     double bw = gpu->hbm_bw * gpu->eff_mem;
     double bytes = op->bytes_read + op->bytes_written;
-    double pad = op->tile_pad >= 1 ? op->tile_pad : 1;
+    /* tensor-core kernels compute whole tiles of gemm_tile_rows rows */
+    double tile = gpu->gemm_tile_rows;
+    double pad = op->rows >= 1 && tile > 1 ? ceil(op->rows / tile) * tile / op->rows : 1;
     out->compute_s = op->flops * pad / (peak * eff);
     out->memory_s = bytes / bw;
     out->time_s = fmax(out->compute_s, out->memory_s) + gpu->kernel_latency;
@@ -49,7 +51,7 @@ void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, doubl
     op->flops = 2 * m * n * k;
     op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
     op->bytes_written = m * n * out_bytes;
-    op->tile_pad = m > 0 ? ceil(m / 64) * 64 / m : 1;
+    op->rows = m;
 }
 
 double hl_attn_pairs(double q, double c, double w)
@@ -83,5 +85,5 @@ void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_pre
         keys = s->window; /* decode with a window reads only the window */
     op->bytes_read = s->batch * (s->new_tokens * s->heads * s->qk_dim * s->act_bytes + keys * s->kv_token_bytes);
     op->bytes_written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
-    op->tile_pad = 1;
+    op->rows = 0;
 }

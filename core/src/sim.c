@@ -321,7 +321,7 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
 
     a->layer_kind = 0;
     /* two RMSNorms with residual adds: read x and residual, write x, per norm */
-    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab, 1};
+    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab, 0};
     TRY(add_op(s, a, &norm, Lst, err));
     if (m->attn == HL_ATTN_MLA) {
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
@@ -374,7 +374,8 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
         /* tokens reaching one expert from the whole stage, with the imbalance of the busiest */
         double tok_e = j->batch * q * k / E * j->imbalance;
-        TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
+        if (s->ep > 1)
+            TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
         /* experts that receive at least one token: E_l * (1 - (1 - 1/E)^(tokens*k)) */
         double active = El * (1 - pow(1 - 1 / E, j->batch * q * k));
         hl_op up, down;
@@ -383,9 +384,15 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         hl_op grouped = {"experts", HL_OP_GROUPED_GEMM, j->precision, (up.flops + down.flops) * El,
                          (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
                              3 * Fe * h * s->wb * active,
-                         (up.bytes_written + down.bytes_written) * El, up.tile_pad};
+                         (up.bytes_written + down.bytes_written) * El, up.rows};
         TRY(add_op(s, a, &grouped, Lmoe, err));
-        TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
+        if (s->ep > 1) {
+            TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
+        } else {
+            /* ep = 1: every rank holds 1/etp of every expert and sees every token; the
+             * expert outputs are partial sums, reduced like a dense FFN's */
+            TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->etp, 0, Lmoe, err));
+        }
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);
@@ -449,7 +456,7 @@ static hl_status io_ops(const sim *s, acc *a, double b, double q, double passes,
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
     a->layer_kind = 3;
-    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab, 1};
+    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab, 0};
     hl_status st = add_op(s, a, &emb, passes, err);
     hl_op head;
     gemm(&head, s, "lm_head", b, (double)m->vocab / tp, h);
@@ -678,11 +685,18 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
         return st;
     double moe_layers = (double)hl_model_moe_layers(m);
     double per_layer_attn = p.attention / (double)m->layers;
-    double w = per_layer_attn / (double)s.tp * s.stage_layers + p.norms / (double)s.pp +
+    double attn_gpu = per_layer_attn / (double)s.tp;
+    if (m->attn == HL_ATTN_GQA) {
+        /* K and V projections follow the KV heads: split over TP, or replicated
+         * (one head per GPU) when TP exceeds them; Q and O split over TP */
+        double kv_w = 2.0 * (double)m->hidden * (double)m->head_dim + (m->qkv_bias ? 2.0 * (double)m->head_dim : 0);
+        attn_gpu = (per_layer_attn - kv_w * (double)m->kv_heads) / (double)s.tp + kv_w * hl_kv_heads_per_gpu(m, s.tp);
+    }
+    double w = attn_gpu * s.stage_layers + p.norms / (double)s.pp +
                p.dense_ffn / (double)s.tp / (double)s.pp +
-               (moe_layers > 0 ? (p.experts / (double)s.ep / (double)s.etp + (p.shared + p.router) / (double)s.tp) /
+               (moe_layers > 0 ? (p.experts / (double)s.ep / (double)s.etp + p.shared / (double)s.tp + p.router) /
                                      (double)s.pp
-                               : 0) +
+                               : 0) + /* the router is replicated on every rank */
                (p.embedding + p.lm_head) / (double)s.tp / (double)s.pp;
     r->weights_bytes = w * s.wb;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s.tp) / (double)m->kv_heads;

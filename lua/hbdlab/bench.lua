@@ -81,6 +81,12 @@ function M.run(opts)
   local f = io.open(csv, "rb")
   if f then r.stream_csv_bytes = f:seek("end"); f:close() end
   os.remove(csv)
+  -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
+  local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 32, new = 8 } or nil)
+  r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
+  r.minitf_prefill_predicted_s, r.minitf_prefill_measured_s = cr.prefill_predicted_s, cr.prefill_measured_s
+  r.minitf_decode_predicted_s, r.minitf_decode_measured_s = cr.decode_predicted_s, cr.decode_measured_s
+  r.cpu_roofline_text = require("hbdlab.minitf").format_roofline(cr)
   return r
 end
 
@@ -97,6 +103,7 @@ function M.print_table(r)
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
   }
   for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
+  if r.cpu_roofline_text then print("\n" .. r.cpu_roofline_text) end
 end
 
 function M.main(...)
@@ -108,7 +115,13 @@ function M.main(...)
     else io.stderr:write("bench: unknown option '", a, "'\n"); return 2 end
   end
   local r = M.run(opts)
-  if opts.json then print(core.json_encode(r, true)) else M.print_table(r) end
+  if opts.json then
+    local j = {}
+    for k, v in pairs(r) do if k ~= "cpu_roofline_text" then j[k] = v end end
+    print(core.json_encode(j, true))
+  else
+    M.print_table(r)
+  end
   return (r.hbd_repro_ok and r.stream_ok) and 0 or 1
 end
 

@@ -23,6 +23,7 @@ hl.sweep = require("hbdlab.sweep").sweep
 hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params
+hl.minitf = require "hbdlab.minitf"
 hl.help = require("hbdlab.help").help
 if _G.help == nil then _G.help = hl.help end
 

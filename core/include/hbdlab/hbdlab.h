@@ -16,4 +16,5 @@
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
 #include "hbdlab/bench.h"
+#include "hbdlab/minitf.h"
 #endif

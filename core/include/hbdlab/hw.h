@@ -23,6 +23,7 @@ typedef struct hl_gpu {
     double scaleout_latency; /* s per algorithm step across HBDs */
     double coll_launch;      /* s fixed cost of launching one collective */
     double kernel_latency;   /* s fixed cost added to every kernel (launch and tail) */
+    double gemm_tile_rows;   /* GEMM kernels compute whole tiles of this many rows (1 = no padding) */
     double eff_gemm;         /* fraction of peak FLOP/s reached by large GEMMs */
     double eff_attn;         /* fraction of peak FLOP/s reached by fused attention */
     double eff_mem;          /* fraction of hbm_bw reached by streaming kernels */

@@ -32,7 +32,7 @@ typedef struct hl_op {
     double flops;          /* FLOP */
     double bytes_read;     /* B from HBM */
     double bytes_written;  /* B to HBM */
-    double tile_pad;       /* >= 1: tensor-core work / useful work (whole 64-row tiles); 0 means 1 */
+    double rows;           /* GEMM M dimension (rows of the activation); 0 for other operators */
 } hl_op;
 
 typedef struct hl_op_time {
@@ -49,7 +49,7 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
 
 /* A dense GEMM (m x k) * (k x n): 2mnk FLOP; reads m*k activations and k*n
  * weights, writes m*n outputs, each at its own byte width. Its compute time
- * counts whole 64-row tiles: tile_pad = ceil(m/64)*64/m. */
+ * counts whole tiles of the GPU's gemm_tile_rows rows. */
 void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes,
                 double weight_bytes, double out_bytes, hl_precision math);
 

@@ -1,0 +1,127 @@
+/* Binding of the mini-transformer: core.minitf_run{...} and core.minitf_measure_cpu(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+static void push_array(lua_State *L, const double *v, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* minitf_run{model, seed, tp, ep, pp, batch, prompt, new, kv_cache} ->
+ * {tokens = {...}, logits = {...} (batch*new*vocab), stats = {...}} */
+static int l_minitf_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_getfield(L, 1, "model");
+    hl_model *m = hl_to_model(L, -1);
+    if (!m)
+        return luaL_error(L, "minitf: field 'model' must be a model object");
+    lua_pop(L, 1);
+    hl_minitf_layout lay = {(int32_t)hl_opt_number_field(L, 1, "tp", 1), (int32_t)hl_opt_number_field(L, 1, "ep", 1),
+                            (int32_t)hl_opt_number_field(L, 1, "pp", 1)};
+    int batch = (int)hl_opt_number_field(L, 1, "batch", 2);
+    int n_prompt = (int)hl_opt_number_field(L, 1, "prompt", 8);
+    int n_new = (int)hl_opt_number_field(L, 1, "new", 4);
+    uint64_t seed = (uint64_t)hl_opt_number_field(L, 1, "seed", 1);
+    lua_getfield(L, 1, "kv_cache");
+    int kv = lua_isnil(L, -1) ? 1 : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (batch < 1 || n_prompt < 1 || n_new < 1 || batch > 64 || n_prompt > 4096 || n_new > 4096)
+        return luaL_error(L, "minitf: batch 1..64, prompt and new 1..4096 (got %d, %d, %d)", batch, n_prompt, n_new);
+    hl_err err;
+    hl_minitf *tf;
+    if (hl_minitf_new(m, seed, &tf, &err))
+        return hl_raise(L, &err);
+    int V = (int)m->vocab;
+    int32_t *prompts = malloc(sizeof(int32_t) * (size_t)batch * n_prompt);
+    int32_t *tokens = malloc(sizeof(int32_t) * (size_t)batch * n_new);
+    float *logits = malloc(sizeof(float) * (size_t)batch * n_new * V);
+    hl_minitf_stats *st = malloc(sizeof *st);
+    if (!prompts || !tokens || !logits || !st) {
+        free(prompts), free(tokens), free(logits), free(st);
+        hl_minitf_free(tf);
+        return luaL_error(L, "minitf: out of memory");
+    }
+    uint64_t s = seed * 7919 + 13;
+    for (int i = 0; i < batch * n_prompt; i++) { /* deterministic prompts */
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        prompts[i] = (int32_t)((s >> 33) % (uint64_t)V);
+    }
+    hl_status status = hl_minitf_generate(tf, &lay, batch, prompts, n_prompt, n_new, kv, tokens, logits, st, &err);
+    hl_minitf_free(tf);
+    if (status) {
+        free(prompts), free(tokens), free(logits), free(st);
+        return hl_raise(L, &err);
+    }
+    lua_createtable(L, 0, 3);
+    lua_createtable(L, batch * n_new, 0);
+    for (int i = 0; i < batch * n_new; i++) {
+        lua_pushinteger(L, tokens[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "tokens");
+    lua_createtable(L, batch * n_new * V, 0);
+    for (int i = 0; i < batch * n_new * V; i++) {
+        lua_pushnumber(L, logits[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "logits");
+    lua_createtable(L, 0, 12);
+    int n = st->ranks;
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "ranks");
+    push_array(L, st->prefill_model_flops, n);
+    lua_setfield(L, -2, "prefill_flops");
+    push_array(L, st->decode_model_flops, n);
+    lua_setfield(L, -2, "decode_flops");
+    push_array(L, st->expert_flops, n);
+    lua_setfield(L, -2, "expert_flops");
+    push_array(L, st->weight_bytes, n);
+    lua_setfield(L, -2, "weight_bytes");
+    push_array(L, st->kv_bytes, n);
+    lua_setfield(L, -2, "kv_bytes");
+    push_array(L, st->allreduce_bytes, n);
+    lua_setfield(L, -2, "allreduce_bytes");
+    push_array(L, st->alltoall_bytes, n);
+    lua_setfield(L, -2, "alltoall_bytes");
+    push_array(L, st->sendrecv_bytes, n);
+    lua_setfield(L, -2, "sendrecv_bytes");
+    push_array(L, st->allgather_bytes, n);
+    lua_setfield(L, -2, "allgather_bytes");
+    lua_pushnumber(L, st->alltoall_volume);
+    lua_setfield(L, -2, "alltoall_volume");
+    lua_pushnumber(L, st->extra_flops);
+    lua_setfield(L, -2, "extra_flops");
+    lua_pushnumber(L, st->prefill_s);
+    lua_setfield(L, -2, "prefill_s");
+    lua_pushnumber(L, st->decode_s);
+    lua_setfield(L, -2, "decode_s");
+    lua_setfield(L, -2, "stats");
+    free(prompts), free(tokens), free(logits), free(st);
+    return 1;
+}
+
+static int l_minitf_measure_cpu(lua_State *L)
+{
+    double f, bw;
+    hl_err err;
+    if (hl_minitf_measure_cpu((int32_t)luaL_optinteger(L, 1, 512), luaL_optnumber(L, 2, 256e6), &f, &bw, &err))
+        return hl_raise(L, &err);
+    lua_pushnumber(L, f);
+    lua_pushnumber(L, bw);
+    return 2;
+}
+
+void hl_bind_minitf(lua_State *L)
+{
+    lua_pushcfunction(L, l_minitf_run);
+    lua_setfield(L, -2, "minitf_run");
+    lua_pushcfunction(L, l_minitf_measure_cpu);
+    lua_setfield(L, -2, "minitf_measure_cpu");
+}

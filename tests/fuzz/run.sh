@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fuzzes each libFuzzer target for SECONDS (default 60) with clang's
+# -fsanitize=fuzzer,address,undefined. Needs clang and libclang-rt-14-dev
+# (Debian). New interesting inputs land in build-fuzz/corpus/<target>; copy
+# the ones worth keeping into tests/fuzz/corpus/<target> (CI replays those).
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+shift || true
+targets=${*:-json_config hf_config sim}
+cc=${CC_FUZZ:-clang}
+command -v "$cc" > /dev/null || { echo "run.sh: clang is required (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+out=build-fuzz
+mkdir -p "$out"
+# the core, built once with the fuzzing instrumentation
+objs=()
+for src in core/src/*.c; do
+    o="$out/$(basename "${src%.c}").o"
+    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -DHBDLAB_VERSION='"fuzz"' -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+        -Icore/include -Icore/src -Ibuild/generated -c "$src" -o "$o"
+    objs+=("$o")
+done
+cmake -DOUT="$PWD/$out/presets_data.c" -DSYMBOL=hl_embedded_presets -DBASE="$PWD/core/presets" \
+      "-DFILES=$(ls core/presets/*/*.json | sed "s|^|$PWD/|" | paste -sd'|')" -P cmake/embed.cmake
+"$cc" -O1 -g -fsanitize=fuzzer-no-link,address -Icore/src -c "$out/presets_data.c" -o "$out/presets_data.o"
+objs+=("$out/presets_data.o")
+for t in $targets; do
+    corpus_src=tests/fuzz/corpus/${t%_config}
+    [ "$t" = json_config ] && corpus_src=tests/fuzz/corpus/json
+    [ "$t" = hf_config ] && corpus_src=tests/fuzz/corpus/hf
+    [ "$t" = sim ] && corpus_src=tests/fuzz/corpus/sim
+    work="$out/corpus/$t"
+    mkdir -p "$work"
+    cp -n "$corpus_src"/* "$work"/ 2> /dev/null || true
+    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined -Icore/include \
+        "tests/fuzz/fuzz_$t.c" "${objs[@]}" -lcjson -lm -lpthread -o "$out/fuzz_$t"
+    echo "== fuzzing $t for ${secs}s"
+    "$out/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$out/crash-$t-" "$work" 2>&1 | tee "$out/fuzz_$t.log" | grep -E "^#[0-9]+ +DONE|stat::|ERROR|crash" || true
+done

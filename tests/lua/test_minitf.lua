@@ -1,0 +1,39 @@
+local T = require "testlib"
+local hl = require "hbdlab"
+
+T.test("every check passes on the default MoE model (TP2, EP2, PP2 and combinations)", function()
+  local r = hl.minitf.check { tp = 2, ep = 2, pp = 2 }
+  for _, c in ipairs(r.checks) do T.ok(c.ok, c.name .. ": counted " .. tostring(c.counted) .. " predicted " .. tostring(c.predicted)) end
+  T.ok(#r.checks >= 35, "number of checks")
+  T.ok(r.ok, "report ok")
+  T.ok(tostring(r):find("ALL PASSED", 1, true), "printed report")
+end)
+
+T.test("a dense model with shared-expert-free FFN, TP4 and PP4", function()
+  local m = hl.model { name = "dense", hidden = 128, layers = 4, heads = 8, kv_heads = 4, head_dim = 16, ffn = 256, vocab = 256 }
+  local r = hl.minitf.check { model = m, tp = 4, ep = 1, pp = 4, batch = 2, prompt = 5, new = 3 }
+  for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+end)
+
+T.test("KV heads replicated when TP exceeds them", function()
+  local m = hl.model { name = "mqa", hidden = 64, layers = 2, heads = 4, kv_heads = 1, head_dim = 16, ffn = 128, vocab = 128 }
+  local r = hl.minitf.check { model = m, tp = 2, ep = 1, pp = 1, batch = 1, prompt = 4, new = 3 }
+  for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+end)
+
+T.test("MoE with shared experts and a leading dense layer", function()
+  local m = hl.model { name = "ds-like", hidden = 64, layers = 3, heads = 4, kv_heads = 2, head_dim = 16, ffn = 128,
+                       vocab = 128, experts = 4, topk = 2, shared_experts = 1, expert_ffn = 32, dense_layers = 1 }
+  local r = hl.minitf.check { model = m, tp = 2, ep = 2, pp = 1, batch = 2, prompt = 4, new = 3 }
+  for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+end)
+
+T.test("unsupported configurations are errors", function()
+  T.raises(function() hl.minitf.run { model = hl.model "deepseek-v3" } end, "MLA")
+  local m = hl.model(hl.minitf.default_model)
+  T.raises(function() hl.minitf.run { model = m, tp = 2, ep = 2 } end, "tp and ep together")
+  T.raises(function() hl.minitf.run { model = m, tp = 3 } end, "tp = 3 must divide")
+  T.raises(function() hl.minitf.run { model = hl.model "llama-3.1-8b" } end, "at most 2e8")
+end)
+
+T.done()
