@@ -22,11 +22,10 @@ static int l_collective(lua_State *L)
         return hl_raise(L, &err);
     in.op = o;
     in.algo = a;
-    in.bytes = hl_opt_number_field(L, 2, "bytes", -1);
-    if (in.bytes < 0 && !(in.bytes == -1))
-        return luaL_error(L, "collective field 'bytes': %f is negative", in.bytes);
-    if (in.bytes == -1)
+    if (lua_getfield(L, 2, "bytes") == LUA_TNIL)
         return luaL_error(L, "collective field 'bytes' is required (bytes as nccl-tests counts them)");
+    lua_pop(L, 1);
+    in.bytes = hl_opt_number_field(L, 2, "bytes", 0); /* range checked by hl_coll_time */
     double ranks = hl_opt_number_field(L, 2, "ranks", 0);
     double rph = hl_opt_number_field(L, 2, "ranks_per_hbd", 0);
     if (ranks != (double)(int64_t)ranks || rph != (double)(int64_t)rph)

@@ -191,7 +191,10 @@ static int l_decode(lua_State *L)
     const char *text = luaL_checklstring(L, 1, &len);
     const char *origin = luaL_optstring(L, 2, "json");
     if (strlen(text) != len)
-        return luaL_error(L, "%s: JSON text contains a NUL byte", origin);
+        return luaL_error(L, "%s: JSON text contains a NUL byte at byte %d", origin, (int)strlen(text));
+    int64_t bad = hl_utf8_invalid_offset(text, (int64_t)len);
+    if (bad >= 0)
+        return luaL_error(L, "%s: byte %d: invalid UTF-8", origin, (int)bad);
     if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
         text += 3;
     const char *end = NULL;

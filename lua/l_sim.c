@@ -42,7 +42,14 @@ static void check_known(lua_State *L, int idx, const char *const *known, const c
         lua_pushvalue(L, -1);
         if (lua_type(L, -1) != LUA_TSTRING || lua_rawget(L, set) == LUA_TNIL) {
             const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
-            luaL_error(L, "%s: unknown field '%s'", what, k);
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (int i = 0; known[i]; i++) {
+                luaL_addstring(&b, i ? ", " : "");
+                luaL_addstring(&b, known[i]);
+            }
+            luaL_pushresult(&b);
+            luaL_error(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
         }
         lua_pop(L, 1);
     }

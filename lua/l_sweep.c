@@ -257,6 +257,13 @@ static int l_sweep(lua_State *L)
         fputc('\n', stderr);
     }
     int interrupted = cancel != 0;
+    if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
+        hl_err e = ctx->err;
+        free(ctx->points);
+        free_axes(&mem);
+        free(ctx);
+        return hl_raise(L, &e);
+    }
     if (interrupted) {
         lua_sethook(L, NULL, 0, 0); /* keep the rows: no "interrupted!" error on return */
         hl_bind_interrupt = 0;
@@ -392,7 +399,14 @@ static int l_sweep_to_csv(lua_State *L)
     for (int64_t first = 0; first < total && !interrupted; first += CHUNK) {
         in.first = first;
         in.count = total - first < CHUNK ? total - first : CHUNK;
-        hl_sweep_run(&in, buf, &err);
+        hl_status rs = hl_sweep_run(&in, buf, &err);
+        if (rs != HL_OK && rs != HL_EINTR) {
+            fclose(f);
+            remove(tmp);
+            free(buf);
+            free_axes(&mem);
+            return hl_raise(L, &err);
+        }
         for (int64_t i = 0; i < in.count; i++) {
             const hl_point *p = &buf[i];
             if (p->status == HL_EINTR)

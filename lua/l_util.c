@@ -1,5 +1,6 @@
 /* Shared binding helpers and the small utility functions of hbdlab.core. */
 #define _DEFAULT_SOURCE /* wait4: peak RSS of a child */
+#define _GNU_SOURCE     /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include "bind.h"
 
 #include <errno.h>
@@ -59,7 +60,8 @@ static int l_version(lua_State *L)
     return 1;
 }
 
-/* spawn{prog, arg1, ..., stdout = path?}: runs a program with an argument vector (no shell),
+/* spawn{prog, arg1, ..., stdout = path?, stderr = path?, cwd = folder?}: runs a
+ * program with an argument vector (never a shell),
  * waits, returns its exit status, nil and the child's peak RSS in bytes; or
  * nil + message when it cannot start. */
 static int l_spawn(lua_State *L)
@@ -79,7 +81,11 @@ static int l_spawn(lua_State *L)
     posix_spawn_file_actions_init(&fa);
     if (lua_getfield(L, 1, "stdout") == LUA_TSTRING)
         posix_spawn_file_actions_addopen(&fa, 1, lua_tostring(L, -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    lua_pop(L, 1);
+    if (lua_getfield(L, 1, "stderr") == LUA_TSTRING)
+        posix_spawn_file_actions_addopen(&fa, 2, lua_tostring(L, -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (lua_getfield(L, 1, "cwd") == LUA_TSTRING) /* the child starts in this folder */
+        posix_spawn_file_actions_addchdir_np(&fa, lua_tostring(L, -1));
+    lua_pop(L, 3);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);

@@ -54,8 +54,10 @@ int hl_docall(lua_State *L, int narg, int nres)
     active_state = L;
     interrupted = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
+    void (*old_term)(int) = signal(SIGTERM, on_sigint); /* SIGTERM stops Lua code the same way */
     int status = lua_pcall(L, narg, nres, base);
     signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
+    signal(SIGTERM, old_term == SIG_ERR ? SIG_DFL : old_term);
     lua_sethook(L, NULL, 0, 0);
     lua_remove(L, base);
     return status;

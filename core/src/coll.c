@@ -362,7 +362,8 @@ static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, h
     if ((unsigned)in->algo >= HL_COLL_ALGO_COUNT)
         return hl_fail(err, HL_EINVAL, "collective field 'algo': %d is not an algorithm", (int)in->algo);
     if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
-        return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18", in->bytes);
+        return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
+                       isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
     if (in->ranks < 1 || in->ranks > c->gpus)
         return hl_fail(err, HL_EINVAL, "collective field 'ranks': %lld is not in 1..%lld (the cluster's GPUs)",
                        (long long)in->ranks, (long long)c->gpus);

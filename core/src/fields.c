@@ -70,6 +70,8 @@ static const void *cat(const void *obj, const hl_field *f) { return (const char 
 
 static hl_status check_range(const hl_field_set *set, const hl_field *f, double v, hl_err *err)
 {
+    if (isnan(v))
+        v = fabs(v); /* print "nan", not "-nan" */
     if (isnan(v) || isinf(v))
         return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a finite number", set->kind, f->name, v);
     if (v == 0 && f->zero_ok)

@@ -185,10 +185,25 @@ static hl_status find_preset(hl_preset_kind kind, const char *name, const char *
     const char *pick = NULL;
     int32_t n = hl_preset_count(kind);
     for (int32_t i = 0; i < n; i++) {
-        int d = hl_edit_distance(norm, hl_preset_name(kind, i));
+        /* closest whole name, or closest '-'-separated part of it ("nvl73" ~ "gb200-nvl72") */
+        const char *cand = hl_preset_name(kind, i);
+        int d = hl_edit_distance(norm, cand);
+        char part[72];
+        const char *p = cand;
+        while (*p) {
+            size_t len = strcspn(p, "-");
+            if (len < sizeof part) {
+                memcpy(part, p, len);
+                part[len] = '\0';
+                int dp = hl_edit_distance(norm, part) + 1; /* a part match is a little weaker */
+                if (dp < d)
+                    d = dp;
+            }
+            p += len + (p[len] == '-');
+        }
         if (d < best) {
             best = d;
-            pick = hl_preset_name(kind, i);
+            pick = cand;
         }
     }
     static const char *const what[] = {"gpu", "cluster", "model"};
@@ -218,10 +233,32 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
                    cJSON_IsObject(item) ? "an object" : cJSON_IsArray(item) ? "an array" : "null");
 }
 
+int64_t hl_utf8_invalid_offset(const char *text, int64_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (int64_t i = 0; i < len;) {
+        unsigned c = s[i];
+        int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4) || i + n >= len + (n == 0))
+            return i;
+        for (int k = 1; k <= n; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+        if ((n == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (n == 3 && c == 0xF0 && s[i + 1] < 0x90) ||
+            (n == 2 && c == 0xED && s[i + 1] >= 0xA0))
+            return i; /* overlong forms and UTF-16 surrogates */
+        i += n + 1;
+    }
+    return -1;
+}
+
 hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_err *err)
 {
     if (!text)
         return hl_fail(err, HL_EINVAL, "%s: no JSON text", origin);
+    int64_t bad = hl_utf8_invalid_offset(text, (int64_t)strlen(text));
+    if (bad >= 0)
+        return hl_fail(err, HL_EPARSE, "%s: byte %lld: invalid UTF-8", origin, (long long)bad);
     const char *start = text;
     if ((unsigned char)start[0] == 0xEF && (unsigned char)start[1] == 0xBB && (unsigned char)start[2] == 0xBF)
         start += 3; /* tolerate a UTF-8 byte-order mark */

@@ -70,7 +70,7 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
             return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
-                           nums[i].v, nums[i].lo, nums[i].hi);
+                           isnan(nums[i].v) ? fabs(nums[i].v) : nums[i].v, nums[i].lo, nums[i].hi);
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);

@@ -64,8 +64,8 @@ local function render(t, data, gp_lines)
   if t.logy then gp[#gp + 1] = "set logscale y " .. (t.logy == true and 10 or t.logy) end
   for _, l in ipairs(gp_lines) do gp[#gp + 1] = l end
   write_atomic(base .. ".gp", table.concat(gp, "\n") .. "\n")
-  local code, msg = core.spawn { "sh", "-c", 'cd "$1" && exec gnuplot "$2"', "hbdlab-plot", dirname(t.out),
-                                 base:match("[^/]*$") .. ".gp" }
+  -- gnuplot runs in the figure's folder (so the .gp is relocatable), from an argument vector
+  local code, msg = core.spawn { "gnuplot", base:match("[^/]*$") .. ".gp", cwd = dirname(t.out) }
   if code == nil then error("plot: " .. msg .. " (install gnuplot-nox)", 3) end
   if code ~= 0 then error("plot: gnuplot failed with status " .. code .. " on " .. base .. ".gp", 3) end
   M.made[#M.made + 1] = t.out

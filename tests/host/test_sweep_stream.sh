@@ -42,4 +42,14 @@ rows=$(($(wc -l < "$TMP/long.csv") - 1))
 check "the file holds the rows done ($rows)" [ "$rows" -gt 0 ] && [ "$rows" -lt 4000000 ]
 check "every row is complete" awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$TMP/long.csv"
 check "no temp file is left" sh -c "! ls '$TMP' | grep -q 'long.csv.tmp'"
+# SIGTERM takes the same path as Ctrl-C: the rows done are kept
+"$HBDLAB" "$TMP/long.lua" > "$TMP/long2.out" 2> "$TMP/long2.err" &
+pid=$!
+for _ in $(seq 100); do grep -q started "$TMP/long2.out" 2>/dev/null && break; sleep 0.05; done
+sleep 1
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+check "SIGTERM: the sweep returns normally" [ "$rc" -eq 0 ]
+check "SIGTERM: it reports the interruption" grep -q "interrupted	true" "$TMP/long2.out"
+check "SIGTERM: every row is complete" awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$TMP/long.csv"
 finish

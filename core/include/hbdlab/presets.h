@@ -37,6 +37,9 @@ hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl
 hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err);
 hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err);
 
+/* Byte offset of the first invalid UTF-8 sequence in text[0..len), or -1 when valid. */
+int64_t hl_utf8_invalid_offset(const char *text, int64_t len);
+
 /* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees with
  * hl_free). Fails with HL_EIO naming the file. */
 hl_status hl_read_file(const char *path, char **text, hl_err *err);
