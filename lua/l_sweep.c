@@ -157,6 +157,35 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
     return NULL;
 }
 
+/* Reads the base job (simulate fields at index 1) and the axes (index 2) of a
+ * C sweep. On success *mem owns the axis arrays (free_axes); raises otherwise. */
+static void read_sweep_args(lua_State *L, const char *who, hl_job *base, axes_mem *mem)
+{
+    int batch_max, auto_plan;
+    lua_pushvalue(L, 1);
+    lua_insert(L, 1); /* hl_check_job reads index 1 */
+    hl_check_job(L, base, &batch_max, &auto_plan);
+    lua_remove(L, 1);
+    if (batch_max || auto_plan)
+        luaL_error(L, "%s: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
+                      "use the function form hl.sweep(axes, fn)", who);
+    int32_t na = (int32_t)luaL_len(L, 2);
+    mem->n = 0;
+    mem->axes = calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis));
+    if (!mem->axes)
+        luaL_error(L, "%s: out of memory", who);
+    for (int32_t i = 0; i < na; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        mem->n = i + 1;
+        const char *msg = lua_istable(L, -1) ? read_axis(L, &mem->axes[i]) : "sweep: each axis must be a table";
+        if (msg) {
+            free_axes(mem);
+            luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
+        }
+        lua_pop(L, 1);
+    }
+}
+
 static void push_axis_value(lua_State *L, const hl_axis *ax, int64_t i)
 {
     switch (ax->kind) {
@@ -184,30 +213,10 @@ static int l_sweep(lua_State *L)
         lua_pop(L, 3);
         threads = hl_opt_number_field(L, opts, "threads", 0);
     }
-    /* the base job: simulate fields at index 1 */
     hl_job base;
-    int batch_max, auto_plan;
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1); /* hl_check_job reads index 1 */
-    hl_check_job(L, &base, &batch_max, &auto_plan);
-    lua_remove(L, 1);
-    if (batch_max || auto_plan)
-        return luaL_error(L, "sweep: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
-                             "use the function form hl.sweep(axes, fn)");
-    int32_t na = (int32_t)luaL_len(L, 2);
-    axes_mem mem = {calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis)), 0};
-    if (!mem.axes)
-        return luaL_error(L, "sweep: out of memory");
-    for (int32_t i = 0; i < na; i++) {
-        lua_rawgeti(L, 2, i + 1);
-        mem.n = i + 1;
-        const char *msg = lua_istable(L, -1) ? read_axis(L, &mem.axes[i]) : "sweep: each axis must be a table";
-        if (msg) {
-            free_axes(&mem);
-            return luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
-        }
-        lua_pop(L, 1);
-    }
+    axes_mem mem;
+    read_sweep_args(L, "sweep", &base, &mem);
+    int32_t na = mem.n;
     run_ctx *ctx = calloc(1, sizeof *ctx);
     volatile int64_t done = 0;
     volatile int32_t cancel = 0;
@@ -333,14 +342,6 @@ static int l_sweep_to_csv(lua_State *L)
         zip = lua_toboolean(L, -1);
         lua_pop(L, 1);
     }
-    hl_job base;
-    int batch_max, auto_plan;
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1);
-    hl_check_job(L, &base, &batch_max, &auto_plan);
-    lua_remove(L, 1);
-    if (batch_max || auto_plan)
-        return luaL_error(L, "sweep_to_csv: batch = \"max\" and parallel = \"auto\" are not supported");
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
     int cols[HL_POINT_VALUES];
@@ -357,20 +358,10 @@ static int l_sweep_to_csv(lua_State *L)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         lua_pop(L, 1);
     }
-    int32_t na = (int32_t)luaL_len(L, 2);
-    axes_mem mem = {calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis)), 0};
-    if (!mem.axes)
-        return luaL_error(L, "sweep: out of memory");
-    for (int32_t i = 0; i < na; i++) {
-        lua_rawgeti(L, 2, i + 1);
-        mem.n = i + 1;
-        const char *msg = lua_istable(L, -1) ? read_axis(L, &mem.axes[i]) : "sweep: each axis must be a table";
-        if (msg) {
-            free_axes(&mem);
-            return luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
-        }
-        lua_pop(L, 1);
-    }
+    hl_job base;
+    axes_mem mem;
+    read_sweep_args(L, "sweep_to_csv", &base, &mem); /* last: on success it owns memory */
+    int32_t na = mem.n;
     volatile int32_t cancel = 0;
     hl_sweep_in in = {base, mem.axes, na, zip, threads, NULL, &cancel, 0, 0};
     hl_err err;
