@@ -124,11 +124,50 @@ static cJSON *encode(lua_State *L, int idx, int depth)
     }
 }
 
+/* Checks that the value at idx can be encoded (types, string keys, depth)
+ * before anything is allocated, so that encoding itself cannot raise and leak. */
+static void check_encodable(lua_State *L, int idx, int depth)
+{
+    idx = lua_absindex(L, idx);
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+    case LUA_TBOOLEAN:
+    case LUA_TNUMBER:
+    case LUA_TSTRING: return;
+    case LUA_TLIGHTUSERDATA:
+        if (lua_touserdata(L, idx) == &null_sentinel)
+            return;
+        break;
+    case LUA_TTABLE: {
+        if (depth > MAX_DEPTH)
+            luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
+        luaL_checkstack(L, 4, "json_encode");
+        size_t n;
+        int array = is_array(L, idx, &n);
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            if (!array && lua_type(L, -2) != LUA_TSTRING)
+                luaL_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -2));
+            check_encodable(L, -1, depth + 1);
+            lua_pop(L, 1);
+        }
+        return;
+    }
+    default: break;
+    }
+    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    luaL_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
+}
+
 static int l_encode(lua_State *L)
 {
     luaL_checkany(L, 1);
     int pretty = lua_toboolean(L, 2);
     lua_settop(L, 1);
+    check_encodable(L, 1, 0);
     cJSON *root = encode(L, 1, 0);
     char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

@@ -11,12 +11,12 @@
 #define BIG 1e30
 static const hl_field gpu_fields[] = {
     HL_FS(hl_gpu, name, "name", "accelerator name"),
-    HL_FD0(hl_gpu, peak_flops[HL_FP32], "fp32_flops", 1e9, BIG, "FLOP/s", "dense FP32 peak (0 = unsupported)"),
-    HL_FD0(hl_gpu, peak_flops[HL_BF16], "bf16_flops", 1e9, BIG, "FLOP/s", "dense BF16 tensor peak"),
-    HL_FD0(hl_gpu, peak_flops[HL_FP16], "fp16_flops", 1e9, BIG, "FLOP/s", "dense FP16 tensor peak"),
-    HL_FD0(hl_gpu, peak_flops[HL_FP8], "fp8_flops", 1e9, BIG, "FLOP/s", "dense FP8 tensor peak (0 = unsupported)"),
-    HL_FD0(hl_gpu, peak_flops[HL_FP4], "fp4_flops", 1e9, BIG, "FLOP/s", "dense FP4 tensor peak (0 = unsupported)"),
-    HL_FD0(hl_gpu, peak_flops[HL_INT8], "int8_flops", 1e9, BIG, "OP/s", "dense INT8 tensor peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP32], "fp32_flops", 1e6, BIG, "FLOP/s", "dense FP32 peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_BF16], "bf16_flops", 1e6, BIG, "FLOP/s", "dense BF16 tensor peak"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP16], "fp16_flops", 1e6, BIG, "FLOP/s", "dense FP16 tensor peak"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP8], "fp8_flops", 1e6, BIG, "FLOP/s", "dense FP8 tensor peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_FP4], "fp4_flops", 1e6, BIG, "FLOP/s", "dense FP4 tensor peak (0 = unsupported)"),
+    HL_FD0(hl_gpu, peak_flops[HL_INT8], "int8_flops", 1e6, BIG, "OP/s", "dense INT8 tensor peak (0 = unsupported)"),
     HL_FD(hl_gpu, hbm_bytes, "hbm_bytes", 1e6, 1e15, "B", "HBM usable by the application"),
     HL_FD(hl_gpu, hbm_bw, "hbm_bw", 1e9, 1e15, "B/s", "HBM peak bandwidth"),
     HL_FD(hl_gpu, scaleup_bw, "scaleup_bw", 1e6, 1e15, "B/s", "scale-up bandwidth per direction per GPU"),

@@ -39,18 +39,18 @@ function M.run(opts)
   local quick = opts.quick
   local job = reference(hl)
   local r = {}
-  local lat = core.bench_latency(job, quick and 20000 or 400000, 100)
+  local lat = core.bench_latency(job, quick and 2000 or 400000, 100)
   r.sim_latency_median_s, r.sim_latency_p99_s = lat.median_s, lat.p99_s
-  local n_inputs = quick and 2000 or 66667 -- x 15 (HBD x precision) = 30,000 or 1,000,005 points
+  local n_inputs = quick and 200 or 66667 -- x 15 (HBD x precision) = 3,000 or 1,000,005 points
   local _, pps1, points = core.bench_sweep(job, n_inputs, 1)
   local _, ppsall = core.bench_sweep(job, n_inputs, 0)
   r.sweep_points = points
   r.sweep_points_per_s_1thread, r.sweep_points_per_s_all = pps1, ppsall
   -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work (medians;
   -- hl.simulate runs in summary mode and builds the breakdown only when read)
-  local c = core.bench_latency(job, quick and 20000 or 200000, 100, true).median_s
+  local c = core.bench_latency(job, quick and 2000 or 200000, 100, true).median_s
   r.sim_latency_summary_median_s = c
-  local l = lua_call_time(hl, job, quick and 20 or 100, 1000)
+  local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
   r.lua_call_s, r.lua_call_overhead_s = l, l - c
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
@@ -61,8 +61,8 @@ function M.run(opts)
   core.spawn { "rm", "-rf", "--", outdir }
   r.hbd_repro_wall_s = core.clock() - t0
   r.hbd_repro_ok = code == 0
-  -- 10M points (1M in --quick) streamed to CSV in a child process: its peak RSS
-  local npts = quick and 1000000 or 10000000
+  -- 10M points (50,000 in --quick) streamed to CSV in a child process: its peak RSS
+  local npts = quick and 50000 or 10000000
   local csv = os.tmpname()
   local script = string.format([[
     local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }
@@ -82,7 +82,7 @@ function M.run(opts)
   if f then r.stream_csv_bytes = f:seek("end"); f:close() end
   os.remove(csv)
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
-  local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 32, new = 8 } or nil)
+  local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
   r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
   r.minitf_prefill_predicted_s, r.minitf_prefill_measured_s = cr.prefill_predicted_s, cr.prefill_measured_s
   r.minitf_decode_predicted_s, r.minitf_decode_measured_s = cr.decode_predicted_s, cr.decode_measured_s
