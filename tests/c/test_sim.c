@@ -96,6 +96,31 @@ static void test_prefill_flops_by_hand(void **state)
     assert_rel(r.tpot_s, 0, 1e-12, "no decode steps");
 }
 
+/* HBM bytes of one decode step of Llama-3.1-8B BF16 on one GPU, batch 1,
+ * input 1000 (the step attends over 1,001 keys), by hand (h = 4096, H = 32,
+ * K = 8, d = 128, F = 14336, V = 128256; 2 B per element):
+ *   norms    2 norms x (read x, residual; write x) = 6*h*2                 =          49,152
+ *   qkv      read h*2 + h*6144*2, write 6144*2                               =      50,352,128
+ *   attn     read 32*128*2 (q) + 1001 keys * 4096 B (K,V of 8 heads), write 8192 = 4,116,480
+ *   o        read h*2 + 4096*4096*2, write h*2                               =      33,570,816
+ *   up+gate  read h*2 + 4096*28672*2, write 28672*2                          =     234,946,560
+ *   down     read 14336*2 + 14336*4096*2, write h*2                          =     117,477,376
+ *   per layer 440,512,512; 32 layers 14,096,400,384
+ *   embedding read + write 2*h*2 = 16,384; LM head read h*2 + h*V*2, write V*2 = 1,050,937,856
+ *   total 15,147,354,624 B. */
+static void test_decode_step_bytes_by_hand(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    j.batch = 1;
+    j.input = 1000;
+    j.output = 2; /* one decode step */
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    assert_rel(r.decode.hbm_bytes, 15147354624.0, 1e-12, "decode step HBM bytes");
+}
+
 /* Weights per GPU: Llama-3.1-70B BF16 over TP4 = 70.55e9 * 2 / 4 (norms are
  * replicated, a 0.0002% difference). */
 static void test_weights_per_gpu(void **state)
@@ -165,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_closed_form_matches_exact_steps),
         cmocka_unit_test(test_tpot_bounded_by_weight_reads),
         cmocka_unit_test(test_prefill_flops_by_hand),
+        cmocka_unit_test(test_decode_step_bytes_by_hand),
         cmocka_unit_test(test_weights_per_gpu),
         cmocka_unit_test(test_mapping_errors),
         cmocka_unit_test(test_larger_hbd_is_not_slower),
