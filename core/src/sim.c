@@ -275,6 +275,18 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
     return HL_OK;
 }
 
+/* The reduction of TP partial sums: an AllReduce, or with sequence parallelism
+ * a ReduceScatter (before the norm, on T/tp tokens) and an AllGather (after). */
+static hl_status tp_reduce(const sim *s, acc *a, double bytes, int64_t ranks, double times, hl_err *err)
+{
+    if (!s->j->sequence_parallel)
+        return add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, bytes, ranks, 0, times, err);
+    hl_status st = add_coll(s, a, "tp_reducescatter", HL_REDUCESCATTER, bytes, ranks, 0, times, err);
+    if (!st)
+        st = add_coll(s, a, "tp_allgather", HL_ALLGATHER, bytes, ranks, 0, times, err);
+    return st;
+}
+
 /* MoE dispatch (or combine: the same bytes back, at activation width) of
  * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
  * Flat: every (token, expert, shard) copy is its own message of h elements
@@ -320,8 +332,10 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     } while (0)
 
     a->layer_kind = 0;
-    /* two RMSNorms with residual adds: read x and residual, write x, per norm */
-    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * T * h, 2 * 2 * T * h * s->ab, 2 * T * h * s->ab, 0};
+    /* two RMSNorms with residual adds: read x and residual, write x, per norm;
+     * with sequence parallelism each TP rank normalises only its T/tp tokens */
+    double Tn = j->sequence_parallel ? T / tp : T;
+    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * Tn * h, 2 * 2 * Tn * h * s->ab, 2 * Tn * h * s->ab, 0};
     TRY(add_op(s, a, &norm, Lst, err));
     if (m->attn == HL_ATTN_MLA) {
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
@@ -353,7 +367,7 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     }
     TRY(add_op(s, a, &op, Lst, err));
     double ar_bytes = T * h * s->ab;
-    TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lst, err));
+    TRY(tp_reduce(s, a, ar_bytes, s->tp, Lst, err));
     if (Ldense > 0) {
         a->layer_kind = 1;
         double F = (double)m->ffn / tp;
@@ -361,7 +375,7 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         TRY(add_op(s, a, &op, Ldense, err));
         gemm(&op, s, "ffn_down", T, h, F);
         TRY(add_op(s, a, &op, Ldense, err));
-        TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Ldense, err));
+        TRY(tp_reduce(s, a, ar_bytes, s->tp, Ldense, err));
     }
     if (Lmoe > 0) {
         a->layer_kind = 2;
@@ -391,13 +405,13 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         } else {
             /* ep = 1: every rank holds 1/etp of every expert and sees every token; the
              * expert outputs are partial sums, reduced like a dense FFN's */
-            TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->etp, 0, Lmoe, err));
+            TRY(tp_reduce(s, a, ar_bytes, s->etp, Lmoe, err));
         }
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);
             TRY(add_op(s, a, &op, Lmoe, err));
-            TRY(add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, ar_bytes, s->tp, 0, Lmoe, err));
+            TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
         }
     }
     a->layer_kind = 0;

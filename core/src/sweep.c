@@ -38,6 +38,7 @@ static const hl_field job_fields[] = {
     JD(mem_util, "mem_util", 0.01, 1, "", "usable fraction of HBM"),
     JD(workspace_bytes, "workspace_bytes", 0, 1e15, "B", "activation workspace per GPU (0 = estimated)"),
     HL_FB(hl_job, exact_steps, "exact_steps", "sum decode step by step"),
+    HL_FB(hl_job, sequence_parallel, "sequence_parallel", "ReduceScatter + AllGather instead of the TP AllReduce"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

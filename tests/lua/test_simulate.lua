@@ -43,6 +43,18 @@ T.test("overlap hides communication", function()
   T.near(b.prefill.comm_s, a.prefill.comm_s * 0.5, 1e-9, "half exposed")
 end)
 
+T.test("sequence parallelism: ReduceScatter + AllGather carry the AllReduce's bytes, norms shrink", function()
+  local a, b = run(), run { sequence_parallel = true }
+  local function item(r, name) for _, it in ipairs(r.prefill.breakdown) do if it.name == name then return it end end end
+  T.ok(item(b, "tp_reducescatter") and item(b, "tp_allgather") and not item(b, "tp_allreduce"), "collectives replaced")
+  -- by hand: dp = 64/8 = 8 groups, 2 sequences x 4096 tokens = 8192 tokens per group; S = 8192 x 8192 x 2 B;
+  -- one reduction per layer (the MoE layers use EP), 80 layers; each of RS and AG sends (8-1)/8 x S
+  local S = 8192 * 8192 * 2
+  T.near(item(b, "tp_reducescatter").bytes, 80 * 7 / 8 * S, 1e-12, "ReduceScatter bytes")
+  T.near(item(b, "tp_allgather").bytes, 80 * 7 / 8 * S, 1e-12, "AllGather bytes")
+  T.near(item(b, "norms").flops * 8, item(a, "norms").flops, 1e-12, "norms on T/tp tokens (tp = 8)")
+end)
+
 T.test("bad input", function()
   T.raises(function() run { parallel = { tp = 6, ep = 16 } } end, "tp = 6 does not divide 64 heads")
   T.raises(function() run { precision = "fp5" } end, "'fp5' is not one of")

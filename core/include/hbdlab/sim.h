@@ -43,6 +43,7 @@ typedef struct hl_job {
     double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
     int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
     int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
+    int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
 } hl_job;
 
 /* Time of one phase (prefill, or the whole decode) on the critical path. */
