@@ -23,6 +23,12 @@ local topics = {
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
     "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
     'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
+  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads} -> rows written, interrupted",
+    "A sweep of any size streamed to CSV with bounded memory (65,536 points at a time); Ctrl-C keeps the rows done.",
+    'hl.sweep_to_csv { base = job, axes = { input = inputs, hbd = { 8, 64 } }, out = "big.csv" }' },
+  { "minitf", "hl.minitf.check{model, tp, ep, pp, batch, prompt, new} -> report; hl.minitf.run{...}; hl.minitf.cpu_roofline{}",
+    "The native CPU mini-transformer: sharded runs equal the unsharded one, and its counted FLOPs and bytes equal the analytical model's.",
+    "print(hl.minitf.check {})" },
   { "rows", "hl.rows.filter/sort/group/pivot/print/write/read_csv/read_json/read_jsonl",
     "Results helpers; files are written atomically.", 'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
   { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline{..., out = 'x.png|svg|pdf'}",
@@ -48,7 +54,7 @@ local function fields_text(kind)
   parallel    {tp, pp, ep, dp, etp, gpus} or "auto"  objective   tps_per_gpu | ttft | tpot | throughput
   overlap     0..1 or {prefill =, decode =}          imbalance   busiest expert / mean (>= 1)
   layer_overhead  s per layer per pass               dispatch    "flat" | "hierarchical"
-  microbatches, mem_util (0.9), workspace_bytes, exact_steps, max_tpot_s, max_ttft_s
+  microbatches, mem_util (0.9), workspace_bytes, exact_steps, sequence_parallel, max_tpot_s, max_ttft_s
 Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
   prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
   memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus}]]
