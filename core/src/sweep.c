@@ -316,12 +316,16 @@ enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so n
 static void *work(void *arg)
 {
     worker *w = arg;
+    int cancelled = 0;
     /* w->begin is this thread's first block start; blocks are w->stride points apart */
     for (int64_t b = w->begin; b < w->end; b += w->stride) {
         int64_t stop = b + BLOCK < w->end ? b + BLOCK : w->end;
         for (int64_t i = b; i < stop; i++) {
-            if (w->in->cancel && *w->in->cancel)
-                return NULL;
+            if (cancelled || (w->in->cancel && *w->in->cancel)) {
+                cancelled = 1; /* mark what this thread will not reach */
+                w->out[i - w->base].status = HL_EINTR;
+                continue;
+            }
             hl_job job;
             hl_err err;
             hl_point *p = &w->out[i - w->base];
@@ -349,8 +353,6 @@ hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
     if (first < 0 || first > total || n < 0 || first + n > total)
         return hl_fail(err, HL_EINVAL, "sweep: range [%lld, %lld) is outside the %lld points", (long long)first,
                        (long long)(first + n), (long long)total);
-    for (int64_t i = 0; i < n; i++)
-        out[i].status = HL_EINTR;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int32_t threads = in->threads > 0 ? in->threads : (int32_t)(cpus > 0 ? cpus : 1);
     if (threads > 256)

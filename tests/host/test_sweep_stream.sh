@@ -42,6 +42,28 @@ rows=$(($(wc -l < "$TMP/long.csv") - 1))
 check "the file holds the rows done ($rows)" [ "$rows" -gt 0 ] && [ "$rows" -lt 4000000 ]
 check "every row is complete" awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$TMP/long.csv"
 check "no temp file is left" sh -c "! ls '$TMP' | grep -q 'long.csv.tmp'"
+# Ctrl-C during an in-memory sweep returns the rows done, flagged
+cat > "$TMP/mem.lua" <<LUA
+local inputs = {}
+for i = 1, 1000000 do inputs[i] = 1024 + i end
+io.stdout:write("started\n"); io.stdout:flush()
+local rows, interrupted = hl.sweep { base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 8 },
+  parallel = { tp = 8 }, batch = 8, output = 16 }, axes = { input = inputs } }
+local complete = true
+for _, r in ipairs(rows) do if not r.ttft_s then complete = false end end
+print("rows", #rows, "interrupted", interrupted, "complete", complete)
+LUA
+"$HBDLAB" "$TMP/mem.lua" > "$TMP/mem.out" 2> "$TMP/mem.err" &
+pid=$!
+for _ in $(seq 100); do grep -q started "$TMP/mem.out" 2>/dev/null && break; sleep 0.05; done
+sleep 1
+kill -INT "$pid"
+wait "$pid"; rc=$?
+check "an interrupted in-memory sweep returns normally" [ "$rc" -eq 0 ]
+check "it returns the rows done, flagged" grep -q "interrupted	true	complete	true" "$TMP/mem.out"
+n=$(sed -n 's/^rows\t\([0-9]*\).*/\1/p' "$TMP/mem.out")
+check "some but not all rows ($n)" [ "${n:-0}" -gt 0 ] && [ "${n:-0}" -lt 1000000 ]
+
 # SIGTERM takes the same path as Ctrl-C: the rows done are kept
 "$HBDLAB" "$TMP/long.lua" > "$TMP/long2.out" 2> "$TMP/long2.err" &
 pid=$!

@@ -75,7 +75,7 @@ void hl_point_from_job(const hl_job *job, hl_point *out);
 
 /* Evaluates the points of the range [first, first + count) into out[0..);
  * (count 0: every point from first). Returns HL_EINTR when cancelled (points
- * not reached keep status HL_EINTR). */
+ * not reached get status HL_EINTR). */
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
 
 #ifdef __cplusplus
