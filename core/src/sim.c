@@ -48,7 +48,69 @@ typedef struct sim {
     double stage_layers;        /* layers per pipeline stage */
     double dense_frac;          /* fraction of layers with a dense FFN */
     double b_local;             /* sequences per attention data-parallel group */
+    int64_t rph_tp;             /* members of a TP group inside one HBD (placement) */
+    int64_t rph_domain;         /* members of a stage's expert domain inside one HBD */
+    int64_t pp_stride;          /* rank distance between pipeline neighbours */
 } sim;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Members of the group of rank 0 inside the first HBD (ranks 0..hbd-1), where
+ * the group spans the dims flagged in `in_group`; coords of the others are 0.
+ * The result divides the group size (collectives need whole members per HBD). */
+static int64_t members_in_hbd(int64_t hbd, const int64_t size[3], const int64_t stride[3], const int in_group[3],
+                              int64_t group)
+{
+    int64_t c = 0;
+    for (int64_t r = 0; r < hbd; r++) {
+        int ok = 1;
+        for (int d = 0; d < 3 && ok; d++)
+            if (!in_group[d] && (r / stride[d]) % size[d] != 0)
+                ok = 0;
+        c += ok;
+    }
+    if (c < 1)
+        c = 1;
+    if (c > group)
+        c = group;
+    return gcd64(group, c);
+}
+
+/* Rank layout of the placement: strides of tp, dp, pp and what each group keeps inside an HBD. */
+static hl_status place(const hl_job *j, sim *s, hl_err *err)
+{
+    static const int orders[4][3] = {{0, 1, 2}, {0, 2, 1}, {2, 0, 1}, {1, 0, 2}}; /* dims 0 tp, 1 dp, 2 pp */
+    if ((unsigned)j->placement > HL_PLACE_DP_TP_PP)
+        return hl_fail(err, HL_EINVAL, "field 'placement': %d is not one of tp,dp,pp | tp,pp,dp | pp,tp,dp | dp,tp,pp",
+                       (int)j->placement);
+    int64_t size[3] = {s->tp, s->dp, s->pp}, stride[3];
+    int64_t acc = 1;
+    for (int k = 0; k < 3; k++) {
+        int d = orders[j->placement][k];
+        stride[d] = acc;
+        acc *= size[d];
+    }
+    int64_t hbd = s->c->hbd;
+    if (j->placement == HL_PLACE_TP_DP_PP) { /* the default, in closed form */
+        s->rph_tp = s->tp < hbd ? s->tp : gcd64(s->tp, hbd);
+        int64_t dom = s->G / s->pp;
+        s->rph_domain = dom < hbd ? dom : gcd64(dom, hbd);
+    } else {
+        const int tp_only[3] = {1, 0, 0}, stage[3] = {1, 1, 0};
+        s->rph_tp = members_in_hbd(hbd, size, stride, tp_only, s->tp);
+        s->rph_domain = members_in_hbd(hbd, size, stride, stage, s->G / s->pp);
+    }
+    s->pp_stride = stride[2];
+    return HL_OK;
+}
 
 static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
 {
@@ -133,6 +195,8 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     if (fmod(j->batch, (double)s->dp) != 0)
         return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
                        (long long)s->dp);
+    if ((st = place(j, s, err)))
+        return st;
     s->stage_layers = (double)m->layers / (double)s->pp;
     s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
     s->b_local = j->batch / (double)s->dp;
@@ -279,11 +343,12 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
  * a ReduceScatter (before the norm, on T/tp tokens) and an AllGather (after). */
 static hl_status tp_reduce(const sim *s, acc *a, double bytes, int64_t ranks, double times, hl_err *err)
 {
+    int64_t rph = ranks == s->tp ? s->rph_tp : 0; /* the expert-TP group (ep = 1) is the TP group */
     if (!s->j->sequence_parallel)
-        return add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, bytes, ranks, 0, times, err);
-    hl_status st = add_coll(s, a, "tp_reducescatter", HL_REDUCESCATTER, bytes, ranks, 0, times, err);
+        return add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, bytes, ranks, rph, times, err);
+    hl_status st = add_coll(s, a, "tp_reducescatter", HL_REDUCESCATTER, bytes, ranks, rph, times, err);
     if (!st)
-        st = add_coll(s, a, "tp_allgather", HL_ALLGATHER, bytes, ranks, 0, times, err);
+        st = add_coll(s, a, "tp_allgather", HL_ALLGATHER, bytes, ranks, rph, times, err);
     return st;
 }
 
@@ -298,10 +363,10 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
 {
     const hl_model *m = s->m;
     double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
-    int64_t g = domain < s->c->hbd ? domain : s->c->hbd;
+    int64_t g = s->rph_domain;
     double hbds = (double)(domain / g);
     if (s->j->dispatch == HL_DISPATCH_FLAT || hbds <= 1)
-        return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, 0, times, err);
+        return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, g, times, err);
     double distinct = hbds * (1 - pow(1 - 1 / hbds, k)); /* expected HBDs hit by one token */
     int dispatch = strcmp(name, "ep_dispatch") == 0;
     const char *inter = dispatch ? "ep_dispatch_inter" : "ep_combine_inter";
@@ -477,12 +542,12 @@ static hl_status io_ops(const sim *s, acc *a, double b, double q, double passes,
     if (!st)
         st = add_op(s, a, &head, passes, err);
     if (!st)
-        st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, b * (double)m->vocab * s->ab, s->tp, 0, passes, err);
+        st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, b * (double)m->vocab * s->ab, s->tp, s->rph_tp, passes,
+                      err);
     if (!st)
         st = add_coll(s, a, "token_broadcast", HL_BROADCAST, b * 4, s->tp * s->pp, 0, passes, err);
     if (!st && s->pp > 1) {
-        int64_t stride = s->G / s->pp; /* stage neighbours are this many ranks apart */
-        int64_t rph = stride >= s->c->hbd ? 1 : 2;
+        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
         st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, b * q * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
     }
     return st;

@@ -55,6 +55,26 @@ T.test("sequence parallelism: ReduceScatter + AllGather carry the AllReduce's by
   T.near(item(b, "norms").flops * 8, item(a, "norms").flops, 1e-12, "norms on T/tp tokens (tp = 8)")
 end)
 
+T.test("placement decides which groups stay inside an HBD", function()
+  -- 16 GPUs in HBDs of 8, TP4 x PP2 x DP2: ranks ordered innermost first
+  local function tiers(placement)
+    local r = hl.simulate { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 16, hbd = 8 },
+                            batch = 4, input = 512, output = 8, parallel = { tp = 4, pp = 2 }, placement = placement }
+    local t = {}
+    for _, it in ipairs(r.prefill.breakdown) do if it.kind == "comm" then t[it.name] = it.tier end end
+    return t
+  end
+  local d = tiers(nil) -- tp,dp,pp: stages 8 ranks apart, in different HBDs
+  T.eq(d.pp_sendrecv, "scale-out", "default: pipeline hand-off crosses HBDs")
+  T.eq(d.tp_allreduce, "scale-up", "default: TP inside an HBD")
+  local p = tiers("pp,tp,dp") -- pipeline neighbours adjacent; TP strided by 2, still inside
+  T.eq(p.pp_sendrecv, "scale-up", "pp innermost: hand-off inside an HBD")
+  T.eq(p.tp_allreduce, "scale-up", "TP group of 4 with stride 2 fits in 8")
+  local t = tiers("tp,pp,dp") -- stage neighbours 4 ranks apart: same HBD
+  T.eq(t.pp_sendrecv, "scale-up", "tp,pp,dp: hand-off inside an HBD")
+  T.raises(function() tiers("pp,dp,tp") end, "'placement': 'pp,dp,tp' is not one of")
+end)
+
 T.test("bad input", function()
   T.raises(function() run { parallel = { tp = 6, ep = 16 } } end, "tp = 6 does not divide 64 heads")
   T.raises(function() run { precision = "fp5" } end, "'fp5' is not one of")

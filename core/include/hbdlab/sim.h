@@ -17,6 +17,15 @@ typedef enum hl_dispatch {
     HL_DISPATCH_HIERARCHICAL = 1 /* one copy per expert, then an AllGather inside the expert-TP group */
 } hl_dispatch;
 
+/* Rank order over the cluster, innermost first (ranks fill HBDs in order).
+ * dp stands for the data-parallel / expert-parallel groups of a stage. */
+typedef enum hl_placement {
+    HL_PLACE_TP_DP_PP = 0, /* default: TP groups inside an HBD, then DP/EP, pipeline stages outermost */
+    HL_PLACE_TP_PP_DP = 1, /* TP, then pipeline neighbours, then DP/EP */
+    HL_PLACE_PP_TP_DP = 2, /* pipeline neighbours innermost */
+    HL_PLACE_DP_TP_PP = 3  /* DP/EP innermost: TP groups strided across the HBD */
+} hl_placement;
+
 typedef struct hl_job {
     hl_model model;
     hl_cluster cluster;
@@ -44,6 +53,7 @@ typedef struct hl_job {
     int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
     int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
     int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
+    int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
 } hl_job;
 
 /* Time of one phase (prefill, or the whole decode) on the critical path. */
