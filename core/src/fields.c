@@ -139,9 +139,10 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
         return HL_OK;
     case HL_FIELD_ENUM: {
         char buf[32];
-        if (v != floor(v) || v < 0 || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
-            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name, v,
-                           f->enum_names);
+        /* range first: converting a huge or NaN double to int32_t is undefined */
+        if (!(v >= 0 && v < 64) || v != floor(v) || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name,
+                           isnan(v) ? fabs(v) : v, f->enum_names);
         *(int32_t *)at(obj, f) = (int32_t)v;
         return HL_OK;
     }

@@ -133,6 +133,9 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
         if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
             return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
                            isnan(nums[i].v) ? fabs(nums[i].v) : nums[i].v, nums[i].lo, nums[i].hi);
+    if (!(j->microbatches == 0 || (j->microbatches >= 1 && j->microbatches == floor(j->microbatches))))
+        return hl_fail(err, HL_EINVAL, "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
+                       "number >= 1)", j->microbatches);
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);
@@ -788,6 +791,14 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
                              : fmin(b * j->input, 8192) * (double)m->hidden * s.ab * 16 + 0.5e9;
     r->per_gpu_bytes = r->weights_bytes + r->kv_bytes + r->workspace_bytes;
     r->fits = r->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
+
+    /* Defence in depth: every input passed its checks, yet extreme combinations
+     * (subnormal latencies, huge counts) could overflow; never return such a result. */
+    if (!isfinite(r->total_s) || !isfinite(r->ttft_s) || !isfinite(r->tpot_s) || r->total_s < 0 ||
+        !isfinite(r->per_gpu_bytes))
+        return hl_fail(err, HL_EINVAL,
+                       "the configuration gives a non-finite or negative time (TTFT %g s, total %g s); "
+                       "check extreme field values", r->ttft_s, r->total_s);
 
     /* ---- what bounds the job ---- */
     double parts[5] = {pre.ph.compute_s + dec.ph.compute_s, pre.ph.memory_s + dec.ph.memory_s,

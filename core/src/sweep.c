@@ -34,7 +34,7 @@ static const hl_field job_fields[] = {
     JD(imbalance, "imbalance", 1, 1e3, "", "busiest expert's tokens / mean"),
     JD(layer_overhead, "layer_overhead", 0, 1, "s", "fixed cost per layer per pass"),
     HL_FE(hl_job, dispatch, "dispatch", "flat|hierarchical", "MoE dispatch algorithm"),
-    JD(microbatches, "microbatches", 0, 1e6, "", "pipeline micro-batches (0 = pp)"),
+    HL_FD0(hl_job, microbatches, "microbatches", 1, 1e6, "", "pipeline micro-batches (0 = pp)"),
     JD(mem_util, "mem_util", 0.01, 1, "", "usable fraction of HBM"),
     JD(workspace_bytes, "workspace_bytes", 0, 1e15, "B", "activation workspace per GPU (0 = estimated)"),
     HL_FB(hl_job, exact_steps, "exact_steps", "sum decode step by step"),
