@@ -51,6 +51,9 @@ int hl_raise(lua_State *L, const hl_err *err);
 /* Returns `nil, message` for an expected failure. */
 int hl_push_fail(lua_State *L, const hl_err *err);
 
+/* t[k] = v for the table at the top of the stack. */
+void hl_set_num(lua_State *L, const char *k, double v);
+
 /* Reads an optional numeric field `name` of the table at idx; returns def if
  * absent. Raises "field 'name': expected a number, got T" on wrong type. */
 double hl_opt_number_field(lua_State *L, int idx, const char *name, double def);

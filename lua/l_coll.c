@@ -1,12 +1,6 @@
 /* Binding of the collective model: core.collective(cluster, {op, bytes, ranks, algo, ranks_per_hbd, imbalance}). */
 #include "bind.h"
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static int l_collective(lua_State *L)
 {
     hl_cluster *c = hl_to_cluster(L, 1);
@@ -41,14 +35,14 @@ static int l_collective(lua_State *L)
     lua_setfield(L, -2, "op");
     lua_pushstring(L, hl_coll_algo_name((hl_coll_algo)out.algo));
     lua_setfield(L, -2, "algo");
-    set_num(L, "bytes", in.bytes);
-    set_num(L, "time_s", out.time_s);
-    set_num(L, "algbw", out.algbw);
-    set_num(L, "busbw", out.busbw);
-    set_num(L, "scaleup_bytes", out.scaleup_bytes);
-    set_num(L, "scaleout_bytes", out.scaleout_bytes);
-    set_num(L, "latency_s", out.latency_s);
-    set_num(L, "latency_share", out.latency_share);
+    hl_set_num(L, "bytes", in.bytes);
+    hl_set_num(L, "time_s", out.time_s);
+    hl_set_num(L, "algbw", out.algbw);
+    hl_set_num(L, "busbw", out.busbw);
+    hl_set_num(L, "scaleup_bytes", out.scaleup_bytes);
+    hl_set_num(L, "scaleout_bytes", out.scaleout_bytes);
+    hl_set_num(L, "latency_s", out.latency_s);
+    hl_set_num(L, "latency_share", out.latency_share);
     lua_pushinteger(L, out.hbds);
     lua_setfield(L, -2, "hbds");
     lua_pushinteger(L, out.ranks_per_hbd);

@@ -6,12 +6,6 @@
 
 static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", NULL};
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* op_time(gpu, {name, kind, precision, flops, bytes_read, bytes_written}) -> table */
 static int l_op_time(lua_State *L)
 {
@@ -41,13 +35,13 @@ static int l_op_time(lua_State *L)
     lua_setfield(L, -2, "kind");
     lua_pushstring(L, hl_precision_name((hl_precision)op.precision));
     lua_setfield(L, -2, "precision");
-    set_num(L, "flops", op.flops);
-    set_num(L, "bytes", op.bytes_read + op.bytes_written);
-    set_num(L, "time_s", t.time_s);
-    set_num(L, "compute_s", t.compute_s);
-    set_num(L, "memory_s", t.memory_s);
-    set_num(L, "intensity", t.intensity);
-    set_num(L, "ridge", t.ridge);
+    hl_set_num(L, "flops", op.flops);
+    hl_set_num(L, "bytes", op.bytes_read + op.bytes_written);
+    hl_set_num(L, "time_s", t.time_s);
+    hl_set_num(L, "compute_s", t.compute_s);
+    hl_set_num(L, "memory_s", t.memory_s);
+    hl_set_num(L, "intensity", t.intensity);
+    hl_set_num(L, "ridge", t.ridge);
     lua_pushstring(L, t.bound == HL_BOUND_COMPUTE ? "compute" : "memory");
     lua_setfield(L, -2, "bound");
     return 1;
@@ -79,12 +73,12 @@ static int l_kv_capacity(lua_State *L)
     if (hl_kv_capacity_compute(&in, &c, &err))
         return hl_raise(L, &err);
     lua_createtable(L, 0, 6);
-    set_num(L, "kv_budget_bytes", c.kv_budget_bytes);
-    set_num(L, "max_tokens", c.max_tokens);
-    set_num(L, "max_batch", c.max_batch);
-    set_num(L, "blocks_total", c.blocks_total);
-    set_num(L, "blocks_per_seq", c.blocks_per_seq);
-    set_num(L, "fragmentation", c.fragmentation);
+    hl_set_num(L, "kv_budget_bytes", c.kv_budget_bytes);
+    hl_set_num(L, "max_tokens", c.max_tokens);
+    hl_set_num(L, "max_batch", c.max_batch);
+    hl_set_num(L, "blocks_total", c.blocks_total);
+    hl_set_num(L, "blocks_per_seq", c.blocks_per_seq);
+    hl_set_num(L, "fragmentation", c.fragmentation);
     return 1;
 }
 

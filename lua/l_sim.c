@@ -6,12 +6,6 @@
 
 #include "bind.h"
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
     "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
     "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
@@ -90,9 +84,9 @@ static void push_events(lua_State *L, const hl_event *ev, int n)
         }
         lua_pushstring(L, kinds[ev[i].layer_kind & 3]);
         lua_setfield(L, -2, "layers");
-        set_num(L, "dur_s", ev[i].dur_s);
-        set_num(L, "bytes", ev[i].bytes);
-        set_num(L, "flops", ev[i].flops);
+        hl_set_num(L, "dur_s", ev[i].dur_s);
+        hl_set_num(L, "bytes", ev[i].bytes);
+        hl_set_num(L, "flops", ev[i].flops);
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -110,9 +104,9 @@ static void push_items(lua_State *L, const hl_item *items, int n)
             lua_pushstring(L, items[i].tier ? "scale-out" : "scale-up");
             lua_setfield(L, -2, "tier");
         }
-        set_num(L, "time_s", items[i].time_s);
-        set_num(L, "bytes", items[i].bytes);
-        set_num(L, "flops", items[i].flops);
+        hl_set_num(L, "time_s", items[i].time_s);
+        hl_set_num(L, "bytes", items[i].bytes);
+        hl_set_num(L, "flops", items[i].flops);
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -160,17 +154,17 @@ static int phase_index(lua_State *L)
 static void push_phase(lua_State *L, const hl_phase *ph, int which, int result_ud)
 {
     lua_createtable(L, 0, 14);
-    set_num(L, "time_s", ph->time_s);
-    set_num(L, "compute_s", ph->compute_s);
-    set_num(L, "memory_s", ph->memory_s);
-    set_num(L, "comm_s", ph->comm_s);
-    set_num(L, "overhead_s", ph->overhead_s);
-    set_num(L, "comm_share", ph->comm_share);
-    set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
-    set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
-    set_num(L, "latency_comm_s", ph->latency_comm_s);
-    set_num(L, "flops", ph->flops);
-    set_num(L, "hbm_bytes", ph->hbm_bytes);
+    hl_set_num(L, "time_s", ph->time_s);
+    hl_set_num(L, "compute_s", ph->compute_s);
+    hl_set_num(L, "memory_s", ph->memory_s);
+    hl_set_num(L, "comm_s", ph->comm_s);
+    hl_set_num(L, "overhead_s", ph->overhead_s);
+    hl_set_num(L, "comm_share", ph->comm_share);
+    hl_set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
+    hl_set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
+    hl_set_num(L, "latency_comm_s", ph->latency_comm_s);
+    hl_set_num(L, "flops", ph->flops);
+    hl_set_num(L, "hbm_bytes", ph->hbm_bytes);
     luaL_setmetatable(L, "hbdlab.phase");
     lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [phase lazy] */
     lua_pushvalue(L, -2);
@@ -326,7 +320,7 @@ static int l_simulate(lua_State *L)
                       {"score", cands[i].score}, {"ttft_s", cands[i].ttft_s}, {"tpot_s", cands[i].tpot_s},
                       {"tps_per_gpu", cands[i].tps_per_gpu}, {"decode_tps", cands[i].decode_tps}};
             for (size_t k = 0; k < sizeof cf / sizeof cf[0]; k++)
-                set_num(L, cf[k].k, cf[k].v);
+                hl_set_num(L, cf[k].k, cf[k].v);
             lua_pushboolean(L, cands[i].fits);
             lua_setfield(L, -2, "fits");
             lua_pushboolean(L, cands[i].meets_limits);
@@ -337,14 +331,14 @@ static int l_simulate(lua_State *L)
         lua_pushstring(L, objectives[objective]);
         lua_setfield(L, -2, "objective");
     }
-    set_num(L, "ttft_s", rp->ttft_s);
-    set_num(L, "tpot_s", rp->tpot_s);
-    set_num(L, "total_s", rp->total_s);
-    set_num(L, "ttft_ms", rp->ttft_s * 1e3);
-    set_num(L, "tpot_ms", rp->tpot_s * 1e3);
-    set_num(L, "decode_tps", rp->decode_tps);
-    set_num(L, "tps_per_gpu", rp->tps_per_gpu);
-    set_num(L, "tps_per_gpu_incl_prompt", rp->tps_per_gpu_incl_prompt);
+    hl_set_num(L, "ttft_s", rp->ttft_s);
+    hl_set_num(L, "tpot_s", rp->tpot_s);
+    hl_set_num(L, "total_s", rp->total_s);
+    hl_set_num(L, "ttft_ms", rp->ttft_s * 1e3);
+    hl_set_num(L, "tpot_ms", rp->tpot_s * 1e3);
+    hl_set_num(L, "decode_tps", rp->decode_tps);
+    hl_set_num(L, "tps_per_gpu", rp->tps_per_gpu);
+    hl_set_num(L, "tps_per_gpu_incl_prompt", rp->tps_per_gpu_incl_prompt);
     lua_pushstring(L, hl_bound_name(rp->bound));
     lua_setfield(L, -2, "bound");
     push_phase(L, &rp->prefill, 0, ud);
@@ -352,10 +346,10 @@ static int l_simulate(lua_State *L)
     push_phase(L, &rp->decode, 1, ud);
     lua_setfield(L, -2, "decode");
     lua_createtable(L, 0, 5);
-    set_num(L, "weights_bytes", rp->weights_bytes);
-    set_num(L, "kv_bytes", rp->kv_bytes);
-    set_num(L, "workspace_bytes", rp->workspace_bytes);
-    set_num(L, "per_gpu_bytes", rp->per_gpu_bytes);
+    hl_set_num(L, "weights_bytes", rp->weights_bytes);
+    hl_set_num(L, "kv_bytes", rp->kv_bytes);
+    hl_set_num(L, "workspace_bytes", rp->workspace_bytes);
+    hl_set_num(L, "per_gpu_bytes", rp->per_gpu_bytes);
     lua_pushboolean(L, rp->fits);
     lua_setfield(L, -2, "fits");
     lua_setfield(L, -2, "memory");
@@ -371,9 +365,9 @@ static int l_simulate(lua_State *L)
     lua_setfield(L, -2, "parallel");
     lua_pushstring(L, hl_precision_name((hl_precision)j.precision));
     lua_setfield(L, -2, "precision");
-    set_num(L, "batch", j.batch);
-    set_num(L, "input", j.input);
-    set_num(L, "output", j.output);
+    hl_set_num(L, "batch", j.batch);
+    hl_set_num(L, "input", j.input);
+    hl_set_num(L, "output", j.output);
     return 1;
 }
 

@@ -13,6 +13,12 @@
 
 extern char **environ;
 
+void hl_set_num(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
 int hl_raise(lua_State *L, const hl_err *err)
 {
     lua_pushstring(L, err->msg[0] ? err->msg : "unknown error");
