@@ -338,6 +338,30 @@ static int l_from_hf(lua_State *L)
     return 1;
 }
 
+/* from_json(kind, text, origin): an object from JSON text (the loaders of presets). */
+static int l_from_json(lua_State *L)
+{
+    static const char *const kinds[] = {"gpu", "cluster", "model", NULL};
+    int kind = luaL_checkoption(L, 1, NULL, kinds);
+    const char *text = luaL_checkstring(L, 2), *origin = luaL_optstring(L, 3, "json");
+    hl_err err;
+    hl_status st;
+    if (kind == 0) {
+        hl_gpu g;
+        if ((st = hl_gpu_from_json(text, origin, &g, &err)) == HL_OK)
+            hl_push_gpu(L, &g);
+    } else if (kind == 1) {
+        hl_cluster c;
+        if ((st = hl_cluster_from_json(text, origin, &c, &err)) == HL_OK)
+            hl_push_cluster(L, &c);
+    } else {
+        hl_model m;
+        if ((st = hl_model_from_json(text, origin, &m, &err)) == HL_OK)
+            hl_push_model(L, &m);
+    }
+    return st ? hl_raise(L, &err) : 1;
+}
+
 static int list_presets(lua_State *L, hl_preset_kind kind)
 {
     int32_t n = hl_preset_count(kind);
@@ -439,6 +463,6 @@ void hl_bind_objects(lua_State *L)
     static const luaL_Reg fns[] = {{"gpu", l_gpu}, {"cluster", l_cluster}, {"model", l_model},
                                    {"model_from_hf", l_from_hf}, {"gpus", l_gpus}, {"clusters", l_clusters},
                                    {"models", l_models}, {"fields", l_fields}, {"metatable", l_metatable},
-                                   {"with", l_with}, {NULL, NULL}};
+                                   {"with", l_with}, {"from_json", l_from_json}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

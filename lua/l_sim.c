@@ -9,7 +9,7 @@
 static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
     "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
     "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
-    "max_ttft_s", "sequence_parallel", "placement", NULL};
+    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", NULL};
 static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
 
@@ -226,7 +226,9 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
     j.exact_steps = lua_toboolean(L, -1);
     lua_getfield(L, 1, "sequence_parallel");
     j.sequence_parallel = lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    lua_getfield(L, 1, "ignore_memory");
+    j.ignore_memory = lua_toboolean(L, -1);
+    lua_pop(L, 3);
     const char *place = hl_opt_string_field(L, 1, "placement");
     if (place && hl_field_set_string(hl_job_fields(), &j, "placement", place, &err))
         luaL_error(L, "%s", err.msg);
@@ -281,6 +283,7 @@ static int l_simulate(lua_State *L)
     int32_t ncand = 0;
     if (auto_plan) {
         hl_plan_in pin;
+        /* the chosen mapping is checked against memory below, as any other */
         memset(&pin, 0, sizeof pin);
         pin.job = j;
         pin.objective = objective;

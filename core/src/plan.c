@@ -13,12 +13,14 @@ static hl_status bytes_at(const hl_job *base, double batch, hl_result *r, hl_err
     hl_job j = *base;
     j.batch = batch;
     j.output = j.output > 0 ? j.output : 1;
+    j.ignore_memory = 1; /* the search reads r->fits */
     return hl_sim_run(&j, r, err);
 }
 
 hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
 {
     hl_job j = *job;
+    j.ignore_memory = 1; /* probes read r.fits */
     int64_t gpus = j.gpus > 0 ? j.gpus : j.cluster.gpus;
     int64_t dp = j.dp > 0 ? j.dp : (j.tp * j.pp > 0 ? gpus / (j.tp * j.pp) : 1);
     if (dp < 1)
@@ -102,6 +104,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                 if (m->experts > 0 && (m->experts % ep || stage % ep))
                     continue;
                 hl_job j = *base;
+                j.ignore_memory = 1; /* candidates that do not fit rank last, then are refused */
                 j.tp = tp;
                 j.pp = pp;
                 j.ep = ep;

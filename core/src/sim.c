@@ -792,6 +792,16 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     r->per_gpu_bytes = r->weights_bytes + r->kv_bytes + r->workspace_bytes;
     r->fits = r->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
 
+    if (!r->fits && !j->ignore_memory) {
+        double cap = j->cluster.gpu.hbm_bytes * j->mem_util;
+        return hl_fail(err, HL_ENOFIT,
+                       "does not fit HBM by %.2f GB: needs %.2f GB per GPU (weights %.2f + KV %.2f + workspace %.2f), "
+                       "has %.2f GB (%.0f%% of %.2f); more GPUs, a smaller batch or a lower precision would help",
+                       (r->per_gpu_bytes - cap) / 1e9, r->per_gpu_bytes / 1e9, r->weights_bytes / 1e9,
+                       r->kv_bytes / 1e9, r->workspace_bytes / 1e9, cap / 1e9, j->mem_util * 100,
+                       j->cluster.gpu.hbm_bytes / 1e9);
+    }
+
     /* Defence in depth: every input passed its checks, yet extreme combinations
      * (subnormal latencies, huge counts) could overflow; never return such a result. */
     if (!isfinite(r->total_s) || !isfinite(r->ttft_s) || !isfinite(r->tpot_s) || r->total_s < 0 ||

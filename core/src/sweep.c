@@ -39,6 +39,7 @@ static const hl_field job_fields[] = {
     JD(workspace_bytes, "workspace_bytes", 0, 1e15, "B", "activation workspace per GPU (0 = estimated)"),
     HL_FB(hl_job, exact_steps, "exact_steps", "sum decode step by step"),
     HL_FB(hl_job, sequence_parallel, "sequence_parallel", "ReduceScatter + AllGather instead of the TP AllReduce"),
+    HL_FB(hl_job, ignore_memory, "ignore_memory", "run even when weights + KV + workspace exceed HBM (fits = false)"),
     HL_FE(hl_job, placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", "rank order in the HBDs, innermost first"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};

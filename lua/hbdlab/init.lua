@@ -35,14 +35,23 @@ function hl.collective(t)
   local c = t.cluster
   if type(c) == "string" then c = hl.cluster(c) end
   if c == nil then error("hl.collective: field 'cluster' is required", 2) end
-  local bytes = t.bytes
-  if bytes == nil and t.elements then bytes = t.elements * core.precision_bytes(t.precision or "bf16") end
+  local bytes, op = t.bytes, t.op
+  if op == "dispatch" or op == "combine" then
+    -- MoE token exchange: each rank sends tokens * topk copies of a hidden-wide vector
+    for _, f in ipairs { "tokens", "hidden", "topk" } do
+      if type(t[f]) ~= "number" then error("hl.collective " .. op .. ": field '" .. f .. "' is required (a number)", 2) end
+    end
+    bytes = t.tokens * t.topk * t.hidden * core.precision_bytes(t.precision or (op == "dispatch" and "fp8" or "bf16"))
+    op = "alltoall"
+  elseif bytes == nil and t.elements then
+    bytes = t.elements * core.precision_bytes(t.precision or "bf16")
+  end
   local rph = t.ranks_per_hbd
   if type(t.placement) == "number" then rph = t.placement
   elseif t.placement ~= nil and t.placement ~= "packed" then
     error("hl.collective field 'placement': expected \"packed\" or a number of ranks per HBD", 2)
   end
-  return core.collective(c, { op = t.op, bytes = bytes, ranks = t.ranks or c.gpus, algo = t.algo,
+  return core.collective(c, { op = op, bytes = bytes, ranks = t.ranks or c.gpus, algo = t.algo,
                               ranks_per_hbd = rph, imbalance = t.imbalance })
 end
 

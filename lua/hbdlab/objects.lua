@@ -48,8 +48,18 @@ function M.to_si(kind, t)
   return out
 end
 
+-- A name ending in .json is a file holding the object (the same fields as a preset).
+local function from_file(kind, path)
+  local f, err = io.open(path, "rb")
+  if not f then error(string.format("%s file %s: %s", kind, path, tostring(err)), 3) end
+  local text = f:read("a")
+  f:close()
+  return core.from_json(kind, text, path)
+end
+
 local function wrap(kind, ctor)
   return function(x)
+    if type(x) == "string" and x:match("%.json$") then return from_file(kind, x) end
     if type(x) == "table" then x = M.to_si(kind, x) end
     return ctor(x)
   end

@@ -50,7 +50,7 @@ io.stdout:write("started\n"); io.stdout:flush()
 local rows, interrupted = hl.sweep { base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 8 },
   parallel = { tp = 8 }, batch = 8, output = 16 }, axes = { input = inputs } }
 local complete = true
-for _, r in ipairs(rows) do if not r.ttft_s then complete = false end end
+for _, r in ipairs(rows) do if not (r.ttft_s or r.error) then complete = false end end
 print("rows", #rows, "interrupted", interrupted, "complete", complete)
 LUA
 "$HBDLAB" "$TMP/mem.lua" > "$TMP/mem.out" 2> "$TMP/mem.err" &

@@ -34,6 +34,20 @@ T.test("payload precision", function()
   T.eq(a.bytes, 1e6, "fp8 = 1 byte")
 end)
 
+T.test("MoE dispatch and combine", function()
+  -- 4096 tokens per rank, top-8, hidden 7168: dispatch at FP8 = 4096*8*7168 B; combine at BF16 twice that
+  local d = hl.collective { op = "dispatch", tokens = 4096, topk = 8, hidden = 7168, ranks = 64, cluster = clu }
+  local c = hl.collective { op = "combine", tokens = 4096, topk = 8, hidden = 7168, ranks = 64, cluster = clu }
+  T.eq(d.op, "alltoall", "an all-to-all")
+  T.eq(d.bytes, 4096 * 8 * 7168, "dispatch bytes")
+  T.eq(c.bytes, 2 * d.bytes, "combine bytes")
+  local hot = hl.collective { op = "dispatch", tokens = 4096, topk = 8, hidden = 7168, ranks = 64, cluster = clu,
+                              imbalance = 1.5, algo = "direct" }
+  local even = hl.collective { op = "dispatch", tokens = 4096, topk = 8, hidden = 7168, ranks = 64, cluster = clu, algo = "direct" }
+  T.ok(hot.time_s > even.time_s, "a hot expert slows the exchange")
+  T.raises(function() hl.collective { op = "dispatch", tokens = 1, ranks = 8, cluster = clu } end, "field 'hidden' is required")
+end)
+
 T.test("errors", function()
   T.raises(function() hl.collective { op = "allreduse", bytes = 1, ranks = 8, cluster = clu } end,
     "'allreduse' is not one of")

@@ -31,6 +31,23 @@ T.test("cluster without hbd is one HBD", function()
   T.eq(hl.collective { op = "allreduce", bytes = 1e6, ranks = 4, cluster = c }.hbds, 1, "one HBD")
 end)
 
+T.test("objects from JSON files", function()
+  local path = os.tmpname() .. ".json"
+  local f = assert(io.open(path, "w"))
+  f:write('{"base": "H100-SXM", "name": "h100-96g", "hbm_bytes": 96e9}')
+  f:close()
+  local g = hl.gpu(path)
+  T.eq(g.name, "h100-96g", "name from the file")
+  T.eq(g.hbm_bytes, 96e9, "field from the file")
+  T.eq(g.fp8_flops, hl.gpu("H100-SXM").fp8_flops, "base preset")
+  f = assert(io.open(path, "w"))
+  f:write('{"base": "H100-SXM", "hbm_bytez": 96e9}')
+  f:close()
+  T.raises(function() hl.gpu(path) end, path, "unknown field 'hbm_bytez'")
+  os.remove(path)
+  T.raises(function() hl.model "/nonexistent/m.json" end, "model file /nonexistent/m.json")
+end)
+
 T.test("objects are immutable; with{} derives", function()
   local m = hl.model "qwen1.5-110b"
   T.raises(function() m.layers = 3 end, "immutable", "with{layers")

@@ -54,6 +54,7 @@ typedef struct hl_job {
     int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
     int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
     int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
+    int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
 } hl_job;
 
 /* Time of one phase (prefill, or the whole decode) on the critical path. */
@@ -126,8 +127,9 @@ void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c);
 /* Resolves dp/etp/gpus and checks the mapping; names the violated rule. */
 hl_status hl_job_validate(const hl_job *job, hl_err *err);
 
-/* Runs the job. A mapping that does not fit in memory still returns HL_OK with
- * fits = 0 (the caller decides); invalid input returns an error. */
+/* Runs the job. A job whose weights + KV + workspace exceed mem_util of HBM
+ * fails with HL_ENOFIT saying by how many GB, unless ignore_memory is set (then
+ * it runs with fits = 0); invalid input returns an error. */
 hl_status hl_sim_run(const hl_job *job, hl_result *out, hl_err *err);
 
 /* Name of a bound value ("compute", "hbm", "scale-up", "scale-out", "latency"). */
