@@ -221,7 +221,6 @@ typedef struct acc {
     hl_item items[HL_SIM_MAX_ITEMS];
     int n;
     double overlap;
-    double comm_raw; /* before overlap */
     int summary;     /* skip items and events */
     int memo_valid;  /* last collective, for reuse */
     hl_coll_in memo_in;
@@ -325,7 +324,6 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
     }
     /* Raw times here; finish_phase() hides the overlapped part. */
     double raw = o.time_s * times, lat = o.latency_s * times;
-    a->comm_raw += raw;
     a->ph.time_s += raw;
     a->ph.comm_s += raw;
     a->ph.latency_comm_s += lat;

@@ -156,35 +156,6 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
     return HL_OK;
 }
 
-hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)
-{
-    *job = in->base;
-    job->summary_only = 1; /* a point keeps no breakdown */
-    int64_t rest = index;
-    /* the last axis varies fastest */
-    for (int32_t a = in->n_axes - 1; a >= 0; a--) {
-        const hl_axis *ax = &in->axes[a];
-        int64_t i = in->zip ? index : rest % ax->n;
-        if (!in->zip)
-            rest /= ax->n;
-        hl_status st = HL_OK;
-        switch (ax->kind) {
-        case HL_AXIS_NUMBER: st = hl_job_set_number(job, ax->name, ax->numbers[i], err); break;
-        case HL_AXIS_STRING: st = hl_job_set_string(job, ax->name, ax->strings[i], err); break;
-        case HL_AXIS_MODEL: job->model = ax->models[i]; break;
-        case HL_AXIS_CLUSTER: job->cluster = ax->clusters[i]; break;
-        case HL_AXIS_GPU: {
-            int64_t gpus = job->cluster.gpus, hbd = job->cluster.hbd;
-            st = hl_cluster_init(&job->cluster, &ax->gpus[i], gpus, hbd, err);
-            break;
-        }
-        default: st = hl_fail(err, HL_EINVAL, "sweep axis '%s': kind %d is invalid", ax->name, (int)ax->kind);
-        }
-        if (st)
-            return st;
-    }
-    return HL_OK;
-}
 
 /* An axis bound to the field it sets, once per sweep. */
 typedef struct bound_axis {
@@ -211,10 +182,13 @@ static void *target_ptr(hl_job *job, int target)
     }
 }
 
+/* Frees the enum value tables; safe to call again (pointers are cleared). */
 static void free_plan(plan *p, int32_t n)
 {
-    for (int32_t a = 0; a < n; a++)
+    for (int32_t a = 0; a < n; a++) {
         free(p->axes[a].enum_values);
+        p->axes[a].enum_values = NULL;
+    }
 }
 
 /* Binds each axis to its field, checks every value once, validates the base. */
@@ -304,6 +278,21 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
             return st;
     }
     return HL_OK;
+}
+
+hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)
+{
+    plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return hl_fail(err, HL_ENOMEM, "sweep: out of memory");
+    hl_status st = bind_axes(in, pl, err);
+    if (!st)
+        st = bound_job(in, pl, index, job, err);
+    if (!st)
+        job->summary_only = in->base.summary_only; /* as the caller set it */
+    free_plan(pl, in->n_axes);
+    free(pl);
+    return st;
 }
 
 typedef struct worker {
