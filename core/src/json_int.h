@@ -6,7 +6,8 @@
 #include "hbdlab/fields.h"
 #include "hbdlab/status.h"
 
-/* Parses text (a leading UTF-8 BOM is skipped); errors carry origin:line:col. */
+/* Parses text that must hold one JSON object (a leading UTF-8 BOM is skipped); errors carry
+ * origin:line:col. On success *root is owned by the caller (cJSON_Delete). */
 hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_err *err);
 
 /* Sets the descriptor field named item->string from a JSON scalar. */

@@ -80,10 +80,6 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
     hl_status s = hl_json_parse(text, origin, &root, err);
     if (s)
         return s;
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object", origin);
-    }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (!cJSON_IsString(mt)) {
         cJSON_Delete(root);

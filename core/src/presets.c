@@ -280,6 +280,10 @@ hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_e
         return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: malformed JSON%s", origin, line, col,
                        at && !*at ? " (unexpected end of input)" : "");
     }
+    if (!cJSON_IsObject(r)) {
+        cJSON_Delete(r);
+        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
+    }
     *root = r;
     return HL_OK;
 }
@@ -296,13 +300,11 @@ hl_status hl_json_check_duplicates(const cJSON *obj, const char *origin, const c
 
 typedef hl_status (*preset_loader)(const char *name, void *out, hl_err *err);
 
-/* Loads fields of a JSON object into obj; keys in `skip` are left to the caller;
+/* Loads the members of the JSON object root into obj; keys in `skip` are left to the caller;
  * "base" starts from a preset loaded by base_loader. */
 static hl_status load_object(const hl_field_set *set, void *obj, const cJSON *root, const char *origin,
                              const char *const *skip, preset_loader base_loader, hl_err *err)
 {
-    if (!cJSON_IsObject(root))
-        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
     hl_status s = hl_json_check_duplicates(root, origin, "$", err);
     if (s)
         return s;
@@ -335,108 +337,121 @@ static hl_status gpu_base(const char *name, void *out, hl_err *err) { return hl_
 static hl_status model_base(const char *name, void *out, hl_err *err) { return hl_model_preset(name, out, err); }
 
 
-hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err)
+/* Adds origin in front of a failure's message; passes the status through. */
+static hl_status with_origin(hl_status s, const char *origin, hl_err *err)
 {
-    cJSON *root = NULL;
-    hl_status s = hl_json_parse(text, origin, &root, err);
     if (s)
-        return s;
-    hl_gpu g;
-    hl_gpu_init_defaults(&g);
-    s = load_object(hl_gpu_fields(), &g, root, origin, NULL, gpu_base, err);
-    cJSON_Delete(root);
-    if (!s && !g.name[0])
-        s = hl_fail(err, HL_EINVAL, "%s: gpu field 'name' is missing", origin);
-    if (!s) {
-        s = hl_gpu_validate(&g, err);
-        if (s)
-            hl_err_prefix(err, origin);
-    }
-    if (!s)
-        *out = g;
+        hl_err_prefix(err, origin);
     return s;
 }
 
-hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err)
+/* The object loaders below take a parsed JSON object (borrowed), fill out (that kind's struct) and
+ * prefix every error with origin. */
+static hl_status gpu_from_object(const cJSON *root, const char *origin, void *out, hl_err *err)
 {
-    cJSON *root = NULL;
-    hl_status s = hl_json_parse(text, origin, &root, err);
-    if (s)
-        return s;
+    hl_gpu g;
+    hl_gpu_init_defaults(&g);
+    hl_status s = load_object(hl_gpu_fields(), &g, root, origin, NULL, gpu_base, err);
+    if (!s && !g.name[0])
+        s = hl_fail(err, HL_EINVAL, "%s: gpu field 'name' is missing", origin);
+    if (!s)
+        s = with_origin(hl_gpu_validate(&g, err), origin, err);
+    if (!s)
+        *(hl_gpu *)out = g;
+    return s;
+}
+
+static hl_status model_from_object(const cJSON *root, const char *origin, void *out, hl_err *err)
+{
     hl_model m;
     memset(&m, 0, sizeof m);
-    s = load_object(hl_model_fields(), &m, root, origin, NULL, model_base, err);
-    cJSON_Delete(root);
+    hl_status s = load_object(hl_model_fields(), &m, root, origin, NULL, model_base, err);
     if (!s && m.attn == HL_ATTN_GQA && m.head_dim == 0 && m.heads > 0)
         m.head_dim = m.hidden / m.heads;
     if (!s && m.kv_heads == 0)
         m.kv_heads = m.heads;
     if (!s && !m.name[0])
         s = hl_fail(err, HL_EINVAL, "%s: model field 'name' is missing", origin);
-    if (!s) {
-        s = hl_model_validate(&m, err);
-        if (s)
-            hl_err_prefix(err, origin);
-    }
     if (!s)
-        *out = m;
+        s = with_origin(hl_model_validate(&m, err), origin, err);
+    if (!s)
+        *(hl_model *)out = m;
     return s;
 }
 
-hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err)
+/* The cluster's "gpu": a preset name or a GPU object. */
+static hl_status cluster_gpu(const cJSON *g, const char *origin, hl_gpu *gpu, hl_err *err)
 {
-    cJSON *root = NULL;
-    hl_status s = hl_json_parse(text, origin, &root, err);
+    if (cJSON_IsObject(g))
+        return gpu_from_object(g, origin, gpu, err);
+    hl_status s = cJSON_IsString(g)
+                      ? hl_gpu_preset(g->valuestring, gpu, err)
+                      : hl_fail(err, HL_EINVAL, "cluster field 'gpu' must be a GPU preset name or a GPU object");
+    return with_origin(s, origin, err);
+}
+
+static hl_status cluster_from_object(const cJSON *root, const char *origin, void *out, hl_err *err)
+{
+    hl_gpu gpu;
+    hl_status s = cluster_gpu(cJSON_GetObjectItemCaseSensitive(root, "gpu"), origin, &gpu, err);
     if (s)
         return s;
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
-    }
-    hl_gpu gpu;
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gpu");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "gpus");
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "hbd");
-    if (cJSON_IsString(g)) {
-        s = hl_gpu_preset(g->valuestring, &gpu, err);
-    } else if (cJSON_IsObject(g)) {
-        char *sub = cJSON_PrintUnformatted(g);
-        s = sub ? hl_gpu_from_json(sub, origin, &gpu, err) : hl_fail(err, HL_ENOMEM, "out of memory");
-        cJSON_free(sub);
-    } else {
-        s = hl_fail(err, HL_EINVAL, "cluster field 'gpu' must be a GPU preset name or a GPU object");
-    }
-    if (!s && (!cJSON_IsNumber(n) || !cJSON_IsNumber(h)))
-        s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' and 'hbd' are required numbers");
     hl_cluster c;
-    if (!s) {
+    if (!cJSON_IsNumber(n) || !cJSON_IsNumber(h)) {
+        s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' and 'hbd' are required numbers");
+    } else {
         double gv = n->valuedouble, hv = h->valuedouble;
         if (!(gv >= 1 && gv <= 1e7 && gv == (double)(int64_t)gv) || !(hv >= 1 && hv <= 1e7 && hv == (double)(int64_t)hv))
             s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' = %g and 'hbd' = %g must be integers in 1..1e7", gv, hv);
         else
             s = hl_cluster_init(&c, &gpu, (int64_t)gv, (int64_t)hv, err);
     }
+    if (s)
+        return with_origin(s, origin, err);
     static const char *const skip[] = {"gpu", NULL};
+    s = load_object(hl_cluster_fields(), &c, root, origin, skip, NULL, err);
     if (!s)
-        s = load_object(hl_cluster_fields(), &c, root, origin, skip, NULL, err);
-    else
-        hl_err_prefix(err, origin);
-    cJSON_Delete(root);
-    if (!s) {
-        s = hl_cluster_validate(&c, err);
-        if (s)
-            hl_err_prefix(err, origin);
-    }
+        s = with_origin(hl_cluster_validate(&c, err), origin, err);
     if (!s)
-        *out = c;
+        *(hl_cluster *)out = c;
     return s;
+}
+
+/* A loader of one kind from a parsed object; out points to that kind's struct. */
+typedef hl_status (*object_loader)(const cJSON *root, const char *origin, void *out, hl_err *err);
+
+/* Parses text and hands the object to load. */
+static hl_status from_text(const char *text, const char *origin, void *out, object_loader load, hl_err *err)
+{
+    cJSON *root = NULL;
+    hl_status s = hl_json_parse(text, origin, &root, err);
+    if (!s)
+        s = load(root, origin, out, err);
+    cJSON_Delete(root);
+    return s;
+}
+
+
+hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err)
+{
+    return from_text(text, origin, out, gpu_from_object, err);
+}
+
+hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err)
+{
+    return from_text(text, origin, out, model_from_object, err);
+}
+
+hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err)
+{
+    return from_text(text, origin, out, cluster_from_object, err);
 }
 
 /* ---- presets by name ------------------------------------------------------- */
 
-typedef hl_status (*json_loader)(const char *text, const char *origin, void *out, hl_err *err);
-
-static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, json_loader load, hl_err *err)
+static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, object_loader load, hl_err *err)
 {
     const char *text = NULL;
     char *owned = NULL;
@@ -444,26 +459,23 @@ static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, j
     hl_status s = find_preset(kind, name, &text, &owned, origin, sizeof origin, err);
     if (s)
         return s;
-    s = load(text, origin, out, err);
+    s = from_text(text, origin, out, load, err);
     free(owned);
     return s;
 }
 
-static hl_status gpu_json(const char *t, const char *o, void *out, hl_err *e) { return hl_gpu_from_json(t, o, out, e); }
-static hl_status cluster_json(const char *t, const char *o, void *out, hl_err *e) { return hl_cluster_from_json(t, o, out, e); }
-static hl_status model_json(const char *t, const char *o, void *out, hl_err *e) { return hl_model_from_json(t, o, out, e); }
 
 hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err)
 {
-    return load_preset(HL_PRESET_GPU, name, out, gpu_json, err);
+    return load_preset(HL_PRESET_GPU, name, out, gpu_from_object, err);
 }
 
 hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err)
 {
-    return load_preset(HL_PRESET_CLUSTER, name, out, cluster_json, err);
+    return load_preset(HL_PRESET_CLUSTER, name, out, cluster_from_object, err);
 }
 
 hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err)
 {
-    return load_preset(HL_PRESET_MODEL, name, out, model_json, err);
+    return load_preset(HL_PRESET_MODEL, name, out, model_from_object, err);
 }

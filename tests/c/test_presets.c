@@ -86,6 +86,11 @@ static void test_json_errors(void **state)
                       HL_EINVAL, &e, "hbd': 48 does not divide gpus = 128");
     assert_fails_with(hl_cluster_from_json("{\"gpu\": \"b200\", \"gpus\": 8, \"hbd\": 16}", "c.json", &c, &e),
                       HL_EINVAL, &e, "larger than the cluster");
+    /* A nested GPU object's error names the file once. */
+    assert_fails_with(hl_cluster_from_json("{\"gpu\": {\"base\": \"b200\", \"hbm_bw\": -1}, \"gpus\": 8, \"hbd\": 8}",
+                                           "n.json", &c, &e),
+                      HL_EINVAL, &e, "n.json: gpu field 'hbm_bw'");
+    assert_null(strstr(e.msg, "n.json: n.json"));
 }
 
 static void test_custom_gpu_from_json_and_disk_override(void **state)
