@@ -38,7 +38,9 @@ hl_model *hl_to_model(lua_State *L, int idx);
  * *batch_max / *auto_plan report batch = "max" and parallel = "auto". */
 void hl_check_job(lua_State *L, hl_job *job, int *batch_max, int *auto_plan);
 
-/* Set by the host's SIGINT handler; long C loops poll it. */
+/* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
+ * delivers the interrupt: a sweep that stops early with the rows done, or the
+ * host's hook that raises "interrupted!" (and at the start of each host call). */
 extern volatile int32_t hl_bind_interrupt;
 
 /* Parses a precision name argument or raises an argument error. */

@@ -244,7 +244,6 @@ static int l_sweep(lua_State *L)
     pthread_t th;
     int show = progress && isatty(STDERR_FILENO) && n >= 2000;
     double t0 = now_s(), last = 0;
-    hl_bind_interrupt = 0;
     if (pthread_create(&th, NULL, run_thread, ctx) != 0) {
         run_thread(ctx);
     } else {
@@ -384,7 +383,6 @@ static int l_sweep_to_csv(lua_State *L)
         fprintf(f, "%s,", mem.axes[a].name);
     for (int c = 0; c < ncols; c++)
         fprintf(f, "%s%s", hl_point_field_name(cols[c]), c + 1 < ncols ? "," : ",error\n");
-    hl_bind_interrupt = 0;
     int64_t written = 0;
     int interrupted = 0;
     for (int64_t first = 0; first < total && !interrupted; first += CHUNK) {

@@ -22,6 +22,7 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
+    hl_bind_interrupt = 0; /* delivered as this error: a later sweep must not see it */
     luaL_error(L, "interrupted!");
 }
 
@@ -53,6 +54,7 @@ int hl_docall(lua_State *L, int narg, int nres)
     lua_insert(L, base);
     active_state = L;
     interrupted = 0;
+    hl_bind_interrupt = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
     void (*old_term)(int) = signal(SIGTERM, on_sigint); /* SIGTERM stops Lua code the same way */
     int status = lua_pcall(L, narg, nres, base);
