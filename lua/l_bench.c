@@ -21,14 +21,10 @@ static int l_bench_latency(lua_State *L)
     if (hl_bench_latency(&job, runs, batch, &st, &err))
         return hl_raise(L, &err);
     lua_createtable(L, 0, 5);
-    lua_pushnumber(L, st.median_s);
-    lua_setfield(L, -2, "median_s");
-    lua_pushnumber(L, st.p99_s);
-    lua_setfield(L, -2, "p99_s");
-    lua_pushnumber(L, st.min_s);
-    lua_setfield(L, -2, "min_s");
-    lua_pushnumber(L, st.mean_s);
-    lua_setfield(L, -2, "mean_s");
+    hl_set_num(L, "median_s", st.median_s);
+    hl_set_num(L, "p99_s", st.p99_s);
+    hl_set_num(L, "min_s", st.min_s);
+    hl_set_num(L, "mean_s", st.mean_s);
     lua_pushinteger(L, st.runs);
     lua_setfield(L, -2, "runs");
     return 1;

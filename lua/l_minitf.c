@@ -4,13 +4,15 @@
 
 #include "bind.h"
 
-static void push_array(lua_State *L, const double *v, int n)
+/* Sets t[k] = {v[0], ..., v[n-1]} on the table at the top of the stack. */
+static void set_array(lua_State *L, const char *k, const double *v, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_pushnumber(L, v[i]);
         lua_rawseti(L, -2, i + 1);
     }
+    lua_setfield(L, -2, k);
 }
 
 /* minitf_run{model, seed, tp, ep, pp, batch, prompt, new, kv_cache} ->
@@ -76,32 +78,20 @@ static int l_minitf_run(lua_State *L)
     int n = st->ranks;
     lua_pushinteger(L, n);
     lua_setfield(L, -2, "ranks");
-    push_array(L, st->prefill_model_flops, n);
-    lua_setfield(L, -2, "prefill_flops");
-    push_array(L, st->decode_model_flops, n);
-    lua_setfield(L, -2, "decode_flops");
-    push_array(L, st->expert_flops, n);
-    lua_setfield(L, -2, "expert_flops");
-    push_array(L, st->weight_bytes, n);
-    lua_setfield(L, -2, "weight_bytes");
-    push_array(L, st->kv_bytes, n);
-    lua_setfield(L, -2, "kv_bytes");
-    push_array(L, st->allreduce_bytes, n);
-    lua_setfield(L, -2, "allreduce_bytes");
-    push_array(L, st->alltoall_bytes, n);
-    lua_setfield(L, -2, "alltoall_bytes");
-    push_array(L, st->sendrecv_bytes, n);
-    lua_setfield(L, -2, "sendrecv_bytes");
-    push_array(L, st->allgather_bytes, n);
-    lua_setfield(L, -2, "allgather_bytes");
-    lua_pushnumber(L, st->alltoall_volume);
-    lua_setfield(L, -2, "alltoall_volume");
-    lua_pushnumber(L, st->extra_flops);
-    lua_setfield(L, -2, "extra_flops");
-    lua_pushnumber(L, st->prefill_s);
-    lua_setfield(L, -2, "prefill_s");
-    lua_pushnumber(L, st->decode_s);
-    lua_setfield(L, -2, "decode_s");
+    const struct {
+        const char *k;
+        const double *v;
+    } per_rank[] = {{"prefill_flops", st->prefill_model_flops}, {"decode_flops", st->decode_model_flops},
+                    {"expert_flops", st->expert_flops},         {"weight_bytes", st->weight_bytes},
+                    {"kv_bytes", st->kv_bytes},                 {"allreduce_bytes", st->allreduce_bytes},
+                    {"alltoall_bytes", st->alltoall_bytes},     {"sendrecv_bytes", st->sendrecv_bytes},
+                    {"allgather_bytes", st->allgather_bytes}};
+    for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; i++)
+        set_array(L, per_rank[i].k, per_rank[i].v, n);
+    hl_set_num(L, "alltoall_volume", st->alltoall_volume);
+    hl_set_num(L, "extra_flops", st->extra_flops);
+    hl_set_num(L, "prefill_s", st->prefill_s);
+    hl_set_num(L, "decode_s", st->decode_s);
     lua_setfield(L, -2, "stats");
     free(prompts), free(tokens), free(logits), free(st);
     return 1;
