@@ -4,7 +4,6 @@
 
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 #include "err_int.h"
 
@@ -18,28 +17,20 @@ const char *hl_coll_algo_name(hl_coll_algo a) { return (unsigned)a < HL_COLL_ALG
 
 hl_status hl_coll_op_parse(const char *name, hl_coll_op *out, hl_err *err)
 {
-    for (int i = 0; i < HL_COLL_OP_COUNT; i++)
-        if (name && strcasecmp(name, op_names[i]) == 0) {
-            *out = (hl_coll_op)i;
-            return HL_OK;
-        }
-    return hl_fail(err, HL_EINVAL,
-                   "collective op '%s' is not one of allreduce, allgather, reducescatter, alltoall, broadcast, "
-                   "reduce, gather, scatter, sendrecv",
-                   name ? name : "(null)");
+    int i;
+    hl_status s = hl_name_lookup(op_names, HL_COLL_OP_COUNT, "collective op", name, &i, err);
+    if (!s)
+        *out = (hl_coll_op)i;
+    return s;
 }
 
 hl_status hl_coll_algo_parse(const char *name, hl_coll_algo *out, hl_err *err)
 {
-    for (int i = 0; i < HL_COLL_ALGO_COUNT; i++)
-        if (name && strcasecmp(name, algo_names[i]) == 0) {
-            *out = (hl_coll_algo)i;
-            return HL_OK;
-        }
-    return hl_fail(err, HL_EINVAL,
-                   "collective algo '%s' is not one of auto, nccl, ring, tree, direct, halving_doubling, "
-                   "in_switch, hierarchical",
-                   name ? name : "(null)");
+    int i;
+    hl_status s = hl_name_lookup(algo_names, HL_COLL_ALGO_COUNT, "collective algo", name, &i, err);
+    if (!s)
+        *out = (hl_coll_algo)i;
+    return s;
 }
 
 double hl_coll_bus_factor(hl_coll_op op, int64_t n)

@@ -1,7 +1,5 @@
 #include "hbdlab/precision.h"
 
-#include <strings.h>
-
 #include "err_int.h"
 
 static const char *const names[HL_PRECISION_COUNT] = {"fp32", "bf16", "fp16", "fp8", "fp4", "int8"};
@@ -19,11 +17,9 @@ const char *hl_precision_name(hl_precision p)
 
 hl_status hl_precision_parse(const char *name, hl_precision *out, hl_err *err)
 {
-    for (int i = 0; i < HL_PRECISION_COUNT; i++)
-        if (name && strcasecmp(name, names[i]) == 0) {
-            *out = (hl_precision)i;
-            return HL_OK;
-        }
-    return hl_fail(err, HL_EINVAL, "precision '%s' is not one of fp32, bf16, fp16, fp8, fp4, int8",
-                   name ? name : "(null)");
+    int i;
+    hl_status s = hl_name_lookup(names, HL_PRECISION_COUNT, "precision", name, &i, err);
+    if (!s)
+        *out = (hl_precision)i;
+    return s;
 }

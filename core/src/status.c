@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #ifndef HBDLAB_VERSION
 #define HBDLAB_VERSION "0.0.0"
@@ -45,4 +46,19 @@ void hl_err_prefix(hl_err *err, const char *prefix)
     snprintf(tmp, sizeof tmp, "%s: %s", prefix, err->msg);
     memcpy(err->msg, tmp, sizeof err->msg - 1);
     err->msg[sizeof err->msg - 1] = '\0';
+}
+
+hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index,
+                         hl_err *err)
+{
+    for (int i = 0; name && i < n; i++)
+        if (strcasecmp(name, names[i]) == 0) {
+            *index = i;
+            return HL_OK;
+        }
+    char list[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    return hl_fail(err, HL_EINVAL, "%s '%s' is not one of %s", what, name ? name : "(null)", list);
 }

@@ -108,35 +108,42 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }
 
+/* The descriptor set that owns a job field name, and the struct it lives in: the
+ * job itself first, then its cluster, model and the cluster's GPU. NULL if none. */
+static const hl_field_set *job_field_owner(hl_job *job, const char *name, void **obj)
+{
+    const struct {
+        const hl_field_set *set;
+        void *obj;
+    } owners[] = {{&job_set, job},
+                  {hl_cluster_fields(), &job->cluster},
+                  {hl_model_fields(), &job->model},
+                  {hl_gpu_fields(), &job->cluster.gpu}};
+    for (size_t i = 0; i < sizeof owners / sizeof owners[0]; i++)
+        if (hl_field_find(owners[i].set, name)) {
+            *obj = owners[i].obj;
+            return owners[i].set;
+        }
+    return NULL;
+}
+
 hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
 {
-    if (hl_field_find(&job_set, name))
-        return hl_field_set_number(&job_set, job, name, value, err);
-    if (hl_field_find(hl_cluster_fields(), name))
-        return hl_field_set_number(hl_cluster_fields(), &job->cluster, name, value, err);
-    if (hl_field_find(hl_model_fields(), name))
-        return hl_field_set_number(hl_model_fields(), &job->model, name, value, err);
-    if (hl_field_find(hl_gpu_fields(), name))
-        return hl_field_set_number(hl_gpu_fields(), &job->cluster.gpu, name, value, err);
-    return hl_unknown_field(&job_set, name, err);
+    void *obj;
+    const hl_field_set *set = job_field_owner(job, name, &obj);
+    return set ? hl_field_set_number(set, obj, name, value, err) : hl_unknown_field(&job_set, name, err);
 }
 
 hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
 {
-    if (hl_field_find(&job_set, name))
-        return hl_field_set_string(&job_set, job, name, value, err);
-    if (hl_field_find(hl_cluster_fields(), name))
-        return hl_field_set_string(hl_cluster_fields(), &job->cluster, name, value, err);
-    if (hl_field_find(hl_model_fields(), name))
-        return hl_field_set_string(hl_model_fields(), &job->model, name, value, err);
-    if (hl_field_find(hl_gpu_fields(), name))
-        return hl_field_set_string(hl_gpu_fields(), &job->cluster.gpu, name, value, err);
-    return hl_unknown_field(&job_set, name, err);
+    void *obj;
+    const hl_field_set *set = job_field_owner(job, name, &obj);
+    return set ? hl_field_set_string(set, obj, name, value, err) : hl_unknown_field(&job_set, name, err);
 }
 
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 {
-    int64_t n = in->n_axes > 0 ? 1 : 1;
+    int64_t n = 1; /* points so far (product of the axis lengths, or the zipped length) */
     for (int32_t a = 0; a < in->n_axes; a++) {
         int64_t len = in->axes[a].n;
         if (len < 1)
