@@ -72,6 +72,14 @@ static void free_axes(axes_mem *m)
     m->axes = NULL;
 }
 
+/* The model, cluster or GPU object of an axis of that kind at idx, or NULL. */
+static const void *axis_object(lua_State *L, int idx, hl_axis_kind kind)
+{
+    if (kind == HL_AXIS_MODEL)
+        return hl_to_model(L, idx);
+    return kind == HL_AXIS_CLUSTER ? (const void *)hl_to_cluster(L, idx) : (const void *)hl_to_gpu(L, idx);
+}
+
 /* Reads axis i (table at top) into ax; strings stay owned by the Lua table. */
 static const char *read_axis(lua_State *L, hl_axis *ax)
 {
@@ -112,41 +120,30 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
         }
     } else if (t == LUA_TUSERDATA) {
         lua_rawgeti(L, -1, 1);
-        int is_model = hl_to_model(L, -1) != NULL, is_cluster = hl_to_cluster(L, -1) != NULL;
+        hl_axis_kind kind = hl_to_model(L, -1)     ? HL_AXIS_MODEL
+                            : hl_to_cluster(L, -1) ? HL_AXIS_CLUSTER
+                                                   : HL_AXIS_GPU;
         lua_pop(L, 1);
-        if (is_model) {
-            hl_model *v = calloc((size_t)n, sizeof *v);
-            ax->models = v;
-            ax->kind = HL_AXIS_MODEL;
-            for (int i = 0; v && i < n; i++) {
-                lua_rawgeti(L, -1, i + 1);
-                if (!hl_to_model(L, -1))
-                    return "sweep axis: values must all be models";
-                v[i] = *hl_to_model(L, -1);
-                lua_pop(L, 1);
-            }
-        } else if (is_cluster) {
-            hl_cluster *v = calloc((size_t)n, sizeof *v);
-            ax->clusters = v;
-            ax->kind = HL_AXIS_CLUSTER;
-            for (int i = 0; v && i < n; i++) {
-                lua_rawgeti(L, -1, i + 1);
-                if (!hl_to_cluster(L, -1))
-                    return "sweep axis: values must all be clusters";
-                v[i] = *hl_to_cluster(L, -1);
-                lua_pop(L, 1);
-            }
-        } else {
-            hl_gpu *v = calloc((size_t)n, sizeof *v);
-            ax->gpus = v;
-            ax->kind = HL_AXIS_GPU;
-            for (int i = 0; v && i < n; i++) {
-                lua_rawgeti(L, -1, i + 1);
-                if (!hl_to_gpu(L, -1))
-                    return "sweep axis: values must all be gpus, models or clusters";
-                v[i] = *hl_to_gpu(L, -1);
-                lua_pop(L, 1);
-            }
+        size_t size = kind == HL_AXIS_MODEL     ? sizeof(hl_model)
+                      : kind == HL_AXIS_CLUSTER ? sizeof(hl_cluster)
+                                                : sizeof(hl_gpu);
+        char *v = calloc((size_t)n, size);
+        ax->kind = kind;
+        if (kind == HL_AXIS_MODEL)
+            ax->models = (hl_model *)v;
+        else if (kind == HL_AXIS_CLUSTER)
+            ax->clusters = (hl_cluster *)v;
+        else
+            ax->gpus = (hl_gpu *)v;
+        for (int i = 0; v && i < n; i++) {
+            lua_rawgeti(L, -1, i + 1);
+            const void *obj = axis_object(L, -1, kind);
+            if (!obj)
+                return kind == HL_AXIS_MODEL     ? "sweep axis: values must all be models"
+                       : kind == HL_AXIS_CLUSTER ? "sweep axis: values must all be clusters"
+                                                 : "sweep axis: values must all be gpus, models or clusters";
+            memcpy(v + (size_t)i * size, obj, size);
+            lua_pop(L, 1);
         }
     } else {
         return "sweep axis: values must be numbers, strings, or gpu/model/cluster objects";
