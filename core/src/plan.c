@@ -6,21 +6,21 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "sim_int.h"
 
-/* Per-GPU bytes at a given batch, or -1 with err on an invalid job. */
-static hl_status bytes_at(const hl_job *base, double batch, hl_result *r, hl_err *err)
+/* One probe of the search: the job at another batch. The first run validated the
+ * model and cluster, which the probes do not change. */
+static hl_status probe(hl_job *j, double batch, hl_result *r, hl_err *err)
 {
-    hl_job j = *base;
-    j.batch = batch;
-    j.output = j.output > 0 ? j.output : 1;
-    j.ignore_memory = 1; /* the search reads r->fits */
-    return hl_sim_run(&j, r, err);
+    j->batch = batch;
+    return hl_sim_run_trusted(j, r, HL_TRUST_MODEL | HL_TRUST_CLUSTER, err);
 }
 
 hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
 {
     hl_job j = *job;
     j.ignore_memory = 1; /* probes read r.fits */
+    j.summary_only = 1;  /* and totals only */
     int64_t gpus = j.gpus > 0 ? j.gpus : j.cluster.gpus;
     int64_t dp = j.dp > 0 ? j.dp : (j.tp * j.pp > 0 ? gpus / (j.tp * j.pp) : 1);
     if (dp < 1)
@@ -39,7 +39,7 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
     /* Memory grows monotonically with batch: double, then bisect on multiples of dp. */
     double lo = 1, hi = 2;
     while (hi < 1e7) {
-        if ((st = bytes_at(&j, hi * (double)dp, &r, err)))
+        if ((st = probe(&j, hi * (double)dp, &r, err)))
             return st;
         if (!r.fits)
             break;
@@ -48,7 +48,7 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
     }
     while (hi - lo > 1) {
         double mid = floor((lo + hi) / 2);
-        if ((st = bytes_at(&j, mid * (double)dp, &r, err)))
+        if ((st = probe(&j, mid * (double)dp, &r, err)))
             return st;
         if (r.fits)
             lo = mid;
@@ -91,6 +91,11 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
     hl_candidate *all = malloc(sizeof *all * MAX_CAND);
     if (!all)
         return hl_fail(err, HL_ENOMEM, "plan: out of memory");
+    /* Candidates change only the mapping: a valid model and cluster are checked once here. */
+    int trust = 0;
+    hl_err scratch;
+    if (hl_model_validate(m, &scratch) == HL_OK && hl_cluster_validate(&base->cluster, &scratch) == HL_OK)
+        trust = HL_TRUST_MODEL | HL_TRUST_CLUSTER;
     int32_t n = 0;
     hl_err last = {{0}};
     for (int64_t tp = 1; tp <= G && tp <= max_tp; tp *= 2) {
@@ -105,6 +110,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                     continue;
                 hl_job j = *base;
                 j.ignore_memory = 1; /* candidates that do not fit rank last, then are refused */
+                j.summary_only = 1;  /* a candidate keeps totals only */
                 j.tp = tp;
                 j.pp = pp;
                 j.ep = ep;
@@ -120,7 +126,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                     }
                     j.batch = b;
                 }
-                if (hl_sim_run(&j, &r, &e)) {
+                if (hl_sim_run_trusted(&j, &r, trust, &e)) {
                     last = e;
                     continue;
                 }
