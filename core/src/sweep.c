@@ -108,37 +108,52 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }
 
-/* The descriptor set that owns a job field name, and the struct it lives in: the
- * job itself first, then its cluster, model and the cluster's GPU. NULL if none. */
-static const hl_field_set *job_field_owner(hl_job *job, const char *name, void **obj)
+/* The structs of a job that sweep axes and setters reach, searched in this order. */
+enum { TARGET_OBJECT = -1, TARGET_JOB, TARGET_CLUSTER, TARGET_MODEL, TARGET_GPU, TARGETS };
+
+static const hl_field_set *target_set(int target)
 {
-    const struct {
-        const hl_field_set *set;
-        void *obj;
-    } owners[] = {{&job_set, job},
-                  {hl_cluster_fields(), &job->cluster},
-                  {hl_model_fields(), &job->model},
-                  {hl_gpu_fields(), &job->cluster.gpu}};
-    for (size_t i = 0; i < sizeof owners / sizeof owners[0]; i++)
-        if (hl_field_find(owners[i].set, name)) {
-            *obj = owners[i].obj;
-            return owners[i].set;
-        }
-    return NULL;
+    switch (target) {
+    case TARGET_JOB: return &job_set;
+    case TARGET_CLUSTER: return hl_cluster_fields();
+    case TARGET_MODEL: return hl_model_fields();
+    default: return hl_gpu_fields();
+    }
+}
+
+static void *target_ptr(hl_job *job, int target)
+{
+    switch (target) {
+    case TARGET_JOB: return job;
+    case TARGET_CLUSTER: return &job->cluster;
+    case TARGET_MODEL: return &job->model;
+    default: return &job->cluster.gpu;
+    }
+}
+
+/* The target holding the field `name` (and its descriptor), or -1 when no struct has it. */
+static int field_target(const char *name, const hl_field **field)
+{
+    for (int t = 0; t < TARGETS; t++)
+        if ((*field = hl_field_find(target_set(t), name)) != NULL)
+            return t;
+    return -1;
 }
 
 hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
 {
-    void *obj;
-    const hl_field_set *set = job_field_owner(job, name, &obj);
-    return set ? hl_field_set_number(set, obj, name, value, err) : hl_unknown_field(&job_set, name, err);
+    const hl_field *f;
+    int t = field_target(name, &f);
+    return t < 0 ? hl_unknown_field(&job_set, name, err)
+                 : hl_field_set_number(target_set(t), target_ptr(job, t), name, value, err);
 }
 
 hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
 {
-    void *obj;
-    const hl_field_set *set = job_field_owner(job, name, &obj);
-    return set ? hl_field_set_string(set, obj, name, value, err) : hl_unknown_field(&job_set, name, err);
+    const hl_field *f;
+    int t = field_target(name, &f);
+    return t < 0 ? hl_unknown_field(&job_set, name, err)
+                 : hl_field_set_string(target_set(t), target_ptr(job, t), name, value, err);
 }
 
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
@@ -167,7 +182,7 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 /* An axis bound to the field it sets, once per sweep. */
 typedef struct bound_axis {
     const hl_axis *ax;
-    int target;           /* 0 job, 1 cluster, 2 model, 3 gpu, -1 whole object (kind model/cluster/gpu) */
+    int target;           /* TARGET_*: the struct the field lives in, or TARGET_OBJECT (a whole model/cluster/gpu) */
     const hl_field *field;
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
 } bound_axis;
@@ -178,16 +193,6 @@ typedef struct plan {
     bound_axis axes[MAX_AXES];
     int trust;            /* objects no axis touches, validated once */
 } plan;
-
-static void *target_ptr(hl_job *job, int target)
-{
-    switch (target) {
-    case 0: return job;
-    case 1: return &job->cluster;
-    case 2: return &job->model;
-    default: return &job->cluster.gpu;
-    }
-}
 
 /* Frees the enum value tables; safe to call again (pointers are cleared). */
 static void free_plan(plan *p, int32_t n)
@@ -204,27 +209,23 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
     memset(p, 0, sizeof *p);
     if (in->n_axes > MAX_AXES)
         return hl_fail(err, HL_EINVAL, "sweep: %d axes; at most %d", (int)in->n_axes, MAX_AXES);
-    const hl_field_set *sets[4] = {&job_set, hl_cluster_fields(), hl_model_fields(), hl_gpu_fields()};
     int touched = 0, cluster_objects = 0;
     for (int32_t a = 0; a < in->n_axes; a++) {
         const hl_axis *ax = &in->axes[a];
         bound_axis *b = &p->axes[a];
         b->ax = ax;
         if (ax->kind == HL_AXIS_MODEL || ax->kind == HL_AXIS_CLUSTER || ax->kind == HL_AXIS_GPU) {
-            b->target = -1;
+            b->target = TARGET_OBJECT;
             touched |= ax->kind == HL_AXIS_MODEL ? HL_TRUST_MODEL : HL_TRUST_CLUSTER;
             cluster_objects |= ax->kind != HL_AXIS_MODEL;
             continue;
         }
-        b->target = -2;
-        for (int t = 0; t < 4 && b->target == -2; t++)
-            if ((b->field = hl_field_find(sets[t], ax->name)) != NULL)
-                b->target = t;
-        if (b->target == -2) {
+        b->target = field_target(ax->name, &b->field);
+        if (b->target < 0) {
             free_plan(p, a);
             return hl_unknown_field(&job_set, ax->name, err);
         }
-        touched |= b->target == 2 ? HL_TRUST_MODEL : b->target == 0 ? 0 : HL_TRUST_CLUSTER;
+        touched |= b->target == TARGET_MODEL ? HL_TRUST_MODEL : b->target == TARGET_JOB ? 0 : HL_TRUST_CLUSTER;
         if (ax->kind == HL_AXIS_STRING && b->field->type == HL_FIELD_ENUM) {
             b->enum_values = malloc(sizeof *b->enum_values * (size_t)ax->n);
             if (!b->enum_values) {
@@ -233,7 +234,7 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
             }
             hl_job probe = in->base;
             for (int32_t i = 0; i < ax->n; i++) {
-                hl_status st = hl_field_set_string(sets[b->target], target_ptr(&probe, b->target), ax->name,
+                hl_status st = hl_field_set_string(target_set(b->target), target_ptr(&probe, b->target), ax->name,
                                                    ax->strings[i], err);
                 if (st) {
                     free_plan(p, a + 1);
@@ -258,7 +259,6 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
 {
     *job = in->base;
     job->summary_only = 1;
-    const hl_field_set *sets[4] = {&job_set, hl_cluster_fields(), hl_model_fields(), hl_gpu_fields()};
     int64_t rest = index;
     for (int32_t a = in->n_axes - 1; a >= 0; a--) {
         const bound_axis *b = &p->axes[a];
@@ -267,7 +267,7 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
         if (!in->zip)
             rest /= ax->n;
         hl_status st = HL_OK;
-        if (b->target == -1) {
+        if (b->target == TARGET_OBJECT) {
             if (ax->kind == HL_AXIS_MODEL)
                 job->model = ax->models[i];
             else if (ax->kind == HL_AXIS_CLUSTER)
@@ -277,9 +277,9 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
         } else if (b->enum_values) {
             *(int32_t *)((char *)target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
         } else if (ax->kind == HL_AXIS_NUMBER) {
-            st = hl_field_set_number_at(sets[b->target], b->field, target_ptr(job, b->target), ax->numbers[i], err);
+            st = hl_field_set_number_at(target_set(b->target), b->field, target_ptr(job, b->target), ax->numbers[i], err);
         } else {
-            st = hl_field_set_string(sets[b->target], target_ptr(job, b->target), ax->name, ax->strings[i], err);
+            st = hl_field_set_string(target_set(b->target), target_ptr(job, b->target), ax->name, ax->strings[i], err);
         }
         if (st)
             return st;
