@@ -44,14 +44,7 @@ function M.write(r, path)
     }
   end
   local text = core.json_encode({ traceEvents = ev, displayTimeUnit = "ms" }, false)
-  local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then error("trace.write: " .. err, 2) end
-  f:write(text)
-  f:close()
-  local ok, rerr = os.rename(tmp, path)
-  if not ok then error("trace.write: " .. rerr, 2) end
-  return path
+  return require("hbdlab.rows").write_atomic(path, text)
 end
 
 return M
