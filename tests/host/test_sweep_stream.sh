@@ -2,6 +2,17 @@
 # through the host's SIGINT path) leaves a valid file with the rows done.
 . "$(dirname "$0")/lib.sh"
 cd "$HBDLAB_SOURCE_DIR" || exit 1
+
+# run_and_signal SCRIPT OUT SIGNAL: starts hbdlab on SCRIPT (stdout to OUT), waits
+# until it prints "started", lets it run a second, sends SIGNAL; sets rc.
+run_and_signal() {
+    "$HBDLAB" "$1" > "$2" 2> "$2.err" &
+    local pid=$!
+    for _ in $(seq 100); do grep -q started "$2" 2>/dev/null && break; sleep 0.05; done
+    sleep 1
+    kill "-$3" "$pid"
+    wait "$pid"; rc=$?
+}
 cat > "$TMP/stream.lua" <<LUA
 local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }
 local base = { model = m, cluster = hl.cluster { gpu = "B200", gpus = 64, hbd = 8 }, batch = 16, input = 4096,
@@ -30,12 +41,7 @@ local n, interrupted = hl.sweep_to_csv { base = { model = "llama-3.1-8b", cluste
   parallel = { tp = 8 }, batch = 8, output = 16 }, axes = { input = inputs }, out = "$TMP/long.csv" }
 print("rows", n, "interrupted", interrupted)
 LUA
-"$HBDLAB" "$TMP/long.lua" > "$TMP/long.out" 2> "$TMP/long.err" &
-pid=$!
-for _ in $(seq 100); do grep -q started "$TMP/long.out" 2>/dev/null && break; sleep 0.05; done
-sleep 1
-kill -INT "$pid"
-wait "$pid"; rc=$?
+run_and_signal "$TMP/long.lua" "$TMP/long.out" INT
 check "an interrupted streamed sweep returns normally" [ "$rc" -eq 0 ]
 check "it reports the interruption" grep -q "interrupted	true" "$TMP/long.out"
 rows=$(($(wc -l < "$TMP/long.csv") - 1))
@@ -53,24 +59,14 @@ local complete = true
 for _, r in ipairs(rows) do if not (r.ttft_s or r.error) then complete = false end end
 print("rows", #rows, "interrupted", interrupted, "complete", complete)
 LUA
-"$HBDLAB" "$TMP/mem.lua" > "$TMP/mem.out" 2> "$TMP/mem.err" &
-pid=$!
-for _ in $(seq 100); do grep -q started "$TMP/mem.out" 2>/dev/null && break; sleep 0.05; done
-sleep 1
-kill -INT "$pid"
-wait "$pid"; rc=$?
+run_and_signal "$TMP/mem.lua" "$TMP/mem.out" INT
 check "an interrupted in-memory sweep returns normally" [ "$rc" -eq 0 ]
 check "it returns the rows done, flagged" grep -q "interrupted	true	complete	true" "$TMP/mem.out"
 n=$(sed -n 's/^rows\t\([0-9]*\).*/\1/p' "$TMP/mem.out")
 check "some but not all rows ($n)" [ "${n:-0}" -gt 0 ] && [ "${n:-0}" -lt 1000000 ]
 
 # SIGTERM takes the same path as Ctrl-C: the rows done are kept
-"$HBDLAB" "$TMP/long.lua" > "$TMP/long2.out" 2> "$TMP/long2.err" &
-pid=$!
-for _ in $(seq 100); do grep -q started "$TMP/long2.out" 2>/dev/null && break; sleep 0.05; done
-sleep 1
-kill -TERM "$pid"
-wait "$pid"; rc=$?
+run_and_signal "$TMP/long.lua" "$TMP/long2.out" TERM
 check "SIGTERM: the sweep returns normally" [ "$rc" -eq 0 ]
 check "SIGTERM: it reports the interruption" grep -q "interrupted	true" "$TMP/long2.out"
 check "SIGTERM: every row is complete" awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$TMP/long.csv"
