@@ -44,26 +44,14 @@ static int l_bench_sweep(lua_State *L)
     lua_Integer n = luaL_checkinteger(L, 2);
     luaL_argcheck(L, n >= 1 && n <= 100000000, 2, "input lengths must be 1..1e8");
     int threads = (int)luaL_checkinteger(L, 3);
-    double *inputs = malloc(sizeof *inputs * (size_t)n);
-    if (!inputs)
-        return luaL_error(L, "bench: out of memory");
-    for (lua_Integer i = 0; i < n; i++)
-        inputs[i] = 1024 + (double)i;
-    static const double hbds[] = {8, 16, 32, 64, 128};
-    static const char *const precs[] = {"fp16", "fp8", "fp4"};
-    hl_axis axes[3] = {{"hbd", HL_AXIS_NUMBER, 5, hbds, NULL, NULL, NULL, NULL},
-                       {"precision", HL_AXIS_STRING, 3, NULL, precs, NULL, NULL, NULL},
-                       {"input", HL_AXIS_NUMBER, (int32_t)n, inputs, NULL, NULL, NULL, NULL}};
-    hl_sweep_in in = {job, axes, 3, 0, threads, NULL, NULL, 0, 0};
     double wall, pps;
+    int64_t points;
     hl_err err;
-    hl_status st = hl_bench_sweep(&in, 65536, &wall, &pps, &err);
-    free(inputs);
-    if (st)
+    if (hl_bench_reference_sweep(&job, n, threads, &wall, &pps, &points, &err))
         return hl_raise(L, &err);
     lua_pushnumber(L, wall);
     lua_pushnumber(L, pps);
-    lua_pushinteger(L, n * 15);
+    lua_pushinteger(L, points);
     return 3;
 }
 

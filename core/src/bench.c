@@ -81,3 +81,26 @@ hl_status hl_bench_sweep(const hl_sweep_in *in, int64_t chunk, double *wall_s, d
     *points_per_s = (double)total / wall;
     return HL_OK;
 }
+
+hl_status hl_bench_reference_sweep(const hl_job *job, int64_t n_inputs, int32_t threads, double *wall_s,
+                                   double *points_per_s, int64_t *points, hl_err *err)
+{
+    if (n_inputs < 1 || n_inputs > 100000000)
+        return hl_fail(err, HL_EINVAL, "bench: %lld input lengths (allowed: 1..1e8)", (long long)n_inputs);
+    double *inputs = malloc(sizeof *inputs * (size_t)n_inputs);
+    if (!inputs)
+        return hl_fail(err, HL_ENOMEM, "bench: out of memory for %lld input lengths", (long long)n_inputs);
+    for (int64_t i = 0; i < n_inputs; i++)
+        inputs[i] = 1024 + (double)i;
+    static const double hbds[] = {8, 16, 32, 64, 128};
+    static const char *const precs[] = {"fp16", "fp8", "fp4"};
+    hl_axis axes[3] = {{"hbd", HL_AXIS_NUMBER, 5, hbds, NULL, NULL, NULL, NULL},
+                       {"precision", HL_AXIS_STRING, 3, NULL, precs, NULL, NULL, NULL},
+                       {"input", HL_AXIS_NUMBER, (int32_t)n_inputs, inputs, NULL, NULL, NULL, NULL}};
+    hl_sweep_in in = {*job, axes, 3, 0, threads, NULL, NULL, 0, 0};
+    hl_status st = hl_bench_sweep(&in, 65536, wall_s, points_per_s, err);
+    free(inputs);
+    if (!st)
+        *points = 15 * n_inputs;
+    return st;
+}
