@@ -167,6 +167,8 @@ static void read_sweep_args(lua_State *L, const char *who, hl_job *base, axes_me
         luaL_error(L, "%s: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
                       "use the function form hl.sweep(axes, fn)", who);
     int32_t na = (int32_t)luaL_len(L, 2);
+    if (na > HL_SWEEP_MAX_AXES)
+        luaL_error(L, "sweep: %d axes; at most %d", (int)na, HL_SWEEP_MAX_AXES);
     mem->n = 0;
     mem->axes = calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis));
     if (!mem->axes)
@@ -290,12 +292,10 @@ static int l_sweep(lua_State *L)
             return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), msg);
         }
         lua_createtable(L, 0, HL_POINT_VALUES + na);
-        int64_t rest = i;
+        int64_t value_index[HL_SWEEP_MAX_AXES];
+        hl_sweep_value_indices(mem.axes, na, zip, i, value_index);
         for (int32_t a = na - 1; a >= 0; a--) {
-            int64_t k = zip ? i : rest % mem.axes[a].n;
-            if (!zip)
-                rest /= mem.axes[a].n;
-            push_axis_value(L, &mem.axes[a], k);
+            push_axis_value(L, &mem.axes[a], value_index[a]);
             lua_setfield(L, -2, mem.axes[a].name);
         }
         if (p->status != HL_OK) {
@@ -397,12 +397,11 @@ static int l_sweep_to_csv(lua_State *L)
             const hl_point *p = &buf[i];
             if (p->status == HL_EINTR)
                 continue;
-            int64_t idx = first + i, rest = idx;
-            char cells[HL_POINT_VALUES + 64][40];
+            int64_t value_index[HL_SWEEP_MAX_AXES];
+            hl_sweep_value_indices(mem.axes, na, zip, first + i, value_index);
+            char cells[HL_SWEEP_MAX_AXES][40];
             for (int32_t a = na - 1; a >= 0; a--) {
-                int64_t k = zip ? idx : rest % mem.axes[a].n;
-                if (!zip)
-                    rest /= mem.axes[a].n;
+                int64_t k = value_index[a];
                 const hl_axis *ax = &mem.axes[a];
                 if (ax->kind == HL_AXIS_NUMBER)
                     snprintf(cells[a], sizeof cells[a], "%.17g", ax->numbers[k]);
@@ -413,7 +412,7 @@ static int l_sweep_to_csv(lua_State *L)
                              : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
                                                          : ax->clusters[k].name);
             }
-            for (int32_t a = 0; a < na && a < 64; a++)
+            for (int32_t a = 0; a < na; a++)
                 fprintf(f, "%s,", cells[a]);
             for (int c = 0; c < ncols; c++) {
                 if (p->status == HL_OK)

@@ -187,7 +187,7 @@ typedef struct bound_axis {
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
 } bound_axis;
 
-enum { MAX_AXES = 64 };
+enum { MAX_AXES = HL_SWEEP_MAX_AXES };
 
 typedef struct plan {
     bound_axis axes[MAX_AXES];
@@ -254,18 +254,27 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
     return HL_OK;
 }
 
+void hl_sweep_value_indices(const hl_axis *axes, int32_t n_axes, int32_t zip, int64_t index, int64_t *value_index)
+{
+    int64_t rest = index;
+    for (int32_t a = n_axes - 1; a >= 0; a--) {
+        value_index[a] = zip ? index : rest % axes[a].n;
+        if (!zip)
+            rest /= axes[a].n;
+    }
+}
+
 /* Builds the job of point `index` through bound axes (no name lookups). */
 static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, hl_err *err)
 {
     *job = in->base;
     job->summary_only = 1;
-    int64_t rest = index;
-    for (int32_t a = in->n_axes - 1; a >= 0; a--) {
+    int64_t value_index[MAX_AXES];
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
+    for (int32_t a = in->n_axes - 1; a >= 0; a--) { /* last axis first, as the points are numbered */
         const bound_axis *b = &p->axes[a];
         const hl_axis *ax = b->ax;
-        int64_t i = in->zip ? index : rest % ax->n;
-        if (!in->zip)
-            rest /= ax->n;
+        int64_t i = value_index[a];
         hl_status st = HL_OK;
         if (b->target == TARGET_OBJECT) {
             if (ax->kind == HL_AXIS_MODEL)

@@ -31,7 +31,7 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 44 };
+enum { HL_POINT_VALUES = 44, HL_SWEEP_MAX_AXES = 64 };
 
 /* Summary of one point: values in the order of hl_point_field_name(). */
 typedef struct hl_point {
@@ -66,6 +66,10 @@ const hl_field_set *hl_job_fields(void);
 
 /* Number of points (product of lengths, or the common length when zipped). */
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err);
+
+/* The value index on each axis of point `index` (last axis fastest; all equal to
+ * index when zipped): value_index[a] for a in 0..n_axes-1. */
+void hl_sweep_value_indices(const hl_axis *axes, int32_t n_axes, int32_t zip, int64_t index, int64_t *value_index);
 
 /* Builds the job of point `index`. */
 hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err);
