@@ -276,7 +276,14 @@ static int l_sweep(lua_State *L)
         hl_bind_interrupt = 0;
         fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
     }
-    /* rows */
+    /* rows; two summary values are not numbers: the bound (a name) and whether memory fits */
+    int32_t bound_k = -1, fits_k = -1;
+    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
+        if (strcmp(hl_point_field_name(k), "bound") == 0)
+            bound_k = k;
+        else if (strcmp(hl_point_field_name(k), "memory.fits") == 0)
+            fits_k = k;
+    }
     lua_createtable(L, (int)(n < 1 << 30 ? n : 0), 0); /* [rows] */
     int64_t out = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -303,14 +310,13 @@ static int l_sweep(lua_State *L)
             lua_setfield(L, -2, "error");
         } else {
             for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-                const char *name = hl_point_field_name(k);
-                if (strcmp(name, "bound") == 0)
+                if (k == bound_k)
                     lua_pushstring(L, hl_bound_name((int32_t)p->v[k]));
-                else if (strcmp(name, "memory.fits") == 0)
+                else if (k == fits_k)
                     lua_pushboolean(L, p->v[k] != 0);
                 else
                     lua_pushnumber(L, p->v[k]);
-                lua_setfield(L, -2, name);
+                lua_setfield(L, -2, hl_point_field_name(k));
             }
         }
         lua_rawseti(L, -2, (lua_Integer)++out);
