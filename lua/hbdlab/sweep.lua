@@ -40,6 +40,12 @@ local function to_core_axis(a)
   return { name = a.name, values = a.values }
 end
 
+local function core_axes_of(list)
+  local out = {}
+  for i, ax in ipairs(list) do out[i] = to_core_axis(ax) end
+  return out
+end
+
 local function product_points(list, zip)
   local pts = {}
   if zip then
@@ -116,15 +122,11 @@ function M.sweep(a, fn)
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
-  local base = objects.to_si("cluster", {})
-  for k, v in pairs(a.base or {}) do base[k] = v end
-  local list = axis_list(a.axes)
-  local core_axes, relabel = {}, {}
-  for i, ax in ipairs(list) do
-    core_axes[i] = to_core_axis(ax)
-    if core_axes[i].label then relabel[#relabel + 1] = core_axes[i] end
+  local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
+  for _, ax in ipairs(core_axes) do
+    if ax.label then relabel[#relabel + 1] = ax end
   end
-  local rows, interrupted = core.sweep(base, core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+  local rows, interrupted = core.sweep(a.base or {}, core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
   -- friendly axes keep their friendly name and values in the rows
   for _, ax in ipairs(relabel) do
@@ -145,10 +147,7 @@ function M.sweep_to_csv(a)
   if type(a) ~= "table" or type(a.axes) ~= "table" or type(a.out) ~= "string" then
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
-  local list = axis_list(a.axes)
-  local core_axes = {}
-  for i, ax in ipairs(list) do core_axes[i] = to_core_axis(ax) end
-  return core.sweep_to_csv(a.base or {}, core_axes, { zip = a.zip, threads = a.threads }, a.out,
+  return core.sweep_to_csv(a.base or {}, core_axes_of(axis_list(a.axes)), { zip = a.zip, threads = a.threads }, a.out,
     a.columns or M.default_columns)
 end
 
