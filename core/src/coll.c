@@ -136,22 +136,18 @@ static cost tree(hl_coll_op op, const group *G)
     cost c = {1, 0, 0, 0, 0};
     double B = flat_bw(G);
     double hops = (G->g - 1) * G->au + lg2(G->N) * G->ao;
+    double k; /* passes over the tree */
     switch (op) {
-    case HL_ALLREDUCE: /* reduce up, broadcast down: each moves S over the bottleneck link */
-        c.lat = G->L + 2 * hops;
-        c.bw = 2 * G->S / B;
-        c.out = G->N > 1 ? 2 * G->S / G->g : 0;
-        c.up = 2 * G->S * (G->g - 1) / G->g;
-        return c;
+    case HL_ALLREDUCE: k = 2; break; /* reduce up, broadcast down: each moves S over the bottleneck link */
     case HL_BROADCAST:
-    case HL_REDUCE:
-        c.lat = G->L + hops;
-        c.bw = G->S / B;
-        c.out = G->N > 1 ? G->S / G->g : 0;
-        c.up = G->S * (G->g - 1) / G->g;
-        return c;
+    case HL_REDUCE: k = 1; break;
     default: return NA;
     }
+    c.lat = G->L + k * hops;
+    c.bw = k * G->S / B;
+    c.out = G->N > 1 ? k * G->S / G->g : 0;
+    c.up = k * G->S * (G->g - 1) / G->g;
+    return c;
 }
 
 /* One-shot: every rank exchanges with all peers at once; the two tiers run
