@@ -227,7 +227,7 @@ static cost hierarchical(hl_coll_op op, const group *G)
     switch (op) {
     case HL_ALLREDUCE: {
         double intra_lat = 2 * (g - 1) * G->au, intra_bw = 2 * (g - 1) / g * S / G->bu;
-        if (G->nvls && G->nvls_bw / 1 > 0 && G->L + G->nvls_lat + S / G->nvls_bw < G->L + intra_lat + intra_bw) {
+        if (G->nvls && G->nvls_bw > 0 && G->L + G->nvls_lat + S / G->nvls_bw < G->L + intra_lat + intra_bw) {
             intra_lat = G->nvls_lat; /* NVLSTree: the switch does both intra phases */
             intra_bw = S / G->nvls_bw;
         }
