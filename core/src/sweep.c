@@ -264,35 +264,44 @@ void hl_sweep_value_indices(const hl_axis *axes, int32_t n_axes, int32_t zip, in
     }
 }
 
-/* Builds the job of point `index` through bound axes (no name lookups). */
+/* Sets the value `i` of one bound axis on the job. */
+static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, hl_err *err)
+{
+    const hl_axis *ax = b->ax;
+    if (b->target == TARGET_OBJECT) {
+        if (ax->kind == HL_AXIS_MODEL)
+            job->model = ax->models[i];
+        else if (ax->kind == HL_AXIS_CLUSTER)
+            job->cluster = ax->clusters[i];
+        else
+            return hl_cluster_init(&job->cluster, &ax->gpus[i], job->cluster.gpus, job->cluster.hbd, err);
+        return HL_OK;
+    }
+    if (b->enum_values) {
+        *(int32_t *)((char *)target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
+        return HL_OK;
+    }
+    if (ax->kind == HL_AXIS_NUMBER)
+        return hl_field_set_number_at(target_set(b->target), b->field, target_ptr(job, b->target), ax->numbers[i], err);
+    return hl_field_set_string(target_set(b->target), target_ptr(job, b->target), ax->name, ax->strings[i], err);
+}
+
+/* Builds the job of point `index` through bound axes (no name lookups). Whole
+ * models, clusters and GPUs go first, then fields: a field axis (eff_gemm,
+ * scaleout_bw, ...) refines the object another axis chose, whatever the order. */
 static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, hl_err *err)
 {
     *job = in->base;
     job->summary_only = 1;
     int64_t value_index[MAX_AXES];
     hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
-    for (int32_t a = in->n_axes - 1; a >= 0; a--) { /* last axis first, as the points are numbered */
-        const bound_axis *b = &p->axes[a];
-        const hl_axis *ax = b->ax;
-        int64_t i = value_index[a];
-        hl_status st = HL_OK;
-        if (b->target == TARGET_OBJECT) {
-            if (ax->kind == HL_AXIS_MODEL)
-                job->model = ax->models[i];
-            else if (ax->kind == HL_AXIS_CLUSTER)
-                job->cluster = ax->clusters[i];
-            else
-                st = hl_cluster_init(&job->cluster, &ax->gpus[i], job->cluster.gpus, job->cluster.hbd, err);
-        } else if (b->enum_values) {
-            *(int32_t *)((char *)target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
-        } else if (ax->kind == HL_AXIS_NUMBER) {
-            st = hl_field_set_number_at(target_set(b->target), b->field, target_ptr(job, b->target), ax->numbers[i], err);
-        } else {
-            st = hl_field_set_string(target_set(b->target), target_ptr(job, b->target), ax->name, ax->strings[i], err);
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t a = in->n_axes - 1; a >= 0; a--) {
+            hl_status st;
+            if ((p->axes[a].target == TARGET_OBJECT) == (pass == 0) &&
+                (st = apply_axis(&p->axes[a], value_index[a], job, err)))
+                return st;
         }
-        if (st)
-            return st;
-    }
     return HL_OK;
 }
 

@@ -52,6 +52,21 @@ T.test("zip axes, friendly axes, invalid points become error rows", function()
   T.raises(function() hl.sweep { base = base, axes = { hbd = { 8, 48 } }, strict = true } end, "sweep point 2")
 end)
 
+T.test("a field axis refines the object an object axis chose, in either order", function()
+  local gpus = { hl.gpu "B200", hl.gpu "H200" }
+  for _, axes in ipairs { { { "gpu", gpus }, { "eff_gemm", { 0.2, 0.9 } } },
+                          { { "eff_gemm", { 0.2, 0.9 } }, { "gpu", gpus } } } do
+    local rows = hl.sweep { base = base, axes = axes }
+    T.eq(#rows, 4, "product size")
+    for _, row in ipairs(rows) do
+      local t = {}
+      for k, v in pairs(base) do t[k] = v end
+      t.cluster = hl.cluster { gpu = hl.gpu(row.gpu):with { eff_gemm = row.eff_gemm }, gpus = 64, hbd = 8 }
+      T.eq(row.ttft_s, hl.simulate(t).ttft_s, row.gpu .. " eff_gemm " .. row.eff_gemm)
+    end
+  end
+end)
+
 T.test("function form reports the failing point with a traceback", function()
   local rows = hl.sweep({ x = { 1, 2, 3 } }, function(p) return { y = p.x * 2, nested = { z = p.x } } end)
   T.eq(rows[3].y, 6, "values")
