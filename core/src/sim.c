@@ -17,21 +17,6 @@
 #include "hbdlab/precision.h"
 #include "hbdlab/roofline.h"
 
-void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
-{
-    memset(job, 0, sizeof *job);
-    job->model = *m;
-    job->cluster = *c;
-    job->precision = job->kv_precision = job->act_precision = job->wire_precision = HL_BF16;
-    job->batch = 1;
-    job->input = 1024;
-    job->output = 128;
-    job->tp = job->pp = job->ep = 1;
-    job->imbalance = 1;
-    job->mem_util = 0.9;
-    job->dispatch = HL_DISPATCH_FLAT;
-}
-
 const char *hl_bound_name(int32_t b)
 {
     static const char *const names[] = {"compute", "hbm", "scale-up", "scale-out", "latency"};
@@ -121,29 +106,14 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
         st = trust & HL_TRUST_CLUSTER_FIELDS ? hl_cluster_check_consistency(c, err) : hl_cluster_validate(c, err);
     if (st)
         return st;
-    const struct {
-        const char *name;
-        double v, lo, hi;
-    } nums[] = {{"batch", j->batch, 1, 1e9}, {"input", j->input, 1, 1e9}, {"output", j->output, 1, 1e9},
-                {"overlap_prefill", j->overlap_prefill, 0, 1}, {"overlap_decode", j->overlap_decode, 0, 1},
-                {"imbalance", j->imbalance, 1, 1e3}, {"layer_overhead", j->layer_overhead, 0, 1},
-                {"microbatches", j->microbatches, 0, 1e6}, {"mem_util", j->mem_util, 0.01, 1},
-                {"workspace_bytes", j->workspace_bytes, 0, 1e15}};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-        if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
-            return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
-                           isnan(nums[i].v) ? fabs(nums[i].v) : nums[i].v, nums[i].lo, nums[i].hi);
+    if (!(trust & HL_TRUST_JOB_FIELDS) && (st = hl_job_check_fields(j, err)))
+        return st;
     if (!(j->microbatches == 0 || (j->microbatches >= 1 && j->microbatches == floor(j->microbatches))))
         return hl_fail(err, HL_EINVAL, "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
                        "number >= 1)", j->microbatches);
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);
-    const int32_t precs[] = {j->precision, j->kv_precision, j->act_precision, j->wire_precision};
-    const char *pn[] = {"precision", "kv_precision", "act_precision", "wire_precision"};
-    for (int i = 0; i < 4; i++)
-        if ((unsigned)precs[i] >= HL_PRECISION_COUNT)
-            return hl_fail(err, HL_EINVAL, "field '%s': %d is not a precision", pn[i], (int)precs[i]);
     double peak;
     if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->precision, &peak, err)))
         return st;
@@ -154,8 +124,8 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     s->c = c;
     s->wb = hl_precision_bytes((hl_precision)j->precision);
     s->ab = hl_precision_bytes((hl_precision)j->act_precision);
-    s->kvb = hl_precision_bytes((hl_precision)j->kv_precision);
-    s->wireb = hl_precision_bytes((hl_precision)j->wire_precision);
+    s->kvb = hl_precision_bytes((hl_precision)hl_job_kv_precision(j));
+    s->wireb = hl_precision_bytes((hl_precision)hl_job_wire_precision(j));
     s->G = j->gpus > 0 ? j->gpus : c->gpus;
     s->tp = j->tp;
     s->pp = j->pp;
@@ -517,7 +487,7 @@ static void attn_op(const sim *s, hl_op *op, double b, double q, double ctx, dou
     } else {
         sh.kv_heads = hl_kv_heads_per_gpu(m, s->tp);
         sh.qk_dim = sh.v_dim = (double)m->head_dim;
-        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)s->j->kv_precision, s->tp);
+        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
     }
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
@@ -780,7 +750,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
                (p.embedding + p.lm_head) / (double)s.tp / (double)s.pp;
     r->weights_bytes = w * s.wb;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s.tp) / (double)m->kv_heads;
-    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)j->kv_precision, j->input + j->output) * share /
+    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share /
                   (double)s.pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
