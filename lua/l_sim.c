@@ -9,7 +9,7 @@
 static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
     "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
     "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
-    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", NULL};
+    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", "coll_algo", NULL};
 static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
 
@@ -231,6 +231,9 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
     lua_pop(L, 3);
     const char *place = hl_opt_string_field(L, 1, "placement");
     if (place && hl_field_set_string(hl_job_fields(), &j, "placement", place, &err))
+        luaL_error(L, "%s", err.msg);
+    const char *calgo = hl_opt_string_field(L, 1, "coll_algo");
+    if (calgo && hl_field_set_string(hl_job_fields(), &j, "coll_algo", calgo, &err))
         luaL_error(L, "%s", err.msg);
     const char *disp = hl_opt_string_field(L, 1, "dispatch");
     if (disp && strcmp(disp, "flat") != 0 && strcmp(disp, "hierarchical") != 0)

@@ -41,6 +41,7 @@ static const hl_field job_fields[] = {
     HL_FB(hl_job, sequence_parallel, "sequence_parallel", "ReduceScatter + AllGather instead of the TP AllReduce"),
     HL_FB(hl_job, ignore_memory, "ignore_memory", "run even when weights + KV + workspace exceed HBM (fits = false)"),
     HL_FE(hl_job, placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", "rank order in the HBDs, innermost first"),
+    HL_FE(hl_job, coll_algo, "coll_algo", "auto|nccl", "collective algorithms: every modelled one, or NCCL's only"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

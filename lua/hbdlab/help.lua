@@ -57,6 +57,7 @@ local function fields_text(kind)
   microbatches, mem_util (0.9), workspace_bytes, exact_steps, sequence_parallel, max_tpot_s, max_ttft_s
   placement   rank order in the HBDs, innermost first: "tp,dp,pp" (default) | "tp,pp,dp" | "pp,tp,dp" | "dp,tp,pp"
   ignore_memory  run a job that does not fit HBM (memory.fits = false) instead of failing
+  coll_algo   "auto" (every modelled collective algorithm) | "nccl" (NCCL's only)
 Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
   prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
   memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus}]]
