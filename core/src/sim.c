@@ -936,5 +936,10 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     for (int i = 1; i < 5; i++)
         if (parts[i] > parts[r->bound])
             r->bound = i;
+
+    /* ---- cost and energy: prefill charged to prompt tokens, decode to decode tokens ---- */
+    hl_cost_phase cp = {pre.ph.time_s, pre.ph.compute_s + pre.ph.memory_s, j->batch * j->input};
+    hl_cost_phase cd = {dec.ph.time_s, dec.ph.compute_s + dec.ph.memory_s, j->batch * steps};
+    hl_cost_compute(&j->cluster, s.G, j->batch, &cp, &cd, &r->cost);
     return HL_OK;
 }
