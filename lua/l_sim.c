@@ -401,6 +401,27 @@ static int l_simulate(lua_State *L)
         lua_setfield(L, -2, par[i].k);
     }
     lua_setfield(L, -2, "parallel");
+    const hl_cost *c = &rp->cost;
+    hl_set_num(L, "usd_per_mtok_in", c->usd_per_mtok_in);
+    hl_set_num(L, "usd_per_mtok_out", c->usd_per_mtok_out);
+    hl_set_num(L, "usd_per_mtok", c->usd_per_mtok);
+    hl_set_num(L, "joules_per_token", c->joules_per_token);
+    hl_set_num(L, "power_w", c->power_w);
+    hl_set_num(L, "peak_power_w", c->peak_power_w);
+    lua_createtable(L, 0, 15);
+    const struct {
+        const char *k;
+        double v;
+    } cost[] = {{"capex_usd_per_gpu", c->capex_usd_per_gpu}, {"usd_per_gpu_hour", c->usd_per_gpu_hour},
+                {"prefill_j", c->prefill_j}, {"decode_j", c->decode_j}, {"energy_j", c->energy_j},
+                {"power_w", c->power_w}, {"peak_power_w", c->peak_power_w}, {"prefill_usd", c->prefill_usd},
+                {"decode_usd", c->decode_usd}, {"usd_per_mtok_in", c->usd_per_mtok_in},
+                {"usd_per_mtok_out", c->usd_per_mtok_out}, {"usd_per_mtok", c->usd_per_mtok},
+                {"joules_per_token", c->joules_per_token}, {"joules_per_token_in", c->joules_per_token_in},
+                {"joules_per_token_out", c->joules_per_token_out}};
+    for (size_t i = 0; i < sizeof cost / sizeof cost[0]; i++)
+        hl_set_num(L, cost[i].k, cost[i].v);
+    lua_setfield(L, -2, "cost");
     lua_pushstring(L, hl_precision_name((hl_precision)j.precision));
     lua_setfield(L, -2, "precision");
     hl_set_num(L, "batch", j.batch);

@@ -73,6 +73,7 @@ static const hl_field job_fields[] = {
     BOOL(ignore_memory, "ignore_memory", 0, "run even when weights + KV + workspace exceed HBM (fits = false)"),
     ENUM(placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", HL_PLACE_TP_DP_PP,
          "rank order in the HBDs, innermost first"),
+    ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

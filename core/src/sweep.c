@@ -23,7 +23,8 @@ static const char *const point_names[HL_POINT_VALUES] = {
     "decode.flops", "decode.hbm_bytes",
     "memory.weights_bytes", "memory.kv_bytes", "memory.workspace_bytes", "memory.per_gpu_bytes", "memory.fits",
     "parallel.gpus", "parallel.tp", "parallel.pp", "parallel.ep", "parallel.dp", "parallel.etp",
-    "batch", "input", "output", "ttft_ms"};
+    "batch", "input", "output", "ttft_ms",
+    "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "joules_per_token", "power_w", "peak_power_w"};
 
 const char *hl_point_field_name(int32_t i) { return i >= 0 && i < HL_POINT_VALUES ? point_names[i] : NULL; }
 
@@ -71,6 +72,12 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
     v[41] = job->input;
     v[42] = job->output;
     v[43] = r.ttft_s * 1e3;
+    v[44] = r.cost.usd_per_mtok_in;
+    v[45] = r.cost.usd_per_mtok_out;
+    v[46] = r.cost.usd_per_mtok;
+    v[47] = r.cost.joules_per_token;
+    v[48] = r.cost.power_w;
+    v[49] = r.cost.peak_power_w;
 }
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }

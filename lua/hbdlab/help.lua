@@ -71,7 +71,10 @@ local function job_text()
   lines[#lines + 1] = [[
 Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
   prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
-  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus}]]
+  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus},
+  usd_per_mtok_in, usd_per_mtok_out, usd_per_mtok, joules_per_token, power_w, peak_power_w,
+  cost.{capex_usd_per_gpu, usd_per_gpu_hour, energy_j, prefill_usd, decode_usd, ...}
+  (prices: gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w; cluster pue, usd_per_kwh, amort_years)]]
   return table.concat(lines, "\n")
 end
 

@@ -24,6 +24,12 @@ typedef enum hl_dispatch {
     HL_DISPATCH_HIERARCHICAL = 1 /* one copy per expert, then an AllGather inside the expert-TP group */
 } hl_dispatch;
 
+/* Collective algorithms a job may use (coll_algo). */
+typedef enum hl_coll_choice {
+    HL_COLL_ANY = 0, /* fastest of every modelled algorithm (one-shot AllReduce included) */
+    HL_COLL_NCCL = 1 /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
+} hl_coll_choice;
+
 /* Rank order over the cluster, innermost first (ranks fill HBDs in order).
  * dp stands for the data-parallel / expert-parallel groups of a stage. */
 typedef enum hl_placement {
@@ -63,6 +69,7 @@ typedef struct hl_job {
     int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
     int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
     int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
+    int32_t coll_algo;       /* hl_coll_choice: collective algorithms allowed (default any) */
 } hl_job;
 
 /* ---- Defaults and validation ---- */

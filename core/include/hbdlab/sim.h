@@ -7,6 +7,7 @@
 #include "hbdlab/status.h"
 #include "hbdlab/hw.h"
 #include "hbdlab/model.h"
+#include "hbdlab/cost.h"
 #include "hbdlab/job.h"
 
 #ifdef __cplusplus
@@ -69,6 +70,7 @@ typedef struct hl_result {
     double per_gpu_bytes;      /* weights + KV + workspace */
     int32_t fits;              /* per_gpu_bytes <= hbm * mem_util */
     int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
+    hl_cost cost;              /* cost and energy per token (docs/MODEL.md section 11) */
     int32_t n_prefill_items, n_decode_items;
     hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
     hl_item decode_items[16];

@@ -31,11 +31,11 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 44, HL_SWEEP_MAX_AXES = 64 };
+enum { HL_POINT_VALUES = 50, HL_SWEEP_MAX_AXES = 64 };
 
 /* Summary of one point: values in the order of hl_point_field_name(). */
 typedef struct hl_point {
-    double v[44];        /* HL_POINT_VALUES */
+    double v[50];        /* HL_POINT_VALUES */
     int32_t status;      /* hl_status of the point */
     char error[120];     /* message when status != 0 */
 } hl_point;
