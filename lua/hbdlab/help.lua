@@ -14,6 +14,9 @@ local topics = {
   { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
     'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
     '                        parallel = { tp = 8, ep = 16 } }   -- or parallel = "auto", batch = "max"\nprint(r.ttft_s, r.tpot_s, r.tps_per_gpu)', "job" },
+  { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
+    "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
+    'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
@@ -68,18 +71,27 @@ local function job_text()
   lines[#lines + 1] = "  (batch = \"max\": the largest batch that fits; overlap = x sets overlap_prefill and " ..
                       "overlap_decode, overlap = {prefill =, decode =} each)"
   for _, f in ipairs(core.fields("plan")) do lines[#lines + 1] = field_line(f) end
-  lines[#lines + 1] = [[
-Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
-  prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
-  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus},
-  usd_per_mtok_in, usd_per_mtok_out, usd_per_mtok, joules_per_token, power_w, peak_power_w,
-  cost.{capex_usd_per_gpu, usd_per_gpu_hour, energy_j, prefill_usd, decode_usd, ...}
-  (prices: gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w; cluster pue, usd_per_kwh, amort_years)]]
+  local names = {}
+  for _, f in ipairs(core.result_fields()) do names[#names + 1] = f.name end
+  lines[#lines + 1] = "Result (hl.help \"result\" for units): " .. table.concat(names, ", ") ..
+                      "; prefill/decode.{breakdown, events}; with parallel = \"auto\" also candidates, objective"
+  return table.concat(lines, "\n")
+end
+
+-- The result's fields come from the core's result table (core/src/result.c).
+local function result_text()
+  local lines = {}
+  for _, f in ipairs(core.result_fields()) do
+    local what = f.alias_of and string.format("%s x %g (friendly alias)", f.alias_of, f.scale) or f.help
+    if f.values then what = what .. " (" .. f.values:gsub("|", ", ") .. ")" end
+    lines[#lines + 1] = string.format("  %-30s %-8s %-5s %s", f.name, f.type, (f.unit or "") ~= "" and f.unit or "-", what)
+  end
   return table.concat(lines, "\n")
 end
 
 local function fields_text(kind)
   if kind == "job" then return job_text() end
+  if kind == "result" then return result_text() end
   local lines = {}
   for _, f in ipairs(core.fields(kind)) do lines[#lines + 1] = field_line(f) end
   return table.concat(lines, "\n")
