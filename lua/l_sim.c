@@ -1,5 +1,6 @@
 /* Binding of the simulation: core.simulate{...} -> result table (field names
  * are the contract of docs/LUA_API.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,49 +12,14 @@ static const char *const job_fields[] = {"model", "cluster", "precision", "kv_pr
     "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
     "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", NULL};
 static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
+static const char *const overlap_fields[] = {"prefill", "decode", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
-
-/* Raises on a key of the table at idx that is not in `known`. The names are
- * kept as a set in the registry (keyed by the list's address) so that each
- * check is a hash lookup. */
-static void check_known(lua_State *L, int idx, const char *const *known, const char *what)
-{
-    idx = lua_absindex(L, idx);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, known) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        for (int i = 0; known[i]; i++) {
-            lua_pushboolean(L, 1);
-            lua_setfield(L, -2, known[i]);
-        }
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, known);
-    }
-    int set = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        lua_pushvalue(L, -1);
-        if (lua_type(L, -1) != LUA_TSTRING || lua_rawget(L, set) == LUA_TNIL) {
-            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (int i = 0; known[i]; i++) {
-                luaL_addstring(&b, i ? ", " : "");
-                luaL_addstring(&b, known[i]);
-            }
-            luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
-        }
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-}
 
 static int64_t int_field(lua_State *L, int idx, const char *name, int64_t def)
 {
     double v = hl_opt_number_field(L, idx, name, (double)def);
-    if (v != (double)(int64_t)v || v < 0 || v > 1e9)
+    /* range before the conversion: a NaN or huge double converted to int64_t is undefined */
+    if (!(v >= 0 && v <= 1e9) || v != floor(v))
         luaL_error(L, "parallel field '%s': %f is not a non-negative integer", name, v);
     return (int64_t)v;
 }
@@ -177,7 +143,7 @@ static void push_phase(lua_State *L, const hl_phase *ph, int which, int result_u
 void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_out)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_known(L, 1, job_fields, "simulate");
+    hl_check_known(L, 1, job_fields, "simulate");
     hl_err err;
     hl_model m;
     hl_cluster c;
@@ -222,13 +188,9 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
     j.microbatches = hl_opt_number_field(L, 1, "microbatches", 0);
     j.mem_util = hl_opt_number_field(L, 1, "mem_util", j.mem_util);
     j.workspace_bytes = hl_opt_number_field(L, 1, "workspace_bytes", 0);
-    lua_getfield(L, 1, "exact_steps");
-    j.exact_steps = lua_toboolean(L, -1);
-    lua_getfield(L, 1, "sequence_parallel");
-    j.sequence_parallel = lua_toboolean(L, -1);
-    lua_getfield(L, 1, "ignore_memory");
-    j.ignore_memory = lua_toboolean(L, -1);
-    lua_pop(L, 3);
+    j.exact_steps = hl_opt_bool_field(L, 1, "exact_steps", 0);
+    j.sequence_parallel = hl_opt_bool_field(L, 1, "sequence_parallel", 0);
+    j.ignore_memory = hl_opt_bool_field(L, 1, "ignore_memory", 0);
     const char *place = hl_opt_string_field(L, 1, "placement");
     if (place && hl_field_set_string(hl_job_fields(), &j, "placement", place, &err))
         luaL_error(L, "%s", err.msg);
@@ -240,6 +202,7 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
     if (t == LUA_TNUMBER) {
         j.overlap_prefill = j.overlap_decode = lua_tonumber(L, -1);
     } else if (t == LUA_TTABLE) {
+        hl_check_known(L, -1, overlap_fields, "overlap");
         j.overlap_prefill = hl_opt_number_field(L, -1, "prefill", 0);
         j.overlap_decode = hl_opt_number_field(L, -1, "decode", 0);
     } else if (t != LUA_TNIL) {
@@ -254,7 +217,7 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
         auto_plan = 1;
     } else if (t == LUA_TTABLE) {
         int pi = lua_gettop(L);
-        check_known(L, pi, parallel_fields, "parallel");
+        hl_check_known(L, pi, parallel_fields, "parallel");
         j.tp = int_field(L, pi, "tp", 1);
         j.pp = int_field(L, pi, "pp", 1);
         j.ep = int_field(L, pi, "ep", 1);

@@ -201,7 +201,7 @@ static int l_sweep(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     int opts = lua_istable(L, 3) ? 3 : 0;
     int zip = 0, strict = 0, progress = 1;
-    double threads = 0;
+    int64_t threads = 0;
     if (opts) {
         lua_getfield(L, opts, "zip");
         zip = lua_toboolean(L, -1);
@@ -210,7 +210,7 @@ static int l_sweep(lua_State *L)
         lua_getfield(L, opts, "progress");
         progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
         lua_pop(L, 3);
-        threads = hl_opt_number_field(L, opts, "threads", 0);
+        threads = hl_opt_int_field(L, opts, "threads", 0, 0, 4096); /* 0 = one per CPU */
     }
     hl_job base;
     axes_mem mem;
@@ -337,7 +337,7 @@ static int l_sweep_to_csv(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     const char *path = luaL_checkstring(L, 4);
     luaL_checktype(L, 5, LUA_TTABLE);
-    int threads = (int)(lua_istable(L, 3) ? hl_opt_number_field(L, 3, "threads", 0) : 0);
+    int threads = (int)(lua_istable(L, 3) ? hl_opt_int_field(L, 3, "threads", 0, 0, 4096) : 0);
     int zip = 0;
     if (lua_istable(L, 3)) {
         lua_getfield(L, 3, "zip");

@@ -3,12 +3,19 @@ local core = require "hbdlab.core"
 
 local M = {}
 
+-- The text of a config file (a regular file within the input limit) or of stdin ("-", read up
+-- to the same limit); nil and a message when it cannot be read.
 local function read_all(path)
-  if path == "-" then return io.read("a"), "stdin" end
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local text = f:read("a")
-  f:close()
+  local cap = core.max_input_bytes()
+  if path == "-" then
+    local text = io.read(cap + 1) or ""
+    if #text > cap then
+      return nil, string.format("more than the input limit of %d bytes (HBDLAB_MAX_INPUT_BYTES)", cap)
+    end
+    return text, "stdin"
+  end
+  local ok, text = pcall(core.read_file, path)
+  if not ok then return nil, tostring(text) end
   return text, path
 end
 
@@ -34,7 +41,11 @@ function M.eval(path, extra)
   end
   local hl = require "hbdlab"
   local text, origin = read_all(path)
-  if not text then return fail_json("cannot read " .. path .. ": " .. tostring(origin), 1) end
+  if not text then
+    local msg = tostring(origin)
+    if path == "-" or not msg:find(path, 1, true) then msg = path .. ": " .. msg end
+    return fail_json("cannot read " .. msg, 1)
+  end
   local ok, cfg = pcall(core.json_decode, text, origin)
   if not ok then return fail_json(tostring(cfg), 1) end
   if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of simulate fields", 1) end

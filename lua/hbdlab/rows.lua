@@ -205,10 +205,8 @@ function M.parse_csv(text)
 end
 
 local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then error("cannot read " .. path .. ": " .. tostring(err), 3) end
-  local t = f:read("a")
-  f:close()
+  local ok, t = pcall(core.read_file, path) -- a regular text file within the input limit
+  if not ok then error("cannot read " .. tostring(t), 3) end
   return t
 end
 
