@@ -13,6 +13,7 @@
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/cost.h"
+#include "hbdlab/job.h"
 #include "hbdlab/sim.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
