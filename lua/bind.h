@@ -24,6 +24,7 @@ void hl_bind_json(lua_State *L);
 void hl_bind_sweep(lua_State *L);
 void hl_bind_bench(lua_State *L);
 void hl_bind_minitf(lua_State *L);
+void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
@@ -74,6 +75,20 @@ void hl_set_num(lua_State *L, const char *k, double v);
 /* Reads an optional numeric field `name` of the table at idx; returns def if
  * absent. Raises "field 'name': expected a number, got T" on wrong type. */
 double hl_opt_number_field(lua_State *L, int idx, const char *name, double def);
+
+/* Reads an optional integer field in lo..hi (def if absent); raises naming the field on a
+ * fraction, NaN or a value out of range (checked before any conversion). */
+int64_t hl_opt_int_field(lua_State *L, int idx, const char *name, int64_t def, int64_t lo, int64_t hi);
+
+/* Reads an optional boolean field: only true/false (def if absent); 0 or "false" raise. */
+int hl_opt_bool_field(lua_State *L, int idx, const char *name, int def);
+
+/* Raises "<what>: unknown field 'k' (did you mean 'x'?)" (or the allowed list) on a key of the
+ * table at idx that is not in the NULL-terminated list known. */
+void hl_check_known(lua_State *L, int idx, const char *const *known, const char *what);
+
+/* The name of known (NULL-terminated) closest to name by edit distance, or NULL when none is close. */
+const char *hl_nearest_name(const char *name, const char *const *known);
 
 /* Reads an optional string field; NULL if absent. Raises on wrong type. */
 const char *hl_opt_string_field(lua_State *L, int idx, const char *name);

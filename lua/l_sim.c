@@ -84,6 +84,11 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
     hl_status st;
     if (f->type == HL_FIELD_ENUM && lua_type(L, -1) != LUA_TSTRING) /* by name only, not by index */
         luaL_error(L, "%s field '%s': expected a string, got %s", set->kind, shown, luaL_typename(L, -1));
+    if (f->type == HL_FIELD_BOOL && lua_type(L, -1) != LUA_TBOOLEAN) { /* 0 and "false" are true in Lua: no guessing */
+        const char *type = luaL_typename(L, -1); /* before lua_tostring turns a number into a string */
+        luaL_error(L, "field '%s': expected true or false, got %s %s", shown, type,
+                   lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
+    }
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
     case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;
@@ -123,6 +128,17 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
                 }
             }
             luaL_pushresult(&b);
+            const char *members[33]; /* the group's field names, for the closest one */
+            int nm = 0;
+            for (int32_t i = 0; i < js->count && nm < 32; i++) {
+                const char *p = js->fields[i].path;
+                if (p && strncmp(p, g, n) == 0 && p[n] == '.')
+                    members[nm++] = p + n + 1;
+            }
+            members[nm] = NULL;
+            const char *near = k ? hl_nearest_name(k, members) : NULL;
+            if (near)
+                luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near, lua_tostring(L, -1));
             luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
         set_from_lua(L, hl_job_fields(), f, j, path);
