@@ -9,7 +9,8 @@
 static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
     "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
     "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
-    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", "coll_algo", NULL};
+    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", "coll_algo", "framework",
+    "step_overhead", "gemm_scale_16", "gemm_scale_fp8", "gemm_scale_fp4", "attn_scale", NULL};
 static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
 static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
 
@@ -232,6 +233,19 @@ void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_
     const char *place = hl_opt_string_field(L, 1, "placement");
     if (place && hl_field_set_string(hl_job_fields(), &j, "placement", place, &err))
         luaL_error(L, "%s", err.msg);
+    const char *fw = hl_opt_string_field(L, 1, "framework");
+    if (fw && hl_field_set_string(hl_job_fields(), &j, "framework", fw, &err))
+        luaL_error(L, "%s", err.msg);
+    static const char *const fw_nums[] = {"step_overhead", "gemm_scale_16", "gemm_scale_fp8", "gemm_scale_fp4",
+                                          "attn_scale"};
+    for (size_t i = 0; i < sizeof fw_nums / sizeof fw_nums[0]; i++)
+        if (lua_getfield(L, 1, fw_nums[i]) != LUA_TNIL) {
+            if (!lua_isnumber(L, -1))
+                luaL_error(L, "field '%s': expected a number, got %s", fw_nums[i], luaL_typename(L, -1));
+            if (hl_field_set_number(hl_job_fields(), &j, fw_nums[i], lua_tonumber(L, -1), &err))
+                luaL_error(L, "%s", err.msg);
+        }
+    lua_pop(L, (int)(sizeof fw_nums / sizeof fw_nums[0]));
     const char *calgo = hl_opt_string_field(L, 1, "coll_algo");
     if (calgo && hl_field_set_string(hl_job_fields(), &j, "coll_algo", calgo, &err))
         luaL_error(L, "%s", err.msg);

@@ -128,7 +128,9 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
                 {"overlap_prefill", j->overlap_prefill, 0, 1}, {"overlap_decode", j->overlap_decode, 0, 1},
                 {"imbalance", j->imbalance, 1, 1e3}, {"layer_overhead", j->layer_overhead, 0, 1},
                 {"microbatches", j->microbatches, 0, 1e6}, {"mem_util", j->mem_util, 0.01, 1},
-                {"workspace_bytes", j->workspace_bytes, 0, 1e15}};
+                {"workspace_bytes", j->workspace_bytes, 0, 1e15}, {"step_overhead", j->step_overhead, 0, 1},
+                {"gemm_scale_16", j->gemm_scale_16, 0, 10}, {"gemm_scale_fp8", j->gemm_scale_fp8, 0, 10},
+                {"gemm_scale_fp4", j->gemm_scale_fp4, 0, 10}, {"attn_scale", j->attn_scale, 0, 10}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
             return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
@@ -139,6 +141,11 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);
+    if ((unsigned)j->framework >= HL_FW_COUNT)
+        return hl_fail(err, HL_EINVAL, "field 'framework': %d is not one of ideal, trtllm, vllm, sglang",
+                       (int)j->framework);
+    if ((unsigned)j->coll_algo > HL_COLL_NCCL)
+        return hl_fail(err, HL_EINVAL, "field 'coll_algo': %d is not one of auto, nccl", (int)j->coll_algo);
     const int32_t precs[] = {j->precision, j->kv_precision, j->act_precision, j->wire_precision};
     const char *pn[] = {"precision", "kv_precision", "act_precision", "wire_precision"};
     for (int i = 0; i < 4; i++)
@@ -760,6 +767,20 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
     return HL_OK;
 }
 
+/* The framework's fixed cost per forward pass (scheduling, sampling, launch
+ * not hidden under GPU work), `passes` times. */
+static void add_overhead(acc *a, double per_pass, double passes)
+{
+    if (per_pass <= 0 || passes <= 0)
+        return;
+    a->ph.time_s += per_pass * passes;
+    a->ph.overhead_s += per_pass * passes;
+    if (a->summary)
+        return;
+    log_event(a, "step_overhead", 0, 0, per_pass, 0, 0);
+    item(a, "step_overhead", 0, 0)->time_s += per_pass * passes;
+}
+
 /* Overlap: a fraction of the communication runs under operators of the same
  * phase, never more than their time: hidden = min(overlap * comm, ops time).
  * Each communication component shrinks in proportion. */
@@ -780,9 +801,11 @@ static void finish_phase(acc *a)
 
 hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
 
-hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *err)
+hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
 {
     sim s;
+    hl_job fw;
+    const hl_job *j = hl_job_with_framework(job, &fw);
     hl_status st = resolve(j, &s, trust, err);
     if (st)
         return st;
@@ -824,6 +847,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     pre.ph.latency_comm_s *= scale;
     if ((st = io_ops(&s, &pre, b, 1, 1, err)))
         return st;
+    add_overhead(&pre, j->step_overhead, 1);
     finish_phase(&pre);
 
     /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
@@ -853,6 +877,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
         dec.ev = saved;
         if ((st = io_ops(&s, &dec, b, 1, steps, err)))
             return st;
+        add_overhead(&dec, j->step_overhead, steps);
     }
     finish_phase(&dec);
 

@@ -42,6 +42,12 @@ static const hl_field job_fields[] = {
     HL_FB(hl_job, ignore_memory, "ignore_memory", "run even when weights + KV + workspace exceed HBM (fits = false)"),
     HL_FE(hl_job, placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", "rank order in the HBDs, innermost first"),
     HL_FE(hl_job, coll_algo, "coll_algo", "auto|nccl", "collective algorithms: every modelled one, or NCCL's only"),
+    HL_FE(hl_job, framework, "framework", "ideal|trtllm|vllm|sglang", "serving framework profile (docs/MODEL.md 6.1)"),
+    HL_FD0(hl_job, step_overhead, "step_overhead", 1e-12, 1, "s", "per forward pass (0 = the framework's)"),
+    HL_FD0(hl_job, gemm_scale_16, "gemm_scale_16", 1e-3, 10, "", "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
+    HL_FD0(hl_job, gemm_scale_fp8, "gemm_scale_fp8", 1e-3, 10, "", "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
+    HL_FD0(hl_job, gemm_scale_fp4, "gemm_scale_fp4", 1e-3, 10, "", "x eff_gemm for FP4 GEMMs (0 = the framework's)"),
+    HL_FD0(hl_job, attn_scale, "attn_scale", 1e-3, 10, "", "x eff_attn (0 = the framework's)"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

@@ -1,4 +1,4 @@
--- Subcommands of the hbdlab host: eval, notebook, bench. Each returns an exit status.
+-- Subcommands of the hbdlab host: eval, notebook, bench, calibrate. Each returns an exit status.
 local core = require "hbdlab.core"
 
 local M = {}
@@ -45,6 +45,9 @@ function M.eval(path, extra)
   io.write(core.json_encode(plain, true), "\n")
   return 0
 end
+
+--- hbdlab calibrate CASES.json
+function M.calibrate(...) return require("hbdlab.calibrate").main(...) end
 
 --- hbdlab bench [--json] [--quick]
 function M.bench(...) return require("hbdlab.bench").main(...) end

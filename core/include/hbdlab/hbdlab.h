@@ -16,6 +16,7 @@
 #include "hbdlab/sim.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
+#include "hbdlab/calib.h"
 #include "hbdlab/bench.h"
 #include "hbdlab/minitf.h"
 #endif
