@@ -24,6 +24,7 @@ void hl_bind_json(lua_State *L);
 void hl_bind_sweep(lua_State *L);
 void hl_bind_bench(lua_State *L);
 void hl_bind_minitf(lua_State *L);
+void hl_bind_serve(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);

@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve), all through protected calls. */
 #include "host.h"
 
 #include <lauxlib.h>
@@ -127,6 +127,7 @@ static void print_usage(FILE *out)
             "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
             "       hbdlab eval CONFIG.json|-\n"
             "       hbdlab bench [--json] [--quick]\n"
+            "       hbdlab serve CONFIG.json|- [--json]\n"
             "Options:\n"
             "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
             "  -i           enter the REPL after running the script or -e chunks\n"
@@ -186,7 +187,8 @@ static int run_subcommand(lua_State *L, const char *sub, char **argv, int argc, 
 
 static int is_subcommand(const char *s)
 {
-    return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0;
+    return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 ||
+           strcmp(s, "serve") == 0;
 }
 
 int main(int argc, char **argv)

@@ -1,4 +1,4 @@
--- Subcommands of the hbdlab host: eval, notebook, bench. Each returns an exit status.
+-- Subcommands of the hbdlab host: eval, notebook, bench, serve. Each returns an exit status.
 local core = require "hbdlab.core"
 
 local M = {}
@@ -43,6 +43,31 @@ function M.eval(path, extra)
   local plain = {}
   for k, v in pairs(r) do plain[k] = v end
   io.write(core.json_encode(plain, true), "\n")
+  return 0
+end
+
+--- hbdlab serve CONFIG.json|- [--json] : the fields of hl.serve as JSON; prints the summary
+--- (or the result as JSON with --json).
+function M.serve(path, opt, extra)
+  local as_json = opt == "--json"
+  if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
+    return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
+  end
+  local hl = require "hbdlab"
+  local text, origin = read_all(path)
+  if not text then return fail_json("cannot read " .. path .. ": " .. tostring(origin), 1) end
+  local ok, cfg = pcall(core.json_decode, text, origin)
+  if not ok then return fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of serve fields", 1) end
+  local ok2, r = pcall(function() return hl.serve(to_simulate_fields(hl, cfg)) end)
+  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  if as_json then
+    local plain = {}
+    for k, v in pairs(r) do plain[k] = v end
+    io.write(core.json_encode(plain, true), "\n")
+  else
+    print(r)
+  end
   return 0
 end
 

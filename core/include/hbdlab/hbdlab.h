@@ -13,6 +13,7 @@
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/sim.h"
+#include "hbdlab/serve.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
 #include "hbdlab/bench.h"
