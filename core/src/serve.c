@@ -1,7 +1,7 @@
 /* The serving scheduler: requests arrive, wait, are admitted into the
  * running set when their KV blocks fit, and advance one iteration at a time;
  * each iteration is timed by the per-step model (step_int.h). Policy (vLLM
- * v1 with chunked prefill; vLLM v0 without): docs/MODEL.md section 7. */
+ * v1 with chunked prefill; vLLM v0 without): docs/MODEL.md, "Serving". */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +130,8 @@ static void schedule_running(sched *s, double *budget, double chunk)
         rq *x = &s->q[s->run[i]];
         int decode = x->prefilled >= x->prompt;
         double tok = decode ? 1 : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
-        double need = blocks_for(s, (decode ? x->kv : x->prefilled) + tok) - x->blocks;
+        double end = (decode ? x->kv : x->prefilled) + tok;
+        double need = end > x->blocks * s->block ? blocks_for(s, end) - x->blocks : 0;
         while (need > s->blocks_free && s->n_run - 1 > i)
             preempt_last(s);
         if (need > s->blocks_free) { /* it is the last one: preempt itself */
@@ -165,6 +166,103 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
         plan_add(s, r, tok, 0, need);
         *budget -= tok;
     }
+}
+
+/* Decode run-ahead: while the running requests only decode, none finishes,
+ * nothing waits and nothing arrives, every iteration has the same members and
+ * a mean context one token longer than the last; such iterations are advanced
+ * here without the per-request bookkeeping (the result is the same as
+ * scheduling each one: tests/c/test_serve.c compares both). Needs
+ * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
+ * cnt: block_tokens counters, scratch. Updates *t and the integrals in acc. */
+/* Appends to a growable array of `size`-byte elements. */
+static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 1;
+    int64_t nc = *cap ? *cap * 2 : 256;
+    void *g = realloc(*arr, (size_t)nc * size);
+    if (!g)
+        return 0;
+    *arr = g;
+    *cap = nc;
+    return 1;
+}
+
+typedef struct recorder {
+    hl_serve_result *r;
+    double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
+    int64_t steps, samp_cap, stride, max_samples;
+} recorder;
+
+/* Accounts one iteration [t, t + dt]: time integrals, and a KV sample every
+ * `stride` iterations (when the series is full, every other sample is dropped
+ * and the stride doubles). */
+static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
+                        double kv_util, double tokens, hl_err *err)
+{
+    hl_serve_result *r = rc->r;
+    rc->little += in_system * dt;
+    rc->run += running * dt;
+    rc->wait += waiting * dt;
+    rc->kv += kv_util * dt;
+    rc->kv_max = fmax(rc->kv_max, kv_util);
+    rc->tokens += tokens;
+    if (rc->steps % rc->stride == 0 && r->n_samples == rc->max_samples) {
+        for (int64_t k = 0; k < rc->max_samples / 2; k++)
+            r->samples[k] = r->samples[2 * k];
+        r->n_samples = rc->max_samples / 2;
+        rc->stride *= 2;
+    }
+    if (rc->steps % rc->stride == 0) {
+        if (!grow((void **)&r->samples, r->n_samples, &rc->samp_cap, sizeof *r->samples))
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for samples");
+        r->samples[r->n_samples++] = (hl_serve_sample){t, kv_util, running, waiting};
+    }
+    rc->steps++;
+    return HL_OK;
+}
+
+static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
+                           recorder *rec, hl_err *err)
+{
+    int64_t m = s->n_run, bt = (int64_t)s->block;
+    double left = INFINITY, ctx0 = 0;
+    memset(cnt, 0, sizeof *cnt * (size_t)bt);
+    for (int64_t k = 0; k < m; k++) {
+        const rq *x = &s->q[s->run[k]];
+        left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
+        ctx0 += x->kv;
+        cnt[(int64_t)x->kv % bt] += 1;
+    }
+    ctx0 /= (double)m;
+    double j = 0;
+    while (j < left && *t < t_arr) {
+        int64_t res = (int64_t)j % bt;
+        double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
+        if (need > s->blocks_free)
+            break;
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m};
+        double dt;
+        hl_status rc = hl_stepper_time(st, &it, &dt, err);
+        if (rc)
+            return rc;
+        s->blocks_free -= need;
+        double util = (s->blocks_total - s->blocks_free) / s->blocks_total;
+        if ((rc = record(rec, *t, dt, (double)m, (double)m, 0, util, (double)m, err)))
+            return rc;
+        hl_itl_add(itl, dt, (double)m);
+        *t += dt;
+        j++;
+    }
+    for (int64_t k = 0; k < m && j > 0; k++) {
+        rq *x = &s->q[s->run[k]];
+        x->kv += j;
+        x->gen += j;
+        x->blocks = blocks_for(s, x->kv);
+        x->last_tok = *t;
+    }
+    return HL_OK;
 }
 
 /* KV blocks of the instance: HBM left after weights and workspace, per GPU of
@@ -227,20 +325,6 @@ static hl_status check_cfg(const hl_serve_cfg *c, hl_err *err)
     return HL_OK;
 }
 
-/* Appends to a growable array of `size`-byte elements. */
-static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
-{
-    if (n < *cap)
-        return 1;
-    int64_t nc = *cap ? *cap * 2 : 256;
-    void *g = realloc(*arr, (size_t)nc * size);
-    if (!g)
-        return 0;
-    *arr = g;
-    *cap = nc;
-    return 1;
-}
-
 /* Everything run() allocates, freed in one place. */
 typedef struct owned {
     hl_stepper *st;
@@ -250,6 +334,7 @@ typedef struct owned {
     plan *plan;
     hl_iter_chunk *chunks;
     hl_itl_hist *itl;
+    double *cnt; /* block_tokens counters of the decode run-ahead */
 } owned;
 
 static void owned_free(owned *o)
@@ -262,6 +347,7 @@ static void owned_free(owned *o)
     free(o->plan);
     free(o->chunks);
     free(o->itl);
+    free(o->cnt);
 }
 
 static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err *err)
@@ -317,12 +403,18 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
     double chunk = c->chunk > 0 ? (double)c->chunk : (double)c->token_budget;
     double window = hl_stepper_window(o->st);
-    double t = 0, little = 0, run_int = 0, wait_int = 0, kv_int = 0, kv_max = 0, tok_sum = 0;
-    int64_t next = 0, done = 0, steps = 0, preempt_total = 0, samp_cap = 0, steps_cap = 0, stride = 1;
-    int64_t max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    double t = 0;
+    int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
+    recorder rec = {0};
+    rec.r = r;
+    rec.stride = 1;
+    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536;
+    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
         while (next < released && s.q[next].arrival <= t) {
-            little += t - s.q[next].arrival;
+            rec.little += t - s.q[next].arrival;
             wait_push_back(&s, next++);
         }
         if (s.n_run == 0 && s.w_len == 0) {
@@ -413,26 +505,9 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
             if (!s.q[s.run[k]].done)
                 s.run[m++] = s.run[k];
         double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
-        little += (double)in_system * dt;
-        run_int += (double)(s.n_run) * dt;
-        wait_int += (double)s.w_len * dt;
-        kv_int += kv_util * dt;
-        kv_max = fmax(kv_max, kv_util);
-        tok_sum += step_tok;
+        if ((rc = record(&rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, err)))
+            return rc;
         preempt_total += s.preempted;
-        if (steps % stride == 0) {
-            if (r->n_samples == max_samples) { /* keep every other sample, sample half as often */
-                for (int64_t k = 0; k < max_samples / 2; k++)
-                    r->samples[k] = r->samples[2 * k];
-                r->n_samples = max_samples / 2;
-                stride *= 2;
-            }
-            if (steps % stride == 0) {
-                if (!grow((void **)&r->samples, r->n_samples, &samp_cap, sizeof *r->samples))
-                    return hl_fail(err, HL_ENOMEM, "serve: out of memory for samples");
-                r->samples[r->n_samples++] = (hl_serve_sample){t, kv_util, (double)s.n_run, (double)s.w_len};
-            }
-        }
         if (c->keep_steps) {
             if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
@@ -441,9 +516,14 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
                                 (int32_t)first_chunk,
                                 (int32_t)s.preempted, s.blocks_total - s.blocks_free};
         }
+        int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
         s.n_run = m;
         t = t_end;
-        steps++;
+        if (fast && all_decoded && m > 0 && s.w_len == 0) {
+            double t_arr = next < released ? s.q[next].arrival : INFINITY;
+            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, &rec, err)))
+                return rc;
+        }
     }
     o->reqs = (free(o->reqs), NULL);
     hl_serve_req *out = calloc((size_t)n, sizeof *out);
@@ -462,16 +542,16 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
     if (rc)
         return rc;
     double T = r->duration_s > 0 ? r->duration_s : 1;
-    r->steps = steps;
+    r->steps = rec.steps;
     r->preemptions = preempt_total;
-    r->mean_in_system = little / T;
-    r->mean_running = run_int / T;
-    r->mean_waiting = wait_int / T;
-    r->mean_step_tokens = steps ? tok_sum / (double)steps : 0;
+    r->mean_in_system = rec.little / T;
+    r->mean_running = rec.run / T;
+    r->mean_waiting = rec.wait / T;
+    r->mean_step_tokens = rec.steps ? rec.tokens / (double)rec.steps : 0;
     r->kv_blocks_total = s.blocks_total;
     r->kv_block_tokens = (double)c->block_tokens;
-    r->kv_util_mean = kv_int / T;
-    r->kv_util_max = kv_max;
+    r->kv_util_mean = rec.kv / T;
+    r->kv_util_max = rec.kv_max;
     return HL_OK;
 }
 

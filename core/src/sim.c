@@ -836,6 +836,17 @@ struct hl_stepper {
     hl_phase *lin[2];   /* [prefill=0 / decode=1][tokens]: layer_ops of one pass */
     hl_phase *io;       /* [rows]: io_ops of one step */
     unsigned char *have; /* (2 + 1) * (cap + 1) flags */
+    struct dline *dl;   /* [sequences]: decode-only steps, NULL until first used */
+};
+
+/* A decode-only step of n sequences as a function of their mean context c:
+ * base (every operator but attention, and the sampling ops) plus one attention
+ * kernel per layer of time max(ac + bc c, am + bm c) + lat (its compute and
+ * memory times are linear in c: section 6's closed form uses the same fact). */
+struct dline {
+    hl_phase base;
+    double ac, bc, am, bm, lat;
+    int have;
 };
 
 hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
@@ -883,6 +894,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->lin[1]);
     free(st->io);
     free(st->have);
+    free(st->dl);
     free(st);
 }
 
@@ -960,8 +972,65 @@ static hl_status step_io(hl_stepper *st, double rows, hl_phase *out, hl_err *err
     return HL_OK;
 }
 
+/* The decode line of n sequences (cached for n <= cap). */
+static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err *err)
+{
+    int64_t k = (int64_t)n;
+    if (st->dl && st->dl[k].have) {
+        *out = st->dl[k];
+        return HL_OK;
+    }
+    struct dline d;
+    memset(&d, 0, sizeof d);
+    hl_status rc = step_linear(st, 1, n, &d.base, err);
+    hl_phase io;
+    if (!rc)
+        rc = step_io(st, n, &io, err);
+    if (rc)
+        return rc;
+    phase_add(&d.base, &io, 1);
+    hl_op op;
+    hl_op_time t0, t1;
+    attn_op(&st->s, &op, n / (double)st->s.dp, 1, 0, 0);
+    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
+        return rc;
+    attn_op(&st->s, &op, n / (double)st->s.dp, 1, 1, 0);
+    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
+        return rc;
+    d.ac = t0.compute_s;
+    d.bc = t1.compute_s - t0.compute_s;
+    d.am = t0.memory_s;
+    d.bm = t1.memory_s - t0.memory_s;
+    d.lat = st->job.cluster.gpu.kernel_latency;
+    d.have = 1;
+    if (!st->dl)
+        st->dl = calloc((size_t)st->cap + 1, sizeof *st->dl);
+    if (st->dl)
+        st->dl[k] = d;
+    *out = d;
+    return HL_OK;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
+    int64_t nd = (int64_t)it->decode_seqs;
+    if (it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
+        it->logits_rows == it->decode_seqs) { /* decode only: evaluate the cached line (hot path) */
+        struct dline d;
+        hl_status rc = decode_line(st, it->decode_seqs, &d, err);
+        if (rc)
+            return rc;
+        double stages = (double)st->s.pp;
+        double c = it->decode_ctx_mean, w = it->decode_win_mean;
+        double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
+                     (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
+        double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
+        double hidden = fmin(st->job.overlap_decode * d.base.comm_s, ops); /* finish_phase() */
+        *time_s = hidden > 0 && d.base.comm_s > 0 ? time - hidden : time;
+        if (!isfinite(*time_s) || *time_s < 0)
+            return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
+        return HL_OK;
+    }
     *time_s = 0;
     double tokens = it->decode_seqs;
     for (int32_t i = 0; i < it->n_chunks; i++)

@@ -220,6 +220,36 @@ static void test_littles_law(void **state)
     hl_serve_result_free(&r);
 }
 
+/* The decode run-ahead (iterations with the same members advanced without the
+ * per-request bookkeeping) gives the results of scheduling every iteration
+ * (keep_steps turns the run-ahead off). */
+static void test_run_ahead_equals_step_by_step(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    for (int load = 0; load < 2; load++) {
+        hl_serve_cfg c = poisson_cfg(&j, load ? 12 : 1.5, 1500);
+        c.kv_blocks = load ? 6000 : 0; /* the loaded run also preempts */
+        hl_serve_result a, b;
+        hl_err e;
+        assert_ok(hl_serve_run(&c, &a, &e), &e);
+        c.keep_steps = 1;
+        assert_ok(hl_serve_run(&c, &b, &e), &e);
+        assert_int_equal(a.steps, b.steps);
+        assert_int_equal(a.preemptions, b.preemptions);
+        assert_rel(a.ttft_s.mean, b.ttft_s.mean, 1e-9, "TTFT mean");
+        assert_rel(a.tpot_s.p99, b.tpot_s.p99, 1e-9, "TPOT p99");
+        assert_rel(a.e2e_s.mean, b.e2e_s.mean, 1e-9, "e2e mean");
+        assert_rel(a.itl_s.mean, b.itl_s.mean, 1e-9, "ITL mean");
+        assert_rel(a.mean_in_system, b.mean_in_system, 1e-9, "in system");
+        assert_rel(a.kv_util_mean, b.kv_util_mean, 1e-9, "KV utilisation");
+        printf("load %d: %lld steps, %lld preemptions\n", load, (long long)a.steps, (long long)a.preemptions);
+        hl_serve_result_free(&a);
+        hl_serve_result_free(&b);
+    }
+}
+
 /* Looser SLOs never lower the attainment or the goodput. */
 static void test_goodput_monotone_in_slo(void **state)
 {
@@ -356,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_hand_worked_schedule_unchunked),
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
+        cmocka_unit_test(test_run_ahead_equals_step_by_step),
         cmocka_unit_test(test_goodput_monotone_in_slo),
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_trace_parse),

@@ -2,7 +2,7 @@
  * iteration by iteration (continuous batching, chunked prefill, paged KV
  * admission, preemption by recompute); each iteration timed by the per-step
  * model of sim.h. Metrics per request and aggregate, goodput under an SLO.
- * Formulas and assumptions: docs/MODEL.md section 7. */
+ * Formulas and assumptions: docs/MODEL.md, "Serving". */
 #ifndef HBDLAB_SERVE_H
 #define HBDLAB_SERVE_H
 #include <stddef.h>
