@@ -34,10 +34,11 @@ hl_gpu *hl_to_gpu(lua_State *L, int idx);
 hl_cluster *hl_to_cluster(lua_State *L, int idx);
 hl_model *hl_to_model(lua_State *L, int idx);
 
-/* Reads the hl.simulate fields of the table at stack index 1 into *job
- * (presets by name); raises a Lua error naming the field on bad input.
- * *batch_max / *auto_plan report batch = "max" and parallel = "auto". */
-void hl_check_job(lua_State *L, hl_job *job, int *batch_max, int *auto_plan);
+/* Reads the hl.simulate fields of the table at stack index idx into plan->job
+ * (presets by name) and the search options into *plan; raises a Lua error
+ * naming the field on bad input. *batch_max / *auto_plan report batch = "max"
+ * and parallel = "auto". */
+void hl_check_job(lua_State *L, int idx, hl_plan_in *plan, int *batch_max, int *auto_plan);
 
 /* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
  * delivers the interrupt: a sweep that stops early with the rows done, or the

@@ -152,9 +152,10 @@ static void push_result(lua_State *L, const hl_serve_result *r)
 static int l_serve(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
-    hl_job j;
+    hl_plan_in pin;
     int batch_max, auto_plan;
-    hl_check_job(L, &j, &batch_max, &auto_plan);
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    hl_job j = pin.job;
     if (batch_max || auto_plan)
         return luaL_error(L, "serve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
                              "scheduler (max_seqs)");

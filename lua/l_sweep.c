@@ -159,10 +159,9 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
 static void read_sweep_args(lua_State *L, const char *who, hl_job *base, axes_mem *mem)
 {
     int batch_max, auto_plan;
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1); /* hl_check_job reads index 1 */
-    hl_check_job(L, base, &batch_max, &auto_plan);
-    lua_remove(L, 1);
+    hl_plan_in pin;
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    *base = pin.job;
     if (batch_max || auto_plan)
         luaL_error(L, "%s: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
                       "use the function form hl.sweep(axes, fn)", who);

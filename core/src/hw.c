@@ -35,6 +35,12 @@ static const hl_field gpu_fields[] = {
     HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_gpu, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
+    HL_FD(hl_gpu, capex_usd, "capex_usd", 0, 1e8, "USD", "GPU and its share of the server, no networking (0 = unknown)"),
+    HL_FD(hl_gpu, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),
+    HL_FD(hl_gpu, scaleout_usd, "scaleout_usd", 0, 1e8, "USD", "per-GPU NIC, scale-out switch ports and optics"),
+    HL_FD0(hl_gpu, power_w, "power_w", 1, 1e5, "W", "per-GPU server wall power at load (0 = tdp_w)"),
+    HL_FD(hl_gpu, idle_w, "idle_w", 0, 1e5, "W", "per-GPU server wall power while waiting"),
+    HL_FS(hl_gpu, cost_source, "cost_source", "where the cost and power numbers come from"),
     HL_FS(hl_gpu, source, "source", "where the numbers come from"),
 };
 static const hl_field_set gpu_set = {"gpu", gpu_fields, (int32_t)(sizeof gpu_fields / sizeof gpu_fields[0])};
@@ -99,6 +105,11 @@ static const hl_field cluster_fields[] = {
     HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_cluster, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
+    HL_FD(hl_cluster, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),
+    HL_FD(hl_cluster, scaleout_usd, "scaleout_usd", 0, 1e8, "USD", "per-GPU NIC, scale-out switch ports and optics"),
+    HL_FD(hl_cluster, amort_years, "amort_years", 0.1, 100, "years", "capex amortisation period"),
+    HL_FD(hl_cluster, pue, "pue", 1, 5, "", "power usage effectiveness (facility / IT power)"),
+    HL_FD(hl_cluster, usd_per_kwh, "usd_per_kwh", 0, 100, "USD/kWh", "electricity price"),
 };
 static const hl_field_set cluster_set = {"cluster", cluster_fields,
                                          (int32_t)(sizeof cluster_fields / sizeof cluster_fields[0])};
@@ -123,6 +134,12 @@ hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_
     c->in_switch_eff = gpu->in_switch_eff;
     c->in_switch_latency = gpu->in_switch_latency;
     c->peer_cost = 0;
+    c->scaleup_usd = gpu->scaleup_usd;
+    c->scaleout_usd = gpu->scaleout_usd;
+    /* Datacenter defaults, sourced in docs/MODEL.md section 11 (estimates; override per study). */
+    c->amort_years = 5;
+    c->pue = 1.3;
+    c->usd_per_kwh = 0.08;
     snprintf(c->name, sizeof c->name, "%.20s x%lld hbd%lld", gpu->name, (long long)gpus, (long long)hbd);
     return hl_cluster_validate(c, err);
 }

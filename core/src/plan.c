@@ -6,7 +6,20 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fields_int.h"
 #include "sim_int.h"
+
+/* The options of a mapping search that hl.simulate takes beside the job's
+ * fields (parallel = "auto"); declared once here. */
+static const hl_field plan_fields[] = {
+    HL_FE(hl_plan_in, objective, "objective", "tps_per_gpu|ttft|tpot|throughput",
+          "what parallel = \"auto\" optimises: tokens/s per GPU, TTFT, TPOT, or whole-job decode tokens/s"),
+    HL_FD0(hl_plan_in, max_tpot, "max_tpot_s", 1e-9, 1e6, "s", "parallel = \"auto\": TPOT limit (0 = none)"),
+    HL_FD0(hl_plan_in, max_ttft, "max_ttft_s", 1e-9, 1e6, "s", "parallel = \"auto\": TTFT limit (0 = none)"),
+};
+static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0])};
+
+const hl_field_set *hl_plan_fields(void) { return &plan_set; }
 
 /* One probe of the search: the job at another batch. The first run validated the
  * model and cluster, which the probes do not change. */

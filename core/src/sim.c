@@ -19,21 +19,6 @@
 #include "hbdlab/precision.h"
 #include "hbdlab/roofline.h"
 
-void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
-{
-    memset(job, 0, sizeof *job);
-    job->model = *m;
-    job->cluster = *c;
-    job->precision = job->kv_precision = job->act_precision = job->wire_precision = HL_BF16;
-    job->batch = 1;
-    job->input = 1024;
-    job->output = 128;
-    job->tp = job->pp = job->ep = 1;
-    job->imbalance = 1;
-    job->mem_util = 0.9;
-    job->dispatch = HL_DISPATCH_FLAT;
-}
-
 const char *hl_bound_name(int32_t b)
 {
     static const char *const names[] = {"compute", "hbm", "scale-up", "scale-out", "latency"};
@@ -123,29 +108,14 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
         st = trust & HL_TRUST_CLUSTER_FIELDS ? hl_cluster_check_consistency(c, err) : hl_cluster_validate(c, err);
     if (st)
         return st;
-    const struct {
-        const char *name;
-        double v, lo, hi;
-    } nums[] = {{"batch", j->batch, 1, 1e9}, {"input", j->input, 1, 1e9}, {"output", j->output, 1, 1e9},
-                {"overlap_prefill", j->overlap_prefill, 0, 1}, {"overlap_decode", j->overlap_decode, 0, 1},
-                {"imbalance", j->imbalance, 1, 1e3}, {"layer_overhead", j->layer_overhead, 0, 1},
-                {"microbatches", j->microbatches, 0, 1e6}, {"mem_util", j->mem_util, 0.01, 1},
-                {"workspace_bytes", j->workspace_bytes, 0, 1e15}};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-        if (!(nums[i].v >= nums[i].lo && nums[i].v <= nums[i].hi))
-            return hl_fail(err, HL_EINVAL, "field '%s': %g is out of range (allowed: %g..%g)", nums[i].name,
-                           isnan(nums[i].v) ? fabs(nums[i].v) : nums[i].v, nums[i].lo, nums[i].hi);
+    if (!(trust & HL_TRUST_JOB_FIELDS) && (st = hl_job_check_fields(j, err)))
+        return st;
     if (!(j->microbatches == 0 || (j->microbatches >= 1 && j->microbatches == floor(j->microbatches))))
         return hl_fail(err, HL_EINVAL, "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
                        "number >= 1)", j->microbatches);
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);
-    const int32_t precs[] = {j->precision, j->kv_precision, j->act_precision, j->wire_precision};
-    const char *pn[] = {"precision", "kv_precision", "act_precision", "wire_precision"};
-    for (int i = 0; i < 4; i++)
-        if ((unsigned)precs[i] >= HL_PRECISION_COUNT)
-            return hl_fail(err, HL_EINVAL, "field '%s': %d is not a precision", pn[i], (int)precs[i]);
     double peak;
     if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->precision, &peak, err)))
         return st;
@@ -156,8 +126,8 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     s->c = c;
     s->wb = hl_precision_bytes((hl_precision)j->precision);
     s->ab = hl_precision_bytes((hl_precision)j->act_precision);
-    s->kvb = hl_precision_bytes((hl_precision)j->kv_precision);
-    s->wireb = hl_precision_bytes((hl_precision)j->wire_precision);
+    s->kvb = hl_precision_bytes((hl_precision)hl_job_kv_precision(j));
+    s->wireb = hl_precision_bytes((hl_precision)hl_job_wire_precision(j));
     s->G = j->gpus > 0 ? j->gpus : c->gpus;
     s->tp = j->tp;
     s->pp = j->pp;
@@ -302,20 +272,68 @@ static void gemm(hl_op *op, const sim *s, const char *name, double m, double n, 
     hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
 }
 
+/* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
+static int32_t job_algo(const sim *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
+
+/* Adds `times` executions of a collective already timed (o) to the phase. */
+static void account_coll(acc *a, const char *name, const hl_coll_out *o, double times)
+{
+    /* Raw times here; finish_phase() hides the overlapped part. */
+    double raw = o->time_s * times, lat = o->latency_s * times;
+    a->ph.time_s += raw;
+    a->ph.comm_s += raw;
+    a->ph.latency_comm_s += lat;
+    if (o->hbds > 1)
+        a->ph.scaleout_comm_s += raw - lat;
+    else
+        a->ph.scaleup_comm_s += raw - lat;
+    if (a->summary)
+        return;
+    log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
+    hl_item *it = item(a, name, 1, o->hbds > 1);
+    it->time_s += raw;
+    it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
+}
+
+/* A collective as placed, or routed as a smaller HBD would route it if that is
+ * faster: on a switched fabric a runtime can send to some peers of its HBD
+ * over the scale-out network instead (both tiers then carry data at once), so
+ * a larger HBD keeps every choice of a smaller one. The time is the minimum
+ * over the HBD shares g' dividing the group's share g (docs/MODEL.md 6). */
+static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+{
+    hl_status st = hl_coll_time(c, in, o, err);
+    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
+    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1)
+        return st;
+    hl_cluster cl = *c;
+    hl_coll_in k = *in;
+    hl_coll_out t;
+    for (int64_t gs = 1; gs < g; gs++) {
+        if (g % gs != 0 || in->ranks % gs != 0)
+            continue;
+        cl.hbd = gs;
+        k.ranks_per_hbd = gs;
+        if (hl_coll_time(&cl, &k, &t, err) == HL_OK && t.time_s < o->time_s)
+            *o = t;
+    }
+    return HL_OK;
+}
+
 /* Adds `times` executions of a collective over `ranks` ranks (packed). */
 static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
                           int64_t ranks_per_hbd, double times, hl_err *err)
 {
     if (times <= 0 || ranks <= 1 || bytes <= 0)
         return HL_OK;
-    hl_coll_in in = {op, HL_ALGO_AUTO, bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
+    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
     hl_coll_out o;
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */
     if (a->memo_valid && memcmp(&a->memo_in, &in, sizeof in) == 0) {
         o = a->memo_out;
     } else {
-        hl_status st = hl_coll_time(s->c, &in, &o, err);
+        hl_status st = best_coll(s->c, &in, &o, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;
@@ -324,21 +342,7 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
         a->memo_out = o;
         a->memo_valid = 1;
     }
-    /* Raw times here; finish_phase() hides the overlapped part. */
-    double raw = o.time_s * times, lat = o.latency_s * times;
-    a->ph.time_s += raw;
-    a->ph.comm_s += raw;
-    a->ph.latency_comm_s += lat;
-    if (o.hbds > 1)
-        a->ph.scaleout_comm_s += raw - lat;
-    else
-        a->ph.scaleup_comm_s += raw - lat;
-    if (a->summary)
-        return HL_OK;
-    log_event(a, name, 1, o.hbds > 1, o.time_s, o.scaleup_bytes + o.scaleout_bytes, 0);
-    hl_item *it = item(a, name, 1, o.hbds > 1);
-    it->time_s += raw;
-    it->bytes += (o.scaleup_bytes + o.scaleout_bytes) * times;
+    account_coll(a, name, &o, times);
     return HL_OK;
 }
 
@@ -355,30 +359,114 @@ static hl_status tp_reduce(const sim *s, acc *a, double bytes, int64_t ranks, do
     return st;
 }
 
+/* Probability that none of the k distinct experts one token picks (top-k,
+ * uniform routing) lies among m given experts of E: C(E-m, k) / C(E, k). */
+static double miss_prob(double E, double m, double k)
+{
+    double p = 1;
+    for (double i = 0; i < k; i++) {
+        if (E - m - i <= 0)
+            return 0;
+        p *= (E - m - i) / (E - i);
+    }
+    return p;
+}
+
+/* Hierarchical exchange with forwarding domains of gf GPUs (gf divides the
+ * stage's HBD share): one copy per destination domain crosses scale-out to the
+ * rail peer, which forwards one copy per destination GPU over scale-up.
+ * inter/intra get zero times when a step has a single participant. */
+static hl_status hier_exchange(const sim *s, double gf, double mine, double width, int64_t domain, hl_coll_out *inter,
+                               hl_coll_out *intra, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double E = (double)m->experts, k = (double)m->topk, h = (double)m->hidden;
+    double D = (double)domain, etp = (double)s->etp, ep = (double)s->ep;
+    double dests = ep * (1 - miss_prob(E, E / ep, k)) * etp; /* distinct destination GPUs per token */
+    double u = fmax(gf, etp);                                 /* GPUs holding whole experts together */
+    double units_hit = D / u * (1 - miss_prob(E, E * u / D, k));
+    double doms_hit = units_hit * u / gf;                     /* distinct destination domains per token */
+    hl_cluster cl = *s->c;
+    cl.hbd = (int64_t)gf;
+    memset(inter, 0, sizeof *inter);
+    memset(intra, 0, sizeof *intra);
+    hl_status st = HL_OK;
+    int64_t nd = domain / (int64_t)gf;
+    if (nd > 1) {
+        hl_coll_in in = {HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
+        st = hl_coll_time(&cl, &in, inter, err);
+    }
+    if (!st && gf > 1) {
+        hl_coll_in in = {HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
+        st = hl_coll_time(&cl, &in, intra, err);
+    }
+    return st;
+}
+
 /* MoE dispatch (or combine: the same bytes back, at activation width) of
  * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
  * Flat: every (token, expert, shard) copy is its own message of h elements
- * over the whole domain. Hierarchical: one copy per destination HBD crosses
- * the scale-out network (expected distinct HBDs among the k experts, uniform
- * routing), then the k*etp copies fan out over scale-up inside the HBD. */
+ * over the whole domain. Hierarchical (DeepEP-style): one copy per destination
+ * forwarding domain crosses scale-out, then one copy per destination GPU over
+ * scale-up; the runtime forwards inside the divisor of the HBD share that is
+ * fastest (a larger HBD keeps every choice of a smaller one). */
 static hl_status moe_exchange(const sim *s, acc *a, const char *name, double mine, double width, int64_t domain,
                               double times, hl_err *err)
 {
     const hl_model *m = s->m;
     double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
     int64_t g = s->rph_domain;
-    double hbds = (double)(domain / g);
-    if (s->j->dispatch == HL_DISPATCH_FLAT || hbds <= 1)
+    if (s->j->dispatch == HL_DISPATCH_FLAT)
         return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, g, times, err);
-    double distinct = hbds * (1 - pow(1 - 1 / hbds, k)); /* expected HBDs hit by one token */
+    if (times <= 0 || domain <= 1 || mine <= 0)
+        return HL_OK;
+    hl_coll_out inter, intra, bi = {0}, bu = {0};
+    double best = -1;
+    for (int64_t gf = 1; gf <= g; gf++) {
+        if (g % gf != 0)
+            continue;
+        hl_status st = hier_exchange(s, (double)gf, mine, width, domain, &inter, &intra, err);
+        if (st) {
+            hl_err_prefix(err, name);
+            return st;
+        }
+        if (best < 0 || inter.time_s + intra.time_s < best) {
+            best = inter.time_s + intra.time_s;
+            bi = inter;
+            bu = intra;
+        }
+    }
     int dispatch = strcmp(name, "ep_dispatch") == 0;
-    const char *inter = dispatch ? "ep_dispatch_inter" : "ep_combine_inter";
-    const char *intra = dispatch ? "ep_dispatch_intra" : "ep_combine_intra";
-    /* rail peers: one GPU per HBD, each on its own NIC */
-    hl_status st = add_coll(s, a, inter, HL_ALLTOALL, mine * distinct * h * width, (int64_t)hbds, 1, times, err);
-    if (!st)
-        st = add_coll(s, a, intra, HL_ALLTOALL, mine * k * etp * h * width, g, 0, times, err);
-    return st;
+    if (bi.time_s > 0)
+        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bi, times);
+    if (bu.time_s > 0)
+        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &bu, times);
+    return HL_OK;
+}
+
+/* Expected experts with at least one token on the busiest of `ranks` EP
+ * ranks holding El experts each, for N tokens routed top-k over E experts.
+ * One expert is missed by a token with probability 1 - k/E (k distinct
+ * picks), so it is hit with p = 1 - (1 - k/E)^N. A rank's count is taken as
+ * Binomial(El, p) independently per rank (exact mean; the weak negative
+ * correlation between experts is neglected) and E[max] = sum_{x=1..El}
+ * (1 - F(x-1)^ranks). With one rank this is El * p. */
+static double busiest_rank_experts(double E, double El, double k, double N, double ranks)
+{
+    double p = 1 - pow(1 - k / E, N);
+    if (ranks <= 1 || p <= 0)
+        return El * p;
+    if (p >= 1)
+        return El;
+    double pmf = pow(1 - p, El), cdf = 0, sum = 0, r = p / (1 - p);
+    for (double x = 1; x <= El; x++) {
+        cdf += pmf; /* F(x-1) */
+        if (cdf >= 1)
+            break;
+        sum += 1 - pow(cdf, ranks);
+        pmf *= (El - (x - 1)) / x * r;
+    }
+    return sum;
 }
 
 /* One forward pass over the layers of one stage, except the attention kernel:
@@ -458,8 +546,8 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         double tok_e = j->batch * q * k / E * j->imbalance;
         if (s->ep > 1)
             TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
-        /* experts that receive at least one token: E_l * (1 - (1 - 1/E)^(tokens*k)) */
-        double active = El * (1 - pow(1 - 1 / E, j->batch * q * k));
+        /* experts of the busiest EP rank that receive at least one token (a layer waits for it) */
+        double active = busiest_rank_experts(E, El, k, j->batch * q, (double)s->ep);
         hl_op up, down;
         gemm(&up, s, "experts", tok_e, 2 * Fe, h);
         gemm(&down, s, "experts", tok_e, h, Fe);
@@ -470,6 +558,8 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         TRY(add_op(s, a, &grouped, Lmoe, err));
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
+            /* each TP rank combined only its T/tp tokens: attention TP needs all T again */
+            TRY(add_coll(s, a, "moe_allgather", HL_ALLGATHER, ar_bytes, s->tp, s->rph_tp, Lmoe, err));
         } else {
             /* ep = 1: every rank holds 1/etp of every expert and sees every token; the
              * expert outputs are partial sums, reduced like a dense FFN's */
@@ -519,7 +609,7 @@ static void attn_op(const sim *s, hl_op *op, double b, double q, double ctx, dou
     } else {
         sh.kv_heads = hl_kv_heads_per_gpu(m, s->tp);
         sh.qk_dim = sh.v_dim = (double)m->head_dim;
-        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)s->j->kv_precision, s->tp);
+        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
     }
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
@@ -782,7 +872,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
                (p.embedding + p.lm_head) / (double)s.tp / (double)s.pp;
     r->weights_bytes = w * s.wb;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s.tp) / (double)m->kv_heads;
-    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)j->kv_precision, j->input + j->output) * share /
+    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share /
                   (double)s.pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
@@ -818,6 +908,11 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     for (int i = 1; i < 5; i++)
         if (parts[i] > parts[r->bound])
             r->bound = i;
+
+    /* ---- cost and energy: prefill charged to prompt tokens, decode to decode tokens ---- */
+    hl_cost_phase cp = {pre.ph.time_s, pre.ph.compute_s + pre.ph.memory_s, j->batch * j->input};
+    hl_cost_phase cd = {dec.ph.time_s, dec.ph.compute_s + dec.ph.memory_s, j->batch * steps};
+    hl_cost_compute(&j->cluster, s.G, j->batch, &cp, &cd, &r->cost);
     return HL_OK;
 }
 
@@ -902,7 +997,7 @@ double hl_stepper_kv_token_bytes(const hl_stepper *st)
 {
     const hl_model *m = &st->job.model;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, st->s.tp) / (double)m->kv_heads;
-    return hl_kv_bytes_per_token(m, (hl_precision)st->job.kv_precision) * share / (double)st->s.pp;
+    return hl_kv_bytes_per_token(m, (hl_precision)hl_job_kv_precision(&st->job)) * share / (double)st->s.pp;
 }
 
 int64_t hl_stepper_gpus(const hl_stepper *st) { return st->s.G; }

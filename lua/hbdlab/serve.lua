@@ -4,13 +4,10 @@ local core = require "hbdlab.core"
 
 local M = {}
 
--- Fields that describe the instance (passed on as hl.simulate fields).
-local job_keys = {
-  model = true, cluster = true, precision = true, kv_precision = true, act_precision = true,
-  wire_precision = true, parallel = true, overlap = true, imbalance = true, layer_overhead = true,
-  dispatch = true, microbatches = true, mem_util = true, workspace_bytes = true,
-  sequence_parallel = true, placement = true,
-}
+-- Every other field describes the instance and goes to the job parser of
+-- hl.simulate (core/src/job.c's field table), which rejects unknown names.
+local not_for_serve = { batch = "the batch comes from the scheduler (max_seqs, token_budget)",
+                        exact_steps = "iterations are always timed one by one" }
 -- Fields of the workload and the scheduler (SI units; slo converted below).
 local serve_keys = {
   arrival = true, rate = true, concurrency = true, requests = true, seed = true, input = true,
@@ -20,26 +17,14 @@ local serve_keys = {
 }
 local slo_keys = { ttft_s = 1, tpot_s = 1, ttft_ms = 1e-3, tpot_ms = 1e-3 }
 
-local function sorted_keys(t)
-  local k = {}
-  for n in pairs(t) do k[#k + 1] = n end
-  table.sort(k)
-  return table.concat(k, ", ")
-end
-
 -- Splits hl.serve fields into (job fields, serve fields for core.serve).
 function M.split(t, level)
   level = (level or 1) + 1
   local job, sv = {}, {}
   for k, v in pairs(t) do
-    if job_keys[k] then job[k] = v
-    elseif serve_keys[k] then sv[k] = v
-    else
-      local all = {}
-      for n in pairs(job_keys) do all[n] = true end
-      for n in pairs(serve_keys) do all[n] = true end
-      error("hl.serve: unknown field '" .. tostring(k) .. "' (allowed: " .. sorted_keys(all) .. ")", level)
-    end
+    if serve_keys[k] then sv[k] = v
+    elseif not_for_serve[k] then error("hl.serve field '" .. k .. "': not a serve field (" .. not_for_serve[k] .. ")", level)
+    else job[k] = v end
   end
   if sv.slo ~= nil then
     if type(sv.slo) ~= "table" then error("hl.serve field 'slo': expected {ttft_s =, tpot_s =}", level) end

@@ -12,6 +12,8 @@
 #include "hbdlab/kvcache.h"
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"
+#include "hbdlab/cost.h"
+#include "hbdlab/job.h"
 #include "hbdlab/sim.h"
 #include "hbdlab/serve.h"
 #include "hbdlab/plan.h"

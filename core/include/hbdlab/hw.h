@@ -33,6 +33,12 @@ typedef struct hl_gpu {
     double in_switch_eff;    /* fraction of scaleup_bw reached by in-switch AllReduce */
     double in_switch_latency; /* s per in-switch (NVLS) operation */
     double tdp_w;            /* W, informational */
+    double capex_usd;        /* USD per GPU: the GPU and its share of the server, without networking; 0 = unknown */
+    double scaleup_usd;      /* USD per GPU: its share of scale-up switches, NVLink cables (default of the cluster's) */
+    double scaleout_usd;     /* USD per GPU: NIC, scale-out switch ports, optics (default of the cluster's) */
+    double power_w;          /* W per GPU at the wall of the server while kernels run (0 = tdp_w) */
+    double idle_w;           /* W per GPU at the wall of the server while waiting (communication, idle) */
+    char cost_source[400];   /* where the cost and power numbers come from */
     char source[640];        /* where the numbers come from */
 } hl_gpu;
 
@@ -71,6 +77,11 @@ typedef struct hl_cluster {
     double in_switch_eff;
     double in_switch_latency;
     double peer_cost;        /* s per remote peer a GPU exchanges with (message setup); default 0 */
+    double scaleup_usd;      /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
+    double scaleout_usd;     /* USD per GPU share of the scale-out network (from gpu unless overridden) */
+    double amort_years;      /* years over which capex is amortised (docs/MODEL.md section 10) */
+    double pue;              /* power usage effectiveness: facility power / IT power (>= 1) */
+    double usd_per_kwh;      /* electricity price, USD per kWh */
 } hl_cluster;
 
 /* Descriptor table of hl_cluster (without the nested gpu). */

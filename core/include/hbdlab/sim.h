@@ -7,55 +7,13 @@
 #include "hbdlab/status.h"
 #include "hbdlab/hw.h"
 #include "hbdlab/model.h"
+#include "hbdlab/cost.h"
+#include "hbdlab/job.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum hl_dispatch {
-    HL_DISPATCH_FLAT = 0,        /* every expert-TP shard receives each routed token's full hidden vector */
-    HL_DISPATCH_HIERARCHICAL = 1 /* one copy per expert, then an AllGather inside the expert-TP group */
-} hl_dispatch;
-
-/* Rank order over the cluster, innermost first (ranks fill HBDs in order).
- * dp stands for the data-parallel / expert-parallel groups of a stage. */
-typedef enum hl_placement {
-    HL_PLACE_TP_DP_PP = 0, /* default: TP groups inside an HBD, then DP/EP, pipeline stages outermost */
-    HL_PLACE_TP_PP_DP = 1, /* TP, then pipeline neighbours, then DP/EP */
-    HL_PLACE_PP_TP_DP = 2, /* pipeline neighbours innermost */
-    HL_PLACE_DP_TP_PP = 3  /* DP/EP innermost: TP groups strided across the HBD */
-} hl_placement;
-
-typedef struct hl_job {
-    hl_model model;
-    hl_cluster cluster;
-    int32_t precision;       /* hl_precision of weights and GEMM math */
-    int32_t kv_precision;    /* hl_precision of the KV cache */
-    int32_t act_precision;   /* hl_precision of activations (attention math, norms, TP AllReduce) */
-    int32_t wire_precision;  /* hl_precision of MoE dispatch payloads (combine uses act_precision) */
-    double batch;            /* concurrent sequences in the whole job */
-    double input;            /* prompt tokens per sequence */
-    double output;           /* generated tokens per sequence (first one comes from prefill) */
-    int64_t tp;              /* attention (and dense FFN) tensor parallelism */
-    int64_t pp;              /* pipeline stages */
-    int64_t ep;              /* expert parallelism (MoE): experts spread over ep groups */
-    int64_t dp;              /* attention data parallelism; 0 = gpus / (tp * pp) */
-    int64_t etp;             /* tensor parallelism inside each expert; 0 = gpus / (pp * ep) */
-    int64_t gpus;            /* GPUs used; 0 = the whole cluster */
-    double overlap_prefill;  /* fraction 0..1 of communication hidden under compute */
-    double overlap_decode;
-    double imbalance;        /* tokens of the busiest expert / mean (>= 1) */
-    double layer_overhead;   /* s added per layer per forward pass (launch, sync) */
-    int32_t dispatch;        /* hl_dispatch */
-    double microbatches;     /* pipeline micro-batches in prefill; 0 = pp */
-    double mem_util;         /* fraction of HBM usable (default 0.9) */
-    double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
-    int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
-    int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
-    int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
-    int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
-    int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
-} hl_job;
 
 /* Time of one phase (prefill, or the whole decode) on the critical path. */
 typedef struct hl_phase {
@@ -112,6 +70,7 @@ typedef struct hl_result {
     double per_gpu_bytes;      /* weights + KV + workspace */
     int32_t fits;              /* per_gpu_bytes <= hbm * mem_util */
     int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
+    hl_cost cost;              /* cost and energy per token (docs/MODEL.md section 11) */
     int32_t n_prefill_items, n_decode_items;
     hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
     hl_item decode_items[16];
@@ -119,10 +78,6 @@ typedef struct hl_result {
     hl_event prefill_events[40]; /* one layer of each kind + the per-pass ops */
     hl_event decode_events[40];  /* one decode step at the mean context */
 } hl_result;
-
-/* Fills documented defaults: bf16 everywhere, batch 1, input 1024, output 128,
- * tp = pp = ep = 1, mem_util 0.9, imbalance 1, flat dispatch. */
-void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c);
 
 /* Resolves dp/etp/gpus and checks the mapping; names the violated rule. */
 hl_status hl_job_validate(const hl_job *job, hl_err *err);
