@@ -31,6 +31,24 @@ static double step_time(hl_stepper *st, double dec, double ctx_mean, const hl_it
     return t;
 }
 
+/* The three-request trace workload of the hand-worked schedules. */
+static hl_serve_cfg three_requests(const hl_job *j, hl_trace_req *tr, int chunked)
+{
+    hl_serve_cfg c;
+    hl_serve_init(&c, j);
+    c.arrival = HL_ARRIVAL_TRACE;
+    c.trace = tr;
+    c.n_trace = 3;
+    c.input.kind = c.output.kind = HL_DIST_TRACE;
+    c.token_budget = 8;
+    c.chunk = 8;
+    c.chunked_prefill = chunked;
+    c.block_tokens = 4;
+    c.kv_blocks = 100;
+    c.keep_requests = c.keep_steps = 1;
+    return c;
+}
+
 /* Three requests, token budget 8, chunks of up to 8, blocks of 4 tokens:
  *   A: arrival 0, input 10, output 3     B: arrival 0, input 4, output 2
  *   C: arrival d1/2 (during step 1), input 3, output 1
@@ -57,18 +75,7 @@ static void test_hand_worked_schedule_chunked(void **state)
     double d4 = step_time(st, 1, 11, NULL, 0, 1);
     hl_stepper_free(st);
     hl_trace_req tr[] = {{0, 10, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
-    hl_serve_cfg c;
-    hl_serve_init(&c, &j);
-    c.arrival = HL_ARRIVAL_TRACE;
-    c.trace = tr;
-    c.n_trace = 3;
-    c.requests = 0;
-    c.input.kind = c.output.kind = HL_DIST_TRACE;
-    c.token_budget = 8;
-    c.chunk = 8;
-    c.block_tokens = 4;
-    c.kv_blocks = 100;
-    c.keep_requests = c.keep_steps = 1;
+    hl_serve_cfg c = three_requests(&j, tr, 1);
     hl_serve_result r;
     assert_ok(hl_serve_run(&c, &r, &e), &e);
     assert_int_equal(r.n_steps_log, 4);
@@ -114,17 +121,7 @@ static void test_hand_worked_schedule_unchunked(void **state)
     double d4 = step_time(st, 1, 11, NULL, 0, 1);
     hl_stepper_free(st);
     hl_trace_req tr[] = {{0, 10, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
-    hl_serve_cfg c;
-    hl_serve_init(&c, &j);
-    c.arrival = HL_ARRIVAL_TRACE;
-    c.trace = tr;
-    c.n_trace = 3;
-    c.input.kind = c.output.kind = HL_DIST_TRACE;
-    c.token_budget = 8;
-    c.chunked_prefill = 0;
-    c.block_tokens = 4;
-    c.kv_blocks = 100;
-    c.keep_requests = c.keep_steps = 1;
+    hl_serve_cfg c = three_requests(&j, tr, 0);
     hl_serve_result r;
     assert_ok(hl_serve_run(&c, &r, &e), &e);
     assert_int_equal(r.n_steps_log, 4);
