@@ -96,6 +96,13 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
 {
     if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
         return hl_fail(err, HL_EINVAL, "plan: objective %d is not valid", (int)in->objective);
+    /* limits: 0 means none; NaN would compare false and silently disable the limit */
+    if (!(in->max_tpot >= 0 && in->max_tpot <= 1e6))
+        return hl_fail(err, HL_EINVAL, "field 'max_tpot_s': %g is out of range (allowed: 0..1e6 s, 0 = no limit)",
+                       isnan(in->max_tpot) ? fabs(in->max_tpot) : in->max_tpot);
+    if (!(in->max_ttft >= 0 && in->max_ttft <= 1e6))
+        return hl_fail(err, HL_EINVAL, "field 'max_ttft_s': %g is out of range (allowed: 0..1e6 s, 0 = no limit)",
+                       isnan(in->max_ttft) ? fabs(in->max_ttft) : in->max_ttft);
     const hl_job *base = &in->job;
     const hl_model *m = &base->model;
     int64_t G = base->gpus > 0 ? base->gpus : base->cluster.gpus;

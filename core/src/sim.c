@@ -850,6 +850,10 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     r->ep = s.ep;
     r->dp = s.dp;
     r->etp = s.etp;
+    r->batch = j->batch;
+    r->input = j->input;
+    r->output = j->output;
+    r->precision = j->precision;
 
     /* ---- memory per GPU ---- */
     hl_params p;

@@ -20,6 +20,9 @@ local topics = {
     'local r = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = 10,\n' ..
     '                     input = { dist = "uniform", min = 256, max = 4096 }, output = 256,\n' ..
     '                     slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(r.ttft_s.p99, r.goodput_rps)', "serve" },
+  { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
+    "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
+    'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
@@ -74,13 +77,21 @@ local function job_text()
   lines[#lines + 1] = "  (batch = \"max\": the largest batch that fits; overlap = x sets overlap_prefill and " ..
                       "overlap_decode, overlap = {prefill =, decode =} each)"
   for _, f in ipairs(core.fields("plan")) do lines[#lines + 1] = field_line(f) end
-  lines[#lines + 1] = [[
-Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
-  prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
-  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus},
-  usd_per_mtok_in, usd_per_mtok_out, usd_per_mtok, joules_per_token, power_w, peak_power_w,
-  cost.{capex_usd_per_gpu, usd_per_gpu_hour, energy_j, prefill_usd, decode_usd, ...}
-  (prices: gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w; cluster pue, usd_per_kwh, amort_years)]]
+  local names = {}
+  for _, f in ipairs(core.result_fields()) do names[#names + 1] = f.name end
+  lines[#lines + 1] = "Result (hl.help \"result\" for units): " .. table.concat(names, ", ") ..
+                      "; prefill/decode.{breakdown, events}; with parallel = \"auto\" also candidates, objective"
+  return table.concat(lines, "\n")
+end
+
+-- The result's fields come from the core's result table (core/src/result.c).
+local function result_text()
+  local lines = {}
+  for _, f in ipairs(core.result_fields()) do
+    local what = f.alias_of and string.format("%s x %g (friendly alias)", f.alias_of, f.scale) or f.help
+    if f.values then what = what .. " (" .. f.values:gsub("|", ", ") .. ")" end
+    lines[#lines + 1] = string.format("  %-30s %-8s %-5s %s", f.name, f.type, (f.unit or "") ~= "" and f.unit or "-", what)
+  end
   return table.concat(lines, "\n")
 end
 
@@ -102,6 +113,7 @@ end
 local function fields_text(kind)
   if kind == "job" then return job_text() end
   if kind == "serve" then return serve_text() end
+  if kind == "result" then return result_text() end
   local lines = {}
   for _, f in ipairs(core.fields(kind)) do lines[#lines + 1] = field_line(f) end
   return table.concat(lines, "\n")

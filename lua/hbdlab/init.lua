@@ -33,6 +33,8 @@ if _G.help == nil then _G.help = hl.help end
 --- Payload as elements and a precision also works: elements = N, precision = "fp8".
 function hl.collective(t)
   assert(type(t) == "table", "hl.collective expects a table")
+  core.check_fields(t, { "op", "bytes", "ranks", "cluster", "algo", "placement", "ranks_per_hbd", "imbalance",
+                         "elements", "precision", "tokens", "topk", "hidden" }, "hl.collective")
   local c = t.cluster
   if type(c) == "string" then c = hl.cluster(c) end
   if c == nil then error("hl.collective: field 'cluster' is required", 2) end

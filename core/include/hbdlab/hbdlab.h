@@ -16,6 +16,7 @@
 #include "hbdlab/job.h"
 #include "hbdlab/sim.h"
 #include "hbdlab/serve.h"
+#include "hbdlab/result.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
 #include "hbdlab/bench.h"
