@@ -25,6 +25,9 @@ void hl_bind_sweep(lua_State *L);
 void hl_bind_bench(lua_State *L);
 void hl_bind_minitf(lua_State *L);
 void hl_bind_calib(lua_State *L);
+void hl_bind_serve(lua_State *L);
+void hl_bind_dist_fns(lua_State *L);
+void hl_bind_result(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);
@@ -34,10 +37,24 @@ hl_gpu *hl_to_gpu(lua_State *L, int idx);
 hl_cluster *hl_to_cluster(lua_State *L, int idx);
 hl_model *hl_to_model(lua_State *L, int idx);
 
-/* Reads the hl.simulate fields of the table at stack index 1 into *job
- * (presets by name); raises a Lua error naming the field on bad input.
- * *batch_max / *auto_plan report batch = "max" and parallel = "auto". */
-void hl_check_job(lua_State *L, hl_job *job, int *batch_max, int *auto_plan);
+/* Reads the hl.simulate fields of the table at stack index idx into plan->job
+ * (presets by name) and the search options into *plan; raises a Lua error
+ * naming the field on bad input. *batch_max / *auto_plan report batch = "max"
+ * and parallel = "auto". */
+void hl_check_job(lua_State *L, int idx, hl_plan_in *plan, int *batch_max, int *auto_plan);
+
+/* Result fields (l_result.c). Pushes value v of result field i as a number,
+ * integer, boolean or name, as the result table types it. */
+void hl_push_result_value(lua_State *L, int32_t i, double v);
+
+/* Sets every result field of v[] (hl_result_values order) on the table at the
+ * top, plus the friendly aliases (ttft_ms, ...): nested (t.prefill.time_s)
+ * when `nested`, else flat dotted keys (t["prefill.time_s"], sweep rows). */
+void hl_set_result_fields(lua_State *L, const double *v, int nested);
+
+/* Index of result column `name` (a result field or a friendly alias, whose
+ * factor goes to *scale), or -1. */
+int32_t hl_result_column(const char *name, double *scale);
 
 /* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
  * delivers the interrupt: a sweep that stops early with the rows done, or the
@@ -60,6 +77,20 @@ void hl_set_num(lua_State *L, const char *k, double v);
 /* Reads an optional numeric field `name` of the table at idx; returns def if
  * absent. Raises "field 'name': expected a number, got T" on wrong type. */
 double hl_opt_number_field(lua_State *L, int idx, const char *name, double def);
+
+/* Reads an optional integer field in lo..hi (def if absent); raises naming the field on a
+ * fraction, NaN or a value out of range (checked before any conversion). */
+int64_t hl_opt_int_field(lua_State *L, int idx, const char *name, int64_t def, int64_t lo, int64_t hi);
+
+/* Reads an optional boolean field: only true/false (def if absent); 0 or "false" raise. */
+int hl_opt_bool_field(lua_State *L, int idx, const char *name, int def);
+
+/* Raises "<what>: unknown field 'k' (did you mean 'x'?)" (or the allowed list) on a key of the
+ * table at idx that is not in the NULL-terminated list known. */
+void hl_check_known(lua_State *L, int idx, const char *const *known, const char *what);
+
+/* The name of known (NULL-terminated) closest to name by edit distance, or NULL when none is close. */
+const char *hl_nearest_name(const char *name, const char *const *known);
 
 /* Reads an optional string field; NULL if absent. Raises on wrong type. */
 const char *hl_opt_string_field(lua_State *L, int idx, const char *name);

@@ -6,14 +6,12 @@
 /* bench_latency(job, runs, batch[, summary_only]) -> {median_s, p99_s, min_s, mean_s, runs} */
 static int l_bench_latency(lua_State *L)
 {
-    hl_job job;
+    hl_plan_in pin;
     int batch_max, auto_plan;
     int summary = lua_toboolean(L, 4);
     lua_settop(L, 3);
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1);
-    hl_check_job(L, &job, &batch_max, &auto_plan);
-    lua_remove(L, 1);
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    hl_job job = pin.job;
     lua_Integer runs = luaL_checkinteger(L, 2), batch = luaL_checkinteger(L, 3);
     job.summary_only = summary;
     hl_latency_stats st;
@@ -34,13 +32,11 @@ static int l_bench_latency(lua_State *L)
  * sweep of HBD {8..128} x precision {fp16, fp8, fp4} x `inputs` input lengths. */
 static int l_bench_sweep(lua_State *L)
 {
-    hl_job job;
+    hl_plan_in pin;
     int batch_max, auto_plan;
     lua_settop(L, 3);
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1);
-    hl_check_job(L, &job, &batch_max, &auto_plan);
-    lua_remove(L, 1);
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    hl_job job = pin.job;
     lua_Integer n = luaL_checkinteger(L, 2);
     luaL_argcheck(L, n >= 1 && n <= 100000000, 2, "input lengths must be 1..1e8");
     int threads = (int)luaL_checkinteger(L, 3);

@@ -20,12 +20,9 @@ static int l_collective(lua_State *L)
         return luaL_error(L, "collective field 'bytes' is required (bytes as nccl-tests counts them)");
     lua_pop(L, 1);
     in.bytes = hl_opt_number_field(L, 2, "bytes", 0); /* range checked by hl_coll_time */
-    double ranks = hl_opt_number_field(L, 2, "ranks", 0);
-    double rph = hl_opt_number_field(L, 2, "ranks_per_hbd", 0);
-    if (ranks != (double)(int64_t)ranks || rph != (double)(int64_t)rph)
-        return luaL_error(L, "collective fields 'ranks' and 'ranks_per_hbd' must be integers");
-    in.ranks = (int64_t)ranks;
-    in.ranks_per_hbd = (int64_t)rph;
+    /* range before conversion: hl_coll_time checks them against the cluster */
+    in.ranks = hl_opt_int_field(L, 2, "ranks", 0, 0, (int64_t)1 << 40);
+    in.ranks_per_hbd = hl_opt_int_field(L, 2, "ranks_per_hbd", 0, 0, (int64_t)1 << 40);
     in.imbalance = hl_opt_number_field(L, 2, "imbalance", 0);
     hl_coll_out out;
     if (hl_coll_time(c, &in, &out, &err))

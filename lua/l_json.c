@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "json_int.h"
 
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
@@ -204,10 +205,7 @@ static void decode(lua_State *L, const cJSON *item, const char *origin, int dept
         }
     } else if (cJSON_IsObject(item)) {
         lua_newtable(L);
-        for (const cJSON *c = item->child; c; c = c->next) {
-            for (const cJSON *d = c->next; d; d = d->next)
-                if (strcmp(c->string, d->string) == 0)
-                    luaL_error(L, "%s: duplicate key '%s'", origin, c->string);
+        for (const cJSON *c = item->child; c; c = c->next) { /* repeated keys were refused before */
             if (cJSON_IsNull(c))
                 continue;
             decode(L, c, origin, depth + 1);
@@ -236,6 +234,10 @@ static int l_decode(lua_State *L)
         return luaL_error(L, "%s: byte %d: invalid UTF-8", origin, (int)bad);
     if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
         text += 3;
+    int64_t nul = hl_json_nul_escape_offset(text);
+    if (nul >= 0)
+        return luaL_error(L, "%s: byte %I: \\u0000 (a NUL character) is not allowed in JSON text", origin,
+                          (lua_Integer)nul);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root) {
@@ -250,6 +252,11 @@ static int l_decode(lua_State *L)
         }
         return luaL_error(L, "%s:%d:%d: malformed JSON%s", origin, (int)line, (int)col,
                           at && !*at ? " (unexpected end of input)" : "");
+    }
+    hl_err err;
+    if (hl_json_check_duplicates(root, origin, "$", &err)) {
+        cJSON_Delete(root);
+        return hl_raise(L, &err);
     }
     /* Convert in a protected call so that an error cannot leak the tree. */
     lua_pushcfunction(L, decode_protected);

@@ -25,12 +25,14 @@ static int l_minitf_run(lua_State *L)
     if (!m)
         return luaL_error(L, "minitf: field 'model' must be a model object");
     lua_pop(L, 1);
-    hl_minitf_layout lay = {(int32_t)hl_opt_number_field(L, 1, "tp", 1), (int32_t)hl_opt_number_field(L, 1, "ep", 1),
-                            (int32_t)hl_opt_number_field(L, 1, "pp", 1)};
-    int batch = (int)hl_opt_number_field(L, 1, "batch", 2);
-    int n_prompt = (int)hl_opt_number_field(L, 1, "prompt", 8);
-    int n_new = (int)hl_opt_number_field(L, 1, "new", 4);
-    uint64_t seed = (uint64_t)hl_opt_number_field(L, 1, "seed", 1);
+    /* every number is range-checked before it is converted (a huge double to int is undefined) */
+    hl_minitf_layout lay = {(int32_t)hl_opt_int_field(L, 1, "tp", 1, 1, 1024),
+                            (int32_t)hl_opt_int_field(L, 1, "ep", 1, 1, 1024),
+                            (int32_t)hl_opt_int_field(L, 1, "pp", 1, 1, 1024)};
+    int batch = (int)hl_opt_int_field(L, 1, "batch", 2, 1, 64);
+    int n_prompt = (int)hl_opt_int_field(L, 1, "prompt", 8, 1, 4096);
+    int n_new = (int)hl_opt_int_field(L, 1, "new", 4, 1, 4096);
+    uint64_t seed = (uint64_t)hl_opt_int_field(L, 1, "seed", 1, 0, (int64_t)1 << 53);
     lua_getfield(L, 1, "kv_cache");
     int kv = lua_isnil(L, -1) ? 1 : lua_toboolean(L, -1);
     lua_pop(L, 1);

@@ -377,12 +377,14 @@ static int l_gpus(lua_State *L) { return list_presets(L, HL_PRESET_GPU); }
 static int l_clusters(lua_State *L) { return list_presets(L, HL_PRESET_CLUSTER); }
 static int l_models(lua_State *L) { return list_presets(L, HL_PRESET_MODEL); }
 
-/* fields(kind): array of {name, type, unit, help, min, max, enum} for help text. */
+/* fields(kind): array of {name, type, unit, help, min, max, values, path, default}
+ * for help text; kind is gpu, cluster, model, job or plan (the search options). */
 static int l_fields(lua_State *L)
 {
-    static const char *const kinds[] = {"gpu", "cluster", "model", NULL};
-    const objtype *types[] = {&T_GPU, &T_CLUSTER, &T_MODEL};
-    const hl_field_set *set = types[luaL_checkoption(L, 1, NULL, kinds)]->fields();
+    static const char *const kinds[] = {"gpu", "cluster", "model", "job", "plan", NULL};
+    const hl_field_set *(*const sets[])(void) = {hl_gpu_fields, hl_cluster_fields, hl_model_fields, hl_job_fields,
+                                                hl_plan_fields};
+    const hl_field_set *set = sets[luaL_checkoption(L, 1, NULL, kinds)]();
     static const char *const tnames[] = {"number", "integer", "boolean", "string", "enum"};
     lua_createtable(L, set->count, 0);
     for (int32_t i = 0; i < set->count; i++) {
@@ -399,6 +401,24 @@ static int l_fields(lua_State *L)
         if (f->enum_names) {
             lua_pushstring(L, f->enum_names);
             lua_setfield(L, -2, "values");
+        }
+        if (f->path) {
+            lua_pushstring(L, f->path);
+            lua_setfield(L, -2, "path");
+        }
+        if (set == hl_job_fields()) { /* only the job's table carries defaults */
+            if (f->type == HL_FIELD_ENUM || f->type == HL_FIELD_BOOL) {
+                hl_job probe;
+                memset(&probe, 0, sizeof probe);
+                *(int32_t *)((char *)&probe + f->offset) = (int32_t)f->def;
+                if (f->type == HL_FIELD_ENUM)
+                    lua_pushstring(L, hl_field_get_string(f, &probe));
+                else
+                    lua_pushboolean(L, f->def != 0);
+            } else {
+                lua_pushnumber(L, f->def);
+            }
+            lua_setfield(L, -2, "default");
         }
         if (f->type == HL_FIELD_DOUBLE || f->type == HL_FIELD_INT64) {
             lua_pushnumber(L, f->min);

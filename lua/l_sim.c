@@ -6,67 +6,222 @@
 
 #include "bind.h"
 
-static const char *const job_fields[] = {"model", "cluster", "precision", "kv_precision", "act_precision",
-    "wire_precision", "batch", "input", "output", "parallel", "overlap", "imbalance", "layer_overhead",
-    "dispatch", "microbatches", "mem_util", "workspace_bytes", "exact_steps", "objective", "max_tpot_s",
-    "max_ttft_s", "sequence_parallel", "placement", "ignore_memory", "coll_algo", "framework",
-    "step_overhead", "gemm_scale_16", "gemm_scale_fp8", "gemm_scale_fp4", "attn_scale", NULL};
-static const char *const objectives[] = {"tps_per_gpu", "ttft", "tpot", "throughput", NULL};
-static const char *const parallel_fields[] = {"tp", "pp", "ep", "dp", "etp", "gpus", NULL};
+/* Codes of the keys an hl.simulate table may hold (built once per state from
+ * the core's job and plan field tables, kept in the registry). */
+enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
+static char keys_key;
 
-/* Raises on a key of the table at idx that is not in `known`. The names are
- * kept as a set in the registry (keyed by the list's address) so that each
- * check is a hash lookup. */
-static void check_known(lua_State *L, int idx, const char *const *known, const char *what)
+/* Pushes the key -> code table, building it on first use. */
+static void push_keys(lua_State *L)
 {
-    idx = lua_absindex(L, idx);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, known) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        for (int i = 0; known[i]; i++) {
-            lua_pushboolean(L, 1);
-            lua_setfield(L, -2, known[i]);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &keys_key) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
+    for (int32_t i = 0; i < js->count; i++) {
+        lua_pushinteger(L, KEY_JOB + i);
+        lua_setfield(L, -2, js->fields[i].name);
+        const char *path = js->fields[i].path;
+        if (path) { /* "parallel.tp": the group name is a key too */
+            lua_pushlstring(L, path, (size_t)(strchr(path, '.') - path));
+            lua_pushinteger(L, KEY_GROUP);
+            lua_rawset(L, -3);
         }
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, known);
     }
-    int set = lua_gettop(L);
+    for (int32_t i = 0; i < ps->count; i++) {
+        lua_pushinteger(L, KEY_PLAN + i);
+        lua_setfield(L, -2, ps->fields[i].name);
+    }
+    lua_pushinteger(L, KEY_OBJECT);
+    lua_setfield(L, -2, "model");
+    lua_pushinteger(L, KEY_OBJECT);
+    lua_setfield(L, -2, "cluster");
+    lua_pushinteger(L, KEY_PARALLEL);
+    lua_setfield(L, -2, "parallel");
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &keys_key);
+}
+
+/* Raises "simulate: unknown field 'k' (did you mean ...?; allowed: ...)". */
+static void unknown_key(lua_State *L, const char *k)
+{
+    const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
+    char near[64];
+    hl_field_suggest(js, k, near, sizeof near);
+    if (!near[0])
+        hl_field_suggest(ps, k, near, sizeof near);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, "model, cluster, parallel");
+    const char *last_group = "";
+    for (int32_t i = 0; i < js->count; i++) {
+        const char *p = js->fields[i].path;
+        if (p && strncmp(p, "parallel.", 9) == 0)
+            continue;
+        luaL_addstring(&b, ", ");
+        if (p && strncmp(p, last_group, strlen(last_group)) != 0) { /* a group once, then its fields */
+            luaL_addlstring(&b, p, (size_t)(strchr(p, '.') - p));
+            luaL_addstring(&b, ", ");
+            last_group = p;
+        }
+        luaL_addstring(&b, js->fields[i].name);
+    }
+    for (int32_t i = 0; i < ps->count; i++) {
+        luaL_addstring(&b, ", ");
+        luaL_addstring(&b, ps->fields[i].name);
+    }
+    luaL_pushresult(&b);
+    if (near[0])
+        luaL_error(L, "simulate: unknown field '%s' (did you mean '%s'?; allowed: %s)", k, near, lua_tostring(L, -1));
+    luaL_error(L, "simulate: unknown field '%s' (allowed: %s)", k, lua_tostring(L, -1));
+}
+
+/* Sets field f of set (struct obj) from the Lua value at the top of the stack. */
+static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *f, void *obj, const char *shown)
+{
+    hl_err err;
+    hl_status st;
+    if (f->type == HL_FIELD_ENUM && lua_type(L, -1) != LUA_TSTRING) /* by name only, not by index */
+        luaL_error(L, "%s field '%s': expected a string, got %s", set->kind, shown, luaL_typename(L, -1));
+    if (f->type == HL_FIELD_BOOL && lua_type(L, -1) != LUA_TBOOLEAN) { /* 0 and "false" are true in Lua: no guessing */
+        const char *type = luaL_typename(L, -1); /* before lua_tostring turns a number into a string */
+        luaL_error(L, "field '%s': expected true or false, got %s %s", shown, type,
+                   lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
+    }
+    switch (lua_type(L, -1)) {
+    case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
+    case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;
+    case LUA_TSTRING: st = hl_field_set_string(set, obj, f->name, lua_tostring(L, -1), &err); break;
+    default:
+        luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
+                   f->type == HL_FIELD_BOOL ? "boolean" : f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
+                   luaL_typename(L, -1));
+        return;
+    }
+    if (st)
+        hl_raise(L, &err);
+}
+
+/* Sets the fields of group `g` ("parallel", "overlap") from the table at the top. */
+static void set_group_table(lua_State *L, hl_job *j, const char *g)
+{
+    int t = lua_gettop(L);
     lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        lua_pushvalue(L, -1);
-        if (lua_type(L, -1) != LUA_TSTRING || lua_rawget(L, set) == LUA_TNIL) {
-            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
+    while (lua_next(L, t)) { /* [.. group key value] */
+        char path[64];
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        const hl_field *f = NULL;
+        if (k && snprintf(path, sizeof path, "%s.%s", g, k) < (int)sizeof path)
+            f = hl_job_field_by_path(path);
+        if (!f) {
             luaL_Buffer b;
             luaL_buffinit(L, &b);
-            for (int i = 0; known[i]; i++) {
-                luaL_addstring(&b, i ? ", " : "");
-                luaL_addstring(&b, known[i]);
+            const hl_field_set *js = hl_job_fields();
+            size_t n = strlen(g);
+            for (int32_t i = 0, first = 1; i < js->count; i++) {
+                const char *p = js->fields[i].path;
+                if (p && strncmp(p, g, n) == 0 && p[n] == '.') {
+                    luaL_addstring(&b, first ? "" : ", ");
+                    luaL_addstring(&b, p + n + 1);
+                    first = 0;
+                }
             }
             luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
+            const char *members[33]; /* the group's field names, for the closest one */
+            int nm = 0;
+            for (int32_t i = 0; i < js->count && nm < 32; i++) {
+                const char *p = js->fields[i].path;
+                if (p && strncmp(p, g, n) == 0 && p[n] == '.')
+                    members[nm++] = p + n + 1;
+            }
+            members[nm] = NULL;
+            const char *near = k ? hl_nearest_name(k, members) : NULL;
+            if (near)
+                luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near, lua_tostring(L, -1));
+            luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
+        set_from_lua(L, hl_job_fields(), f, j, path);
         lua_pop(L, 1);
     }
+}
+
+/* The model or cluster of field `name` of the table at idx: an object or a preset name. */
+static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl_cluster *c)
+{
+    hl_err err;
+    lua_getfield(L, idx, name);
+    if (m && hl_to_model(L, -1))
+        *m = *hl_to_model(L, -1);
+    else if (c && hl_to_cluster(L, -1))
+        *c = *hl_to_cluster(L, -1);
+    else if (lua_type(L, -1) == LUA_TSTRING) {
+        if (m ? hl_model_preset(lua_tostring(L, -1), m, &err) : hl_cluster_preset(lua_tostring(L, -1), c, &err))
+            hl_raise(L, &err);
+    } else
+        luaL_error(L, "simulate field '%s': expected a %s object or preset name, got %s", name, name,
+                   luaL_typename(L, -1));
     lua_pop(L, 1);
 }
 
-static int64_t int_field(lua_State *L, int idx, const char *name, int64_t def)
+/* Reads simulate fields from the table at idx into *out; see bind.h. Every
+ * key is looked up in the core's field tables (job fields by name, grouped
+ * ones also as parallel = {...} and overlap = {...} / a number for the group). */
+void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)
 {
-    double v = hl_opt_number_field(L, idx, name, (double)def);
-    if (v != (double)(int64_t)v || v < 0 || v > 1e9)
-        luaL_error(L, "parallel field '%s': %f is not a non-negative integer", name, v);
-    return (int64_t)v;
-}
-
-static hl_precision prec_field(lua_State *L, const char *name, hl_precision def)
-{
-    const char *s = hl_opt_string_field(L, 1, name);
-    hl_precision p = def;
-    hl_err err;
-    if (s && hl_precision_parse(s, &p, &err))
-        luaL_error(L, "field '%s': %s", name, err.msg);
-    return p;
+    idx = lua_absindex(L, idx);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    hl_model m;
+    hl_cluster c;
+    read_object(L, idx, "model", &m, NULL);
+    read_object(L, idx, "cluster", NULL, &c);
+    memset(out, 0, sizeof *out);
+    hl_job *j = &out->job;
+    hl_job_init(j, &m, &c);
+    const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
+    *batch_max_out = *auto_plan_out = 0;
+    push_keys(L);
+    int keys = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) { /* [keys key value] */
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
+        const char *k = lua_tostring(L, -2);
+        lua_pushvalue(L, -2);
+        int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+        lua_pop(L, 1);
+        int t = lua_type(L, -1);
+        if (code == 0) {
+            unknown_key(L, k);
+        } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
+            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcmp(lua_tostring(L, -1), "auto") == 0)
+                *auto_plan_out = 1;
+            else if (t == LUA_TTABLE)
+                set_group_table(L, j, k);
+            else if (t == LUA_TNUMBER && code == KEY_GROUP) {
+                hl_err err;
+                if (hl_job_set_number(j, k, lua_tonumber(L, -1), &err))
+                    hl_raise(L, &err);
+            } else if (code == KEY_PARALLEL && t == LUA_TSTRING)
+                luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
+            else if (code == KEY_PARALLEL)
+                luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ...} or \"auto\", got %s", luaL_typename(L, -1));
+            else
+                luaL_error(L, "field '%s': expected a number or {%s.* fields}, got %s", k, k, luaL_typename(L, -1));
+        } else if (code >= KEY_PLAN) {
+            set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
+        } else if (code >= KEY_JOB) {
+            if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
+                if (strcmp(lua_tostring(L, -1), "max") != 0)
+                    luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
+                *batch_max_out = 1;
+            } else {
+                set_from_lua(L, js, &js->fields[code - KEY_JOB], j, k);
+            }
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1); /* keys */
 }
 
 static void push_events(lua_State *L, const hl_event *ev, int n)
@@ -152,160 +307,31 @@ static int phase_index(lua_State *L)
     return 0;
 }
 
-static void push_phase(lua_State *L, const hl_phase *ph, int which, int result_ud)
+/* Makes the phase subtable `which` (0 prefill, 1 decode) of the result at the
+ * top lazy: `breakdown` and `events` are built on first access from the job
+ * kept in the userdata at result_ud. */
+static void attach_lazy(lua_State *L, int which, int result_ud)
 {
-    lua_createtable(L, 0, 14);
-    hl_set_num(L, "time_s", ph->time_s);
-    hl_set_num(L, "compute_s", ph->compute_s);
-    hl_set_num(L, "memory_s", ph->memory_s);
-    hl_set_num(L, "comm_s", ph->comm_s);
-    hl_set_num(L, "overhead_s", ph->overhead_s);
-    hl_set_num(L, "comm_share", ph->comm_share);
-    hl_set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
-    hl_set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
-    hl_set_num(L, "latency_comm_s", ph->latency_comm_s);
-    hl_set_num(L, "flops", ph->flops);
-    hl_set_num(L, "hbm_bytes", ph->hbm_bytes);
+    lua_getfield(L, -1, which ? "decode" : "prefill"); /* [result phase] */
     luaL_setmetatable(L, "hbdlab.phase");
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [phase lazy] */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [result phase lazy] */
     lua_pushvalue(L, -2);
     lua_pushvalue(L, result_ud);
     lua_rawset(L, -3);
-    lua_pop(L, 1);
-}
-
-/* Reads simulate fields from the table at idx 1 into *job; see bind.h. */
-void hl_check_job(lua_State *L, hl_job *out, int *batch_max_out, int *auto_plan_out)
-{
-    luaL_checktype(L, 1, LUA_TTABLE);
-    check_known(L, 1, job_fields, "simulate");
-    hl_err err;
-    hl_model m;
-    hl_cluster c;
-    lua_getfield(L, 1, "model");
-    if (hl_to_model(L, -1))
-        m = *hl_to_model(L, -1);
-    else if (lua_type(L, -1) == LUA_TSTRING) {
-        if (hl_model_preset(lua_tostring(L, -1), &m, &err))
-            hl_raise(L, &err);
-    } else
-        luaL_error(L, "simulate field 'model': expected a model object or preset name, got %s",
-                          luaL_typename(L, -1));
-    lua_getfield(L, 1, "cluster");
-    if (hl_to_cluster(L, -1))
-        c = *hl_to_cluster(L, -1);
-    else if (lua_type(L, -1) == LUA_TSTRING) {
-        if (hl_cluster_preset(lua_tostring(L, -1), &c, &err))
-            hl_raise(L, &err);
-    } else
-        luaL_error(L, "simulate field 'cluster': expected a cluster object or preset name, got %s",
-                          luaL_typename(L, -1));
     lua_pop(L, 2);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    j.precision = prec_field(L, "precision", HL_BF16);
-    j.act_precision = prec_field(L, "act_precision", HL_BF16);
-    j.kv_precision = prec_field(L, "kv_precision", (hl_precision)j.act_precision);
-    j.wire_precision = prec_field(L, "wire_precision", (hl_precision)j.act_precision);
-    int batch_max = 0;
-    if (lua_getfield(L, 1, "batch") == LUA_TSTRING) {
-        if (strcmp(lua_tostring(L, -1), "max") != 0)
-            luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
-        batch_max = 1;
-    } else {
-        j.batch = hl_opt_number_field(L, 1, "batch", j.batch);
-    }
-    lua_pop(L, 1);
-    j.input = hl_opt_number_field(L, 1, "input", j.input);
-    j.output = hl_opt_number_field(L, 1, "output", j.output);
-    j.imbalance = hl_opt_number_field(L, 1, "imbalance", j.imbalance);
-    j.layer_overhead = hl_opt_number_field(L, 1, "layer_overhead", 0);
-    j.microbatches = hl_opt_number_field(L, 1, "microbatches", 0);
-    j.mem_util = hl_opt_number_field(L, 1, "mem_util", j.mem_util);
-    j.workspace_bytes = hl_opt_number_field(L, 1, "workspace_bytes", 0);
-    lua_getfield(L, 1, "exact_steps");
-    j.exact_steps = lua_toboolean(L, -1);
-    lua_getfield(L, 1, "sequence_parallel");
-    j.sequence_parallel = lua_toboolean(L, -1);
-    lua_getfield(L, 1, "ignore_memory");
-    j.ignore_memory = lua_toboolean(L, -1);
-    lua_pop(L, 3);
-    const char *place = hl_opt_string_field(L, 1, "placement");
-    if (place && hl_field_set_string(hl_job_fields(), &j, "placement", place, &err))
-        luaL_error(L, "%s", err.msg);
-    const char *fw = hl_opt_string_field(L, 1, "framework");
-    if (fw && hl_field_set_string(hl_job_fields(), &j, "framework", fw, &err))
-        luaL_error(L, "%s", err.msg);
-    static const char *const fw_nums[] = {"step_overhead", "gemm_scale_16", "gemm_scale_fp8", "gemm_scale_fp4",
-                                          "attn_scale"};
-    for (size_t i = 0; i < sizeof fw_nums / sizeof fw_nums[0]; i++)
-        if (lua_getfield(L, 1, fw_nums[i]) != LUA_TNIL) {
-            if (!lua_isnumber(L, -1))
-                luaL_error(L, "field '%s': expected a number, got %s", fw_nums[i], luaL_typename(L, -1));
-            if (hl_field_set_number(hl_job_fields(), &j, fw_nums[i], lua_tonumber(L, -1), &err))
-                luaL_error(L, "%s", err.msg);
-        }
-    lua_pop(L, (int)(sizeof fw_nums / sizeof fw_nums[0]));
-    const char *calgo = hl_opt_string_field(L, 1, "coll_algo");
-    if (calgo && hl_field_set_string(hl_job_fields(), &j, "coll_algo", calgo, &err))
-        luaL_error(L, "%s", err.msg);
-    const char *disp = hl_opt_string_field(L, 1, "dispatch");
-    if (disp && strcmp(disp, "flat") != 0 && strcmp(disp, "hierarchical") != 0)
-        luaL_error(L, "field 'dispatch': '%s' is not one of flat, hierarchical", disp);
-    j.dispatch = disp && strcmp(disp, "hierarchical") == 0 ? HL_DISPATCH_HIERARCHICAL : HL_DISPATCH_FLAT;
-    int t = lua_getfield(L, 1, "overlap");
-    if (t == LUA_TNUMBER) {
-        j.overlap_prefill = j.overlap_decode = lua_tonumber(L, -1);
-    } else if (t == LUA_TTABLE) {
-        j.overlap_prefill = hl_opt_number_field(L, -1, "prefill", 0);
-        j.overlap_decode = hl_opt_number_field(L, -1, "decode", 0);
-    } else if (t != LUA_TNIL) {
-        luaL_error(L, "field 'overlap': expected a number or {prefill = x, decode = y}");
-    }
-    lua_pop(L, 1);
-    int auto_plan = 0;
-    t = lua_getfield(L, 1, "parallel");
-    if (t == LUA_TSTRING) {
-        if (strcmp(lua_tostring(L, -1), "auto") != 0)
-            luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
-        auto_plan = 1;
-    } else if (t == LUA_TTABLE) {
-        int pi = lua_gettop(L);
-        check_known(L, pi, parallel_fields, "parallel");
-        j.tp = int_field(L, pi, "tp", 1);
-        j.pp = int_field(L, pi, "pp", 1);
-        j.ep = int_field(L, pi, "ep", 1);
-        j.dp = int_field(L, pi, "dp", 0);
-        j.etp = int_field(L, pi, "etp", 0);
-        j.gpus = int_field(L, pi, "gpus", 0);
-    } else if (t != LUA_TNIL) {
-        luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ep=, dp=, etp=}");
-    }
-    lua_pop(L, 1);
-    *out = j;
-    *batch_max_out = batch_max;
-    *auto_plan_out = auto_plan;
 }
 
 static int l_simulate(lua_State *L)
 {
-    hl_job j;
+    hl_plan_in pin;
     hl_err err;
     int batch_max, auto_plan;
-    hl_check_job(L, &j, &batch_max, &auto_plan);
-    lua_getfield(L, 1, "objective");
-    int objective = luaL_checkoption(L, -1, "tps_per_gpu", objectives);
-    lua_pop(L, 1);
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    hl_job j = pin.job;
     hl_candidate cands[32];
     int32_t ncand = 0;
     if (auto_plan) {
-        hl_plan_in pin;
         /* the chosen mapping is checked against memory below, as any other */
-        memset(&pin, 0, sizeof pin);
-        pin.job = j;
-        pin.objective = objective;
-        pin.max_tpot = hl_opt_number_field(L, 1, "max_tpot_s", 0);
-        pin.max_ttft = hl_opt_number_field(L, 1, "max_ttft_s", 0);
         pin.max_batch = batch_max;
         if (hl_plan_search(&pin, cands, 32, &ncand, &err))
             return hl_raise(L, &err);
@@ -348,67 +374,14 @@ static int l_simulate(lua_State *L)
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "candidates");
-        lua_pushstring(L, objectives[objective]);
+        lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
         lua_setfield(L, -2, "objective");
     }
-    hl_set_num(L, "ttft_s", rp->ttft_s);
-    hl_set_num(L, "tpot_s", rp->tpot_s);
-    hl_set_num(L, "total_s", rp->total_s);
-    hl_set_num(L, "ttft_ms", rp->ttft_s * 1e3);
-    hl_set_num(L, "tpot_ms", rp->tpot_s * 1e3);
-    hl_set_num(L, "decode_tps", rp->decode_tps);
-    hl_set_num(L, "tps_per_gpu", rp->tps_per_gpu);
-    hl_set_num(L, "tps_per_gpu_incl_prompt", rp->tps_per_gpu_incl_prompt);
-    lua_pushstring(L, hl_bound_name(rp->bound));
-    lua_setfield(L, -2, "bound");
-    push_phase(L, &rp->prefill, 0, ud);
-    lua_setfield(L, -2, "prefill");
-    push_phase(L, &rp->decode, 1, ud);
-    lua_setfield(L, -2, "decode");
-    lua_createtable(L, 0, 5);
-    hl_set_num(L, "weights_bytes", rp->weights_bytes);
-    hl_set_num(L, "kv_bytes", rp->kv_bytes);
-    hl_set_num(L, "workspace_bytes", rp->workspace_bytes);
-    hl_set_num(L, "per_gpu_bytes", rp->per_gpu_bytes);
-    lua_pushboolean(L, rp->fits);
-    lua_setfield(L, -2, "fits");
-    lua_setfield(L, -2, "memory");
-    lua_createtable(L, 0, 6);
-    const struct {
-        const char *k;
-        int64_t v;
-    } par[] = {{"tp", rp->tp}, {"pp", rp->pp}, {"ep", rp->ep}, {"dp", rp->dp}, {"etp", rp->etp}, {"gpus", rp->gpus}};
-    for (int i = 0; i < 6; i++) {
-        lua_pushinteger(L, par[i].v);
-        lua_setfield(L, -2, par[i].k);
-    }
-    lua_setfield(L, -2, "parallel");
-    const hl_cost *c = &rp->cost;
-    hl_set_num(L, "usd_per_mtok_in", c->usd_per_mtok_in);
-    hl_set_num(L, "usd_per_mtok_out", c->usd_per_mtok_out);
-    hl_set_num(L, "usd_per_mtok", c->usd_per_mtok);
-    hl_set_num(L, "joules_per_token", c->joules_per_token);
-    hl_set_num(L, "power_w", c->power_w);
-    hl_set_num(L, "peak_power_w", c->peak_power_w);
-    lua_createtable(L, 0, 15);
-    const struct {
-        const char *k;
-        double v;
-    } cost[] = {{"capex_usd_per_gpu", c->capex_usd_per_gpu}, {"usd_per_gpu_hour", c->usd_per_gpu_hour},
-                {"prefill_j", c->prefill_j}, {"decode_j", c->decode_j}, {"energy_j", c->energy_j},
-                {"power_w", c->power_w}, {"peak_power_w", c->peak_power_w}, {"prefill_usd", c->prefill_usd},
-                {"decode_usd", c->decode_usd}, {"usd_per_mtok_in", c->usd_per_mtok_in},
-                {"usd_per_mtok_out", c->usd_per_mtok_out}, {"usd_per_mtok", c->usd_per_mtok},
-                {"joules_per_token", c->joules_per_token}, {"joules_per_token_in", c->joules_per_token_in},
-                {"joules_per_token_out", c->joules_per_token_out}};
-    for (size_t i = 0; i < sizeof cost / sizeof cost[0]; i++)
-        hl_set_num(L, cost[i].k, cost[i].v);
-    lua_setfield(L, -2, "cost");
-    lua_pushstring(L, hl_precision_name((hl_precision)j.precision));
-    lua_setfield(L, -2, "precision");
-    hl_set_num(L, "batch", j.batch);
-    hl_set_num(L, "input", j.input);
-    hl_set_num(L, "output", j.output);
+    double v[HL_POINT_VALUES];
+    hl_result_values(rp, v);
+    hl_set_result_fields(L, v, 1); /* the result table of core/src/result.c, nested */
+    attach_lazy(L, 0, ud);
+    attach_lazy(L, 1, ud);
     return 1;
 }
 

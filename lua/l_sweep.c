@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "dist.h"
 
 volatile int32_t hl_bind_interrupt = 0;
 
@@ -159,10 +160,9 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
 static void read_sweep_args(lua_State *L, const char *who, hl_job *base, axes_mem *mem)
 {
     int batch_max, auto_plan;
-    lua_pushvalue(L, 1);
-    lua_insert(L, 1); /* hl_check_job reads index 1 */
-    hl_check_job(L, base, &batch_max, &auto_plan);
-    lua_remove(L, 1);
+    hl_plan_in pin;
+    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
+    *base = pin.job;
     if (batch_max || auto_plan)
         luaL_error(L, "%s: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
                       "use the function form hl.sweep(axes, fn)", who);
@@ -201,7 +201,7 @@ static int l_sweep(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     int opts = lua_istable(L, 3) ? 3 : 0;
     int zip = 0, strict = 0, progress = 1;
-    double threads = 0;
+    int64_t threads = 0;
     if (opts) {
         lua_getfield(L, opts, "zip");
         zip = lua_toboolean(L, -1);
@@ -210,7 +210,7 @@ static int l_sweep(lua_State *L)
         lua_getfield(L, opts, "progress");
         progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
         lua_pop(L, 3);
-        threads = hl_opt_number_field(L, opts, "threads", 0);
+        threads = hl_opt_int_field(L, opts, "threads", 0, 0, 4096); /* 0 = one per CPU */
     }
     hl_job base;
     axes_mem mem;
@@ -226,6 +226,7 @@ static int l_sweep(lua_State *L)
         return luaL_error(L, "sweep: out of memory");
     }
     ctx->in = (hl_sweep_in){base, mem.axes, na, zip, (int32_t)threads, &done, &cancel, 0, 0};
+    int64_t lo = 0, hi = 0;
     if (hl_sweep_count(&ctx->in, &n, &err) || n > (int64_t)5e7) {
         free_axes(&mem);
         free(ctx);
@@ -234,16 +235,25 @@ static int l_sweep(lua_State *L)
                                  "with hl.sweep_to_csv", (lua_Integer)n);
         return hl_raise(L, &err);
     }
+    /* this process's block of the points (all of them when alone); under MPI the
+     * array holds every point so the blocks can be gathered in place */
+    hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
+    ctx->in.first = lo;
+    ctx->in.count = hi - lo;
     ctx->points = malloc(sizeof(hl_point) * (size_t)(n > 0 ? n : 1));
     if (!ctx->points) {
         free_axes(&mem);
         free(ctx);
         return luaL_error(L, "sweep: out of memory for %I points", (lua_Integer)n);
     }
+    hl_point *mine = ctx->points;
+    ctx->points += lo; /* hl_sweep_run writes the range from out[0] */
     pthread_t th;
-    int show = progress && isatty(STDERR_FILENO) && n >= 2000;
+    int show = progress && isatty(STDERR_FILENO) && hi - lo >= 2000;
     double t0 = now_s(), last = 0;
-    if (pthread_create(&th, NULL, run_thread, ctx) != 0) {
+    if (hi == lo) {
+        ctx->status = HL_OK; /* an empty block: nothing to run (count 0 would mean "all") */
+    } else if (pthread_create(&th, NULL, run_thread, ctx) != 0) {
         run_thread(ctx);
     } else {
         while (!__atomic_load_n(&ctx->finished, __ATOMIC_ACQUIRE)) {
@@ -253,15 +263,26 @@ static int l_sweep(lua_State *L)
                 cancel = 1;
             double t = now_s();
             if (show && t - last > 0.1) {
-                draw_progress(done, n, t - t0);
+                draw_progress(done, hi - lo, t - t0);
                 last = t;
             }
         }
         pthread_join(th, NULL);
     }
     if (show) {
-        draw_progress(done, n, now_s() - t0);
+        draw_progress(done, hi - lo, now_s() - t0);
         fputc('\n', stderr);
+    }
+    ctx->points = mine;
+    if (hl_bind_dist.mpi && hl_bind_dist.count > 1) {
+        if (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0) {
+            free(ctx->points);
+            free_axes(&mem);
+            free(ctx);
+            return luaL_error(L, "sweep: gathering the points of the MPI ranks failed");
+        }
+        lo = 0;
+        hi = n;
     }
     int interrupted = cancel != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
@@ -276,17 +297,9 @@ static int l_sweep(lua_State *L)
         hl_bind_interrupt = 0;
         fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
     }
-    /* rows; two summary values are not numbers: the bound (a name) and whether memory fits */
-    int32_t bound_k = -1, fits_k = -1;
-    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-        if (strcmp(hl_point_field_name(k), "bound") == 0)
-            bound_k = k;
-        else if (strcmp(hl_point_field_name(k), "memory.fits") == 0)
-            fits_k = k;
-    }
     lua_createtable(L, (int)(n < 1 << 30 ? n : 0), 0); /* [rows] */
     int64_t out = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         const hl_point *p = &ctx->points[i];
         if (p->status == HL_EINTR)
             continue;
@@ -298,7 +311,7 @@ static int l_sweep(lua_State *L)
             free(ctx);
             return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), msg);
         }
-        lua_createtable(L, 0, HL_POINT_VALUES + na);
+        lua_createtable(L, 0, HL_POINT_VALUES + 2 + na);
         int64_t value_index[HL_SWEEP_MAX_AXES];
         hl_sweep_value_indices(mem.axes, na, zip, i, value_index);
         for (int32_t a = na - 1; a >= 0; a--) {
@@ -309,15 +322,7 @@ static int l_sweep(lua_State *L)
             lua_pushstring(L, p->error);
             lua_setfield(L, -2, "error");
         } else {
-            for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-                if (k == bound_k)
-                    lua_pushstring(L, hl_bound_name((int32_t)p->v[k]));
-                else if (k == fits_k)
-                    lua_pushboolean(L, p->v[k] != 0);
-                else
-                    lua_pushnumber(L, p->v[k]);
-                lua_setfield(L, -2, hl_point_field_name(k));
-            }
+            hl_set_result_fields(L, p->v, 0); /* flat dotted keys, typed as in hl.simulate */
         }
         lua_rawseti(L, -2, (lua_Integer)++out);
     }
@@ -326,6 +331,64 @@ static int l_sweep(lua_State *L)
     free(ctx);
     lua_pushboolean(L, interrupted);
     return 2;
+}
+
+/* One CSV cell of result field k, written as hbdlab.rows writes the same value:
+ * integers in full, booleans as true/false, names as themselves, numbers %.17g. */
+static void write_cell(FILE *f, int32_t k, double v)
+{
+    switch (hl_result_field_at(k)->type) {
+    case HL_VALUE_INTEGER: fprintf(f, "%lld", (long long)v); break;
+    case HL_VALUE_BOOL: fputs(v != 0 ? "true" : "false", f); break;
+    case HL_VALUE_NAME: fputs(hl_result_value_name(k, v), f); break;
+    default: fprintf(f, "%.17g", v);
+    }
+}
+
+/* Writes the CSV lines of points[0..count) (global indices first..) to f;
+ * column c is result field cols[c] times scales[c] (friendly aliases);
+ * returns the number of lines (points stopped by Ctrl-C are left out). */
+static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
+                           const hl_point *points, int64_t first, int64_t count)
+{
+    int32_t na = mem->n;
+    int64_t lines = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const hl_point *p = &points[i];
+        if (p->status == HL_EINTR)
+            continue;
+        int64_t value_index[HL_SWEEP_MAX_AXES];
+        hl_sweep_value_indices(mem->axes, na, zip, first + i, value_index);
+        for (int32_t a = 0; a < na; a++) {
+            int64_t k = value_index[a];
+            const hl_axis *ax = &mem->axes[a];
+            if (ax->kind == HL_AXIS_NUMBER)
+                fprintf(f, "%.17g,", ax->numbers[k]);
+            else
+                fprintf(f, "%.39s,",
+                        ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                        : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                        : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                    : ax->clusters[k].name);
+        }
+        for (int c = 0; c < ncols; c++) {
+            if (p->status == HL_OK)
+                write_cell(f, cols[c], p->v[cols[c]] * scales[c]);
+            fputc(',', f); /* the last comma precedes the error column */
+        }
+        if (p->status != HL_OK) {
+            fputc('"', f);
+            for (const char *q = p->error; *q; q++) {
+                if (*q == '"')
+                    fputc('"', f); /* CSV doubles quotes */
+                fputc(*q, f);
+            }
+            fputc('"', f);
+        }
+        fputc('\n', f);
+        lines++;
+    }
+    return lines;
 }
 
 /* sweep_to_csv(base, axes, opts, path, columns): streams a sweep of any size to
@@ -337,7 +400,7 @@ static int l_sweep_to_csv(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     const char *path = luaL_checkstring(L, 4);
     luaL_checktype(L, 5, LUA_TTABLE);
-    int threads = (int)(lua_istable(L, 3) ? hl_opt_number_field(L, 3, "threads", 0) : 0);
+    int threads = (int)(lua_istable(L, 3) ? hl_opt_int_field(L, 3, "threads", 0, 0, 4096) : 0);
     int zip = 0;
     if (lua_istable(L, 3)) {
         lua_getfield(L, 3, "zip");
@@ -347,15 +410,13 @@ static int l_sweep_to_csv(lua_State *L)
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
     int cols[HL_POINT_VALUES];
+    double scales[HL_POINT_VALUES];
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
     for (int c = 0; c < ncols; c++) {
         lua_rawgeti(L, 5, c + 1);
         const char *name = lua_tostring(L, -1);
-        cols[c] = -1;
-        for (int32_t k = 0; name && k < HL_POINT_VALUES; k++)
-            if (strcmp(hl_point_field_name(k), name) == 0)
-                cols[c] = k;
+        cols[c] = name ? hl_result_column(name, &scales[c]) : -1;
         if (cols[c] < 0)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         lua_pop(L, 1);
@@ -373,100 +434,104 @@ static int l_sweep_to_csv(lua_State *L)
         return hl_raise(L, &err);
     }
     enum { CHUNK = 65536 };
+    /* Shards write their own file (path with _shard<i>of<n> before the extension)
+     * holding their block of the points; MPI ranks each run a block of every chunk
+     * and rank 0 writes the gathered text, so the file is the single run's. */
+    hl_dist d = hl_bind_dist;
+    int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
+    int64_t begin = 0, end = total;
+    char shard_path[4200];
+    if (!d.mpi && d.count > 1) {
+        hl_dist_block(total, d.index, d.count, &begin, &end);
+        const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+        size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+        snprintf(shard_path, sizeof shard_path, "%.*s_shard%dof%d%s", (int)stem, path, (int)d.index, (int)d.count,
+                 path + stem);
+        path = shard_path;
+    }
     hl_point *buf = malloc(sizeof *buf * CHUNK);
-    char tmp[4200];
+    char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = buf ? fopen(tmp, "w") : NULL;
-    if (!f) {
+    FILE *f = buf && writer ? fopen(tmp, "w") : NULL;
+    if (!buf || (writer && !f)) {
         free(buf);
         free_axes(&mem);
         return luaL_error(L, "sweep_to_csv: cannot write %s", path);
     }
-    for (int32_t a = 0; a < na; a++)
-        fprintf(f, "%s,", mem.axes[a].name);
-    for (int c = 0; c < ncols; c++)
-        fprintf(f, "%s%s", hl_point_field_name(cols[c]), c + 1 < ncols ? "," : ",error\n");
+    if (writer) {
+        for (int32_t a = 0; a < na; a++)
+            fprintf(f, "%s,", mem.axes[a].name);
+        for (int c = 0; c < ncols; c++) {
+            lua_rawgeti(L, 5, c + 1); /* the name as asked (a friendly alias stays itself) */
+            fprintf(f, "%s%s", lua_tostring(L, -1), c + 1 < ncols ? "," : ",error\n");
+            lua_pop(L, 1);
+        }
+    }
     int64_t written = 0;
-    int interrupted = 0;
-    for (int64_t first = 0; first < total && !interrupted; first += CHUNK) {
-        in.first = first;
-        in.count = total - first < CHUNK ? total - first : CHUNK;
-        hl_status rs = hl_sweep_run(&in, buf, &err);
+    int interrupted = 0, failed = 0;
+    for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
+        int64_t clen = end - first < CHUNK ? end - first : CHUNK, lo = 0, hi = clen;
+        if (gather)
+            hl_dist_block(clen, d.index, d.count, &lo, &hi);
+        in.first = first + lo;
+        in.count = hi - lo;
+        hl_status rs = hi > lo ? hl_sweep_run(&in, buf, &err) : HL_OK;
         if (rs != HL_OK && rs != HL_EINTR) {
-            fclose(f);
-            remove(tmp);
+            if (f) {
+                fclose(f);
+                remove(tmp);
+            }
             free(buf);
             free_axes(&mem);
             return hl_raise(L, &err);
         }
-        for (int64_t i = 0; i < in.count; i++) {
-            const hl_point *p = &buf[i];
-            if (p->status == HL_EINTR)
-                continue;
-            int64_t value_index[HL_SWEEP_MAX_AXES];
-            hl_sweep_value_indices(mem.axes, na, zip, first + i, value_index);
-            char cells[HL_SWEEP_MAX_AXES][40];
-            for (int32_t a = na - 1; a >= 0; a--) {
-                int64_t k = value_index[a];
-                const hl_axis *ax = &mem.axes[a];
-                if (ax->kind == HL_AXIS_NUMBER)
-                    snprintf(cells[a], sizeof cells[a], "%.17g", ax->numbers[k]);
-                else
-                    snprintf(cells[a], sizeof cells[a], "%.39s",
-                             ax->kind == HL_AXIS_STRING  ? ax->strings[k]
-                             : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
-                             : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
-                                                         : ax->clusters[k].name);
-            }
-            for (int32_t a = 0; a < na; a++)
-                fprintf(f, "%s,", cells[a]);
-            for (int c = 0; c < ncols; c++) {
-                if (p->status == HL_OK)
-                    fprintf(f, "%.17g", p->v[cols[c]]);
-                fputc(',', f); /* the last comma precedes the error column */
-            }
-            if (p->status != HL_OK) {
-                fputc('"', f);
-                for (const char *q = p->error; *q; q++) {
-                    if (*q == '"')
-                        fputc('"', f); /* CSV doubles quotes */
-                    fputc(*q, f);
-                }
-                fputc('"', f);
-            }
-            fputc('\n', f);
-            written++;
+        char *text = NULL;
+        size_t text_len = 0;
+        FILE *m = open_memstream(&text, &text_len);
+        if (!m) {
+            failed = 1;
+            break;
         }
+        written += format_rows(m, &mem, zip, ncols, cols, scales, buf, in.first, in.count);
+        failed |= fclose(m) != 0;
+        if (gather) {
+            char *all = NULL;
+            size_t all_len = 0;
+            failed |= hl_dist_allgather_text(text, text_len, &all, &all_len) != 0;
+            free(text);
+            text = all;
+            text_len = all_len;
+        }
+        if (f && text_len && fwrite(text, 1, text_len, f) != text_len)
+            failed = 1;
+        free(text);
         if (hl_bind_interrupt) {
             interrupted = 1;
             lua_sethook(L, NULL, 0, 0);
             hl_bind_interrupt = 0;
         }
     }
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
+    int bad = failed;
+    if (f) {
+        bad |= ferror(f);
+        bad |= fclose(f) != 0;
+    }
     free(buf);
     free_axes(&mem);
-    if (bad || rename(tmp, path) != 0) {
+    if (f && (bad || rename(tmp, path) != 0)) {
         remove(tmp);
         return luaL_error(L, "sweep_to_csv: cannot write %s", path);
     }
+    if (bad)
+        return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
+    if (gather) /* rows written by all ranks together */
+        written = end - begin;
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written,
                 (long long)total, path);
     lua_pushinteger(L, written);
     lua_pushboolean(L, interrupted);
     return 2;
-}
-
-static int l_point_fields(lua_State *L)
-{
-    lua_createtable(L, HL_POINT_VALUES, 0);
-    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-        lua_pushstring(L, hl_point_field_name(k));
-        lua_rawseti(L, -2, k + 1);
-    }
-    return 1;
 }
 
 static int l_interrupted(lua_State *L)
@@ -477,7 +542,7 @@ static int l_interrupted(lua_State *L)
 
 void hl_bind_sweep(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv}, {"point_fields", l_point_fields},
+    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
                                    {"interrupted", l_interrupted}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

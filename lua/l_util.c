@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+
+#include "fields_int.h" /* hl_edit_distance */
 
 extern char **environ;
 
@@ -58,6 +61,174 @@ const char *hl_opt_string_field(lua_State *L, int idx, const char *name)
     }
     lua_pop(L, 1); /* the string stays alive: it is referenced by the table */
     return s;
+}
+
+int64_t hl_opt_int_field(lua_State *L, int idx, const char *name, int64_t def, int64_t lo, int64_t hi)
+{
+    double v = hl_opt_number_field(L, idx, name, (double)def);
+    /* compare as doubles first: converting a NaN or out-of-range double to an integer is undefined */
+    if (!(v >= (double)lo && v <= (double)hi) || v != floor(v))
+        luaL_error(L, "field '%s': %f is not an integer in %I..%I", name, v, (lua_Integer)lo, (lua_Integer)hi);
+    return (int64_t)v;
+}
+
+int hl_opt_bool_field(lua_State *L, int idx, const char *name, int def)
+{
+    int t = lua_getfield(L, idx, name);
+    int v = def;
+    if (t == LUA_TBOOLEAN)
+        v = lua_toboolean(L, -1);
+    else if (t != LUA_TNIL) {
+        /* 0 and "false" are true in Lua: refuse them rather than guess */
+        const char *type = luaL_typename(L, -1); /* before lua_tostring turns a number into a string */
+        const char *shown = t == LUA_TSTRING || t == LUA_TNUMBER ? lua_tostring(L, -1) : "";
+        luaL_error(L, "field '%s': expected true or false, got %s %s", name, type, shown);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+const char *hl_nearest_name(const char *name, const char *const *known)
+{
+    int best = 99;
+    const char *pick = NULL;
+    for (int i = 0; known[i]; i++) {
+        int d = hl_edit_distance(name, known[i]);
+        if (d < best) {
+            best = d;
+            pick = known[i];
+        }
+    }
+    return pick && best <= (int)strlen(name) / 3 + 1 ? pick : NULL;
+}
+
+/* Raises "<what>: unknown field" for the key at stack index kidx. */
+static void raise_unknown(lua_State *L, const char *what, int kidx, const char *const *known)
+{
+    int is_str = lua_type(L, kidx) == LUA_TSTRING;
+    const char *k = is_str ? lua_tostring(L, kidx) : luaL_typename(L, kidx);
+    const char *near = is_str ? hl_nearest_name(k, known) : NULL;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; known[i]; i++) {
+        luaL_addstring(&b, i ? ", " : "");
+        luaL_addstring(&b, known[i]);
+    }
+    luaL_pushresult(&b);
+    if (near)
+        luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", what, k, near, lua_tostring(L, -1));
+    luaL_error(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
+}
+
+void hl_check_known(lua_State *L, int idx, const char *const *known, const char *what)
+{
+    idx = lua_absindex(L, idx);
+    /* the names are kept as a set in the registry (keyed by the list's address): each check is a hash lookup */
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, known) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        for (int i = 0; known[i]; i++) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, known[i]);
+        }
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, known);
+    }
+    int set = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        if (lua_type(L, -1) != LUA_TSTRING || lua_rawget(L, set) == LUA_TNIL)
+            raise_unknown(L, what, -2, known);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+/* check_fields(t, {names...}, what): raises on a key of t that is not one of names, with the
+ * closest name ("did you mean") or the allowed list. */
+static int l_check_fields(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    const char *what = luaL_checkstring(L, 3);
+    const char *known[65];
+    int n = (int)luaL_len(L, 2);
+    luaL_argcheck(L, n <= 64, 2, "at most 64 names");
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 2, i);
+        known[i - 1] = luaL_checkstring(L, -1); /* kept alive by the table */
+        lua_pop(L, 1);
+    }
+    known[n] = NULL;
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        lua_pop(L, 1);
+        int found = 0;
+        for (int i = 0; i < n && !found && lua_type(L, -1) == LUA_TSTRING; i++)
+            found = strcmp(known[i], lua_tostring(L, -1)) == 0;
+        if (!found)
+            raise_unknown(L, what, -1, known);
+    }
+    return 0;
+}
+
+/* nearest(name, {candidates...}) -> the closest candidate by edit distance, or nil when none is close */
+static int l_nearest(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int n = (int)luaL_len(L, 2);
+    const char *best_name = NULL;
+    int best = 99;
+    for (int i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, 2, i) == LUA_TSTRING) {
+            int d = hl_edit_distance(name, lua_tostring(L, -1));
+            if (d < best) {
+                best = d;
+                best_name = lua_tostring(L, -1); /* kept alive by the table */
+            }
+        }
+        lua_pop(L, 1);
+    }
+    if (best_name && best <= (int)strlen(name) / 3 + 1)
+        lua_pushstring(L, best_name);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int push_text(lua_State *L)
+{
+    lua_pushstring(L, lua_touserdata(L, 1));
+    return 1;
+}
+
+/* read_file(path) -> text: a regular text file within the input limit (hl_read_file), or
+ * raises naming the file. */
+static int l_read_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char *text;
+    hl_err err;
+    if (hl_read_file(path, &text, &err))
+        return hl_raise(L, &err);
+    /* copying into a Lua string can raise (memory): copy in a protected call so the buffer is freed */
+    lua_pushcfunction(L, push_text);
+    lua_pushlightuserdata(L, text);
+    int status = lua_pcall(L, 1, 1, 0);
+    hl_free(text);
+    if (status != LUA_OK)
+        return lua_error(L);
+    return 1;
+}
+
+/* max_input_bytes() -> the input limit in bytes */
+static int l_max_input_bytes(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)hl_max_input_bytes());
+    return 1;
 }
 
 static int l_version(lua_State *L)
@@ -118,6 +289,14 @@ void hl_bind_util(lua_State *L)
 {
     lua_pushcfunction(L, l_spawn);
     lua_setfield(L, -2, "spawn");
+    lua_pushcfunction(L, l_check_fields);
+    lua_setfield(L, -2, "check_fields");
+    lua_pushcfunction(L, l_read_file);
+    lua_setfield(L, -2, "read_file");
+    lua_pushcfunction(L, l_max_input_bytes);
+    lua_setfield(L, -2, "max_input_bytes");
+    lua_pushcfunction(L, l_nearest);
+    lua_setfield(L, -2, "nearest");
     lua_pushcfunction(L, l_version);
     lua_setfield(L, -2, "version");
 }

@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench, calibrate), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
 #include "host.h"
 
 #include <lauxlib.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "dist.h"
 #include "hbdlab/status.h"
 
 static const char *progname = "hbdlab";
@@ -128,10 +129,14 @@ static void print_usage(FILE *out)
             "       hbdlab eval CONFIG.json|-\n"
             "       hbdlab calibrate CASES.json\n"
             "       hbdlab bench [--json] [--quick]\n"
+            "       hbdlab serve CONFIG.json|- [--json]\n"
+            "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
             "Options:\n"
             "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
             "  -i           enter the REPL after running the script or -e chunks\n"
             "  -            run standard input as a script\n"
+            "  --shard I/N  run only block I (0..N-1) of every sweep; CSV files get _shardIofN\n"
+            "               (also accepted after the script name; merge with `hbdlab merge`)\n"
             "  -v, --version  print the version\n"
             "  -h, --help     print this help\n"
             "With no script and a terminal on stdin: the interactive REPL.\n"
@@ -185,13 +190,67 @@ static int run_subcommand(lua_State *L, const char *sub, char **argv, int argc, 
     return code;
 }
 
+static int run_main(int argc, char **argv);
+
 static int is_subcommand(const char *s)
 {
     return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 ||
+           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0 ||
            strcmp(s, "calibrate") == 0;
 }
 
+/* Takes `--shard I/N` (or --shard=I/N) out of argv wherever it is, before or
+ * after the script name, into hl_bind_dist. Returns 0, or -1 after printing why. */
+static int take_shard_option(int *argc, char **argv)
+{
+    int out = 1, seen = 0;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        if (strcmp(a, "--shard") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "%s: '--shard' needs I/N (for example --shard 0/4)\n", progname);
+                return -1;
+            }
+            val = argv[++i];
+        } else if (strncmp(a, "--shard=", 8) == 0) {
+            val = a + 8;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (seen++ || hl_dist_parse_shard(val, &hl_bind_dist) != 0) {
+            fprintf(stderr, "%s: --shard %s: expected I/N with 0 <= I < N (shards are numbered from 0)%s\n",
+                    progname, val, seen > 1 ? "; given twice" : "");
+            return -1;
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 int main(int argc, char **argv)
+{
+    int mpi = hl_dist_mpi_start(&argc, &argv);
+    if (!(argc > 1 && is_subcommand(argv[1])) && take_shard_option(&argc, argv) != 0) {
+        hl_dist_mpi_stop(EXIT_FAILURE);
+        return EXIT_FAILURE;
+    }
+    if (mpi && hl_bind_dist.count > 1) {
+        if (!hl_bind_dist.mpi) {
+            fprintf(stderr, "%s: --shard cannot be combined with mpirun (the ranks split the sweeps)\n", progname);
+            hl_dist_mpi_stop(EXIT_FAILURE);
+            return EXIT_FAILURE;
+        }
+        if (hl_bind_dist.index > 0 && !freopen("/dev/null", "w", stdout)) /* rank 0 prints for all */
+            return EXIT_FAILURE;
+    }
+    int code = run_main(argc, argv);
+    hl_dist_mpi_stop(code);
+    return code;
+}
+
+static int run_main(int argc, char **argv)
 {
     lua_State *L = luaL_newstate();
     if (L == NULL) {

@@ -9,6 +9,8 @@ PKGS="gcc make cmake pkg-config liblua5.4-dev lua5.4 libcjson-dev libreadline-de
 PKGS="$PKGS libgsl-dev"
 # Fonts the figures name (Liberation Sans) and a fallback, so figures render text on a bare machine
 PKGS="$PKGS fonts-liberation fonts-dejavu-core"
+# Sweeps across processes: Open MPI (optional at build time: found -> the MPI mode is built; CI runs its test)
+PKGS="$PKGS openmpi-bin libopenmpi-dev"
 # Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
 PKGS="$PKGS libcmocka-dev luajit tmux"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot

@@ -65,6 +65,23 @@ hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *er
     return hl_fail(err, HL_EINVAL, "%s: unknown field '%s'", set->kind, name);
 }
 
+/* An enum's names for messages: "flat, hierarchical" (static thread-local storage). */
+static const char *names_list(const char *names)
+{
+    static _Thread_local char buf[256];
+    size_t k = 0;
+    for (const char *p = names; *p && k + 3 < sizeof buf; p++) {
+        if (*p == '|') {
+            buf[k++] = ',';
+            buf[k++] = ' ';
+        } else {
+            buf[k++] = *p;
+        }
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 static void *at(void *obj, const hl_field *f) { return (char *)obj + f->offset; }
 static const void *cat(const void *obj, const hl_field *f) { return (const char *)obj + f->offset; }
 
@@ -73,7 +90,8 @@ static hl_status check_range(const hl_field_set *set, const hl_field *f, double 
     if (isnan(v))
         v = fabs(v); /* print "nan", not "-nan" */
     if (isnan(v) || isinf(v))
-        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a finite number", set->kind, f->name, v);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (not a finite number; allowed: %s%g..%g%s%s)", set->kind,
+                       f->name, v, f->zero_ok ? "0 or " : "", f->min, f->max, f->unit[0] ? " " : "", f->unit);
     if (v == 0 && f->zero_ok)
         return HL_OK;
     if (v < f->min || v > f->max) {
@@ -142,7 +160,7 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
         /* range first: converting a huge or NaN double to int32_t is undefined */
         if (!(v >= 0 && v < 64) || v != floor(v) || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
             return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name,
-                           isnan(v) ? fabs(v) : v, f->enum_names);
+                           isnan(v) ? fabs(v) : v, names_list(f->enum_names));
         *(int32_t *)at(obj, f) = (int32_t)v;
         return HL_OK;
     }
@@ -173,7 +191,7 @@ hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *na
                 return HL_OK;
             }
         return hl_fail(err, HL_EINVAL, "%s field '%s': '%s' is not one of %s", set->kind, f->name, value,
-                       f->enum_names);
+                       names_list(f->enum_names));
     }
     if (f->zero_ok && strcasecmp(value, "unsupported") == 0)
         return hl_field_set_number(set, obj, name, 0, err);
@@ -209,9 +227,23 @@ hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *e
 {
     for (int32_t i = 0; i < set->count; i++) {
         const hl_field *f = &set->fields[i];
-        if (f->type != HL_FIELD_DOUBLE && f->type != HL_FIELD_INT64)
-            continue;
-        hl_status s = check_range(set, f, hl_field_get_number(f, obj), err);
+        hl_status s = HL_OK;
+        double v = hl_field_get_number(f, obj);
+        char buf[32];
+        switch (f->type) {
+        case HL_FIELD_DOUBLE:
+        case HL_FIELD_INT64: s = check_range(set, f, v, err); break;
+        case HL_FIELD_BOOL:
+            if (v != 0 && v != 1)
+                s = hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a boolean (0 or 1)", set->kind, f->name, v);
+            break;
+        case HL_FIELD_ENUM:
+            if (v < 0 || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
+                s = hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name, v,
+                            names_list(f->enum_names));
+            break;
+        default: break;
+        }
         if (s)
             return s;
     }

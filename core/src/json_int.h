@@ -13,7 +13,11 @@ hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_e
 /* Sets the descriptor field named item->string from a JSON scalar. */
 hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *item, hl_err *err);
 
-/* Fails on an object with a repeated key; path is the JSON path shown. */
+/* Fails on an object (item or any object below it) with a repeated key, in time linear in
+ * the number of keys; path is the JSON path shown for item. */
 hl_status hl_json_check_duplicates(const cJSON *obj, const char *origin, const char *path, hl_err *err);
+
+/* Byte offset of the first "\u0000" escape in JSON text (a NUL inside a key or string), or -1. */
+int64_t hl_json_nul_escape_offset(const char *text);
 
 #endif

@@ -6,7 +6,20 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fields_int.h"
 #include "sim_int.h"
+
+/* The options of a mapping search that hl.simulate takes beside the job's
+ * fields (parallel = "auto"); declared once here. */
+static const hl_field plan_fields[] = {
+    HL_FE(hl_plan_in, objective, "objective", "tps_per_gpu|ttft|tpot|throughput",
+          "what parallel = \"auto\" optimises: tokens/s per GPU, TTFT, TPOT, or whole-job decode tokens/s"),
+    HL_FD0(hl_plan_in, max_tpot, "max_tpot_s", 1e-9, 1e6, "s", "parallel = \"auto\": TPOT limit (0 = none)"),
+    HL_FD0(hl_plan_in, max_ttft, "max_ttft_s", 1e-9, 1e6, "s", "parallel = \"auto\": TTFT limit (0 = none)"),
+};
+static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0])};
+
+const hl_field_set *hl_plan_fields(void) { return &plan_set; }
 
 /* One probe of the search: the job at another batch. The first run validated the
  * model and cluster, which the probes do not change. */
@@ -83,6 +96,13 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
 {
     if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
         return hl_fail(err, HL_EINVAL, "plan: objective %d is not valid", (int)in->objective);
+    /* limits: 0 means none; NaN would compare false and silently disable the limit */
+    if (!(in->max_tpot >= 0 && in->max_tpot <= 1e6))
+        return hl_fail(err, HL_EINVAL, "field 'max_tpot_s': %g is out of range (allowed: 0..1e6 s, 0 = no limit)",
+                       isnan(in->max_tpot) ? fabs(in->max_tpot) : in->max_tpot);
+    if (!(in->max_ttft >= 0 && in->max_ttft <= 1e6))
+        return hl_fail(err, HL_EINVAL, "field 'max_ttft_s': %g is out of range (allowed: 0..1e6 s, 0 = no limit)",
+                       isnan(in->max_ttft) ? fabs(in->max_ttft) : in->max_ttft);
     const hl_job *base = &in->job;
     const hl_model *m = &base->model;
     int64_t G = base->gpus > 0 ? base->gpus : base->cluster.gpus;

@@ -6,9 +6,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "embedded.h"
 #include "err_int.h"
@@ -22,41 +25,88 @@ static const char *const kind_dirs[] = {"gpus", "clusters", "models"};
 
 void hl_free(void *p) { free(p); }
 
+int64_t hl_max_input_bytes(void)
+{
+    const char *v = getenv("HBDLAB_MAX_INPUT_BYTES");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (!errno && !*end && n > 0)
+            return (int64_t)n;
+    }
+    return (int64_t)64 << 20;
+}
+
 hl_status hl_read_file(const char *path, char **text, hl_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len + 1 == cap) {
-            if (cap >= ((size_t)64 << 20)) {
+    struct stat st;
+    int64_t cap = hl_max_input_bytes();
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return hl_fail(err, HL_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
+                       S_ISCHR(st.st_mode) ? "a character device" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+    }
+    if ((int64_t)st.st_size > cap) {
+        close(fd);
+        return hl_fail(err, HL_EIO, "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
+                       path, (long long)st.st_size, (long long)cap);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* the file may grow while it is read: read at most cap + 1 bytes */
+    size_t want = (size_t)st.st_size + 1, len = 0;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
+    }
+    for (;;) {
+        if (len == want) {
+            if ((int64_t)len > cap) {
                 free(buf);
-                fclose(f);
-                return hl_fail(err, HL_EIO, "%s: file larger than 64 MiB", path);
+                close(fd);
+                return hl_fail(err, HL_EIO, "%s: more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
+                               path, (long long)cap);
             }
-            char *bigger = realloc(buf, cap * 2);
+            size_t bigger_n = want * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : want * 2;
+            char *bigger = realloc(buf, bigger_n + 1);
             if (!bigger) {
                 free(buf);
-                buf = NULL;
-                break;
+                close(fd);
+                return hl_fail(err, HL_ENOMEM, "%s: out of memory reading the file", path);
             }
             buf = bigger;
-            cap *= 2;
+            want = bigger_n;
         }
+        ssize_t n = read(fd, buf + len, want - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return hl_fail(err, HL_EIO, "%s: read error: %s", path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
     }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf)
-        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading the file", path);
-    if (failed) {
+    close(fd);
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        long long at = (long long)(nul - buf);
         free(buf);
-        return hl_fail(err, HL_EIO, "%s: read error", path);
+        return hl_fail(err, HL_EPARSE, "%s: byte %lld: a NUL byte (not a text file)", path, at);
     }
     buf[len] = '\0';
     *text = buf;
@@ -162,9 +212,8 @@ static hl_status find_preset(hl_preset_kind kind, const char *name, const char *
     const char *root = getenv("HBDLAB_PRESETS");
     if (root && *root) {
         snprintf(origin, origin_n, "%s/%s/%s.json", root, kind_dirs[kind], norm);
-        FILE *f = fopen(origin, "rb");
-        if (f) {
-            fclose(f);
+        struct stat st;
+        if (stat(origin, &st) == 0) { /* exists: read it (a FIFO or folder is refused there) */
             hl_status s = hl_read_file(origin, owned, err);
             if (s)
                 return s;
@@ -220,6 +269,9 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
     const hl_field *f = hl_field_find(set, key);
     if (!f)
         return hl_unknown_field(set, key, err);
+    if (f->type == HL_FIELD_BOOL && !cJSON_IsBool(item)) /* 0 or "false" must not be guessed at */
+        return hl_fail(err, HL_EINVAL, "%s field '%s': expected true or false, got %s", set->kind, key,
+                       cJSON_IsNumber(item) ? "a number" : cJSON_IsString(item) ? "a string" : "another JSON value");
     if (cJSON_IsNumber(item))
         return hl_field_set_number(set, obj, key, item->valuedouble, err);
     if (cJSON_IsBool(item))
@@ -262,6 +314,10 @@ hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_e
     const char *start = text;
     if ((unsigned char)start[0] == 0xEF && (unsigned char)start[1] == 0xBB && (unsigned char)start[2] == 0xBF)
         start += 3; /* tolerate a UTF-8 byte-order mark */
+    int64_t nul = hl_json_nul_escape_offset(start);
+    if (nul >= 0)
+        return hl_fail(err, HL_EPARSE, "%s: byte %lld: \\u0000 (a NUL character) is not allowed in JSON text",
+                       origin, (long long)(nul + (start - text)));
     const char *end = NULL;
     cJSON *r = cJSON_ParseWithOpts(start, &end, 1);
     if (!r) {
@@ -284,19 +340,24 @@ hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_e
         cJSON_Delete(r);
         return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
     }
+    hl_status s = hl_json_check_duplicates(r, origin, "$", err);
+    if (s) {
+        cJSON_Delete(r);
+        return s;
+    }
     *root = r;
     return HL_OK;
 }
 
-/* Rejects an object with two members of the same name. */
-hl_status hl_json_check_duplicates(const cJSON *obj, const char *origin, const char *path, hl_err *err)
-{
-    for (const cJSON *a = obj ? obj->child : NULL; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (a->string && b->string && strcmp(a->string, b->string) == 0)
-                return hl_fail(err, HL_EPARSE, "%s: %s: duplicate key '%s'", origin, path, a->string);
-    return HL_OK;
-}
+/* The presets being loaded on this thread, outermost first: a preset's "base" (or a
+ * cluster's "gpu") loads another preset while the first is still open, so a name that
+ * is already on the chain is a cycle (a -> b -> a), refused before it recurses. */
+enum { MAX_BASE_DEPTH = 16 };
+static _Thread_local struct {
+    int kind;
+    char name[72];
+} chain[MAX_BASE_DEPTH];
+static _Thread_local int chain_len;
 
 typedef hl_status (*preset_loader)(const char *name, void *out, hl_err *err);
 
@@ -305,16 +366,15 @@ typedef hl_status (*preset_loader)(const char *name, void *out, hl_err *err);
 static hl_status load_object(const hl_field_set *set, void *obj, const cJSON *root, const char *origin,
                              const char *const *skip, preset_loader base_loader, hl_err *err)
 {
-    hl_status s = hl_json_check_duplicates(root, origin, "$", err);
-    if (s)
-        return s;
+    hl_status s;
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
     if (base) {
         if (!base_loader || !cJSON_IsString(base))
             return hl_fail(err, HL_EINVAL, "%s: field 'base' must name a %s preset", origin, set->kind);
         s = base_loader(base->valuestring, obj, err);
         if (s) {
-            hl_err_prefix(err, origin);
+            if (chain_len <= 1) /* the outermost file only: a deep chain would repeat every file name */
+                hl_err_prefix(err, origin);
             return s;
         }
     }
@@ -451,6 +511,28 @@ hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster 
 
 /* ---- presets by name ------------------------------------------------------- */
 
+/* Fails when (kind, norm) is already being loaded or the chain is too deep. */
+static hl_status check_chain(hl_preset_kind kind, const char *norm, hl_err *err)
+{
+    static const char *const what[] = {"gpu", "cluster", "model"};
+    int at = -1;
+    for (int i = 0; i < chain_len && at < 0; i++)
+        if (chain[i].kind == (int)kind && strcmp(chain[i].name, norm) == 0)
+            at = i;
+    if (at < 0 && chain_len < MAX_BASE_DEPTH)
+        return HL_OK;
+    char path[1024] = "";
+    size_t used = 0;
+    for (int i = at < 0 ? 0 : at; i < chain_len && used < sizeof path; i++)
+        used += (size_t)snprintf(path + used, sizeof path - used, "%s%s", chain[i].name, " -> ");
+    if (used < sizeof path)
+        snprintf(path + used, sizeof path - used, "%s", norm);
+    if (at < 0)
+        return hl_fail(err, HL_EINVAL, "%s preset '%s': 'base' chain deeper than %d presets (%s)", what[kind], norm,
+                       MAX_BASE_DEPTH, path);
+    return hl_fail(err, HL_EINVAL, "%s preset '%s': 'base' cycle %s", what[kind], norm, path);
+}
+
 static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, object_loader load, hl_err *err)
 {
     const char *text = NULL;
@@ -459,7 +541,18 @@ static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, o
     hl_status s = find_preset(kind, name, &text, &owned, origin, sizeof origin, err);
     if (s)
         return s;
+    char norm[72];
+    normalize(name, norm, sizeof norm);
+    s = check_chain(kind, norm, err);
+    if (s) {
+        free(owned);
+        return s;
+    }
+    chain[chain_len].kind = (int)kind;
+    memcpy(chain[chain_len].name, norm, sizeof norm);
+    chain_len++;
     s = from_text(text, origin, out, load, err);
+    chain_len--;
     free(owned);
     return s;
 }

@@ -6,8 +6,10 @@
 enum {
     HL_TRUST_MODEL = 1,  /* the job's model was validated by the caller and not changed since */
     HL_TRUST_CLUSTER = 2, /* likewise for the cluster (and its GPU) */
-    HL_TRUST_CLUSTER_FIELDS = 4 /* cluster fields were range-checked by their setters: check only the
+    HL_TRUST_CLUSTER_FIELDS = 4, /* cluster fields were range-checked by their setters: check only the
                                    cross-field rules (a sweep axis on hbd, gpus, ...) */
+    HL_TRUST_JOB_FIELDS = 8      /* the job's own fields were range-checked (the sweep's base once, axes by
+                                   their setters) */
 };
 
 /* hl_sim_run, skipping the validations named in `trust` (the sweep validates

@@ -10,69 +10,14 @@
 #include "err_int.h"
 #include "fields_int.h"
 #include "hbdlab/precision.h"
+#include "hbdlab/result.h"
+#include "job_int.h"
 #include "sim_int.h"
 
-#define JD(member, nm, lo, hi, unit, help) HL_FD(hl_job, member, nm, lo, hi, unit, help)
-#define JI(member, nm, lo, hi, help) HL_FI(hl_job, member, nm, lo, hi, help)
-#define JI0(member, nm, lo, hi, help) HL_FI0(hl_job, member, nm, lo, hi, help)
-static const hl_field job_fields[] = {
-    HL_FE(hl_job, precision, "precision", "fp32|bf16|fp16|fp8|fp4|int8", "weights and GEMM math"),
-    HL_FE(hl_job, kv_precision, "kv_precision", "fp32|bf16|fp16|fp8|fp4|int8", "KV cache"),
-    HL_FE(hl_job, act_precision, "act_precision", "fp32|bf16|fp16|fp8|fp4|int8", "activations"),
-    HL_FE(hl_job, wire_precision, "wire_precision", "fp32|bf16|fp16|fp8|fp4|int8", "MoE dispatch payload"),
-    JD(batch, "batch", 1, 1e9, "", "concurrent sequences"),
-    JD(input, "input", 1, 1e9, "", "prompt tokens per sequence"),
-    JD(output, "output", 1, 1e9, "", "generated tokens per sequence"),
-    JI(tp, "tp", 1, 1e6, "attention tensor parallelism"),
-    JI(pp, "pp", 1, 1e6, "pipeline stages"),
-    JI(ep, "ep", 1, 1e6, "expert parallelism"),
-    JI0(dp, "dp", 1, 1e6, "attention data parallelism (0 = derived)"),
-    JI0(etp, "etp", 1, 1e6, "tensor parallelism inside an expert (0 = derived)"),
-    JI0(gpus, "instance_gpus", 1, 1e7, "GPUs used (0 = the whole cluster)"),
-    JD(overlap_prefill, "overlap_prefill", 0, 1, "", "communication hidden under compute in prefill"),
-    JD(overlap_decode, "overlap_decode", 0, 1, "", "communication hidden under compute in decode"),
-    JD(imbalance, "imbalance", 1, 1e3, "", "busiest expert's tokens / mean"),
-    JD(layer_overhead, "layer_overhead", 0, 1, "s", "fixed cost per layer per pass"),
-    HL_FE(hl_job, dispatch, "dispatch", "flat|hierarchical", "MoE dispatch algorithm"),
-    HL_FD0(hl_job, microbatches, "microbatches", 1, 1e6, "", "pipeline micro-batches (0 = pp)"),
-    JD(mem_util, "mem_util", 0.01, 1, "", "usable fraction of HBM"),
-    JD(workspace_bytes, "workspace_bytes", 0, 1e15, "B", "activation workspace per GPU (0 = estimated)"),
-    HL_FB(hl_job, exact_steps, "exact_steps", "sum decode step by step"),
-    HL_FB(hl_job, sequence_parallel, "sequence_parallel", "ReduceScatter + AllGather instead of the TP AllReduce"),
-    HL_FB(hl_job, ignore_memory, "ignore_memory", "run even when weights + KV + workspace exceed HBM (fits = false)"),
-    HL_FE(hl_job, placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", "rank order in the HBDs, innermost first"),
-    HL_FE(hl_job, coll_algo, "coll_algo", "auto|nccl", "collective algorithms: every modelled one, or NCCL's only"),
-    HL_FE(hl_job, framework, "framework", "ideal|trtllm|vllm|sglang", "serving framework profile (docs/MODEL.md 6.1)"),
-    HL_FD0(hl_job, step_overhead, "step_overhead", 1e-12, 1, "s", "per forward pass (0 = the framework's)"),
-    HL_FD0(hl_job, gemm_scale_16, "gemm_scale_16", 1e-3, 10, "", "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
-    HL_FD0(hl_job, gemm_scale_fp8, "gemm_scale_fp8", 1e-3, 10, "", "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
-    HL_FD0(hl_job, gemm_scale_fp4, "gemm_scale_fp4", 1e-3, 10, "", "x eff_gemm for FP4 GEMMs (0 = the framework's)"),
-    HL_FD0(hl_job, attn_scale, "attn_scale", 1e-3, 10, "", "x eff_attn (0 = the framework's)"),
-};
-static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
-
-const hl_field_set *hl_job_fields(void) { return &job_set; }
-
-static const char *const point_names[HL_POINT_VALUES] = {
-    "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "tps_per_gpu_incl_prompt", "bound",
-    "prefill.time_s", "prefill.compute_s", "prefill.memory_s", "prefill.comm_s", "prefill.comm_share",
-    "prefill.overhead_s", "prefill.scaleup_comm_s", "prefill.scaleout_comm_s", "prefill.latency_comm_s",
-    "prefill.flops", "prefill.hbm_bytes",
-    "decode.time_s", "decode.compute_s", "decode.memory_s", "decode.comm_s", "decode.comm_share",
-    "decode.overhead_s", "decode.scaleup_comm_s", "decode.scaleout_comm_s", "decode.latency_comm_s",
-    "decode.flops", "decode.hbm_bytes",
-    "memory.weights_bytes", "memory.kv_bytes", "memory.workspace_bytes", "memory.per_gpu_bytes", "memory.fits",
-    "parallel.gpus", "parallel.tp", "parallel.pp", "parallel.ep", "parallel.dp", "parallel.etp",
-    "batch", "input", "output", "ttft_ms",
-    "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "joules_per_token", "power_w", "peak_power_w"};
-
-const char *hl_point_field_name(int32_t i) { return i >= 0 && i < HL_POINT_VALUES ? point_names[i] : NULL; }
-
-static void phase_values(const hl_phase *p, double *v)
+const char *hl_point_field_name(int32_t i)
 {
-    const double x[] = {p->time_s, p->compute_s, p->memory_s, p->comm_s, p->comm_share, p->overhead_s,
-                        p->scaleup_comm_s, p->scaleout_comm_s, p->latency_comm_s, p->flops, p->hbm_bytes};
-    memcpy(v, x, sizeof x);
+    const hl_result_field *f = hl_result_field_at(i);
+    return f ? f->name : NULL;
 }
 
 static void point_from_job(const hl_job *job, hl_point *out, int trust)
@@ -87,88 +32,10 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
         snprintf(out->error, sizeof out->error, "%.119s", err.msg);
         return;
     }
-    double *v = out->v;
-    v[0] = r.ttft_s;
-    v[1] = r.tpot_s;
-    v[2] = r.total_s;
-    v[3] = r.decode_tps;
-    v[4] = r.tps_per_gpu;
-    v[5] = r.tps_per_gpu_incl_prompt;
-    v[6] = r.bound;
-    phase_values(&r.prefill, v + 7);
-    phase_values(&r.decode, v + 18);
-    v[29] = r.weights_bytes;
-    v[30] = r.kv_bytes;
-    v[31] = r.workspace_bytes;
-    v[32] = r.per_gpu_bytes;
-    v[33] = r.fits;
-    v[34] = (double)r.gpus;
-    v[35] = (double)r.tp;
-    v[36] = (double)r.pp;
-    v[37] = (double)r.ep;
-    v[38] = (double)r.dp;
-    v[39] = (double)r.etp;
-    v[40] = job->batch;
-    v[41] = job->input;
-    v[42] = job->output;
-    v[43] = r.ttft_s * 1e3;
-    v[44] = r.cost.usd_per_mtok_in;
-    v[45] = r.cost.usd_per_mtok_out;
-    v[46] = r.cost.usd_per_mtok;
-    v[47] = r.cost.joules_per_token;
-    v[48] = r.cost.power_w;
-    v[49] = r.cost.peak_power_w;
+    hl_result_values(&r, out->v);
 }
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }
-
-/* The structs of a job that sweep axes and setters reach, searched in this order. */
-enum { TARGET_OBJECT = -1, TARGET_JOB, TARGET_CLUSTER, TARGET_MODEL, TARGET_GPU, TARGETS };
-
-static const hl_field_set *target_set(int target)
-{
-    switch (target) {
-    case TARGET_JOB: return &job_set;
-    case TARGET_CLUSTER: return hl_cluster_fields();
-    case TARGET_MODEL: return hl_model_fields();
-    default: return hl_gpu_fields();
-    }
-}
-
-static void *target_ptr(hl_job *job, int target)
-{
-    switch (target) {
-    case TARGET_JOB: return job;
-    case TARGET_CLUSTER: return &job->cluster;
-    case TARGET_MODEL: return &job->model;
-    default: return &job->cluster.gpu;
-    }
-}
-
-/* The target holding the field `name` (and its descriptor), or -1 when no struct has it. */
-static int field_target(const char *name, const hl_field **field)
-{
-    for (int t = 0; t < TARGETS; t++)
-        if ((*field = hl_field_find(target_set(t), name)) != NULL)
-            return t;
-    return -1;
-}
-
-hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
-{
-    const hl_field *f;
-    int t = field_target(name, &f);
-    return t < 0 ? hl_unknown_field(&job_set, name, err)
-                 : hl_field_set_number(target_set(t), target_ptr(job, t), name, value, err);
-}
-
-hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
-{
-    const hl_field *f;
-    int t = field_target(name, &f);
-    return t < 0 ? hl_unknown_field(&job_set, name, err)
-                 : hl_field_set_string(target_set(t), target_ptr(job, t), name, value, err);
-}
 
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 {
@@ -196,7 +63,7 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 /* An axis bound to the field it sets, once per sweep. */
 typedef struct bound_axis {
     const hl_axis *ax;
-    int target;           /* TARGET_*: the struct the field lives in, or TARGET_OBJECT (a whole model/cluster/gpu) */
+    int target;           /* TARGET_*: the struct the field lives in, or HL_TARGET_OBJECT (a whole model/cluster/gpu) */
     const hl_field *field;
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
 } bound_axis;
@@ -229,17 +96,17 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
         bound_axis *b = &p->axes[a];
         b->ax = ax;
         if (ax->kind == HL_AXIS_MODEL || ax->kind == HL_AXIS_CLUSTER || ax->kind == HL_AXIS_GPU) {
-            b->target = TARGET_OBJECT;
+            b->target = HL_TARGET_OBJECT;
             touched |= ax->kind == HL_AXIS_MODEL ? HL_TRUST_MODEL : HL_TRUST_CLUSTER;
             cluster_objects |= ax->kind != HL_AXIS_MODEL;
             continue;
         }
-        b->target = field_target(ax->name, &b->field);
+        b->target = hl_job_field_target(ax->name, &b->field);
         if (b->target < 0) {
             free_plan(p, a);
-            return hl_unknown_field(&job_set, ax->name, err);
+            return hl_unknown_field(hl_job_fields(), ax->name, err);
         }
-        touched |= b->target == TARGET_MODEL ? HL_TRUST_MODEL : b->target == TARGET_JOB ? 0 : HL_TRUST_CLUSTER;
+        touched |= b->target == HL_TARGET_MODEL ? HL_TRUST_MODEL : b->target == HL_TARGET_JOB ? 0 : HL_TRUST_CLUSTER;
         if (ax->kind == HL_AXIS_STRING && b->field->type == HL_FIELD_ENUM) {
             b->enum_values = malloc(sizeof *b->enum_values * (size_t)ax->n);
             if (!b->enum_values) {
@@ -248,17 +115,17 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
             }
             hl_job probe = in->base;
             for (int32_t i = 0; i < ax->n; i++) {
-                hl_status st = hl_field_set_string(target_set(b->target), target_ptr(&probe, b->target), ax->name,
+                hl_status st = hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(&probe, b->target), ax->name,
                                                    ax->strings[i], err);
                 if (st) {
                     free_plan(p, a + 1);
                     return st;
                 }
-                b->enum_values[i] = (int32_t)hl_field_get_number(b->field, target_ptr(&probe, b->target));
+                b->enum_values[i] = (int32_t)hl_field_get_number(b->field, hl_job_target_ptr(&probe, b->target));
             }
         }
     }
-    p->trust = 0;
+    p->trust = hl_job_check_fields(&in->base, err) == HL_OK ? HL_TRUST_JOB_FIELDS : 0;
     if (!(touched & HL_TRUST_MODEL) && hl_model_validate(&in->base.model, err) == HL_OK)
         p->trust |= HL_TRUST_MODEL;
     if (hl_cluster_validate(&in->base.cluster, err) == HL_OK)
@@ -282,7 +149,7 @@ void hl_sweep_value_indices(const hl_axis *axes, int32_t n_axes, int32_t zip, in
 static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, hl_err *err)
 {
     const hl_axis *ax = b->ax;
-    if (b->target == TARGET_OBJECT) {
+    if (b->target == HL_TARGET_OBJECT) {
         if (ax->kind == HL_AXIS_MODEL)
             job->model = ax->models[i];
         else if (ax->kind == HL_AXIS_CLUSTER)
@@ -292,12 +159,12 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, hl_err 
         return HL_OK;
     }
     if (b->enum_values) {
-        *(int32_t *)((char *)target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
+        *(int32_t *)((char *)hl_job_target_ptr(job, b->target) + b->field->offset) = b->enum_values[i];
         return HL_OK;
     }
     if (ax->kind == HL_AXIS_NUMBER)
-        return hl_field_set_number_at(target_set(b->target), b->field, target_ptr(job, b->target), ax->numbers[i], err);
-    return hl_field_set_string(target_set(b->target), target_ptr(job, b->target), ax->name, ax->strings[i], err);
+        return hl_field_set_number_at(hl_job_target_set(b->target), b->field, hl_job_target_ptr(job, b->target), ax->numbers[i], err);
+    return hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(job, b->target), ax->name, ax->strings[i], err);
 }
 
 /* Builds the job of point `index` through bound axes (no name lookups). Whole
@@ -312,7 +179,7 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
     for (int pass = 0; pass < 2; pass++)
         for (int32_t a = in->n_axes - 1; a >= 0; a--) {
             hl_status st;
-            if ((p->axes[a].target == TARGET_OBJECT) == (pass == 0) &&
+            if ((p->axes[a].target == HL_TARGET_OBJECT) == (pass == 0) &&
                 (st = apply_axis(&p->axes[a], value_index[a], job, err)))
                 return st;
         }

@@ -17,6 +17,7 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
 end
 
 hl.simulate = require("hbdlab.simulate").simulate
+hl.serve = require("hbdlab.serve").serve
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep
@@ -33,6 +34,8 @@ if _G.help == nil then _G.help = hl.help end
 --- Payload as elements and a precision also works: elements = N, precision = "fp8".
 function hl.collective(t)
   assert(type(t) == "table", "hl.collective expects a table")
+  core.check_fields(t, { "op", "bytes", "ranks", "cluster", "algo", "placement", "ranks_per_hbd", "imbalance",
+                         "elements", "precision", "tokens", "topk", "hidden" }, "hl.collective")
   local c = t.cluster
   if type(c) == "string" then c = hl.cluster(c) end
   if c == nil then error("hl.collective: field 'cluster' is required", 2) end

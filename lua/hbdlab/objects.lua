@@ -50,10 +50,8 @@ end
 
 -- A name ending in .json is a file holding the object (the same fields as a preset).
 local function from_file(kind, path)
-  local f, err = io.open(path, "rb")
-  if not f then error(string.format("%s file %s: %s", kind, path, tostring(err)), 3) end
-  local text = f:read("a")
-  f:close()
+  local ok, text = pcall(core.read_file, path) -- a regular text file within the input limit
+  if not ok then error(string.format("%s file %s", kind, tostring(text)), 3) end
   return core.from_json(kind, text, path)
 end
 
@@ -130,6 +128,8 @@ function M.clusters() return core.clusters() end
 --- Returns time_s, compute_s, memory_s, intensity (FLOP/B), ridge, bound.
 function M.roofline(t)
   assert(type(t) == "table", "hl.roofline expects a table")
+  core.check_fields(t, { "gpu", "name", "kind", "precision", "m", "n", "k", "weight_bytes", "act_bytes", "flops",
+                         "bytes", "bytes_read", "bytes_written" }, "hl.roofline")
   local g = t.gpu
   if type(g) == "string" then g = M.gpu(g) end
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
@@ -147,6 +147,12 @@ function M.roofline(t)
   return core.op_time(g, op)
 end
 
-M.kv_capacity = core.kv_capacity
+--- hl.kv_capacity{ hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens }
+function M.kv_capacity(t)
+  if type(t) ~= "table" then error("hl.kv_capacity expects a table", 2) end
+  core.check_fields(t, { "hbm_bytes", "mem_util", "weights_bytes", "workspace_bytes", "kv_token_bytes", "context",
+                         "block_tokens" }, "hl.kv_capacity")
+  return core.kv_capacity(t)
+end
 
 return M

@@ -1,5 +1,7 @@
 -- hl.params: a script declares its parameters with defaults and help;
 -- `--set name=value` overrides them, `--help` lists them and exits.
+local core = require "hbdlab.core"
+
 local M = {}
 
 local function convert(name, default, text)
@@ -51,12 +53,16 @@ function M.params(spec, argv)
       local k, v = (kv or ""):match("^([%w_%.]+)=(.*)$")
       if not k then error("--set expects name=value, got '" .. tostring(kv) .. "'", 0) end
       if spec[k] == nil then
-        local near
-        for _, n in ipairs(names) do if n:sub(1, 3) == k:sub(1, 3) then near = n end end
+        local near = core.nearest(k, names)
         error(string.format("--set %s: unknown parameter (known: %s)%s", k, table.concat(names, ", "),
           near and (" - did you mean '" .. near .. "'?") or ""), 0)
       end
       values[k] = convert(k, spec[k][1], v)
+    elseif a:match("^%-") then
+      -- a mistyped option (--sett) must not be ignored silently: the run would use the defaults
+      local near = core.nearest(a:match("^([^=]*)"), { "--set", "--help" })
+      error(string.format("unknown option '%s'%s (options: --set name=value, --help)", a,
+        near and (" - did you mean '" .. near .. "'?") or ""), 0)
     end
     i = i + 1
   end

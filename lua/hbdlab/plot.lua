@@ -64,6 +64,8 @@ local function render(t, data, gp_lines)
   if t.logy then gp[#gp + 1] = "set logscale y " .. (t.logy == true and 10 or t.logy) end
   for _, l in ipairs(gp_lines) do gp[#gp + 1] = l end
   write_atomic(base .. ".gp", table.concat(gp, "\n") .. "\n")
+  local d = core.dist()
+  if d.mpi and d.index > 0 then return t.out end -- under MPI rank 0 draws (every rank has every row)
   -- gnuplot runs in the figure's folder (so the .gp is relocatable), from an argument vector
   local code, msg = core.spawn { "gnuplot", base:match("[^/]*$") .. ".gp", cwd = dirname(t.out) }
   if code == nil then error("plot: " .. msg .. " (install gnuplot-nox)", 3) end

@@ -118,6 +118,8 @@ end
 --- Writes text to path atomically: a temp file in the same folder, then rename.
 --- The folder is created when missing.
 function M.write_atomic(path, text)
+  local d = core.dist()
+  if d.mpi and d.index > 0 then return path end -- under MPI every rank has every row; rank 0 writes
   M.ensure_dir(path:match("^(.*)/[^/]*$"))
   local tmp = string.format("%s.tmp%d", path, math.random(1, 1 << 30))
   local f, err = io.open(tmp, "wb")
@@ -159,7 +161,16 @@ function M.to_csv(rows, cols)
   return table.concat(lines, "\n") .. "\n"
 end
 
-function M.write_csv(rows, path, cols) return M.write_atomic(path, M.to_csv(rows, cols)) end
+--- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension.
+function M.shard_path(path)
+  local d = core.dist()
+  if d.mpi or d.count == 1 then return path end
+  local stem, ext = path:match("^(.*)(%.[^./]*)$")
+  if not stem then stem, ext = path, "" end
+  return string.format("%s_shard%dof%d%s", stem, d.index, d.count, ext)
+end
+
+function M.write_csv(rows, path, cols) return M.write_atomic(M.shard_path(path), M.to_csv(rows, cols)) end
 
 -- Parses CSV text (RFC 4180 quoting); numbers and true/false come back typed.
 function M.parse_csv(text)
@@ -205,10 +216,8 @@ function M.parse_csv(text)
 end
 
 local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then error("cannot read " .. path .. ": " .. tostring(err), 3) end
-  local t = f:read("a")
-  f:close()
+  local ok, t = pcall(core.read_file, path) -- a regular text file within the input limit
+  if not ok then error("cannot read " .. tostring(t), 3) end
   return t
 end
 

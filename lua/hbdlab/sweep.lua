@@ -73,6 +73,27 @@ local function product_points(list, zip)
   return pts
 end
 
+-- One row as a Lua constructor; %q keeps integers integers and floats exact.
+local function serialize(row)
+  local keys = {}
+  for k in pairs(row) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = "[" .. string.format("%q", k) .. "]=" .. string.format("%q", row[k]) end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+--- Under MPI: every rank's rows (function-form sweeps), in rank order, on every rank.
+function M.gather_rows(rows)
+  local parts = {}
+  for i, r in ipairs(rows) do parts[i] = serialize(r) end
+  local all = {}
+  for _, text in ipairs(core.dist_allgather("return {" .. table.concat(parts, ",") .. "}")) do
+    for _, r in ipairs(assert(load(text, "=(gathered rows)", "t", {}))()) do all[#all + 1] = r end
+  end
+  return all
+end
+
 --- Flattens nested tables one level into dotted keys: {prefill = {comm_s = 1}} -> {["prefill.comm_s"] = 1}.
 function M.flatten(t, out, prefix)
   out = out or {}
@@ -104,7 +125,10 @@ function M.sweep(a, fn)
     if type(fn) ~= "function" then error("hl.sweep(axes, fn): fn must be a function", 2) end
     local list = axis_list(a.axes or a)
     local rows = {}
-    for i, p in ipairs(product_points(list, a.zip)) do
+    local points = product_points(list, a.zip)
+    local lo, hi = core.dist_block(#points) -- this shard's or rank's block (all points when alone)
+    for i = lo + 1, hi do
+      local p = points[i]
       local ok, res = xpcall(fn, debug.traceback, p)
       if not ok then
         if tostring(res):find("interrupted!", 1, true) then
@@ -119,6 +143,7 @@ function M.sweep(a, fn)
       if type(res) == "table" then M.flatten(res, row) end
       rows[#rows + 1] = row
     end
+    if core.dist().mpi then rows = M.gather_rows(rows) end
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end

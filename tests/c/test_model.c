@@ -101,7 +101,7 @@ static void test_validation_messages(void **state)
     assert_fails_with(hl_field_set_number(hl_model_fields(), &m, "hiden", 1, &e), HL_EINVAL, &e,
                       "unknown field 'hiden' (did you mean 'hidden'?)");
     assert_fails_with(hl_field_set_string(hl_model_fields(), &m, "attn", "mqa", &e), HL_EINVAL, &e,
-                      "'mqa' is not one of gqa|mla");
+                      "'mqa' is not one of gqa, mla");
 }
 
 int main(void)

@@ -84,4 +84,28 @@ T.test("bad input", function()
   T.raises(function() run { dispatch = "smart" } end, "'smart' is not one of flat, hierarchical")
 end)
 
+
+T.test("KV precision follows act_precision in a sweep row as in hl.simulate (one rule, in the core)", function()
+  -- Llama-3.1-8B: 32 layers x 8 KV heads x 128 dims x (K, V) = 65,536 elements per token;
+  -- TP8 on 8 GPUs keeps one KV head per GPU: 8,192 elements per token per GPU.
+  -- batch 8 (dp 1) x (1024 + 128) tokens x 8,192 = 75,497,472 elements per GPU:
+  -- 150,994,944 B at bf16 (2 B) and 301,989,888 B at fp32 (4 B).
+  local base = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 1024, output = 128,
+                 parallel = { tp = 8 } }
+  local rows = hl.sweep { base = base, axes = { act_precision = { "fp32", "bf16" } } }
+  local want = { fp32 = 301989888, bf16 = 150994944 }
+  T.eq(#rows, 2, "rows")
+  for _, row in ipairs(rows) do
+    local cfg = {}
+    for k, v in pairs(base) do cfg[k] = v end
+    cfg.act_precision = row.act_precision
+    T.eq(row["memory.kv_bytes"], want[row.act_precision], "sweep row kv_bytes at " .. row.act_precision)
+    T.eq(hl.simulate(cfg).memory.kv_bytes, want[row.act_precision], "hl.simulate kv_bytes at " .. row.act_precision)
+  end
+  -- an explicit kv_precision is kept whatever the activations
+  base.kv_precision = "bf16"
+  rows = hl.sweep { base = base, axes = { act_precision = { "fp32" } } }
+  T.eq(rows[1]["memory.kv_bytes"], 150994944, "explicit kv_precision")
+end)
+
 T.done()

@@ -30,6 +30,8 @@ typedef struct hl_field {
     const char *help;       /* one line */
     const char *enum_names; /* "gqa|mla" for enums, NULL otherwise */
     int32_t zero_ok;        /* 1 when 0 is allowed below min ("unset"/"unsupported") */
+    const char *path;       /* nested name in hl.simulate tables and JSON ("parallel.tp"); NULL = name */
+    double def;             /* default value (job fields; enums: the index), applied by hl_job_init */
 } hl_field;
 
 typedef struct hl_field_set {
@@ -46,6 +48,9 @@ const hl_field *hl_field_find(const hl_field_set *set, const char *name);
 hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double value,
                               hl_err *err);
 
+/* hl_field_set_number for a descriptor already looked up in `set` (same checks). */
+hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, void *obj, double value, hl_err *err);
+
 /* Sets a string field, or an enum field by name. */
 hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value,
                               hl_err *err);
@@ -56,7 +61,8 @@ double hl_field_get_number(const hl_field *f, const void *obj);
 /* Reads a string field, or an enum field's name. Points into obj or static storage. */
 const char *hl_field_get_string(const hl_field *f, const void *obj);
 
-/* Checks every numeric field of obj against its range. */
+/* Checks every field of obj: numbers against their range, enums against their
+ * names, booleans for 0/1. */
 hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *err);
 
 /* Writes into buf (size n) the closest field name to `name`, or "" if none is close. */

@@ -35,6 +35,9 @@ typedef struct hl_candidate {
     int32_t meets_limits;
 } hl_candidate;
 
+/* Descriptor table of the search options (objective, max_tpot_s, max_ttft_s). */
+const hl_field_set *hl_plan_fields(void);
+
 /* Largest batch (a multiple of the job's dp) whose weights + KV + workspace fit
  * under mem_util; HL_ENOFIT naming the shortfall when even one sequence per
  * group does not fit. */

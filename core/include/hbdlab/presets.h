@@ -40,10 +40,15 @@ hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out
 /* Byte offset of the first invalid UTF-8 sequence in text[0..len), or -1 when valid. */
 int64_t hl_utf8_invalid_offset(const char *text, int64_t len);
 
-/* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees with
- * hl_free). Fails with HL_EIO naming the file. */
+/* Reads a whole text file into a malloc'd NUL-terminated buffer (caller frees with
+ * hl_free). Fails naming the file: not a regular file (FIFO, folder, device: refused
+ * before reading), larger than hl_max_input_bytes(), or holding a NUL byte. */
 hl_status hl_read_file(const char *path, char **text, hl_err *err);
 void hl_free(void *p);
+
+/* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES when set to a
+ * positive integer, else 64 MiB. */
+int64_t hl_max_input_bytes(void);
 
 #ifdef __cplusplus
 }

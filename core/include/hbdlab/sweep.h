@@ -31,11 +31,11 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 50, HL_SWEEP_MAX_AXES = 64 };
+enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 64 };
 
-/* Summary of one point: values in the order of hl_point_field_name(). */
+/* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
-    double v[50];        /* HL_POINT_VALUES */
+    double v[65];        /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
     int32_t status;      /* hl_status of the point */
     char error[120];     /* message when status != 0 */
 } hl_point;
@@ -54,15 +54,6 @@ typedef struct hl_sweep_in {
 
 /* Name of summary value i ("ttft_s", "prefill.comm_share", ...); NULL past the end. */
 const char *hl_point_field_name(int32_t i);
-
-/* Sets one field of a job by name: job fields (batch, tp, precision, ...),
- * then cluster fields (hbd, gpus, scaleout_bw, ...), model fields (experts,
- * topk, ...) and gpu fields (eff_gemm, ...). */
-hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err);
-hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err);
-
-/* Descriptor table of the job's own fields. */
-const hl_field_set *hl_job_fields(void);
 
 /* Number of points (product of lengths, or the common length when zipped). */
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err);

@@ -1,0 +1,142 @@
+/* The job: what one simulation runs (model, cluster, precisions, batch and
+ * lengths, the parallel mapping, overlap and memory settings). Its fields are
+ * declared once, in the descriptor table of core/src/job.c (name, type, unit,
+ * range, help); hl.simulate, sweep axes, `hbdlab eval` JSON and the help text
+ * all go through that table. */
+#ifndef HBDLAB_JOB_H
+#define HBDLAB_JOB_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/fields.h"
+#include "hbdlab/hw.h"
+#include "hbdlab/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kv_precision / wire_precision value meaning "the same as act_precision" (the
+ * default): one past the last hl_precision, named "act" in the field table. */
+enum { HL_PRECISION_AS_ACT = 6 };
+
+typedef enum hl_dispatch {
+    HL_DISPATCH_FLAT = 0,        /* every expert-TP shard receives each routed token's full hidden vector */
+    HL_DISPATCH_HIERARCHICAL = 1 /* one copy per expert, then an AllGather inside the expert-TP group */
+} hl_dispatch;
+
+/* Collective algorithms a job may use (coll_algo). */
+typedef enum hl_coll_choice {
+    HL_COLL_ANY = 0, /* fastest of every modelled algorithm (one-shot AllReduce included) */
+    HL_COLL_NCCL = 1 /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
+} hl_coll_choice;
+
+/* Serving framework whose measured behaviour a job takes (framework profiles,
+ * docs/MODEL.md section 6.1). ideal = the roofline model alone. */
+typedef enum hl_framework {
+    HL_FW_IDEAL = 0,
+    HL_FW_TRTLLM = 1,
+    HL_FW_VLLM = 2,
+    HL_FW_SGLANG = 3,
+    HL_FW_COUNT = 4
+} hl_framework;
+
+/* What a framework adds to the roofline model. Scales multiply the GPU's
+ * eff_gemm / eff_attn; the step overhead is s per forward pass (decode step). */
+typedef struct hl_fw_profile {
+    double step_overhead;   /* s per forward pass not hidden under GPU work (scheduling, sampling, launch) */
+    double gemm_scale_16;   /* x eff_gemm for BF16/FP16 (and FP32) GEMMs */
+    double gemm_scale_fp8;  /* x eff_gemm for FP8/INT8 GEMMs */
+    double gemm_scale_fp4;  /* x eff_gemm for FP4 GEMMs */
+    double attn_scale;      /* x eff_attn */
+} hl_fw_profile;
+
+/* The profile of framework fw (ideal for an unknown value). */
+hl_fw_profile hl_framework_profile(int32_t fw);
+
+/* Rank order over the cluster, innermost first (ranks fill HBDs in order).
+ * dp stands for the data-parallel / expert-parallel groups of a stage. */
+typedef enum hl_placement {
+    HL_PLACE_TP_DP_PP = 0, /* default: TP groups inside an HBD, then DP/EP, pipeline stages outermost */
+    HL_PLACE_TP_PP_DP = 1, /* TP, then pipeline neighbours, then DP/EP */
+    HL_PLACE_PP_TP_DP = 2, /* pipeline neighbours innermost */
+    HL_PLACE_DP_TP_PP = 3  /* DP/EP innermost: TP groups strided across the HBD */
+} hl_placement;
+
+typedef struct hl_job {
+    hl_model model;
+    hl_cluster cluster;
+    int32_t precision;       /* hl_precision of weights and GEMM math */
+    int32_t kv_precision;    /* hl_precision of the KV cache, or HL_PRECISION_AS_ACT (the default) */
+    int32_t act_precision;   /* hl_precision of activations (attention math, norms, TP AllReduce) */
+    int32_t wire_precision;  /* hl_precision of MoE dispatch payloads (combine uses act_precision),
+                                or HL_PRECISION_AS_ACT (the default) */
+    double batch;            /* concurrent sequences in the whole job */
+    double input;            /* prompt tokens per sequence */
+    double output;           /* generated tokens per sequence (first one comes from prefill) */
+    int64_t tp;              /* attention (and dense FFN) tensor parallelism */
+    int64_t pp;              /* pipeline stages */
+    int64_t ep;              /* expert parallelism (MoE): experts spread over ep groups */
+    int64_t dp;              /* attention data parallelism; 0 = gpus / (tp * pp) */
+    int64_t etp;             /* tensor parallelism inside each expert; 0 = gpus / (pp * ep) */
+    int64_t gpus;            /* GPUs used; 0 = the whole cluster */
+    double overlap_prefill;  /* fraction 0..1 of communication hidden under compute */
+    double overlap_decode;
+    double imbalance;        /* tokens of the busiest expert / mean (>= 1) */
+    double layer_overhead;   /* s added per layer per forward pass (launch, sync) */
+    int32_t dispatch;        /* hl_dispatch */
+    double microbatches;     /* pipeline micro-batches in prefill; 0 = pp */
+    double mem_util;         /* fraction of HBM usable (default 0.9) */
+    double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
+    int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
+    int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
+    int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
+    int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
+    int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
+    int32_t coll_algo;       /* hl_coll_choice: collective algorithms allowed (default any) */
+    int32_t framework;       /* hl_framework (default ideal) */
+    /* Overrides of the framework profile; 0 = the profile's value. */
+    double step_overhead;    /* s per forward pass */
+    double gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale;
+} hl_job;
+
+/* ---- Defaults and validation ---- */
+
+/* Fills the defaults of the field table: bf16 weights and activations, KV and
+ * wire precision as the activations, batch 1, input 1024, output 128,
+ * tp = pp = ep = 1, mem_util 0.9, imbalance 1, flat dispatch. */
+void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c);
+
+/* Checks every job field (not the model or cluster) against its table range;
+ * the error names the field, the value and what is allowed. */
+hl_status hl_job_check_fields(const hl_job *job, hl_err *err);
+
+/* The precision the KV cache and the MoE dispatch payload are stored in, with
+ * HL_PRECISION_AS_ACT resolved to act_precision (an hl_precision). */
+int32_t hl_job_kv_precision(const hl_job *job);
+int32_t hl_job_wire_precision(const hl_job *job);
+
+/* ---- Fields by name ---- */
+
+/* Descriptor table of the job's own fields. */
+const hl_field_set *hl_job_fields(void);
+
+/* Sets one field of a job by name: job fields (batch, tp, precision, ...),
+ * then cluster fields (hbd, gpus, scaleout_bw, ...), model fields (experts,
+ * topk, ...) and gpu fields (eff_gemm, ...). A group name (the part before the
+ * dot of a field's path, e.g. "overlap") given a number sets every field of
+ * the group; the error for an unknown name suggests the closest one. */
+hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err);
+hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err);
+
+/* The job field whose path is `path` ("parallel.tp", or a plain name such as
+ * "batch"); NULL when none. */
+const hl_field *hl_job_field_by_path(const char *path);
+
+/* Number of job fields whose path is "<group>.<name>" ("parallel", "overlap");
+ * 0 when `group` is no group. */
+int hl_job_group_size(const char *group);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

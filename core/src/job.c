@@ -1,0 +1,202 @@
+/* The job's fields, declared once: defaults, ranges, units and help in one
+ * descriptor table, setters by name (job, then cluster, model and GPU fields),
+ * and the precision rule "KV and wire precision follow the activations". */
+#include "hbdlab/job.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "fields_int.h"
+#include "hbdlab/precision.h"
+#include "job_int.h"
+
+_Static_assert((int)HL_PRECISION_AS_ACT == (int)HL_PRECISION_COUNT, "\"act\" is the name after the last precision");
+
+#define PRECISIONS "fp32|bf16|fp16|fp8|fp4|int8"
+
+/* Row initialisers. M: hl_job member; NM: the name in hl.simulate, sweep axes,
+ * JSON and --set; PATH: the nested name in an hl.simulate table when it is not
+ * NM ("parallel.tp"), else NULL; DEF: the default (enums: the index of the name). */
+#define ROW(M, NM, PATH, TYPE, SIZE, LO, HI, UNIT, DEF, HELP, NAMES, ZERO_OK)                                 \
+    {.name = NM, .type = TYPE, .offset = (int32_t)offsetof(hl_job, M), .size = SIZE, .min = LO, .max = HI,      \
+     .unit = UNIT, .help = HELP, .enum_names = NAMES, .zero_ok = ZERO_OK, .path = PATH, .def = DEF}
+/* a double in [LO, HI] (ZERO_OK: 0 is also allowed and means "derived") */
+#define NUM(M, NM, PATH, LO, HI, ZERO_OK, UNIT, DEF, HELP) \
+    ROW(M, NM, PATH, HL_FIELD_DOUBLE, (int32_t)sizeof(double), LO, HI, UNIT, DEF, HELP, NULL, ZERO_OK)
+/* an int64_t in [LO, HI] (ZERO_OK: 0 is also allowed and means "derived") */
+#define INT(M, NM, PATH, LO, HI, ZERO_OK, DEF, HELP) \
+    ROW(M, NM, PATH, HL_FIELD_INT64, (int32_t)sizeof(int64_t), LO, HI, "", DEF, HELP, NULL, ZERO_OK)
+/* an int32_t 0/1 */
+#define BOOL(M, NM, DEF, HELP) ROW(M, NM, NULL, HL_FIELD_BOOL, (int32_t)sizeof(int32_t), 0, 1, "", DEF, HELP, NULL, 0)
+/* an int32_t index into NAMES ('|'-separated) */
+#define ENUM(M, NM, NAMES, DEF, HELP) \
+    ROW(M, NM, NULL, HL_FIELD_ENUM, (int32_t)sizeof(int32_t), 0, 0, "", DEF, HELP, NAMES, 0)
+
+/* THE job field table: the only place a job field is named.
+ *
+ * To add a job field: (1) add a member to hl_job in core/include/hbdlab/job.h
+ * with its unit in a comment; (2) add one row below. Give it a default that
+ * leaves existing results unchanged. hl_job_init applies the default; the
+ * setters, range checks, hl.simulate{...} (as `name = value`), sweep axes,
+ * `hbdlab eval` JSON and hl.help "simulate" pick the row up by themselves.
+ * Nothing else needs to change unless the simulation reads the new member.
+ * Units are SI ("s", "B", "B/s"); friendly units belong to Lua aliases. */
+static const hl_field job_fields[] = {
+    ENUM(precision, "precision", PRECISIONS, HL_BF16, "weights and GEMM math"),
+    ENUM(act_precision, "act_precision", PRECISIONS, HL_BF16, "activations: attention math, norms, TP AllReduce"),
+    ENUM(kv_precision, "kv_precision", PRECISIONS "|act", HL_PRECISION_AS_ACT,
+         "KV cache (default \"act\": as act_precision)"),
+    ENUM(wire_precision, "wire_precision", PRECISIONS "|act", HL_PRECISION_AS_ACT,
+         "MoE dispatch payload (default \"act\": as act_precision)"),
+    NUM(batch, "batch", NULL, 1, 1e9, 0, "", 1, "concurrent sequences in the whole job (hl.simulate: or \"max\")"),
+    NUM(input, "input", NULL, 1, 1e9, 0, "", 1024, "prompt tokens per sequence"),
+    NUM(output, "output", NULL, 1, 1e9, 0, "", 128, "generated tokens per sequence (the first comes from prefill)"),
+    INT(tp, "tp", "parallel.tp", 1, 1e6, 0, 1, "attention (and dense FFN) tensor parallelism"),
+    INT(pp, "pp", "parallel.pp", 1, 1e6, 0, 1, "pipeline stages"),
+    INT(ep, "ep", "parallel.ep", 1, 1e6, 0, 1, "expert parallelism"),
+    INT(dp, "dp", "parallel.dp", 1, 1e6, 1, 0, "attention data parallelism (0 = gpus / (tp * pp))"),
+    INT(etp, "etp", "parallel.etp", 1, 1e6, 1, 0, "tensor parallelism inside an expert (0 = gpus / (pp * ep))"),
+    INT(gpus, "instance_gpus", "parallel.gpus", 1, 1e7, 1, 0, "GPUs used (0 = the whole cluster)"),
+    NUM(overlap_prefill, "overlap_prefill", "overlap.prefill", 0, 1, 0, "", 0,
+        "fraction of prefill communication hidden under compute (overlap = x sets both phases)"),
+    NUM(overlap_decode, "overlap_decode", "overlap.decode", 0, 1, 0, "", 0,
+        "fraction of decode communication hidden under compute"),
+    NUM(imbalance, "imbalance", NULL, 1, 1e3, 0, "", 1, "tokens of the busiest expert / mean"),
+    NUM(layer_overhead, "layer_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per layer per forward pass"),
+    ENUM(dispatch, "dispatch", "flat|hierarchical", HL_DISPATCH_FLAT, "MoE dispatch algorithm"),
+    NUM(microbatches, "microbatches", NULL, 1, 1e6, 1, "", 0, "pipeline micro-batches in prefill (0 = pp)"),
+    NUM(mem_util, "mem_util", NULL, 0.01, 1, 0, "", 0.9, "usable fraction of HBM"),
+    NUM(workspace_bytes, "workspace_bytes", NULL, 0, 1e15, 0, "B", 0, "activation workspace per GPU (0 = estimated)"),
+    BOOL(exact_steps, "exact_steps", 0, "sum decode step by step (reference mode)"),
+    BOOL(sequence_parallel, "sequence_parallel", 0, "ReduceScatter + AllGather instead of the TP AllReduce"),
+    BOOL(ignore_memory, "ignore_memory", 0, "run even when weights + KV + workspace exceed HBM (fits = false)"),
+    ENUM(placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", HL_PLACE_TP_DP_PP,
+         "rank order in the HBDs, innermost first"),
+    ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
+    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang", HL_FW_IDEAL,
+         "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
+    NUM(step_overhead, "step_overhead", NULL, 1e-12, 1, 1, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
+    NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
+    NUM(gemm_scale_fp8, "gemm_scale_fp8", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
+    NUM(gemm_scale_fp4, "gemm_scale_fp4", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP4 GEMMs (0 = the framework's)"),
+    NUM(attn_scale, "attn_scale", NULL, 1e-3, 10, 1, "", 0, "x eff_attn (0 = the framework's)"),
+};
+static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
+
+const hl_field_set *hl_job_fields(void) { return &job_set; }
+
+void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
+{
+    memset(job, 0, sizeof *job);
+    job->model = *m;
+    job->cluster = *c;
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const hl_field *f = &job_fields[i];
+        char *at = (char *)job + f->offset;
+        switch (f->type) {
+        case HL_FIELD_DOUBLE: *(double *)at = f->def; break;
+        case HL_FIELD_INT64: *(int64_t *)at = (int64_t)f->def; break;
+        default: *(int32_t *)at = (int32_t)f->def; break; /* bools and enums */
+        }
+    }
+}
+
+hl_status hl_job_check_fields(const hl_job *job, hl_err *err) { return hl_field_check_all(&job_set, job, err); }
+
+int32_t hl_job_kv_precision(const hl_job *job)
+{
+    return job->kv_precision == HL_PRECISION_AS_ACT ? job->act_precision : job->kv_precision;
+}
+
+int32_t hl_job_wire_precision(const hl_job *job)
+{
+    return job->wire_precision == HL_PRECISION_AS_ACT ? job->act_precision : job->wire_precision;
+}
+
+const hl_field *hl_job_field_by_path(const char *path)
+{
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const hl_field *f = &job_fields[i];
+        if (strcmp(f->path ? f->path : f->name, path) == 0)
+            return f;
+    }
+    return NULL;
+}
+
+int hl_job_group_size(const char *group)
+{
+    size_t n = strlen(group);
+    int count = 0;
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const char *p = job_fields[i].path;
+        count += p && strncmp(p, group, n) == 0 && p[n] == '.';
+    }
+    return count;
+}
+
+const hl_field_set *hl_job_target_set(int target)
+{
+    switch (target) {
+    case HL_TARGET_JOB: return &job_set;
+    case HL_TARGET_CLUSTER: return hl_cluster_fields();
+    case HL_TARGET_MODEL: return hl_model_fields();
+    default: return hl_gpu_fields();
+    }
+}
+
+void *hl_job_target_ptr(hl_job *job, int target)
+{
+    switch (target) {
+    case HL_TARGET_JOB: return job;
+    case HL_TARGET_CLUSTER: return &job->cluster;
+    case HL_TARGET_MODEL: return &job->model;
+    default: return &job->cluster.gpu;
+    }
+}
+
+int hl_job_field_target(const char *name, const hl_field **field)
+{
+    for (int t = 0; t < HL_TARGETS; t++)
+        if ((*field = hl_field_find(hl_job_target_set(t), name)) != NULL)
+            return t;
+    return -1;
+}
+
+/* A number given to a group name ("overlap") sets each field of the group; the
+ * group's fields must all be doubles. Returns 0 when `name` is no such group. */
+static int set_group(hl_job *job, const char *name, double value, hl_status *st, hl_err *err)
+{
+    size_t n = strlen(name);
+    int found = 0;
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const hl_field *f = &job_fields[i];
+        if (!f->path || strncmp(f->path, name, n) != 0 || f->path[n] != '.' || f->type != HL_FIELD_DOUBLE)
+            continue;
+        found = 1;
+        if ((*st = hl_field_set_number_at(&job_set, f, job, value, err)))
+            return 1;
+    }
+    *st = HL_OK;
+    return found;
+}
+
+hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
+{
+    const hl_field *f;
+    int t = hl_job_field_target(name, &f);
+    if (t >= 0)
+        return hl_field_set_number_at(hl_job_target_set(t), f, hl_job_target_ptr(job, t), value, err);
+    hl_status st;
+    if (set_group(job, name, value, &st, err))
+        return st;
+    return hl_unknown_field(&job_set, name, err);
+}
+
+hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
+{
+    const hl_field *f;
+    int t = hl_job_field_target(name, &f);
+    return t < 0 ? hl_unknown_field(&job_set, name, err)
+                 : hl_field_set_string(hl_job_target_set(t), hl_job_target_ptr(job, t), name, value, err);
+}

@@ -1,0 +1,221 @@
+/* Splitting sweeps across shards and MPI ranks (dist.h). MPI is optional at
+ * build time (HBDLAB_HAVE_MPI); without it the MPI calls report failure. */
+#include "dist.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+#ifdef HBDLAB_HAVE_MPI
+#include <mpi.h>
+#endif
+
+hl_dist hl_bind_dist = {0, 1, 0};
+
+void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t *hi)
+{
+    /* n < 2^53 and count <= 1e5: the products fit in int64 for every sweep we allow (<= 5e7 rows, or
+     * streamed chunks of 65,536); long double keeps it exact beyond that */
+    *lo = (int64_t)((long double)n * index / count);
+    *hi = (int64_t)((long double)n * (index + 1) / count);
+}
+
+int hl_dist_parse_shard(const char *text, hl_dist *d)
+{
+    char *end;
+    long i = strtol(text, &end, 10);
+    if (end == text || *end != '/')
+        return -1;
+    const char *p = end + 1;
+    long n = strtol(p, &end, 10);
+    if (end == p || *end != '\0' || n < 1 || n > 100000 || i < 0 || i >= n)
+        return -1;
+    d->index = (int32_t)i;
+    d->count = (int32_t)n;
+    d->mpi = 0;
+    return 0;
+}
+
+#ifdef HBDLAB_HAVE_MPI
+int hl_dist_have_mpi(void) { return 1; }
+
+int hl_dist_mpi_start(int *argc, char ***argv)
+{
+    /* only under a launcher: a plain run must not pay for (or be confused by) MPI start-up */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_SIZE"))
+        return 0;
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return 0;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    hl_bind_dist = (hl_dist){rank, size, 1};
+    return 1;
+}
+
+void hl_dist_mpi_stop(int code)
+{
+    if (!hl_bind_dist.mpi)
+        return;
+    if (code != 0 && hl_bind_dist.count > 1)
+        MPI_Abort(MPI_COMM_WORLD, code); /* the other ranks may wait in a collective */
+    MPI_Finalize();
+}
+
+int hl_dist_allgather_points(hl_point *all, int64_t n)
+{
+    int size = hl_bind_dist.count;
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    MPI_Datatype point;
+    int rc = -1;
+    if (!counts || !displs || n > INT_MAX)
+        goto out;
+    for (int r = 0; r < size; r++) {
+        int64_t lo, hi;
+        hl_dist_block(n, r, size, &lo, &hi);
+        counts[r] = (int)(hi - lo);
+        displs[r] = (int)lo;
+    }
+    MPI_Type_contiguous((int)sizeof(hl_point), MPI_BYTE, &point);
+    MPI_Type_commit(&point);
+    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, point, MPI_COMM_WORLD) ==
+                 MPI_SUCCESS
+             ? 0
+             : -1;
+    MPI_Type_free(&point);
+out:
+    free(counts);
+    free(displs);
+    return rc;
+}
+
+int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out_len)
+{
+    int size = hl_bind_dist.count;
+    *out = NULL;
+    *out_len = 0;
+    if (len > INT_MAX)
+        return -1;
+    int n = (int)len;
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    int rc = -1;
+    if (!counts || !displs || MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS)
+        goto out;
+    long long total = 0;
+    for (int r = 0; r < size; r++) {
+        displs[r] = (int)total;
+        total += counts[r];
+    }
+    if (total > INT_MAX)
+        goto out;
+    *out = malloc((size_t)total + 1);
+    if (!*out)
+        goto out;
+    if (MPI_Allgatherv(mine, n, MPI_CHAR, *out, counts, displs, MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        free(*out);
+        *out = NULL;
+        goto out;
+    }
+    (*out)[total] = '\0';
+    *out_len = (size_t)total;
+    rc = 0;
+out:
+    free(counts);
+    free(displs);
+    return rc;
+}
+#else
+int hl_dist_have_mpi(void) { return 0; }
+int hl_dist_mpi_start(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+void hl_dist_mpi_stop(int code) { (void)code; }
+int hl_dist_allgather_points(hl_point *all, int64_t n)
+{
+    (void)all;
+    (void)n;
+    return -1;
+}
+int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out_len)
+{
+    (void)mine;
+    (void)len;
+    *out = NULL;
+    *out_len = 0;
+    return -1;
+}
+#endif
+
+/* core.dist() -> {index = i, count = n, mpi = bool, have_mpi = bool} */
+static int l_dist(lua_State *L)
+{
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, hl_bind_dist.index);
+    lua_setfield(L, -2, "index");
+    lua_pushinteger(L, hl_bind_dist.count);
+    lua_setfield(L, -2, "count");
+    lua_pushboolean(L, hl_bind_dist.mpi);
+    lua_setfield(L, -2, "mpi");
+    lua_pushboolean(L, hl_dist_have_mpi());
+    lua_setfield(L, -2, "have_mpi");
+    return 1;
+}
+
+/* core.dist_block(n) -> lo, hi: this process's 0-based block [lo, hi) of n points. */
+static int l_dist_block(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    int64_t lo, hi;
+    hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
+    lua_pushinteger(L, lo);
+    lua_pushinteger(L, hi);
+    return 2;
+}
+
+/* core.dist_allgather(text) -> array of every rank's text, in rank order (MPI only). */
+static int l_dist_allgather(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    if (!hl_bind_dist.mpi)
+        return luaL_error(L, "dist_allgather: not running under MPI");
+    char *all;
+    size_t total;
+    /* each rank's length first, so the pieces can be split again */
+    char head[32];
+    int hn = snprintf(head, sizeof head, "%zu:", len);
+    char *msg = malloc((size_t)hn + len);
+    if (!msg)
+        return luaL_error(L, "dist_allgather: out of memory");
+    memcpy(msg, head, (size_t)hn);
+    memcpy(msg + hn, s, len);
+    int rc = hl_dist_allgather_text(msg, (size_t)hn + len, &all, &total);
+    free(msg);
+    if (rc)
+        return luaL_error(L, "dist_allgather: MPI gather failed");
+    lua_createtable(L, hl_bind_dist.count, 0);
+    size_t at = 0;
+    for (int r = 0; r < hl_bind_dist.count && at < total; r++) {
+        char *end;
+        size_t n = (size_t)strtoull(all + at, &end, 10);
+        at = (size_t)(end - all) + 1;
+        lua_pushlstring(L, all + at, n);
+        lua_rawseti(L, -2, r + 1);
+        at += n;
+    }
+    free(all);
+    return 1;
+}
+
+void hl_bind_dist_fns(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block},
+                                   {"dist_allgather", l_dist_allgather}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
+}

@@ -1,0 +1,90 @@
+# Hostile inputs that need a process of their own (an environment variable, a FIFO,
+# a file that is not a text file): each must fail with a message naming the problem,
+# and never crash or hang. Issue 14; docs/RELIABILITY.md lists each case.
+. "$(dirname "$0")/lib.sh"
+cd "$HBDLAB_SOURCE_DIR" || exit 1
+
+# expect_fail NAME EXPECTED CMD...: CMD must exit 1 (a Lua error), not crash (>= 128)
+# or time out, and its stderr must contain EXPECTED.
+expect_fail() {
+    local name=$1 want=$2
+    shift 2
+    timeout 20 "$@" > "$TMP/out" 2> "$TMP/err"
+    local rc=$?
+    if [ "$rc" -ne 1 ]; then bad "$name: exit $rc (want 1): $(head -c 300 "$TMP/err")"; return; fi
+    if ! grep -qF -- "$want" "$TMP/err"; then bad "$name: stderr lacks '$want': $(head -c 300 "$TMP/err")"; return; fi
+    ok
+}
+
+# ---- preset 'base' cycles: today a stack overflow (exit 139) ----
+P=$TMP/presets
+mkdir -p "$P/gpus" "$P/models" "$P/clusters"
+echo '{"base": "selfish", "name": "selfish"}' > "$P/gpus/selfish.json"
+echo '{"base": "ping", "name": "pong"}' > "$P/gpus/pong.json"
+echo '{"base": "pong", "name": "ping"}' > "$P/gpus/ping.json"
+echo '{"base": "m-self", "name": "m-self"}' > "$P/models/m-self.json"
+echo '{"base": "m-b", "name": "m-a"}' > "$P/models/m-a.json"
+echo '{"base": "m-a", "name": "m-b"}' > "$P/models/m-b.json"
+echo '{"gpu": "ping", "gpus": 8, "hbd": 8, "name": "loop"}' > "$P/clusters/loop.json"
+# a long but acyclic chain is fine up to 16 presets
+prev=h100-sxm
+for i in $(seq 1 20); do echo "{\"base\": \"$prev\", \"name\": \"chain$i\"}" > "$P/gpus/chain$i.json"; prev=chain$i; done
+expect_fail "gpu preset based on itself" "'base' cycle selfish -> selfish" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "selfish"'
+expect_fail "gpu presets based on each other" "'base' cycle ping -> pong -> ping" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "ping"'
+expect_fail "model preset based on itself" "'base' cycle m-self -> m-self" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.model "m-self"'
+expect_fail "model presets based on each other" "'base' cycle m-a -> m-b -> m-a" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.model "m-a"'
+expect_fail "cluster whose gpu preset cycles" "'base' cycle ping -> pong -> ping" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.cluster "loop"'
+expect_fail "simulate with a cycling cluster" "'base' cycle" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.simulate { model = "m-a", cluster = "loop" }'
+check "a 15-deep base chain loads" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'assert(hl.gpu("chain15").name == "chain15")'
+expect_fail "a 20-deep base chain is refused" "'base' chain deeper than 16" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "chain20"'
+
+# ---- files that are not regular text files: refused before reading ----
+mkfifo "$TMP/fifo.json"
+mkdir -p "$TMP/dir.json" "$TMP/hfdir"
+expect_fail "eval a FIFO (today: waits for a writer forever)" "not a regular file (a FIFO)" "$HBDLAB" eval "$TMP/fifo.json"
+expect_fail "eval a directory" "not a regular file (a directory)" "$HBDLAB" eval "$TMP/dir.json"
+expect_fail "eval /dev/zero (today: reads without end)" "not a regular file (a character device)" "$HBDLAB" eval /dev/zero
+expect_fail "from_hf on a FIFO" "not a regular file (a FIFO)" "$HBDLAB" -e "hl.model.from_hf '$TMP/fifo.json'"
+expect_fail "gpu JSON file that is a FIFO" "not a regular file (a FIFO)" "$HBDLAB" -e "hl.gpu '$TMP/fifo.json'"
+expect_fail "read_csv of /dev/zero" "not a regular file" "$HBDLAB" -e "hl.rows.read_csv '/dev/zero'"
+mkfifo "$P/gpus/fifo.json"
+expect_fail "preset file that is a FIFO" "not a regular file (a FIFO)" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "fifo"'
+
+# ---- input size cap: 64 MiB by default, HBDLAB_MAX_INPUT_BYTES sets it ----
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "batch": 8, "parallel": {"tp": 8}}' > "$TMP/small.json"
+check "eval under the cap runs" env HBDLAB_MAX_INPUT_BYTES=1000 "$HBDLAB" eval "$TMP/small.json" > /dev/null
+expect_fail "eval over a configured cap" "more than the input limit of 50 bytes (HBDLAB_MAX_INPUT_BYTES)" \
+    env HBDLAB_MAX_INPUT_BYTES=50 "$HBDLAB" eval "$TMP/small.json"
+truncate -s 65M "$TMP/big.json"
+expect_fail "eval over the 64 MiB default cap" "68157440 bytes is more than the input limit of 67108864 bytes" \
+    "$HBDLAB" eval "$TMP/big.json"
+expect_fail "stdin over the cap" "more than the input limit of 50 bytes" \
+    sh -c "HBDLAB_MAX_INPUT_BYTES=50 '$HBDLAB' eval - < '$TMP/small.json'"
+
+# ---- HF configs: duplicate keys, trailing NUL garbage ----
+hf=tests/data/hf/llama-3.1-8b.json
+if [ -f "$hf" ]; then
+    sed 's/"num_hidden_layers": *\([0-9]*\)/"num_hidden_layers": \1, "num_hidden_layers": 2/' "$hf" > "$TMP/hfdir/config.json"
+    expect_fail "HF config with a duplicate key" "duplicate key 'num_hidden_layers'" \
+        "$HBDLAB" -e "hl.model.from_hf '$TMP/hfdir'"
+    { cat "$hf"; printf '\0\0garbage{'; } > "$TMP/hfdir/config.json"
+    expect_fail "HF config with trailing NUL garbage" "a NUL byte (not a text file)" \
+        "$HBDLAB" -e "hl.model.from_hf '$TMP/hfdir'"
+else
+    bad "missing $hf"
+fi
+
+# ---- JSON booleans: only true/false ----
+for v in 0 '"false"' 1 '"no"' null; do
+    printf '{"model": "llama-3.1-405b", "cluster": "hgx-h100", "batch": 8, "parallel": {"tp": 8}, "ignore_memory": %s}' "$v" > "$TMP/b.json"
+    if [ "$v" = null ]; then
+        # null is absent: the 405B model does not fit 8 H100s, which must still be reported
+        expect_fail "eval ignore_memory null" "does not fit HBM" "$HBDLAB" eval "$TMP/b.json"
+    else
+        expect_fail "eval ignore_memory $v" "field 'ignore_memory': expected true or false" "$HBDLAB" eval "$TMP/b.json"
+    fi
+done
+echo '{"base": "h100-sxm", "name": "x", "in_switch_reduce": 0}' > "$P/gpus/boolnum.json"
+expect_fail "preset bool field as a number" "'in_switch_reduce': expected true or false, got a number" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "boolnum"'
+
+finish
