@@ -24,6 +24,8 @@ void hl_bind_json(lua_State *L);
 void hl_bind_sweep(lua_State *L);
 void hl_bind_bench(lua_State *L);
 void hl_bind_minitf(lua_State *L);
+void hl_bind_calib(lua_State *L);
+void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);
 

@@ -17,6 +17,7 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
 end
 
 hl.simulate = require("hbdlab.simulate").simulate
+hl.serve = require("hbdlab.serve").serve
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep
@@ -28,6 +29,7 @@ hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params
 hl.minitf = require "hbdlab.minitf"
 hl.help = require("hbdlab.help").help
+hl.calibrate = require("hbdlab.calibrate").calibrate
 if _G.help == nil then _G.help = hl.help end
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
