@@ -35,7 +35,7 @@ end
 ---              parallel = { tp = 8, ep = 16 }, overlap = 0, ... } -> result (see hl.help "simulate")
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
-  return setmetatable(core.simulate(t), result_mt)
+  return setmetatable(core.simulate(objects.coerce_job(t)), result_mt)
 end
 
 M.result_mt = result_mt
