@@ -174,6 +174,7 @@ function M.sweep(a, fn)
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
   check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
+  require("hbdlab.warn").check_job(a.base)
   local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
@@ -200,6 +201,7 @@ function M.sweep_to_csv(a)
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
   check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
+  require("hbdlab.warn").check_job(a.base)
   local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}), core_axes_of(axis_list(a.axes)),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
   return n, note_interrupt(interrupted)

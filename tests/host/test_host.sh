@@ -27,7 +27,7 @@ check "--traceback after the script name: traceback names the caller" contains "
 err=$(HBDLAB_TRACEBACK=1 "$HBDLAB" "$TMP/fail.lua" 2>&1)
 check "HBDLAB_TRACEBACK=1: traceback" contains "$err" "stack traceback:"
 # A user error inside the library: the user's line, no internal file:line, no traceback
-printf 'local x = 1\nhl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", batch = -1 }\n' > "$TMP/user.lua"
+printf 'local x = 1\nhl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, batch = -1 }\n' > "$TMP/user.lua"
 err=$("$HBDLAB" "$TMP/user.lua" 2>&1)
 check "library error placed at the user's line" [ "$err" = "hbdlab: $TMP/user.lua:2: job field 'batch': -1 is out of range (allowed: 1..1e+09)" ] || echo "$err" >&2
 printf 'hl.cluster { gpus = 8 }\n' > "$TMP/user2.lua"
