@@ -37,7 +37,7 @@ enum { HL_POINT_VALUES = 50, HL_SWEEP_MAX_AXES = 64 };
 typedef struct hl_point {
     double v[50];        /* HL_POINT_VALUES */
     int32_t status;      /* hl_status of the point */
-    char error[120];     /* message when status != 0 */
+    char error[512];     /* message when status != 0 (the size of hl_err.msg: never cut) */
 } hl_point;
 
 typedef struct hl_sweep_in {
