@@ -34,7 +34,9 @@ int hl_files_temp(const char *path, char *tmp, size_t n);
 /* Renames tmp over path (0, or -1 with errno; tmp stays listed on failure); discard unlinks it. */
 int hl_files_commit(const char *tmp, const char *path);
 void hl_files_discard(const char *tmp);
+void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
+void hl_bind_result(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);
@@ -49,6 +51,19 @@ hl_model *hl_to_model(lua_State *L, int idx);
  * naming the field on bad input. *batch_max / *auto_plan report batch = "max"
  * and parallel = "auto". */
 void hl_check_job(lua_State *L, int idx, hl_plan_in *plan, int *batch_max, int *auto_plan);
+
+/* Result fields (l_result.c). Pushes value v of result field i as a number,
+ * integer, boolean or name, as the result table types it. */
+void hl_push_result_value(lua_State *L, int32_t i, double v);
+
+/* Sets every result field of v[] (hl_result_values order) on the table at the
+ * top, plus the friendly aliases (ttft_ms, ...): nested (t.prefill.time_s)
+ * when `nested`, else flat dotted keys (t["prefill.time_s"], sweep rows). */
+void hl_set_result_fields(lua_State *L, const double *v, int nested);
+
+/* Index of result column `name` (a result field or a friendly alias, whose
+ * factor goes to *scale), or -1. */
+int32_t hl_result_column(const char *name, double *scale);
 
 /* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
  * delivers the interrupt: a sweep that stops early with the rows done, or the

@@ -25,7 +25,9 @@ static const binder binders[] = {
     hl_bind_bench,
     hl_bind_minitf,
     hl_bind_files,
+    hl_bind_serve,
     hl_bind_dist_fns,
+    hl_bind_result,
 };
 
 static int open_core(lua_State *L)

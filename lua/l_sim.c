@@ -307,26 +307,18 @@ static int phase_index(lua_State *L)
     return 0;
 }
 
-static void push_phase(lua_State *L, const hl_phase *ph, int which, int result_ud)
+/* Makes the phase subtable `which` (0 prefill, 1 decode) of the result at the
+ * top lazy: `breakdown` and `events` are built on first access from the job
+ * kept in the userdata at result_ud. */
+static void attach_lazy(lua_State *L, int which, int result_ud)
 {
-    lua_createtable(L, 0, 14);
-    hl_set_num(L, "time_s", ph->time_s);
-    hl_set_num(L, "compute_s", ph->compute_s);
-    hl_set_num(L, "memory_s", ph->memory_s);
-    hl_set_num(L, "comm_s", ph->comm_s);
-    hl_set_num(L, "overhead_s", ph->overhead_s);
-    hl_set_num(L, "comm_share", ph->comm_share);
-    hl_set_num(L, "scaleup_comm_s", ph->scaleup_comm_s);
-    hl_set_num(L, "scaleout_comm_s", ph->scaleout_comm_s);
-    hl_set_num(L, "latency_comm_s", ph->latency_comm_s);
-    hl_set_num(L, "flops", ph->flops);
-    hl_set_num(L, "hbm_bytes", ph->hbm_bytes);
+    lua_getfield(L, -1, which ? "decode" : "prefill"); /* [result phase] */
     luaL_setmetatable(L, "hbdlab.phase");
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [phase lazy] */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [result phase lazy] */
     lua_pushvalue(L, -2);
     lua_pushvalue(L, result_ud);
     lua_rawset(L, -3);
-    lua_pop(L, 1);
+    lua_pop(L, 2);
 }
 
 static int l_simulate(lua_State *L)
@@ -385,64 +377,11 @@ static int l_simulate(lua_State *L)
         lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
         lua_setfield(L, -2, "objective");
     }
-    hl_set_num(L, "ttft_s", rp->ttft_s);
-    hl_set_num(L, "tpot_s", rp->tpot_s);
-    hl_set_num(L, "total_s", rp->total_s);
-    hl_set_num(L, "ttft_ms", rp->ttft_s * 1e3);
-    hl_set_num(L, "tpot_ms", rp->tpot_s * 1e3);
-    hl_set_num(L, "decode_tps", rp->decode_tps);
-    hl_set_num(L, "tps_per_gpu", rp->tps_per_gpu);
-    hl_set_num(L, "tps_per_gpu_incl_prompt", rp->tps_per_gpu_incl_prompt);
-    lua_pushstring(L, hl_bound_name(rp->bound));
-    lua_setfield(L, -2, "bound");
-    push_phase(L, &rp->prefill, 0, ud);
-    lua_setfield(L, -2, "prefill");
-    push_phase(L, &rp->decode, 1, ud);
-    lua_setfield(L, -2, "decode");
-    lua_createtable(L, 0, 5);
-    hl_set_num(L, "weights_bytes", rp->weights_bytes);
-    hl_set_num(L, "kv_bytes", rp->kv_bytes);
-    hl_set_num(L, "workspace_bytes", rp->workspace_bytes);
-    hl_set_num(L, "per_gpu_bytes", rp->per_gpu_bytes);
-    lua_pushboolean(L, rp->fits);
-    lua_setfield(L, -2, "fits");
-    lua_setfield(L, -2, "memory");
-    lua_createtable(L, 0, 6);
-    const struct {
-        const char *k;
-        int64_t v;
-    } par[] = {{"tp", rp->tp}, {"pp", rp->pp}, {"ep", rp->ep}, {"dp", rp->dp}, {"etp", rp->etp}, {"gpus", rp->gpus}};
-    for (int i = 0; i < 6; i++) {
-        lua_pushinteger(L, par[i].v);
-        lua_setfield(L, -2, par[i].k);
-    }
-    lua_setfield(L, -2, "parallel");
-    const hl_cost *c = &rp->cost;
-    hl_set_num(L, "usd_per_mtok_in", c->usd_per_mtok_in);
-    hl_set_num(L, "usd_per_mtok_out", c->usd_per_mtok_out);
-    hl_set_num(L, "usd_per_mtok", c->usd_per_mtok);
-    hl_set_num(L, "joules_per_token", c->joules_per_token);
-    hl_set_num(L, "power_w", c->power_w);
-    hl_set_num(L, "peak_power_w", c->peak_power_w);
-    lua_createtable(L, 0, 15);
-    const struct {
-        const char *k;
-        double v;
-    } cost[] = {{"capex_usd_per_gpu", c->capex_usd_per_gpu}, {"usd_per_gpu_hour", c->usd_per_gpu_hour},
-                {"prefill_j", c->prefill_j}, {"decode_j", c->decode_j}, {"energy_j", c->energy_j},
-                {"power_w", c->power_w}, {"peak_power_w", c->peak_power_w}, {"prefill_usd", c->prefill_usd},
-                {"decode_usd", c->decode_usd}, {"usd_per_mtok_in", c->usd_per_mtok_in},
-                {"usd_per_mtok_out", c->usd_per_mtok_out}, {"usd_per_mtok", c->usd_per_mtok},
-                {"joules_per_token", c->joules_per_token}, {"joules_per_token_in", c->joules_per_token_in},
-                {"joules_per_token_out", c->joules_per_token_out}};
-    for (size_t i = 0; i < sizeof cost / sizeof cost[0]; i++)
-        hl_set_num(L, cost[i].k, cost[i].v);
-    lua_setfield(L, -2, "cost");
-    lua_pushstring(L, hl_precision_name((hl_precision)j.precision));
-    lua_setfield(L, -2, "precision");
-    hl_set_num(L, "batch", j.batch);
-    hl_set_num(L, "input", j.input);
-    hl_set_num(L, "output", j.output);
+    double v[HL_POINT_VALUES];
+    hl_result_values(rp, v);
+    hl_set_result_fields(L, v, 1); /* the result table of core/src/result.c, nested */
+    attach_lazy(L, 0, ud);
+    attach_lazy(L, 1, ud);
     return 1;
 }
 

@@ -298,14 +298,6 @@ static int l_sweep(lua_State *L)
         hl_bind_interrupt = 0;
         fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
     }
-    /* rows; two summary values are not numbers: the bound (a name) and whether memory fits */
-    int32_t bound_k = -1, fits_k = -1;
-    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-        if (strcmp(hl_point_field_name(k), "bound") == 0)
-            bound_k = k;
-        else if (strcmp(hl_point_field_name(k), "memory.fits") == 0)
-            fits_k = k;
-    }
     lua_createtable(L, (int)(n < 1 << 30 ? n : 0), 0); /* [rows] */
     int64_t out = 0;
     for (int64_t i = lo; i < hi; i++) {
@@ -320,7 +312,7 @@ static int l_sweep(lua_State *L)
             free(ctx);
             return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), msg);
         }
-        lua_createtable(L, 0, HL_POINT_VALUES + na);
+        lua_createtable(L, 0, HL_POINT_VALUES + 2 + na);
         int64_t value_index[HL_SWEEP_MAX_AXES];
         hl_sweep_value_indices(mem.axes, na, zip, i, value_index);
         for (int32_t a = na - 1; a >= 0; a--) {
@@ -331,15 +323,7 @@ static int l_sweep(lua_State *L)
             lua_pushstring(L, p->error);
             lua_setfield(L, -2, "error");
         } else {
-            for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-                if (k == bound_k)
-                    lua_pushstring(L, hl_bound_name((int32_t)p->v[k]));
-                else if (k == fits_k)
-                    lua_pushboolean(L, p->v[k] != 0);
-                else
-                    lua_pushnumber(L, p->v[k]);
-                lua_setfield(L, -2, hl_point_field_name(k));
-            }
+            hl_set_result_fields(L, p->v, 0); /* flat dotted keys, typed as in hl.simulate */
         }
         lua_rawseti(L, -2, (lua_Integer)++out);
     }
@@ -368,10 +352,23 @@ static void csv_cell(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* One CSV cell of result field k, written as hbdlab.rows writes the same value:
+ * integers in full, booleans as true/false, names as themselves, numbers %.17g. */
+static void write_cell(FILE *f, int32_t k, double v)
+{
+    switch (hl_result_field_at(k)->type) {
+    case HL_VALUE_INTEGER: fprintf(f, "%lld", (long long)v); break;
+    case HL_VALUE_BOOL: fputs(v != 0 ? "true" : "false", f); break;
+    case HL_VALUE_NAME: csv_cell(f, hl_result_value_name(k, v)); break;
+    default: fprintf(f, "%.17g", v);
+    }
+}
+
 /* Writes the CSV lines of points[0..count) (global indices first..) to f;
+ * column c is result field cols[c] times scales[c] (friendly aliases);
  * returns the number of lines (points stopped by Ctrl-C are left out). */
-static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, const int *cols, const hl_point *points,
-                           int64_t first, int64_t count)
+static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
+                           const hl_point *points, int64_t first, int64_t count)
 {
     int32_t na = mem->n;
     int64_t lines = 0;
@@ -395,7 +392,7 @@ static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, con
         }
         for (int c = 0; c < ncols; c++) {
             if (p->status == HL_OK)
-                fprintf(f, "%.17g", p->v[cols[c]]);
+                write_cell(f, cols[c], p->v[cols[c]] * scales[c]);
             fputc(',', f); /* the last comma precedes the error column */
         }
         if (p->status != HL_OK)
@@ -425,15 +422,13 @@ static int l_sweep_to_csv(lua_State *L)
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
     int cols[HL_POINT_VALUES];
+    double scales[HL_POINT_VALUES];
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
     for (int c = 0; c < ncols; c++) {
         lua_rawgeti(L, 5, c + 1);
         const char *name = lua_tostring(L, -1);
-        cols[c] = -1;
-        for (int32_t k = 0; name && k < HL_POINT_VALUES; k++)
-            if (strcmp(hl_point_field_name(k), name) == 0)
-                cols[c] = k;
+        cols[c] = name ? hl_result_column(name, &scales[c]) : -1;
         if (cols[c] < 0)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         lua_pop(L, 1);
@@ -484,8 +479,11 @@ static int l_sweep_to_csv(lua_State *L)
         errno = 0;
         for (int32_t a = 0; a < na; a++)
             fprintf(f, "%s,", mem.axes[a].name);
-        for (int c = 0; c < ncols; c++)
-            fprintf(f, "%s%s", hl_point_field_name(cols[c]), c + 1 < ncols ? "," : ",error\n");
+        for (int c = 0; c < ncols; c++) {
+            lua_rawgeti(L, 5, c + 1); /* the name as asked (a friendly alias stays itself) */
+            fprintf(f, "%s%s", lua_tostring(L, -1), c + 1 < ncols ? "," : ",error\n");
+            lua_pop(L, 1);
+        }
     }
     int64_t written = 0;
     int interrupted = 0, failed = 0;
@@ -512,7 +510,7 @@ static int l_sweep_to_csv(lua_State *L)
             failed = 1;
             break;
         }
-        written += format_rows(m, &mem, zip, ncols, cols, buf, in.first, in.count);
+        written += format_rows(m, &mem, zip, ncols, cols, scales, buf, in.first, in.count);
         failed |= fclose(m) != 0;
         if (gather) {
             char *all = NULL;
@@ -555,16 +553,6 @@ static int l_sweep_to_csv(lua_State *L)
     return 2;
 }
 
-static int l_point_fields(lua_State *L)
-{
-    lua_createtable(L, HL_POINT_VALUES, 0);
-    for (int32_t k = 0; k < HL_POINT_VALUES; k++) {
-        lua_pushstring(L, hl_point_field_name(k));
-        lua_rawseti(L, -2, k + 1);
-    }
-    return 1;
-}
-
 static int l_interrupted(lua_State *L)
 {
     lua_pushboolean(L, hl_bind_interrupt != 0);
@@ -573,7 +561,7 @@ static int l_interrupted(lua_State *L)
 
 void hl_bind_sweep(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv}, {"point_fields", l_point_fields},
+    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
                                    {"interrupted", l_interrupted}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -10,29 +10,14 @@
 #include "err_int.h"
 #include "fields_int.h"
 #include "hbdlab/precision.h"
+#include "hbdlab/result.h"
 #include "job_int.h"
 #include "sim_int.h"
 
-static const char *const point_names[HL_POINT_VALUES] = {
-    "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "tps_per_gpu_incl_prompt", "bound",
-    "prefill.time_s", "prefill.compute_s", "prefill.memory_s", "prefill.comm_s", "prefill.comm_share",
-    "prefill.overhead_s", "prefill.scaleup_comm_s", "prefill.scaleout_comm_s", "prefill.latency_comm_s",
-    "prefill.flops", "prefill.hbm_bytes",
-    "decode.time_s", "decode.compute_s", "decode.memory_s", "decode.comm_s", "decode.comm_share",
-    "decode.overhead_s", "decode.scaleup_comm_s", "decode.scaleout_comm_s", "decode.latency_comm_s",
-    "decode.flops", "decode.hbm_bytes",
-    "memory.weights_bytes", "memory.kv_bytes", "memory.workspace_bytes", "memory.per_gpu_bytes", "memory.fits",
-    "parallel.gpus", "parallel.tp", "parallel.pp", "parallel.ep", "parallel.dp", "parallel.etp",
-    "batch", "input", "output", "ttft_ms",
-    "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "joules_per_token", "power_w", "peak_power_w"};
-
-const char *hl_point_field_name(int32_t i) { return i >= 0 && i < HL_POINT_VALUES ? point_names[i] : NULL; }
-
-static void phase_values(const hl_phase *p, double *v)
+const char *hl_point_field_name(int32_t i)
 {
-    const double x[] = {p->time_s, p->compute_s, p->memory_s, p->comm_s, p->comm_share, p->overhead_s,
-                        p->scaleup_comm_s, p->scaleout_comm_s, p->latency_comm_s, p->flops, p->hbm_bytes};
-    memcpy(v, x, sizeof x);
+    const hl_result_field *f = hl_result_field_at(i);
+    return f ? f->name : NULL;
 }
 
 static void point_from_job(const hl_job *job, hl_point *out, int trust)
@@ -47,37 +32,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
         snprintf(out->error, sizeof out->error, "%s", err.msg);
         return;
     }
-    double *v = out->v;
-    v[0] = r.ttft_s;
-    v[1] = r.tpot_s;
-    v[2] = r.total_s;
-    v[3] = r.decode_tps;
-    v[4] = r.tps_per_gpu;
-    v[5] = r.tps_per_gpu_incl_prompt;
-    v[6] = r.bound;
-    phase_values(&r.prefill, v + 7);
-    phase_values(&r.decode, v + 18);
-    v[29] = r.weights_bytes;
-    v[30] = r.kv_bytes;
-    v[31] = r.workspace_bytes;
-    v[32] = r.per_gpu_bytes;
-    v[33] = r.fits;
-    v[34] = (double)r.gpus;
-    v[35] = (double)r.tp;
-    v[36] = (double)r.pp;
-    v[37] = (double)r.ep;
-    v[38] = (double)r.dp;
-    v[39] = (double)r.etp;
-    v[40] = job->batch;
-    v[41] = job->input;
-    v[42] = job->output;
-    v[43] = r.ttft_s * 1e3;
-    v[44] = r.cost.usd_per_mtok_in;
-    v[45] = r.cost.usd_per_mtok_out;
-    v[46] = r.cost.usd_per_mtok;
-    v[47] = r.cost.joules_per_token;
-    v[48] = r.cost.power_w;
-    v[49] = r.cost.peak_power_w;
+    hl_result_values(&r, out->v);
 }
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }

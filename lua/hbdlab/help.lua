@@ -14,6 +14,15 @@ local topics = {
   { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
     'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
     '                        parallel = { tp = 8, ep = 16 } }   -- or parallel = "auto", batch = "max"\nprint(r.ttft_s, r.tpot_s, r.tps_per_gpu)', "job" },
+  { "serve", "hl.serve{model, cluster, parallel, rate | concurrency | trace, requests, input, output, slo, ...} -> result",
+    "Requests over time on one instance: continuous batching, chunked prefill, paged KV, preemption; " ..
+    "TTFT/TPOT/ITL/e2e/queue percentiles, throughput, goodput under slo = {ttft_s, tpot_s}.",
+    'local r = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = 10,\n' ..
+    '                     input = { dist = "uniform", min = 256, max = 4096 }, output = 256,\n' ..
+    '                     slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(r.ttft_s.p99, r.goodput_rps)', "serve" },
+  { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
+    "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
+    'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
@@ -68,18 +77,43 @@ local function job_text()
   lines[#lines + 1] = "  (batch = \"max\": the largest batch that fits; overlap = x sets overlap_prefill and " ..
                       "overlap_decode, overlap = {prefill =, decode =} each)"
   for _, f in ipairs(core.fields("plan")) do lines[#lines + 1] = field_line(f) end
-  lines[#lines + 1] = [[
-Result: ttft_s, tpot_s, total_s, decode_tps, tps_per_gpu, tps_per_gpu_incl_prompt, bound,
-  prefill/decode.{time_s, compute_s, memory_s, comm_s, comm_share, breakdown, events},
-  memory.{weights_bytes, kv_bytes, per_gpu_bytes, fits}, parallel.{tp, pp, ep, dp, etp, gpus},
-  usd_per_mtok_in, usd_per_mtok_out, usd_per_mtok, joules_per_token, power_w, peak_power_w,
-  cost.{capex_usd_per_gpu, usd_per_gpu_hour, energy_j, prefill_usd, decode_usd, ...}
-  (prices: gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w; cluster pue, usd_per_kwh, amort_years)]]
+  local names = {}
+  for _, f in ipairs(core.result_fields()) do names[#names + 1] = f.name end
+  lines[#lines + 1] = "Result (hl.help \"result\" for units): " .. table.concat(names, ", ") ..
+                      "; prefill/decode.{breakdown, events}; with parallel = \"auto\" also candidates, objective"
   return table.concat(lines, "\n")
+end
+
+-- The result's fields come from the core's result table (core/src/result.c).
+local function result_text()
+  local lines = {}
+  for _, f in ipairs(core.result_fields()) do
+    local what = f.alias_of and string.format("%s x %g (friendly alias)", f.alias_of, f.scale) or f.help
+    if f.values then what = what .. " (" .. f.values:gsub("|", ", ") .. ")" end
+    lines[#lines + 1] = string.format("  %-30s %-8s %-5s %s", f.name, f.type, (f.unit or "") ~= "" and f.unit or "-", what)
+  end
+  return table.concat(lines, "\n")
+end
+
+local function serve_text()
+  return [[
+  model, cluster, parallel (explicit), precision, overlap, ...   the instance, as hl.simulate
+  rate        requests/s (Poisson; arrival = "constant" for even gaps)
+  concurrency requests in flight (closed loop)      trace   CSV (arrival_s,input,output) or JSONL file
+  requests    how many (1000; a trace: all)         seed    RNG seed (1)
+  input, output  tokens: N | {dist = "uniform", min, max} | {dist = "normal", mean, std, min, max} | "trace"
+  max_seqs (256), token_budget (8192), chunked_prefill (true), chunk (budget), block_tokens (16), kv_blocks
+  slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
+  keep_requests / keep_steps   add per_request / step_log
+Result: requests, duration_s, rps, input_tps, output_tps, *_per_gpu, ttft_s/tpot_s/itl_s/e2e_s/queue_s
+  .{mean, p50, p90, p99, max}, slo_attainment, goodput_rps, goodput_tps_per_gpu, mean_in_system,
+  mean_running, mean_waiting, steps, preemptions, kv_util_mean, kv_util_max, kv_series]]
 end
 
 local function fields_text(kind)
   if kind == "job" then return job_text() end
+  if kind == "serve" then return serve_text() end
+  if kind == "result" then return result_text() end
   local lines = {}
   for _, f in ipairs(core.fields(kind)) do lines[#lines + 1] = field_line(f) end
   return table.concat(lines, "\n")

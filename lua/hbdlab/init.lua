@@ -17,6 +17,7 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
 end
 
 hl.simulate = require("hbdlab.simulate").simulate
+hl.serve = require("hbdlab.serve").serve
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep

@@ -140,8 +140,7 @@ function M.summarise(rows)
     end
     rep[key .. "_ttft_reduction_pct"] = best_t -- reading B: "up to" = the maximum over precisions
     rep[key .. "_tps_gain_pct"] = best_g
-    rep[key .. "_ttft_reduction_pct_fp8"] = rep[key .. "_ttft_reduction_pct_fp8"] -- reading A: the FP8 numbers
-    rep[key .. "_tps_gain_pct_fp8"] = rep[key .. "_tps_gain_pct_fp8"]
+    -- reading A: the FP8 numbers, rep[key .. "_ttft_reduction_pct_fp8"] and rep[key .. "_tps_gain_pct_fp8"] above
   end
   for _, prec in ipairs(M.precisions) do
     local _, _, ratio = gains(128, prec)

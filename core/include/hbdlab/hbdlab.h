@@ -15,6 +15,8 @@
 #include "hbdlab/cost.h"
 #include "hbdlab/job.h"
 #include "hbdlab/sim.h"
+#include "hbdlab/serve.h"
+#include "hbdlab/result.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
 #include "hbdlab/bench.h"

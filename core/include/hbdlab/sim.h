@@ -70,6 +70,8 @@ typedef struct hl_result {
     double per_gpu_bytes;      /* weights + KV + workspace */
     int32_t fits;              /* per_gpu_bytes <= hbm * mem_util */
     int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
+    double batch, input, output; /* the job as run (batch after batch = "max" or a search) */
+    int32_t precision;         /* hl_precision of weights and GEMM math, as run */
     hl_cost cost;              /* cost and energy per token (docs/MODEL.md section 11) */
     int32_t n_prefill_items, n_decode_items;
     hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
