@@ -34,6 +34,7 @@ int hl_files_temp(const char *path, char *tmp, size_t n);
 /* Renames tmp over path (0, or -1 with errno; tmp stays listed on failure); discard unlinks it. */
 int hl_files_commit(const char *tmp, const char *path);
 void hl_files_discard(const char *tmp);
+void hl_bind_calib(lua_State *L);
 void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);

@@ -32,12 +32,12 @@ static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
 {
     int t = lua_getfield(L, idx, name);
     if (t == LUA_TNUMBER) {
-        d->kind = HL_DIST_FIXED;
+        d->kind = HL_LEN_FIXED;
         d->mean = lua_tonumber(L, -1);
     } else if (t == LUA_TSTRING) {
         if (strcmp(lua_tostring(L, -1), "trace") != 0)
             luaL_error(L, "field '%s': '%s' is not a number, \"trace\" or {dist = ...}", name, lua_tostring(L, -1));
-        d->kind = HL_DIST_TRACE;
+        d->kind = HL_LEN_TRACE;
     } else if (t == LUA_TTABLE) {
         int ti = lua_gettop(L);
         lua_getfield(L, ti, "dist");
@@ -46,7 +46,7 @@ static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
         d->mean = hl_opt_number_field(L, ti, "mean", d->mean);
         d->std = hl_opt_number_field(L, ti, "std", 0);
         d->lo = hl_opt_number_field(L, ti, "min", 1);
-        d->hi = hl_opt_number_field(L, ti, "max", d->kind == HL_DIST_UNIFORM ? d->mean : 1e8);
+        d->hi = hl_opt_number_field(L, ti, "max", d->kind == HL_LEN_UNIFORM ? d->mean : 1e8);
     } else if (t != LUA_TNIL) {
         luaL_error(L, "field '%s': expected a number, \"trace\" or {dist = ...}, got %s", name, luaL_typename(L, -1));
     }
@@ -173,7 +173,7 @@ static int l_serve(lua_State *L)
     c.requests = count_field(L, S, "requests", c.arrival == HL_ARRIVAL_TRACE ? 0 : c.requests);
     c.seed = (uint64_t)count_field(L, S, "seed", (int64_t)c.seed);
     if (c.arrival == HL_ARRIVAL_TRACE)
-        c.input.kind = c.output.kind = HL_DIST_TRACE;
+        c.input.kind = c.output.kind = HL_LEN_TRACE;
     len_field(L, S, "input", &c.input);
     len_field(L, S, "output", &c.output);
     const char *text = hl_opt_string_field(L, S, "trace_text");

@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench, serve), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
 #include "host.h"
 
 #include <lauxlib.h>
@@ -132,6 +132,7 @@ static void print_usage(FILE *out)
             "usage: hbdlab [options] [script [args]]\n"
             "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
             "       hbdlab eval CONFIG.json|-\n"
+            "       hbdlab calibrate CASES.json\n"
             "       hbdlab bench [--json] [--quick]\n"
             "       hbdlab serve CONFIG.json|- [--json]\n"
             "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
@@ -199,7 +200,8 @@ static int run_main(int argc, char **argv);
 static int is_subcommand(const char *s)
 {
     return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 ||
-           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0;
+           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0 ||
+           strcmp(s, "calibrate") == 0;
 }
 
 /* Takes `--shard I/N` (or --shard=I/N) out of argv wherever it is, before or

@@ -20,7 +20,7 @@ void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
     c->concurrency = 1;
     c->requests = 1000;
     c->seed = 1;
-    c->input.kind = c->output.kind = HL_DIST_FIXED;
+    c->input.kind = c->output.kind = HL_LEN_FIXED;
     c->input.mean = 1024;
     c->output.mean = 128;
     c->input.lo = c->output.lo = 1;

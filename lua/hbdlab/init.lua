@@ -26,6 +26,7 @@ hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params
 hl.minitf = require "hbdlab.minitf"
 hl.help = require("hbdlab.help").help
+hl.calibrate = require("hbdlab.calibrate").calibrate
 if _G.help == nil then _G.help = hl.help end
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",

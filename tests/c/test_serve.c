@@ -39,7 +39,7 @@ static hl_serve_cfg three_requests(const hl_job *j, hl_trace_req *tr, int chunke
     c.arrival = HL_ARRIVAL_TRACE;
     c.trace = tr;
     c.n_trace = 3;
-    c.input.kind = c.output.kind = HL_DIST_TRACE;
+    c.input.kind = c.output.kind = HL_LEN_TRACE;
     c.token_budget = 8;
     c.chunk = 8;
     c.chunked_prefill = chunked;
@@ -188,7 +188,7 @@ static hl_serve_cfg poisson_cfg(const hl_job *j, double rate, int64_t n)
     c.rate = rate;
     c.requests = n;
     c.seed = 7;
-    c.input.kind = c.output.kind = HL_DIST_UNIFORM;
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
     c.input.lo = 128;
     c.input.hi = 2048;
     c.output.lo = 16;
@@ -364,7 +364,7 @@ static void test_bad_input(void **state)
     c.arrival = HL_ARRIVAL_TRACE;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "trace is empty");
     hl_serve_init(&c, &j);
-    c.input.kind = HL_DIST_UNIFORM;
+    c.input.kind = HL_LEN_UNIFORM;
     c.input.lo = 10;
     c.input.hi = 5;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'input'");

@@ -21,16 +21,16 @@ typedef enum hl_arrival {
     HL_ARRIVAL_TRACE = 3        /* arrival times (and lengths) from a trace */
 } hl_arrival;
 
-typedef enum hl_dist {
-    HL_DIST_FIXED = 0,   /* always `mean` */
-    HL_DIST_UNIFORM = 1, /* whole numbers uniform in [lo, hi] */
-    HL_DIST_NORMAL = 2,  /* round(N(mean, std)) clamped to [lo, hi] */
-    HL_DIST_TRACE = 3    /* the trace's value */
-} hl_dist;
+typedef enum hl_len_kind {
+    HL_LEN_FIXED = 0,   /* always `mean` */
+    HL_LEN_UNIFORM = 1, /* whole numbers uniform in [lo, hi] */
+    HL_LEN_NORMAL = 2,  /* round(N(mean, std)) clamped to [lo, hi] */
+    HL_LEN_TRACE = 3    /* the trace's value */
+} hl_len_kind;
 
 /* A token-length distribution (tokens). */
 typedef struct hl_len_dist {
-    int32_t kind; /* hl_dist */
+    int32_t kind; /* hl_len_kind */
     double mean;  /* fixed value, or normal mean */
     double std;   /* normal standard deviation */
     double lo;    /* uniform / clamp bounds, >= 1 */
