@@ -40,20 +40,20 @@ double hl_rng_uniform(hl_rng *r)
 static hl_status check_dist(const hl_len_dist *d, const char *name, int trace, hl_err *err)
 {
     switch (d->kind) {
-    case HL_DIST_FIXED:
+    case HL_LEN_FIXED:
         if (!(d->mean >= 1 && d->mean <= 1e8 && d->mean == floor(d->mean)))
             return hl_fail(err, HL_EINVAL, "field '%s': %g is not a whole number of tokens in 1..1e8", name, d->mean);
         return HL_OK;
-    case HL_DIST_UNIFORM:
-    case HL_DIST_NORMAL:
+    case HL_LEN_UNIFORM:
+    case HL_LEN_NORMAL:
         if (!(d->lo >= 1 && d->hi >= d->lo && d->hi <= 1e8))
             return hl_fail(err, HL_EINVAL, "field '%s': bounds min %g, max %g must satisfy 1 <= min <= max <= 1e8", name,
                            d->lo, d->hi);
-        if (d->kind == HL_DIST_NORMAL && !(d->mean >= 1 && d->mean <= 1e8 && d->std >= 0 && d->std <= 1e8))
+        if (d->kind == HL_LEN_NORMAL && !(d->mean >= 1 && d->mean <= 1e8 && d->std >= 0 && d->std <= 1e8))
             return hl_fail(err, HL_EINVAL, "field '%s': normal needs mean in 1..1e8 and std >= 0 (got %g, %g)", name,
                            d->mean, d->std);
         return HL_OK;
-    case HL_DIST_TRACE:
+    case HL_LEN_TRACE:
         if (!trace)
             return hl_fail(err, HL_EINVAL, "field '%s': lengths \"trace\" need a trace", name);
         return HL_OK;
@@ -100,14 +100,14 @@ hl_status hl_serve_check_workload(const hl_serve_cfg *c, hl_err *err)
 static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
 {
     switch (d->kind) {
-    case HL_DIST_UNIFORM:
+    case HL_LEN_UNIFORM:
         return d->lo + floor(hl_rng_uniform(r) * (d->hi - d->lo + 1));
-    case HL_DIST_NORMAL: { /* Box-Muller */
+    case HL_LEN_NORMAL: { /* Box-Muller */
         double u1 = hl_rng_uniform(r), u2 = hl_rng_uniform(r);
         double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2) /* 2 pi */;
         return fmin(d->hi, fmax(d->lo, round(d->mean + d->std * z)));
     }
-    case HL_DIST_TRACE:
+    case HL_LEN_TRACE:
         return trace_value;
     default:
         return d->mean;
@@ -342,3 +342,22 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
 }
 
 void hl_serve_trace_free(hl_trace_req *t) { free(t); }
+
+double hl_serve_mean_length(const hl_serve_cfg *c, int which)
+{
+    const hl_len_dist *d = which ? &c->output : &c->input;
+    switch (d->kind) {
+    case HL_LEN_UNIFORM:
+        return (d->lo + d->hi) / 2;
+    case HL_LEN_NORMAL:
+        return fmin(d->hi, fmax(d->lo, d->mean)); /* the clamp's shift of the mean is neglected */
+    case HL_LEN_TRACE: {
+        double sum = 0;
+        for (int64_t i = 0; i < c->n_trace; i++)
+            sum += which ? c->trace[i].output : c->trace[i].input;
+        return c->n_trace > 0 ? sum / (double)c->n_trace : 0;
+    }
+    default:
+        return d->mean;
+    }
+}

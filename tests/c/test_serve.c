@@ -39,7 +39,7 @@ static hl_serve_cfg three_requests(const hl_job *j, hl_trace_req *tr, int chunke
     c.arrival = HL_ARRIVAL_TRACE;
     c.trace = tr;
     c.n_trace = 3;
-    c.input.kind = c.output.kind = HL_DIST_TRACE;
+    c.input.kind = c.output.kind = HL_LEN_TRACE;
     c.token_budget = 8;
     c.chunk = 8;
     c.chunked_prefill = chunked;
@@ -188,7 +188,7 @@ static hl_serve_cfg poisson_cfg(const hl_job *j, double rate, int64_t n)
     c.rate = rate;
     c.requests = n;
     c.seed = 7;
-    c.input.kind = c.output.kind = HL_DIST_UNIFORM;
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
     c.input.lo = 128;
     c.input.hi = 2048;
     c.output.lo = 16;
@@ -245,6 +245,37 @@ static void test_run_ahead_equals_step_by_step(void **state)
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
+}
+
+/* The analytical steady state follows the scheduler below saturation: TPOT and
+ * the running count within 10%, TTFT within 40% (it leaves out the queueing of
+ * prompts behind each other), and it marks an overloaded rate unstable. */
+static void test_steady_state_follows_scheduler(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    const double rates[] = {1, 4, 8, 12};
+    for (int i = 0; i < 4; i++) {
+        hl_serve_cfg c = poisson_cfg(&j, rates[i], 3000);
+        hl_serve_steady a;
+        hl_serve_result r;
+        hl_err e;
+        assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        printf("rate %g: TPOT %.4g vs %.4g, TTFT %.4g vs %.4g, running %.4g vs %.4g\n", rates[i], a.tpot_s,
+               r.tpot_s.mean, a.ttft_s, r.ttft_s.mean, a.running, r.mean_running);
+        assert_true(a.stable);
+        assert_rel(a.tpot_s, r.tpot_s.mean, 0.10, "steady TPOT");
+        assert_rel(a.running, r.mean_running, 0.10, "steady running");
+        assert_rel(a.ttft_s, r.ttft_s.mean, 0.40, "steady TTFT");
+        hl_serve_result_free(&r);
+    }
+    hl_serve_cfg c = poisson_cfg(&j, 30, 100);
+    hl_serve_steady a;
+    hl_err e;
+    assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+    assert_false(a.stable); /* 30 req/s x ~1350 tokens exceeds what TP8 H100 serves (~14 req/s) */
 }
 
 /* Looser SLOs never lower the attainment or the goodput. */
@@ -364,7 +395,7 @@ static void test_bad_input(void **state)
     c.arrival = HL_ARRIVAL_TRACE;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "trace is empty");
     hl_serve_init(&c, &j);
-    c.input.kind = HL_DIST_UNIFORM;
+    c.input.kind = HL_LEN_UNIFORM;
     c.input.lo = 10;
     c.input.hi = 5;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'input'");
@@ -384,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
+        cmocka_unit_test(test_steady_state_follows_scheduler),
         cmocka_unit_test(test_goodput_monotone_in_slo),
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_trace_parse),
