@@ -24,6 +24,7 @@ void hl_bind_json(lua_State *L);
 void hl_bind_sweep(lua_State *L);
 void hl_bind_bench(lua_State *L);
 void hl_bind_minitf(lua_State *L);
+void hl_bind_calib(lua_State *L);
 void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);
@@ -59,6 +60,10 @@ int32_t hl_result_column(const char *name, double *scale);
  * delivers the interrupt: a sweep that stops early with the rows done, or the
  * host's hook that raises "interrupted!" (and at the start of each host call). */
 extern volatile int32_t hl_bind_interrupt;
+
+/* Set when a sweep returned early on Ctrl-C / SIGTERM (rows done kept); cleared by
+ * hl.interrupted(). The host exits 130 after a script that left it set. */
+extern volatile int32_t hl_bind_sweep_interrupted;
 
 /* Parses a precision name argument or raises an argument error. */
 hl_precision hl_check_precision(lua_State *L, int idx);

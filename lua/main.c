@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench, serve), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
 #include "host.h"
 
 #include <lauxlib.h>
@@ -78,6 +78,13 @@ void hl_report(lua_State *L, const char *name)
 
 static int exit_status_for(int lua_status)
 {
+    if (lua_status == LUA_OK && hl_bind_sweep_interrupted) {
+        /* the script ran to its end on the rows done but never asked hl.interrupted() */
+        hl_bind_sweep_interrupted = 0;
+        fprintf(stderr, "%s: a sweep was interrupted (the rows done were kept); exit status %d "
+                        "(a script that calls hl.interrupted() handles it)\n", progname, HL_EXIT_INTERRUPTED);
+        return HL_EXIT_INTERRUPTED;
+    }
     if (lua_status == LUA_OK)
         return EXIT_SUCCESS;
     return hl_was_interrupted() ? HL_EXIT_INTERRUPTED : EXIT_FAILURE;
@@ -127,6 +134,7 @@ static void print_usage(FILE *out)
             "usage: hbdlab [options] [script [args]]\n"
             "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
             "       hbdlab eval CONFIG.json|-\n"
+            "       hbdlab calibrate CASES.json\n"
             "       hbdlab bench [--json] [--quick]\n"
             "       hbdlab serve CONFIG.json|- [--json]\n"
             "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
@@ -194,7 +202,8 @@ static int run_main(int argc, char **argv);
 static int is_subcommand(const char *s)
 {
     return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 ||
-           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0;
+           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0 ||
+           strcmp(s, "calibrate") == 0;
 }
 
 /* Takes `--shard I/N` (or --shard=I/N) out of argv wherever it is, before or

@@ -732,6 +732,20 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
     return HL_OK;
 }
 
+/* The framework's fixed cost per forward pass (scheduling, sampling, launch
+ * not hidden under GPU work), `passes` times. */
+static void add_overhead(acc *a, double per_pass, double passes)
+{
+    if (per_pass <= 0 || passes <= 0)
+        return;
+    a->ph.time_s += per_pass * passes;
+    a->ph.overhead_s += per_pass * passes;
+    if (a->summary)
+        return;
+    log_event(a, "step_overhead", 0, 0, per_pass, 0, 0);
+    item(a, "step_overhead", 0, 0)->time_s += per_pass * passes;
+}
+
 /* Overlap: a fraction of the communication runs under operators of the same
  * phase, never more than their time: hidden = min(overlap * comm, ops time).
  * Each communication component shrinks in proportion. */
@@ -752,9 +766,11 @@ static void finish_phase(acc *a)
 
 hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
 
-hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *err)
+hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
 {
     sim s;
+    hl_job fw;
+    const hl_job *j = hl_job_with_framework(job, &fw);
     hl_status st = resolve(j, &s, trust, err);
     if (st)
         return st;
@@ -796,6 +812,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
     pre.ph.latency_comm_s *= scale;
     if ((st = io_ops(&s, &pre, b, 1, 1, err)))
         return st;
+    add_overhead(&pre, j->step_overhead, 1);
     finish_phase(&pre);
 
     /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
@@ -825,6 +842,7 @@ hl_status hl_sim_run_trusted(const hl_job *j, hl_result *r, int trust, hl_err *e
         dec.ev = saved;
         if ((st = io_ops(&s, &dec, b, 1, steps, err)))
             return st;
+        add_overhead(&dec, j->step_overhead, steps);
     }
     finish_phase(&dec);
 

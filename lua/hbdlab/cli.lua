@@ -1,4 +1,4 @@
--- Subcommands of the hbdlab host: eval, notebook, bench, serve. Each returns an exit status.
+-- Subcommands of the hbdlab host: eval, notebook, bench, serve, calibrate. Each returns an exit status.
 local core = require "hbdlab.core"
 
 local M = {}
@@ -128,6 +128,9 @@ function M.merge(...)
   require("hbdlab.rows").write_atomic(out, header .. table.concat(body))
   return 0
 end
+
+--- hbdlab calibrate CASES.json
+function M.calibrate(...) return require("hbdlab.calibrate").main(...) end
 
 --- hbdlab bench [--json] [--quick]
 function M.bench(...) return require("hbdlab.bench").main(...) end

@@ -36,7 +36,7 @@ local topics = {
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
     "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
     'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
-  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads} -> rows written, interrupted",
+  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads, progress} -> rows written, interrupted (hl.interrupted() handles a Ctrl-C; unhandled, the host exits 130)",
     "A sweep of any size streamed to CSV with bounded memory (65,536 points at a time); Ctrl-C keeps the rows done.",
     'hl.sweep_to_csv { base = job, axes = { input = inputs, hbd = { 8, 64 } }, out = "big.csv" }' },
   { "minitf", "hl.minitf.check{model, tp, ep, pp, batch, prompt, new} -> report; hl.minitf.run{...}; hl.minitf.cpu_roofline{}",

@@ -19,6 +19,7 @@
 #include "hbdlab/result.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
+#include "hbdlab/calib.h"
 #include "hbdlab/bench.h"
 #include "hbdlab/minitf.h"
 #endif
