@@ -71,6 +71,10 @@ int32_t hl_result_column(const char *name, double *scale);
  * host's hook that raises "interrupted!" (and at the start of each host call). */
 extern volatile int32_t hl_bind_interrupt;
 
+/* Set when a sweep returned early on Ctrl-C / SIGTERM (rows done kept); cleared by
+ * hl.interrupted(). The host exits 130 after a script that left it set. */
+extern volatile int32_t hl_bind_sweep_interrupted;
+
 /* Parses a precision name argument or raises an argument error. */
 hl_precision hl_check_precision(lua_State *L, int idx);
 

@@ -83,6 +83,13 @@ void hl_report(lua_State *L, const char *name)
 
 static int exit_status_for(int lua_status)
 {
+    if (lua_status == LUA_OK && hl_bind_sweep_interrupted) {
+        /* the script ran to its end on the rows done but never asked hl.interrupted() */
+        hl_bind_sweep_interrupted = 0;
+        fprintf(stderr, "%s: a sweep was interrupted (the rows done were kept); exit status %d "
+                        "(a script that calls hl.interrupted() handles it)\n", progname, HL_EXIT_INTERRUPTED);
+        return HL_EXIT_INTERRUPTED;
+    }
     if (lua_status == LUA_OK)
         return EXIT_SUCCESS;
     return hl_was_interrupted() ? HL_EXIT_INTERRUPTED : EXIT_FAILURE;
