@@ -5,6 +5,8 @@ set -eu
 
 # Build and runtime
 PKGS="gcc make cmake pkg-config liblua5.4-dev lua5.4 libcjson-dev libreadline-dev gnuplot-nox"
+# Calibration: GSL nonlinear least squares (multifit_nlinear)
+PKGS="$PKGS libgsl-dev"
 # Fonts the figures name (Liberation Sans) and a fallback, so figures render text on a bare machine
 PKGS="$PKGS fonts-liberation fonts-dejavu-core"
 # Sweeps across processes: Open MPI (optional at build time: found -> the MPI mode is built; CI runs its test)

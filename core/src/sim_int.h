@@ -42,4 +42,8 @@ hl_status hl_memory_trusted(const hl_job *job, hl_memory *out, int trust, hl_err
  * its base job once and trusts the objects no axis touches). */
 hl_status hl_sim_run_trusted(const hl_job *job, hl_result *out, int trust, hl_err *err);
 
+/* The job as its framework runs it (profile applied to the GPU's
+ * efficiencies, step_overhead resolved): j itself, or *tmp filled. */
+const hl_job *hl_job_with_framework(const hl_job *j, hl_job *tmp);
+
 #endif

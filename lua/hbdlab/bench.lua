@@ -81,6 +81,17 @@ function M.run(opts)
   local f = io.open(csv, "rb")
   if f then r.stream_csv_bytes = f:seek("end"); f:close() end
   os.remove(csv)
+  -- serving: 100,000 Poisson requests (5,000 in --quick) through the continuous-batching
+  -- scheduler, at a light load (many small iterations) and near saturation (full batches)
+  r.serve_requests = quick and 5000 or 100000
+  for _, load in ipairs { { "light", 2 }, { "heavy", 14 } } do
+    t0 = core.clock()
+    local sr = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = load[2],
+      requests = r.serve_requests, input = { dist = "uniform", min = 128, max = 2048 },
+      output = { dist = "uniform", min = 16, max = 512 } }
+    r["serve_" .. load[1] .. "_wall_s"] = core.clock() - t0
+    r["serve_" .. load[1] .. "_steps"] = sr.steps
+  end
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
   local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
   r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
@@ -101,6 +112,10 @@ function M.print_table(r)
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points), string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
+    { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
+      string.format("%.3f s", r.serve_light_wall_s) },
+    { string.format("hl.serve, %d requests, near saturation (%d iterations)", r.serve_requests, r.serve_heavy_steps),
+      string.format("%.3f s", r.serve_heavy_wall_s) },
   }
   for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
   if r.cpu_roofline_text then print("\n" .. r.cpu_roofline_text) end

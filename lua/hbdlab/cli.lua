@@ -1,4 +1,4 @@
--- Subcommands of the hbdlab host: eval, notebook, bench. Each returns an exit status.
+-- Subcommands of the hbdlab host: eval, notebook, bench, serve, calibrate. Each returns an exit status.
 local core = require "hbdlab.core"
 
 local M = {}
@@ -34,26 +34,51 @@ local function to_simulate_fields(hl, cfg)
   return t
 end
 
---- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
-function M.eval(path, extra)
-  if path == nil or extra ~= nil then
-    return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
-  end
+-- Reads a JSON config of `fn`'s fields (hl.simulate or hl.serve) and runs it;
+-- returns the result, or nil and the exit status after writing the JSON error.
+local function run_config(path, fn_name, what)
   local hl = require "hbdlab"
   local text, origin = read_all(path)
   if not text then
     local msg = tostring(origin)
     if path == "-" or not msg:find(path, 1, true) then msg = path .. ": " .. msg end
-    return fail_json("cannot read " .. msg, 1)
+    return nil, fail_json("cannot read " .. msg, 1)
   end
   local ok, cfg = pcall(core.json_decode, text, origin)
-  if not ok then return fail_json(tostring(cfg), 1) end
-  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of simulate fields", 1) end
-  local ok2, r = pcall(function() return hl.simulate(to_simulate_fields(hl, cfg)) end)
-  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  if not ok then return nil, fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return nil, fail_json(origin .. ": expected a JSON object of " .. what, 1) end
+  local ok2, r = pcall(function() return hl[fn_name](to_simulate_fields(hl, cfg)) end)
+  if not ok2 then return nil, fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  return r
+end
+
+local function write_json(r)
   local plain = {}
   for k, v in pairs(r) do plain[k] = v end
   io.write(core.json_encode(plain, true), "\n")
+end
+
+--- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
+function M.eval(path, extra)
+  if path == nil or extra ~= nil then
+    return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
+  end
+  local r, code = run_config(path, "simulate", "simulate fields")
+  if not r then return code end
+  write_json(r)
+  return 0
+end
+
+--- hbdlab serve CONFIG.json|- [--json] : the fields of hl.serve as JSON; prints the summary
+--- (or the result as JSON with --json).
+function M.serve(path, opt, extra)
+  local as_json = opt == "--json"
+  if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
+    return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
+  end
+  local r, code = run_config(path, "serve", "serve fields")
+  if not r then return code end
+  if as_json then write_json(r) else print(r) end
   return 0
 end
 
@@ -103,6 +128,9 @@ function M.merge(...)
   require("hbdlab.rows").write_atomic(out, header .. table.concat(body))
   return 0
 end
+
+--- hbdlab calibrate CASES.json
+function M.calibrate(...) return require("hbdlab.calibrate").main(...) end
 
 --- hbdlab bench [--json] [--quick]
 function M.bench(...) return require("hbdlab.bench").main(...) end

@@ -17,14 +17,20 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
 end
 
 hl.simulate = require("hbdlab.simulate").simulate
+hl.serve = require("hbdlab.serve").serve
+hl.serve_capacity = require("hbdlab.serve").serve_capacity
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep
 hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
+--- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
+--- handles it: a script whose sweep was stopped and which never asks exits with status 130.
+hl.interrupted = function() return core.take_interrupted() end
 hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params
 hl.minitf = require "hbdlab.minitf"
 hl.help = require("hbdlab.help").help
+hl.calibrate = require("hbdlab.calibrate").calibrate
 if _G.help == nil then _G.help = hl.help end
 
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",

@@ -5,7 +5,7 @@ cd "$HBDLAB_SOURCE_DIR" || exit 1
 out=$("$HBDLAB" bench --quick --json 2> "$TMP/err"); rc=$?
 check "bench --quick exits 0" [ "$rc" -eq 0 ] || cat "$TMP/err" >&2
 for f in sim_latency_median_s sim_latency_p99_s sweep_points_per_s_1thread sweep_points_per_s_all \
-         lua_call_overhead_s hbd_repro_wall_s stream_10m_rss_bytes; do
+         lua_call_overhead_s hbd_repro_wall_s stream_10m_rss_bytes serve_light_wall_s serve_heavy_wall_s; do
     check "bench reports $f" contains "$out" "\"$f\":"
 done
 check "the HBD reproduction ran inside the bench" contains "$out" '"hbd_repro_ok":	true'

@@ -16,9 +16,11 @@
 #include "hbdlab/job.h"
 #include "hbdlab/memory.h"
 #include "hbdlab/sim.h"
+#include "hbdlab/serve.h"
 #include "hbdlab/result.h"
 #include "hbdlab/plan.h"
 #include "hbdlab/sweep.h"
+#include "hbdlab/calib.h"
 #include "hbdlab/bench.h"
 #include "hbdlab/minitf.h"
 #endif

@@ -30,6 +30,29 @@ typedef enum hl_coll_choice {
     HL_COLL_NCCL = 1 /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
 } hl_coll_choice;
 
+/* Serving framework whose measured behaviour a job takes (framework profiles,
+ * docs/MODEL.md section 6.1). ideal = the roofline model alone. */
+typedef enum hl_framework {
+    HL_FW_IDEAL = 0,
+    HL_FW_TRTLLM = 1,
+    HL_FW_VLLM = 2,
+    HL_FW_SGLANG = 3,
+    HL_FW_COUNT = 4
+} hl_framework;
+
+/* What a framework adds to the roofline model. Scales multiply the GPU's
+ * eff_gemm / eff_attn; the step overhead is s per forward pass (decode step). */
+typedef struct hl_fw_profile {
+    double step_overhead;   /* s per forward pass not hidden under GPU work (scheduling, sampling, launch) */
+    double gemm_scale_16;   /* x eff_gemm for BF16/FP16 (and FP32) GEMMs */
+    double gemm_scale_fp8;  /* x eff_gemm for FP8/INT8 GEMMs */
+    double gemm_scale_fp4;  /* x eff_gemm for FP4 GEMMs */
+    double attn_scale;      /* x eff_attn */
+} hl_fw_profile;
+
+/* The profile of framework fw (ideal for an unknown value). */
+hl_fw_profile hl_framework_profile(int32_t fw);
+
 /* Rank order over the cluster, innermost first (ranks fill HBDs in order).
  * dp stands for the data-parallel / expert-parallel groups of a stage. */
 typedef enum hl_placement {
@@ -70,6 +93,10 @@ typedef struct hl_job {
     int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
     int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
     int32_t coll_algo;       /* hl_coll_choice: collective algorithms allowed (default any) */
+    int32_t framework;       /* hl_framework (default ideal) */
+    /* Overrides of the framework profile; 0 = the profile's value. */
+    double step_overhead;    /* s per forward pass */
+    double gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale;
 } hl_job;
 
 /* ---- Defaults and validation ---- */

@@ -1,0 +1,171 @@
+/* Serving: requests arriving over time on one model instance, scheduled
+ * iteration by iteration (continuous batching, chunked prefill, paged KV
+ * admission, preemption by recompute); each iteration timed by the per-step
+ * model of sim.h. Metrics per request and aggregate, goodput under an SLO.
+ * Formulas and assumptions: docs/MODEL.md, "Serving". */
+#ifndef HBDLAB_SERVE_H
+#define HBDLAB_SERVE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hbdlab/status.h"
+#include "hbdlab/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hl_arrival {
+    HL_ARRIVAL_POISSON = 0,     /* exponential gaps at `rate` requests/s */
+    HL_ARRIVAL_CONSTANT = 1,    /* one request every 1/rate s */
+    HL_ARRIVAL_CONCURRENCY = 2, /* closed loop: `concurrency` requests in flight, a new one when one ends */
+    HL_ARRIVAL_TRACE = 3        /* arrival times (and lengths) from a trace */
+} hl_arrival;
+
+typedef enum hl_len_kind {
+    HL_LEN_FIXED = 0,   /* always `mean` */
+    HL_LEN_UNIFORM = 1, /* whole numbers uniform in [lo, hi] */
+    HL_LEN_NORMAL = 2,  /* round(N(mean, std)) clamped to [lo, hi] */
+    HL_LEN_TRACE = 3    /* the trace's value */
+} hl_len_kind;
+
+/* A token-length distribution (tokens). */
+typedef struct hl_len_dist {
+    int32_t kind; /* hl_len_kind */
+    double mean;  /* fixed value, or normal mean */
+    double std;   /* normal standard deviation */
+    double lo;    /* uniform / clamp bounds, >= 1 */
+    double hi;
+} hl_len_dist;
+
+/* One request of a trace: arrival in s from the start, lengths in tokens. */
+typedef struct hl_trace_req {
+    double arrival_s;
+    double input;
+    double output;
+} hl_trace_req;
+
+typedef struct hl_serve_cfg {
+    hl_job job;            /* model, cluster, mapping, precisions, overlap; batch/input/output unused */
+    int32_t arrival;       /* hl_arrival */
+    double rate;           /* requests/s (poisson, constant) */
+    int64_t concurrency;   /* requests in flight (concurrency) */
+    int64_t requests;      /* requests to simulate (trace: 0 = all of it) */
+    uint64_t seed;         /* RNG seed of arrivals and lengths */
+    hl_len_dist input;     /* prompt tokens */
+    hl_len_dist output;    /* generated tokens (the first comes from the prefill) */
+    const hl_trace_req *trace; /* n_trace entries, caller-owned, arrival order not required */
+    int64_t n_trace;
+    int64_t max_seqs;      /* sequences in one iteration (vLLM max_num_seqs), default 256 */
+    int64_t token_budget;  /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
+    int32_t chunked_prefill; /* 1: decodes first, prompts chunked into the rest of the budget (default) */
+    int64_t chunk;         /* most prompt tokens of one request in one iteration; 0 = token_budget */
+    int64_t block_tokens;  /* paged KV block in tokens, default 16 */
+    double kv_blocks;      /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
+    double slo_ttft_s;     /* SLO on time to first token; INFINITY = none; must be > 0 */
+    double slo_tpot_s;     /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
+    int32_t keep_requests; /* 1: fill result.reqs */
+    int32_t keep_steps;    /* 1: fill result.steps_log (every iteration; for tests and traces) */
+    int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 2048 */
+} hl_serve_cfg;
+
+/* Summary of one metric over requests: s. */
+typedef struct hl_stats {
+    double mean, p50, p90, p99, max;
+    int64_t n; /* requests counted */
+} hl_stats;
+
+typedef struct hl_serve_req {
+    double arrival_s, input, output;
+    double first_token_s;  /* time the first token was produced */
+    double finish_s;       /* time the last token was produced */
+    double queue_s;        /* arrival to first scheduled */
+    double ttft_s, tpot_s, e2e_s;
+    int32_t preemptions;
+    int32_t good;          /* met the SLO */
+} hl_serve_req;
+
+/* One iteration, when keep_steps is set. */
+typedef struct hl_serve_step {
+    double t_s;            /* start */
+    double dt_s;           /* duration */
+    int32_t decodes;       /* sequences that decoded one token */
+    int32_t chunks;        /* prompt chunks prefilled */
+    double prefill_tokens; /* tokens of those chunks */
+    int32_t first_req;     /* index of the first chunk's request, -1 if none */
+    int32_t preempted;     /* requests preempted while scheduling this step */
+    double kv_used;        /* blocks in use after the step */
+} hl_serve_step;
+
+/* A point of the KV-utilisation series. */
+typedef struct hl_serve_sample {
+    double t_s;
+    double kv_util;        /* used / total blocks */
+    double running;        /* requests holding KV */
+    double waiting;        /* arrived, not running */
+} hl_serve_sample;
+
+typedef struct hl_serve_result {
+    int64_t requests, steps, preemptions, gpus;
+    double duration_s;          /* first arrival to last token */
+    double rps;                 /* completed requests / duration */
+    double input_tps, output_tps;           /* tok/s over the instance */
+    double input_tps_per_gpu, output_tps_per_gpu;
+    hl_stats ttft_s, tpot_s, e2e_s, queue_s;
+    hl_stats itl_s;             /* every gap between tokens of a request (percentiles on 0.5% log bins) */
+    double slo_attainment;      /* fraction of requests meeting both SLOs */
+    double goodput_rps;         /* requests meeting the SLO / duration */
+    double goodput_tps_per_gpu; /* output tokens of those requests / duration / GPUs */
+    double mean_in_system;      /* time average of requests arrived and not finished */
+    double mean_running, mean_waiting;
+    double mean_step_tokens;    /* tokens per iteration */
+    double kv_blocks_total, kv_block_tokens, kv_util_mean, kv_util_max;
+    int64_t n_samples;
+    hl_serve_sample *samples;   /* owned: hl_serve_result_free */
+    hl_serve_req *reqs;         /* owned, `requests` entries when keep_requests, else NULL */
+    int64_t n_steps_log;
+    hl_serve_step *steps_log;   /* owned, when keep_steps */
+} hl_serve_result;
+
+/* The analytical steady state of a workload (hl_serve_steady): mean lengths,
+ * every iteration alike. */
+typedef struct hl_serve_steady {
+    double rate;          /* requests/s (given, or from the concurrency) */
+    double iter_s;        /* time of one iteration */
+    double ttft_s, tpot_s, e2e_s;
+    double running;       /* requests in the running set */
+    double decodes;       /* decoding sequences per iteration */
+    double prefill_tokens; /* prompt tokens per iteration */
+    double budget_util;   /* (decodes + prefill tokens) / token_budget */
+    double kv_util;       /* KV tokens held / KV capacity */
+    double input_tps, output_tps, output_tps_per_gpu;
+    int32_t stable;       /* 0: the load exceeds the token budget, max_seqs or the KV cache */
+    int32_t iterations;   /* fixed-point iterations used */
+} hl_serve_steady;
+
+/* Defaults: Poisson at 1 request/s, 1000 requests, seed 1, input 1024 and
+ * output 128 fixed, max_seqs 256, token_budget 8192, chunked prefill, blocks
+ * of 16 tokens, no SLO. */
+void hl_serve_init(hl_serve_cfg *cfg, const hl_job *job);
+
+/* Runs the workload. On success *out owns its arrays (hl_serve_result_free);
+ * on failure nothing is left allocated. */
+hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err);
+void hl_serve_result_free(hl_serve_result *r);
+
+/* Fast steady state for sweeps: the iteration time T solves
+ * T = step(decodes = rate * (output - 1) * T, prefill tokens = rate * input * T)
+ * with mean lengths (docs/MODEL.md section 12); unstable loads set stable = 0. */
+hl_status hl_serve_steady_run(const hl_serve_cfg *cfg, hl_serve_steady *out, hl_err *err);
+
+/* Parses a trace: CSV with a header naming arrival_s (or arrival), input,
+ * output in any order, or JSON lines {"arrival_s":..,"input":..,"output":..}.
+ * `origin` names the source in errors ("trace.csv line 12: ..."). *out is
+ * malloc'd: free it with hl_serve_trace_free. */
+hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
+                               hl_err *err);
+void hl_serve_trace_free(hl_trace_req *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

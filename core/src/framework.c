@@ -1,0 +1,39 @@
+/* Framework profiles: what a serving framework adds to the roofline model
+ * (per-pass overhead, GEMM and attention efficiency by precision). Values and
+ * their sources: docs/MODEL.md section 6.1. */
+#include "hbdlab/sim.h"
+
+#include "hbdlab/precision.h"
+#include "sim_int.h"
+
+hl_fw_profile hl_framework_profile(int32_t fw)
+{
+    /* step_overhead, gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale */
+    static const hl_fw_profile profiles[HL_FW_COUNT] = {
+        [HL_FW_IDEAL] = {0, 1, 1, 1, 1},
+        [HL_FW_TRTLLM] = {0, 1, 1, 1, 1},
+        [HL_FW_VLLM] = {0, 1, 1, 1, 1},
+        [HL_FW_SGLANG] = {0, 1, 1, 1, 1},
+    };
+    return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
+}
+
+/* The job as the framework runs it: the GPU's GEMM and attention efficiencies
+ * scaled by the profile (job overrides first), step_overhead resolved. Returns
+ * j itself when nothing changes, else *tmp filled. */
+const hl_job *hl_job_with_framework(const hl_job *j, hl_job *tmp)
+{
+    if (j->framework == HL_FW_IDEAL && j->step_overhead == 0 && j->gemm_scale_16 == 0 && j->gemm_scale_fp8 == 0 &&
+        j->gemm_scale_fp4 == 0 && j->attn_scale == 0)
+        return j;
+    hl_fw_profile p = hl_framework_profile(j->framework);
+    *tmp = *j;
+    double g16 = j->gemm_scale_16 > 0 ? j->gemm_scale_16 : p.gemm_scale_16;
+    double g8 = j->gemm_scale_fp8 > 0 ? j->gemm_scale_fp8 : p.gemm_scale_fp8;
+    double g4 = j->gemm_scale_fp4 > 0 ? j->gemm_scale_fp4 : p.gemm_scale_fp4;
+    double scale = j->precision == HL_FP4 ? g4 : (j->precision == HL_FP8 || j->precision == HL_INT8) ? g8 : g16;
+    tmp->cluster.gpu.eff_gemm *= scale;
+    tmp->cluster.gpu.eff_attn *= j->attn_scale > 0 ? j->attn_scale : p.attn_scale;
+    tmp->step_overhead = j->step_overhead > 0 ? j->step_overhead : p.step_overhead;
+    return tmp;
+}

@@ -1,0 +1,567 @@
+/* The serving scheduler: requests arrive, wait, are admitted into the
+ * running set when their KV blocks fit, and advance one iteration at a time;
+ * each iteration is timed by the per-step model (step_int.h). Policy (vLLM
+ * v1 with chunked prefill; vLLM v0 without): docs/MODEL.md, "Serving". */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "serve_int.h"
+#include "step_int.h"
+#include "hbdlab/kvcache.h"
+
+void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
+{
+    memset(c, 0, sizeof *c);
+    c->job = *job;
+    c->arrival = HL_ARRIVAL_POISSON;
+    c->rate = 1;
+    c->concurrency = 1;
+    c->requests = 1000;
+    c->seed = 1;
+    c->input.kind = c->output.kind = HL_LEN_FIXED;
+    c->input.mean = 1024;
+    c->output.mean = 128;
+    c->input.lo = c->output.lo = 1;
+    c->input.hi = c->output.hi = 1e8;
+    c->max_seqs = 256;
+    c->token_budget = 8192;
+    c->chunked_prefill = 1;
+    c->block_tokens = 16;
+    c->slo_ttft_s = INFINITY;
+    c->slo_tpot_s = INFINITY;
+    c->max_samples = 2048;
+}
+
+void hl_serve_result_free(hl_serve_result *r)
+{
+    if (!r)
+        return;
+    free(r->samples);
+    free(r->reqs);
+    free(r->steps_log);
+    r->samples = NULL;
+    r->reqs = NULL;
+    r->steps_log = NULL;
+}
+
+/* A request's scheduling state. */
+typedef struct rq {
+    double arrival, input, output;
+    double prompt;    /* tokens to prefill: input, or input + generated after a preemption */
+    double prefilled; /* of prompt, computed so far */
+    double kv;        /* tokens in the KV cache */
+    double gen;       /* tokens generated */
+    double blocks;    /* KV blocks held */
+    double first_tok, last_tok, first_sched, finish;
+    int32_t preempt;
+    int32_t done;
+} rq;
+
+/* One entry of an iteration's plan. */
+typedef struct plan {
+    int64_t r;
+    double tokens; /* 1 for a decode */
+    int decode;
+} plan;
+
+typedef struct sched {
+    const hl_serve_cfg *cfg;
+    rq *q;
+    int64_t n;
+    int64_t *wait; /* ring buffer of request indices, capacity n + 1 */
+    int64_t w_head, w_len, w_cap;
+    int64_t *run;  /* running request indices in admission order */
+    int64_t n_run;
+    plan *plan;
+    int64_t n_plan;
+    hl_iter_chunk *chunks;
+    double blocks_total, blocks_free, block;
+    int64_t preempted; /* in this step */
+} sched;
+
+static double blocks_for(const sched *s, double tokens) { return ceil(tokens / s->block); }
+
+static void wait_push_back(sched *s, int64_t r) { s->wait[(s->w_head + s->w_len++) % s->w_cap] = r; }
+static void wait_push_front(sched *s, int64_t r)
+{
+    s->w_head = (s->w_head + s->w_cap - 1) % s->w_cap;
+    s->wait[s->w_head] = r;
+    s->w_len++;
+}
+static int64_t wait_pop(sched *s)
+{
+    int64_t r = s->wait[s->w_head];
+    s->w_head = (s->w_head + 1) % s->w_cap;
+    s->w_len--;
+    return r;
+}
+
+/* Preemption by recompute (vLLM's default): the last admitted running request
+ * gives back its blocks and returns to the head of the queue; it will prefill
+ * its prompt and the tokens it generated again. */
+static void preempt_last(sched *s)
+{
+    int64_t r = s->run[--s->n_run];
+    rq *x = &s->q[r];
+    s->blocks_free += x->blocks;
+    x->blocks = 0;
+    x->kv = 0;
+    x->prefilled = 0;
+    x->prompt = x->input + x->gen;
+    x->preempt++;
+    s->preempted++;
+    wait_push_front(s, r);
+}
+
+static void plan_add(sched *s, int64_t r, double tokens, int decode, double need)
+{
+    s->q[r].blocks += need;
+    s->blocks_free -= need;
+    s->plan[s->n_plan++] = (plan){r, tokens, decode};
+}
+
+/* Schedules the running requests (decodes, unfinished prompts) within *budget,
+ * preempting from the tail when blocks run out. */
+static void schedule_running(sched *s, double *budget, double chunk)
+{
+    for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
+        rq *x = &s->q[s->run[i]];
+        int decode = x->prefilled >= x->prompt;
+        double tok = decode ? 1 : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        double end = (decode ? x->kv : x->prefilled) + tok;
+        double need = end > x->blocks * s->block ? blocks_for(s, end) - x->blocks : 0;
+        while (need > s->blocks_free && s->n_run - 1 > i)
+            preempt_last(s);
+        if (need > s->blocks_free) { /* it is the last one: preempt itself */
+            preempt_last(s);
+            break;
+        }
+        plan_add(s, s->run[i], tok, decode, need > 0 ? need : 0);
+        *budget -= tok;
+    }
+}
+
+/* Admits waiting requests FCFS while a sequence slot, budget and blocks remain.
+ * Without chunking a prompt is taken whole (alone if larger than the budget). */
+static void admit_waiting(sched *s, double *budget, double chunk, double t)
+{
+    const hl_serve_cfg *c = s->cfg;
+    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1) {
+        int64_t r = s->wait[s->w_head];
+        rq *x = &s->q[r];
+        double tok = x->prompt;
+        if (c->chunked_prefill)
+            tok = fmin(fmin(tok, chunk), *budget);
+        else if (tok > *budget && s->n_plan > 0)
+            break;
+        double need = blocks_for(s, tok);
+        if (need > s->blocks_free)
+            break;
+        wait_pop(s);
+        if (x->first_sched < 0)
+            x->first_sched = t;
+        s->run[s->n_run++] = r;
+        plan_add(s, r, tok, 0, need);
+        *budget -= tok;
+    }
+}
+
+/* Decode run-ahead: while the running requests only decode, none finishes,
+ * nothing waits and nothing arrives, every iteration has the same members and
+ * a mean context one token longer than the last; such iterations are advanced
+ * here without the per-request bookkeeping (the result is the same as
+ * scheduling each one: tests/c/test_serve.c compares both). Needs
+ * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
+ * cnt: block_tokens counters, scratch. Updates *t and the integrals in acc. */
+/* Appends to a growable array of `size`-byte elements. */
+static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 1;
+    int64_t nc = *cap ? *cap * 2 : 256;
+    void *g = realloc(*arr, (size_t)nc * size);
+    if (!g)
+        return 0;
+    *arr = g;
+    *cap = nc;
+    return 1;
+}
+
+typedef struct recorder {
+    hl_serve_result *r;
+    double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
+    int64_t steps, samp_cap, stride, max_samples;
+} recorder;
+
+/* Accounts one iteration [t, t + dt]: time integrals, and a KV sample every
+ * `stride` iterations (when the series is full, every other sample is dropped
+ * and the stride doubles). */
+static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
+                        double kv_util, double tokens, hl_err *err)
+{
+    hl_serve_result *r = rc->r;
+    rc->little += in_system * dt;
+    rc->run += running * dt;
+    rc->wait += waiting * dt;
+    rc->kv += kv_util * dt;
+    rc->kv_max = fmax(rc->kv_max, kv_util);
+    rc->tokens += tokens;
+    if (rc->steps % rc->stride == 0 && r->n_samples == rc->max_samples) {
+        for (int64_t k = 0; k < rc->max_samples / 2; k++)
+            r->samples[k] = r->samples[2 * k];
+        r->n_samples = rc->max_samples / 2;
+        rc->stride *= 2;
+    }
+    if (rc->steps % rc->stride == 0) {
+        if (!grow((void **)&r->samples, r->n_samples, &rc->samp_cap, sizeof *r->samples))
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for samples");
+        r->samples[r->n_samples++] = (hl_serve_sample){t, kv_util, running, waiting};
+    }
+    rc->steps++;
+    return HL_OK;
+}
+
+static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
+                           recorder *rec, hl_err *err)
+{
+    int64_t m = s->n_run, bt = (int64_t)s->block;
+    double left = INFINITY, ctx0 = 0;
+    memset(cnt, 0, sizeof *cnt * (size_t)bt);
+    for (int64_t k = 0; k < m; k++) {
+        const rq *x = &s->q[s->run[k]];
+        left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
+        ctx0 += x->kv;
+        cnt[(int64_t)x->kv % bt] += 1;
+    }
+    ctx0 /= (double)m;
+    double j = 0;
+    while (j < left && *t < t_arr) {
+        int64_t res = (int64_t)j % bt;
+        double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
+        if (need > s->blocks_free)
+            break;
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m};
+        double dt;
+        hl_status rc = hl_stepper_time(st, &it, &dt, err);
+        if (rc)
+            return rc;
+        s->blocks_free -= need;
+        double util = (s->blocks_total - s->blocks_free) / s->blocks_total;
+        if ((rc = record(rec, *t, dt, (double)m, (double)m, 0, util, (double)m, err)))
+            return rc;
+        hl_itl_add(itl, dt, (double)m);
+        *t += dt;
+        j++;
+    }
+    for (int64_t k = 0; k < m && j > 0; k++) {
+        rq *x = &s->q[s->run[k]];
+        x->kv += j;
+        x->gen += j;
+        x->blocks = blocks_for(s, x->kv);
+        x->last_tok = *t;
+    }
+    return HL_OK;
+}
+
+/* KV blocks of the instance: HBM left after weights and workspace, per GPU of
+ * a data-parallel group, times the groups. */
+hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double *blocks, hl_err *err)
+{
+    if (c->kv_blocks > 0) {
+        *blocks = floor(c->kv_blocks);
+        return HL_OK;
+    }
+    hl_job j = c->job;
+    j.batch = (double)hl_stepper_dp(st);
+    j.input = (double)c->token_budget; /* workspace sized for a full iteration */
+    j.output = 1;
+    j.ignore_memory = 1;
+    j.summary_only = 1;
+    hl_result *res = malloc(sizeof *res);
+    if (!res)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    hl_status rc = hl_sim_run(&j, res, err);
+    if (rc) {
+        free(res);
+        return rc;
+    }
+    hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes, c->job.mem_util, res->weights_bytes, res->workspace_bytes,
+                            hl_stepper_kv_token_bytes(st), 1, (double)c->block_tokens};
+    free(res);
+    hl_kv_capacity cap;
+    if ((rc = hl_kv_capacity_compute(&in, &cap, err)))
+        return rc;
+    *blocks = cap.blocks_total * (double)hl_stepper_dp(st);
+    return HL_OK;
+}
+
+hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
+{
+    hl_status st = hl_serve_check_workload(c, err);
+    if (st)
+        return st;
+    if (!(c->max_seqs >= 1 && c->max_seqs <= 1000000))
+        return hl_fail(err, HL_EINVAL, "field 'max_seqs': %lld is not allowed (1..1e6)", (long long)c->max_seqs);
+    if (!(c->token_budget >= 1 && c->token_budget <= 10000000))
+        return hl_fail(err, HL_EINVAL, "field 'token_budget': %lld is not allowed (1..1e7)", (long long)c->token_budget);
+    if (!(c->chunk >= 0 && c->chunk <= 10000000))
+        return hl_fail(err, HL_EINVAL, "field 'chunk': %lld is not allowed (0 = token_budget, or 1..1e7)",
+                       (long long)c->chunk);
+    if (!(c->block_tokens >= 1 && c->block_tokens <= 1000000))
+        return hl_fail(err, HL_EINVAL, "field 'block_tokens': %lld is not allowed (1..1e6)", (long long)c->block_tokens);
+    if (!(c->kv_blocks >= 0 && c->kv_blocks <= 1e12))
+        return hl_fail(err, HL_EINVAL, "field 'kv_blocks': %g is not allowed (0 = from memory, or 1..1e12)",
+                       c->kv_blocks);
+    if (!(c->slo_ttft_s > 0))
+        return hl_fail(err, HL_EINVAL, "field 'slo.ttft_s': %g is not allowed (must be > 0; omit it for no limit)",
+                       c->slo_ttft_s);
+    if (!(c->slo_tpot_s > 0))
+        return hl_fail(err, HL_EINVAL, "field 'slo.tpot_s': %g is not allowed (must be > 0; omit it for no limit)",
+                       c->slo_tpot_s);
+    if (c->chunked_prefill != 0 && c->chunked_prefill != 1)
+        return hl_fail(err, HL_EINVAL, "field 'chunked_prefill': %d is not 0 or 1", (int)c->chunked_prefill);
+    return HL_OK;
+}
+
+/* Everything run() allocates, freed in one place. */
+typedef struct owned {
+    hl_stepper *st;
+    hl_trace_req *reqs;
+    rq *q;
+    int64_t *wait, *run;
+    plan *plan;
+    hl_iter_chunk *chunks;
+    hl_itl_hist *itl;
+    double *cnt; /* block_tokens counters of the decode run-ahead */
+} owned;
+
+static void owned_free(owned *o)
+{
+    hl_stepper_free(o->st);
+    free(o->reqs);
+    free(o->q);
+    free(o->wait);
+    free(o->run);
+    free(o->plan);
+    free(o->chunks);
+    free(o->itl);
+    free(o->cnt);
+}
+
+static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err *err)
+{
+    hl_status rc = hl_serve_check_cfg(c, err);
+    if (rc)
+        return rc;
+    int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
+    if ((rc = hl_stepper_new(&c->job, cap, &o->st, err)))
+        return rc;
+    r->gpus = hl_stepper_gpus(o->st);
+    double blocks = 0;
+    if ((rc = hl_serve_kv_blocks(c, o->st, &blocks, err)))
+        return rc;
+    int64_t n;
+    if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+        return rc;
+    sched s = {0};
+    s.cfg = c;
+    s.n = n;
+    s.block = (double)c->block_tokens;
+    s.blocks_total = s.blocks_free = blocks;
+    double group_blocks = floor(blocks / (double)hl_stepper_dp(o->st));
+    o->q = calloc((size_t)n, sizeof *o->q);
+    o->wait = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    o->run = malloc(sizeof(int64_t) * (size_t)c->max_seqs);
+    o->plan = malloc(sizeof(plan) * (size_t)c->max_seqs);
+    o->chunks = malloc(sizeof(hl_iter_chunk) * (size_t)c->max_seqs);
+    o->itl = calloc(1, sizeof *o->itl);
+    if (!o->q || !o->wait || !o->run || !o->plan || !o->chunks || !o->itl)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
+    s.q = o->q;
+    s.wait = o->wait;
+    s.w_cap = n + 1;
+    s.run = o->run;
+    s.plan = o->plan;
+    s.chunks = o->chunks;
+    for (int64_t i = 0; i < n; i++) {
+        rq *x = &s.q[i];
+        const hl_trace_req *t = &o->reqs[i];
+        x->arrival = t->arrival_s;
+        x->input = x->prompt = t->input;
+        x->output = t->output;
+        x->first_tok = x->first_sched = -1;
+        double most = blocks_for(&s, t->input + t->output - 1);
+        if (most > group_blocks)
+            return hl_fail(err, HL_ENOFIT,
+                           "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel group holds "
+                           "%g; fewer tokens, more memory or a larger mapping would help",
+                           (long long)i + 1, t->input, t->output, most, (long long)c->block_tokens, group_blocks);
+    }
+    int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
+    int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
+    double chunk = c->chunk > 0 ? (double)c->chunk : (double)c->token_budget;
+    double window = hl_stepper_window(o->st);
+    double t = 0;
+    int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
+    recorder rec = {0};
+    rec.r = r;
+    rec.stride = 1;
+    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536;
+    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    while (done < n) {
+        while (next < released && s.q[next].arrival <= t) {
+            rec.little += t - s.q[next].arrival;
+            wait_push_back(&s, next++);
+        }
+        if (s.n_run == 0 && s.w_len == 0) {
+            t = s.q[next].arrival; /* idle until the next arrival (next < released: done < n) */
+            continue;
+        }
+        s.n_plan = 0;
+        s.preempted = 0;
+        double budget = (double)c->token_budget;
+        if (c->chunked_prefill) {
+            schedule_running(&s, &budget, chunk);
+            if (s.preempted == 0) /* vLLM v1: no new requests in a step that preempted */
+                admit_waiting(&s, &budget, chunk, t);
+        } else {
+            admit_waiting(&s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
+            if (s.n_plan == 0)
+                schedule_running(&s, &budget, chunk);
+        }
+        if (s.n_plan == 0)
+            return hl_fail(err, HL_EINVAL, "serve: no request could be scheduled at t = %g s (%lld running, %lld "
+                           "waiting); the KV cache or the budget is too small", t, (long long)s.n_run,
+                           (long long)s.w_len);
+        hl_iter it = {0};
+        it.chunks = s.chunks;
+        double ctx = 0, win = 0, step_tok = 0;
+        int64_t first_chunk = -1;
+        for (int64_t k = 0; k < s.n_plan; k++) {
+            const plan *p = &s.plan[k];
+            const rq *x = &s.q[p->r];
+            step_tok += p->tokens;
+            if (p->decode) {
+                it.decode_seqs++;
+                ctx += x->kv;
+                win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
+                it.logits_rows++;
+            } else {
+                if (first_chunk < 0)
+                    first_chunk = p->r;
+                s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+                it.logits_rows += x->prefilled + p->tokens >= x->prompt;
+            }
+        }
+        if (it.decode_seqs > 0) {
+            it.decode_ctx_mean = ctx / it.decode_seqs;
+            it.decode_win_mean = win / it.decode_seqs;
+        }
+        double dt;
+        if ((rc = hl_stepper_time(o->st, &it, &dt, err)))
+            return rc;
+        double t_end = t + dt, same = 0;
+        int64_t in_system = s.n_run + s.w_len;
+        for (int64_t k = 0; k < s.n_plan; k++) {
+            const plan *p = &s.plan[k];
+            rq *x = &s.q[p->r];
+            int emits = 1;
+            if (p->decode) {
+                x->kv += 1;
+            } else {
+                x->prefilled += p->tokens;
+                x->kv = x->prefilled;
+                emits = x->prefilled >= x->prompt;
+            }
+            if (!emits)
+                continue;
+            x->gen += 1;
+            if (x->first_tok < 0)
+                x->first_tok = t_end;
+            else if (x->last_tok == t)
+                same++;
+            else
+                hl_itl_add(o->itl, t_end - x->last_tok, 1);
+            x->last_tok = t_end;
+            if (x->gen >= x->output) {
+                x->done = 1;
+                x->finish = t_end;
+                s.blocks_free += x->blocks;
+                x->blocks = 0;
+                done++;
+                if (closed && released < n) {
+                    s.q[released].arrival = t_end;
+                    released++;
+                }
+            }
+        }
+        hl_itl_add(o->itl, dt, same);
+        int64_t m = 0; /* drop finished requests, keep admission order */
+        for (int64_t k = 0; k < s.n_run; k++)
+            if (!s.q[s.run[k]].done)
+                s.run[m++] = s.run[k];
+        double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
+        if ((rc = record(&rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, err)))
+            return rc;
+        preempt_total += s.preempted;
+        if (c->keep_steps) {
+            if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
+            r->steps_log[r->n_steps_log++] =
+                (hl_serve_step){t, dt, (int32_t)it.decode_seqs, it.n_chunks, step_tok - it.decode_seqs,
+                                (int32_t)first_chunk,
+                                (int32_t)s.preempted, s.blocks_total - s.blocks_free};
+        }
+        int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
+        s.n_run = m;
+        t = t_end;
+        if (fast && all_decoded && m > 0 && s.w_len == 0) {
+            double t_arr = next < released ? s.q[next].arrival : INFINITY;
+            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, &rec, err)))
+                return rc;
+        }
+    }
+    o->reqs = (free(o->reqs), NULL);
+    hl_serve_req *out = calloc((size_t)n, sizeof *out);
+    if (!out)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        const rq *x = &s.q[i];
+        out[i] = (hl_serve_req){x->arrival, x->input, x->output, x->first_tok, x->finish, x->first_sched - x->arrival,
+                                0, 0, 0, x->preempt, 0};
+    }
+    rc = hl_serve_summarise(c, out, n, o->itl, r, err);
+    if (rc || !c->keep_requests)
+        free(out);
+    else
+        r->reqs = out;
+    if (rc)
+        return rc;
+    double T = r->duration_s > 0 ? r->duration_s : 1;
+    r->steps = rec.steps;
+    r->preemptions = preempt_total;
+    r->mean_in_system = rec.little / T;
+    r->mean_running = rec.run / T;
+    r->mean_waiting = rec.wait / T;
+    r->mean_step_tokens = rec.steps ? rec.tokens / (double)rec.steps : 0;
+    r->kv_blocks_total = s.blocks_total;
+    r->kv_block_tokens = (double)c->block_tokens;
+    r->kv_util_mean = rec.kv / T;
+    r->kv_util_max = rec.kv_max;
+    return HL_OK;
+}
+
+hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    owned o = {0};
+    hl_status rc = run(cfg, out, &o, err);
+    owned_free(&o);
+    if (rc)
+        hl_serve_result_free(out);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* Internals shared by the serving files: workload generation (serve_workload.c),
+ * metrics (serve_metrics.c) and the scheduler (serve.c). */
+#ifndef HL_SERVE_INT_H
+#define HL_SERVE_INT_H
+#include <stdint.h>
+#include "hbdlab/serve.h"
+
+/* splitmix64 seeding a xoshiro256** stream: reproducible across platforms. */
+typedef struct hl_rng {
+    uint64_t s[4];
+} hl_rng;
+void hl_rng_seed(hl_rng *r, uint64_t seed);
+double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
+
+/* Checks every field of cfg (workload, scheduler, SLO), naming the field. */
+hl_status hl_serve_check_cfg(const hl_serve_cfg *cfg, hl_err *err);
+
+/* KV blocks of the instance (cfg->kv_blocks, or from HBM). */
+struct hl_stepper;
+hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *st, double *blocks, hl_err *err);
+
+/* Mean of a length distribution (the trace's mean for "trace"; `which` 0 input, 1 output). */
+double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
+
+/* Checks the workload fields of cfg (rate, lengths, trace), naming the field. */
+hl_status hl_serve_check_workload(const hl_serve_cfg *cfg, hl_err *err);
+
+/* The requests of an open-loop workload (poisson, constant, trace) or the
+ * lengths of a closed loop (concurrency: arrival_s unset), in arrival order.
+ * *out is malloc'd, *n entries. */
+hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, int64_t *n, hl_err *err);
+
+/* Log-binned histogram of inter-token gaps (s): 0.5% wide bins from 1 us to 1e4 s. */
+enum { HL_ITL_BINS = 4600 };
+typedef struct hl_itl_hist {
+    double count[HL_ITL_BINS];
+    double n, sum, max;
+} hl_itl_hist;
+void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
+
+/* Fills the request statistics, goodput and ITL summary of r from reqs. */
+hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,
+                             hl_serve_result *r, hl_err *err);
+
+#endif

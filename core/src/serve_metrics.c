@@ -1,0 +1,127 @@
+/* Serving metrics: per-request TTFT, TPOT, end-to-end and queueing time,
+ * their mean and percentiles, SLO attainment and goodput, and the histogram
+ * of inter-token gaps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "serve_int.h"
+
+static const double itl_lo = 1e-6;                   /* s, lower edge of bin 0 */
+static const double itl_step = 0.004987541511038968; /* ln(1.005): bins 0.5% wide */
+
+void hl_itl_add(hl_itl_hist *h, double gap, double count)
+{
+    if (count <= 0)
+        return;
+    int b = gap <= itl_lo ? 0 : (int)(log(gap / itl_lo) / itl_step);
+    if (b >= HL_ITL_BINS)
+        b = HL_ITL_BINS - 1;
+    h->count[b] += count;
+    h->n += count;
+    h->sum += gap * count;
+    if (gap > h->max)
+        h->max = gap;
+}
+
+/* Value at quantile q of the histogram: the geometric middle of its bin. */
+static double itl_quantile(const hl_itl_hist *h, double q)
+{
+    double want = q * h->n, acc = 0;
+    for (int b = 0; b < HL_ITL_BINS; b++) {
+        acc += h->count[b];
+        if (acc >= want && h->count[b] > 0)
+            return fmin(h->max, itl_lo * exp(((double)b + 0.5) * itl_step));
+    }
+    return h->max;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct(const double *v, int64_t n, double q)
+{
+    int64_t k = (int64_t)ceil(q * (double)n) - 1;
+    if (k < 0)
+        k = 0;
+    if (k >= n)
+        k = n - 1;
+    return v[k];
+}
+
+static void stats_of(double *v, int64_t n, hl_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    if (n == 0)
+        return;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += v[i];
+    s->mean = sum / (double)n;
+    s->p50 = pct(v, n, 0.50);
+    s->p90 = pct(v, n, 0.90);
+    s->p99 = pct(v, n, 0.99);
+    s->max = v[n - 1];
+}
+
+hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
+                             hl_serve_result *r, hl_err *err)
+{
+    double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    if (!v)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory summarising %lld requests", (long long)n);
+    double in_tok = 0, out_tok = 0, good = 0, good_tok = 0, t0 = INFINITY, t1 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        hl_serve_req *x = &q[i];
+        x->ttft_s = x->first_token_s - x->arrival_s;
+        x->e2e_s = x->finish_s - x->arrival_s;
+        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : 0;
+        x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
+        in_tok += x->input;
+        out_tok += x->output;
+        good += x->good;
+        good_tok += x->good ? x->output : 0;
+        t0 = fmin(t0, x->arrival_s);
+        t1 = fmax(t1, x->finish_s);
+    }
+    r->requests = n;
+    r->duration_s = n > 0 ? t1 - t0 : 0;
+    double T = r->duration_s > 0 ? r->duration_s : 1, G = (double)r->gpus;
+    r->rps = (double)n / T;
+    r->input_tps = in_tok / T;
+    r->output_tps = out_tok / T;
+    r->input_tps_per_gpu = r->input_tps / G;
+    r->output_tps_per_gpu = r->output_tps / G;
+    r->slo_attainment = n > 0 ? good / (double)n : 0;
+    r->goodput_rps = good / T;
+    r->goodput_tps_per_gpu = good_tok / T / G;
+    int64_t k;
+    for (int w = 0; w < 4; w++) {
+        k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const hl_serve_req *x = &q[i];
+            if (w == 1 && x->output <= 1)
+                continue; /* no TPOT with a single output token */
+            v[k++] = w == 0 ? x->ttft_s : w == 1 ? x->tpot_s : w == 2 ? x->e2e_s : x->queue_s;
+        }
+        stats_of(v, k, w == 0 ? &r->ttft_s : w == 1 ? &r->tpot_s : w == 2 ? &r->e2e_s : &r->queue_s);
+    }
+    free(v);
+    memset(&r->itl_s, 0, sizeof r->itl_s);
+    if (itl->n > 0) {
+        r->itl_s.n = (int64_t)itl->n;
+        r->itl_s.mean = itl->sum / itl->n;
+        r->itl_s.p50 = itl_quantile(itl, 0.50);
+        r->itl_s.p90 = itl_quantile(itl, 0.90);
+        r->itl_s.p99 = itl_quantile(itl, 0.99);
+        r->itl_s.max = itl->max;
+    }
+    return HL_OK;
+}

@@ -1,0 +1,363 @@
+/* Serving workloads: a seeded RNG, token-length distributions, arrival
+ * processes and the trace parser (CSV or JSON lines). */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "serve_int.h"
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void hl_rng_seed(hl_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+double hl_rng_uniform(hl_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return ((double)(out >> 11) + 0.5) * 0x1.0p-53; /* 53 random bits, never 0 or 1 */
+}
+
+static hl_status check_dist(const hl_len_dist *d, const char *name, int trace, hl_err *err)
+{
+    switch (d->kind) {
+    case HL_LEN_FIXED:
+        if (!(d->mean >= 1 && d->mean <= 1e8 && d->mean == floor(d->mean)))
+            return hl_fail(err, HL_EINVAL, "field '%s': %g is not a whole number of tokens in 1..1e8", name, d->mean);
+        return HL_OK;
+    case HL_LEN_UNIFORM:
+    case HL_LEN_NORMAL:
+        if (!(d->lo >= 1 && d->hi >= d->lo && d->hi <= 1e8))
+            return hl_fail(err, HL_EINVAL, "field '%s': bounds min %g, max %g must satisfy 1 <= min <= max <= 1e8", name,
+                           d->lo, d->hi);
+        if (d->kind == HL_LEN_NORMAL && !(d->mean >= 1 && d->mean <= 1e8 && d->std >= 0 && d->std <= 1e8))
+            return hl_fail(err, HL_EINVAL, "field '%s': normal needs mean in 1..1e8 and std >= 0 (got %g, %g)", name,
+                           d->mean, d->std);
+        return HL_OK;
+    case HL_LEN_TRACE:
+        if (!trace)
+            return hl_fail(err, HL_EINVAL, "field '%s': lengths \"trace\" need a trace", name);
+        return HL_OK;
+    default:
+        return hl_fail(err, HL_EINVAL, "field '%s': distribution %d is not one of fixed, uniform, normal, trace", name,
+                       (int)d->kind);
+    }
+}
+
+hl_status hl_serve_check_workload(const hl_serve_cfg *c, hl_err *err)
+{
+    int trace = c->arrival == HL_ARRIVAL_TRACE;
+    if ((unsigned)c->arrival > HL_ARRIVAL_TRACE)
+        return hl_fail(err, HL_EINVAL, "field 'arrival': %d is not one of poisson, constant, concurrency, trace",
+                       (int)c->arrival);
+    if ((c->arrival == HL_ARRIVAL_POISSON || c->arrival == HL_ARRIVAL_CONSTANT) && !(c->rate > 0 && c->rate <= 1e9))
+        return hl_fail(err, HL_EINVAL, "field 'rate': %g requests/s is not allowed (must be > 0 and <= 1e9)", c->rate);
+    if (c->arrival == HL_ARRIVAL_CONCURRENCY && !(c->concurrency >= 1 && c->concurrency <= 10000000))
+        return hl_fail(err, HL_EINVAL, "field 'concurrency': %lld is not allowed (1..1e7)", (long long)c->concurrency);
+    if (trace && (!c->trace || c->n_trace < 1))
+        return hl_fail(err, HL_EINVAL, "field 'trace': the trace is empty (no requests)");
+    if (!trace && !(c->requests >= 1 && c->requests <= 100000000))
+        return hl_fail(err, HL_EINVAL, "field 'requests': %lld is not allowed (1..1e8)", (long long)c->requests);
+    if (trace && !(c->requests >= 0))
+        return hl_fail(err, HL_EINVAL, "field 'requests': %lld is negative", (long long)c->requests);
+    hl_status st = check_dist(&c->input, "input", trace, err);
+    if (!st)
+        st = check_dist(&c->output, "output", trace, err);
+    if (st)
+        return st;
+    if (trace)
+        for (int64_t i = 0; i < c->n_trace; i++) {
+            const hl_trace_req *q = &c->trace[i];
+            if (!(q->arrival_s >= 0 && q->arrival_s < 1e12) || !(q->input >= 1 && q->input <= 1e8) ||
+                !(q->output >= 1 && q->output <= 1e8) || q->input != floor(q->input) || q->output != floor(q->output))
+                return hl_fail(err, HL_EINVAL,
+                               "field 'trace': request %lld has arrival_s %g, input %g, output %g (need arrival >= 0, "
+                               "whole lengths >= 1)", (long long)i + 1, q->arrival_s, q->input, q->output);
+        }
+    return HL_OK;
+}
+
+/* One draw of a length (the trace value when kind is trace). */
+static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
+{
+    switch (d->kind) {
+    case HL_LEN_UNIFORM:
+        return d->lo + floor(hl_rng_uniform(r) * (d->hi - d->lo + 1));
+    case HL_LEN_NORMAL: { /* Box-Muller */
+        double u1 = hl_rng_uniform(r), u2 = hl_rng_uniform(r);
+        double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2) /* 2 pi */;
+        return fmin(d->hi, fmax(d->lo, round(d->mean + d->std * z)));
+    }
+    case HL_LEN_TRACE:
+        return trace_value;
+    default:
+        return d->mean;
+    }
+}
+
+static int by_arrival(const void *a, const void *b)
+{
+    double x = ((const hl_trace_req *)a)->arrival_s, y = ((const hl_trace_req *)b)->arrival_s;
+    return x < y ? -1 : x > y;
+}
+
+hl_status hl_serve_make_requests(const hl_serve_cfg *c, hl_trace_req **out, int64_t *n, hl_err *err)
+{
+    int trace = c->arrival == HL_ARRIVAL_TRACE;
+    int64_t cnt = trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace) : c->requests;
+    hl_trace_req *q = malloc(sizeof *q * (size_t)cnt);
+    if (!q)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)cnt);
+    hl_rng r;
+    hl_rng_seed(&r, c->seed);
+    if (trace) { /* the first `cnt` requests by arrival */
+        hl_trace_req *all = cnt < c->n_trace ? malloc(sizeof *all * (size_t)c->n_trace) : q;
+        if (!all) {
+            free(q);
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for the trace");
+        }
+        memcpy(all, c->trace, sizeof *all * (size_t)c->n_trace);
+        qsort(all, (size_t)c->n_trace, sizeof *all, by_arrival);
+        if (all != q) {
+            memcpy(q, all, sizeof *q * (size_t)cnt);
+            free(all);
+        }
+    }
+    double t = 0;
+    for (int64_t i = 0; i < cnt; i++) {
+        if (!trace) {
+            if (c->arrival == HL_ARRIVAL_POISSON)
+                t += -log(hl_rng_uniform(&r)) / c->rate;
+            else if (c->arrival == HL_ARRIVAL_CONSTANT)
+                t = (double)i / c->rate;
+            q[i].arrival_s = c->arrival == HL_ARRIVAL_CONCURRENCY ? 0 : t;
+        }
+        q[i].input = draw(&r, &c->input, q[i].input);
+        q[i].output = draw(&r, &c->output, q[i].output);
+    }
+    *out = q;
+    *n = cnt;
+    return HL_OK;
+}
+
+/* ---- trace parsing ---------------------------------------------------------------- */
+
+/* Parses a number at *p (after blanks); advances *p. 0 on failure. */
+static int parse_num(const char **p, const char *end, double *v)
+{
+    const char *s = *p;
+    while (s < end && (*s == ' ' || *s == '\t'))
+        s++;
+    char buf[64];
+    size_t k = 0;
+    while (s + k < end && k < sizeof buf - 1 && (isdigit((unsigned char)s[k]) || strchr("+-.eE", s[k])))
+        k++;
+    if (k == 0 || k == sizeof buf - 1)
+        return 0;
+    memcpy(buf, s, k);
+    buf[k] = '\0';
+    char *e;
+    *v = strtod(buf, &e);
+    if (*e != '\0' || !isfinite(*v))
+        return 0;
+    *p = s + k;
+    return 1;
+}
+
+/* Column of a CSV header name: 0 arrival, 1 input, 2 output, -1 other. */
+static int column_of(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '"')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '"' || s[n - 1] == '\r'))
+        n--;
+    static const char *const names[][3] = {{"arrival_s", "arrival", "timestamp"}, {"input", "input_tokens", "prompt_tokens"},
+                                            {"output", "output_tokens", "completion_tokens"}};
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 3; k++)
+            if (strlen(names[c][k]) == n && strncmp(s, names[c][k], n) == 0)
+                return c;
+    return -1;
+}
+
+/* JSON line: finds "key" : number for each of the three names. */
+static int json_field(const char *s, const char *end, int col, double *v)
+{
+    static const char *const keys[3][2] = {{"\"arrival_s\"", "\"arrival\""}, {"\"input\"", "\"input_tokens\""},
+                                           {"\"output\"", "\"output_tokens\""}};
+    for (int k = 0; k < 2; k++) {
+        size_t kl = strlen(keys[col][k]);
+        for (const char *p = s; p + kl <= end; p++)
+            if (memcmp(p, keys[col][k], kl) == 0) {
+                p += kl;
+                while (p < end && (*p == ' ' || *p == '\t'))
+                    p++;
+                if (p >= end || *p != ':')
+                    return 0;
+                p++;
+                return parse_num(&p, end, v);
+            }
+    }
+    return 0;
+}
+
+hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
+                               hl_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *o = origin ? origin : "trace";
+    size_t cap = 1024;
+    int64_t cnt = 0;
+    hl_trace_req *q = malloc(sizeof *q * cap);
+    if (!q)
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory", o);
+    int cols[16], ncols = 0, header = 0, jsonl = -1;
+    const char *p = text, *end = text + len;
+    long line = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *le = eol ? eol : end;
+        line++;
+        const char *s = p;
+        p = eol ? eol + 1 : end;
+        while (s < le && (*s == ' ' || *s == '\t' || *s == '\r'))
+            s++;
+        const char *e = le;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\r' || e[-1] == '\t'))
+            e--;
+        if (s == e || *s == '#')
+            continue;
+        if (jsonl < 0)
+            jsonl = *s == '{';
+        double v[3] = {0, 0, 0};
+        if (jsonl) {
+            if (*s != '{' || e[-1] != '}')
+                goto bad;
+            for (int c = 0; c < 3; c++)
+                if (!json_field(s, e, c, &v[c]))
+                    goto bad;
+        } else if (!header) {
+            int seen[3] = {0, 0, 0};
+            for (const char *f = s; f <= e && ncols < 16;) {
+                const char *comma = memchr(f, ',', (size_t)(e - f));
+                const char *fe = comma ? comma : e;
+                int c = column_of(f, (size_t)(fe - f));
+                cols[ncols++] = c;
+                if (c >= 0)
+                    seen[c] = 1;
+                if (!comma)
+                    break;
+                f = comma + 1;
+            }
+            if (!seen[0] || !seen[1] || !seen[2]) {
+                free(q);
+                return hl_fail(err, HL_EPARSE, "%s line %ld: the CSV header must name arrival_s, input and output columns",
+                               o, line);
+            }
+            header = 1;
+            continue;
+        } else {
+            int got = 0;
+            const char *f = s;
+            for (int k = 0; k < ncols; k++) {
+                const char *comma = memchr(f, ',', (size_t)(e - f));
+                const char *fe = comma ? comma : e;
+                if (cols[k] >= 0) {
+                    const char *x = f;
+                    if (!parse_num(&x, fe, &v[cols[k]]))
+                        goto bad;
+                    while (x < fe && *x == ' ')
+                        x++;
+                    if (x != fe)
+                        goto bad;
+                    got++;
+                }
+                if (!comma) {
+                    if (k != ncols - 1)
+                        goto bad;
+                    break;
+                }
+                f = comma + 1;
+            }
+            if (got != 3)
+                goto bad;
+        }
+        if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || v[1] != floor(v[1]) || v[2] != floor(v[2]) ||
+            v[1] > 1e8 || v[2] > 1e8) {
+            free(q);
+            return hl_fail(err, HL_EPARSE,
+                           "%s line %ld: arrival_s %g, input %g, output %g (need arrival >= 0 and whole lengths 1..1e8)", o,
+                           line, v[0], v[1], v[2]);
+        }
+        if ((size_t)cnt == cap) {
+            hl_trace_req *g = realloc(q, sizeof *q * cap * 2);
+            if (!g) {
+                free(q);
+                return hl_fail(err, HL_ENOMEM, "%s: out of memory at line %ld", o, line);
+            }
+            q = g;
+            cap *= 2;
+        }
+        q[cnt].arrival_s = v[0];
+        q[cnt].input = v[1];
+        q[cnt].output = v[2];
+        cnt++;
+        continue;
+    bad:
+        free(q);
+        return hl_fail(err, HL_EPARSE, "%s line %ld: malformed line (expected %s): %.*s", o, line,
+                       jsonl ? "{\"arrival_s\": s, \"input\": tokens, \"output\": tokens}"
+                             : "numbers under the header's arrival_s, input, output columns",
+                       (int)(e - s < 60 ? e - s : 60), s);
+    }
+    if (cnt == 0) {
+        free(q);
+        return hl_fail(err, HL_EPARSE, "%s: the trace is empty (no requests)", o);
+    }
+    *out = q;
+    *n = cnt;
+    return HL_OK;
+}
+
+void hl_serve_trace_free(hl_trace_req *t) { free(t); }
+
+double hl_serve_mean_length(const hl_serve_cfg *c, int which)
+{
+    const hl_len_dist *d = which ? &c->output : &c->input;
+    switch (d->kind) {
+    case HL_LEN_UNIFORM:
+        return (d->lo + d->hi) / 2;
+    case HL_LEN_NORMAL:
+        return fmin(d->hi, fmax(d->lo, d->mean)); /* the clamp's shift of the mean is neglected */
+    case HL_LEN_TRACE: {
+        double sum = 0;
+        for (int64_t i = 0; i < c->n_trace; i++)
+            sum += which ? c->trace[i].output : c->trace[i].input;
+        return c->n_trace > 0 ? sum / (double)c->n_trace : 0;
+    }
+    default:
+        return d->mean;
+    }
+}

@@ -1,0 +1,214 @@
+-- hl.calibrate: fits numeric GPU / cluster / model / job fields to measured
+-- cases by least squares on the log error (the C core's GSL solver), with
+-- per-case errors before and after and leave-one-out cross-validation.
+-- Formulas: docs/MODEL.md, section "Calibration".
+local core = require "hbdlab.core"
+
+local M = {}
+
+local function fail(msg, level) error("hl.calibrate: " .. msg, (level or 1) + 1) end
+
+-- Reads a dotted metric ("ttft_s", "decode.time_s") from a result table.
+local function metric_of(r, path)
+  local v = r
+  for part in path:gmatch("[^.]+") do
+    if type(v) ~= "table" then return nil end
+    v = v[part]
+  end
+  return v
+end
+
+--- Returns a copy of simulate fields `cfg` with the parameters `p` (name =
+-- value) applied: a field of the cluster, its GPU or the model changes a
+-- copy of that object (cluster fields first: they override the GPU's link
+-- fields), any other name is a job field of hl.simulate.
+function M.apply(hl, cfg, p)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  if next(p) == nil then return t end
+  local cl = type(t.cluster) == "string" and hl.cluster(t.cluster) or t.cluster
+  local md = type(t.model) == "string" and hl.model(t.model) or t.model
+  local cl_over, gpu_over, md_over = {}, {}, {}
+  for name, v in pairs(p) do
+    if cl and cl[name] ~= nil and name ~= "name" then cl_over[name] = v
+    elseif cl and cl.gpu[name] ~= nil and name ~= "name" then gpu_over[name] = v
+    elseif md and md[name] ~= nil and name ~= "name" then md_over[name] = v
+    else t[name] = v end
+  end
+  if next(gpu_over) then cl = cl:with { gpu = cl.gpu:with(gpu_over) } end
+  if next(cl_over) then cl = cl:with(cl_over) end
+  if next(md_over) then md = md:with(md_over) end
+  t.cluster, t.model = cl, md
+  return t
+end
+
+local function predictor(hl, c, i)
+  if type(c) ~= "table" then fail("case " .. i .. " must be a table", 3) end
+  if type(c.measured) ~= "number" or not (c.measured > 0) then
+    fail("case " .. i .. ": field 'measured' must be a number > 0 (got " .. tostring(c.measured) .. ")", 3)
+  end
+  if type(c.predict) == "function" then return c.predict end
+  if type(c.config) ~= "table" then
+    fail("case " .. i .. ": give 'config' (hl.simulate fields) and 'metric', or a 'predict' function", 3)
+  end
+  local metric = c.metric or "ttft_s"
+  if type(metric) ~= "string" then fail("case " .. i .. ": field 'metric' must be a result field name", 3) end
+  return function(p)
+    local r = hl.simulate(M.apply(hl, c.config, p))
+    local v = metric_of(r, metric)
+    if type(v) ~= "number" then error(string.format("case %d: result has no numeric field '%s'", i, metric), 0) end
+    return v
+  end
+end
+
+local function median(t)
+  local s = {}
+  for _, v in ipairs(t) do s[#s + 1] = v end
+  if #s == 0 then return 0 end
+  table.sort(s)
+  return #s % 2 == 1 and s[(#s + 1) // 2] or (s[#s // 2] + s[#s // 2 + 1]) / 2
+end
+
+--- hl.calibrate{cases = {...}, params = {"eff_gemm", ...}, bounds = {eff_gemm = {lo, hi}, ...},
+--   start = {name = value} (default: mid-bounds), loo = true, fit = {flags}}
+-- Each case: {name =, measured =, config = {hl.simulate fields}, metric = "ttft_s"}
+-- or {name =, measured =, predict = function(p) ... end} (p: name = value).
+-- `fit` (optional, one flag per case) selects the cases the parameters are
+-- fitted on; the others are predicted with the fitted values (held out).
+-- Returns {params = {name = value}, rms_log, converged, iterations, cases = {...},
+--   before = {median, max}, after = {...}, loo = {...}} (errors as fractions).
+function M.calibrate(t)
+  local hl = require "hbdlab"
+  if type(t) ~= "table" then fail("expected a table {cases =, params =, bounds =}", 2) end
+  for k in pairs(t) do
+    if k ~= "cases" and k ~= "params" and k ~= "bounds" and k ~= "start" and k ~= "loo" and k ~= "fit"
+        and k ~= "max_iter" then
+      fail("unknown field '" .. tostring(k) .. "' (allowed: cases, params, bounds, start, loo, fit, max_iter)", 2)
+    end
+  end
+  if type(t.cases) ~= "table" or #t.cases == 0 then fail("field 'cases' must be a non-empty array", 2) end
+  if type(t.params) ~= "table" or #t.params == 0 then fail("field 'params' must be a non-empty array of field names", 2) end
+  local bounds, start = t.bounds or {}, t.start or {}
+  local x0, lo, hi = {}, {}, {}
+  for i, name in ipairs(t.params) do
+    if type(name) ~= "string" then fail("params[" .. i .. "] must be a field name", 2) end
+    local b = bounds[name]
+    if type(b) ~= "table" or type(b[1]) ~= "number" or type(b[2]) ~= "number" or not (b[2] > b[1]) then
+      fail("bounds." .. name .. " must be {lo, hi} with lo < hi", 2)
+    end
+    lo[i], hi[i] = b[1], b[2]
+    x0[i] = start[name] or (b[1] + b[2]) / 2
+    if type(x0[i]) ~= "number" or x0[i] < lo[i] or x0[i] > hi[i] then
+      fail("start." .. name .. " = " .. tostring(x0[i]) .. " is outside its bounds", 2)
+    end
+  end
+  local preds, measured, names = {}, {}, {}
+  for i, c in ipairs(t.cases) do
+    preds[i] = predictor(hl, c, i)
+    measured[i] = c.measured
+    names[i] = c.name or ("case " .. i)
+  end
+  local function params_of(x)
+    local p = {}
+    for i, name in ipairs(t.params) do p[name] = x[i] end
+    return p
+  end
+  local function predict_all(x)
+    local p, out = params_of(x), {}
+    for i, f in ipairs(preds) do out[i] = f(p) end
+    return out
+  end
+  local use
+  if t.fit ~= nil then
+    if type(t.fit) ~= "table" then fail("field 'fit' must be an array of booleans, one per case", 2) end
+    use = {}
+    for i = 1, #t.cases do use[i] = t.fit[i] and true or false end
+  end
+  local before = {}
+  for i, f in ipairs(preds) do before[i] = f({}) end
+  local res = core.calibrate_fit { x0 = x0, lo = lo, hi = hi, measured = measured, fn = predict_all, use = use,
+                                   loo = t.loo ~= false, max_iter = t.max_iter }
+  local after = predict_all(res.x)
+  local out = { params = params_of(res.x), rms_log = res.rms_log, converged = res.converged,
+                iterations = res.iterations, cases = {}, names = t.params }
+  local eb, ea, el, eh = {}, {}, {}, {}
+  for i = 1, #t.cases do
+    local fitted = use == nil or use[i]
+    local row = { name = names[i], measured = measured[i], before = before[i], after = after[i], fitted = fitted,
+                  before_err = before[i] / measured[i] - 1, after_err = after[i] / measured[i] - 1 }
+    eb[#eb + 1] = math.abs(row.before_err)
+    if fitted then ea[#ea + 1] = math.abs(row.after_err) else eh[#eh + 1] = math.abs(row.after_err) end
+    if res.loo and fitted then
+      row.loo = res.loo[i]
+      row.loo_err = res.loo[i] / measured[i] - 1
+      el[#el + 1] = math.abs(row.loo_err)
+    end
+    out.cases[i] = row
+  end
+  local function summary(e) return #e > 0 and { median = median(e), max = math.max(table.unpack(e)), n = #e } or nil end
+  out.before, out.after, out.loo, out.held_out = summary(eb), summary(ea), summary(el), summary(eh)
+  return out
+end
+
+--- Prints a calibration result as a table.
+function M.print(res, write)
+  write = write or io.write
+  write("fitted parameters (", res.converged and "converged" or "not converged", ", ", res.iterations,
+        " iterations, rms log error ", string.format("%.4f", res.rms_log), "):\n")
+  for _, name in ipairs(res.names) do write(string.format("  %-16s %.6g\n", name, res.params[name])) end
+  write(string.format("%-40s %11s %11s %8s %11s %8s %8s\n", "case", "measured", "before", "error", "after", "error",
+                      "LOO"))
+  for _, c in ipairs(res.cases) do
+    write(string.format("%-40s %11.5g %11.5g %+7.1f%% %11.5g %+7.1f%% %8s\n", c.name:sub(1, 40), c.measured,
+                        c.before, c.before_err * 100, c.after, c.after_err * 100,
+                        c.loo_err and string.format("%+.1f%%", c.loo_err * 100) or (c.fitted and "" or "held")))
+  end
+  local function line(label, s)
+    if s then write(string.format("%-10s median |error| %5.1f%%, max %5.1f%% (%d cases)\n", label, s.median * 100,
+                                  s.max * 100, s.n)) end
+  end
+  line("before", res.before)
+  line("after", res.after)
+  line("held out", res.held_out)
+  line("LOO", res.loo)
+end
+
+--- hbdlab calibrate CASES.json: {"params": [...], "bounds": {"name": [lo, hi]}, "start": {...},
+-- "cases": [{"name": ..., "config": {hl.simulate fields}, "metric": "tpot_s", "measured": x}]}
+function M.main(path, extra)
+  if path == nil or extra ~= nil then
+    io.stderr:write("usage: hbdlab calibrate CASES.json\n")
+    return 2
+  end
+  local hl = require "hbdlab"
+  local f, err = io.open(path, "rb")
+  if not f then
+    io.stderr:write("hbdlab calibrate: cannot read ", path, ": ", tostring(err), "\n")
+    return 1
+  end
+  local text = f:read("a")
+  f:close()
+  local ok, spec = pcall(core.json_decode, text, path)
+  if not ok or type(spec) ~= "table" then
+    io.stderr:write("hbdlab calibrate: ", tostring(ok and (path .. ": expected a JSON object") or spec), "\n")
+    return 1
+  end
+  if type(spec.cases) == "table" then
+    for _, c in ipairs(spec.cases) do
+      if type(c) == "table" and type(c.config) == "table" then
+        if type(c.config.model) == "table" then c.config.model = hl.model(c.config.model) end
+        if type(c.config.cluster) == "table" then c.config.cluster = hl.cluster(c.config.cluster) end
+      end
+    end
+  end
+  local ok2, res = pcall(M.calibrate, { cases = spec.cases, params = spec.params, bounds = spec.bounds,
+                                        start = spec.start, loo = spec.loo })
+  if not ok2 then
+    io.stderr:write("hbdlab calibrate: ", path, ": ", (tostring(res):gsub("^[^:]*:%d+: ", "")), "\n")
+    return 1
+  end
+  M.print(res)
+  return 0
+end
+
+return M

@@ -1,0 +1,425 @@
+/* Serving scheduler: a hand-worked schedule step by step, concurrency 1 equal
+ * to hl_sim_run, Little's law, goodput monotone in the SLO, preemption,
+ * traces and bad input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "step_int.h"
+
+static hl_job job_for(const char *model, const char *gpu, int64_t gpus, int64_t hbd)
+{
+    hl_model m;
+    hl_gpu g;
+    hl_cluster c;
+    hl_err e;
+    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, gpus, hbd, &e))
+        fail_msg("%s", e.msg);
+    hl_job j;
+    hl_job_init(&j, &m, &c);
+    return j;
+}
+
+/* Time of one iteration from the per-step model (the scheduler is under test, not it). */
+static double step_time(hl_stepper *st, double dec, double ctx_mean, const hl_iter_chunk *ch, int n, double rows)
+{
+    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows};
+    double t;
+    hl_err e;
+    assert_ok(hl_stepper_time(st, &it, &t, &e), &e);
+    return t;
+}
+
+/* The three-request trace workload of the hand-worked schedules. */
+static hl_serve_cfg three_requests(const hl_job *j, hl_trace_req *tr, int chunked)
+{
+    hl_serve_cfg c;
+    hl_serve_init(&c, j);
+    c.arrival = HL_ARRIVAL_TRACE;
+    c.trace = tr;
+    c.n_trace = 3;
+    c.input.kind = c.output.kind = HL_LEN_TRACE;
+    c.token_budget = 8;
+    c.chunk = 8;
+    c.chunked_prefill = chunked;
+    c.block_tokens = 4;
+    c.kv_blocks = 100;
+    c.keep_requests = c.keep_steps = 1;
+    return c;
+}
+
+/* Three requests, token budget 8, chunks of up to 8, blocks of 4 tokens:
+ *   A: arrival 0, input 10, output 3     B: arrival 0, input 4, output 2
+ *   C: arrival d1/2 (during step 1), input 3, output 1
+ * Chunked (decodes first, then running prompts, then the queue FCFS):
+ *   step 1 (t=0):   A prefills 8 tokens @0 (budget spent; B waits). KV: A 2 blocks.
+ *   step 2:         A 2 @8 (ends its prompt: first token), B 4 @0 (whole prompt: first token),
+ *                   C 2 @0 (budget 2 left). Sampling rows: A, B. KV: A 3, B 1, C 1 = 5.
+ *   step 3:         A decodes at ctx 10, B at ctx 4 (needs a 2nd block), C 1 @2 (ends: first
+ *                   and only token). B reaches 2 tokens: done; C done. KV: A 3 (11 tokens).
+ *   step 4:         A decodes at ctx 11: 3rd token, done. KV 0.
+ * So TTFT A = TTFT B = d1 + d2; C: ttft = d1/2 + d2 + d3, queue = d1/2; A: finish =
+ * d1+d2+d3+d4, TPOT = (d3 + d4) / 2; B: TPOT = d3. */
+static void test_hand_worked_schedule_chunked(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_stepper *st;
+    hl_err e;
+    assert_ok(hl_stepper_new(&j, 64, &st, &e), &e);
+    hl_iter_chunk c1[] = {{8, 0}}, c2[] = {{2, 8}, {4, 0}, {2, 0}}, c3[] = {{1, 2}};
+    double d1 = step_time(st, 0, 0, c1, 1, 0);
+    double d2 = step_time(st, 0, 0, c2, 3, 2);
+    double d3 = step_time(st, 2, (10 + 4) / 2.0, c3, 1, 3);
+    double d4 = step_time(st, 1, 11, NULL, 0, 1);
+    hl_stepper_free(st);
+    hl_trace_req tr[] = {{0, 10, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
+    hl_serve_cfg c = three_requests(&j, tr, 1);
+    hl_serve_result r;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_int_equal(r.n_steps_log, 4);
+    const int dec[] = {0, 0, 2, 1}, chunks[] = {1, 3, 1, 0};
+    const double ptok[] = {8, 8, 1, 0}, kv[] = {2, 5, 3, 0}, dt[] = {d1, d2, d3, d4};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r.steps_log[i].decodes, dec[i]);
+        assert_int_equal(r.steps_log[i].chunks, chunks[i]);
+        assert_rel(r.steps_log[i].prefill_tokens, ptok[i], 0, "prefill tokens of step");
+        assert_rel(r.steps_log[i].kv_used, kv[i], 0, "KV blocks after step");
+        assert_rel(r.steps_log[i].dt_s, dt[i], 1e-12, "step time");
+    }
+    assert_rel(r.reqs[0].ttft_s, d1 + d2, 1e-12, "TTFT A");
+    assert_rel(r.reqs[1].ttft_s, d1 + d2, 1e-12, "TTFT B");
+    assert_rel(r.reqs[2].ttft_s, d1 / 2 + d2 + d3, 1e-12, "TTFT C");
+    assert_rel(r.reqs[2].queue_s, d1 / 2, 1e-12, "queue C");
+    assert_rel(r.reqs[0].e2e_s, d1 + d2 + d3 + d4, 1e-12, "e2e A");
+    assert_rel(r.reqs[0].tpot_s, (d3 + d4) / 2, 1e-12, "TPOT A");
+    assert_rel(r.reqs[1].tpot_s, d3, 1e-12, "TPOT B");
+    assert_rel(r.duration_s, d1 + d2 + d3 + d4, 1e-12, "duration");
+    /* in system: A, B over all of 1-2 (2 * (d1 + d2)); C from d1/2 to its end; A, B, C in 3; A in 4 */
+    double area = 2 * d1 + 2 * d2 + (d1 / 2 + d2) + 3 * d3 + d4;
+    assert_rel(r.mean_in_system, area / (d1 + d2 + d3 + d4), 1e-12, "mean in system");
+    hl_serve_result_free(&r);
+}
+
+/* The same three requests without chunking (vLLM v0: a prefill-only step when
+ * prompts fit, whole prompts, one larger than the budget alone):
+ *   step 1: A's whole prompt (10 > 8, alone).         step 2: B (4) and C (3) prefill, A waits.
+ *   step 3: A decodes at 10, B at 4 (B done).         step 4: A decodes at 11 (done).
+ * C arrives at d1/2 < d1 and finishes at the end of step 2. */
+static void test_hand_worked_schedule_unchunked(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_stepper *st;
+    hl_err e;
+    assert_ok(hl_stepper_new(&j, 64, &st, &e), &e);
+    hl_iter_chunk c1[] = {{10, 0}}, c2[] = {{4, 0}, {3, 0}};
+    double d1 = step_time(st, 0, 0, c1, 1, 1);
+    double d2 = step_time(st, 0, 0, c2, 2, 2);
+    double d3 = step_time(st, 2, 7, NULL, 0, 2);
+    double d4 = step_time(st, 1, 11, NULL, 0, 1);
+    hl_stepper_free(st);
+    hl_trace_req tr[] = {{0, 10, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
+    hl_serve_cfg c = three_requests(&j, tr, 0);
+    hl_serve_result r;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_int_equal(r.n_steps_log, 4);
+    const int dec[] = {0, 0, 2, 1}, chunks[] = {1, 2, 0, 0};
+    const double dt[] = {d1, d2, d3, d4};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r.steps_log[i].decodes, dec[i]);
+        assert_int_equal(r.steps_log[i].chunks, chunks[i]);
+        assert_rel(r.steps_log[i].dt_s, dt[i], 1e-12, "step time");
+    }
+    assert_rel(r.reqs[0].ttft_s, d1, 1e-12, "TTFT A");
+    assert_rel(r.reqs[1].ttft_s, d1 + d2, 1e-12, "TTFT B");
+    assert_rel(r.reqs[2].ttft_s, d1 / 2 + d2, 1e-12, "TTFT C");
+    assert_rel(r.reqs[0].tpot_s, (d2 + d3 + d4) / 2, 1e-12, "TPOT A (waits through step 2)");
+    hl_serve_result_free(&r);
+}
+
+/* One request at a time: TTFT is hl_sim_run's prefill of batch 1 and TPOT its
+ * decode, for dense TP, PP and MoE mappings (same operators, one model). */
+static void test_concurrency_one_equals_simulate(void **state)
+{
+    (void)state;
+    struct {
+        const char *model, *gpu;
+        int64_t gpus, tp, pp, ep;
+        double in, out;
+    } cases[] = {{"llama-3.1-70b", "H100-SXM", 8, 8, 1, 1, 2048, 256},
+                 {"llama-3.1-70b", "H100-SXM", 8, 4, 2, 1, 1000, 100},
+                 {"qwen3-30b-a3b", "H100-SXM", 2, 2, 1, 2, 4096, 64},
+                 {"gpt-oss-120b", "B200", 2, 2, 1, 1, 3000, 300}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hl_job j = job_for(cases[i].model, cases[i].gpu, cases[i].gpus, cases[i].gpus);
+        j.tp = cases[i].tp;
+        j.pp = cases[i].pp;
+        j.ep = cases[i].ep;
+        j.input = cases[i].in;
+        j.output = cases[i].out;
+        hl_result ref;
+        hl_err e;
+        assert_ok(hl_sim_run(&j, &ref, &e), &e);
+        hl_serve_cfg c;
+        hl_serve_init(&c, &j);
+        c.arrival = HL_ARRIVAL_CONCURRENCY;
+        c.concurrency = 1;
+        c.requests = 3;
+        c.input.mean = cases[i].in;
+        c.output.mean = cases[i].out;
+        hl_serve_result r;
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        printf("%s tp%lld pp%lld ep%lld: TTFT %.6g vs %.6g, TPOT %.6g vs %.6g\n", cases[i].model,
+               (long long)j.tp, (long long)j.pp, (long long)j.ep, r.ttft_s.mean, ref.ttft_s, r.tpot_s.mean,
+               ref.tpot_s);
+        assert_rel(r.ttft_s.mean, ref.ttft_s, 0.01, "TTFT at concurrency 1");
+        assert_rel(r.tpot_s.mean, ref.tpot_s, 0.01, "TPOT at concurrency 1");
+        assert_rel(r.ttft_s.p99, ref.ttft_s, 0.01, "TTFT p99 at concurrency 1");
+        hl_serve_result_free(&r);
+    }
+}
+
+static hl_serve_cfg poisson_cfg(const hl_job *j, double rate, int64_t n)
+{
+    hl_serve_cfg c;
+    hl_serve_init(&c, j);
+    c.rate = rate;
+    c.requests = n;
+    c.seed = 7;
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
+    c.input.lo = 128;
+    c.input.hi = 2048;
+    c.output.lo = 16;
+    c.output.hi = 512;
+    return c;
+}
+
+/* Little's law L = lambda W: the time-average number of requests in the system
+ * (integrated step by step) equals the configured arrival rate times the mean
+ * end-to-end time, within 2% over 50,000 Poisson arrivals (the sampled rate
+ * itself is within 1/sqrt(50000) = 0.45% of the configured one, one sigma). */
+static void test_littles_law(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    const double rate = 8;
+    hl_serve_cfg c = poisson_cfg(&j, rate, 50000);
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    printf("L = %.4g, lambda W = %.4g * %.4g = %.4g, running %.4g\n", r.mean_in_system, rate, r.e2e_s.mean,
+           rate * r.e2e_s.mean, r.mean_running);
+    assert_true(r.mean_running > 5); /* a loaded system, not one request at a time */
+    assert_rel(r.mean_in_system, rate * r.e2e_s.mean, 0.02, "Little's law");
+    hl_serve_result_free(&r);
+}
+
+/* The decode run-ahead (iterations with the same members advanced without the
+ * per-request bookkeeping) gives the results of scheduling every iteration
+ * (keep_steps turns the run-ahead off). */
+static void test_run_ahead_equals_step_by_step(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    for (int load = 0; load < 2; load++) {
+        hl_serve_cfg c = poisson_cfg(&j, load ? 12 : 1.5, 1500);
+        c.kv_blocks = load ? 6000 : 0; /* the loaded run also preempts */
+        hl_serve_result a, b;
+        hl_err e;
+        assert_ok(hl_serve_run(&c, &a, &e), &e);
+        c.keep_steps = 1;
+        assert_ok(hl_serve_run(&c, &b, &e), &e);
+        assert_int_equal(a.steps, b.steps);
+        assert_int_equal(a.preemptions, b.preemptions);
+        assert_rel(a.ttft_s.mean, b.ttft_s.mean, 1e-9, "TTFT mean");
+        assert_rel(a.tpot_s.p99, b.tpot_s.p99, 1e-9, "TPOT p99");
+        assert_rel(a.e2e_s.mean, b.e2e_s.mean, 1e-9, "e2e mean");
+        assert_rel(a.itl_s.mean, b.itl_s.mean, 1e-9, "ITL mean");
+        assert_rel(a.mean_in_system, b.mean_in_system, 1e-9, "in system");
+        assert_rel(a.kv_util_mean, b.kv_util_mean, 1e-9, "KV utilisation");
+        printf("load %d: %lld steps, %lld preemptions\n", load, (long long)a.steps, (long long)a.preemptions);
+        hl_serve_result_free(&a);
+        hl_serve_result_free(&b);
+    }
+}
+
+/* The analytical steady state follows the scheduler below saturation: TPOT and
+ * the running count within 10%, TTFT within 40% (it leaves out the queueing of
+ * prompts behind each other), and it marks an overloaded rate unstable. */
+static void test_steady_state_follows_scheduler(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    const double rates[] = {1, 4, 8, 12};
+    for (int i = 0; i < 4; i++) {
+        hl_serve_cfg c = poisson_cfg(&j, rates[i], 3000);
+        hl_serve_steady a;
+        hl_serve_result r;
+        hl_err e;
+        assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        printf("rate %g: TPOT %.4g vs %.4g, TTFT %.4g vs %.4g, running %.4g vs %.4g\n", rates[i], a.tpot_s,
+               r.tpot_s.mean, a.ttft_s, r.ttft_s.mean, a.running, r.mean_running);
+        assert_true(a.stable);
+        assert_rel(a.tpot_s, r.tpot_s.mean, 0.10, "steady TPOT");
+        assert_rel(a.running, r.mean_running, 0.10, "steady running");
+        assert_rel(a.ttft_s, r.ttft_s.mean, 0.40, "steady TTFT");
+        hl_serve_result_free(&r);
+    }
+    hl_serve_cfg c = poisson_cfg(&j, 30, 100);
+    hl_serve_steady a;
+    hl_err e;
+    assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+    assert_false(a.stable); /* 30 req/s x ~1350 tokens exceeds what TP8 H100 serves (~14 req/s) */
+}
+
+/* Looser SLOs never lower the attainment or the goodput. */
+static void test_goodput_monotone_in_slo(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    hl_serve_cfg c = poisson_cfg(&j, 12, 3000);
+    const double ttft[] = {0.05, 0.1, 0.2, 0.5, 1, 5}, tpot[] = {0.01, 0.02, 0.03, 0.05, 0.1};
+    double prev = -1, first = -1, last = -1;
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 5; b++) {
+            c.slo_ttft_s = ttft[a];
+            c.slo_tpot_s = tpot[b];
+            hl_serve_result r;
+            hl_err e;
+            assert_ok(hl_serve_run(&c, &r, &e), &e);
+            if (b == 0)
+                prev = -1;
+            assert_true(r.goodput_rps >= prev);
+            prev = r.goodput_rps;
+            if (a == 0 && b == 0)
+                first = r.slo_attainment;
+            last = r.slo_attainment;
+            hl_serve_result_free(&r);
+        }
+    printf("attainment %.3f at the tightest SLO, %.3f at the loosest\n", first, last);
+    assert_true(first < last); /* the SLOs bite: the test can fail */
+    for (int b = 0; b < 5; b++) { /* and along the TTFT axis */
+        prev = -1;
+        for (int a = 0; a < 6; a++) {
+            c.slo_ttft_s = ttft[a];
+            c.slo_tpot_s = tpot[b];
+            hl_serve_result r;
+            hl_err e;
+            assert_ok(hl_serve_run(&c, &r, &e), &e);
+            assert_true(r.slo_attainment >= prev);
+            prev = r.slo_attainment;
+            hl_serve_result_free(&r);
+        }
+    }
+}
+
+/* A KV cache too small for the load preempts (recompute) and still finishes
+ * every request with all its tokens; utilisation never exceeds 1. */
+static void test_preemption(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c = poisson_cfg(&j, 50, 400);
+    c.kv_blocks = 600; /* 9600 tokens: a few sequences of up to 2560 */
+    c.keep_requests = 1;
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    printf("preemptions %lld, KV max %.3f\n", (long long)r.preemptions, r.kv_util_max);
+    assert_true(r.preemptions > 0);
+    assert_true(r.kv_util_max <= 1);
+    int64_t pre = 0;
+    for (int64_t i = 0; i < r.requests; i++) {
+        assert_true(r.reqs[i].finish_s >= r.reqs[i].first_token_s);
+        assert_true(r.reqs[i].first_token_s > r.reqs[i].arrival_s);
+        pre += r.reqs[i].preemptions;
+    }
+    assert_int_equal(pre, r.preemptions);
+    hl_serve_result_free(&r);
+}
+
+static void test_trace_parse(void **state)
+{
+    (void)state;
+    const char *csv = "output,arrival_s,input\n# comment\n10,0.5,100\n\n20,0,200\n";
+    hl_trace_req *t;
+    int64_t n;
+    hl_err e;
+    assert_ok(hl_serve_trace_parse(csv, strlen(csv), "t.csv", &t, &n, &e), &e);
+    assert_int_equal(n, 2);
+    assert_rel(t[0].arrival_s, 0.5, 0, "arrival");
+    assert_rel(t[0].input, 100, 0, "input");
+    assert_rel(t[1].output, 20, 0, "output");
+    hl_serve_trace_free(t);
+    const char *jl = "{\"arrival_s\": 1.5, \"input\": 7, \"output\": 3}\n{\"input\":8,\"output\":4,\"arrival_s\":2}\n";
+    assert_ok(hl_serve_trace_parse(jl, strlen(jl), "t.jsonl", &t, &n, &e), &e);
+    assert_int_equal(n, 2);
+    assert_rel(t[1].input, 8, 0, "jsonl input");
+    hl_serve_trace_free(t);
+    const char *bad = "arrival_s,input,output\n0,10,5\n0.1,ten,5\n";
+    assert_fails_with(hl_serve_trace_parse(bad, strlen(bad), "t.csv", &t, &n, &e), HL_EPARSE, &e, "t.csv line 3");
+    const char *badj = "{\"arrival_s\": 1, \"input\": 7, \"output\": 3}\n{\"arrival_s\": 1, \"input\": 7}\n";
+    assert_fails_with(hl_serve_trace_parse(badj, strlen(badj), "t.jsonl", &t, &n, &e), HL_EPARSE, &e, "t.jsonl line 2");
+    const char *empty = "arrival_s,input,output\n\n";
+    assert_fails_with(hl_serve_trace_parse(empty, strlen(empty), "e.csv", &t, &n, &e), HL_EPARSE, &e, "empty");
+    const char *neg = "arrival_s,input,output\n-1,10,5\n";
+    assert_fails_with(hl_serve_trace_parse(neg, strlen(neg), "n.csv", &t, &n, &e), HL_EPARSE, &e, "n.csv line 2");
+    const char *nohdr = "a,b,c\n1,2,3\n";
+    assert_fails_with(hl_serve_trace_parse(nohdr, strlen(nohdr), "h.csv", &t, &n, &e), HL_EPARSE, &e, "h.csv line 1: the CSV header");
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_result r;
+    hl_err e;
+    hl_serve_init(&c, &j);
+    c.rate = -1;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'rate': -1");
+    hl_serve_init(&c, &j);
+    c.slo_ttft_s = 0;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'slo.ttft_s': 0");
+    hl_serve_init(&c, &j);
+    c.slo_tpot_s = 0;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'slo.tpot_s': 0");
+    hl_serve_init(&c, &j);
+    c.arrival = HL_ARRIVAL_TRACE;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "trace is empty");
+    hl_serve_init(&c, &j);
+    c.input.kind = HL_LEN_UNIFORM;
+    c.input.lo = 10;
+    c.input.hi = 5;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'input'");
+    hl_serve_init(&c, &j);
+    c.token_budget = 0;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'token_budget'");
+    hl_serve_init(&c, &j);
+    c.kv_blocks = 10; /* 160 tokens < 1024 + 128 */
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_ENOFIT, &e, "request 1");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_worked_schedule_chunked),
+        cmocka_unit_test(test_hand_worked_schedule_unchunked),
+        cmocka_unit_test(test_concurrency_one_equals_simulate),
+        cmocka_unit_test(test_littles_law),
+        cmocka_unit_test(test_run_ahead_equals_step_by_step),
+        cmocka_unit_test(test_steady_state_follows_scheduler),
+        cmocka_unit_test(test_goodput_monotone_in_slo),
+        cmocka_unit_test(test_preemption),
+        cmocka_unit_test(test_trace_parse),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

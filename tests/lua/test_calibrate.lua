@@ -1,0 +1,95 @@
+-- hl.calibrate and `hbdlab calibrate`: synthetic cases generated from known
+-- values of a GPU field, a cluster field and a job field are fitted back
+-- within 1%; per-case errors, held-out cases, LOO; bad input is named.
+local T = require "testlib"
+local hl = require "hbdlab"
+
+local cl = hl.cluster { gpu = "H100-SXM", gpus = 8, hbd = 8 }
+local function cfg(model, batch, input, tp)
+  return { model = model, cluster = cl, precision = "fp8", kv_precision = "fp8", batch = batch, input = input,
+           output = 32, parallel = { tp = tp, gpus = tp } }
+end
+local configs = {
+  { cfg("llama-3.1-8b", 1, 512, 1), "ttft_s" }, { cfg("llama-3.1-8b", 1, 512, 1), "tpot_s" },
+  { cfg("llama-3.1-70b", 8, 2048, 8), "ttft_s" }, { cfg("llama-3.1-70b", 8, 2048, 8), "tpot_s" },
+  { cfg("llama-3.1-70b", 1, 256, 8), "tpot_s" }, { cfg("llama-3.1-8b", 32, 1024, 2), "tpot_s" },
+  { cfg("llama-3.1-70b", 64, 1024, 4), "ttft_s" }, { cfg("llama-3.1-8b", 4, 4096, 2), "ttft_s" },
+}
+-- truth: eff_gemm (GPU) 0.5, coll_launch (cluster) 9 us, step_overhead (job) 1.5 ms
+local truth = { eff_gemm = 0.5, coll_launch = 9e-6, step_overhead = 1.5e-3 }
+local calibrate = require "hbdlab.calibrate"
+local cases = {}
+for i, c in ipairs(configs) do
+  local r = hl.simulate(calibrate.apply(hl, c[1], truth))
+  cases[i] = { name = "synthetic " .. i, config = c[1], metric = c[2], measured = r[c[2]] }
+end
+local bounds = { eff_gemm = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } }
+
+T.test("recovers known GPU, cluster and job fields within 1%", function()
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "coll_launch", "step_overhead" }, bounds = bounds }
+  for k, v in pairs(truth) do T.near(res.params[k], v, 0.01, k) end
+  T.ok(res.after.max < 1e-4, "in-sample error after the fit")
+  T.ok(res.before.max > 0.05, "the defaults were off before the fit")
+  T.ok(res.loo and res.loo.max < 0.01, "leave-one-out error on exact data")
+  T.eq(#res.cases, #cases, "a row per case")
+end)
+
+T.test("fit on half, predict the held-out half", function()
+  local fit = {}
+  for i = 1, #cases do fit[i] = i % 2 == 1 end
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "step_overhead" }, bounds = bounds, fit = fit,
+                             start = { eff_gemm = 0.7, step_overhead = 1e-4 }, loo = false }
+  T.ok(res.held_out and res.held_out.n == 4, "four held-out cases")
+  T.ok(res.cases[2].loo_err == nil and not res.cases[2].fitted, "case 2 held out")
+end)
+
+T.test("predict functions take the parameters", function()
+  local res = hl.calibrate { cases = { { measured = 4, predict = function(p) return (p.a or 1) ^ 2 end },
+                                       { measured = 9, predict = function(p) return 2.25 * (p.a or 1) ^ 2 end } },
+                             params = { "a" }, bounds = { a = { 0.5, 5 } } }
+  T.near(res.params.a, 2, 1e-4, "a")
+end)
+
+T.test("bad input names the field", function()
+  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm" } } end, "bounds.eff_gemm")
+  T.raises(function() hl.calibrate { cases = { { measured = -1, config = configs[1][1] } }, params = { "eff_gemm" },
+                                     bounds = bounds } end, "case 1", "'measured'")
+  T.raises(function() hl.calibrate { cases = cases, params = { "no_such_field" }, bounds = { no_such_field = { 0, 1 } } } end,
+           "unknown field 'no_such_field'")
+  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm" }, bounds = bounds, colour = 1 } end,
+           "unknown field 'colour'")
+  T.raises(function() hl.calibrate { cases = { { measured = 1, config = configs[1][1] } },
+                                     params = { "eff_gemm", "step_overhead" }, bounds = bounds } end,
+           "1 cases cannot fit 2 parameters")
+end)
+
+T.test("hbdlab calibrate CASES.json", function()
+  local dir = os.getenv("HBDLAB_BUILD_DIR") or "/tmp"
+  local path = dir .. "/calib_cases.json"
+  local jc = {}
+  for i, c in ipairs(cases) do
+    local conf = {}
+    for k, v in pairs(c.config) do conf[k] = v end
+    conf.cluster = { gpu = "H100-SXM", gpus = 8, hbd = 8 }
+    jc[i] = { name = c.name, config = conf, metric = c.metric, measured = c.measured }
+  end
+  local f = assert(io.open(path, "w"))
+  f:write(hl.core.json_encode { params = { "eff_gemm", "coll_launch", "step_overhead" },
+                                bounds = { eff_gemm = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } },
+                                cases = jc })
+  f:close()
+  local exe = os.getenv("HBDLAB") or "build/hbdlab"
+  local p = assert(io.popen(exe .. " calibrate " .. path .. " 2>&1"))
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  T.ok(ok and code == 0, "exit 0: " .. out)
+  T.ok(out:find("eff_gemm%s+0%.5%d*") ~= nil, "prints the fitted eff_gemm: " .. out)
+  T.ok(out:find("LOO") ~= nil, "prints the LOO summary")
+  p = assert(io.popen(exe .. " calibrate /nonexistent.json 2>&1"))
+  out = p:read("a")
+  ok, _, code = p:close()
+  T.ok(not ok and code == 1 and out:find("cannot read /nonexistent.json"), "missing file: " .. out)
+  os.remove(path)
+end)
+
+T.done()

@@ -1,0 +1,95 @@
+-- hl.serve from Lua: concurrency 1 equals hl.simulate, result shape, friendly
+-- SLO units, traces from files, and bad input naming the field or line.
+local T = require "testlib"
+local hl = require "hbdlab"
+
+local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }, parallel = { tp = 1 } }
+local function with(t)
+  local o = {}
+  for k, v in pairs(base) do o[k] = v end
+  for k, v in pairs(t) do o[k] = v end
+  return o
+end
+
+local function tmpfile(text)
+  local p = os.tmpname()
+  local f = assert(io.open(p, "w"))
+  f:write(text)
+  f:close()
+  return p
+end
+
+T.test("concurrency 1 equals hl.simulate", function()
+  local s = hl.simulate(with { batch = 1, input = 3000, output = 200 })
+  local r = hl.serve(with { concurrency = 1, requests = 4, input = 3000, output = 200 })
+  T.near(r.ttft_s.mean, s.ttft_s, 0.01, "TTFT")
+  T.near(r.tpot_s.mean, s.tpot_s, 0.01, "TPOT")
+  T.near(r.e2e_s.mean, s.total_s, 0.01, "end to end")
+  T.eq(r.requests, 4, "requests")
+  T.eq(r.queue_s.max, 0, "closed loop: no queueing")
+end)
+
+T.test("result fields and printing", function()
+  local r = hl.serve(with { rate = 5, requests = 300, input = { dist = "uniform", min = 100, max = 900 },
+                            output = { dist = "normal", mean = 100, std = 30, min = 2, max = 300 },
+                            slo = { ttft_ms = 100, tpot_ms = 30 }, keep_requests = true })
+  T.eq(#r.per_request, 300, "per-request rows")
+  local good = 0
+  for _, q in ipairs(r.per_request) do
+    T.ok(q.input >= 100 and q.input <= 900, "uniform input in bounds")
+    T.ok(q.output >= 2 and q.output <= 300, "normal output clamped")
+    if q.ttft_s <= 0.1 and q.tpot_s <= 0.03 then good = good + 1 end
+  end
+  T.near(r.slo_attainment, good / 300, 1e-12, "attainment from per-request TTFT/TPOT")
+  T.ok(r.ttft_s.p50 <= r.ttft_s.p90 and r.ttft_s.p90 <= r.ttft_s.p99, "percentiles ordered")
+  T.ok(#r.kv_series.t_s > 10 and #r.kv_series.kv_util == #r.kv_series.t_s, "KV series")
+  T.ok(tostring(r):find("SLO attainment"), "summary prints")
+end)
+
+T.test("trace files", function()
+  local csv = tmpfile("arrival_s,input,output\n0,500,20\n0.01,300,10\n0.5,100,5\n")
+  local r = hl.serve(with { trace = csv, keep_requests = true })
+  T.eq(r.requests, 3, "all trace requests")
+  T.eq(r.per_request[2].input, 300, "lengths from the trace")
+  local jl = tmpfile('{"arrival_s": 0, "input": 50, "output": 5}\n{"arrival_s": 0.2, "input": 60, "output": 6}\n')
+  T.eq(hl.serve(with { trace = jl }).requests, 2, "JSON lines")
+  local bad = tmpfile("arrival_s,input,output\n0,500,20\n0.1,300\n")
+  T.raises(function() hl.serve(with { trace = bad }) end, "line 3: malformed line")
+  local empty = tmpfile("arrival_s,input,output\n")
+  T.raises(function() hl.serve(with { trace = empty }) end, "the trace is empty")
+  os.remove(csv); os.remove(jl); os.remove(bad); os.remove(empty)
+end)
+
+T.test("capacity: the highest rate meeting the SLO", function()
+  local c = hl.serve_capacity(with { input = 512, output = 64, requests = 600, slo = { ttft_ms = 150, tpot_ms = 12 },
+                                     target = 0.9, tolerance = 0.05 })
+  T.ok(c.rate > 0, "a positive capacity")
+  T.ok(c.result.slo_attainment >= 0.9, "the returned rate meets the target")
+  local above
+  for _, p in ipairs(c.probes) do
+    if p.mode == "simulate" and not p.ok and p.rate > c.rate and (not above or p.rate < above) then above = p.rate end
+  end
+  T.ok(above and above <= c.rate * 1.06, "a failing probe within the tolerance above it")
+  local a = hl.serve_capacity(with { input = 512, output = 64, slo = { ttft_ms = 150, tpot_ms = 12 }, mode = "analytical" })
+  T.ok(a.rate > 0 and a.result.meets_slo, "analytical capacity")
+  T.raises(function() hl.serve_capacity(with { input = 512, output = 64 }) end, "field 'slo' is required")
+  T.raises(function() hl.serve_capacity(with { rate = 3, slo = { ttft_s = 1 } }) end, "give no rate")
+  T.raises(function() hl.serve_capacity(with { slo = { ttft_s = 1 }, target = 2 }) end, "field 'target'")
+  local s = hl.serve(with { rate = 2, mode = "analytical" })
+  T.ok(s.stable and s.tpot_s > 0, "analytical mode of hl.serve")
+  T.raises(function() hl.serve(with { rate = 2, mode = "fast" }) end, "field 'mode': 'fast'")
+end)
+
+T.test("bad input", function()
+  T.raises(function() hl.serve(with { rate = -1 }) end, "field 'rate': -1 requests/s is not allowed")
+  T.raises(function() hl.serve(with { slo = { ttft_s = 0 } }) end, "field 'slo.ttft_s': 0 is not allowed")
+  T.raises(function() hl.serve(with { slo = { tpot_ms = 0 } }) end, "field 'slo.tpot_ms': 0 is not allowed")
+  T.raises(function() hl.serve(with { slo = { ttft = 1 } }) end, "unknown key 'ttft'")
+  T.raises(function() hl.serve(with { bogus = 1 }) end, "unknown field 'bogus'")
+  T.raises(function() hl.serve(with { input = { dist = "zipf" } }) end, "invalid option 'zipf'")
+  T.raises(function() hl.serve(with { max_seqs = 0 }) end, "field 'max_seqs': 0")
+  T.raises(function() hl.serve(with { trace = "/nonexistent/t.csv" }) end, "cannot read")
+  T.raises(function() hl.serve(with { parallel = "auto" }) end, "explicit mapping")
+end)
+
+T.done()
