@@ -4,17 +4,12 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "jobs.h"
 
-static hl_job job_for(const char *model, const char *gpu, hl_precision prec)
+/* One GPU, batch 4, 2048 + 64 tokens at precision `prec`. */
+static hl_job one_gpu(const char *model, const char *gpu, hl_precision prec)
 {
-    hl_model m;
-    hl_gpu g;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, 1, 1, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
+    hl_job j = job_for(model, gpu, 1, 1);
     j.precision = prec;
     j.batch = 4;
     j.input = 2048;
@@ -37,7 +32,7 @@ static double item_time(const hl_item *items, int n, const char *name)
 static void test_step_overhead(void **state)
 {
     (void)state;
-    hl_job j = job_for("llama-3.1-8b", "H100-SXM", HL_FP8);
+    hl_job j = one_gpu("llama-3.1-8b", "H100-SXM", HL_FP8);
     hl_result ideal, trt;
     hl_err e;
     assert_ok(hl_sim_run(&j, &ideal, &e), &e);
@@ -68,7 +63,7 @@ static void test_gemm_scale_per_precision(void **state)
                  {"H100-SXM", HL_BF16, 1}};
     assert_true(cases[0].scale != cases[1].scale);
     for (int i = 0; i < 3; i++) {
-        hl_job j = job_for("llama-3.1-8b", cases[i].gpu, cases[i].p);
+        hl_job j = one_gpu("llama-3.1-8b", cases[i].gpu, cases[i].p);
         hl_result a, b;
         hl_err e;
         assert_ok(hl_sim_run(&j, &a, &e), &e);
@@ -84,7 +79,7 @@ static void test_gemm_scale_per_precision(void **state)
 static void test_bad_framework_named(void **state)
 {
     (void)state;
-    hl_job j = job_for("llama-3.1-8b", "H100-SXM", HL_FP8);
+    hl_job j = one_gpu("llama-3.1-8b", "H100-SXM", HL_FP8);
     hl_err e;
     hl_result r;
     assert_fails_with(hl_job_set_string(&j, "framework", "tgi", &e), HL_EINVAL, &e, "framework");
