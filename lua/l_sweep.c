@@ -3,6 +3,7 @@
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
  * Returns rows (axes + flattened result fields, or an `error` field), and a
  * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,43 @@ static void draw_progress(int64_t done, int64_t total, double elapsed)
     fprintf(stderr, "\r[%s] %3.0f%% %lld/%lld  %.3g points/s  ETA %.1fs ", bar, frac * 100, (long long)done,
             (long long)total, rate, eta);
     fflush(stderr);
+}
+
+/* Runs hl_sweep_run(in, out) on a thread while this one polls Ctrl-C (setting
+ * *in->cancel) and, when `show`, draws the progress of `total` points of which
+ * `before` were done earlier (t0: when the whole sweep started). */
+static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before,
+                            int64_t total, double t0)
+{
+    run_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    volatile int64_t done = 0;
+    ctx.in = *in;
+    ctx.in.progress = &done;
+    ctx.points = out;
+    pthread_t th;
+    double last = 0;
+    if (pthread_create(&th, NULL, run_thread, &ctx) != 0) {
+        run_thread(&ctx);
+    } else {
+        while (!__atomic_load_n(&ctx.finished, __ATOMIC_ACQUIRE)) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            if (hl_bind_interrupt && in->cancel)
+                *in->cancel = 1;
+            double t = now_s();
+            if (show && t - last > 0.1) {
+                draw_progress(before + done, total, t - t0);
+                last = t;
+            }
+        }
+        pthread_join(th, NULL);
+    }
+    if (in->progress)
+        *in->progress = done;
+    if (ctx.status)
+        *err = ctx.err;
+    return ctx.status;
 }
 
 /* Keeps the Lua-owned axis value arrays alive in a userdata-free way: they are
@@ -157,15 +195,19 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
 
 /* Reads the base job (simulate fields at index 1) and the axes (index 2) of a
  * C sweep. On success *mem owns the axis arrays (free_axes); raises otherwise. */
-static void read_sweep_args(lua_State *L, const char *who, hl_job *base, axes_mem *mem)
+static void read_sweep_args(lua_State *L, const char *who, hl_sweep_in *in, axes_mem *mem)
 {
     int batch_max, auto_plan;
     hl_plan_in pin;
     hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    *base = pin.job;
-    if (batch_max || auto_plan)
-        luaL_error(L, "%s: batch = \"max\" and parallel = \"auto\" are not available in the C sweep; "
-                      "use the function form hl.sweep(axes, fn)", who);
+    memset(in, 0, sizeof *in);
+    in->base = pin.job;
+    /* batch = "max" and parallel = "auto" in the base: every point searches, as hl.simulate does */
+    in->batch_max = batch_max;
+    in->auto_plan = auto_plan;
+    in->objective = pin.objective;
+    in->max_tpot = pin.max_tpot;
+    in->max_ttft = pin.max_ttft;
     int32_t na = (int32_t)luaL_len(L, 2);
     if (na > HL_SWEEP_MAX_AXES)
         luaL_error(L, "sweep: %d axes; at most %d", (int)na, HL_SWEEP_MAX_AXES);
@@ -212,9 +254,9 @@ static int l_sweep(lua_State *L)
         lua_pop(L, 3);
         threads = hl_opt_int_field(L, opts, "threads", 0, 0, 4096); /* 0 = one per CPU */
     }
-    hl_job base;
+    hl_sweep_in sin;
     axes_mem mem;
-    read_sweep_args(L, "sweep", &base, &mem);
+    read_sweep_args(L, "sweep", &sin, &mem);
     int32_t na = mem.n;
     run_ctx *ctx = calloc(1, sizeof *ctx);
     volatile int64_t done = 0;
@@ -225,7 +267,13 @@ static int l_sweep(lua_State *L)
         free_axes(&mem);
         return luaL_error(L, "sweep: out of memory");
     }
-    ctx->in = (hl_sweep_in){base, mem.axes, na, zip, (int32_t)threads, &done, &cancel, 0, 0};
+    ctx->in = sin;
+    ctx->in.axes = mem.axes;
+    ctx->in.n_axes = na;
+    ctx->in.zip = zip;
+    ctx->in.threads = (int32_t)threads;
+    ctx->in.progress = &done;
+    ctx->in.cancel = &cancel;
     int64_t lo = 0, hi = 0;
     if (hl_sweep_count(&ctx->in, &n, &err) || n > (int64_t)5e7) {
         free_axes(&mem);
@@ -248,27 +296,10 @@ static int l_sweep(lua_State *L)
     }
     hl_point *mine = ctx->points;
     ctx->points += lo; /* hl_sweep_run writes the range from out[0] */
-    pthread_t th;
     int show = progress && isatty(STDERR_FILENO) && hi - lo >= 2000;
-    double t0 = now_s(), last = 0;
-    if (hi == lo) {
-        ctx->status = HL_OK; /* an empty block: nothing to run (count 0 would mean "all") */
-    } else if (pthread_create(&th, NULL, run_thread, ctx) != 0) {
-        run_thread(ctx);
-    } else {
-        while (!__atomic_load_n(&ctx->finished, __ATOMIC_ACQUIRE)) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            if (hl_bind_interrupt)
-                cancel = 1;
-            double t = now_s();
-            if (show && t - last > 0.1) {
-                draw_progress(done, hi - lo, t - t0);
-                last = t;
-            }
-        }
-        pthread_join(th, NULL);
-    }
+    double t0 = now_s();
+    /* an empty block runs nothing (count 0 would mean "all") */
+    ctx->status = hi == lo ? HL_OK : run_polled(&ctx->in, ctx->points, &ctx->err, show, 0, hi - lo, t0);
     if (show) {
         draw_progress(done, hi - lo, now_s() - t0);
         fputc('\n', stderr);
@@ -304,7 +335,7 @@ static int l_sweep(lua_State *L)
         if (p->status == HL_EINTR)
             continue;
         if (p->status != HL_OK && strict) {
-            char msg[200];
+            char msg[sizeof p->error];
             snprintf(msg, sizeof msg, "%s", p->error);
             free(ctx->points);
             free_axes(&mem);
@@ -333,6 +364,24 @@ static int l_sweep(lua_State *L)
     return 2;
 }
 
+/* Writes one CSV cell per RFC 4180: quoted when it holds a comma, a quote, CR or LF
+ * (or starts or ends with a space, as hl.rows writes it), quotes doubled; never cut. */
+static void csv_cell(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    if (!strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *q = s; *q; q++) {
+        if (*q == '"')
+            fputc('"', f);
+        fputc(*q, f);
+    }
+    fputc('"', f);
+}
+
 /* One CSV cell of result field k, written as hbdlab.rows writes the same value:
  * integers in full, booleans as true/false, names as themselves, numbers %.17g. */
 static void write_cell(FILE *f, int32_t k, double v)
@@ -340,7 +389,7 @@ static void write_cell(FILE *f, int32_t k, double v)
     switch (hl_result_field_at(k)->type) {
     case HL_VALUE_INTEGER: fprintf(f, "%lld", (long long)v); break;
     case HL_VALUE_BOOL: fputs(v != 0 ? "true" : "false", f); break;
-    case HL_VALUE_NAME: fputs(hl_result_value_name(k, v), f); break;
+    case HL_VALUE_NAME: csv_cell(f, hl_result_value_name(k, v)); break;
     default: fprintf(f, "%.17g", v);
     }
 }
@@ -362,29 +411,24 @@ static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, con
         for (int32_t a = 0; a < na; a++) {
             int64_t k = value_index[a];
             const hl_axis *ax = &mem->axes[a];
-            if (ax->kind == HL_AXIS_NUMBER)
-                fprintf(f, "%.17g,", ax->numbers[k]);
+            if (ax->kind == HL_AXIS_NUMBER && ax->numbers[k] == 0 && strcmp(ax->name, "batch") == 0)
+                fputs("max", f); /* a batch axis value "max" travels as 0 */
+            else if (ax->kind == HL_AXIS_NUMBER)
+                fprintf(f, "%.17g", ax->numbers[k]);
             else
-                fprintf(f, "%.39s,",
-                        ax->kind == HL_AXIS_STRING  ? ax->strings[k]
-                        : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
-                        : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
-                                                    : ax->clusters[k].name);
+                csv_cell(f, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                            : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                            : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                        : ax->clusters[k].name);
+            fputc(',', f);
         }
         for (int c = 0; c < ncols; c++) {
             if (p->status == HL_OK)
                 write_cell(f, cols[c], p->v[cols[c]] * scales[c]);
             fputc(',', f); /* the last comma precedes the error column */
         }
-        if (p->status != HL_OK) {
-            fputc('"', f);
-            for (const char *q = p->error; *q; q++) {
-                if (*q == '"')
-                    fputc('"', f); /* CSV doubles quotes */
-                fputc(*q, f);
-            }
-            fputc('"', f);
-        }
+        if (p->status != HL_OK)
+            csv_cell(f, p->error);
         fputc('\n', f);
         lines++;
     }
@@ -401,11 +445,13 @@ static int l_sweep_to_csv(lua_State *L)
     const char *path = luaL_checkstring(L, 4);
     luaL_checktype(L, 5, LUA_TTABLE);
     int threads = (int)(lua_istable(L, 3) ? hl_opt_int_field(L, 3, "threads", 0, 0, 4096) : 0);
-    int zip = 0;
+    int zip = 0, progress = 1;
     if (lua_istable(L, 3)) {
         lua_getfield(L, 3, "zip");
         zip = lua_toboolean(L, -1);
-        lua_pop(L, 1);
+        lua_getfield(L, 3, "progress");
+        progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
+        lua_pop(L, 2);
     }
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
@@ -421,12 +467,16 @@ static int l_sweep_to_csv(lua_State *L)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         lua_pop(L, 1);
     }
-    hl_job base;
+    hl_sweep_in in;
     axes_mem mem;
-    read_sweep_args(L, "sweep_to_csv", &base, &mem); /* last: on success it owns memory */
+    read_sweep_args(L, "sweep_to_csv", &in, &mem); /* last: on success it owns memory */
     int32_t na = mem.n;
     volatile int32_t cancel = 0;
-    hl_sweep_in in = {base, mem.axes, na, zip, threads, NULL, &cancel, 0, 0};
+    in.axes = mem.axes;
+    in.n_axes = na;
+    in.zip = zip;
+    in.threads = threads;
+    in.cancel = &cancel;
     hl_err err;
     int64_t total;
     if (hl_sweep_count(&in, &total, &err)) {
@@ -451,14 +501,20 @@ static int l_sweep_to_csv(lua_State *L)
     }
     hl_point *buf = malloc(sizeof *buf * CHUNK);
     char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = buf && writer ? fopen(tmp, "w") : NULL;
+    int fd = buf && writer ? hl_files_temp(path, tmp, sizeof tmp) : -1; /* mkstemp, listed for cleanup */
+    int open_errno = errno;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!buf || (writer && !f)) {
+        if (fd >= 0) {
+            close(fd);
+            hl_files_discard(tmp);
+        }
         free(buf);
         free_axes(&mem);
-        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, buf ? strerror(open_errno) : "out of memory");
     }
     if (writer) {
+        errno = 0;
         for (int32_t a = 0; a < na; a++)
             fprintf(f, "%s,", mem.axes[a].name);
         for (int c = 0; c < ncols; c++) {
@@ -467,19 +523,22 @@ static int l_sweep_to_csv(lua_State *L)
             lua_pop(L, 1);
         }
     }
-    int64_t written = 0;
+    int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
     int interrupted = 0, failed = 0;
+    int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
+    double t0 = now_s();
     for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
         int64_t clen = end - first < CHUNK ? end - first : CHUNK, lo = 0, hi = clen;
         if (gather)
             hl_dist_block(clen, d.index, d.count, &lo, &hi);
         in.first = first + lo;
         in.count = hi - lo;
-        hl_status rs = hi > lo ? hl_sweep_run(&in, buf, &err) : HL_OK;
+        hl_status rs = hi > lo ? run_polled(&in, buf, &err, show, done_before, shown_total, t0) : HL_OK;
+        done_before += hi - lo;
         if (rs != HL_OK && rs != HL_EINTR) {
             if (f) {
                 fclose(f);
-                remove(tmp);
+                hl_files_discard(tmp);
             }
             free(buf);
             free_axes(&mem);
@@ -505,11 +564,15 @@ static int l_sweep_to_csv(lua_State *L)
         if (f && text_len && fwrite(text, 1, text_len, f) != text_len)
             failed = 1;
         free(text);
-        if (hl_bind_interrupt) {
+        if (hl_bind_interrupt || cancel) {
             interrupted = 1;
             lua_sethook(L, NULL, 0, 0);
             hl_bind_interrupt = 0;
         }
+    }
+    if (show) {
+        draw_progress(done_before, shown_total, now_s() - t0);
+        fputc('\n', stderr);
     }
     int bad = failed;
     if (f) {
@@ -518,9 +581,10 @@ static int l_sweep_to_csv(lua_State *L)
     }
     free(buf);
     free_axes(&mem);
-    if (f && (bad || rename(tmp, path) != 0)) {
-        remove(tmp);
-        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+    if (f && (bad || hl_files_commit(tmp, path) != 0)) {
+        int e = errno;
+        hl_files_discard(tmp);
+        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
     }
     if (bad)
         return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
@@ -534,6 +598,24 @@ static int l_sweep_to_csv(lua_State *L)
     return 2;
 }
 
+volatile int32_t hl_bind_sweep_interrupted = 0;
+
+/* core.note_interrupted_sweep(): a sweep returned early on Ctrl-C / SIGTERM. */
+static int l_note_interrupted_sweep(lua_State *L)
+{
+    (void)L;
+    hl_bind_sweep_interrupted = 1;
+    return 0;
+}
+
+/* core.take_interrupted() -> whether a sweep was stopped since the last call (clears it). */
+static int l_take_interrupted(lua_State *L)
+{
+    lua_pushboolean(L, hl_bind_sweep_interrupted != 0);
+    hl_bind_sweep_interrupted = 0;
+    return 1;
+}
+
 static int l_interrupted(lua_State *L)
 {
     lua_pushboolean(L, hl_bind_interrupt != 0);
@@ -543,6 +625,7 @@ static int l_interrupted(lua_State *L)
 void hl_bind_sweep(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
-                                   {"interrupted", l_interrupted}, {NULL, NULL}};
+                                   {"interrupted", l_interrupted}, {"note_interrupted_sweep", l_note_interrupted_sweep},
+                                   {"take_interrupted", l_take_interrupted}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -29,7 +29,12 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 
 static void on_sigint(int sig)
 {
-    signal(sig, SIG_DFL); /* a second Ctrl-C kills the process, as in lua.c */
+    if (interrupted) { /* a second Ctrl-C kills the process, as in lua.c, but removes temp files first */
+        hl_files_cleanup();
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     interrupted = 1;
     hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
@@ -78,6 +83,13 @@ void hl_report(lua_State *L, const char *name)
 
 static int exit_status_for(int lua_status)
 {
+    if (lua_status == LUA_OK && hl_bind_sweep_interrupted) {
+        /* the script ran to its end on the rows done but never asked hl.interrupted() */
+        hl_bind_sweep_interrupted = 0;
+        fprintf(stderr, "%s: a sweep was interrupted (the rows done were kept); exit status %d "
+                        "(a script that calls hl.interrupted() handles it)\n", progname, HL_EXIT_INTERRUPTED);
+        return HL_EXIT_INTERRUPTED;
+    }
     if (lua_status == LUA_OK)
         return EXIT_SUCCESS;
     return hl_was_interrupted() ? HL_EXIT_INTERRUPTED : EXIT_FAILURE;
@@ -231,6 +243,9 @@ static int take_shard_option(int *argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* over a file size limit a write fails with EFBIG (and the temp file is removed) instead of
+     * the process dying with a half-written file; children get the default back (l_spawn) */
+    signal(SIGXFSZ, SIG_IGN);
     int mpi = hl_dist_mpi_start(&argc, &argv);
     if (!(argc > 1 && is_subcommand(argv[1])) && take_shard_option(&argc, argv) != 0) {
         hl_dist_mpi_stop(EXIT_FAILURE);

@@ -97,7 +97,7 @@ hl_status hl_bench_reference_sweep(const hl_job *job, int64_t n_inputs, int32_t 
     hl_axis axes[3] = {{"hbd", HL_AXIS_NUMBER, 5, hbds, NULL, NULL, NULL, NULL},
                        {"precision", HL_AXIS_STRING, 3, NULL, precs, NULL, NULL, NULL},
                        {"input", HL_AXIS_NUMBER, (int32_t)n_inputs, inputs, NULL, NULL, NULL, NULL}};
-    hl_sweep_in in = {*job, axes, 3, 0, threads, NULL, NULL, 0, 0};
+    hl_sweep_in in = {*job, axes, 3, 0, threads, NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
     hl_status st = hl_bench_sweep(&in, 65536, wall_s, points_per_s, err);
     free(inputs);
     if (!st)

@@ -267,7 +267,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
 
 /* KV blocks of the instance: HBM left after weights and workspace, per GPU of
  * a data-parallel group, times the groups. */
-static hl_status kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double *blocks, hl_err *err)
+hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double *blocks, hl_err *err)
 {
     if (c->kv_blocks > 0) {
         *blocks = floor(c->kv_blocks);
@@ -297,7 +297,7 @@ static hl_status kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double *
     return HL_OK;
 }
 
-static hl_status check_cfg(const hl_serve_cfg *c, hl_err *err)
+hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
 {
     hl_status st = hl_serve_check_workload(c, err);
     if (st)
@@ -352,7 +352,7 @@ static void owned_free(owned *o)
 
 static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err *err)
 {
-    hl_status rc = check_cfg(c, err);
+    hl_status rc = hl_serve_check_cfg(c, err);
     if (rc)
         return rc;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
@@ -360,7 +360,7 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
         return rc;
     r->gpus = hl_stepper_gpus(o->st);
     double blocks = 0;
-    if ((rc = kv_blocks(c, o->st, &blocks, err)))
+    if ((rc = hl_serve_kv_blocks(c, o->st, &blocks, err)))
         return rc;
     int64_t n;
     if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))

@@ -9,6 +9,7 @@
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "hbdlab/plan.h"
 #include "hbdlab/precision.h"
 #include "hbdlab/result.h"
 #include "job_int.h"
@@ -29,7 +30,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
     hl_status st = hl_sim_run_trusted(job, &r, trust, &err);
     out->status = st;
     if (st) {
-        snprintf(out->error, sizeof out->error, "%.119s", err.msg);
+        snprintf(out->error, sizeof out->error, "%s", err.msg);
         return;
     }
     hl_result_values(&r, out->v);
@@ -66,7 +67,12 @@ typedef struct bound_axis {
     int target;           /* TARGET_*: the struct the field lives in, or HL_TARGET_OBJECT (a whole model/cluster/gpu) */
     const hl_field *field;
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
+    int special;          /* SPECIAL_BATCH: a batch axis (0 = "max"); SPECIAL_PARALLEL: "auto" | "fixed" */
 } bound_axis;
+
+enum { SPECIAL_BATCH = 1, SPECIAL_PARALLEL = 2 };
+/* What a point searches before it runs (from the base, changed by batch/parallel axes). */
+enum { POINT_BATCH_MAX = 1, POINT_AUTO = 2 };
 
 enum { MAX_AXES = HL_SWEEP_MAX_AXES };
 
@@ -101,7 +107,25 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
             cluster_objects |= ax->kind != HL_AXIS_MODEL;
             continue;
         }
+        if (strcmp(ax->name, "parallel") == 0) {
+            if (ax->kind != HL_AXIS_STRING) {
+                free_plan(p, a);
+                return hl_fail(err, HL_EINVAL, "sweep axis 'parallel': values must be \"auto\" or \"fixed\"");
+            }
+            for (int32_t i = 0; i < ax->n; i++)
+                if (strcmp(ax->strings[i], "auto") != 0 && strcmp(ax->strings[i], "fixed") != 0) {
+                    free_plan(p, a);
+                    return hl_fail(err, HL_EINVAL,
+                                   "sweep axis 'parallel': '%s' is not allowed (allowed: \"auto\" to search the "
+                                   "mapping per point, \"fixed\" for the base's mapping)", ax->strings[i]);
+                }
+            b->target = HL_TARGET_JOB;
+            b->special = SPECIAL_PARALLEL;
+            continue;
+        }
         b->target = hl_job_field_target(ax->name, &b->field);
+        if (b->target == HL_TARGET_JOB && strcmp(ax->name, "batch") == 0 && ax->kind == HL_AXIS_NUMBER)
+            b->special = SPECIAL_BATCH;
         if (b->target < 0) {
             free_plan(p, a);
             return hl_unknown_field(hl_job_fields(), ax->name, err);
@@ -145,10 +169,21 @@ void hl_sweep_value_indices(const hl_axis *axes, int32_t n_axes, int32_t zip, in
     }
 }
 
-/* Sets the value `i` of one bound axis on the job. */
-static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, hl_err *err)
+/* Sets the value `i` of one bound axis on the job (and the point's searches in *flags). */
+static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, int *flags, hl_err *err)
 {
     const hl_axis *ax = b->ax;
+    if (b->special == SPECIAL_PARALLEL) {
+        *flags = strcmp(ax->strings[i], "auto") == 0 ? *flags | POINT_AUTO : *flags & ~POINT_AUTO;
+        return HL_OK;
+    }
+    if (b->special == SPECIAL_BATCH) {
+        if (ax->numbers[i] == 0) {
+            *flags |= POINT_BATCH_MAX;
+            return HL_OK;
+        }
+        *flags &= ~POINT_BATCH_MAX;
+    }
     if (b->target == HL_TARGET_OBJECT) {
         if (ax->kind == HL_AXIS_MODEL)
             job->model = ax->models[i];
@@ -170,9 +205,11 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, hl_err 
 /* Builds the job of point `index` through bound axes (no name lookups). Whole
  * models, clusters and GPUs go first, then fields: a field axis (eff_gemm,
  * scaleout_bw, ...) refines the object another axis chose, whatever the order. */
-static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, hl_err *err)
+static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, int *flags,
+                           hl_err *err)
 {
     *job = in->base;
+    *flags = (in->batch_max ? POINT_BATCH_MAX : 0) | (in->auto_plan ? POINT_AUTO : 0);
     job->summary_only = 1;
     int64_t value_index[MAX_AXES];
     hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
@@ -180,9 +217,40 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
         for (int32_t a = in->n_axes - 1; a >= 0; a--) {
             hl_status st;
             if ((p->axes[a].target == HL_TARGET_OBJECT) == (pass == 0) &&
-                (st = apply_axis(&p->axes[a], value_index[a], job, err)))
+                (st = apply_axis(&p->axes[a], value_index[a], job, flags, err)))
                 return st;
         }
+    return HL_OK;
+}
+
+/* batch = "max" and parallel = "auto" of one point, as hl.simulate resolves them:
+ * the best mapping of the search (at its largest batch when both), or the largest
+ * batch that fits under the job's mapping. */
+static hl_status resolve_searches(const hl_sweep_in *in, int flags, hl_job *job, hl_err *err)
+{
+    if (flags & POINT_AUTO) {
+        hl_plan_in pin;
+        memset(&pin, 0, sizeof pin);
+        pin.job = *job;
+        pin.objective = in->objective;
+        pin.max_tpot = in->max_tpot;
+        pin.max_ttft = in->max_ttft;
+        pin.max_batch = (flags & POINT_BATCH_MAX) != 0;
+        hl_candidate best;
+        int32_t n = 0;
+        hl_status st = hl_plan_search(&pin, &best, 1, &n, err);
+        if (st)
+            return st;
+        job->tp = best.tp;
+        job->pp = best.pp;
+        job->ep = best.ep;
+        job->dp = best.dp;
+        job->etp = best.etp;
+        job->batch = best.batch;
+        return HL_OK;
+    }
+    if (flags & POINT_BATCH_MAX)
+        return hl_sim_max_batch(job, &job->batch, err);
     return HL_OK;
 }
 
@@ -192,8 +260,11 @@ hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err
     if (!pl)
         return hl_fail(err, HL_ENOMEM, "sweep: out of memory");
     hl_status st = bind_axes(in, pl, err);
+    int flags;
     if (!st)
-        st = bound_job(in, pl, index, job, err);
+        st = bound_job(in, pl, index, job, &flags, err);
+    if (!st)
+        st = resolve_searches(in, flags, job, err);
     if (!st)
         job->summary_only = in->base.summary_only; /* as the caller set it */
     free_plan(pl, in->n_axes);
@@ -226,10 +297,11 @@ static void *work(void *arg)
             hl_job job;
             hl_err err;
             hl_point *p = &w->out[i - w->base];
-            if (bound_job(w->in, w->plan, i, &job, &err)) {
+            int flags;
+            if (bound_job(w->in, w->plan, i, &job, &flags, &err) || resolve_searches(w->in, flags, &job, &err)) {
                 memset(p, 0, sizeof *p);
                 p->status = HL_EINVAL;
-                snprintf(p->error, sizeof p->error, "%.119s", err.msg);
+                snprintf(p->error, sizeof p->error, "%s", err.msg);
             } else {
                 point_from_job(&job, p, w->plan->trust);
             }

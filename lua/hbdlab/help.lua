@@ -20,6 +20,10 @@ local topics = {
     'local r = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = 10,\n' ..
     '                     input = { dist = "uniform", min = 256, max = 4096 }, output = 256,\n' ..
     '                     slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(r.ttft_s.p99, r.goodput_rps)', "serve" },
+  { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
+    "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection; analytical mode: steady state within the SLO).",
+    'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
+    '                              input = 1024, output = 256, slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(c.rate, c.result.goodput_rps)' },
   { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
@@ -39,7 +43,7 @@ local topics = {
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
     "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
     'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
-  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads} -> rows written, interrupted",
+  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads, progress} -> rows written, interrupted (hl.interrupted() handles a Ctrl-C; unhandled, the host exits 130)",
     "A sweep of any size streamed to CSV with bounded memory (65,536 points at a time); Ctrl-C keeps the rows done.",
     'hl.sweep_to_csv { base = job, axes = { input = inputs, hbd = { 8, 64 } }, out = "big.csv" }' },
   { "minitf", "hl.minitf.check{model, tp, ep, pp, batch, prompt, new} -> report; hl.minitf.run{...}; hl.minitf.cpu_roofline{}",
@@ -112,6 +116,7 @@ local function serve_text()
   max_seqs (256), token_budget (8192), chunked_prefill (true), chunk (budget), block_tokens (16), kv_blocks
   slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
   keep_requests / keep_steps   add per_request / step_log
+  mode        "simulate" (default) or "analytical" (steady state: iter_s, ttft_s, tpot_s, running, stable)
 Result: requests, duration_s, rps, input_tps, output_tps, *_per_gpu, ttft_s/tpot_s/itl_s/e2e_s/queue_s
   .{mean, p50, p90, p99, max}, slo_attainment, goodput_rps, goodput_tps_per_gpu, mean_in_system,
   mean_running, mean_waiting, steps, preemptions, kv_util_mean, kv_util_max, kv_series]]

@@ -31,6 +31,15 @@ local function to_core_axis(a)
     for i, x in ipairs(a.values) do v[i] = x * alias[2] end
     return { name = alias[1], values = v, label = a.name, shown = a.values }
   end
+  if a.name == "batch" then -- "max" (the largest batch that fits) travels as 0
+    local v, any = {}, false
+    for i, x in ipairs(a.values) do
+      if x == "max" then v[i] = 0; any = true
+      elseif type(x) == "number" and x ~= 0 then v[i] = x
+      else error("sweep axis 'batch': " .. tostring(x) .. " is not allowed (allowed: a number >= 1 or \"max\")", 4) end
+    end
+    if any then return { name = "batch", values = v } end -- rows carry the batch each point resolved
+  end
   local ctor = ({ model = objects.model, gpu = objects.gpu, cluster = objects.cluster })[a.name]
   if ctor then
     local v = {}
@@ -116,6 +125,23 @@ local function describe(p)
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 
+-- An option a call does not know is an error naming it and the allowed ones
+-- (a typo such as `thread = 4` must not be ignored silently).
+local function check_options(who, a, allowed)
+  local names = {}
+  for _, k in ipairs(allowed) do names[k] = true end
+  for k in pairs(a) do
+    if not names[k] then
+      error(string.format("%s: unknown option '%s' (allowed: %s)", who, tostring(k), table.concat(allowed, ", ")), 3)
+    end
+  end
+end
+
+local function note_interrupt(interrupted)
+  if interrupted then core.note_interrupted_sweep() end
+  return interrupted
+end
+
 --- hl.sweep{ base = {simulate fields}, axes = {hbd = {...}, ...}, zip = false, threads = 0,
 ---           strict = false } -> rows, interrupted
 --- hl.sweep(axes, function(p) return {...} end) -> rows (the function's table flattened, plus the axes)
@@ -132,9 +158,9 @@ function M.sweep(a, fn)
       local ok, res = xpcall(fn, debug.traceback, p)
       if not ok then
         if tostring(res):find("interrupted!", 1, true) then
-          io.stderr:write(string.format("sweep interrupted: %d points done\n", i - 1))
+          io.stderr:write(string.format("sweep interrupted: %d points done\n", i - 1 - lo))
           rows.interrupted = true
-          return rows, true
+          return rows, note_interrupt(true)
         end
         error(string.format("sweep point %d %s: %s", i, describe(p), tostring(res)), 2)
       end
@@ -147,6 +173,7 @@ function M.sweep(a, fn)
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
+  check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
   local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
@@ -160,7 +187,7 @@ function M.sweep(a, fn)
     for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
   end
   rows.interrupted = interrupted or nil
-  return rows, interrupted
+  return rows, note_interrupt(interrupted)
 end
 
 M.default_columns = { "ttft_s", "tpot_s", "total_s", "decode_tps", "tps_per_gpu", "prefill.comm_share",
@@ -172,8 +199,10 @@ function M.sweep_to_csv(a)
   if type(a) ~= "table" or type(a.axes) ~= "table" or type(a.out) ~= "string" then
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
-  return core.sweep_to_csv(a.base or {}, core_axes_of(axis_list(a.axes)), { zip = a.zip, threads = a.threads }, a.out,
-    a.columns or M.default_columns)
+  check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
+  local n, interrupted = core.sweep_to_csv(a.base or {}, core_axes_of(axis_list(a.axes)),
+    { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
+  return n, note_interrupt(interrupted)
 end
 
 return M

@@ -235,6 +235,37 @@ static void test_run_ahead_equals_step_by_step(void **state)
     }
 }
 
+/* The analytical steady state follows the scheduler below saturation: TPOT and
+ * the running count within 10%, TTFT within 40% (it leaves out the queueing of
+ * prompts behind each other), and it marks an overloaded rate unstable. */
+static void test_steady_state_follows_scheduler(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-70b", "H100-SXM", 8, 8);
+    j.tp = 8;
+    const double rates[] = {1, 4, 8, 12};
+    for (int i = 0; i < 4; i++) {
+        hl_serve_cfg c = poisson_cfg(&j, rates[i], 3000);
+        hl_serve_steady a;
+        hl_serve_result r;
+        hl_err e;
+        assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        printf("rate %g: TPOT %.4g vs %.4g, TTFT %.4g vs %.4g, running %.4g vs %.4g\n", rates[i], a.tpot_s,
+               r.tpot_s.mean, a.ttft_s, r.ttft_s.mean, a.running, r.mean_running);
+        assert_true(a.stable);
+        assert_rel(a.tpot_s, r.tpot_s.mean, 0.10, "steady TPOT");
+        assert_rel(a.running, r.mean_running, 0.10, "steady running");
+        assert_rel(a.ttft_s, r.ttft_s.mean, 0.40, "steady TTFT");
+        hl_serve_result_free(&r);
+    }
+    hl_serve_cfg c = poisson_cfg(&j, 30, 100);
+    hl_serve_steady a;
+    hl_err e;
+    assert_ok(hl_serve_steady_run(&c, &a, &e), &e);
+    assert_false(a.stable); /* 30 req/s x ~1350 tokens exceeds what TP8 H100 serves (~14 req/s) */
+}
+
 /* Looser SLOs never lower the attainment or the goodput. */
 static void test_goodput_monotone_in_slo(void **state)
 {
@@ -372,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
+        cmocka_unit_test(test_steady_state_follows_scheduler),
         cmocka_unit_test(test_goodput_monotone_in_slo),
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_trace_parse),

@@ -39,11 +39,11 @@ for i = 1, 4000000 do inputs[i] = 1024 + i end
 io.stdout:write("started\n"); io.stdout:flush()
 local n, interrupted = hl.sweep_to_csv { base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 8 },
   parallel = { tp = 8 }, batch = 8, output = 16 }, axes = { input = inputs }, out = "$TMP/long.csv" }
-print("rows", n, "interrupted", interrupted)
+print("rows", n, "interrupted", interrupted, "asked", hl.interrupted())
 LUA
 run_and_signal "$TMP/long.lua" "$TMP/long.out" INT
-check "an interrupted streamed sweep returns normally" [ "$rc" -eq 0 ]
-check "it reports the interruption" grep -q "interrupted	true" "$TMP/long.out"
+check "an interrupted streamed sweep returns normally; handled (hl.interrupted()), exit 0" [ "$rc" -eq 0 ]
+check "it reports the interruption" grep -q "interrupted	true	asked	true" "$TMP/long.out"
 rows=$(($(wc -l < "$TMP/long.csv") - 1))
 check "the file holds the rows done ($rows)" [ "$rows" -gt 0 ] && [ "$rows" -lt 4000000 ]
 check "every row is complete" awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$TMP/long.csv"
@@ -60,8 +60,9 @@ for _, r in ipairs(rows) do if not (r.ttft_s or r.error) then complete = false e
 print("rows", #rows, "interrupted", interrupted, "complete", complete)
 LUA
 run_and_signal "$TMP/mem.lua" "$TMP/mem.out" INT
-check "an interrupted in-memory sweep returns normally" [ "$rc" -eq 0 ]
+check "an interrupted in-memory sweep returns normally; not handled: the host exits 130 ($rc)" [ "$rc" -eq 130 ]
 check "it returns the rows done, flagged" grep -q "interrupted	true	complete	true" "$TMP/mem.out"
+check "the host says why it exits 130" grep -q "a sweep was interrupted (the rows done were kept); exit status 130" "$TMP/mem.out.err"
 n=$(sed -n 's/^rows\t\([0-9]*\).*/\1/p' "$TMP/mem.out")
 check "some but not all rows ($n)" [ "${n:-0}" -gt 0 ] && [ "${n:-0}" -lt 1000000 ]
 

@@ -60,6 +60,26 @@ T.test("trace files", function()
   os.remove(csv); os.remove(jl); os.remove(bad); os.remove(empty)
 end)
 
+T.test("capacity: the highest rate meeting the SLO", function()
+  local c = hl.serve_capacity(with { input = 512, output = 64, requests = 600, slo = { ttft_ms = 150, tpot_ms = 12 },
+                                     target = 0.9, tolerance = 0.05 })
+  T.ok(c.rate > 0, "a positive capacity")
+  T.ok(c.result.slo_attainment >= 0.9, "the returned rate meets the target")
+  local above
+  for _, p in ipairs(c.probes) do
+    if p.mode == "simulate" and not p.ok and p.rate > c.rate and (not above or p.rate < above) then above = p.rate end
+  end
+  T.ok(above and above <= c.rate * 1.06, "a failing probe within the tolerance above it")
+  local a = hl.serve_capacity(with { input = 512, output = 64, slo = { ttft_ms = 150, tpot_ms = 12 }, mode = "analytical" })
+  T.ok(a.rate > 0 and a.result.meets_slo, "analytical capacity")
+  T.raises(function() hl.serve_capacity(with { input = 512, output = 64 }) end, "field 'slo' is required")
+  T.raises(function() hl.serve_capacity(with { rate = 3, slo = { ttft_s = 1 } }) end, "give no rate")
+  T.raises(function() hl.serve_capacity(with { slo = { ttft_s = 1 }, target = 2 }) end, "field 'target'")
+  local s = hl.serve(with { rate = 2, mode = "analytical" })
+  T.ok(s.stable and s.tpot_s > 0, "analytical mode of hl.serve")
+  T.raises(function() hl.serve(with { rate = 2, mode = "fast" }) end, "field 'mode': 'fast'")
+end)
+
 T.test("bad input", function()
   T.raises(function() hl.serve(with { rate = -1 }) end, "field 'rate': -1 requests/s is not allowed")
   T.raises(function() hl.serve(with { slo = { ttft_s = 0 } }) end, "field 'slo.ttft_s': 0 is not allowed")

@@ -126,6 +126,22 @@ typedef struct hl_serve_result {
     hl_serve_step *steps_log;   /* owned, when keep_steps */
 } hl_serve_result;
 
+/* The analytical steady state of a workload (hl_serve_steady): mean lengths,
+ * every iteration alike. */
+typedef struct hl_serve_steady {
+    double rate;          /* requests/s (given, or from the concurrency) */
+    double iter_s;        /* time of one iteration */
+    double ttft_s, tpot_s, e2e_s;
+    double running;       /* requests in the running set */
+    double decodes;       /* decoding sequences per iteration */
+    double prefill_tokens; /* prompt tokens per iteration */
+    double budget_util;   /* (decodes + prefill tokens) / token_budget */
+    double kv_util;       /* KV tokens held / KV capacity */
+    double input_tps, output_tps, output_tps_per_gpu;
+    int32_t stable;       /* 0: the load exceeds the token budget, max_seqs or the KV cache */
+    int32_t iterations;   /* fixed-point iterations used */
+} hl_serve_steady;
+
 /* Defaults: Poisson at 1 request/s, 1000 requests, seed 1, input 1024 and
  * output 128 fixed, max_seqs 256, token_budget 8192, chunked prefill, blocks
  * of 16 tokens, no SLO. */
@@ -135,6 +151,11 @@ void hl_serve_init(hl_serve_cfg *cfg, const hl_job *job);
  * on failure nothing is left allocated. */
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err);
 void hl_serve_result_free(hl_serve_result *r);
+
+/* Fast steady state for sweeps: the iteration time T solves
+ * T = step(decodes = rate * (output - 1) * T, prefill tokens = rate * input * T)
+ * with mean lengths (docs/MODEL.md section 12); unstable loads set stable = 0. */
+hl_status hl_serve_steady_run(const hl_serve_cfg *cfg, hl_serve_steady *out, hl_err *err);
 
 /* Parses a trace: CSV with a header naming arrival_s (or arrival), input,
  * output in any order, or JSON lines {"arrival_s":..,"input":..,"output":..}.

@@ -31,13 +31,13 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 64 };
+enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 128 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
     double v[65];        /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
     int32_t status;      /* hl_status of the point */
-    char error[120];     /* message when status != 0 */
+    char error[512];     /* message when status != 0 (the size of hl_err.msg: never cut) */
 } hl_point;
 
 typedef struct hl_sweep_in {
@@ -50,6 +50,13 @@ typedef struct hl_sweep_in {
     volatile int32_t *cancel;  /* workers stop when *cancel != 0 (may be NULL) */
     int64_t first;             /* evaluate points [first, first + count); count 0 = all from first */
     int64_t count;
+    /* Per-point searches (docs/MODEL.md section 7); an axis named "batch" whose value is 0
+     * means "max" at that point, an axis named "parallel" takes "auto" or "fixed". */
+    int32_t batch_max;         /* 1: every point runs at the largest batch that fits */
+    int32_t auto_plan;         /* 1: every point searches its mapping (parallel = "auto") */
+    int32_t objective;         /* hl_objective of the search */
+    double max_tpot;           /* s; 0 = no limit (search) */
+    double max_ttft;           /* s; 0 = no limit (search) */
 } hl_sweep_in;
 
 /* Name of summary value i ("ttft_s", "prefill.comm_share", ...); NULL past the end. */
