@@ -31,6 +31,13 @@ local topics = {
   { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
+  { "calibrate", "hl.calibrate{cases, params, bounds, start, fit, loo} -> {params, cases, before, after, held_out, loo, ...}",
+    "Least-squares fit (log error, GSL) of any numeric GPU/cluster/model/job field to measured cases " ..
+    "{name, measured, config = {simulate fields}, metric = \"tpot_s\"} or {name, measured, predict = function(p)}; " ..
+    "per-case errors before/after and leave-one-out. CLI: hbdlab calibrate cases.json.",
+    'local res = hl.calibrate { cases = { { measured = 0.0186, metric = "tpot_s", config = job } },\n' ..
+    '                           params = { "step_overhead" }, bounds = { step_overhead = { 0, 0.01 } } }\n' ..
+    'require("hbdlab.calibrate").print(res)' },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",

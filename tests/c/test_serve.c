@@ -6,20 +6,8 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "jobs.h"
 #include "step_int.h"
-
-static hl_job job_for(const char *model, const char *gpu, int64_t gpus, int64_t hbd)
-{
-    hl_model m;
-    hl_gpu g;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, gpus, hbd, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    return j;
-}
 
 /* Time of one iteration from the per-step model (the scheduler is under test, not it). */
 static double step_time(hl_stepper *st, double dec, double ctx_mean, const hl_iter_chunk *ch, int n, double rows)
