@@ -974,7 +974,8 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     hl_stepper *st = calloc(1, sizeof *st);
     if (!st)
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
-    st->job = *job;
+    hl_job fw;
+    st->job = *hl_job_with_framework(job, &fw); /* the framework's efficiencies and step overhead */
     st->job.summary_only = 1;
     st->job.batch = 1; /* hl_sim_resolve() checks batch against dp: any multiple of dp would do */
     hl_status s0 = HL_OK;
@@ -1143,7 +1144,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                      (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
         double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
         double hidden = fmin(st->job.overlap_decode * d.base.comm_s, ops); /* finish_phase() */
-        *time_s = hidden > 0 && d.base.comm_s > 0 ? time - hidden : time;
+        *time_s = (hidden > 0 && d.base.comm_s > 0 ? time - hidden : time) + st->job.step_overhead;
         if (!isfinite(*time_s) || *time_s < 0)
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;
@@ -1210,7 +1211,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         phase_add(&a.ph, &io, 1);
     }
     finish_phase(&a);
-    *time_s = a.ph.time_s;
+    *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)
         return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return HL_OK;
