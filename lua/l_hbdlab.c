@@ -24,6 +24,7 @@ static const binder binders[] = {
     hl_bind_sweep,
     hl_bind_bench,
     hl_bind_minitf,
+    hl_bind_files,
     hl_bind_calib,
     hl_bind_serve,
     hl_bind_dist_fns,

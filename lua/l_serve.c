@@ -26,6 +26,7 @@ static int owned_gc(lua_State *L)
 
 static const char *const arrivals[] = {"poisson", "constant", "concurrency", "trace", NULL};
 static const char *const dists[] = {"fixed", "uniform", "normal", "trace", NULL};
+static const char *const kv_links[] = {"auto", "scaleup", "scaleout", NULL};
 
 /* A length field: a number (fixed), "trace", or {dist =, mean =, std =, min =, max =}. */
 static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
@@ -91,6 +92,11 @@ static void push_result(lua_State *L, const hl_serve_result *r)
              {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
+    if (r->kv_link) {
+        hl_set_num(L, "kv_transfer_s", r->kv_transfer_s);
+        lua_pushstring(L, kv_links[r->kv_link]);
+        lua_setfield(L, -2, "kv_link");
+    }
     push_stats(L, "ttft_s", &r->ttft_s);
     push_stats(L, "tpot_s", &r->tpot_s);
     push_stats(L, "itl_s", &r->itl_s);
@@ -123,6 +129,7 @@ static void push_result(lua_State *L, const hl_serve_result *r)
             hl_set_num(L, "tpot_s", q->tpot_s);
             hl_set_num(L, "e2e_s", q->e2e_s);
             hl_set_num(L, "preemptions", q->preemptions);
+            hl_set_num(L, "kv_transfer_s", q->kv_transfer_s);
             lua_pushboolean(L, q->good);
             lua_setfield(L, -2, "good");
             lua_rawseti(L, -2, i + 1);
@@ -148,68 +155,117 @@ static void push_result(lua_State *L, const hl_serve_result *r)
     }
 }
 
-/* core.serve(job_fields, serve_fields): fields as documented in hl.help "serve". */
-static int l_serve(lua_State *L)
+/* Reads core.serve's two tables (job fields at 1, serve fields at 2) into *c;
+ * a parsed trace is owned by o. Raises on bad input. */
+static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
     hl_plan_in pin;
     int batch_max, auto_plan;
     hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    hl_job j = pin.job;
     if (batch_max || auto_plan)
-        return luaL_error(L, "serve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
-                             "scheduler (max_seqs)");
-    hl_serve_cfg c;
-    hl_serve_init(&c, &j);
+        luaL_error(L, "serve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
+                      "scheduler (max_seqs)");
+    hl_serve_init(c, &pin.job);
+    int S = 2;
+    lua_getfield(L, S, "arrival");
+    c->arrival = luaL_checkoption(L, -1, "poisson", arrivals);
+    lua_pop(L, 1);
+    c->rate = hl_opt_number_field(L, S, "rate", c->rate);
+    c->concurrency = count_field(L, S, "concurrency", c->concurrency);
+    c->requests = count_field(L, S, "requests", c->arrival == HL_ARRIVAL_TRACE ? 0 : c->requests);
+    c->seed = (uint64_t)count_field(L, S, "seed", (int64_t)c->seed);
+    if (c->arrival == HL_ARRIVAL_TRACE)
+        c->input.kind = c->output.kind = HL_LEN_TRACE;
+    len_field(L, S, "input", &c->input);
+    len_field(L, S, "output", &c->output);
+    if (lua_getfield(L, S, "trace_text") == LUA_TSTRING) {
+        size_t len;
+        const char *text = lua_tolstring(L, -1, &len);
+        const char *origin = hl_opt_string_field(L, S, "trace_origin");
+        hl_err err;
+        if (hl_serve_trace_parse(text, len, origin ? origin : "trace", &o->trace, &c->n_trace, &err))
+            hl_raise(L, &err);
+        c->trace = o->trace;
+    }
+    lua_pop(L, 1);
+    c->max_seqs = count_field(L, S, "max_seqs", c->max_seqs);
+    c->token_budget = count_field(L, S, "token_budget", c->token_budget);
+    lua_getfield(L, S, "chunked_prefill");
+    if (!lua_isnil(L, -1))
+        c->chunked_prefill = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    c->chunk = count_field(L, S, "chunk", c->chunk);
+    c->block_tokens = count_field(L, S, "block_tokens", c->block_tokens);
+    c->kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c->kv_blocks);
+    c->slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c->slo_ttft_s);
+    c->slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c->slo_tpot_s);
+    c->max_samples = (int32_t)count_field(L, S, "max_samples", c->max_samples);
+    lua_getfield(L, S, "keep_requests");
+    c->keep_requests = lua_toboolean(L, -1);
+    lua_getfield(L, S, "keep_steps");
+    c->keep_steps = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
+        hl_plan_in dpin;
+        hl_check_job(L, 3, &dpin, &batch_max, &auto_plan);
+        if (batch_max || auto_plan)
+            luaL_error(L, "serve: the decode pool needs an explicit mapping (parallel = {tp =, ...})");
+        c->disagg = 1;
+        c->decode_job = dpin.job;
+        lua_getfield(L, S, "kv_link");
+        c->kv_link = luaL_checkoption(L, -1, "auto", kv_links);
+        lua_pop(L, 1);
+    }
+}
+
+static owned *push_owned(lua_State *L)
+{
     owned *o = lua_newuserdatauv(L, sizeof *o, 0); /* [.. owned] */
     memset(o, 0, sizeof *o);
     luaL_setmetatable(L, MT_SERVE);
-    int S = 2;
-    lua_getfield(L, S, "arrival");
-    c.arrival = luaL_checkoption(L, -1, "poisson", arrivals);
-    lua_pop(L, 1);
-    c.rate = hl_opt_number_field(L, S, "rate", c.rate);
-    c.concurrency = count_field(L, S, "concurrency", c.concurrency);
-    c.requests = count_field(L, S, "requests", c.arrival == HL_ARRIVAL_TRACE ? 0 : c.requests);
-    c.seed = (uint64_t)count_field(L, S, "seed", (int64_t)c.seed);
-    if (c.arrival == HL_ARRIVAL_TRACE)
-        c.input.kind = c.output.kind = HL_LEN_TRACE;
-    len_field(L, S, "input", &c.input);
-    len_field(L, S, "output", &c.output);
-    const char *text = hl_opt_string_field(L, S, "trace_text");
-    if (text) {
-        size_t len;
-        lua_getfield(L, S, "trace_text");
-        text = lua_tolstring(L, -1, &len);
-        const char *origin = hl_opt_string_field(L, S, "trace_origin");
-        hl_err err;
-        if (hl_serve_trace_parse(text, len, origin ? origin : "trace", &o->trace, &c.n_trace, &err))
-            return hl_raise(L, &err);
-        lua_pop(L, 1);
-        c.trace = o->trace;
-    }
-    c.max_seqs = count_field(L, S, "max_seqs", c.max_seqs);
-    c.token_budget = count_field(L, S, "token_budget", c.token_budget);
-    lua_getfield(L, S, "chunked_prefill");
-    if (!lua_isnil(L, -1))
-        c.chunked_prefill = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    c.chunk = count_field(L, S, "chunk", c.chunk);
-    c.block_tokens = count_field(L, S, "block_tokens", c.block_tokens);
-    c.kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c.kv_blocks);
-    c.slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c.slo_ttft_s);
-    c.slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c.slo_tpot_s);
-    c.max_samples = (int32_t)count_field(L, S, "max_samples", c.max_samples);
-    lua_getfield(L, S, "keep_requests");
-    c.keep_requests = lua_toboolean(L, -1);
-    lua_getfield(L, S, "keep_steps");
-    c.keep_steps = lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    return o;
+}
+
+/* core.serve(job_fields, serve_fields): fields as documented in hl.help "serve". */
+static int l_serve(lua_State *L)
+{
+    owned *o = push_owned(L);
+    hl_serve_cfg c;
+    read_cfg(L, &c, o);
     hl_err err;
     if (hl_serve_run(&c, &o->res, &err))
         return hl_raise(L, &err);
     push_result(L, &o->res);
     hl_serve_result_free(&o->res); /* early; __gc would too */
+    return 1;
+}
+
+/* core.serve_steady(job_fields, serve_fields): the analytical steady state. */
+static int l_serve_steady(lua_State *L)
+{
+    owned *o = push_owned(L);
+    hl_serve_cfg c;
+    read_cfg(L, &c, o);
+    hl_serve_steady s;
+    hl_err err;
+    if (hl_serve_steady_run(&c, &s, &err))
+        return hl_raise(L, &err);
+    lua_createtable(L, 0, 16);
+    const struct {
+        const char *k;
+        double v;
+    } f[] = {{"rate", s.rate}, {"iter_s", s.iter_s}, {"ttft_s", s.ttft_s}, {"tpot_s", s.tpot_s},
+             {"e2e_s", s.e2e_s}, {"running", s.running}, {"decodes", s.decodes},
+             {"prefill_tokens", s.prefill_tokens}, {"budget_util", s.budget_util}, {"kv_util", s.kv_util},
+             {"input_tps", s.input_tps}, {"output_tps", s.output_tps},
+             {"output_tps_per_gpu", s.output_tps_per_gpu}, {"iterations", s.iterations}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        hl_set_num(L, f[i].k, f[i].v);
+    lua_pushboolean(L, s.stable);
+    lua_setfield(L, -2, "stable");
+    lua_pushboolean(L, s.stable && s.ttft_s <= c.slo_ttft_s && s.tpot_s <= c.slo_tpot_s);
+    lua_setfield(L, -2, "meets_slo");
     return 1;
 }
 
@@ -221,4 +277,6 @@ void hl_bind_serve(lua_State *L)
     lua_pop(L, 1);
     lua_pushcfunction(L, l_serve);
     lua_setfield(L, -2, "serve");
+    lua_pushcfunction(L, l_serve_steady);
+    lua_setfield(L, -2, "serve_steady");
 }

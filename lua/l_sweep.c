@@ -3,6 +3,7 @@
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
  * Returns rows (axes + flattened result fields, or an `error` field), and a
  * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,7 +335,7 @@ static int l_sweep(lua_State *L)
         if (p->status == HL_EINTR)
             continue;
         if (p->status != HL_OK && strict) {
-            char msg[200];
+            char msg[sizeof p->error];
             snprintf(msg, sizeof msg, "%s", p->error);
             free(ctx->points);
             free_axes(&mem);
@@ -363,6 +364,24 @@ static int l_sweep(lua_State *L)
     return 2;
 }
 
+/* Writes one CSV cell per RFC 4180: quoted when it holds a comma, a quote, CR or LF
+ * (or starts or ends with a space, as hl.rows writes it), quotes doubled; never cut. */
+static void csv_cell(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    if (!strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *q = s; *q; q++) {
+        if (*q == '"')
+            fputc('"', f);
+        fputc(*q, f);
+    }
+    fputc('"', f);
+}
+
 /* One CSV cell of result field k, written as hbdlab.rows writes the same value:
  * integers in full, booleans as true/false, names as themselves, numbers %.17g. */
 static void write_cell(FILE *f, int32_t k, double v)
@@ -370,7 +389,7 @@ static void write_cell(FILE *f, int32_t k, double v)
     switch (hl_result_field_at(k)->type) {
     case HL_VALUE_INTEGER: fprintf(f, "%lld", (long long)v); break;
     case HL_VALUE_BOOL: fputs(v != 0 ? "true" : "false", f); break;
-    case HL_VALUE_NAME: fputs(hl_result_value_name(k, v), f); break;
+    case HL_VALUE_NAME: csv_cell(f, hl_result_value_name(k, v)); break;
     default: fprintf(f, "%.17g", v);
     }
 }
@@ -393,30 +412,23 @@ static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, con
             int64_t k = value_index[a];
             const hl_axis *ax = &mem->axes[a];
             if (ax->kind == HL_AXIS_NUMBER && ax->numbers[k] == 0 && strcmp(ax->name, "batch") == 0)
-                fputs("max,", f); /* a batch axis value "max" travels as 0 */
+                fputs("max", f); /* a batch axis value "max" travels as 0 */
             else if (ax->kind == HL_AXIS_NUMBER)
-                fprintf(f, "%.17g,", ax->numbers[k]);
+                fprintf(f, "%.17g", ax->numbers[k]);
             else
-                fprintf(f, "%.39s,",
-                        ax->kind == HL_AXIS_STRING  ? ax->strings[k]
-                        : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
-                        : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
-                                                    : ax->clusters[k].name);
+                csv_cell(f, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                            : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                            : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                        : ax->clusters[k].name);
+            fputc(',', f);
         }
         for (int c = 0; c < ncols; c++) {
             if (p->status == HL_OK)
                 write_cell(f, cols[c], p->v[cols[c]] * scales[c]);
             fputc(',', f); /* the last comma precedes the error column */
         }
-        if (p->status != HL_OK) {
-            fputc('"', f);
-            for (const char *q = p->error; *q; q++) {
-                if (*q == '"')
-                    fputc('"', f); /* CSV doubles quotes */
-                fputc(*q, f);
-            }
-            fputc('"', f);
-        }
+        if (p->status != HL_OK)
+            csv_cell(f, p->error);
         fputc('\n', f);
         lines++;
     }
@@ -489,14 +501,20 @@ static int l_sweep_to_csv(lua_State *L)
     }
     hl_point *buf = malloc(sizeof *buf * CHUNK);
     char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = buf && writer ? fopen(tmp, "w") : NULL;
+    int fd = buf && writer ? hl_files_temp(path, tmp, sizeof tmp) : -1; /* mkstemp, listed for cleanup */
+    int open_errno = errno;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!buf || (writer && !f)) {
+        if (fd >= 0) {
+            close(fd);
+            hl_files_discard(tmp);
+        }
         free(buf);
         free_axes(&mem);
-        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, buf ? strerror(open_errno) : "out of memory");
     }
     if (writer) {
+        errno = 0;
         for (int32_t a = 0; a < na; a++)
             fprintf(f, "%s,", mem.axes[a].name);
         for (int c = 0; c < ncols; c++) {
@@ -520,7 +538,7 @@ static int l_sweep_to_csv(lua_State *L)
         if (rs != HL_OK && rs != HL_EINTR) {
             if (f) {
                 fclose(f);
-                remove(tmp);
+                hl_files_discard(tmp);
             }
             free(buf);
             free_axes(&mem);
@@ -563,9 +581,10 @@ static int l_sweep_to_csv(lua_State *L)
     }
     free(buf);
     free_axes(&mem);
-    if (f && (bad || rename(tmp, path) != 0)) {
-        remove(tmp);
-        return luaL_error(L, "sweep_to_csv: cannot write %s", path);
+    if (f && (bad || hl_files_commit(tmp, path) != 0)) {
+        int e = errno;
+        hl_files_discard(tmp);
+        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
     }
     if (bad)
         return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -264,7 +265,15 @@ static int l_spawn(lua_State *L)
         posix_spawn_file_actions_addchdir_np(&fa, lua_tostring(L, -1));
     lua_pop(L, 3);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawnattr_t attr; /* the host ignores SIGXFSZ (main.c): a child gets the default back */
+    posix_spawnattr_init(&attr);
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGXFSZ);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         lua_pushnil(L);

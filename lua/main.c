@@ -29,7 +29,12 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 
 static void on_sigint(int sig)
 {
-    signal(sig, SIG_DFL); /* a second Ctrl-C kills the process, as in lua.c */
+    if (interrupted) { /* a second Ctrl-C kills the process, as in lua.c, but removes temp files first */
+        hl_files_cleanup();
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     interrupted = 1;
     hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
@@ -275,6 +280,9 @@ static int take_shard_option(int *argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* over a file size limit a write fails with EFBIG (and the temp file is removed) instead of
+     * the process dying with a half-written file; children get the default back (l_spawn) */
+    signal(SIGXFSZ, SIG_IGN);
     int mpi = hl_dist_mpi_start(&argc, &argv);
     if (!(argc > 1 && is_subcommand(argv[1])) && take_shard_option(&argc, argv) != 0) {
         hl_dist_mpi_stop(EXIT_FAILURE);

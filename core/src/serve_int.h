@@ -12,6 +12,16 @@ typedef struct hl_rng {
 void hl_rng_seed(hl_rng *r, uint64_t seed);
 double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
 
+/* Checks every field of cfg (workload, scheduler, SLO), naming the field. */
+hl_status hl_serve_check_cfg(const hl_serve_cfg *cfg, hl_err *err);
+
+/* KV blocks of the instance (cfg->kv_blocks, or from HBM). */
+struct hl_stepper;
+hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *st, double *blocks, hl_err *err);
+
+/* Mean of a length distribution (the trace's mean for "trace"; `which` 0 input, 1 output). */
+double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
+
 /* Checks the workload fields of cfg (rate, lengths, trace), naming the field. */
 hl_status hl_serve_check_workload(const hl_serve_cfg *cfg, hl_err *err);
 

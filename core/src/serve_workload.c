@@ -342,3 +342,22 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
 }
 
 void hl_serve_trace_free(hl_trace_req *t) { free(t); }
+
+double hl_serve_mean_length(const hl_serve_cfg *c, int which)
+{
+    const hl_len_dist *d = which ? &c->output : &c->input;
+    switch (d->kind) {
+    case HL_LEN_UNIFORM:
+        return (d->lo + d->hi) / 2;
+    case HL_LEN_NORMAL:
+        return fmin(d->hi, fmax(d->lo, d->mean)); /* the clamp's shift of the mean is neglected */
+    case HL_LEN_TRACE: {
+        double sum = 0;
+        for (int64_t i = 0; i < c->n_trace; i++)
+            sum += which ? c->trace[i].output : c->trace[i].input;
+        return c->n_trace > 0 ? sum / (double)c->n_trace : 0;
+    }
+    default:
+        return d->mean;
+    }
+}

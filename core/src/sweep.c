@@ -30,7 +30,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
     hl_status st = hl_sim_run_trusted(job, &r, trust, &err);
     out->status = st;
     if (st) {
-        snprintf(out->error, sizeof out->error, "%.119s", err.msg);
+        snprintf(out->error, sizeof out->error, "%s", err.msg);
         return;
     }
     hl_result_values(&r, out->v);
@@ -301,7 +301,7 @@ static void *work(void *arg)
             if (bound_job(w->in, w->plan, i, &job, &flags, &err) || resolve_searches(w->in, flags, &job, &err)) {
                 memset(p, 0, sizeof *p);
                 p->status = HL_EINVAL;
-                snprintf(p->error, sizeof p->error, "%.119s", err.msg);
+                snprintf(p->error, sizeof p->error, "%s", err.msg);
             } else {
                 point_from_job(&job, p, w->plan->trust);
             }

@@ -2,6 +2,7 @@
 -- Lua state; the report keeps the prose, shows each cell's code, its printed
 -- output and the figures its plot calls made. Output: self-contained HTML
 -- (figures inlined) or Markdown (figures linked).
+local core = require "hbdlab.core"
 local M = {}
 
 -- ---- parsing -----------------------------------------------------------------
@@ -32,17 +33,38 @@ function M.parse(text)
 end
 
 -- ---- HTML helpers --------------------------------------------------------------
+local printable
 local function esc(s)
-  return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
+  return (printable(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
 end
 M.escape = esc
 
+-- A link or image target: relative, or http(s)/mailto; javascript:, data:, vbscript: ... are
+-- not emitted (the text stays, the link goes).
+local function safe_url(u)
+  local scheme = u:match("^([%a][%w+.-]*):")
+  if not scheme then return true end
+  scheme = scheme:lower()
+  return scheme == "http" or scheme == "https" or scheme == "mailto"
+end
+
+-- Control bytes (other than tab and newline) become U+FFFD: they are not text, and \1 is the
+-- renderer's own placeholder for code spans.
+function printable(s)
+  return (tostring(s):gsub("[%z\1-\8\11\12\14-\31\127]", "\239\191\189"))
+end
+M.printable = printable
+
 local function inline(s)
-  s = esc(s)
+  s = esc(printable(s))
   local codes = {}
   s = s:gsub("`([^`]+)`", function(c) codes[#codes + 1] = c; return "\1" .. #codes .. "\1" end)
-  s = s:gsub("!%[([^%]]*)%]%(([^%)%s]+)%)", '<img alt="%1" src="%2">')
-  s = s:gsub("%[([^%]]+)%]%(([^%)%s]+)%)", '<a href="%2">%1</a>')
+  s = s:gsub("!%[([^%]]*)%]%(([^%)%s]+)%)", function(alt, u)
+    return safe_url(u) and ('<img alt="' .. alt .. '" src="' .. u .. '">') or alt
+  end)
+  s = s:gsub("%[([^%]]+)%]%(([^%)%s]+)%)", function(text, u)
+    return safe_url(u) and ('<a href="' .. u .. '">' .. text .. "</a>") or text
+  end)
   s = s:gsub("%*%*([^%*]+)%*%*", "<strong>%1</strong>")
   s = s:gsub("%*([^%*%s][^%*]-)%*", "<em>%1</em>")
   s = s:gsub("\1(%d+)\1", function(i) return "<code>" .. codes[tonumber(i)] .. "</code>" end)
@@ -162,10 +184,23 @@ function M.run(cells, opts)
       local before = #plot.made
       local fn, lerr = load(c.text, "=" .. (opts.name or "notebook") .. ":cell" .. (c.index or "?"), "t", env)
       local ok, err
+      -- os.exit in a cell ends that cell, not the run: the report is still written, the cell marked
+      local exit_mark = {}
+      local old_exit = os.exit
+      os.exit = function(code) error(setmetatable({ code = code }, exit_mark), 0) end
       if fn then
-        ok, err = xpcall(fn, debug.traceback)
+        ok, err = xpcall(fn, function(e)
+          if getmetatable(e) == exit_mark then return e end
+          return debug.traceback(e)
+        end)
       else
         ok, err = false, lerr
+      end
+      os.exit = old_exit
+      if not ok and getmetatable(err) == exit_mark then
+        local code = err.code
+        err = string.format("the cell called os.exit(%s); the cells after it did not run", tostring(code == nil and "" or code))
+        c.exited = true
       end
       _G.print, io.write = old_print, old_write
       env.print = nil
@@ -178,6 +213,7 @@ function M.run(cells, opts)
         c.error = tostring(err)
         failures = failures + 1
       end
+      if c.exited then break end
     end
   end
   return cells, failures
@@ -233,16 +269,32 @@ function M.html(cells, title)
 end
 
 --- Renders the run cells as Markdown (figures linked by path).
+-- A fenced block that its content cannot close: the fence is longer than any run of
+-- backticks (or tildes) inside (CommonMark), so output cannot break out into raw HTML.
+local function fenced(lang, text)
+  local run = 2
+  for r in text:gmatch("`+") do if #r > run then run = #r end end
+  local fence = string.rep("`", run + 1)
+  return fence .. (lang or "") .. "\n" .. text .. "\n" .. fence
+end
+
+-- A path as a Markdown link target: characters that would end it are percent-encoded.
+local function md_target(f)
+  return (f:gsub("[%s()<>%[%]]", function(c) return string.format("%%%02X", c:byte()) end))
+end
+
 function M.markdown(cells)
   local out = {}
   for _, c in ipairs(cells) do
     if c.kind == "prose" then
-      out[#out + 1] = c.text
+      out[#out + 1] = printable(c.text)
     else
-      out[#out + 1] = "```" .. (c.lang or "") .. "\n" .. c.text .. "\n```"
-      if c.output and c.output ~= "" then out[#out + 1] = "```text\n" .. c.output:gsub("\n$", "") .. "\n```" end
-      for _, f in ipairs(c.figures or {}) do out[#out + 1] = "![" .. f .. "](" .. f .. ")" end
-      if c.error then out[#out + 1] = "**This cell failed:**\n\n```text\n" .. c.error .. "\n```" end
+      out[#out + 1] = fenced(c.lang, printable(c.text))
+      if c.output and c.output ~= "" then out[#out + 1] = fenced("text", printable(c.output:gsub("\n$", ""))) end
+      for _, f in ipairs(c.figures or {}) do
+        out[#out + 1] = "![" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
+      end
+      if c.error then out[#out + 1] = "**This cell failed:**\n\n" .. fenced("text", printable(c.error)) end
     end
   end
   return table.concat(out, "\n") .. "\n"
@@ -268,6 +320,10 @@ function M.main(...)
   local text = read_file(input)
   if not text then io.stderr:write("notebook: cannot read ", input, "\n"); return 1 end
   output = output or input:gsub("%.md$", "") .. ".html"
+  if output == input or core.same_file(output, input) then
+    io.stderr:write("notebook: the report ", output, " would overwrite the notebook ", input, "; choose another -o\n")
+    return 2
+  end
   local cells = M.parse(text)
   local n = 0
   for _, c in ipairs(cells) do if c.kind == "code" then n = n + 1; c.index = n end end

@@ -115,23 +115,16 @@ function M.ensure_dir(dir)
   if code ~= 0 then error("cannot create folder " .. dir .. ": " .. tostring(msg or code), 3) end
 end
 
---- Writes text to path atomically: a temp file in the same folder, then rename.
+--- Writes text to path atomically: a temp file in the same folder (mkstemp), then rename;
+--- on any failure (full disk, file size limit) the old file stays and no temp file is left.
 --- The folder is created when missing.
 function M.write_atomic(path, text)
   local d = core.dist()
   if d.mpi and d.index > 0 then return path end -- under MPI every rank has every row; rank 0 writes
   M.ensure_dir(path:match("^(.*)/[^/]*$"))
-  local tmp = string.format("%s.tmp%d", path, math.random(1, 1 << 30))
-  local f, err = io.open(tmp, "wb")
-  if not f then error("cannot write " .. path .. ": " .. tostring(err), 3) end
-  local ok, werr = f:write(text)
-  local closed, cerr = f:close()
-  if not ok or not closed then
-    os.remove(tmp)
-    error("cannot write " .. path .. ": " .. tostring(werr or cerr), 3)
-  end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then os.remove(tmp); error("cannot write " .. path .. ": " .. tostring(rerr), 3) end
+  -- a mkstemp temp file beside path, renamed over it when complete (core.write_atomic, l_files.c)
+  local ok, err = pcall(core.write_atomic, path, text)
+  if not ok then error(err, 3) end
   return path
 end
 

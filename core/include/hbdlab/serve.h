@@ -28,6 +28,13 @@ typedef enum hl_len_kind {
     HL_LEN_TRACE = 3    /* the trace's value */
 } hl_len_kind;
 
+/* Where a disaggregated request's KV cache travels from the prefill to the decode pool. */
+typedef enum hl_kv_link {
+    HL_KV_LINK_AUTO = 0,     /* scale-up when both pools sit in one HBD of the same cluster, else scale-out */
+    HL_KV_LINK_SCALEUP = 1,  /* over the HBD (scale-up links) */
+    HL_KV_LINK_SCALEOUT = 2  /* over the scale-out network */
+} hl_kv_link;
+
 /* A token-length distribution (tokens). */
 typedef struct hl_len_dist {
     int32_t kind; /* hl_len_kind */
@@ -66,6 +73,9 @@ typedef struct hl_serve_cfg {
     int32_t keep_requests; /* 1: fill result.reqs */
     int32_t keep_steps;    /* 1: fill result.steps_log (every iteration; for tests and traces) */
     int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 2048 */
+    int32_t disagg;        /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
+    hl_job decode_job;     /* the decode pool's model instance (same model; its own cluster and mapping) */
+    int32_t kv_link;       /* hl_kv_link of the KV transfer between the pools */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -82,6 +92,7 @@ typedef struct hl_serve_req {
     double ttft_s, tpot_s, e2e_s;
     int32_t preemptions;
     int32_t good;          /* met the SLO */
+    double kv_transfer_s;  /* disaggregated: KV cache from the prefill to the decode pool */
 } hl_serve_req;
 
 /* One iteration, when keep_steps is set. */
@@ -123,8 +134,26 @@ typedef struct hl_serve_result {
     hl_serve_sample *samples;   /* owned: hl_serve_result_free */
     hl_serve_req *reqs;         /* owned, `requests` entries when keep_requests, else NULL */
     int64_t n_steps_log;
-    hl_serve_step *steps_log;   /* owned, when keep_steps */
+    hl_serve_step *steps_log;   /* owned, when keep_steps (disaggregated: the decode pool's) */
+    double kv_transfer_s;       /* disaggregated: mean KV transfer per request */
+    int32_t kv_link;            /* disaggregated: hl_kv_link used (resolved) */
 } hl_serve_result;
+
+/* The analytical steady state of a workload (hl_serve_steady): mean lengths,
+ * every iteration alike. */
+typedef struct hl_serve_steady {
+    double rate;          /* requests/s (given, or from the concurrency) */
+    double iter_s;        /* time of one iteration */
+    double ttft_s, tpot_s, e2e_s;
+    double running;       /* requests in the running set */
+    double decodes;       /* decoding sequences per iteration */
+    double prefill_tokens; /* prompt tokens per iteration */
+    double budget_util;   /* (decodes + prefill tokens) / token_budget */
+    double kv_util;       /* KV tokens held / KV capacity */
+    double input_tps, output_tps, output_tps_per_gpu;
+    int32_t stable;       /* 0: the load exceeds the token budget, max_seqs or the KV cache */
+    int32_t iterations;   /* fixed-point iterations used */
+} hl_serve_steady;
 
 /* Defaults: Poisson at 1 request/s, 1000 requests, seed 1, input 1024 and
  * output 128 fixed, max_seqs 256, token_budget 8192, chunked prefill, blocks
@@ -135,6 +164,11 @@ void hl_serve_init(hl_serve_cfg *cfg, const hl_job *job);
  * on failure nothing is left allocated. */
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err);
 void hl_serve_result_free(hl_serve_result *r);
+
+/* Fast steady state for sweeps: the iteration time T solves
+ * T = step(decodes = rate * (output - 1) * T, prefill tokens = rate * input * T)
+ * with mean lengths (docs/MODEL.md section 12); unstable loads set stable = 0. */
+hl_status hl_serve_steady_run(const hl_serve_cfg *cfg, hl_serve_steady *out, hl_err *err);
 
 /* Parses a trace: CSV with a header naming arrival_s (or arrival), input,
  * output in any order, or JSON lines {"arrival_s":..,"input":..,"output":..}.

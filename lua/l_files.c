@@ -1,0 +1,216 @@
+/* Atomic output files: every file hbdlab writes goes to a temp file made by mkstemp
+ * in the destination folder (so two writers never share one), and is renamed over
+ * the destination only when complete. Temp files alive at any moment are listed so
+ * that an interrupted or killed process can remove them (hl_files_cleanup is
+ * async-signal-safe: it only calls unlink). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bind.h"
+
+enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
+static char temps[MAX_TEMPS][TEMP_PATH]; /* "" = free slot */
+
+void hl_files_cleanup(void)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temps[i][0])
+            unlink(temps[i]);
+}
+
+static void forget(const char *tmp)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temps[i][0] && strcmp(temps[i], tmp) == 0)
+            temps[i][0] = '\0';
+}
+
+/* Creates "<path>.tmp-XXXXXX" with mkstemp; returns its fd and fills tmp (size TEMP_PATH),
+ * or -1 with errno set. The name is listed until forget(). */
+static int make_temp(const char *path, char *tmp)
+{
+    if (snprintf(tmp, TEMP_PATH, "%s.tmp-XXXXXX", path) >= TEMP_PATH) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int slot = -1;
+    for (int i = 0; i < MAX_TEMPS && slot < 0; i++)
+        if (!temps[i][0])
+            slot = i;
+    if (slot < 0) {
+        errno = EMFILE;
+        return -1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return -1;
+    memcpy(temps[slot], tmp, strlen(tmp) + 1);
+    return fd;
+}
+
+/* 0666 less the umask: what fopen would have made */
+static mode_t file_mode(void)
+{
+    mode_t m = umask(022);
+    umask(m);
+    return 0666 & ~m;
+}
+
+int hl_files_temp(const char *path, char *tmp, size_t n)
+{
+    if (n < TEMP_PATH) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = make_temp(path, tmp);
+    if (fd >= 0 && fchmod(fd, file_mode()) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        forget(tmp);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int hl_files_commit(const char *tmp, const char *path)
+{
+    int rc = rename(tmp, path);
+    int e = errno;
+    if (rc == 0)
+        forget(tmp);
+    errno = e;
+    return rc;
+}
+
+void hl_files_discard(const char *tmp)
+{
+    unlink(tmp);
+    forget(tmp);
+}
+
+/* write_atomic(path, text) -> path; raises "cannot write PATH: reason" and leaves no temp
+ * file and the old PATH untouched on any failure (full disk, file size limit, no folder). */
+static int l_write_atomic(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t len;
+    const char *text = luaL_checklstring(L, 2, &len);
+    char tmp[TEMP_PATH];
+    int fd = make_temp(path, tmp);
+    if (fd < 0)
+        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+    size_t done = 0;
+    int e = 0;
+    while (done < len && !e) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            e = n < 0 ? errno : EIO;
+        else
+            done += (size_t)n;
+    }
+    if (fchmod(fd, file_mode()) != 0 && !e) /* mkstemp makes 0600; results are ordinary files */
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e)
+        unlink(tmp);
+    forget(tmp);
+    if (e)
+        return luaL_error(L, "cannot write %s: %s", path, strerror(e));
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* temp_beside(path) -> tmp: an empty listed temp file beside path, for a child program to
+ * fill (gnuplot); then commit_temp(tmp, path) renames it or discard_temp(tmp) removes it. */
+static int l_temp_beside(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char tmp[TEMP_PATH];
+    int fd = make_temp(path, tmp);
+    if (fd < 0)
+        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+    int ok = fchmod(fd, file_mode()) == 0;
+    close(fd);
+    if (!ok) {
+        unlink(tmp);
+        forget(tmp);
+        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+    }
+    lua_pushstring(L, tmp);
+    return 1;
+}
+
+static int l_commit_temp(lua_State *L)
+{
+    const char *tmp = luaL_checkstring(L, 1), *path = luaL_checkstring(L, 2);
+    int e = rename(tmp, path) != 0 ? errno : 0;
+    if (e)
+        unlink(tmp);
+    forget(tmp);
+    if (e)
+        return luaL_error(L, "cannot write %s: %s", path, strerror(e));
+    return 0;
+}
+
+static int l_discard_temp(lua_State *L)
+{
+    const char *tmp = luaL_checkstring(L, 1);
+    unlink(tmp);
+    forget(tmp);
+    return 0;
+}
+
+/* file_tail(path, n) -> the last n bytes of a file (or nil): figures are checked for their
+ * format's end marker, since gnuplot exits 0 on a truncated write. */
+static int l_file_tail(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, n > 0 && n <= 4096, 2, "1..4096 bytes");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char buf[4096];
+    size_t got = 0;
+    if (fseek(f, -(long)n, SEEK_END) != 0)
+        rewind(f);
+    got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    lua_pushlstring(L, buf, got);
+    return 1;
+}
+
+/* same_file(a, b) -> true when both paths exist and name one file (device and inode) */
+static int l_same_file(lua_State *L)
+{
+    struct stat sa, sb;
+    int same = stat(luaL_checkstring(L, 1), &sa) == 0 && stat(luaL_checkstring(L, 2), &sb) == 0 &&
+               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    lua_pushboolean(L, same);
+    return 1;
+}
+
+void hl_bind_files(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic}, {"temp_beside", l_temp_beside},
+                                   {"commit_temp", l_commit_temp},   {"discard_temp", l_discard_temp},
+                                   {"file_tail", l_file_tail},       {"same_file", l_same_file},
+                                   {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
+    static int once;
+    if (!once) { /* temp files left by an error that escapes everything are removed at exit */
+        once = 1;
+        atexit(hl_files_cleanup);
+    }
+}
