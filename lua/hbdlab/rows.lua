@@ -62,7 +62,6 @@ function M.pivot(rows, rk, ck, vk)
   return out, cols
 end
 
---- Column names: the given ones, else every key, sorted, with common identifying ones first.
 -- Rank of each result field in the result table's order (ttft_s, tpot_s, ...).
 local result_rank
 local function rank_of(k)
