@@ -21,18 +21,22 @@ static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof 
 
 const hl_field_set *hl_plan_fields(void) { return &plan_set; }
 
-/* One probe of the search: the job at another batch. The first run validated the
- * model and cluster, which the probes do not change. */
-static hl_status probe(hl_job *j, double batch, hl_result *r, hl_err *err)
+/* One probe of the search: does the job fit at another batch? Only the memory
+ * model runs (no timing); the first run validated the model and cluster, which
+ * the probes do not change. */
+static hl_status probe(hl_job *j, double batch, int32_t *fits, hl_err *err)
 {
+    hl_memory mem;
     j->batch = batch;
-    return hl_sim_run_trusted(j, r, HL_TRUST_MODEL | HL_TRUST_CLUSTER, err);
+    hl_status st = hl_memory_trusted(j, &mem, HL_TRUST_MODEL | HL_TRUST_CLUSTER, err);
+    *fits = mem.fits;
+    return st;
 }
 
 hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
 {
     hl_job j = *job;
-    j.ignore_memory = 1; /* probes read r.fits */
+    j.ignore_memory = 1; /* the first run reports fits instead of failing */
     j.summary_only = 1;  /* and totals only */
     int64_t gpus = j.gpus > 0 ? j.gpus : j.cluster.gpus;
     int64_t dp = j.dp > 0 ? j.dp : (j.tp * j.pp > 0 ? gpus / (j.tp * j.pp) : 1);
@@ -51,19 +55,20 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
                        j.mem_util * 100, j.cluster.gpu.hbm_bytes * j.mem_util / 1e9);
     /* Memory grows monotonically with batch: double, then bisect on multiples of dp. */
     double lo = 1, hi = 2;
+    int32_t fits;
     while (hi < 1e7) {
-        if ((st = probe(&j, hi * (double)dp, &r, err)))
+        if ((st = probe(&j, hi * (double)dp, &fits, err)))
             return st;
-        if (!r.fits)
+        if (!fits)
             break;
         lo = hi;
         hi *= 2;
     }
     while (hi - lo > 1) {
         double mid = floor((lo + hi) / 2);
-        if ((st = probe(&j, mid * (double)dp, &r, err)))
+        if ((st = probe(&j, mid * (double)dp, &fits, err)))
             return st;
-        if (r.fits)
+        if (fits)
             lo = mid;
         else
             hi = mid;

@@ -25,20 +25,7 @@ const char *hl_bound_name(int32_t b)
     return b >= 0 && b <= 4 ? names[b] : "?";
 }
 
-/* Everything the per-layer builders need, resolved once. */
-typedef struct sim {
-    const hl_job *j;
-    const hl_model *m;
-    const hl_cluster *c;
-    double wb, ab, kvb, wireb;  /* bytes per element */
-    int64_t G, tp, pp, ep, dp, etp;
-    double stage_layers;        /* layers per pipeline stage */
-    double dense_frac;          /* fraction of layers with a dense FFN */
-    double b_local;             /* sequences per attention data-parallel group */
-    int64_t rph_tp;             /* members of a TP group inside one HBD (placement) */
-    int64_t rph_domain;         /* members of a stage's expert domain inside one HBD */
-    int64_t pp_stride;          /* rank distance between pipeline neighbours */
-} sim;
+typedef hl_sim_ctx sim; /* sim_int.h */
 
 static int64_t gcd64(int64_t a, int64_t b)
 {
@@ -99,7 +86,7 @@ static hl_status place(const hl_job *j, sim *s, hl_err *err)
     return HL_OK;
 }
 
-static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
+hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
 {
     const hl_model *m = &j->model;
     const hl_cluster *c = &j->cluster;
@@ -181,7 +168,7 @@ static hl_status resolve(const hl_job *j, sim *s, int trust, hl_err *err)
 hl_status hl_job_validate(const hl_job *job, hl_err *err)
 {
     sim s;
-    return resolve(job, &s, 0, err);
+    return hl_sim_resolve(job, &s, 0, err);
 }
 
 /* ---- accumulation of one phase ------------------------------------------------ */
@@ -766,143 +753,163 @@ static void finish_phase(acc *a)
 
 hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
 
-hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
+/* Prefill: the whole prompt of b_local sequences in one pass per stage, then the
+ * pipeline fill of (microbatches + pp - 1) slots. Fills *pre (events into r). */
+static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
 {
-    sim s;
-    hl_job fw;
-    const hl_job *j = hl_job_with_framework(job, &fw);
-    hl_status st = resolve(j, &s, trust, err);
-    if (st)
-        return st;
-    const hl_model *m = &j->model;
+    const hl_job *j = s->j;
     double full, sliding;
-    layer_split(&s, &full, &sliding);
-    double window = (double)m->sliding_window;
-
-    /* ---- prefill: the whole prompt of b_local sequences in one pass per stage ---- */
-    memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
-    acc pre;
-    memset(&pre, 0, sizeof pre);
-    pre.summary = j->summary_only;
-    pre.ev = j->summary_only ? NULL : r->prefill_events;
-    pre.overlap = j->overlap_prefill;
-    double b = s.b_local, in = j->input;
-    if ((st = layer_ops(&s, &pre, b, in, 1, 0, err)))
+    layer_split(s, &full, &sliding);
+    double window = (double)s->m->sliding_window;
+    hl_status st;
+    memset(pre, 0, sizeof *pre);
+    pre->summary = j->summary_only;
+    pre->ev = j->summary_only ? NULL : r->prefill_events;
+    pre->overlap = j->overlap_prefill;
+    double b = s->b_local, in = j->input;
+    if ((st = layer_ops(s, pre, b, in, 1, 0, err)))
         return st;
     hl_op op;
-    attn_op(&s, &op, b, in, 0, 0);
-    if ((st = add_op(&s, &pre, &op, full, err)))
+    attn_op(s, &op, b, in, 0, 0);
+    if ((st = add_op(s, pre, &op, full, err)))
         return st;
-    attn_op(&s, &op, b, in, 0, window);
-    if ((st = add_op(&s, &pre, &op, sliding, err)))
+    attn_op(s, &op, b, in, 0, window);
+    if ((st = add_op(s, pre, &op, sliding, err)))
         return st;
     /* Pipeline: one stage's time per micro-batch, (mb + pp - 1) slots. The
      * stage time above is for the whole batch; a micro-batch takes 1/mb of it. */
-    double stage = pre.ph.time_s;
-    double mb = j->microbatches > 0 ? j->microbatches : (double)s.pp;
-    double pipe = s.pp > 1 ? stage * (mb + (double)s.pp - 1) / mb : stage;
+    double stage = pre->ph.time_s;
+    double mb = j->microbatches > 0 ? j->microbatches : (double)s->pp;
+    double pipe = s->pp > 1 ? stage * (mb + (double)s->pp - 1) / mb : stage;
     double scale = stage > 0 ? pipe / stage : 1;
-    pre.ph.time_s *= scale;
-    pre.ph.compute_s *= scale;
-    pre.ph.memory_s *= scale;
-    pre.ph.comm_s *= scale;
-    pre.ph.overhead_s *= scale;
-    pre.ph.scaleup_comm_s *= scale;
-    pre.ph.scaleout_comm_s *= scale;
-    pre.ph.latency_comm_s *= scale;
-    if ((st = io_ops(&s, &pre, b, 1, 1, err)))
+    pre->ph.time_s *= scale;
+    pre->ph.compute_s *= scale;
+    pre->ph.memory_s *= scale;
+    pre->ph.comm_s *= scale;
+    pre->ph.overhead_s *= scale;
+    pre->ph.scaleup_comm_s *= scale;
+    pre->ph.scaleout_comm_s *= scale;
+    pre->ph.latency_comm_s *= scale;
+    if ((st = io_ops(s, pre, b, 1, 1, err)))
         return st;
-    add_overhead(&pre, j->step_overhead, 1);
-    finish_phase(&pre);
+    add_overhead(pre, j->step_overhead, 1);
+    finish_phase(pre);
+    return HL_OK;
+}
 
-    /* ---- decode: output-1 steps, each a pass of every layer (all stages in turn) ---- */
-    acc dec;
-    memset(&dec, 0, sizeof dec);
-    dec.summary = j->summary_only;
-    dec.ev = j->summary_only ? NULL : r->decode_events;
-    dec.overlap = j->overlap_decode;
-    double steps = j->output - 1;
+/* Decode: output - 1 steps, each a pass of every layer (all stages in turn);
+ * attention summed in closed form over the growing context. Fills *dec. */
+static hl_status run_decode(const sim *s, hl_result *r, acc *dec, hl_err *err)
+{
+    const hl_job *j = s->j;
+    double full, sliding;
+    layer_split(s, &full, &sliding);
+    double window = (double)s->m->sliding_window;
+    hl_status st;
+    memset(dec, 0, sizeof *dec);
+    dec->summary = j->summary_only;
+    dec->ev = j->summary_only ? NULL : r->decode_events;
+    dec->overlap = j->overlap_decode;
+    double steps = j->output - 1, b = s->b_local;
     if (steps > 0) {
-        double stages = (double)s.pp;
-        if ((st = layer_ops(&s, &dec, b, 1, steps * stages, 1, err)))
+        double stages = (double)s->pp;
+        if ((st = layer_ops(s, dec, b, 1, steps * stages, 1, err)))
             return st;
         /* the attention kernel of a step at the mean context, for the trace */
+        hl_op op;
         hl_op_time at;
-        attn_op(&s, &op, b, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
-        if (!dec.summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
-            dec.layer_kind = 0;
-            log_event(&dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+        attn_op(s, &op, b, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
+        if (!dec->summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
+            dec->layer_kind = 0;
+            log_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
         }
-        hl_event *saved = dec.ev;
-        dec.ev = NULL; /* the closed-form sums below are not single events */
-        if ((st = decode_attention(&s, &dec, full * stages, 0, err)))
+        hl_event *saved = dec->ev;
+        dec->ev = NULL; /* the closed-form sums below are not single events */
+        if ((st = decode_attention(s, dec, full * stages, 0, err)))
             return st;
-        if ((st = decode_attention(&s, &dec, sliding * stages, window, err)))
+        if ((st = decode_attention(s, dec, sliding * stages, window, err)))
             return st;
-        dec.ev = saved;
-        if ((st = io_ops(&s, &dec, b, 1, steps, err)))
+        dec->ev = saved;
+        if ((st = io_ops(s, dec, b, 1, steps, err)))
             return st;
-        add_overhead(&dec, j->step_overhead, steps);
+        add_overhead(dec, j->step_overhead, steps);
     }
-    finish_phase(&dec);
+    finish_phase(dec);
+    return HL_OK;
+}
 
-    r->n_prefill_events = pre.nev;
-    r->n_decode_events = dec.nev;
-    r->prefill = pre.ph;
-    r->decode = dec.ph;
-    r->n_prefill_items = pre.n;
-    r->n_decode_items = dec.n;
-    if (pre.n)
-        memcpy(r->prefill_items, pre.items, sizeof pre.items[0] * (size_t)pre.n);
-    if (dec.n)
-        memcpy(r->decode_items, dec.items, sizeof dec.items[0] * (size_t)dec.n);
-    r->ttft_s = pre.ph.time_s;
-    r->tpot_s = steps > 0 ? dec.ph.time_s / steps : 0;
-    r->total_s = pre.ph.time_s + dec.ph.time_s;
-    r->decode_tps = dec.ph.time_s > 0 ? j->batch * steps / dec.ph.time_s : 0;
-    r->tps_per_gpu = j->batch * j->output / r->total_s / (double)s.G;
-    r->tps_per_gpu_incl_prompt = j->batch * (j->input + j->output) / r->total_s / (double)s.G;
-    r->gpus = s.G;
-    r->tp = s.tp;
-    r->pp = s.pp;
-    r->ep = s.ep;
-    r->dp = s.dp;
-    r->etp = s.etp;
+/* The phases, items, events and job-level rates of r from the two phases. */
+static void fill_times(const sim *s, const acc *pre, const acc *dec, hl_result *r)
+{
+    const hl_job *j = s->j;
+    double steps = j->output - 1;
+    r->n_prefill_events = pre->nev;
+    r->n_decode_events = dec->nev;
+    r->prefill = pre->ph;
+    r->decode = dec->ph;
+    r->n_prefill_items = pre->n;
+    r->n_decode_items = dec->n;
+    if (pre->n)
+        memcpy(r->prefill_items, pre->items, sizeof pre->items[0] * (size_t)pre->n);
+    if (dec->n)
+        memcpy(r->decode_items, dec->items, sizeof dec->items[0] * (size_t)dec->n);
+    r->ttft_s = pre->ph.time_s;
+    r->tpot_s = steps > 0 ? dec->ph.time_s / steps : 0;
+    r->total_s = pre->ph.time_s + dec->ph.time_s;
+    r->decode_tps = dec->ph.time_s > 0 ? j->batch * steps / dec->ph.time_s : 0;
+    r->tps_per_gpu = j->batch * j->output / r->total_s / (double)s->G;
+    r->tps_per_gpu_incl_prompt = j->batch * (j->input + j->output) / r->total_s / (double)s->G;
+    r->gpus = s->G;
+    r->tp = s->tp;
+    r->pp = s->pp;
+    r->ep = s->ep;
+    r->dp = s->dp;
+    r->etp = s->etp;
     r->batch = j->batch;
     r->input = j->input;
     r->output = j->output;
     r->precision = j->precision;
+}
 
-    /* ---- memory per GPU ---- */
-    hl_params p;
-    if ((st = hl_model_params_unchecked(m, &p, err)))
+/* What bounds the job: the largest of compute, HBM, scale-up, scale-out and
+ * latency (+ overhead) time over both phases (hl_bound_name order). */
+static int32_t find_bound(const hl_phase *pre, const hl_phase *dec)
+{
+    double parts[5] = {pre->compute_s + dec->compute_s, pre->memory_s + dec->memory_s,
+                       pre->scaleup_comm_s + dec->scaleup_comm_s, pre->scaleout_comm_s + dec->scaleout_comm_s,
+                       pre->latency_comm_s + dec->latency_comm_s + pre->overhead_s + dec->overhead_s};
+    int32_t bound = 0;
+    for (int i = 1; i < 5; i++)
+        if (parts[i] > parts[bound])
+            bound = i;
+    return bound;
+}
+
+hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
+{
+    sim s;
+    hl_job fw;
+    const hl_job *j = hl_job_with_framework(job, &fw); /* s.j points to it: both live until return */
+    if (j != job) /* the framework scaled the GPU's efficiencies: check them again, as hl.simulate does */
+        trust &= ~(HL_TRUST_CLUSTER | HL_TRUST_CLUSTER_FIELDS);
+    hl_status st = hl_sim_resolve(j, &s, trust, err);
+    if (st)
         return st;
-    double moe_layers = (double)hl_model_moe_layers(m);
-    double per_layer_attn = p.attention / (double)m->layers;
-    double attn_gpu = per_layer_attn / (double)s.tp;
-    if (m->attn == HL_ATTN_GQA) {
-        /* K and V projections follow the KV heads: split over TP, or replicated
-         * (one head per GPU) when TP exceeds them; Q and O split over TP */
-        double kv_w = 2.0 * (double)m->hidden * (double)m->head_dim + (m->qkv_bias ? 2.0 * (double)m->head_dim : 0);
-        attn_gpu = (per_layer_attn - kv_w * (double)m->kv_heads) / (double)s.tp + kv_w * hl_kv_heads_per_gpu(m, s.tp);
-    }
-    double w = attn_gpu * s.stage_layers + p.norms / (double)s.pp +
-               p.dense_ffn / (double)s.tp / (double)s.pp +
-               (moe_layers > 0 ? (p.experts / (double)s.ep / (double)s.etp + p.shared / (double)s.tp + p.router) /
-                                     (double)s.pp
-                               : 0) + /* the router is replicated on every rank */
-               (p.embedding + p.lm_head) / (double)s.tp / (double)s.pp;
-    r->weights_bytes = w * s.wb;
-    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s.tp) / (double)m->kv_heads;
-    r->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share /
-                  (double)s.pp;
-    /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
-     * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
-    r->workspace_bytes = j->workspace_bytes > 0
-                             ? j->workspace_bytes
-                             : fmin(b * j->input, 8192) * (double)m->hidden * s.ab * 16 + 0.5e9;
-    r->per_gpu_bytes = r->weights_bytes + r->kv_bytes + r->workspace_bytes;
-    r->fits = r->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
+    memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
+    acc pre, dec;
+    if ((st = run_prefill(&s, r, &pre, err)) || (st = run_decode(&s, r, &dec, err)))
+        return st;
+    fill_times(&s, &pre, &dec, r);
+
+    /* ---- memory per GPU (core/src/memory.c) ---- */
+    hl_memory mem;
+    if ((st = hl_memory_resolved(&s, &mem, err)))
+        return st;
+    r->weights_bytes = mem.weights_bytes;
+    r->kv_bytes = mem.kv_bytes;
+    r->workspace_bytes = mem.workspace_bytes;
+    r->per_gpu_bytes = mem.per_gpu_bytes;
+    r->fits = mem.fits;
 
     if (!r->fits && !j->ignore_memory) {
         double cap = j->cluster.gpu.hbm_bytes * j->mem_util;
@@ -922,18 +929,11 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
                        "the configuration gives a non-finite or negative time (TTFT %g s, total %g s); "
                        "check extreme field values", r->ttft_s, r->total_s);
 
-    /* ---- what bounds the job ---- */
-    double parts[5] = {pre.ph.compute_s + dec.ph.compute_s, pre.ph.memory_s + dec.ph.memory_s,
-                       pre.ph.scaleup_comm_s + dec.ph.scaleup_comm_s, pre.ph.scaleout_comm_s + dec.ph.scaleout_comm_s,
-                       pre.ph.latency_comm_s + dec.ph.latency_comm_s + pre.ph.overhead_s + dec.ph.overhead_s};
-    r->bound = 0;
-    for (int i = 1; i < 5; i++)
-        if (parts[i] > parts[r->bound])
-            r->bound = i;
+    r->bound = find_bound(&pre.ph, &dec.ph);
 
     /* ---- cost and energy: prefill charged to prompt tokens, decode to decode tokens ---- */
     hl_cost_phase cp = {pre.ph.time_s, pre.ph.compute_s + pre.ph.memory_s, j->batch * j->input};
-    hl_cost_phase cd = {dec.ph.time_s, dec.ph.compute_s + dec.ph.memory_s, j->batch * steps};
+    hl_cost_phase cd = {dec.ph.time_s, dec.ph.compute_s + dec.ph.memory_s, j->batch * (j->output - 1)};
     hl_cost_compute(&j->cluster, s.G, j->batch, &cp, &cd, &r->cost);
     return HL_OK;
 }
@@ -976,14 +976,14 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
     st->job = *job;
     st->job.summary_only = 1;
-    st->job.batch = 1; /* resolve() checks batch against dp: any multiple of dp would do */
+    st->job.batch = 1; /* hl_sim_resolve() checks batch against dp: any multiple of dp would do */
     hl_status s0 = HL_OK;
     /* dp is resolved from the mapping; make batch a multiple of it for the check */
     hl_job probe = st->job;
     int64_t G = probe.gpus > 0 ? probe.gpus : probe.cluster.gpus;
     if (probe.tp > 0 && probe.pp > 0 && G % (probe.tp * probe.pp) == 0)
         st->job.batch = (double)(probe.dp > 0 ? probe.dp : G / (probe.tp * probe.pp));
-    if ((s0 = resolve(&st->job, &st->s, 0, err))) {
+    if ((s0 = hl_sim_resolve(&st->job, &st->s, 0, err))) {
         free(st);
         return s0;
     }

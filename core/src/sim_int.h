@@ -1,6 +1,7 @@
 /* Internal entry points of the simulation shared with the sweep. */
 #ifndef HL_SIM_INT_H
 #define HL_SIM_INT_H
+#include "hbdlab/memory.h"
 #include "hbdlab/sim.h"
 
 enum {
@@ -11,6 +12,31 @@ enum {
     HL_TRUST_JOB_FIELDS = 8      /* the job's own fields were range-checked (the sweep's base once, axes by
                                    their setters) */
 };
+
+/* Everything the per-layer builders and the memory model need, resolved once
+ * from a job (hl_sim_resolve). */
+typedef struct hl_sim_ctx {
+    const hl_job *j;
+    const hl_model *m;
+    const hl_cluster *c;
+    double wb, ab, kvb, wireb;  /* bytes per element: weights, activations, KV, MoE dispatch payload */
+    int64_t G, tp, pp, ep, dp, etp;
+    double stage_layers;        /* layers per pipeline stage */
+    double dense_frac;          /* fraction of layers with a dense FFN */
+    double b_local;             /* sequences per attention data-parallel group */
+    int64_t rph_tp;             /* members of a TP group inside one HBD (placement) */
+    int64_t rph_domain;         /* members of a stage's expert domain inside one HBD */
+    int64_t pp_stride;          /* rank distance between pipeline neighbours */
+} hl_sim_ctx;
+
+/* Validates the job (skipping what `trust` names) and resolves its mapping into *s. */
+hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
+
+/* Weights + KV + workspace per GPU of a resolved job (core/src/memory.c). */
+hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err);
+
+/* hl_memory_per_gpu, skipping the validations named in `trust` (batch = "max" probes). */
+hl_status hl_memory_trusted(const hl_job *job, hl_memory *out, int trust, hl_err *err);
 
 /* hl_sim_run, skipping the validations named in `trust` (the sweep validates
  * its base job once and trusts the objects no axis touches). */

@@ -282,8 +282,13 @@ for _, c in ipairs(api_cases) do
   distinct = distinct + 1
 end
 
-T.test("at least 100 distinct bad inputs", function()
+T.test("at least 100 distinct bad inputs, every one refused as expected", function()
+  -- `distinct` counts the cases listed; T.passed counts the tests that passed so far (each
+  -- case is one test, plus one per hbdlab eval run; the missing-file-and-BOM test holds two
+  -- cases): a case that stopped raising its error makes them disagree.
   T.ok(distinct >= 100, "distinct bad inputs: " .. distinct)
+  T.eq(T.failed, 0, "bad inputs not refused as expected")
+  T.eq(T.passed, distinct - 1 + eval_runs, "tests passed (cases - 1 + eval runs)")
   print(string.format("bad inputs: %d distinct (%d simulate cases also through hbdlab eval)", distinct, eval_runs))
 end)
 for _, ext in ipairs { ".json", ".out", ".err", "cfg.json", "bom.json", ".csv" } do os.remove(tmp .. ext) end

@@ -13,12 +13,21 @@ T.test("a dense model with shared-expert-free FFN, TP4 and PP4", function()
   local m = hl.model { name = "dense", hidden = 128, layers = 4, heads = 8, kv_heads = 4, head_dim = 16, ffn = 256, vocab = 256 }
   local r = hl.minitf.check { model = m, tp = 4, ep = 1, pp = 4, batch = 2, prompt = 5, new = 3 }
   for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+  -- 2 (KV cache = recompute: logits, tokens) + 3 layouts (tp4, pp4, tp4 x pp4) x 2 (= unsharded:
+  -- logits, tokens) + 4 single-rank counts (prefill FLOPs, decode FLOPs, weights, KV) + tp4: 6
+  -- (FLOPs prefill, decode, weights, KV, AllReduce, logits AllGather) + tp4 x pp4: 5 (FLOPs, weights,
+  -- AllReduce, AllGather, Send/Recv) + pp4: 3 (FLOPs, weights, Send/Recv) = 26
+  T.eq(#r.checks, 26, "number of checks")
+  T.ok(r.ok, "report ok")
 end)
 
 T.test("KV heads replicated when TP exceeds them", function()
   local m = hl.model { name = "mqa", hidden = 64, layers = 2, heads = 4, kv_heads = 1, head_dim = 16, ffn = 128, vocab = 128 }
   local r = hl.minitf.check { model = m, tp = 2, ep = 1, pp = 1, batch = 1, prompt = 4, new = 3 }
   for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+  -- 2 (KV cache = recompute) + 1 layout (tp2) x 2 + 4 single-rank counts + tp2: 6 = 14
+  T.eq(#r.checks, 14, "number of checks")
+  T.ok(r.ok, "report ok")
 end)
 
 T.test("MoE with shared experts and a leading dense layer", function()
@@ -26,6 +35,10 @@ T.test("MoE with shared experts and a leading dense layer", function()
                        vocab = 128, experts = 4, topk = 2, shared_experts = 1, expert_ffn = 32, dense_layers = 1 }
   local r = hl.minitf.check { model = m, tp = 2, ep = 2, pp = 1, batch = 2, prompt = 4, new = 3 }
   for _, c in ipairs(r.checks) do T.ok(c.ok, c.name) end
+  -- 2 (KV cache = recompute) + 2 layouts (tp2, ep2) x 2 + 4 single-rank counts + tp2: 6 + ep2: 6
+  -- (FLOPs prefill, decode, weights, KV, All-to-All volume, All-to-All bytes to others) = 22
+  T.eq(#r.checks, 22, "number of checks")
+  T.ok(r.ok, "report ok")
 end)
 
 T.test("unsupported configurations are errors", function()

@@ -14,6 +14,7 @@
 #include "hbdlab/coll.h"
 #include "hbdlab/cost.h"
 #include "hbdlab/job.h"
+#include "hbdlab/memory.h"
 #include "hbdlab/sim.h"
 #include "hbdlab/serve.h"
 #include "hbdlab/result.h"

@@ -31,7 +31,7 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 64 };
+enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 128 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
