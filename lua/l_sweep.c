@@ -5,6 +5,7 @@
  * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,25 @@ static void draw_progress(int64_t done, int64_t total, double elapsed)
 /* Runs hl_sweep_run(in, out) on a thread while this one polls Ctrl-C (setting
  * *in->cancel) and, when `show`, draws the progress of `total` points of which
  * `before` were done earlier (t0: when the whole sweep started). */
+/* Test hook for deterministic interruption tests: HBDLAB_TEST_INTERRUPT="INT:N" (or
+ * "TERM:N") makes a sweep send itself that signal once N points (of a chunk) are done,
+ * through the host's real handler; "INT:rows" while the rows are built. Returns the
+ * signal (0 when unset) and N in *after (-2 for rows). */
+static int test_interrupt(int64_t *after)
+{
+    const char *v = getenv("HBDLAB_TEST_INTERRUPT");
+    long long n = -1;
+    char name[8], phase[8] = "";
+    if (!v || (sscanf(v, "%7[A-Z]:%lld", name, &n) != 2 && sscanf(v, "%7[A-Z]:%7[a-z]", name, phase) != 2))
+        return 0;
+    if (strcmp(phase, "rows") == 0)
+        n = -2; /* while the Lua rows are built (build_rows) */
+    else if (n < 0)
+        return 0;
+    *after = (int64_t)n;
+    return strcmp(name, "TERM") == 0 ? SIGTERM : strcmp(name, "INT") == 0 ? SIGINT : 0;
+}
+
 static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before,
                             int64_t total, double t0)
 {
@@ -68,12 +88,18 @@ static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, i
     ctx.points = out;
     pthread_t th;
     double last = 0;
+    int64_t test_after = 0;
+    int test_sig = test_interrupt(&test_after);
     if (pthread_create(&th, NULL, run_thread, &ctx) != 0) {
         run_thread(&ctx);
     } else {
         while (!__atomic_load_n(&ctx.finished, __ATOMIC_ACQUIRE)) {
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
+            if (test_sig && test_after >= 0 && done >= test_after) {
+                raise(test_sig);
+                test_sig = 0;
+            }
             if (hl_bind_interrupt && in->cancel)
                 *in->cancel = 1;
             double t = now_s();
@@ -274,8 +300,13 @@ static int build_rows(lua_State *L)
     const axes_mem *mem = rj->mem;
     int32_t na = rj->na;
     lua_createtable(L, (int)(rj->n < 1 << 30 ? rj->n : 0), 0); /* [job rows] */
-    int64_t out = 0;
+    int64_t out = 0, test_after = 0;
+    int test_sig = test_interrupt(&test_after);
     for (int64_t i = rj->lo; i < rj->hi; i++) {
+        if (test_sig && test_after == -2 && i == (rj->lo + rj->hi) / 2) {
+            raise(test_sig);
+            test_sig = 0;
+        }
         const hl_point *p = &rj->ctx->points[i];
         if (p->status == HL_EINTR)
             continue;
@@ -392,8 +423,16 @@ static int l_sweep(lua_State *L)
         free(ctx);
         return hl_raise(L, &e);
     }
+    if (interrupted && hl_bind_interrupt == 2) { /* SIGTERM: the script ends, the rows are dropped */
+        free(ctx->points);
+        free_axes(&mem);
+        free(ctx);
+        lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
+        hl_bind_interrupt = 0;
+        return luaL_error(L, "sweep terminated (SIGTERM) after %I of %I points", (lua_Integer)done, (lua_Integer)n);
+    }
     if (interrupted) {
-        lua_sethook(L, NULL, 0, 0); /* keep the rows: no "interrupted!" error on return */
+        lua_sethook(L, NULL, 0, 0); /* Ctrl-C: keep the rows, no "interrupted!" error on return */
         hl_bind_interrupt = 0;
         fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
     }
@@ -576,7 +615,7 @@ static int l_sweep_to_csv(lua_State *L)
         }
     }
     int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
-    int interrupted = 0, failed = 0;
+    int interrupted = 0, terminated = 0, failed = 0;
     int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
     double t0 = now_s();
     for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
@@ -618,8 +657,11 @@ static int l_sweep_to_csv(lua_State *L)
         free(text);
         if (hl_bind_interrupt || cancel) {
             interrupted = 1;
-            lua_sethook(L, NULL, 0, 0);
-            hl_bind_interrupt = 0;
+            terminated = hl_bind_interrupt == 2;
+            if (!terminated) { /* Ctrl-C: the rows done are the result; SIGTERM: kept too, then raised */
+                lua_sethook(L, NULL, 0, 0);
+                hl_bind_interrupt = 0;
+            }
         }
     }
     if (show) {
@@ -642,6 +684,12 @@ static int l_sweep_to_csv(lua_State *L)
         return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
     if (gather) /* rows written by all ranks together */
         written = end - begin;
+    if (terminated) {
+        lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
+        hl_bind_interrupt = 0;
+        return luaL_error(L, "sweep_to_csv terminated (SIGTERM): %I of %I rows written to %s", (lua_Integer)written,
+                          (lua_Integer)total, path);
+    }
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written,
                 (long long)total, path);
@@ -676,6 +724,7 @@ static int l_interrupted(lua_State *L)
 
 void hl_bind_sweep(lua_State *L)
 {
+    hl_set_interrupt_flag(&hl_bind_interrupt); /* exact steps and the plan search poll it too */
     static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
                                    {"interrupted", l_interrupted}, {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted}, {NULL, NULL}};

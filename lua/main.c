@@ -36,7 +36,7 @@ static void on_sigint(int sig)
         return;
     }
     interrupted = 1;
-    hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
+    hl_bind_interrupt = sig == SIGTERM ? 2 : 1; /* long C loops poll this; a sweep keeps its rows on 1 only */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
