@@ -15,6 +15,8 @@ PKGS="$PKGS openmpi-bin libopenmpi-dev"
 PKGS="$PKGS libcmocka-dev luajit tmux"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot
 PKGS="$PKGS chromium imagemagick"
+# Lint (tools/lint.sh): clang-format for C, luacheck for Lua
+PKGS="$PKGS clang-format lua-check"
 
 missing=""
 for p in $PKGS; do
