@@ -186,7 +186,12 @@ typedef struct acc {
     hl_coll_out memo_out;
 } acc;
 
-enum { MAX_EVENTS = 40 };
+enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
+/* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
+_Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
+_Static_assert(sizeof(((hl_result *)0)->decode_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "decode_items");
+_Static_assert(sizeof(((hl_result *)0)->prefill_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "prefill_events");
+_Static_assert(sizeof(((hl_result *)0)->decode_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "decode_events");
 
 /* Copies a NUL-terminated name into a 32-byte field, truncating (no snprintf: hot path). */
 static void copy_name(char dst[32], const char *src)
