@@ -296,7 +296,13 @@ static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_ou
 {
     hl_status st = hl_coll_time(c, in, o, err);
     int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1)
+    /* Only the one-shot exchange runs both tiers at once; moving k of its g - 1
+     * scale-up peers to scale-out can beat the placed time only when
+     * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
+     * docs/MODEL.md 6) or its latency is lower: otherwise skip the search. */
+    int can_win = 2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
+                  c->scaleout_latency < c->scaleup_latency;
+    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1 || !can_win)
         return st;
     hl_cluster cl = *c;
     hl_coll_in k = *in;
