@@ -26,6 +26,7 @@ static int owned_gc(lua_State *L)
 
 static const char *const arrivals[] = {"poisson", "constant", "concurrency", "trace", NULL};
 static const char *const dists[] = {"fixed", "uniform", "normal", "trace", NULL};
+static const char *const kv_links[] = {"auto", "scaleup", "scaleout", NULL};
 
 /* A length field: a number (fixed), "trace", or {dist =, mean =, std =, min =, max =}. */
 static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
@@ -91,6 +92,11 @@ static void push_result(lua_State *L, const hl_serve_result *r)
              {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
+    if (r->kv_link) {
+        hl_set_num(L, "kv_transfer_s", r->kv_transfer_s);
+        lua_pushstring(L, kv_links[r->kv_link]);
+        lua_setfield(L, -2, "kv_link");
+    }
     push_stats(L, "ttft_s", &r->ttft_s);
     push_stats(L, "tpot_s", &r->tpot_s);
     push_stats(L, "itl_s", &r->itl_s);
@@ -123,6 +129,7 @@ static void push_result(lua_State *L, const hl_serve_result *r)
             hl_set_num(L, "tpot_s", q->tpot_s);
             hl_set_num(L, "e2e_s", q->e2e_s);
             hl_set_num(L, "preemptions", q->preemptions);
+            hl_set_num(L, "kv_transfer_s", q->kv_transfer_s);
             lua_pushboolean(L, q->good);
             lua_setfield(L, -2, "good");
             lua_rawseti(L, -2, i + 1);
@@ -199,6 +206,17 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     lua_getfield(L, S, "keep_steps");
     c->keep_steps = lua_toboolean(L, -1);
     lua_pop(L, 2);
+    if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
+        hl_plan_in dpin;
+        hl_check_job(L, 3, &dpin, &batch_max, &auto_plan);
+        if (batch_max || auto_plan)
+            luaL_error(L, "serve: the decode pool needs an explicit mapping (parallel = {tp =, ...})");
+        c->disagg = 1;
+        c->decode_job = dpin.job;
+        lua_getfield(L, S, "kv_link");
+        c->kv_link = luaL_checkoption(L, -1, "auto", kv_links);
+        lua_pop(L, 1);
+    }
 }
 
 static owned *push_owned(lua_State *L)

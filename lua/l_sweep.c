@@ -33,12 +33,6 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void draw_progress(int64_t done, int64_t total, double elapsed)
 {
@@ -102,7 +96,7 @@ static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, i
             }
             if (hl_bind_interrupt && in->cancel)
                 *in->cancel = 1;
-            double t = now_s();
+            double t = hl_clock_s();
             if (show && t - last > 0.1) {
                 draw_progress(before + done, total, t - t0);
                 last = t;
@@ -397,11 +391,11 @@ static int l_sweep(lua_State *L)
     hl_point *mine = ctx->points;
     ctx->points += lo; /* hl_sweep_run writes the range from out[0] */
     int show = progress && isatty(STDERR_FILENO) && hi - lo >= 2000;
-    double t0 = now_s();
+    double t0 = hl_clock_s();
     /* an empty block runs nothing (count 0 would mean "all") */
     ctx->status = hi == lo ? HL_OK : run_polled(&ctx->in, ctx->points, &ctx->err, show, 0, hi - lo, t0);
     if (show) {
-        draw_progress(done, hi - lo, now_s() - t0);
+        draw_progress(done, hi - lo, hl_clock_s() - t0);
         fputc('\n', stderr);
     }
     ctx->points = mine;
@@ -617,7 +611,7 @@ static int l_sweep_to_csv(lua_State *L)
     int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
     int interrupted = 0, terminated = 0, failed = 0;
     int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
-    double t0 = now_s();
+    double t0 = hl_clock_s();
     for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
         int64_t clen = end - first < CHUNK ? end - first : CHUNK, lo = 0, hi = clen;
         if (gather)
@@ -665,7 +659,7 @@ static int l_sweep_to_csv(lua_State *L)
         }
     }
     if (show) {
-        draw_progress(done_before, shown_total, now_s() - t0);
+        draw_progress(done_before, shown_total, hl_clock_s() - t0);
         fputc('\n', stderr);
     }
     int bad = failed;

@@ -18,6 +18,8 @@ PKGS="$PKGS libcmocka-dev luajit tmux"
 PKGS="$PKGS clang libclang-rt-14-dev"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot
 PKGS="$PKGS chromium imagemagick"
+# Lint (tools/lint.sh): clang-format for C, luacheck for Lua
+PKGS="$PKGS clang-format lua-check"
 
 missing=""
 for p in $PKGS; do

@@ -76,7 +76,7 @@ static const hl_field job_fields[] = {
     ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
     ENUM(framework, "framework", "ideal|trtllm|vllm|sglang", HL_FW_IDEAL,
          "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
-    NUM(step_overhead, "step_overhead", NULL, 1e-12, 1, 1, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
+    NUM(step_overhead, "step_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
     NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
     NUM(gemm_scale_fp8, "gemm_scale_fp8", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
     NUM(gemm_scale_fp4, "gemm_scale_fp4", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP4 GEMMs (0 = the framework's)"),

@@ -9,6 +9,7 @@
 #include "err_int.h"
 #include "serve_int.h"
 #include "step_int.h"
+#include "hbdlab/coll.h"
 #include "hbdlab/kvcache.h"
 
 void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
@@ -151,19 +152,20 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
     while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1) {
         int64_t r = s->wait[s->w_head];
         rq *x = &s->q[r];
-        double tok = x->prompt;
+        int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
+        double tok = arrived_prefilled ? 1 : x->prompt;
         if (c->chunked_prefill)
             tok = fmin(fmin(tok, chunk), *budget);
         else if (tok > *budget && s->n_plan > 0)
             break;
-        double need = blocks_for(s, tok);
+        double need = blocks_for(s, arrived_prefilled ? x->kv + 1 : tok);
         if (need > s->blocks_free)
             break;
         wait_pop(s);
         if (x->first_sched < 0)
             x->first_sched = t;
         s->run[s->n_run++] = r;
-        plan_add(s, r, tok, 0, need);
+        plan_add(s, r, tok, arrived_prefilled, need);
         *budget -= tok;
     }
 }
@@ -350,21 +352,25 @@ static void owned_free(owned *o)
     free(o->cnt);
 }
 
-static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err *err)
+/* One pool of GPUs (the whole instance, or a disaggregated prefill or decode
+ * pool) serving reqs[0..n): its stepper, KV cache and scheduler. A request of
+ * a decode pool (first_tok != NULL) arrives with its prompt's KV and its first
+ * token (at first_tok[i]). Fills o->q (one rq per request), rec, *preempts and
+ * *blocks; the step log and samples go to r. */
+static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const hl_trace_req *reqs, int64_t n,
+                               const double *first_tok, owned *o, recorder *rec, hl_serve_result *r,
+                               int64_t *preempts, double *blocks_out, hl_err *err)
 {
-    hl_status rc = hl_serve_check_cfg(c, err);
-    if (rc)
-        return rc;
+    hl_status rc;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    if ((rc = hl_stepper_new(&c->job, cap, &o->st, err)))
+    if ((rc = hl_stepper_new(job, cap, &o->st, err)))
         return rc;
-    r->gpus = hl_stepper_gpus(o->st);
+    hl_serve_cfg cj = *c;
+    cj.job = *job;
     double blocks = 0;
-    if ((rc = hl_serve_kv_blocks(c, o->st, &blocks, err)))
+    if ((rc = hl_serve_kv_blocks(&cj, o->st, &blocks, err)))
         return rc;
-    int64_t n;
-    if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
-        return rc;
+    *blocks_out = blocks;
     sched s = {0};
     s.cfg = c;
     s.n = n;
@@ -387,11 +393,16 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
     s.chunks = o->chunks;
     for (int64_t i = 0; i < n; i++) {
         rq *x = &s.q[i];
-        const hl_trace_req *t = &o->reqs[i];
+        const hl_trace_req *t = &reqs[i];
         x->arrival = t->arrival_s;
         x->input = x->prompt = t->input;
         x->output = t->output;
         x->first_tok = x->first_sched = -1;
+        if (first_tok) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
+            x->prefilled = x->kv = t->input;
+            x->gen = 1;
+            x->first_tok = x->last_tok = first_tok[i];
+        }
         double most = blocks_for(&s, t->input + t->output - 1);
         if (most > group_blocks)
             return hl_fail(err, HL_ENOFIT,
@@ -405,16 +416,12 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
     double window = hl_stepper_window(o->st);
     double t = 0;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
-    recorder rec = {0};
-    rec.r = r;
-    rec.stride = 1;
-    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
     int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536;
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
         while (next < released && s.q[next].arrival <= t) {
-            rec.little += t - s.q[next].arrival;
+            rec->little += t - s.q[next].arrival;
             wait_push_back(&s, next++);
         }
         if (s.n_run == 0 && s.w_len == 0) {
@@ -505,7 +512,7 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
             if (!s.q[s.run[k]].done)
                 s.run[m++] = s.run[k];
         double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
-        if ((rc = record(&rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, err)))
+        if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, err)))
             return rc;
         preempt_total += s.preempted;
         if (c->keep_steps) {
@@ -521,20 +528,30 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
         t = t_end;
         if (fast && all_decoded && m > 0 && s.w_len == 0) {
             double t_arr = next < released ? s.q[next].arrival : INFINITY;
-            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, &rec, err)))
+            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, rec, err)))
                 return rc;
         }
     }
-    o->reqs = (free(o->reqs), NULL);
-    hl_serve_req *out = calloc((size_t)n, sizeof *out);
+    *preempts += preempt_total;
+    return HL_OK;
+}
+
+/* Sums of a pool's run: what the result reports over both pools. */
+static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, const int64_t *dmap, int64_t n,
+                           const double *transfer, hl_itl_hist *itl, const recorder *rec, double transfer_sum,
+                           hl_serve_result *r, hl_err *err)
+{
+    hl_serve_req *out = calloc((size_t)(n > 0 ? n : 1), sizeof *out);
     if (!out)
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
     for (int64_t i = 0; i < n; i++) {
-        const rq *x = &s.q[i];
-        out[i] = (hl_serve_req){x->arrival, x->input, x->output, x->first_tok, x->finish, x->first_sched - x->arrival,
-                                0, 0, 0, x->preempt, 0};
+        const rq *x = &qp[i];
+        const rq *d = qd && dmap[i] >= 0 ? &qd[dmap[i]] : NULL;
+        out[i] = (hl_serve_req){x->arrival, x->input, x->output, x->first_tok, d ? d->finish : x->finish,
+                                x->first_sched - x->arrival, 0, 0, 0, x->preempt + (d ? d->preempt : 0), 0,
+                                transfer ? transfer[i] : 0};
     }
-    rc = hl_serve_summarise(c, out, n, o->itl, r, err);
+    hl_status rc = hl_serve_summarise(c, out, n, itl, r, err);
     if (rc || !c->keep_requests)
         free(out);
     else
@@ -542,17 +559,162 @@ static hl_status run(const hl_serve_cfg *c, hl_serve_result *r, owned *o, hl_err
     if (rc)
         return rc;
     double T = r->duration_s > 0 ? r->duration_s : 1;
-    r->steps = rec.steps;
-    r->preemptions = preempt_total;
-    r->mean_in_system = rec.little / T;
-    r->mean_running = rec.run / T;
-    r->mean_waiting = rec.wait / T;
-    r->mean_step_tokens = rec.steps ? rec.tokens / (double)rec.steps : 0;
-    r->kv_blocks_total = s.blocks_total;
+    r->steps = rec->steps;
+    r->mean_in_system = (rec->little + transfer_sum) / T;
+    r->mean_running = rec->run / T;
+    r->mean_waiting = rec->wait / T;
+    r->mean_step_tokens = rec->steps ? rec->tokens / (double)rec->steps : 0;
+    r->kv_util_mean = rec->kv / T;
+    r->kv_util_max = rec->kv_max;
     r->kv_block_tokens = (double)c->block_tokens;
-    r->kv_util_mean = rec.kv / T;
-    r->kv_util_max = rec.kv_max;
     return HL_OK;
+}
+
+/* Seconds to move one request's KV cache (input tokens) from a prefill GPU to
+ * its decode peer: a Send/Recv of the prefill GPU's share (every GPU of the
+ * instance sends its shard at once), inside one HBD or across the scale-out
+ * network (docs/MODEL.md section 12). */
+static hl_status kv_transfer_time(const hl_serve_cfg *c, double kv_token_bytes, double tokens, double *t,
+                                  hl_err *err)
+{
+    hl_coll_in in = {HL_SENDRECV, HL_ALGO_AUTO, kv_token_bytes * tokens, 2, c->kv_link == HL_KV_LINK_SCALEUP ? 2 : 1,
+                     0};
+    hl_coll_out o;
+    hl_status rc = hl_coll_time(&c->job.cluster, &in, &o, err);
+    if (rc)
+        hl_err_prefix(err, "KV transfer");
+    *t = o.time_s;
+    return rc;
+}
+
+/* Order of requests reaching the decode pool: prefill end + transfer. qsort
+ * has no context argument; the run sets sort_ctx first (one run per thread at
+ * a time: _Thread_local). */
+typedef struct dec_order {
+    const rq *q;
+    const double *xfer;
+} dec_order;
+static _Thread_local const dec_order *sort_ctx;
+
+static int by_decode_arrival(const void *a, const void *b)
+{
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    double x = sort_ctx->q[i].first_tok + sort_ctx->xfer[i], y = sort_ctx->q[j].first_tok + sort_ctx->xfer[j];
+    return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
+}
+
+static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_err *err)
+{
+    hl_status rc = hl_serve_check_cfg(c0, err);
+    if (rc)
+        return rc;
+    hl_serve_cfg cc = *c0;
+    const hl_serve_cfg *c = &cc;
+    if (cc.disagg && cc.kv_link == HL_KV_LINK_AUTO) { /* one HBD of one cluster holds both pools? */
+        const hl_cluster *a = &cc.job.cluster, *b = &cc.decode_job.cluster;
+        int64_t gp = cc.job.gpus > 0 ? cc.job.gpus : a->gpus, gd = cc.decode_job.gpus > 0 ? cc.decode_job.gpus : b->gpus;
+        int same = a->gpus == b->gpus && a->hbd == b->hbd && strcmp(a->gpu.name, b->gpu.name) == 0;
+        cc.kv_link = same && gp + gd <= a->hbd ? HL_KV_LINK_SCALEUP : HL_KV_LINK_SCALEOUT;
+    }
+    r->kv_link = cc.disagg ? cc.kv_link : 0;
+    int64_t n;
+    if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+        return rc;
+    recorder rec = {0};
+    rec.r = r;
+    rec.stride = 1;
+    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    int64_t preempts = 0;
+    double blocks = 0;
+    if (c->disagg && strcmp(c->job.model.name, c->decode_job.model.name) != 0)
+        return hl_fail(err, HL_EINVAL, "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
+                       "model for both)", c->decode_job.model.name, c->job.model.name);
+    if (c->disagg && c->arrival == HL_ARRIVAL_CONCURRENCY)
+        return hl_fail(err, HL_EINVAL, "field 'concurrency': a closed loop is not supported with disaggregation (the "
+                       "pools are simulated one after the other); give a rate or a trace");
+    if (c->disagg && (unsigned)c->kv_link > HL_KV_LINK_SCALEOUT)
+        return hl_fail(err, HL_EINVAL, "field 'kv_link': %d is not one of auto, scaleup, scaleout", (int)c->kv_link);
+    if (!c->disagg) {
+        if ((rc = simulate_pool(c, &c->job, o->reqs, n, NULL, o, &rec, r, &preempts, &blocks, err)))
+            return rc;
+        r->gpus = hl_stepper_gpus(o->st);
+        r->kv_blocks_total = blocks;
+        r->preemptions = preempts;
+        return summarise(c, o->q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+    }
+    /* disaggregated: the prefill pool serves every prompt (one token each), then each request's KV
+     * moves to the decode pool, which receives it as an arrival that decodes from its first token */
+    hl_trace_req *pre = malloc(sizeof *pre * (size_t)n), *dec = malloc(sizeof *dec * (size_t)n);
+    double *first = malloc(sizeof *first * (size_t)n), *xfer = calloc((size_t)n, sizeof *xfer);
+    int64_t *dmap = malloc(sizeof *dmap * (size_t)n), *xmap = malloc(sizeof *xmap * (size_t)n);
+    dec_order dec_ctx;
+    owned od = {0};
+    recorder rec_p = {0};
+    hl_serve_result scratch = {0};
+    rec_p.r = &scratch; /* the prefill pool's KV samples are not reported */
+    rec_p.stride = 1;
+    rec_p.max_samples = 2;
+    double xfer_sum = 0, blocks_p = 0;
+    int64_t nd = 0;
+    if (!pre || !dec || !first || !xfer || !dmap || !xmap) {
+        rc = hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
+        goto out;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pre[i] = o->reqs[i];
+        pre[i].output = 1;
+    }
+    if ((rc = simulate_pool(c, &c->job, pre, n, NULL, o, &rec_p, &scratch, &preempts, &blocks_p, err)))
+        goto out;
+    r->gpus = hl_stepper_gpus(o->st);
+    double kvtok = hl_stepper_kv_token_bytes(o->st);
+    for (int64_t i = 0; i < n; i++) {
+        dmap[i] = -1;
+        if ((rc = kv_transfer_time(c, kvtok, o->reqs[i].input, &xfer[i], err)))
+            goto out;
+        xfer_sum += xfer[i];
+        if (o->reqs[i].output > 1) /* dmap holds the request index until sorted */
+            dmap[nd++] = i;
+    }
+    /* the decode pool takes arrivals in time order: prompts finish out of order */
+    dec_ctx = (dec_order){o->q, xfer};
+    sort_ctx = &dec_ctx;
+    qsort(dmap, (size_t)nd, sizeof *dmap, by_decode_arrival);
+    for (int64_t k = 0; k < nd; k++) {
+        int64_t i = dmap[k];
+        first[k] = o->q[i].first_tok;
+        dec[k] = (hl_trace_req){o->q[i].first_tok + xfer[i], o->reqs[i].input, o->reqs[i].output};
+    }
+    for (int64_t i = 0; i < n; i++) /* xmap: request -> its index in the decode pool, -1 if none */
+        xmap[i] = -1;
+    for (int64_t k = 0; k < nd; k++)
+        xmap[dmap[k]] = k;
+    if (nd > 0) {
+        if ((rc = simulate_pool(c, &c->decode_job, dec, nd, first, &od, &rec, r, &preempts, &blocks, err)))
+            goto out;
+        r->gpus += hl_stepper_gpus(od.st);
+    }
+    rec.little += rec_p.little;
+    rec.run += rec_p.run;
+    rec.wait += rec_p.wait;
+    rec.steps += rec_p.steps;
+    rec.tokens += rec_p.tokens;
+    for (int64_t i = 0; i < n; i++) /* the prefill pool ran every request with one output token */
+        o->q[i].output = o->reqs[i].output;
+    r->kv_blocks_total = blocks;
+    r->preemptions = preempts;
+    rc = summarise(c, o->q, od.q, xmap, n, xfer, od.itl ? od.itl : o->itl, &rec, xfer_sum, r, err);
+    r->kv_transfer_s = n > 0 ? xfer_sum / (double)n : 0;
+out:
+    free(pre);
+    free(dec);
+    free(first);
+    free(xfer);
+    free(dmap);
+    free(xmap);
+    owned_free(&od);
+    hl_serve_result_free(&scratch);
+    return rc;
 }
 
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err)

@@ -186,7 +186,12 @@ typedef struct acc {
     hl_coll_out memo_out;
 } acc;
 
-enum { MAX_EVENTS = 40 };
+enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
+/* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
+_Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
+_Static_assert(sizeof(((hl_result *)0)->decode_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "decode_items");
+_Static_assert(sizeof(((hl_result *)0)->prefill_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "prefill_events");
+_Static_assert(sizeof(((hl_result *)0)->decode_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "decode_events");
 
 /* Copies a NUL-terminated name into a 32-byte field, truncating (no snprintf: hot path). */
 static void copy_name(char dst[32], const char *src)
@@ -291,7 +296,13 @@ static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_ou
 {
     hl_status st = hl_coll_time(c, in, o, err);
     int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1)
+    /* Only the one-shot exchange runs both tiers at once; moving k of its g - 1
+     * scale-up peers to scale-out can beat the placed time only when
+     * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
+     * docs/MODEL.md 6) or its latency is lower: otherwise skip the search. */
+    int can_win = 2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
+                  c->scaleout_latency < c->scaleup_latency;
+    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1 || !can_win)
         return st;
     hl_cluster cl = *c;
     hl_coll_in k = *in;
@@ -978,7 +989,8 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     hl_stepper *st = calloc(1, sizeof *st);
     if (!st)
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
-    st->job = *job;
+    hl_job fw;
+    st->job = *hl_job_with_framework(job, &fw); /* the framework's efficiencies and step overhead */
     st->job.summary_only = 1;
     st->job.batch = 1; /* hl_sim_resolve() checks batch against dp: any multiple of dp would do */
     hl_status s0 = HL_OK;
@@ -1147,7 +1159,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                      (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
         double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
         double hidden = fmin(st->job.overlap_decode * d.base.comm_s, ops); /* finish_phase() */
-        *time_s = hidden > 0 && d.base.comm_s > 0 ? time - hidden : time;
+        *time_s = (hidden > 0 && d.base.comm_s > 0 ? time - hidden : time) + st->job.step_overhead;
         if (!isfinite(*time_s) || *time_s < 0)
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;
@@ -1214,7 +1226,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         phase_add(&a.ph, &io, 1);
     }
     finish_phase(&a);
-    *time_s = a.ph.time_s;
+    *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)
         return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return HL_OK;

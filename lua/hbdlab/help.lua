@@ -20,6 +20,10 @@ local topics = {
     'local r = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = 10,\n' ..
     '                     input = { dist = "uniform", min = 256, max = 4096 }, output = 256,\n' ..
     '                     slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(r.ttft_s.p99, r.goodput_rps)', "serve" },
+  { "serve_pd_ratio", "hl.serve_pd_ratio{<hl.serve fields>, gpus = N, prefill = {parallel = {tp =}}, decode = {parallel = {tp =}}, slo =} -> {best, rows}",
+    "Prefill/decode disaggregation: every split of N GPUs into prefill and decode instances, each split's capacity; the best split.",
+    'local r = hl.serve_pd_ratio { model = "llama-3.1-70b", cluster = c, gpus = 16, prefill = { parallel = { tp = 4 } },\n' ..
+    '                              decode = { parallel = { tp = 4 } }, input = 2048, output = 256, slo = { ttft_s = 1, tpot_s = 0.03 } }' },
   { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
     "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection; analytical mode: steady state within the SLO).",
     'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
@@ -27,6 +31,13 @@ local topics = {
   { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
+  { "calibrate", "hl.calibrate{cases, params, bounds, start, fit, loo} -> {params, cases, before, after, held_out, loo, ...}",
+    "Least-squares fit (log error, GSL) of any numeric GPU/cluster/model/job field to measured cases " ..
+    "{name, measured, config = {simulate fields}, metric = \"tpot_s\"} or {name, measured, predict = function(p)}; " ..
+    "per-case errors before/after and leave-one-out. CLI: hbdlab calibrate cases.json.",
+    'local res = hl.calibrate { cases = { { measured = 0.0186, metric = "tpot_s", config = job } },\n' ..
+    '                           params = { "step_overhead" }, bounds = { step_overhead = { 0, 0.01 } } }\n' ..
+    'require("hbdlab.calibrate").print(res)' },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
@@ -110,6 +121,7 @@ local function serve_text()
   slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
   keep_requests / keep_steps   add per_request / step_log
   mode        "simulate" (default) or "analytical" (steady state: iter_s, ttft_s, tpot_s, running, stable)
+  disagg      {prefill = {parallel = {tp =, gpus =}, ...}, decode = {...}, kv_link = "auto"|"scaleup"|"scaleout"}
 Result: requests, duration_s, rps, input_tps, output_tps, *_per_gpu, ttft_s/tpot_s/itl_s/e2e_s/queue_s
   .{mean, p50, p90, p99, max}, slo_attainment, goodput_rps, goodput_tps_per_gpu, mean_in_system,
   mean_running, mean_waiting, steps, preemptions, kv_util_mean, kv_util_max, kv_series]]

@@ -278,17 +278,35 @@ end
 --- under the GPU's compute roof and HBM slope (both at their efficiencies).
 function M.roofline(t)
   need(t, "roofline", { "gpu", "ops", "out" })
-  local g = t.gpu
+  local g = require("hbdlab.objects").coerce("gpu", t.gpu) -- an object, a preset name or a table of fields
   local prec = t.precision or "bf16"
   local peak = g[prec .. "_flops"] * g.eff_gemm
   local bw = g.hbm_bw * g.eff_mem
-  local lines = { "# name\tintensity FLOP/B\tattained FLOP/s" }
+  local lines = { "# name\tintensity FLOP/B\tattained FLOP/s\tlabel x\tlabel y" }
   local n = 0
+  -- Labels do not overlap: each goes a little above its point, then moves up
+  -- (0.16 decade, about one line at this scale) while it would collide with a
+  -- label already placed within half a decade of intensity.
+  local pts = {}
   for _, op in ipairs(t.ops) do
     if (op.kind == nil or op.kind == "op") and (op.flops or 0) > 0 and (op.bytes or 0) > 0 and (op.time_s or 0) > 0 then
-      lines[#lines + 1] = string.format("%s\t%s\t%s", datq(op.name), num(op.flops / op.bytes), num(op.flops / op.time_s))
-      n = n + 1
+      pts[#pts + 1] = { name = op.name, x = op.flops / op.bytes, y = op.flops / op.time_s }
     end
+  end
+  table.sort(pts, function(a, b) return a.y < b.y end)
+  local placed = {}
+  for _, p in ipairs(pts) do
+    local lx, ly = math.log(p.x, 10), math.log(p.y, 10) + 0.12
+    local moved = true
+    while moved do
+      moved = false
+      for _, q in ipairs(placed) do
+        if math.abs(q[1] - lx) < 0.5 and math.abs(q[2] - ly) < 0.16 then ly = q[2] + 0.16; moved = true end
+      end
+    end
+    placed[#placed + 1] = { lx, ly }
+    lines[#lines + 1] = string.format("%s\t%s\t%s\t%s\t%s", datq(p.name), num(p.x), num(p.y), num(p.x), num(10 ^ ly))
+    n = n + 1
   end
   if n == 0 then error("plot.roofline: no operator has flops, bytes and time_s", 2) end
   t.xlabel = t.xlabel or "operational intensity (FLOP/byte)"
@@ -303,7 +321,7 @@ function M.roofline(t)
     "set key inside right bottom",
     string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\", M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
     "     datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \\",
-    "     '' using 2:3:1 with labels offset 0,1 font ',9' notitle",
+    "     '' using 4:5:1 with labels font ',9' notitle",
   }
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end

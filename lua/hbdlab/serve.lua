@@ -13,7 +13,7 @@ local serve_keys = {
   arrival = true, rate = true, concurrency = true, requests = true, seed = true, input = true,
   output = true, trace = true, max_seqs = true, token_budget = true, chunked_prefill = true,
   chunk = true, block_tokens = true, kv_blocks = true, slo = true, keep_requests = true,
-  keep_steps = true, max_samples = true, mode = true,
+  keep_steps = true, max_samples = true, mode = true, disagg = true,
 }
 local slo_keys = { ttft_s = 1, tpot_s = 1, ttft_ms = 1e-3, tpot_ms = 1e-3 }
 
@@ -71,6 +71,9 @@ result_mt.__tostring = function(r)
     local s = r[k]
     lines[#lines + 1] = string.format("  %-6s %9s %9s %9s %9s", k:sub(1, -3), ms(s.mean), ms(s.p50), ms(s.p90), ms(s.p99))
   end
+  if r.kv_link then
+    lines[#lines + 1] = string.format("  disaggregated: KV transfer %s ms per request over %s", ms(r.kv_transfer_s), r.kv_link)
+  end
   lines[#lines + 1] = string.format("  SLO attainment %.1f%%, goodput %.4g req/s (%.4g output tok/s per GPU)",
     r.slo_attainment * 100, r.goodput_rps, r.goodput_tps_per_gpu)
   lines[#lines + 1] = string.format("  %d steps, %.4g tokens/step, %.4g running, %.4g waiting, KV %.1f%% mean (%.1f%% max of %d blocks), %d preemptions",
@@ -91,12 +94,39 @@ steady_mt.__tostring = function(r)
     ms(r.ttft_s), ms(r.tpot_s), r.running, r.budget_util * 100, r.kv_util * 100, r.output_tps_per_gpu)
 end
 
+-- disagg = { prefill = {job fields: parallel (with gpus), cluster, ...}, decode = {...}, kv_link = "auto" }:
+-- the two pools' job tables (each the top-level instance fields overridden by its own).
+local function pools(job, d, level)
+  if type(d) ~= "table" then error("hl.serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}", level) end
+  local out = {}
+  for k in pairs(d) do
+    if k ~= "prefill" and k ~= "decode" and k ~= "kv_link" then
+      error("hl.serve field 'disagg': unknown key '" .. tostring(k) .. "' (allowed: prefill, decode, kv_link)", level)
+    end
+  end
+  for _, which in ipairs { "prefill", "decode" } do
+    local p = d[which]
+    if type(p) ~= "table" then error("hl.serve field 'disagg." .. which .. "': expected a table of instance fields (parallel = {tp =, gpus =}, ...)", level) end
+    local j = {}
+    for k, v in pairs(job) do j[k] = v end
+    for k, v in pairs(p) do j[k] = v end
+    out[which] = j
+  end
+  return out.prefill, out.decode, d.kv_link
+end
+
 local function run(job, sv)
   local mode = sv.mode or "simulate"
   sv.mode = nil
+  local djob
+  if sv.disagg ~= nil then
+    job, djob, sv.kv_link = pools(job, sv.disagg, 4)
+    sv.disagg = nil
+    if mode ~= "simulate" then error("hl.serve: the analytical mode is for one instance (disaggregation is simulated)", 3) end
+  end
   if mode == "analytical" then return setmetatable(core.serve_steady(job, sv), steady_mt) end
   if mode ~= "simulate" then error("hl.serve field 'mode': '" .. tostring(mode) .. "' is not one of simulate, analytical", 3) end
-  return setmetatable(core.serve(job, sv), result_mt)
+  return setmetatable(core.serve(job, sv, djob), result_mt)
 end
 
 function M.serve(t)
@@ -173,12 +203,59 @@ function M.serve_capacity(t)
     end
     return lo, best
   end
-  local est = search("analytical", 1)
+  local est = sv0.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
   local rate, best = est, nil
+  if mode == "analytical" and sv0.disagg ~= nil then
+    error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
+  end
   if mode == "simulate" then rate, best = search("simulate", est > 0 and est or 1)
   else _, best = probe(est, "analytical") end
   return { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
            goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
+end
+
+--- hl.serve_pd_ratio{ <hl.serve fields without rate>, gpus = N, prefill = {parallel = {tp =}, ...},
+---                     decode = {parallel = {tp =}, ...}, kv_link =, slo =, target =, tolerance = }
+--- -> {best = row, rows = {{prefill_gpus, decode_gpus, rate, rate_per_gpu}, ...}}
+--- Every split of N GPUs into whole prefill and decode instances; each split's
+--- capacity (hl.serve_capacity, simulated); the best is the highest rate per GPU.
+function M.serve_pd_ratio(t)
+  if type(t) ~= "table" then error("hl.serve_pd_ratio expects a table of fields", 2) end
+  local N, pre, dec = t.gpus, t.prefill, t.decode
+  if type(N) ~= "number" or N < 2 or N % 1 ~= 0 then error("hl.serve_pd_ratio field 'gpus': expected a whole number >= 2", 2) end
+  if type(pre) ~= "table" or type(dec) ~= "table" then
+    error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
+  end
+  local function size(p)
+    local q = p.parallel or {}
+    return (q.tp or 1) * (q.pp or 1)
+  end
+  local sp, sd = size(pre), size(dec)
+  local rows, best = {}, nil
+  for np = sp, N - sd, sp do
+    local nd = N - np
+    if nd % sd == 0 then
+      local base = {}
+      for k, v in pairs(t) do if k ~= "gpus" and k ~= "prefill" and k ~= "decode" and k ~= "kv_link" then base[k] = v end end
+      local function pool(p, g)
+        local o = {}
+        for k, v in pairs(p) do o[k] = v end
+        local q = {}
+        for k, v in pairs(p.parallel or {}) do q[k] = v end
+        q.gpus = g
+        o.parallel = q
+        return o
+      end
+      base.disagg = { prefill = pool(pre, np), decode = pool(dec, nd), kv_link = t.kv_link }
+      local c = M.serve_capacity(base)
+      local row = { prefill_gpus = np, decode_gpus = nd, rate = c.rate, rate_per_gpu = c.rate / N,
+                    ttft_p99_s = c.result and c.result.ttft_s.p99, tpot_p99_s = c.result and c.result.tpot_s.p99 }
+      rows[#rows + 1] = row
+      if not best or row.rate > best.rate then best = row end
+    end
+  end
+  if not best then error(string.format("hl.serve_pd_ratio: %d GPUs do not split into prefill instances of %d and decode instances of %d GPUs", N, sp, sd), 2) end
+  return { best = best, rows = rows }
 end
 
 M.result_mt = result_mt

@@ -35,7 +35,14 @@ end
 ---              parallel = { tp = 8, ep = 16 }, overlap = 0, ... } -> result (see hl.help "simulate")
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
-  return setmetatable(core.simulate(t), result_mt)
+  local warn = require "hbdlab.warn"
+  local ok, r = pcall(core.simulate, objects.coerce_job(t))
+  if not ok then
+    warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
+    error(r, 0)
+  end
+  warn.check_job(t, r)
+  return setmetatable(r, result_mt)
 end
 
 M.result_mt = result_mt

@@ -6,20 +6,8 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "jobs.h"
 #include "step_int.h"
-
-static hl_job job_for(const char *model, const char *gpu, int64_t gpus, int64_t hbd)
-{
-    hl_model m;
-    hl_gpu g;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, gpus, hbd, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    return j;
-}
 
 /* Time of one iteration from the per-step model (the scheduler is under test, not it). */
 static double step_time(hl_stepper *st, double dec, double ctx_mean, const hl_iter_chunk *ch, int n, double rows)
@@ -278,6 +266,58 @@ static void test_steady_state_follows_scheduler(void **state)
     assert_false(a.stable); /* 30 req/s x ~1350 tokens exceeds what TP8 H100 serves (~14 req/s) */
 }
 
+/* Disaggregated prefill/decode, one request at a time (Llama-3.1-70B, prefill
+ * pool TP4 on GPUs of an H100 cluster of 16 in HBDs of 8, decode pool TP8):
+ * TTFT is the prefill pool's hl_sim_run prefill; the KV cache of the prompt
+ * moves as one Send/Recv per GPU of the prefill pool's shard: 2 (K, V) * 80
+ * layers * 8 KV heads * 128 * 2 B = 327,680 B per token, a quarter per GPU at
+ * TP4 = 81,920 B per token, times the input; over scale-up when both pools fit
+ * one HBD (4 + 4 <= 8), over scale-out otherwise (4 + 8 > 8). The request then
+ * decodes on the decode pool: e2e = TTFT + transfer + (output - 1) TPOT of the
+ * decode pool's hl_sim_run. */
+static void test_disaggregated_one_request(void **state)
+{
+    (void)state;
+    for (int wide = 0; wide < 2; wide++) {
+        hl_job p = job_for("llama-3.1-70b", "H100-SXM", 16, 8), d = p;
+        p.tp = 4;
+        p.gpus = 4;
+        d.tp = wide ? 8 : 4;
+        d.gpus = wide ? 8 : 4;
+        p.input = d.input = 3000;
+        p.output = d.output = 200;
+        hl_result rp, rd;
+        hl_err e;
+        assert_ok(hl_sim_run(&p, &rp, &e), &e);
+        assert_ok(hl_sim_run(&d, &rd, &e), &e);
+        hl_coll_in in = {HL_SENDRECV, HL_ALGO_AUTO, 81920.0 * 3000, 2, wide ? 1 : 2, 0};
+        hl_coll_out co;
+        assert_ok(hl_coll_time(&p.cluster, &in, &co, &e), &e);
+        hl_serve_cfg c;
+        hl_serve_init(&c, &p);
+        c.disagg = 1;
+        c.decode_job = d;
+        hl_trace_req tr[] = {{0, 3000, 200}, {100, 3000, 200}}; /* far apart: one at a time */
+        c.arrival = HL_ARRIVAL_TRACE;
+        c.trace = tr;
+        c.n_trace = 2;
+        c.input.kind = c.output.kind = HL_LEN_TRACE;
+        c.keep_requests = 1;
+        hl_serve_result r;
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        printf("disagg %s: TTFT %.6g vs %.6g, transfer %.6g vs %.6g (%s)\n", wide ? "TP4 -> TP8" : "TP4 -> TP4",
+               r.ttft_s.mean, rp.ttft_s, r.reqs[0].kv_transfer_s, co.time_s,
+               r.kv_link == HL_KV_LINK_SCALEUP ? "scale-up" : "scale-out");
+        assert_int_equal(r.kv_link, wide ? HL_KV_LINK_SCALEOUT : HL_KV_LINK_SCALEUP);
+        assert_int_equal(co.hbds, wide ? 2 : 1);
+        assert_rel(r.reqs[0].kv_transfer_s, co.time_s, 1e-12, "KV transfer = Send/Recv of the shard");
+        assert_rel(r.ttft_s.mean, rp.ttft_s, 0.01, "TTFT = prefill pool's prefill");
+        assert_rel(r.e2e_s.mean, rp.ttft_s + co.time_s + 199 * rd.tpot_s, 0.01, "e2e");
+        assert_int_equal(r.gpus, 4 + d.gpus);
+        hl_serve_result_free(&r);
+    }
+}
+
 /* Looser SLOs never lower the attainment or the goodput. */
 static void test_goodput_monotone_in_slo(void **state)
 {
@@ -403,6 +443,11 @@ static void test_bad_input(void **state)
     c.token_budget = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'token_budget'");
     hl_serve_init(&c, &j);
+    c.disagg = 1;
+    c.decode_job = j;
+    c.arrival = HL_ARRIVAL_CONCURRENCY;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "closed loop");
+    hl_serve_init(&c, &j);
     c.kv_blocks = 10; /* 160 tokens < 1024 + 128 */
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_ENOFIT, &e, "request 1");
 }
@@ -416,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
         cmocka_unit_test(test_steady_state_follows_scheduler),
+        cmocka_unit_test(test_disaggregated_one_request),
         cmocka_unit_test(test_goodput_monotone_in_slo),
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_trace_parse),

@@ -3,19 +3,7 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
-
-static hl_job job_for(const char *model, const char *gpu, int64_t gpus, int64_t hbd)
-{
-    hl_model m;
-    hl_gpu g;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, gpus, hbd, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    return j;
-}
+#include "jobs.h"
 
 /* Closed-form decode equals the step-by-step reference to 1e-9 relative over
  * many random configurations (dense, GQA, MLA, MoE, sliding windows, TP, PP). */

@@ -28,6 +28,13 @@ typedef enum hl_len_kind {
     HL_LEN_TRACE = 3    /* the trace's value */
 } hl_len_kind;
 
+/* Where a disaggregated request's KV cache travels from the prefill to the decode pool. */
+typedef enum hl_kv_link {
+    HL_KV_LINK_AUTO = 0,     /* scale-up when both pools sit in one HBD of the same cluster, else scale-out */
+    HL_KV_LINK_SCALEUP = 1,  /* over the HBD (scale-up links) */
+    HL_KV_LINK_SCALEOUT = 2  /* over the scale-out network */
+} hl_kv_link;
+
 /* A token-length distribution (tokens). */
 typedef struct hl_len_dist {
     int32_t kind; /* hl_len_kind */
@@ -66,6 +73,9 @@ typedef struct hl_serve_cfg {
     int32_t keep_requests; /* 1: fill result.reqs */
     int32_t keep_steps;    /* 1: fill result.steps_log (every iteration; for tests and traces) */
     int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 2048 */
+    int32_t disagg;        /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
+    hl_job decode_job;     /* the decode pool's model instance (same model; its own cluster and mapping) */
+    int32_t kv_link;       /* hl_kv_link of the KV transfer between the pools */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -82,6 +92,7 @@ typedef struct hl_serve_req {
     double ttft_s, tpot_s, e2e_s;
     int32_t preemptions;
     int32_t good;          /* met the SLO */
+    double kv_transfer_s;  /* disaggregated: KV cache from the prefill to the decode pool */
 } hl_serve_req;
 
 /* One iteration, when keep_steps is set. */
@@ -123,7 +134,9 @@ typedef struct hl_serve_result {
     hl_serve_sample *samples;   /* owned: hl_serve_result_free */
     hl_serve_req *reqs;         /* owned, `requests` entries when keep_requests, else NULL */
     int64_t n_steps_log;
-    hl_serve_step *steps_log;   /* owned, when keep_steps */
+    hl_serve_step *steps_log;   /* owned, when keep_steps (disaggregated: the decode pool's) */
+    double kv_transfer_s;       /* disaggregated: mean KV transfer per request */
+    int32_t kv_link;            /* disaggregated: hl_kv_link used (resolved) */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,

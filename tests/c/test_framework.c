@@ -1,0 +1,99 @@
+/* Framework profiles: the per-pass overhead and the per-precision GEMM
+ * efficiency scales reach the operators as stated in docs/MODEL.md 6.1. */
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "jobs.h"
+
+/* One GPU, batch 4, 2048 + 64 tokens at precision `prec`. */
+static hl_job one_gpu(const char *model, const char *gpu, hl_precision prec)
+{
+    hl_job j = job_for(model, gpu, 1, 1);
+    j.precision = prec;
+    j.batch = 4;
+    j.input = 2048;
+    j.output = 64;
+    j.ignore_memory = 1;
+    return j;
+}
+
+static double item_time(const hl_item *items, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(items[i].name, name) == 0)
+            return items[i].time_s;
+    fail_msg("no item %s", name);
+    return 0;
+}
+
+/* The step overhead: TTFT grows by one pass's overhead and TPOT by one per
+ * step, nothing else changes when the efficiency scales are overridden to 1. */
+static void test_step_overhead(void **state)
+{
+    (void)state;
+    hl_job j = one_gpu("llama-3.1-8b", "H100-SXM", HL_FP8);
+    hl_result ideal, trt;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &ideal, &e), &e);
+    j.framework = HL_FW_TRTLLM;
+    j.gemm_scale_fp8 = 1;
+    assert_ok(hl_sim_run(&j, &trt, &e), &e);
+    double ov = hl_framework_profile(HL_FW_TRTLLM).step_overhead;
+    assert_true(ov > 0);
+    assert_rel(trt.ttft_s - ideal.ttft_s, ov, 1e-9, "TTFT: one pass");
+    assert_rel(trt.tpot_s - ideal.tpot_s, ov, 1e-9, "TPOT: one per step");
+    j.step_overhead = 2e-3; /* an override replaces the profile's value */
+    assert_ok(hl_sim_run(&j, &trt, &e), &e);
+    assert_rel(trt.tpot_s - ideal.tpot_s, 2e-3, 1e-9, "TPOT with an override");
+}
+
+/* A compute-bound prefill GEMM of the profile takes (t - kernel latency) /
+ * scale of the ideal one, with the scale of the job's precision: FP8 and FP4
+ * differ, BF16 keeps 1 (trtllm has no BF16 case). */
+static void test_gemm_scale_per_precision(void **state)
+{
+    (void)state;
+    const struct {
+        const char *gpu;
+        hl_precision p;
+        double scale;
+    } cases[] = {{"H100-SXM", HL_FP8, hl_framework_profile(HL_FW_TRTLLM).gemm_scale_fp8},
+                 {"B200", HL_FP4, hl_framework_profile(HL_FW_TRTLLM).gemm_scale_fp4},
+                 {"H100-SXM", HL_BF16, 1}};
+    assert_true(cases[0].scale != cases[1].scale);
+    for (int i = 0; i < 3; i++) {
+        hl_job j = one_gpu("llama-3.1-8b", cases[i].gpu, cases[i].p);
+        hl_result a, b;
+        hl_err e;
+        assert_ok(hl_sim_run(&j, &a, &e), &e);
+        j.framework = HL_FW_TRTLLM;
+        assert_ok(hl_sim_run(&j, &b, &e), &e);
+        double lat = j.cluster.gpu.kernel_latency, L = (double)j.model.layers;
+        double ta = item_time(a.prefill_items, a.n_prefill_items, "ffn_up_gate") / L - lat;
+        double tb = item_time(b.prefill_items, b.n_prefill_items, "ffn_up_gate") / L - lat;
+        assert_rel(tb, ta / cases[i].scale, 1e-9, "compute-bound GEMM time / scale");
+    }
+}
+
+static void test_bad_framework_named(void **state)
+{
+    (void)state;
+    hl_job j = one_gpu("llama-3.1-8b", "H100-SXM", HL_FP8);
+    hl_err e;
+    hl_result r;
+    assert_fails_with(hl_job_set_string(&j, "framework", "tgi", &e), HL_EINVAL, &e, "framework");
+    assert_fails_with(hl_job_set_number(&j, "gemm_scale_fp4", 20, &e), HL_EINVAL, &e, "gemm_scale_fp4");
+    j.framework = 9;
+    assert_true(hl_sim_run(&j, &r, &e) != HL_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_overhead),
+        cmocka_unit_test(test_gemm_scale_per_precision),
+        cmocka_unit_test(test_bad_framework_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
