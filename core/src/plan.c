@@ -143,6 +143,10 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
             for (int64_t ep = 1; ep <= (m->experts > 0 ? stage : 1); ep *= 2) {
                 if (m->experts > 0 && (m->experts % ep || stage % ep))
                     continue;
+                if (hl_interrupt_pending()) {
+                    free(all);
+                    return hl_fail(err, HL_EINTR, "plan search interrupted after %d mappings", (int)n);
+                }
                 hl_job j = *base;
                 j.ignore_memory = 1; /* candidates that do not fit rank last, then are refused */
                 j.summary_only = 1;  /* a candidate keeps totals only */

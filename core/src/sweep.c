@@ -15,6 +15,8 @@
 #include "job_int.h"
 #include "sim_int.h"
 
+_Static_assert(sizeof(((hl_point *)0)->error) == sizeof(((hl_err *)0)->msg), "a point keeps the whole message");
+
 const char *hl_point_field_name(int32_t i)
 {
     const hl_result_field *f = hl_result_field_at(i);
