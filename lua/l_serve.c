@@ -3,6 +3,8 @@
  * friendly units and reads trace files; this file maps fields onto
  * hl_serve_cfg and the result onto tables (names: docs/LUA_API.md). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
@@ -200,7 +202,10 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     c->kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c->kv_blocks);
     c->slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c->slo_ttft_s);
     c->slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c->slo_tpot_s);
-    c->max_samples = (int32_t)count_field(L, S, "max_samples", c->max_samples);
+    int64_t samples = count_field(L, S, "max_samples", c->max_samples);
+    if (!(samples >= 2 && samples <= 1000000))
+        luaL_error(L, "field 'max_samples': %I is not allowed (2..1e6)", (lua_Integer)samples);
+    c->max_samples = (int32_t)samples;
     lua_getfield(L, S, "keep_requests");
     c->keep_requests = lua_toboolean(L, -1);
     lua_getfield(L, S, "keep_steps");
@@ -219,6 +224,30 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     }
 }
 
+/* The memory budget of one run in bytes: $HBDLAB_SERVE_MEMORY_BYTES, else 8 GB. */
+static double memory_budget(void)
+{
+    const char *v = getenv("HBDLAB_SERVE_MEMORY_BYTES");
+    char *end;
+    double b = v ? strtod(v, &end) : 0;
+    return v && end != v && b > 0 ? b : 8e9;
+}
+
+/* Raises before anything is allocated when the run's requests, and their
+ * per_request tables (about 640 B each in Lua), would exceed the budget. */
+static void check_memory(lua_State *L, const hl_serve_cfg *c)
+{
+    double n = c->arrival == HL_ARRIVAL_TRACE ? (double)c->n_trace : (double)c->requests;
+    double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget();
+    if (need > budget) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "field 'requests': %.0f requests would take about %.3g GB, more than the budget of "
+                 "%.3g GB (HBDLAB_SERVE_MEMORY_BYTES)%s; fewer requests give the same statistics", n, need / 1e9,
+                 budget / 1e9, c->keep_requests ? " with keep_requests" : "");
+        luaL_error(L, "%s", msg);
+    }
+}
+
 static owned *push_owned(lua_State *L)
 {
     owned *o = lua_newuserdatauv(L, sizeof *o, 0); /* [.. owned] */
@@ -233,6 +262,7 @@ static int l_serve(lua_State *L)
     owned *o = push_owned(L);
     hl_serve_cfg c;
     read_cfg(L, &c, o);
+    check_memory(L, &c);
     hl_err err;
     if (hl_serve_run(&c, &o->res, &err))
         return hl_raise(L, &err);
