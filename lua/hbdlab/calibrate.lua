@@ -181,13 +181,11 @@ function M.main(path, extra)
     return 2
   end
   local hl = require "hbdlab"
-  local f, err = io.open(path, "rb")
-  if not f then
-    io.stderr:write("hbdlab calibrate: cannot read ", path, ": ", tostring(err), "\n")
+  local ok_read, text = pcall(core.read_file, path) -- a regular file within the input limit
+  if not ok_read then
+    io.stderr:write("hbdlab calibrate: cannot read ", tostring(text), "\n")
     return 1
   end
-  local text = f:read("a")
-  f:close()
   local ok, spec = pcall(core.json_decode, text, path)
   if not ok or type(spec) ~= "table" then
     io.stderr:write("hbdlab calibrate: ", tostring(ok and (path .. ": expected a JSON object") or spec), "\n")

@@ -41,10 +41,10 @@ function M.split(t, level)
   end
   if sv.trace ~= nil then
     if type(sv.trace) ~= "string" then error("hl.serve field 'trace': expected a file name (CSV or JSONL)", level) end
-    local f, err = io.open(sv.trace, "rb")
-    if not f then error("hl.serve field 'trace': cannot read " .. tostring(err), level) end
-    sv.trace_text, sv.trace_origin = f:read("a"), sv.trace
-    f:close()
+    -- a regular file within the input limit: a FIFO or /dev/zero must not hang or fill memory
+    local ok, text = pcall(core.read_file, sv.trace)
+    if not ok then error("hl.serve field 'trace': cannot read " .. tostring(text), level) end
+    sv.trace_text, sv.trace_origin = text, sv.trace
     sv.trace = nil
     sv.arrival = sv.arrival or "trace"
   elseif sv.arrival == nil and sv.concurrency ~= nil then
