@@ -13,6 +13,8 @@ PKGS="$PKGS fonts-liberation fonts-dejavu-core"
 PKGS="$PKGS openmpi-bin libopenmpi-dev"
 # Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
 PKGS="$PKGS libcmocka-dev luajit tmux"
+# Tests: valgrind runs every C test program in CI (tests/valgrind.sh)
+PKGS="$PKGS valgrind"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot
 PKGS="$PKGS chromium imagemagick"
 # Lint (tools/lint.sh): clang-format for C, luacheck for Lua
