@@ -97,6 +97,16 @@ static int cmp_candidates(const void *a, const void *b)
     return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
+void hl_candidate_apply(const hl_candidate *c, hl_job *job)
+{
+    job->tp = c->tp;
+    job->pp = c->pp;
+    job->ep = c->ep;
+    job->dp = c->dp;
+    job->etp = c->etp;
+    job->batch = c->batch;
+}
+
 hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
 {
     if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
