@@ -36,7 +36,7 @@ static void on_sigint(int sig)
         return;
     }
     interrupted = 1;
-    hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
+    hl_bind_interrupt = sig == SIGTERM ? 2 : 1; /* long C loops poll this; a sweep keeps its rows on 1 only */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -131,6 +131,7 @@ static int exit_status_for(int lua_status)
 static int run_loaded(lua_State *L, int load_status, int narg)
 {
     if (load_status != LUA_OK) {
+        lua_insert(L, -(narg + 1)); /* the message below the script's arguments, which go */
         lua_pop(L, narg);
         hl_report(L, progname);
         return EXIT_FAILURE;
@@ -278,6 +279,45 @@ static int take_shard_option(int *argc, char **argv)
     return 0;
 }
 
+/* Test hook: HBDLAB_TEST_LUA_MEMORY=BYTES caps what the Lua state may hold, so tests can
+ * make Lua run out of memory at a chosen point (sweep rows, JSON) and check nothing leaks. */
+static size_t lua_cap, lua_used;
+
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        lua_used -= old;
+        return NULL;
+    }
+    if (nsize > old && lua_used + (nsize - old) > lua_cap)
+        return NULL;
+    void *p = realloc(ptr, nsize);
+    if (p)
+        lua_used = lua_used - old + nsize;
+    return p;
+}
+
+static int on_panic(lua_State *L)
+{
+    fprintf(stderr, "%s: unprotected Lua error: %s\n", progname, lua_tostring(L, -1));
+    return 0;
+}
+
+static lua_State *new_state(void)
+{
+    const char *cap = getenv("HBDLAB_TEST_LUA_MEMORY");
+    if (!cap || !*cap)
+        return luaL_newstate();
+    lua_cap = (size_t)strtoull(cap, NULL, 10);
+    lua_State *L = lua_newstate(capped_alloc, NULL);
+    if (L)
+        lua_atpanic(L, on_panic);
+    return L;
+}
+
 int main(int argc, char **argv)
 {
     /* over a file size limit a write fails with EFBIG (and the temp file is removed) instead of
@@ -307,7 +347,7 @@ static int run_main(int argc, char **argv)
     const char *tb = getenv("HBDLAB_TRACEBACK");
     if (tb && *tb && strcmp(tb, "0") != 0)
         show_traceback = 1;
-    lua_State *L = luaL_newstate();
+    lua_State *L = new_state();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);
         return EXIT_FAILURE;

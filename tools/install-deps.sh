@@ -15,6 +15,9 @@ PKGS="$PKGS openmpi-bin libopenmpi-dev"
 PKGS="$PKGS libcmocka-dev luajit tmux"
 # Tests: valgrind runs every C test program in CI (tests/valgrind.sh)
 PKGS="$PKGS valgrind"
+# Tests: clang builds the sanitizer configuration in CI (-fsanitize=float-cast-overflow) and the fuzz
+# targets (libFuzzer's runtime is in libclang-rt-14-dev)
+PKGS="$PKGS clang libclang-rt-14-dev"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot
 PKGS="$PKGS chromium imagemagick"
 # Lint (tools/lint.sh): clang-format for C, luacheck for Lua

@@ -675,6 +675,8 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
     hl_status st;
     if (s->j->exact_steps) {
         for (double k = in + 1; k <= in + steps; k++) {
+            if (fmod(k - in, 4096) == 0 && hl_interrupt_pending()) /* Ctrl-C: a huge output must not trap us */
+                return hl_fail(err, HL_EINTR, "interrupted after %.0f of %.0f exact decode steps", k - in - 1, steps);
             attn_op(s, &op, b, 1, k - 1, w);
             if ((st = add_op(s, a, &op, layers, err)))
                 return st;
@@ -907,12 +909,9 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     if (st)
         return st;
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
-    acc pre, dec;
-    if ((st = run_prefill(&s, r, &pre, err)) || (st = run_decode(&s, r, &dec, err)))
-        return st;
-    fill_times(&s, &pre, &dec, r);
 
-    /* ---- memory per GPU (core/src/memory.c) ---- */
+    /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job
+     * that does not fit fails at once (exact_steps with a huge output would step first) ---- */
     hl_memory mem;
     if ((st = hl_memory_resolved(&s, &mem, err)))
         return st;
@@ -931,6 +930,11 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
                        r->kv_bytes / 1e9, r->workspace_bytes / 1e9, cap / 1e9, j->mem_util * 100,
                        j->cluster.gpu.hbm_bytes / 1e9);
     }
+
+    acc pre, dec;
+    if ((st = run_prefill(&s, r, &pre, err)) || (st = run_decode(&s, r, &dec, err)))
+        return st;
+    fill_times(&s, &pre, &dec, r);
 
     /* Defence in depth: every input passed its checks, yet extreme combinations
      * (subnormal latencies, huge counts) could overflow; never return such a result. */

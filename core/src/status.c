@@ -29,6 +29,12 @@ const char *hl_strerror(hl_status status)
 
 const char *hl_version(void) { return HBDLAB_VERSION_STRING; }
 
+static volatile int32_t *interrupt_flag;
+
+void hl_set_interrupt_flag(volatile int32_t *flag) { interrupt_flag = flag; }
+
+int hl_interrupt_pending(void) { return interrupt_flag && *interrupt_flag; }
+
 hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...)
 {
     if (err) {

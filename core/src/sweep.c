@@ -243,12 +243,7 @@ static hl_status resolve_searches(const hl_sweep_in *in, int flags, hl_job *job,
         hl_status st = hl_plan_search(&pin, &best, 1, &n, err);
         if (st)
             return st;
-        job->tp = best.tp;
-        job->pp = best.pp;
-        job->ep = best.ep;
-        job->dp = best.dp;
-        job->etp = best.etp;
-        job->batch = best.batch;
+        hl_candidate_apply(&best, job);
         return HL_OK;
     }
     if (flags & POINT_BATCH_MAX)

@@ -170,6 +170,9 @@ function M.sweep(a, fn)
       rows[#rows + 1] = row
     end
     if core.dist().mpi then rows = M.gather_rows(rows) end
+    local names = {}
+    for i, ax in ipairs(list) do names[i] = ax.name end
+    require("hbdlab.rows").axes_of[rows] = names
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
@@ -188,6 +191,9 @@ function M.sweep(a, fn)
     for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
   end
   rows.interrupted = interrupted or nil
+  local names = {} -- hl.rows.print / columns put them first
+  for i, ax in ipairs(core_axes) do names[i] = ax.label or ax.name end
+  require("hbdlab.rows").axes_of[rows] = names
   return rows, note_interrupt(interrupted)
 end
 
