@@ -64,6 +64,18 @@ static int64_t count_field(lua_State *L, int idx, const char *name, int64_t def)
     return (int64_t)v;
 }
 
+/* A boolean field: nil keeps def; anything but true/false raises (0 and "no" are true in Lua,
+ * so chunked_prefill = 0 used to leave chunking on). */
+static int bool_field(lua_State *L, int idx, const char *name, int def)
+{
+    int t = lua_getfield(L, idx, name);
+    int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+        luaL_error(L, "field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return v;
+}
+
 static void push_stats(lua_State *L, const char *name, const hl_stats *s)
 {
     lua_createtable(L, 0, 6);
@@ -193,10 +205,7 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     lua_pop(L, 1);
     c->max_seqs = count_field(L, S, "max_seqs", c->max_seqs);
     c->token_budget = count_field(L, S, "token_budget", c->token_budget);
-    lua_getfield(L, S, "chunked_prefill");
-    if (!lua_isnil(L, -1))
-        c->chunked_prefill = lua_toboolean(L, -1);
-    lua_pop(L, 1);
+    c->chunked_prefill = bool_field(L, S, "chunked_prefill", c->chunked_prefill);
     c->chunk = count_field(L, S, "chunk", c->chunk);
     c->block_tokens = count_field(L, S, "block_tokens", c->block_tokens);
     c->kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c->kv_blocks);
@@ -206,11 +215,8 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     if (!(samples >= 2 && samples <= 1000000))
         luaL_error(L, "field 'max_samples': %I is not allowed (2..1e6)", (lua_Integer)samples);
     c->max_samples = (int32_t)samples;
-    lua_getfield(L, S, "keep_requests");
-    c->keep_requests = lua_toboolean(L, -1);
-    lua_getfield(L, S, "keep_steps");
-    c->keep_steps = lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    c->keep_requests = bool_field(L, S, "keep_requests", 0);
+    c->keep_steps = bool_field(L, S, "keep_steps", 0);
     if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
         hl_plan_in dpin;
         hl_check_job(L, 3, &dpin, &batch_max, &auto_plan);

@@ -35,7 +35,11 @@ function M.split(t, level)
       if not (v > 0) then
         error(string.format("hl.serve field 'slo.%s': %g is not allowed (must be > 0; omit it for no limit)", k, v), level)
       end
-      sv[k:match("^(%a+)_") == "ttft" and "slo_ttft_s" or "slo_tpot_s"] = v * scale
+      local key = k:match("^(%a+)_") == "ttft" and "slo_ttft_s" or "slo_tpot_s"
+      if sv[key] ~= nil then -- ttft_s and ttft_ms both given: which one was meant?
+        error("hl.serve field 'slo." .. k .. "': the " .. key:sub(5, 8) .. " limit is given twice (in s and in ms)", level)
+      end
+      sv[key] = v * scale
     end
     sv.slo = nil
   end
