@@ -13,7 +13,7 @@ local serve_keys = {
   arrival = true, rate = true, concurrency = true, requests = true, seed = true, input = true,
   output = true, trace = true, max_seqs = true, token_budget = true, chunked_prefill = true,
   chunk = true, block_tokens = true, kv_blocks = true, slo = true, keep_requests = true,
-  keep_steps = true, max_samples = true, mode = true, disagg = true,
+  keep_steps = true, max_samples = true, mode = true, disagg = true, reserve = true, warmup = true,
 }
 local slo_keys = { ttft_s = 1, tpot_s = 1, ttft_ms = 1e-3, tpot_ms = 1e-3 }
 
