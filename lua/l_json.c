@@ -12,7 +12,7 @@
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
 
-static cJSON *encode(lua_State *L, int idx, int depth);
+static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth);
 
 /* Counts the keys of the table at idx into *len; true when they are exactly 1..len. */
 static int is_array(lua_State *L, int idx, size_t *len)
@@ -37,65 +37,66 @@ static int is_array(lua_State *L, int idx, size_t *len)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-static cJSON *encode_table(lua_State *L, int idx, int depth)
+/* Attaches node to parent (an array when key is NULL) or frees it and raises. */
+static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *node)
 {
-    size_t n = 0;
-    if (depth > MAX_DEPTH)
-        luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
-    luaL_checkstack(L, 8, "json_encode");
-    if (is_array(L, idx, &n)) {
-        cJSON *arr = cJSON_CreateArray();
+    if (!node || !(key ? cJSON_AddItemToObject(parent, key, node) : cJSON_AddItemToArray(parent, node))) {
+        cJSON_Delete(node);
+        luaL_error(L, "json_encode: out of memory");
+    }
+}
+
+/* Adds the members of the table at idx to node (already attached to the tree, so an
+ * error raised here (memory, a __tostring that raises) leaves nothing unreachable). */
+static void fill_table(lua_State *L, int idx, cJSON *node, int is_arr, size_t n, int depth)
+{
+    if (is_arr) {
         for (size_t i = 1; i <= n; i++) {
             lua_rawgeti(L, idx, (lua_Integer)i);
-            cJSON_AddItemToArray(arr, encode(L, lua_gettop(L), depth + 1));
+            add_value(L, lua_gettop(L), node, NULL, depth + 1);
             lua_pop(L, 1);
         }
-        return arr;
+        return;
     }
-    cJSON *obj = cJSON_CreateObject();
     if (n == 0)
-        return obj;
-    const char **keys = malloc(n * sizeof *keys);
+        return;
+    /* the key array is a Lua userdata: collected if anything below raises */
+    const char **keys = lua_newuserdatauv(L, n * sizeof *keys, 0);
     size_t k = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING) {
-            free(keys);
-            cJSON_Delete(obj);
+        if (lua_type(L, -1) != LUA_TSTRING)
             luaL_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -1));
-        }
-        if (keys)
+        if (k < n)
             keys[k++] = lua_tostring(L, -1); /* alive: the key is in the table */
-    }
-    if (!keys) {
-        cJSON_Delete(obj);
-        luaL_error(L, "json_encode: out of memory");
     }
     qsort(keys, k, sizeof *keys, cmp_str);
     for (size_t i = 0; i < k; i++) {
         lua_getfield(L, idx, keys[i]);
-        cJSON_AddItemToObject(obj, keys[i], encode(L, lua_gettop(L), depth + 1));
+        add_value(L, lua_gettop(L), node, keys[i], depth + 1);
         lua_pop(L, 1);
     }
-    free(keys);
-    return obj;
+    lua_pop(L, 1); /* keys */
 }
 
-static cJSON *encode(lua_State *L, int idx, int depth)
+static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth)
 {
     switch (lua_type(L, idx)) {
-    case LUA_TNIL: return cJSON_CreateNull();
-    case LUA_TBOOLEAN: return cJSON_CreateBool(lua_toboolean(L, idx));
+    case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
+    case LUA_TBOOLEAN: attach(L, parent, key, cJSON_CreateBool(lua_toboolean(L, idx))); return;
     case LUA_TNUMBER: {
         if (lua_isinteger(L, idx)) {
             char buf[32];
             snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
-            return cJSON_CreateRaw(buf);
+            attach(L, parent, key, cJSON_CreateRaw(buf));
+            return;
         }
         double v = lua_tonumber(L, idx);
-        if (!isfinite(v))
-            return cJSON_CreateNull();
+        if (!isfinite(v)) {
+            attach(L, parent, key, cJSON_CreateNull());
+            return;
+        }
         /* Shortest of %.15g / %.16g / %.17g that reads back exactly (cJSON's own
          * printer accepts a tolerance, which loses the last bits). */
         char buf[40];
@@ -106,22 +107,37 @@ static cJSON *encode(lua_State *L, int idx, int depth)
         }
         if (!strpbrk(buf, ".eEn"))
             strcat(buf, ".0"); /* keep it a float when read back */
-        return cJSON_CreateRaw(buf);
+        attach(L, parent, key, cJSON_CreateRaw(buf));
+        return;
     }
-    case LUA_TSTRING: return cJSON_CreateString(lua_tostring(L, idx));
-    case LUA_TTABLE: return encode_table(L, idx, depth);
+    case LUA_TSTRING: attach(L, parent, key, cJSON_CreateString(lua_tostring(L, idx))); return;
+    case LUA_TTABLE: {
+        if (depth > MAX_DEPTH)
+            luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
+        luaL_checkstack(L, 8, "json_encode");
+        size_t n = 0;
+        int arr = is_array(L, idx, &n);
+        cJSON *node = arr ? cJSON_CreateArray() : cJSON_CreateObject();
+        attach(L, parent, key, node);
+        fill_table(L, idx, node, arr, n, depth);
+        return;
+    }
     case LUA_TLIGHTUSERDATA:
-        if (lua_touserdata(L, idx) == &null_sentinel)
-            return cJSON_CreateNull();
+        if (lua_touserdata(L, idx) == &null_sentinel) {
+            attach(L, parent, key, cJSON_CreateNull());
+            return;
+        }
         /* fallthrough */
     default:
-        if (luaL_callmeta(L, idx, "__tostring")) {
-            cJSON *s = cJSON_CreateString(lua_tostring(L, -1));
+        if (luaL_callmeta(L, idx, "__tostring")) { /* may raise: nothing of this value is allocated yet */
+            if (lua_type(L, -1) != LUA_TSTRING)
+                luaL_error(L, "json_encode: __tostring of a %s value returned a %s", luaL_typename(L, idx),
+                           luaL_typename(L, -1));
+            attach(L, parent, key, cJSON_CreateString(lua_tostring(L, -1)));
             lua_pop(L, 1);
-            return s;
+            return;
         }
         luaL_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
-        return NULL;
     }
 }
 
@@ -163,19 +179,44 @@ static void check_encodable(lua_State *L, int idx, int depth)
     luaL_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
 }
 
+/* The tree being built: every node hangs from holder (an array), so whatever raises
+ * while encoding, l_encode frees it all. */
+typedef struct encoding {
+    cJSON *holder;
+    char *text;
+} encoding;
+
+static int encode_protected(lua_State *L)
+{
+    encoding *e = lua_touserdata(L, 2);
+    int pretty = lua_toboolean(L, 3);
+    lua_settop(L, 1);
+    check_encodable(L, 1, 0); /* clear errors for wrong types before anything is built */
+    e->holder = cJSON_CreateArray();
+    if (!e->holder)
+        return luaL_error(L, "json_encode: out of memory");
+    add_value(L, 1, e->holder, NULL, 0);
+    e->text = pretty ? cJSON_Print(e->holder->child) : cJSON_PrintUnformatted(e->holder->child);
+    if (!e->text)
+        return luaL_error(L, "json_encode: out of memory");
+    lua_pushstring(L, e->text); /* may raise (memory): text is freed by the caller either way */
+    return 1;
+}
+
 static int l_encode(lua_State *L)
 {
     luaL_checkany(L, 1);
-    int pretty = lua_toboolean(L, 2);
-    lua_settop(L, 1);
-    check_encodable(L, 1, 0);
-    cJSON *root = encode(L, 1, 0);
-    char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!text)
-        return luaL_error(L, "json_encode: out of memory");
-    lua_pushstring(L, text);
-    cJSON_free(text);
+    encoding e = {NULL, NULL};
+    lua_settop(L, 2);
+    lua_pushcfunction(L, encode_protected);
+    lua_pushvalue(L, 1);
+    lua_pushlightuserdata(L, &e);
+    lua_pushvalue(L, 2);
+    int status = lua_pcall(L, 3, 1, 0);
+    cJSON_Delete(e.holder);
+    cJSON_free(e.text);
+    if (status != LUA_OK)
+        return lua_error(L);
     return 1;
 }
 

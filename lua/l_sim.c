@@ -335,12 +335,7 @@ static int l_simulate(lua_State *L)
         pin.max_batch = batch_max;
         if (hl_plan_search(&pin, cands, 32, &ncand, &err))
             return hl_raise(L, &err);
-        j.tp = cands[0].tp;
-        j.pp = cands[0].pp;
-        j.ep = cands[0].ep;
-        j.dp = cands[0].dp;
-        j.etp = cands[0].etp;
-        j.batch = cands[0].batch;
+        hl_candidate_apply(&cands[0], &j);
     } else if (batch_max) {
         if (hl_sim_max_batch(&j, &j.batch, &err))
             return hl_raise(L, &err);

@@ -5,6 +5,7 @@
  * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +33,6 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void draw_progress(int64_t done, int64_t total, double elapsed)
 {
@@ -57,6 +52,25 @@ static void draw_progress(int64_t done, int64_t total, double elapsed)
 /* Runs hl_sweep_run(in, out) on a thread while this one polls Ctrl-C (setting
  * *in->cancel) and, when `show`, draws the progress of `total` points of which
  * `before` were done earlier (t0: when the whole sweep started). */
+/* Test hook for deterministic interruption tests: HBDLAB_TEST_INTERRUPT="INT:N" (or
+ * "TERM:N") makes a sweep send itself that signal once N points (of a chunk) are done,
+ * through the host's real handler; "INT:rows" while the rows are built. Returns the
+ * signal (0 when unset) and N in *after (-2 for rows). */
+static int test_interrupt(int64_t *after)
+{
+    const char *v = getenv("HBDLAB_TEST_INTERRUPT");
+    long long n = -1;
+    char name[8], phase[8] = "";
+    if (!v || (sscanf(v, "%7[A-Z]:%lld", name, &n) != 2 && sscanf(v, "%7[A-Z]:%7[a-z]", name, phase) != 2))
+        return 0;
+    if (strcmp(phase, "rows") == 0)
+        n = -2; /* while the Lua rows are built (build_rows) */
+    else if (n < 0)
+        return 0;
+    *after = (int64_t)n;
+    return strcmp(name, "TERM") == 0 ? SIGTERM : strcmp(name, "INT") == 0 ? SIGINT : 0;
+}
+
 static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before,
                             int64_t total, double t0)
 {
@@ -68,15 +82,21 @@ static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, i
     ctx.points = out;
     pthread_t th;
     double last = 0;
+    int64_t test_after = 0;
+    int test_sig = test_interrupt(&test_after);
     if (pthread_create(&th, NULL, run_thread, &ctx) != 0) {
         run_thread(&ctx);
     } else {
         while (!__atomic_load_n(&ctx.finished, __ATOMIC_ACQUIRE)) {
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
+            if (test_sig && test_after >= 0 && done >= test_after) {
+                raise(test_sig);
+                test_sig = 0;
+            }
             if (hl_bind_interrupt && in->cancel)
                 *in->cancel = 1;
-            double t = now_s();
+            double t = hl_clock_s();
             if (show && t - last > 0.1) {
                 draw_progress(before + done, total, t - t0);
                 last = t;
@@ -238,6 +258,72 @@ static void push_axis_value(lua_State *L, const hl_axis *ax, int64_t i)
     }
 }
 
+/* Bytes one in-memory row takes: its hl_point plus the Lua table (a 56-byte header and
+ * 24-byte nodes, a power of two of them, for the result fields, the axes and "error");
+ * measured: 3,144 bytes per Lua row with 67 fields (128 nodes: 56 + 128 * 24 = 3,128). */
+static double row_bytes(int32_t na)
+{
+    double nodes = 1;
+    while (nodes < HL_POINT_VALUES + 2 + na)
+        nodes *= 2;
+    return (double)sizeof(hl_point) + 56 + 24 * nodes;
+}
+
+/* The in-memory sweep budget in bytes: $HBDLAB_SWEEP_MEMORY_BYTES, else 8 GB. */
+static double memory_budget(void)
+{
+    const char *v = getenv("HBDLAB_SWEEP_MEMORY_BYTES");
+    char *end;
+    double b = v && *v ? strtod(v, &end) : 0;
+    return v && *v && !*end && b > 0 && b < 1e18 ? b : 8e9;
+}
+
+/* What build_rows turns into Lua rows (owned by l_sweep, freed there). */
+typedef struct rows_job {
+    run_ctx *ctx;
+    const axes_mem *mem;
+    int64_t lo, hi, n;
+    int32_t na;
+    int zip, strict;
+} rows_job;
+
+/* build_rows(job) -> rows: one table per point done (protected call from l_sweep). */
+static int build_rows(lua_State *L)
+{
+    const rows_job *rj = lua_touserdata(L, 1);
+    const axes_mem *mem = rj->mem;
+    int32_t na = rj->na;
+    lua_createtable(L, (int)(rj->n < 1 << 30 ? rj->n : 0), 0); /* [job rows] */
+    int64_t out = 0, test_after = 0;
+    int test_sig = test_interrupt(&test_after);
+    for (int64_t i = rj->lo; i < rj->hi; i++) {
+        if (test_sig && test_after == -2 && i == (rj->lo + rj->hi) / 2) {
+            raise(test_sig);
+            test_sig = 0;
+        }
+        const hl_point *p = &rj->ctx->points[i];
+        if (p->status == HL_EINTR)
+            continue;
+        if (p->status != HL_OK && rj->strict)
+            return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), p->error);
+        lua_createtable(L, 0, HL_POINT_VALUES + 2 + na);
+        int64_t value_index[HL_SWEEP_MAX_AXES];
+        hl_sweep_value_indices(mem->axes, na, rj->zip, i, value_index);
+        for (int32_t a = na - 1; a >= 0; a--) {
+            push_axis_value(L, &mem->axes[a], value_index[a]);
+            lua_setfield(L, -2, mem->axes[a].name);
+        }
+        if (p->status != HL_OK) {
+            lua_pushstring(L, p->error);
+            lua_setfield(L, -2, "error");
+        } else {
+            hl_set_result_fields(L, p->v, 0); /* flat dotted keys, typed as in hl.simulate */
+        }
+        lua_rawseti(L, -2, (lua_Integer)++out);
+    }
+    return 1;
+}
+
 static int l_sweep(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -275,13 +361,21 @@ static int l_sweep(lua_State *L)
     ctx->in.progress = &done;
     ctx->in.cancel = &cancel;
     int64_t lo = 0, hi = 0;
-    if (hl_sweep_count(&ctx->in, &n, &err) || n > (int64_t)5e7) {
+    if (hl_sweep_count(&ctx->in, &n, &err)) {
         free_axes(&mem);
         free(ctx);
-        if (n > (int64_t)5e7)
-            return luaL_error(L, "sweep: %I points would not fit in memory as rows; stream them to a file "
-                                 "with hl.sweep_to_csv", (lua_Integer)n);
         return hl_raise(L, &err);
+    }
+    /* refused before anything is allocated when the rows would exceed the memory budget */
+    double per_row = row_bytes(na), need = per_row * (double)n, budget = memory_budget();
+    if (need > budget) {
+        free_axes(&mem);
+        free(ctx);
+        char msg[400];
+        snprintf(msg, sizeof msg, "sweep: %lld points would take about %.3g GB as rows (%.3g kB each), more than "
+                 "the in-memory budget of %.3g GB (HBDLAB_SWEEP_MEMORY_BYTES); stream them to a file with "
+                 "hl.sweep_to_csv", (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
+        return luaL_error(L, "%s", msg);
     }
     /* this process's block of the points (all of them when alone); under MPI the
      * array holds every point so the blocks can be gathered in place */
@@ -297,11 +391,11 @@ static int l_sweep(lua_State *L)
     hl_point *mine = ctx->points;
     ctx->points += lo; /* hl_sweep_run writes the range from out[0] */
     int show = progress && isatty(STDERR_FILENO) && hi - lo >= 2000;
-    double t0 = now_s();
+    double t0 = hl_clock_s();
     /* an empty block runs nothing (count 0 would mean "all") */
     ctx->status = hi == lo ? HL_OK : run_polled(&ctx->in, ctx->points, &ctx->err, show, 0, hi - lo, t0);
     if (show) {
-        draw_progress(done, hi - lo, now_s() - t0);
+        draw_progress(done, hi - lo, hl_clock_s() - t0);
         fputc('\n', stderr);
     }
     ctx->points = mine;
@@ -323,43 +417,30 @@ static int l_sweep(lua_State *L)
         free(ctx);
         return hl_raise(L, &e);
     }
+    if (interrupted && hl_bind_interrupt == 2) { /* SIGTERM: the script ends, the rows are dropped */
+        free(ctx->points);
+        free_axes(&mem);
+        free(ctx);
+        lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
+        hl_bind_interrupt = 0;
+        return luaL_error(L, "sweep terminated (SIGTERM) after %I of %I points", (lua_Integer)done, (lua_Integer)n);
+    }
     if (interrupted) {
-        lua_sethook(L, NULL, 0, 0); /* keep the rows: no "interrupted!" error on return */
+        lua_sethook(L, NULL, 0, 0); /* Ctrl-C: keep the rows, no "interrupted!" error on return */
         hl_bind_interrupt = 0;
         fprintf(stderr, "sweep interrupted: %lld of %lld points done\n", (long long)done, (long long)n);
     }
-    lua_createtable(L, (int)(n < 1 << 30 ? n : 0), 0); /* [rows] */
-    int64_t out = 0;
-    for (int64_t i = lo; i < hi; i++) {
-        const hl_point *p = &ctx->points[i];
-        if (p->status == HL_EINTR)
-            continue;
-        if (p->status != HL_OK && strict) {
-            char msg[sizeof p->error];
-            snprintf(msg, sizeof msg, "%s", p->error);
-            free(ctx->points);
-            free_axes(&mem);
-            free(ctx);
-            return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), msg);
-        }
-        lua_createtable(L, 0, HL_POINT_VALUES + 2 + na);
-        int64_t value_index[HL_SWEEP_MAX_AXES];
-        hl_sweep_value_indices(mem.axes, na, zip, i, value_index);
-        for (int32_t a = na - 1; a >= 0; a--) {
-            push_axis_value(L, &mem.axes[a], value_index[a]);
-            lua_setfield(L, -2, mem.axes[a].name);
-        }
-        if (p->status != HL_OK) {
-            lua_pushstring(L, p->error);
-            lua_setfield(L, -2, "error");
-        } else {
-            hl_set_result_fields(L, p->v, 0); /* flat dotted keys, typed as in hl.simulate */
-        }
-        lua_rawseti(L, -2, (lua_Integer)++out);
-    }
+    /* the rows are built in a protected call: running out of Lua memory (or a strict
+     * sweep's error) there frees the points and axes here, then is raised again */
+    rows_job rj = {ctx, &mem, lo, hi, n, na, zip, strict};
+    lua_pushcfunction(L, build_rows);
+    lua_pushlightuserdata(L, &rj);
+    int status = lua_pcall(L, 1, 1, 0);
     free(ctx->points);
     free_axes(&mem);
     free(ctx);
+    if (status != LUA_OK)
+        return lua_error(L);
     lua_pushboolean(L, interrupted);
     return 2;
 }
@@ -483,6 +564,10 @@ static int l_sweep_to_csv(lua_State *L)
         free_axes(&mem);
         return hl_raise(L, &err);
     }
+    /* a CSV row: ~24 characters per %.17g number and per axis value */
+    double expect = (double)total * (24.0 * (ncols + na) + 2);
+    if (expect > 10e9)
+        fprintf(stderr, "sweep_to_csv: %lld rows, about %.3g GB expected in %s\n", (long long)total, expect / 1e9, path);
     enum { CHUNK = 65536 };
     /* Shards write their own file (path with _shard<i>of<n> before the extension)
      * holding their block of the points; MPI ranks each run a block of every chunk
@@ -524,9 +609,9 @@ static int l_sweep_to_csv(lua_State *L)
         }
     }
     int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
-    int interrupted = 0, failed = 0;
+    int interrupted = 0, terminated = 0, failed = 0;
     int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
-    double t0 = now_s();
+    double t0 = hl_clock_s();
     for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
         int64_t clen = end - first < CHUNK ? end - first : CHUNK, lo = 0, hi = clen;
         if (gather)
@@ -566,12 +651,15 @@ static int l_sweep_to_csv(lua_State *L)
         free(text);
         if (hl_bind_interrupt || cancel) {
             interrupted = 1;
-            lua_sethook(L, NULL, 0, 0);
-            hl_bind_interrupt = 0;
+            terminated = hl_bind_interrupt == 2;
+            if (!terminated) { /* Ctrl-C: the rows done are the result; SIGTERM: kept too, then raised */
+                lua_sethook(L, NULL, 0, 0);
+                hl_bind_interrupt = 0;
+            }
         }
     }
     if (show) {
-        draw_progress(done_before, shown_total, now_s() - t0);
+        draw_progress(done_before, shown_total, hl_clock_s() - t0);
         fputc('\n', stderr);
     }
     int bad = failed;
@@ -590,6 +678,12 @@ static int l_sweep_to_csv(lua_State *L)
         return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
     if (gather) /* rows written by all ranks together */
         written = end - begin;
+    if (terminated) {
+        lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
+        hl_bind_interrupt = 0;
+        return luaL_error(L, "sweep_to_csv terminated (SIGTERM): %I of %I rows written to %s", (lua_Integer)written,
+                          (lua_Integer)total, path);
+    }
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written,
                 (long long)total, path);
@@ -624,6 +718,7 @@ static int l_interrupted(lua_State *L)
 
 void hl_bind_sweep(lua_State *L)
 {
+    hl_set_interrupt_flag(&hl_bind_interrupt); /* exact steps and the plan search poll it too */
     static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
                                    {"interrupted", l_interrupted}, {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted}, {NULL, NULL}};

@@ -36,11 +36,19 @@ static void on_sigint(int sig)
         return;
     }
     interrupted = 1;
-    hl_bind_interrupt = 1; /* long C loops (sweeps) poll this */
+    hl_bind_interrupt = sig == SIGTERM ? 2 : 1; /* long C loops poll this; a sweep keeps its rows on 1 only */
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
-/* Message handler: appends a traceback to string errors, converts others. */
+/* --traceback (or HBDLAB_TRACEBACK=1): errors carry the Lua stack. */
+static int show_traceback = 0;
+
+/* A chunk of hbdlab's own Lua library ("@hbdlab/sweep.lua"). */
+static int internal_source(const char *source) { return strncmp(source, "@hbdlab/", 8) == 0; }
+
+/* Message handler. With --traceback: the message and the stack. Without: the
+ * message without hbdlab's own "hbdlab/x.lua:12: " prefixes, placed at the
+ * user's line (the innermost frame outside hbdlab's library) when it names none. */
 static int msghandler(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
@@ -49,7 +57,31 @@ static int msghandler(lua_State *L)
             return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
-    luaL_traceback(L, L, msg, 1);
+    if (show_traceback) {
+        luaL_traceback(L, L, msg, 1);
+        return 1;
+    }
+    while (strncmp(msg, "hbdlab/", 7) == 0) { /* "hbdlab/objects.lua:62: " */
+        const char *p = strstr(msg, ".lua:");
+        if (!p)
+            break;
+        p += 5;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p[0] != ':' || p[1] != ' ')
+            break;
+        msg = p + 2;
+    }
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0 || internal_source(ar.source))
+            continue;
+        size_t n = strlen(ar.short_src);
+        if (!(strncmp(msg, ar.short_src, n) == 0 && msg[n] == ':')) /* not already "file:line: msg" */
+            msg = lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
+        break;
+    }
+    lua_pushstring(L, msg);
     return 1;
 }
 
@@ -149,6 +181,7 @@ static void print_usage(FILE *out)
             "  -            run standard input as a script\n"
             "  --shard I/N  run only block I (0..N-1) of every sweep; CSV files get _shardIofN\n"
             "               (also accepted after the script name; merge with `hbdlab merge`)\n"
+            "  --traceback  errors show the Lua stack (also HBDLAB_TRACEBACK=1)\n"
             "  -v, --version  print the version\n"
             "  -h, --help     print this help\n"
             "With no script and a terminal on stdin: the interactive REPL.\n"
@@ -211,8 +244,9 @@ static int is_subcommand(const char *s)
            strcmp(s, "calibrate") == 0;
 }
 
-/* Takes `--shard I/N` (or --shard=I/N) out of argv wherever it is, before or
- * after the script name, into hl_bind_dist. Returns 0, or -1 after printing why. */
+/* Takes `--shard I/N` (or --shard=I/N) and `--traceback` out of argv wherever
+ * they are, before or after the script name, into hl_bind_dist and
+ * show_traceback. Returns 0, or -1 after printing why. */
 static int take_shard_option(int *argc, char **argv)
 {
     int out = 1, seen = 0;
@@ -226,6 +260,9 @@ static int take_shard_option(int *argc, char **argv)
             val = argv[++i];
         } else if (strncmp(a, "--shard=", 8) == 0) {
             val = a + 8;
+        } else if (strcmp(a, "--traceback") == 0) {
+            show_traceback = 1; /* a host option wherever it is, as --shard */
+            continue;
         } else {
             argv[out++] = argv[i];
             continue;
@@ -239,6 +276,45 @@ static int take_shard_option(int *argc, char **argv)
     argv[out] = NULL;
     *argc = out;
     return 0;
+}
+
+/* Test hook: HBDLAB_TEST_LUA_MEMORY=BYTES caps what the Lua state may hold, so tests can
+ * make Lua run out of memory at a chosen point (sweep rows, JSON) and check nothing leaks. */
+static size_t lua_cap, lua_used;
+
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        lua_used -= old;
+        return NULL;
+    }
+    if (nsize > old && lua_used + (nsize - old) > lua_cap)
+        return NULL;
+    void *p = realloc(ptr, nsize);
+    if (p)
+        lua_used = lua_used - old + nsize;
+    return p;
+}
+
+static int on_panic(lua_State *L)
+{
+    fprintf(stderr, "%s: unprotected Lua error: %s\n", progname, lua_tostring(L, -1));
+    return 0;
+}
+
+static lua_State *new_state(void)
+{
+    const char *cap = getenv("HBDLAB_TEST_LUA_MEMORY");
+    if (!cap || !*cap)
+        return luaL_newstate();
+    lua_cap = (size_t)strtoull(cap, NULL, 10);
+    lua_State *L = lua_newstate(capped_alloc, NULL);
+    if (L)
+        lua_atpanic(L, on_panic);
+    return L;
 }
 
 int main(int argc, char **argv)
@@ -267,7 +343,10 @@ int main(int argc, char **argv)
 
 static int run_main(int argc, char **argv)
 {
-    lua_State *L = luaL_newstate();
+    const char *tb = getenv("HBDLAB_TRACEBACK");
+    if (tb && *tb && strcmp(tb, "0") != 0)
+        show_traceback = 1;
+    lua_State *L = new_state();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);
         return EXIT_FAILURE;
@@ -295,6 +374,8 @@ static int run_main(int argc, char **argv)
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
             printf("hbdlab %s (%s)\n", hl_version(), LUA_RELEASE);
             goto done;
+        } else if (strcmp(a, "--traceback") == 0) {
+            show_traceback = 1;
         } else if (strcmp(a, "-i") == 0) {
             want_repl = 1;
         } else if (strcmp(a, "-e") == 0) {

@@ -74,6 +74,13 @@ static void collect_keys(lua_State *L, int idx, const char *head, size_t headlen
     }
 }
 
+/* t[k] with metamethods, for userdata objects whose __index is a function (fields of a GPU, a cluster's gpu). */
+static int get_field_call(lua_State *L)
+{
+    lua_gettable(L, 1);
+    return 1;
+}
+
 /* Pushes the value named by the dotted path text[0..len) or nil. */
 static void push_path(lua_State *L, const char *text, size_t len)
 {
@@ -89,7 +96,18 @@ static void push_path(lua_State *L, const char *text, size_t len)
             lua_pushlstring(L, text + start, i - start);
             if (lua_istable(L, -2))
                 lua_rawget(L, -2);
-            else if (luaL_getmetafield(L, -2, "__index") == LUA_TTABLE) {
+            else if (lua_isuserdata(L, -2) && luaL_getmetafield(L, -2, "__fields") != LUA_TNIL) {
+                /* an hbdlab object: its __index function reads fields ([obj key]) */
+                lua_pop(L, 1);
+                lua_pushcfunction(L, get_field_call); /* [obj key f] */
+                lua_insert(L, -2);                    /* [obj f key] */
+                lua_pushvalue(L, -3);
+                lua_insert(L, -2);                    /* [obj f obj key] */
+                if (lua_pcall(L, 2, 1, 0) != LUA_OK) { /* no such field: no completion */
+                    lua_pop(L, 1);
+                    lua_pushnil(L);
+                }
+            } else if (luaL_getmetafield(L, -2, "__index") == LUA_TTABLE) {
                 lua_insert(L, -2);
                 lua_rawget(L, -2);
                 lua_remove(L, -2);
@@ -107,7 +125,12 @@ static void add_fields_of_top(lua_State *L, const char *head, size_t headlen, co
 {
     if (lua_istable(L, -1))
         collect_keys(L, -1, head, headlen, partial);
-    if (luaL_getmetafield(L, -1, "__index") == LUA_TTABLE) {
+    int t = luaL_getmetafield(L, -1, "__index");
+    if (t == LUA_TTABLE)
+        collect_keys(L, -1, head, headlen, partial);
+    if (t != LUA_TNIL)
+        lua_pop(L, 1); /* an object's __index is a function: pushed too */
+    if (luaL_getmetafield(L, -1, "__methods") == LUA_TTABLE) { /* obj:with, m:params, ... */
         collect_keys(L, -1, head, headlen, partial);
         lua_pop(L, 1);
     }

@@ -1,4 +1,4 @@
--- Predicts every case of shared/reference/validation-public.md from its
+-- Predicts every case of docs/reference/validation-public.md from its
 -- configuration alone and prints predicted vs measured. No per-case constants:
 -- every case uses the preset defaults; the serving assumptions are below.
 --

@@ -13,8 +13,13 @@ PKGS="$PKGS fonts-liberation fonts-dejavu-core"
 PKGS="$PKGS openmpi-bin libopenmpi-dev"
 # Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
 PKGS="$PKGS libcmocka-dev luajit tmux"
+# Tests: clang builds the sanitizer configuration in CI (-fsanitize=float-cast-overflow) and the fuzz
+# targets (libFuzzer's runtime is in libclang-rt-14-dev)
+PKGS="$PKGS clang libclang-rt-14-dev"
 # Tests: chromium renders the notebook report, imagemagick measures its screenshot
 PKGS="$PKGS chromium imagemagick"
+# Lint (tools/lint.sh): clang-format for C, luacheck for Lua
+PKGS="$PKGS clang-format lua-check"
 
 missing=""
 for p in $PKGS; do

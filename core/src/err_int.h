@@ -14,6 +14,9 @@ hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...);
 hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index,
                          hl_err *err);
 
+/* Non-zero once the flag given to hl_set_interrupt_flag is set (long loops poll it). */
+int hl_interrupt_pending(void);
+
 /* Prefixes err->msg with "prefix: " (used to add a file or object name). */
 void hl_err_prefix(hl_err *err, const char *prefix);
 

@@ -8,6 +8,8 @@
 #include "fields_int.h"
 #include "hw_int.h"
 
+_Static_assert(sizeof(((hl_gpu *)0)->peak_flops) == HL_PRECISION_COUNT * sizeof(double), "one peak per hl_precision");
+
 #define BIG 1e30
 static const hl_field gpu_fields[] = {
     HL_FS(hl_gpu, name, "name", "accelerator name"),

@@ -7,10 +7,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "err_int.h"
+#include "hbdlab/bench.h"
 #include "hbdlab/model.h"
+
+/* the stats arrays are sized by a literal (ffi.cdef reads them); keep them tied to the constant */
+_Static_assert(sizeof(((hl_minitf_stats *)0)->weight_bytes) == HL_MINITF_MAX_RANKS * sizeof(double),
+               "hl_minitf_stats arrays hold HL_MINITF_MAX_RANKS ranks");
 
 typedef struct layer_w {
     float *norm1, *norm2;         /* (h) */
@@ -236,7 +240,6 @@ typedef struct run {
     hl_minitf_stats *st;
     kvcache cache;
     int decode; /* counting into decode_model_flops */
-    float *scratch;
 } run;
 
 static int rank_of(const run *r, int stage, int group, int t) { return (stage * r->lay.ep + group) * r->lay.tp + t; }
@@ -263,8 +266,7 @@ static void count_allreduce(run *r, int stage, int group, double bytes)
  * x (T, h) updated in place. seqs[i], pos[i]: sequence index and position of row i.
  * MoE layers route each row; rows of other groups are exchanged through
  * `shared_x` (the whole batch's rows) when ep > 1. */
-static void attention_block(run *r, int layer, int stage, int g, float *x, int T, const int *seqs, const int *pos,
-                            int causal_prefix)
+static void attention_block(run *r, int layer, int stage, int g, float *x, int T, const int *seqs, const int *pos)
 {
     hl_minitf *tf = r->tf;
     layer_w *ly = &tf->layers[layer];
@@ -298,7 +300,7 @@ static void attention_block(run *r, int layer, int stage, int g, float *x, int T
             }
         }
         for (int i = 0; i < T; i++) {
-            int keys = causal_prefix ? pos[i] + 1 : pos[i] + 1;
+            int keys = pos[i] + 1; /* causal: every cached position up to and including this one */
             for (int hh = 0; hh < Ht; hh++) {
                 int head = h0 + hh;
                 int kvh = head / (tf->H / tf->K);
@@ -486,7 +488,7 @@ static void forward(run *r, float **xs, const int *Tg, int **seqs, int **pos, in
         int stage = (int)((int64_t)l * pp / tf->L);
         for (int g = 0; g < r->lay.ep; g++)
             if (Tg[g])
-                attention_block(r, l, stage, g, xs[g], Tg[g], seqs[g], pos[g], 1);
+                attention_block(r, l, stage, g, xs[g], Tg[g], seqs[g], pos[g]);
         ffn_block(r, l, stage, xs, Tg);
         int next = l + 1 < tf->L ? (int)((int64_t)(l + 1) * pp / tf->L) : stage;
         if (next != stage) /* hand the activations to the next stage */
@@ -552,7 +554,7 @@ hl_status hl_minitf_generate(hl_minitf *tf, const hl_minitf_layout *layout, int3
     hl_minitf_stats *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
     st->ranks = lay.tp * lay.ep * lay.pp;
-    run r = {tf, lay, st, {NULL, NULL, n_prompt + n_new}, 0, NULL};
+    run r = {tf, lay, st, {NULL, NULL, n_prompt + n_new}, 0};
     size_t kvn = (size_t)batch * tf->L * tf->K * r.cache.cap * tf->d;
     r.cache.k = calloc(kvn, sizeof(float));
     r.cache.v = calloc(kvn, sizeof(float));
@@ -600,11 +602,9 @@ hl_status hl_minitf_generate(hl_minitf *tf, const hl_minitf_layout *layout, int3
             }
             Tg[g] = n;
         }
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = hl_clock_s();
         forward(&r, xs, Tg, seqs, pos, want, lg);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double dt = hl_clock_s() - t0;
         if (step == 0)
             st->prefill_s += dt;
         else
@@ -676,13 +676,11 @@ hl_status hl_minitf_measure_cpu(int32_t n, double bytes, double *gemm_flops, dou
     uint64_t s = 7;
     fill(A, (size_t)n * n, 1, &s);
     fill(B, (size_t)n * n, 1, &s);
-    struct timespec t0, t1;
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = hl_clock_s();
         double f = gemm(n, n, n, A, n, B, n, C, n);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double dt = hl_clock_s() - t0;
         if (dt > 0 && dt < best)
             best = dt;
         *gemm_flops = f / best;
@@ -693,11 +691,10 @@ hl_status hl_minitf_measure_cpu(int32_t n, double bytes, double *gemm_flops, dou
     }
     best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = hl_clock_s();
         for (size_t i = 0; i < m; i++) /* triad: read x, y; write z */
             z[i] = x[i] + 3.0f * y[i];
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double dt = hl_clock_s() - t0;
         if (dt > 0 && dt < best)
             best = dt;
     }

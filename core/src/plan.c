@@ -97,6 +97,16 @@ static int cmp_candidates(const void *a, const void *b)
     return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
+void hl_candidate_apply(const hl_candidate *c, hl_job *job)
+{
+    job->tp = c->tp;
+    job->pp = c->pp;
+    job->ep = c->ep;
+    job->dp = c->dp;
+    job->etp = c->etp;
+    job->batch = c->batch;
+}
+
 hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
 {
     if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
@@ -133,6 +143,10 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
             for (int64_t ep = 1; ep <= (m->experts > 0 ? stage : 1); ep *= 2) {
                 if (m->experts > 0 && (m->experts % ep || stage % ep))
                     continue;
+                if (hl_interrupt_pending()) {
+                    free(all);
+                    return hl_fail(err, HL_EINTR, "plan search interrupted after %d mappings", (int)n);
+                }
                 hl_job j = *base;
                 j.ignore_memory = 1; /* candidates that do not fit rank last, then are refused */
                 j.summary_only = 1;  /* a candidate keeps totals only */

@@ -198,10 +198,56 @@ const char *hl_preset_name(hl_preset_kind kind, int32_t i)
     return i >= 0 && i < nlisted ? listed[i] : NULL;
 }
 
-/* Finds the preset text: disk override first, then embedded. *owned is the
- * malloc'd buffer to free (NULL for embedded text). */
+/* Common names a user types for a preset (normalized: lower case, '-'), by kind.
+ * Only unambiguous ones: "h100" is the SXM part every H100 preset here models. */
+static const struct preset_alias {
+    int kind;
+    const char *alias, *name;
+} aliases[] = {
+    {HL_PRESET_GPU, "h100", "h100-sxm"},        {HL_PRESET_GPU, "h100-sxm5", "h100-sxm"},
+    {HL_PRESET_GPU, "a100", "a100-sxm"},        {HL_PRESET_GPU, "a100-sxm4", "a100-sxm"},
+    {HL_PRESET_GPU, "h200-sxm", "h200"},        {HL_PRESET_GPU, "b200-sxm", "b200"},
+    {HL_PRESET_GPU, "mi300", "mi300x"},         {HL_PRESET_GPU, "mi355", "mi355x"},
+    {HL_PRESET_GPU, "910c", "ascend-910c"},     {HL_PRESET_GPU, "v5p", "tpu-v5p"},
+    {HL_PRESET_CLUSTER, "nvl72", "gb200-nvl72"}, {HL_PRESET_CLUSTER, "dgx-h100", "hgx-h100"},
+    {HL_PRESET_CLUSTER, "dgx-h200", "hgx-h200"}, {HL_PRESET_CLUSTER, "dgx-b200", "hgx-b200"},
+    {HL_PRESET_CLUSTER, "nvl36x2", "gb200-nvl36x2"}, {HL_PRESET_CLUSTER, "cloudmatrix", "cloudmatrix384"},
+    {HL_PRESET_MODEL, "qwen-110b", "qwen1.5-110b"}, {HL_PRESET_MODEL, "gpt-oss", "gpt-oss-120b"},
+    {HL_PRESET_MODEL, "mixtral", "mixtral-8x7b"},   {HL_PRESET_MODEL, "deepseek-v3-0324", "deepseek-v3"},
+};
+
+/* The preset an alias stands for (normalized name in), or NULL. */
+static const char *alias_target(hl_preset_kind kind, const char *norm)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (aliases[i].kind == (int)kind && strcmp(aliases[i].alias, norm) == 0)
+            return aliases[i].name;
+    return NULL;
+}
+
+static hl_status find_named(hl_preset_kind kind, const char *name, const char **text, char **owned, char *origin,
+                            size_t origin_n, hl_err *err);
+
+/* Finds the preset text: disk override first, then embedded, then what an alias
+ * names ("H100" -> h100-sxm). *owned is the malloc'd buffer to free (NULL for
+ * embedded text). */
 static hl_status find_preset(hl_preset_kind kind, const char *name, const char **text, char **owned,
                              char *origin, size_t origin_n, hl_err *err)
+{
+    hl_status s = find_named(kind, name, text, owned, origin, origin_n, err);
+    if (s != HL_ENOTFOUND || !name || !valid_name(name))
+        return s;
+    char norm[80];
+    normalize(name, norm, sizeof norm);
+    const char *target = alias_target(kind, norm);
+    if (!target)
+        return s;
+    hl_err ignored;
+    return find_named(kind, target, text, owned, origin, origin_n, &ignored) == HL_OK ? HL_OK : s;
+}
+
+static hl_status find_named(hl_preset_kind kind, const char *name, const char **text, char **owned, char *origin,
+                            size_t origin_n, hl_err *err)
 {
     char norm[80];
     *owned = NULL;

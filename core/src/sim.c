@@ -186,7 +186,12 @@ typedef struct acc {
     hl_coll_out memo_out;
 } acc;
 
-enum { MAX_EVENTS = 40 };
+enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
+/* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
+_Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
+_Static_assert(sizeof(((hl_result *)0)->decode_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "decode_items");
+_Static_assert(sizeof(((hl_result *)0)->prefill_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "prefill_events");
+_Static_assert(sizeof(((hl_result *)0)->decode_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "decode_events");
 
 /* Copies a NUL-terminated name into a 32-byte field, truncating (no snprintf: hot path). */
 static void copy_name(char dst[32], const char *src)
@@ -291,7 +296,13 @@ static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_ou
 {
     hl_status st = hl_coll_time(c, in, o, err);
     int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1)
+    /* Only the one-shot exchange runs both tiers at once; moving k of its g - 1
+     * scale-up peers to scale-out can beat the placed time only when
+     * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
+     * docs/MODEL.md 6) or its latency is lower: otherwise skip the search. */
+    int can_win = 2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
+                  c->scaleout_latency < c->scaleup_latency;
+    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1 || !can_win)
         return st;
     hl_cluster cl = *c;
     hl_coll_in k = *in;
@@ -664,6 +675,8 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
     hl_status st;
     if (s->j->exact_steps) {
         for (double k = in + 1; k <= in + steps; k++) {
+            if (fmod(k - in, 4096) == 0 && hl_interrupt_pending()) /* Ctrl-C: a huge output must not trap us */
+                return hl_fail(err, HL_EINTR, "interrupted after %.0f of %.0f exact decode steps", k - in - 1, steps);
             attn_op(s, &op, b, 1, k - 1, w);
             if ((st = add_op(s, a, &op, layers, err)))
                 return st;
@@ -896,12 +909,9 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     if (st)
         return st;
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
-    acc pre, dec;
-    if ((st = run_prefill(&s, r, &pre, err)) || (st = run_decode(&s, r, &dec, err)))
-        return st;
-    fill_times(&s, &pre, &dec, r);
 
-    /* ---- memory per GPU (core/src/memory.c) ---- */
+    /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job
+     * that does not fit fails at once (exact_steps with a huge output would step first) ---- */
     hl_memory mem;
     if ((st = hl_memory_resolved(&s, &mem, err)))
         return st;
@@ -920,6 +930,11 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
                        r->kv_bytes / 1e9, r->workspace_bytes / 1e9, cap / 1e9, j->mem_util * 100,
                        j->cluster.gpu.hbm_bytes / 1e9);
     }
+
+    acc pre, dec;
+    if ((st = run_prefill(&s, r, &pre, err)) || (st = run_decode(&s, r, &dec, err)))
+        return st;
+    fill_times(&s, &pre, &dec, r);
 
     /* Defence in depth: every input passed its checks, yet extreme combinations
      * (subnormal latencies, huge counts) could overflow; never return such a result. */

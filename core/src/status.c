@@ -5,9 +5,11 @@
 #include <string.h>
 #include <strings.h>
 
-#ifndef HBDLAB_VERSION
-#define HBDLAB_VERSION "0.0.0"
-#endif
+#include "hbdlab/version.h"
+
+_Static_assert(HL_VERSION_MAJOR == HBDLAB_VERSION_MAJOR && HL_VERSION_MINOR == HBDLAB_VERSION_MINOR &&
+                   HL_VERSION_PATCH == HBDLAB_VERSION_PATCH,
+               "version.h: the enum (for ffi) and the macros must name the same version");
 
 const char *hl_strerror(hl_status status)
 {
@@ -25,7 +27,13 @@ const char *hl_strerror(hl_status status)
     return "unknown status";
 }
 
-const char *hl_version(void) { return HBDLAB_VERSION; }
+const char *hl_version(void) { return HBDLAB_VERSION_STRING; }
+
+static volatile int32_t *interrupt_flag;
+
+void hl_set_interrupt_flag(volatile int32_t *flag) { interrupt_flag = flag; }
+
+int hl_interrupt_pending(void) { return interrupt_flag && *interrupt_flag; }
 
 hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...)
 {

@@ -15,6 +15,8 @@
 #include "job_int.h"
 #include "sim_int.h"
 
+_Static_assert(sizeof(((hl_point *)0)->error) == sizeof(((hl_err *)0)->msg), "a point keeps the whole message");
+
 const char *hl_point_field_name(int32_t i)
 {
     const hl_result_field *f = hl_result_field_at(i);
@@ -241,12 +243,7 @@ static hl_status resolve_searches(const hl_sweep_in *in, int flags, hl_job *job,
         hl_status st = hl_plan_search(&pin, &best, 1, &n, err);
         if (st)
             return st;
-        job->tp = best.tp;
-        job->pp = best.pp;
-        job->ep = best.ep;
-        job->dp = best.dp;
-        job->etp = best.etp;
-        job->batch = best.batch;
+        hl_candidate_apply(&best, job);
         return HL_OK;
     }
     if (flags & POINT_BATCH_MAX)

@@ -38,6 +38,7 @@ end
 -- returns the result, or nil and the exit status after writing the JSON error.
 local function run_config(path, fn_name, what)
   local hl = require "hbdlab"
+  hl.warnings(false) -- stderr carries only the JSON error
   local text, origin = read_all(path)
   if not text then
     local msg = tostring(origin)

@@ -53,15 +53,33 @@ local topics = {
   { "minitf", "hl.minitf.check{model, tp, ep, pp, batch, prompt, new} -> report; hl.minitf.run{...}; hl.minitf.cpu_roofline{}",
     "The native CPU mini-transformer: sharded runs equal the unsharded one, and its counted FLOPs and bytes equal the analytical model's.",
     "print(hl.minitf.check {})" },
-  { "rows", "hl.rows.filter/sort/group/pivot/print/write/read_csv/read_json/read_jsonl",
-    "Results helpers; files are written atomically.", 'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
-  { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline{..., out = 'x.png|svg|pdf'}",
-    "gnuplot figures: writes x.dat and a self-contained x.gp beside the image.",
+  { "rows", "hl.rows.filter/sort/group/pivot/columns/format/print/write/write_csv/write_json/write_jsonl/read_csv/read_json/read_jsonl",
+    "Results helpers; files are written atomically; print and columns put a sweep's axes first. Under --shard I/N,\n" ..
+    "CSV files get _shardIofN before the extension (hbdlab merge joins them).", 'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
+  { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline/tornado{..., out = 'x.png|svg|pdf'}",
+    "gnuplot figures: writes x.dat and a self-contained x.gp beside the image. Options:\n" ..
+    "  every chart   out (.png, .svg, .pdf; folder created), title, xlabel, ylabel, logx, logy (true or a base)\n" ..
+    "  line, scatter data, x, y, by (a series per value; numbers with a unit in SI: 50 GB/s), label,\n" ..
+    "                xscale, yscale (labels follow: ttft_s with yscale = 1e3 -> 'ttft (ms)'), xtics = {...},\n" ..
+    "                xformat, yformat, ymin (y starts at 0 unless logy, ymin or data below 0)\n" ..
+    "  bar           data, x, y (a field or a list of fields), by, stacked, labels, yscale\n" ..
+    "  heatmap       data, x, y, z, zscale, zlabel (each cell labelled with its value)\n" ..
+    "  roofline      gpu (object, preset name or table of fields), ops (r.decode.breakdown), precision\n" ..
+    "  timeline      events (r:trace())\n" ..
+    "  tornado       data, name, low, high, base, low_label, high_label (largest span on top)",
     'hl.plot.line { data = rows, x = "hbd", y = "ttft_s", by = "precision", logx = 2, out = "plots/out/ttft.png" }' },
   { "params", "hl.params{name = {default, help}} -> values", "Script parameters; `--set name=value` overrides, `--help` lists.",
     'local P = hl.params { gpus = { 128, "cluster size" } }' },
   { "trace", "r:trace() -> events; hl.trace.write(r, 'x.json')", "Per-GPU events of one prefill layer and one decode step; Chrome/Perfetto JSON.",
     'hl.trace.write(r, "trace.json")  -- open in ui.perfetto.dev' },
+  { "cost", "r.usd_per_mtok_in, r.usd_per_mtok_out, r.usd_per_mtok, r.joules_per_token, r.power_w, r.cost.{...}",
+    "Cost and energy per token of every result (docs/MODEL.md section 11). Prices are estimates with sources in each\n" ..
+    "GPU preset's cost_source; override gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w and cluster\n" ..
+    "pue, usd_per_kwh, amort_years. scripts/hbd/cost.lua prices the HBD study.",
+    'local c = hl.cluster { gpu = "B200", gpus = 64, hbd = 64, scaleup_usd = 6000, usd_per_kwh = 0.12 }' },
+  { "interrupted", "hl.interrupted() -> bool; hl.warnings(false)",
+    "hl.interrupted(): whether Ctrl-C / SIGTERM stopped a sweep since the last call (asking handles it; a script that\n" ..
+    "never asks exits 130 after it ends). hl.warnings(false) silences the warnings for silent defaults.", "" },
   { "kv_capacity", "hl.kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens}",
     "How many tokens and sequences of KV cache fit; paged blocks and fragmentation.", "" },
 }

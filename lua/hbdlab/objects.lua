@@ -58,9 +58,39 @@ end
 local function wrap(kind, ctor)
   return function(x)
     if type(x) == "string" and x:match("%.json$") then return from_file(kind, x) end
-    if type(x) == "table" then x = M.to_si(kind, x) end
+    if type(x) == "table" then
+      x = M.to_si(kind, x)
+      -- a cluster's gpu may be a plain table of GPU fields too
+      if kind == "cluster" and type(x.gpu) == "table" then
+        local c = {}
+        for k, v in pairs(x) do c[k] = v end
+        c.gpu = M.gpu(x.gpu)
+        x = c
+      end
+    end
     return ctor(x)
   end
+end
+
+--- An object of `kind` from an object, a preset name or a plain table of fields
+--- (what hl.gpu / hl.cluster / hl.model accept); other values pass through.
+function M.coerce(kind, x)
+  if type(x) == "table" and getmetatable(x) == nil then return M[kind](x) end
+  if type(x) == "string" then return M[kind](x) end
+  return x
+end
+
+--- A shallow copy of simulate fields whose model / cluster plain tables became objects.
+function M.coerce_job(t)
+  if type(t) ~= "table" then return t end
+  local plain_model = type(t.model) == "table" and getmetatable(t.model) == nil
+  local plain_cluster = type(t.cluster) == "table" and getmetatable(t.cluster) == nil
+  if not plain_model and not plain_cluster then return t end
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  if plain_model then c.model = M.model(t.model) end
+  if plain_cluster then c.cluster = M.cluster(t.cluster) end
+  return c
 end
 
 M.gpu = wrap("gpu", core.gpu)
@@ -131,8 +161,8 @@ function M.roofline(t)
   core.check_fields(t, { "gpu", "name", "kind", "precision", "m", "n", "k", "weight_bytes", "act_bytes", "flops",
                          "bytes", "bytes_read", "bytes_written" }, "hl.roofline")
   local g = t.gpu
-  if type(g) == "string" then g = M.gpu(g) end
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
+  g = M.coerce("gpu", g)
   local op = { name = t.name, kind = t.kind, precision = t.precision or "bf16" }
   if t.m then
     local wb = t.weight_bytes or core.precision_bytes(op.precision)

@@ -130,12 +130,31 @@ local function label(v)
   return tostring(v)
 end
 
+-- The unit a field name says (ttft_s -> s, kv_bytes -> B, hbm_bw -> B/s), or nil.
+local function unit_of(name)
+  if type(name) ~= "string" then return nil end
+  if name:match("_s$") then return "s" end
+  if name:match("_bytes$") then return "B" end
+  if name:match("_bw$") then return "B/s" end
+  if name:match("_w$") then return "W" end
+  if name:match("_j$") then return "J" end
+  return nil
+end
+
+--- A legend entry for value v of field `by`: numbers of a field with a unit in SI
+--- prefixes ("scaleout_bw" 5e10 -> "50 GB/s"), others as they are.
+function M.legend_value(by, v)
+  local unit = unit_of(by)
+  if unit and type(v) == "number" then return require("hbdlab.objects").si(v, unit) end
+  return tostring(v)
+end
+
 -- Groups rows by t.by (or one series), each sorted by x.
 local function series(t)
   local order, groups = {}, {}
   for _, row in ipairs(t.data) do
     if row[t.x] ~= nil and row[t.y] ~= nil and not row.error then
-      local key = t.by and tostring(row[t.by]) or (t.label or t.y)
+      local key = t.by and M.legend_value(t.by, row[t.by]) or (t.label or t.y)
       if not groups[key] then groups[key] = {}; order[#order + 1] = key end
       local g = groups[key]
       g[#g + 1] = row
@@ -143,6 +162,25 @@ local function series(t)
   end
   for _, k in ipairs(order) do table.sort(groups[k], function(a, b) return a[t.x] < b[t.x] end) end
   return order, groups
+end
+
+local prefixes = { [1e3] = "m", [1e6] = "u", [1e9] = "n", [1e-3] = "k", [1e-6] = "M", [1e-9] = "G", [1e-12] = "T" }
+
+--- The default axis label of field `name` shown times `scale`: the unit follows the
+--- scaling ("ttft_s" with scale 1e3 -> "ttft (ms)"; no unit known -> "name x scale").
+function M.axis_label(name, scale)
+  if type(name) ~= "string" then return "value" end
+  scale = scale or 1
+  local unit = unit_of(name)
+  if unit then
+    local base = name:gsub("_" .. (unit == "B/s" and "bw" or unit == "B" and "bytes" or unit:lower()) .. "$", "")
+    if unit == "B/s" then base = name end
+    if scale == 1 then return string.format("%s (%s)", base, unit) end
+    local p = prefixes[scale]
+    if p then return string.format("%s (%s%s)", base, p, unit) end
+  end
+  if scale ~= 1 then return string.format("%s x %g", name, scale) end
+  return name
 end
 
 local function xy_plot(t, style)
@@ -160,7 +198,17 @@ local function xy_plot(t, style)
   local gp = { "set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05" }
   if t.xformat then gp[#gp + 1] = "set format x " .. M.quote(t.xformat) end
   if t.yformat then gp[#gp + 1] = "set format y " .. M.quote(t.yformat) end
-  if t.ymin then gp[#gp + 1] = string.format("set yrange [%s:*]", num(t.ymin)); gp[1] = "set offsets graph 0.03, graph 0.03, graph 0.05, 0" end
+  -- y starts at 0 (unless asked otherwise, logarithmic, or the data go below 0)
+  local ymin = t.ymin
+  if ymin == nil and not t.logy then
+    ymin = 0
+    for _, key in ipairs(order) do
+      for _, row in ipairs(groups[key]) do if row[t.y] < 0 then ymin = nil end end
+    end
+  end
+  if ymin then gp[#gp + 1] = string.format("set yrange [%s:*]", num(ymin)); gp[1] = "set offsets graph 0.03, graph 0.03, graph 0.05, 0" end
+  t.xlabel = t.xlabel or M.axis_label(t.x, t.xscale)
+  t.ylabel = t.ylabel or M.axis_label(t.y, t.yscale)
   if t.xtics then
     -- numbers only (a tic is a position): anything else would be pasted into the script
     if type(t.xtics) ~= "table" then error("plot: field 'xtics' must be an array of numbers", 3) end
@@ -278,17 +326,35 @@ end
 --- under the GPU's compute roof and HBM slope (both at their efficiencies).
 function M.roofline(t)
   need(t, "roofline", { "gpu", "ops", "out" })
-  local g = t.gpu
+  local g = require("hbdlab.objects").coerce("gpu", t.gpu) -- an object, a preset name or a table of fields
   local prec = t.precision or "bf16"
   local peak = g[prec .. "_flops"] * g.eff_gemm
   local bw = g.hbm_bw * g.eff_mem
-  local lines = { "# name\tintensity FLOP/B\tattained FLOP/s" }
+  local lines = { "# name\tintensity FLOP/B\tattained FLOP/s\tlabel x\tlabel y" }
   local n = 0
+  -- Labels do not overlap: each goes a little above its point, then moves up
+  -- (0.16 decade, about one line at this scale) while it would collide with a
+  -- label already placed within half a decade of intensity.
+  local pts = {}
   for _, op in ipairs(t.ops) do
     if (op.kind == nil or op.kind == "op") and (op.flops or 0) > 0 and (op.bytes or 0) > 0 and (op.time_s or 0) > 0 then
-      lines[#lines + 1] = string.format("%s\t%s\t%s", datq(op.name), num(op.flops / op.bytes), num(op.flops / op.time_s))
-      n = n + 1
+      pts[#pts + 1] = { name = op.name, x = op.flops / op.bytes, y = op.flops / op.time_s }
     end
+  end
+  table.sort(pts, function(a, b) return a.y < b.y end)
+  local placed = {}
+  for _, p in ipairs(pts) do
+    local lx, ly = math.log(p.x, 10), math.log(p.y, 10) + 0.12
+    local moved = true
+    while moved do
+      moved = false
+      for _, q in ipairs(placed) do
+        if math.abs(q[1] - lx) < 0.5 and math.abs(q[2] - ly) < 0.16 then ly = q[2] + 0.16; moved = true end
+      end
+    end
+    placed[#placed + 1] = { lx, ly }
+    lines[#lines + 1] = string.format("%s\t%s\t%s\t%s\t%s", datq(p.name), num(p.x), num(p.y), num(p.x), num(10 ^ ly))
+    n = n + 1
   end
   if n == 0 then error("plot.roofline: no operator has flops, bytes and time_s", 2) end
   t.xlabel = t.xlabel or "operational intensity (FLOP/byte)"
@@ -303,7 +369,7 @@ function M.roofline(t)
     "set key inside right bottom",
     string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\", M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
     "     datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \\",
-    "     '' using 2:3:1 with labels offset 0,1 font ',9' notitle",
+    "     '' using 4:5:1 with labels font ',9' notitle",
   }
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end

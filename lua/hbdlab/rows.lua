@@ -5,6 +5,9 @@ local core = require "hbdlab.core"
 
 local M = {}
 
+-- The axis names of rows a sweep returned (weak keys: a side table, so rows stay plain arrays).
+M.axes_of = setmetatable({}, { __mode = "k" })
+
 function M.filter(rows, pred)
   local out = {}
   if type(pred) == "table" then
@@ -12,12 +15,14 @@ function M.filter(rows, pred)
     pred = function(r) for k, v in pairs(want) do if r[k] ~= v then return false end end return true end
   end
   for _, r in ipairs(rows) do if pred(r) then out[#out + 1] = r end end
+  M.axes_of[out] = M.axes_of[rows]
   return out
 end
 
 --- sort(rows, "key") ascending, sort(rows, "-key") descending, or sort(rows, less_fn). Returns a new array.
 function M.sort(rows, by)
   local out = { table.unpack(rows) }
+  M.axes_of[out] = M.axes_of[rows]
   if type(by) == "function" then
     table.sort(out, by)
   else
@@ -57,14 +62,41 @@ function M.pivot(rows, rk, ck, vk)
   return out, cols
 end
 
---- Column names: the given ones, else every key, sorted, with common identifying ones first.
+-- Rank of each result field in the result table's order (ttft_s, tpot_s, ...).
+local result_rank
+local function rank_of(k)
+  if not result_rank then
+    result_rank = {}
+    for i, f in ipairs(core.result_fields()) do result_rank[f.name] = i end
+  end
+  return result_rank[k]
+end
+
+--- The columns of rows: the sweep's axes first (kept by filter and sort), then
+--- other inputs (names that are not result fields) sorted, then result fields in the
+--- result table's order, `error` last.
 function M.columns(rows, cols)
   if cols then return cols end
   local set, list = {}, {}
   for _, r in ipairs(rows) do
     for k in pairs(r) do if not set[k] then set[k] = true; list[#list + 1] = k end end
   end
-  table.sort(list)
+  local axis = {}
+  for i, a in ipairs(M.axes_of[rows] or {}) do axis[a] = i end
+  local function class(k)
+    if axis[k] then return 0, axis[k] end
+    if k == "error" then return 3, 0 end
+    local rk = rank_of(k)
+    if rk then return 2, rk end
+    return 1, 0
+  end
+  table.sort(list, function(a, b)
+    local ca, ra = class(a)
+    local cb, rb = class(b)
+    if ca ~= cb then return ca < cb end
+    if ra ~= rb then return ra < rb end
+    return tostring(a) < tostring(b)
+  end)
   return list
 end
 

@@ -12,7 +12,14 @@ result_mt.__index = result_mt
 --- r:trace(): per-GPU events of one prefill layer pass and one decode step.
 function result_mt.trace(r) return trace.events(r) end
 
-local function ms(s) return string.format("%.4g ms", s * 1e3) end
+--- A duration in the unit that reads best: s from 1 s, ms from 1 ms, else us.
+function M.duration(s)
+  local a = math.abs(s)
+  if a >= 1 then return string.format("%.4g s", s) end
+  if a >= 1e-3 or a == 0 then return string.format("%.4g ms", s * 1e3) end
+  return string.format("%.4g us", s * 1e6)
+end
+local ms = M.duration
 
 result_mt.__tostring = function(r)
   local p = r.parallel
@@ -28,14 +35,26 @@ result_mt.__tostring = function(r)
     r.prefill.comm_share * 100, r.decode.comm_share * 100,
     objects.si(r.memory.weights_bytes, "B"), objects.si(r.memory.kv_bytes, "B"),
     objects.si(r.memory.workspace_bytes, "B"), objects.si(r.memory.per_gpu_bytes, "B"),
-    r.memory.fits and "fits" or "DOES NOT FIT")
+    r.memory.fits and "fits" or "DOES NOT FIT") ..
+    string.format("\n  cost: %.4g USD/Mtok in, %.4g USD/Mtok out, %.4g J/token, %s at the wall",
+      r.usd_per_mtok_in, r.usd_per_mtok_out, r.joules_per_token, objects.si(r.power_w, "W")) ..
+    ((r.decode.time_s > 0 and r.decode.compute_s == 0) and
+      "\n  decode compute_s is 0: every decode operator is HBM-bound at this batch (below the ridge point), " ..
+      "so its time counts as memory_s" or "")
 end
 
 --- hl.simulate{ model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,
 ---              parallel = { tp = 8, ep = 16 }, overlap = 0, ... } -> result (see hl.help "simulate")
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
-  return setmetatable(core.simulate(t), result_mt)
+  local warn = require "hbdlab.warn"
+  local ok, r = pcall(core.simulate, objects.coerce_job(t))
+  if not ok then
+    warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
+    error(r, 0)
+  end
+  warn.check_job(t, r)
+  return setmetatable(r, result_mt)
 end
 
 M.result_mt = result_mt

@@ -43,7 +43,7 @@ local function to_core_axis(a)
   local ctor = ({ model = objects.model, gpu = objects.gpu, cluster = objects.cluster })[a.name]
   if ctor then
     local v = {}
-    for i, x in ipairs(a.values) do v[i] = type(x) == "string" and ctor(x) or x end
+    for i, x in ipairs(a.values) do v[i] = objects.coerce(a.name, x) end
     return { name = a.name, values = v }
   end
   return { name = a.name, values = a.values }
@@ -170,15 +170,19 @@ function M.sweep(a, fn)
       rows[#rows + 1] = row
     end
     if core.dist().mpi then rows = M.gather_rows(rows) end
+    local names = {}
+    for i, ax in ipairs(list) do names[i] = ax.name end
+    require("hbdlab.rows").axes_of[rows] = names
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
   check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
+  require("hbdlab.warn").check_job(a.base)
   local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
   end
-  local rows, interrupted = core.sweep(a.base or {}, core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+  local rows, interrupted = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
   -- friendly axes keep their friendly name and values in the rows
   for _, ax in ipairs(relabel) do
@@ -187,6 +191,9 @@ function M.sweep(a, fn)
     for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
   end
   rows.interrupted = interrupted or nil
+  local names = {} -- hl.rows.print / columns put them first
+  for i, ax in ipairs(core_axes) do names[i] = ax.label or ax.name end
+  require("hbdlab.rows").axes_of[rows] = names
   return rows, note_interrupt(interrupted)
 end
 
@@ -200,7 +207,8 @@ function M.sweep_to_csv(a)
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
   check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
-  local n, interrupted = core.sweep_to_csv(a.base or {}, core_axes_of(axis_list(a.axes)),
+  require("hbdlab.warn").check_job(a.base)
+  local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}), core_axes_of(axis_list(a.axes)),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
   return n, note_interrupt(interrupted)
 end

@@ -130,7 +130,7 @@ static void test_errors(void **state)
     assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'ranks_per_hbd': 3 must divide");
 }
 
-/* Calibration against published measurements (shared/reference/hardware.md
+/* Calibration against published measurements (docs/reference/hardware.md
  * section 3.4), each within 25%, with the preset defaults. */
 static hl_coll_out measure(const char *cluster, int64_t gpus, int64_t hbd, hl_coll_op op, hl_coll_algo algo,
                            double S, int64_t n, int64_t g)

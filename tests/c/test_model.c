@@ -7,7 +7,8 @@ static hl_params params_of(const char *name)
 {
     hl_model m;
     hl_err e;
-    hl_params p;
+    hl_params p; /* fail_msg does not return, which clang cannot see: zeroed first */
+    memset(&p, 0, sizeof p);
     if (hl_model_preset(name, &m, &e) != HL_OK || hl_model_params(&m, &p, &e) != HL_OK)
         fail_msg("%s: %s", name, e.msg);
     return p;

@@ -29,7 +29,7 @@ static void test_all_presets_load(void **state)
     assert_true(hl_preset_count(HL_PRESET_MODEL) >= 11);
 }
 
-/* Facts from shared/reference/hardware.md: B200 dense 2,250 / 4,500 / 9,000
+/* Facts from docs/reference/hardware.md: B200 dense 2,250 / 4,500 / 9,000
  * TFLOP/s, NVLink5 900 GB/s per direction; H100 has no FP4; NVL72 is one HBD. */
 static void test_preset_facts(void **state)
 {

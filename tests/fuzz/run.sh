@@ -3,15 +3,17 @@
 # -fsanitize=fuzzer,address,undefined. Needs clang and libclang-rt-14-dev
 # (Debian). New interesting inputs land in build-fuzz/corpus/<target>; copy
 # the ones worth keeping into tests/fuzz/corpus/<target> (CI replays those).
-#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim lua_presets
+# FUZZ_OUT=DIR builds and keeps corpora in DIR (default build-fuzz), so two campaigns can run at once.
+# Each campaign prints libFuzzer's final stats and the number of new corpus units.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
-targets=${*:-json_config hf_config sim}
+targets=${*:-json_config hf_config sim lua_presets}
 cc=${CC_FUZZ:-clang}
 command -v "$cc" > /dev/null || { echo "run.sh: clang is required (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
-out=build-fuzz
+out=${FUZZ_OUT:-build-fuzz}
 mkdir -p "$out"
 # the core, built once with the fuzzing instrumentation
 objs=()
@@ -25,17 +27,39 @@ cmake -DOUT="$PWD/$out/presets_data.c" -DSYMBOL=hl_embedded_presets -DBASE="$PWD
       "-DFILES=$(ls core/presets/*/*.json | sed "s|^|$PWD/|" | paste -sd'|')" -P cmake/embed.cmake
 "$cc" -O1 -g -fsanitize=fuzzer-no-link,address -Icore/src -c "$out/presets_data.c" -o "$out/presets_data.o"
 objs+=("$out/presets_data.o")
+# the Lua bindings and the embedded Lua library, for lua_presets
+lua_objs=()
+case " $targets " in *" lua_presets "*)
+    luaflags=$(pkg-config --cflags lua5.4)
+    for src in lua/l_*.c; do
+        o="$out/bind_$(basename "${src%.c}").o"
+        # shellcheck disable=SC2086
+        "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined $luaflags \
+            -Ilua -Icore/include -Icore/src -c "$src" -o "$o"
+        lua_objs+=("$o")
+    done
+    cmake -DOUT="$PWD/$out/lua_data.c" -DSYMBOL=hl_embedded_lua -DBASE="$PWD/lua" \
+          "-DFILES=$(ls lua/hbdlab/*.lua | sed "s|^|$PWD/|" | paste -sd'|')" -P cmake/embed.cmake
+    "$cc" -O1 -g -fsanitize=fuzzer-no-link,address -Icore/src -c "$out/lua_data.c" -o "$out/lua_data.o"
+    lua_objs+=("$out/lua_data.o")
+    ;;
+esac
 for t in $targets; do
     corpus_src=tests/fuzz/corpus/${t%_config}
     [ "$t" = json_config ] && corpus_src=tests/fuzz/corpus/json
     [ "$t" = hf_config ] && corpus_src=tests/fuzz/corpus/hf
     [ "$t" = sim ] && corpus_src=tests/fuzz/corpus/sim
+    [ "$t" = lua_presets ] && corpus_src=tests/fuzz/corpus/lua_presets
     work="$out/corpus/$t"
     mkdir -p "$work"
     cp -n "$corpus_src"/* "$work"/ 2> /dev/null || true
+    extra=()
+    [ "$t" = lua_presets ] && extra=("${lua_objs[@]}" $(pkg-config --cflags --libs lua5.4))
     "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined -Icore/include \
-        "tests/fuzz/fuzz_$t.c" "${objs[@]}" -lcjson -lm -lpthread -o "$out/fuzz_$t"
+        "tests/fuzz/fuzz_$t.c" "${objs[@]}" "${extra[@]}" -lcjson $(pkg-config --libs gsl 2> /dev/null || echo -lgsl -lgslcblas) -lm -lpthread -o "$out/fuzz_$t"
+    before=$(ls "$work" | wc -l)
     echo "== fuzzing $t for ${secs}s"
     "$out/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$out/crash-$t-" "$work" 2>&1 | tee "$out/fuzz_$t.log" | grep -E "^#[0-9]+ +DONE|stat::|ERROR|crash" || true
+    echo "== $t: corpus $before -> $(ls "$work" | wc -l) units; artifacts: $(ls "$out" | grep -c "^crash-$t-" || true)"
 done

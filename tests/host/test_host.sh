@@ -14,13 +14,26 @@ check "script args are ... and arg[]" [ "$out" = "$(printf '3\ta\tb\tc\t%s\ta\tc
 err=$("$HBDLAB" -e 'error("boom")' 2>&1); rc=$?
 check "-e error exits 1" [ "$rc" -eq 1 ]
 check "-e error names boom with position" contains "$err" "(command line):1: boom"
-check "-e error has a traceback" contains "$err" "stack traceback:"
+check "-e error has no traceback by default" sh -c "! printf '%s' \"\$1\" | grep -q 'stack traceback'" _ "$err"
+err=$("$HBDLAB" --traceback -e 'error("boom")' 2>&1)
+check "--traceback: the error has a traceback" contains "$err" "stack traceback:"
 
 printf 'local function inner() error("deep failure") end\nlocal function outer() inner() end\nouter()\n' > "$TMP/fail.lua"
 err=$("$HBDLAB" "$TMP/fail.lua" 2>&1); rc=$?
 check "script error exits 1" [ "$rc" -eq 1 ]
 check "script error is file:line: message" contains "$err" "$TMP/fail.lua:1: deep failure"
-check "traceback names the caller" contains "$err" "in local 'outer'"
+err=$("$HBDLAB" "$TMP/fail.lua" --traceback 2>&1)
+check "--traceback after the script name: traceback names the caller" contains "$err" "in local 'outer'"
+err=$(HBDLAB_TRACEBACK=1 "$HBDLAB" "$TMP/fail.lua" 2>&1)
+check "HBDLAB_TRACEBACK=1: traceback" contains "$err" "stack traceback:"
+# A user error inside the library: the user's line, no internal file:line, no traceback
+printf 'local x = 1\nhl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, batch = -1 }\n' > "$TMP/user.lua"
+err=$("$HBDLAB" "$TMP/user.lua" 2>&1)
+check "library error placed at the user's line" [ "$err" = "hbdlab: $TMP/user.lua:2: job field 'batch': -1 is out of range (allowed: 1..1e+09)" ] || echo "$err" >&2
+printf 'hl.cluster { gpus = 8 }\n' > "$TMP/user2.lua"
+err=$("$HBDLAB" "$TMP/user2.lua" 2>&1)
+check "no internal hbdlab/*.lua prefix" sh -c "! printf '%s' \"\$1\" | grep -q 'hbdlab/[a-z_]*\.lua:'" _ "$err"
+check "and no traceback" sh -c "! printf '%s' \"\$1\" | grep -q 'stack traceback'" _ "$err"
 
 err=$("$HBDLAB" "$TMP/missing.lua" 2>&1); rc=$?
 check "missing script exits 1" [ "$rc" -eq 1 ]

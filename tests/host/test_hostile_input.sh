@@ -87,4 +87,16 @@ done
 echo '{"base": "h100-sxm", "name": "x", "in_switch_reduce": 0}' > "$P/gpus/boolnum.json"
 expect_fail "preset bool field as a number" "'in_switch_reduce': expected true or false, got a number" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "boolnum"'
 
+# ---- Lua out of memory while a sweep builds its rows: a clean error; nothing leaks (the
+# ASan build's leak check runs at exit: the points and axes were lost before the fix) ----
+cat > "$TMP/oom.lua" <<'LUA'
+local base = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 512, output = 16, parallel = { tp = 8 } }
+local inputs = {}
+for i = 1, 5000 do inputs[i] = 100 + i end
+print(pcall(hl.sweep, { base = base, axes = { input = inputs }, progress = false }))
+LUA
+# 5,000 rows of ~3.1 kB need ~16 MB: a 12 MB cap fails while the rows are built
+out=$(HBDLAB_TEST_LUA_MEMORY=12000000 "$HBDLAB" "$TMP/oom.lua" 2>&1); rc=$?
+check "Lua OOM building sweep rows: a clean error, exit 0 (rc $rc): $out" sh -c "[ $rc -eq 0 ] && echo '$out' | grep -q 'false.*not enough memory'"
+
 finish

@@ -14,7 +14,10 @@ check "installed Lua module" [ -e "$libdir/lua/5.4/hbdlab.so" ]
 check "installed CMake config" [ -e "$libdir/cmake/hbdlab/hbdlabConfig.cmake" ]
 
 flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs hbdlab)
-cc -std=c11 -pedantic ${HBDLAB_PRELOAD:+-fsanitize=address,undefined} -Wall -Wextra -Werror "$HBDLAB_SOURCE_DIR/tests/install/consumer.c" $flags -o "$TMP/consumer"
+# the build's compiler and its sanitizer flags (a clang-instrumented library needs clang's runtime)
+cc=${HBDLAB_CC:-cc}
+# shellcheck disable=SC2086
+"$cc" -std=c11 -pedantic ${HBDLAB_SAN_FLAGS:-} -Wall -Wextra -Werror "$HBDLAB_SOURCE_DIR/tests/install/consumer.c" $flags -o "$TMP/consumer"
 check "consumer builds with pkg-config" [ $? -eq 0 ]
 out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/consumer")
 check "consumer runs" contains "$out" "consumer ok"
@@ -27,7 +30,8 @@ find_package(hbdlab REQUIRED)
 add_executable(consumer $HBDLAB_SOURCE_DIR/tests/install/consumer.c)
 target_link_libraries(consumer PRIVATE hbdlab::hbdlab)
 CM
-cmake -S "$TMP/cm" -B "$TMP/cm/build" -DCMAKE_PREFIX_PATH="$prefix" > "$TMP/cm.log" 2>&1 &&
+cmake -S "$TMP/cm" -B "$TMP/cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+      "-DCMAKE_C_FLAGS=${HBDLAB_SAN_FLAGS:-}" > "$TMP/cm.log" 2>&1 &&
     cmake --build "$TMP/cm/build" >> "$TMP/cm.log" 2>&1
 check "consumer builds with find_package(hbdlab)" [ $? -eq 0 ] || cat "$TMP/cm.log"
 out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/cm/build/consumer")

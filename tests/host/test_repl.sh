@@ -38,6 +38,13 @@ T send-keys -t "$sess" '.form' Tab '({1})' Enter
 check "completion of a nested field runs" wait_for '{ 1 }'
 T send-keys -t "$sess" 'collectg' Tab '("count") > 0' Enter
 check "completion of a global" wait_for "true"
+T send-keys -t "$sess" 'g17 = hl.gpu("b200"); c17 = hl.cluster("hgx-h100")' Enter
+T send-keys -t "$sess" 'g17:wi' Tab '{ eff_gemm = 0.5 }.eff_gemm' Enter
+check "completion of an object method (g:wi -> g:with)" wait_for "0.5"
+T send-keys -t "$sess" 'c17.gpu.eff_ge' Tab ' * 1000' Enter
+check "completion of a field of an object's object (c.gpu.eff_ge -> eff_gemm)" wait_for "c17.gpu.eff_gemm * 1000"
+T send-keys -t "$sess" 'c17.peer_c' Tab ' + 17' Enter
+check "completion of an object's own field (c.peer_c -> peer_cost)" wait_for "c17.peer_cost + 17"
 T send-keys -t "$sess" 'while true do end' Enter
 sleep 0.3
 T send-keys -t "$sess" C-c

@@ -273,6 +273,14 @@ for _, c in ipairs {
   { "minitf batch NaN", function() hl.minitf.run { model = hl.model(hl.minitf.default_model), batch = NaN } end, "field 'batch'" },
   { "sweep threads 1e300", function() hl.sweep { base = with(base, { cluster = "hgx-h100" }), axes = { batch = { 8 } }, threads = 1e300 } end, "field 'threads'", "0..4096" },
   { "sweep_to_csv threads -1", function() hl.sweep_to_csv { base = with(base, { cluster = "hgx-h100" }), axes = { batch = { 8 } }, out = tmp .. ".csv", threads = -1 } end, "field 'threads'" },
+  -- a __tostring that raises while json_encode builds its tree: a clean error (the ASan build sees no leak)
+  { "json_encode: __tostring raises", function()
+      debug.setmetatable(print, { __tostring = function() error("boom in __tostring", 0) end })
+      local ok, e = pcall(core.json_encode, { a = { 1, { 2, print } }, b = "x" })
+      debug.setmetatable(print, nil)
+      assert(not ok)
+      error(e, 0)
+    end, "boom in __tostring" },
 } do api_cases[#api_cases + 1] = c end
 
 for _, c in ipairs(api_cases) do

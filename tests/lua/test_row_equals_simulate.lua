@@ -143,8 +143,12 @@ for bi, b in ipairs(bases) do
         if tostring(err):find(row.error, 1, true) then same_error = same_error + 1 end
       else
         ok_rows = ok_rows + 1
-        if not ok and os.getenv("DEBUG_PROP") then for k, v in pairs(points[i]) do print("moved", k, v, row[k]) end end
-        T.ok(ok, string.format("point %d: the sweep ran it but hl.simulate failed: %s", i, tostring(err)))
+        if not ok then
+          local moved = {}
+          for k, v in pairs(points[i]) do moved[#moved + 1] = k .. " = " .. tostring(v) end
+          error(string.format("point %d (%s): the sweep ran it but hl.simulate failed: %s", i,
+            table.concat(moved, ", "), tostring(err)))
+        end
         for _, name in ipairs(result_names) do
           local want = nested(r, name)
           if row[name] ~= want then

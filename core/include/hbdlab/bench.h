@@ -28,7 +28,7 @@ hl_status hl_bench_latency(const hl_job *job, int64_t runs, int64_t batch, hl_la
 hl_status hl_bench_sweep(const hl_sweep_in *in, int64_t chunk, double *wall_s, double *points_per_s, hl_err *err);
 
 /* The reference sweep of the benchmarks: HBD {8, 16, 32, 64, 128} x precision
- * {fp16, fp8, fp4} x n_inputs input lengths 1025, 1026, ... on `job`, through
+ * {fp16, fp8, fp4} x n_inputs input lengths 1024, 1025, ... on `job`, through
  * hl_bench_sweep (threads 0 = all cores). *points = 15 * n_inputs. */
 hl_status hl_bench_reference_sweep(const hl_job *job, int64_t n_inputs, int32_t threads, double *wall_s,
                                    double *points_per_s, int64_t *points, hl_err *err);

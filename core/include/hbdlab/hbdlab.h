@@ -3,6 +3,7 @@
  * share/hbdlab/hbdlab_cdef.h). */
 #ifndef HBDLAB_H
 #define HBDLAB_H
+#include "hbdlab/version.h"
 #include "hbdlab/status.h"
 #include "hbdlab/precision.h"
 #include "hbdlab/fields.h"

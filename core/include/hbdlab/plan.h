@@ -43,6 +43,9 @@ const hl_field_set *hl_plan_fields(void);
  * group does not fit. */
 hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err);
 
+/* Sets the job's mapping and batch to those of a candidate (tp, pp, ep, dp, etp, batch). */
+void hl_candidate_apply(const hl_candidate *c, hl_job *job);
+
 /* Enumerates valid mappings (powers of two, dividing heads, experts, GPUs),
  * simulates each, and writes up to `cap` candidates best first into out.
  * *count receives how many were written. HL_ENOFIT when none fits. */

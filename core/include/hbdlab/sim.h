@@ -30,7 +30,7 @@ typedef struct hl_phase {
     double hbm_bytes;     /* B moved to/from HBM per GPU */
 } hl_phase;
 
-enum { HL_SIM_MAX_ITEMS = 16 };
+enum { HL_SIM_MAX_ITEMS = 16, HL_SIM_MAX_EVENTS = 40 };
 
 /* One row of a breakdown: an operator or a collective, per layer-pass summed over the phase. */
 typedef struct hl_item {
@@ -77,7 +77,7 @@ typedef struct hl_result {
     hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
     hl_item decode_items[16];
     int32_t n_prefill_events, n_decode_events;
-    hl_event prefill_events[40]; /* one layer of each kind + the per-pass ops */
+    hl_event prefill_events[40]; /* HL_SIM_MAX_EVENTS: one layer of each kind + the per-pass ops */
     hl_event decode_events[40];  /* one decode step at the mean context */
 } hl_result;
 

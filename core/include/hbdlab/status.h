@@ -5,6 +5,8 @@
 #ifndef HBDLAB_STATUS_H
 #define HBDLAB_STATUS_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,6 +30,11 @@ typedef struct hl_err {
 
 /* Short static description of a status code ("invalid argument"). */
 const char *hl_strerror(hl_status status);
+
+/* Long computations (exact decode steps, the plan search) poll *flag and stop with
+ * HL_EINTR once it is non-zero (a signal handler sets it). The flag is the caller's;
+ * NULL (the default) means never interrupted. Process-wide. */
+void hl_set_interrupt_flag(volatile int32_t *flag);
 
 /* Library version as "MAJOR.MINOR.PATCH"; static storage. */
 const char *hl_version(void);

@@ -1,0 +1,47 @@
+-- Warnings for silent defaults: printed once per distinct message to stderr as
+-- "hbdlab: warning: ...". hl.warnings(false) silences them.
+local objects = require "hbdlab.objects"
+
+local M = { enabled = true, seen = {} }
+
+function M.warn(msg)
+  if not M.enabled or M.seen[msg] then return end
+  M.seen[msg] = true
+  io.stderr:write("hbdlab: warning: ", msg, "\n")
+end
+
+local mapping_keys = { "parallel", "tp", "pp", "ep", "dp", "etp", "instance_gpus" }
+
+--- Checks the simulate fields t (and its result r when known) for silent defaults:
+--- a prompt + output beyond the model's context limit, and no mapping on a multi-GPU cluster.
+function M.check_job(t, r, mapping_only)
+  if not M.enabled or type(t) ~= "table" then return end
+  if mapping_only then return M.check_mapping(t, r) end
+  local ok, m = pcall(objects.coerce, "model", t.model)
+  local input = r and r.input or t.input or 1024 -- the core's defaults
+  local output = r and r.output or t.output or 128
+  if ok and type(m) == "userdata" and (m.max_position or 0) > 0 and type(input) == "number" and
+     type(output) == "number" and input + output > m.max_position then
+    M.warn(string.format("input + output = %.0f tokens is beyond %s's context limit of %d tokens (max_position); " ..
+      "it is simulated anyway", input + output, m.name, m.max_position))
+  end
+  M.check_mapping(t, r)
+end
+
+function M.check_mapping(t, r)
+  for _, k in ipairs(mapping_keys) do if t[k] ~= nil then return end end
+  local gpus = r and r.parallel.gpus
+  if not gpus then
+    local okc, c = pcall(objects.coerce, "cluster", t.cluster)
+    gpus = okc and type(c) == "userdata" and c.gpus or 1
+  end
+  if gpus > 1 then
+    local p = r and r.parallel
+    M.warn(string.format("'parallel' is not given for a %d-GPU cluster: %s; give parallel = {tp = ..., ep = ...} or " ..
+      "parallel = \"auto\" to choose", gpus,
+      p and string.format("mapped as tp %d, pp %d, ep %d, dp %d (data parallel)", p.tp, p.pp, p.ep, p.dp)
+        or "every GPU holds a whole copy of the model (tp = pp = ep = 1, data parallel)"))
+  end
+end
+
+return M

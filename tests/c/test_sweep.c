@@ -1,0 +1,171 @@
+/* Sweeps (core/src/sweep.c): point counts, the index decomposition, points
+ * equal direct runs, error points, object axes before field axes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+
+static hl_job base_job(void)
+{
+    hl_model m;
+    hl_cluster c;
+    hl_err e;
+    if (hl_model_preset("llama-3.1-8b", &m, &e) || hl_cluster_preset("hgx-h100", &c, &e))
+        fail_msg("%s", e.msg);
+    hl_job j;
+    hl_job_init(&j, &m, &c);
+    j.batch = 8;
+    j.tp = 8;
+    return j;
+}
+
+static hl_axis num_axis(const char *name, const double *v, int32_t n)
+{
+    hl_axis a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, sizeof a.name, "%s", name);
+    a.kind = HL_AXIS_NUMBER;
+    a.numbers = v;
+    a.n = n;
+    return a;
+}
+
+/* Product: 2 x 3 = 6 points; zip needs equal lengths. Point 4 of a (2, 3)
+ * product, last axis fastest: 4 = 1 * 3 + 1 -> values (1, 1). */
+static void test_count_and_indices(void **state)
+{
+    (void)state;
+    const double a[] = {1, 2}, b[] = {10, 20, 30};
+    hl_axis axes[2] = {num_axis("batch", a, 2), num_axis("input", b, 3)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = axes;
+    in.n_axes = 2;
+    int64_t n = 0;
+    hl_err e;
+    assert_ok(hl_sweep_count(&in, &n, &e), &e);
+    assert_int_equal(n, 6);
+    int64_t idx[2];
+    hl_sweep_value_indices(axes, 2, 0, 4, idx);
+    assert_int_equal(idx[0], 1);
+    assert_int_equal(idx[1], 1);
+    hl_sweep_value_indices(axes, 2, 1, 1, idx); /* zipped: both at the point's index */
+    assert_int_equal(idx[0], 1);
+    assert_int_equal(idx[1], 1);
+    in.zip = 1;
+    assert_fails_with(hl_sweep_count(&in, &n, &e), HL_EINVAL, &e, "zipped axes need equal lengths");
+}
+
+/* Every point of a sweep equals hl_point_from_job of the job hl_sweep_job builds,
+ * and that job has the axis values; a bad value is an error point, not a failed sweep. */
+static void test_points_equal_direct_runs(void **state)
+{
+    (void)state;
+    const double batch[] = {8, 16, 3}; /* tp 8 on 8 GPUs: dp 1, so any whole batch splits */
+    const double hbd[] = {8, 4};
+    const double imb[] = {1, 0.5}; /* 0.5 is below imbalance's minimum 1: error points */
+    hl_axis axes[3] = {num_axis("batch", batch, 3), num_axis("hbd", hbd, 2), num_axis("imbalance", imb, 2)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = axes;
+    in.n_axes = 3;
+    in.threads = 2;
+    hl_point pts[12];
+    hl_err e;
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    int errors = 0;
+    for (int64_t i = 0; i < 12; i++) {
+        int64_t idx[3];
+        hl_sweep_value_indices(axes, 3, 0, i, idx);
+        if (imb[idx[2]] < 1) {
+            assert_int_equal(pts[i].status, HL_EINVAL);
+            assert_non_null(strstr(pts[i].error, "'imbalance': 0.5 is out of range"));
+            errors++;
+            continue;
+        }
+        hl_job j;
+        assert_ok(hl_sweep_job(&in, i, &j, &e), &e);
+        assert_true(j.batch == batch[idx[0]] && j.cluster.hbd == (int64_t)hbd[idx[1]]);
+        hl_point direct;
+        hl_point_from_job(&j, &direct);
+        assert_int_equal(pts[i].status, direct.status);
+        for (int32_t k = 0; k < HL_POINT_VALUES; k++)
+            if (pts[i].v[k] != direct.v[k])
+                fail_msg("point %lld, %s: sweep %.17g, direct %.17g", (long long)i, hl_result_field_at(k)->name,
+                         pts[i].v[k], direct.v[k]);
+    }
+    assert_int_equal(errors, 6);
+}
+
+/* An unknown axis fails the whole sweep with a suggestion; a cancelled sweep marks its points. */
+static void test_unknown_axis_and_cancel(void **state)
+{
+    (void)state;
+    const double v[] = {1, 2};
+    hl_axis ax = num_axis("bacth", v, 2);
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = &ax;
+    in.n_axes = 1;
+    hl_point pts[2];
+    hl_err e;
+    assert_fails_with(hl_sweep_run(&in, pts, &e), HL_EINVAL, &e, "did you mean 'batch'");
+    ax = num_axis("batch", v, 2);
+    volatile int32_t cancel = 1;
+    in.cancel = &cancel;
+    assert_fails_with(hl_sweep_run(&in, pts, &e), HL_EINTR, &e, "interrupted");
+    assert_int_equal(pts[0].status, HL_EINTR);
+    assert_int_equal(pts[1].status, HL_EINTR);
+}
+
+/* A GPU object axis is applied before a field axis on the same GPU, whatever
+ * the order given: eff_gemm 0.2 then 0.9 must differ in TTFT. */
+static void test_object_axes_first(void **state)
+{
+    (void)state;
+    hl_gpu g;
+    hl_err e;
+    assert_ok(hl_gpu_preset("H100-SXM", &g, &e), &e);
+    const double eff[] = {0.2, 0.9};
+    hl_axis axes[2];
+    axes[0] = num_axis("eff_gemm", eff, 2);
+    memset(&axes[1], 0, sizeof axes[1]);
+    snprintf(axes[1].name, sizeof axes[1].name, "gpu");
+    axes[1].kind = HL_AXIS_GPU;
+    axes[1].gpus = &g;
+    axes[1].n = 1;
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.base.input = 8192;
+    in.axes = axes;
+    in.n_axes = 2;
+    int32_t ttft = hl_result_field_index("ttft_s");
+    for (int order = 0; order < 2; order++) { /* field axis first, then the GPU axis first */
+        if (order) {
+            hl_axis t = axes[0];
+            axes[0] = axes[1];
+            axes[1] = t;
+        }
+        hl_point pts[2];
+        assert_ok(hl_sweep_run(&in, pts, &e), &e);
+        assert_int_equal(pts[0].status, HL_OK);
+        assert_int_equal(pts[1].status, HL_OK);
+        assert_true(pts[0].v[ttft] > pts[1].v[ttft] * 1.5); /* compute-bound prefill: 0.2 is much slower */
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count_and_indices),
+        cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel),
+        cmocka_unit_test(test_object_axes_first),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
