@@ -195,7 +195,9 @@ print(string.format("calibrated on the other half: median |error| %.1f%%, max %.
                     math.max(table.unpack(cerrs)) * 100))
 print(string.format("fit on every case: in-sample median %.1f%%, max %.1f%%; leave-one-out median %.1f%%, max %.1f%%",
                     all.after.median * 100, all.after.max * 100, all.loo.median * 100, all.loo.max * 100))
-print(string.format("  (fitted: step_overhead %.3g s, gemm_scale_fp8 %.3g, gemm_scale_fp4 %.3g)", all.params.step_overhead,
+-- (a step overhead at its lower bound prints as 0, not as the solver's last 1e-40-size value)
+print(string.format("  (fitted: step_overhead %.3g s, gemm_scale_fp8 %.3g, gemm_scale_fp4 %.3g)",
+                    all.params.step_overhead < 1e-9 and 0 or all.params.step_overhead,
                     all.params.gemm_scale_fp8, all.params.gemm_scale_fp4))
 if P.json ~= "" then
   local f = assert(io.open(P.json, "w"))
