@@ -415,7 +415,7 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
     double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
     int64_t g = s->rph_domain;
     if (s->j->dispatch == HL_DISPATCH_FLAT)
-        return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, g, times, err);
+        return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
     if (times <= 0 || domain <= 1 || mine <= 0)
         return HL_OK;
     hl_coll_out inter, intra, bi = {0}, bu = {0};

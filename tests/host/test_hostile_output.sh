@@ -138,6 +138,16 @@ LUA
 out=$("$HBDLAB" "$TMP/csv.lua" 2>&1)
 check "sweep_to_csv quotes and keeps names and errors whole: $out" contains "$out" ok
 
+# a streamed sweep states its expected size above 10 GB (1e9 rows here; the folder does not exist)
+cat > "$TMP/huge.lua" <<'LUA'
+local a = {}
+for i = 1, 1000 do a[i] = i end
+print(pcall(hl.sweep_to_csv, { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 } },
+  axes = { input = a, output = a, batch = a }, out = "/nonexistent/huge.csv" }))
+LUA
+out=$("$HBDLAB" "$TMP/huge.lua" 2>&1)
+check "sweep_to_csv states the expected size above 10 GB: $out" contains "$out" "1000000000 rows, about"
+
 # ---- notebooks ----
 printf '# nb\n\n```lua\nprint(1)\n```\n' > "$W/nb.md"
 cp "$W/nb.md" "$TMP/nb.before"

@@ -273,6 +273,11 @@ for _, c in ipairs {
   { "minitf batch NaN", function() hl.minitf.run { model = hl.model(hl.minitf.default_model), batch = NaN } end, "field 'batch'" },
   { "sweep threads 1e300", function() hl.sweep { base = with(base, { cluster = "hgx-h100" }), axes = { batch = { 8 } }, threads = 1e300 } end, "field 'threads'", "0..4096" },
   { "sweep_to_csv threads -1", function() hl.sweep_to_csv { base = with(base, { cluster = "hgx-h100" }), axes = { batch = { 8 } }, out = tmp .. ".csv", threads = -1 } end, "field 'threads'" },
+  { "in-memory sweep over the memory budget", function()
+      local a = {}
+      for i = 1, 1000 do a[i] = i end
+      hl.sweep { base = with(base, { cluster = "hgx-h100" }), axes = { input = a, output = a, batch = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 } } }
+    end, "sweep: 10000000 points would take about", "more than the in-memory budget of 8 GB", "stream them to a file with hl.sweep_to_csv" },
   -- a __tostring that raises while json_encode builds its tree: a clean error (the ASan build sees no leak)
   { "json_encode: __tostring raises", function()
       debug.setmetatable(print, { __tostring = function() error("boom in __tostring", 0) end })
