@@ -13,7 +13,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
-#include "fields_int.h" /* hl_edit_distance */
 
 extern char **environ;
 
