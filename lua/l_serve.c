@@ -103,7 +103,8 @@ static void push_result(lua_State *L, const hl_serve_result *r)
              {"mean_in_system", r->mean_in_system}, {"mean_running", r->mean_running},
              {"mean_waiting", r->mean_waiting}, {"mean_step_tokens", r->mean_step_tokens},
              {"kv_blocks_total", r->kv_blocks_total}, {"kv_block_tokens", r->kv_block_tokens},
-             {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max}};
+             {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max},
+             {"saturated_output_tps", r->saturated_output_tps}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
     if (r->kv_link) {
@@ -215,6 +216,8 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     if (!(samples >= 2 && samples <= 1000000))
         luaL_error(L, "field 'max_samples': %I is not allowed (2..1e6)", (lua_Integer)samples);
     c->max_samples = (int32_t)samples;
+    c->warmup = count_field(L, S, "warmup", 0);
+    c->reserve = bool_field(L, S, "reserve", 0);
     c->keep_requests = bool_field(L, S, "keep_requests", 0);
     c->keep_steps = bool_field(L, S, "keep_steps", 0);
     if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
