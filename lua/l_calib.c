@@ -11,7 +11,7 @@
 /* Everything the C callback needs to call the Lua prediction function. */
 typedef struct lua_fn_ctx {
     lua_State *L;
-    int fn;          /* stack index of the Lua function */
+    int fn; /* stack index of the Lua function */
     int32_t n_params, n_cases;
 } lua_fn_ctx;
 
@@ -44,8 +44,7 @@ static hl_status call_lua(void *vctx, const double *x, double *pred, hl_err *err
     }
     if (!lua_istable(L, -1)) {
         lua_pop(L, 1);
-        return set_err(err, "calibrate: the prediction function must return an array of %d numbers",
-                       (int)c->n_cases);
+        return set_err(err, "calibrate: the prediction function must return an array of %d numbers", (int)c->n_cases);
     }
     for (int32_t i = 0; i < c->n_cases; i++) {
         lua_rawgeti(L, -1, i + 1);
@@ -91,8 +90,7 @@ static int l_calibrate_fit(lua_State *L)
     lua_Integer nc = lua_type(L, -1) == LUA_TTABLE ? luaL_len(L, -1) : 0;
     lua_pop(L, 2);
     if (np < 1 || np > 1000 || nc < 1 || nc > 1000000)
-        return luaL_error(L, "calibrate_fit: needs 1..1000 parameters and 1..1e6 cases (got %d, %d)", (int)np,
-                          (int)nc);
+        return luaL_error(L, "calibrate_fit: needs 1..1000 parameters and 1..1e6 cases (got %d, %d)", (int)np, (int)nc);
     hl_calib_in in;
     memset(&in, 0, sizeof in);
     in.n_params = (int32_t)np;

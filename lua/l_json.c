@@ -312,10 +312,8 @@ static int l_decode(lua_State *L)
 
 void hl_bind_json(lua_State *L)
 {
-    lua_pushcfunction(L, l_encode);
-    lua_setfield(L, -2, "json_encode");
-    lua_pushcfunction(L, l_decode);
-    lua_setfield(L, -2, "json_decode");
+    static const luaL_Reg fns[] = {{"json_encode", l_encode}, {"json_decode", l_decode}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
     lua_pushlightuserdata(L, &null_sentinel);
     lua_setfield(L, -2, "null");
 }

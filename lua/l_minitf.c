@@ -112,8 +112,7 @@ static int l_minitf_measure_cpu(lua_State *L)
 
 void hl_bind_minitf(lua_State *L)
 {
-    lua_pushcfunction(L, l_minitf_run);
-    lua_setfield(L, -2, "minitf_run");
-    lua_pushcfunction(L, l_minitf_measure_cpu);
-    lua_setfield(L, -2, "minitf_measure_cpu");
+    static const luaL_Reg fns[] = {
+        {"minitf_run", l_minitf_run}, {"minitf_measure_cpu", l_minitf_measure_cpu}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
 }

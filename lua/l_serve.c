@@ -89,7 +89,8 @@ static void push_result(lua_State *L, const hl_serve_result *r)
              {"mean_in_system", r->mean_in_system}, {"mean_running", r->mean_running},
              {"mean_waiting", r->mean_waiting}, {"mean_step_tokens", r->mean_step_tokens},
              {"kv_blocks_total", r->kv_blocks_total}, {"kv_block_tokens", r->kv_block_tokens},
-             {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max}};
+             {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max},
+             {"saturated_output_tps", r->saturated_output_tps}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
     if (r->kv_link) {
@@ -201,6 +202,10 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     c->slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c->slo_ttft_s);
     c->slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c->slo_tpot_s);
     c->max_samples = (int32_t)count_field(L, S, "max_samples", c->max_samples);
+    c->warmup = count_field(L, S, "warmup", 0);
+    lua_getfield(L, S, "reserve");
+    c->reserve = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     lua_getfield(L, S, "keep_requests");
     c->keep_requests = lua_toboolean(L, -1);
     lua_getfield(L, S, "keep_steps");

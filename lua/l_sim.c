@@ -394,6 +394,6 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    lua_pushcfunction(L, l_simulate);
-    lua_setfield(L, -2, "simulate");
+    static const luaL_Reg fns[] = {{"simulate", l_simulate}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
 }

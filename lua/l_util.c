@@ -13,7 +13,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
-#include "fields_int.h" /* hl_edit_distance */
 
 extern char **environ;
 
@@ -296,16 +295,9 @@ static int l_spawn(lua_State *L)
 
 void hl_bind_util(lua_State *L)
 {
-    lua_pushcfunction(L, l_spawn);
-    lua_setfield(L, -2, "spawn");
-    lua_pushcfunction(L, l_check_fields);
-    lua_setfield(L, -2, "check_fields");
-    lua_pushcfunction(L, l_read_file);
-    lua_setfield(L, -2, "read_file");
-    lua_pushcfunction(L, l_max_input_bytes);
-    lua_setfield(L, -2, "max_input_bytes");
-    lua_pushcfunction(L, l_nearest);
-    lua_setfield(L, -2, "nearest");
-    lua_pushcfunction(L, l_version);
-    lua_setfield(L, -2, "version");
+    static const luaL_Reg fns[] = {{"spawn", l_spawn},     {"check_fields", l_check_fields},
+                                   {"read_file", l_read_file}, {"max_input_bytes", l_max_input_bytes},
+                                   {"nearest", l_nearest}, {"version", l_version},
+                                   {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
 }

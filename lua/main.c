@@ -131,6 +131,7 @@ static int exit_status_for(int lua_status)
 static int run_loaded(lua_State *L, int load_status, int narg)
 {
     if (load_status != LUA_OK) {
+        lua_insert(L, -(narg + 1)); /* the message below the script's arguments, which go */
         lua_pop(L, narg);
         hl_report(L, progname);
         return EXIT_FAILURE;

@@ -23,10 +23,6 @@ local ab, h, L = 2, m.hidden, m.layers
 local function coll(op, bytes, ranks, rph)
   return hl.collective { op = op, bytes = bytes, ranks = ranks, cluster = clu, ranks_per_hbd = rph }
 end
-local function item(phase, name)
-  for _, it in ipairs(r[phase].breakdown) do if it.name == name then return it end end
-  return { time_s = 0, bytes = 0 }
-end
 local function fmt_b(b) return hl.pretty and require("hbdlab.objects").si(b, "B") or tostring(b) end
 local function fmt_t(t) return string.format("%.3f ms", t * 1e3) end
 
@@ -57,17 +53,12 @@ end
 print(string.format("\nTTFT %s, TPOT %s (the simulator's totals for the same job: %s)\n", fmt_t(r.ttft_s), fmt_t(r.tpot_s),
   string.format("prefill comm %.1f%%, decode comm %.1f%%", r.prefill.comm_share * 100, r.decode.comm_share * 100)))
 
--- Requirements: for n collectives of S bytes per step over a step whose compute
--- takes C seconds, communication stays under share x of the step when
--- n * (alpha + k*S/B) <= x/(1-x) * C (k = algorithm bytes factor). Given the
--- latency alpha of the tier, the bandwidth needed is B >= n*k*S / (x/(1-x)*C - n*alpha);
--- the largest tolerable alpha (at infinite bandwidth) is x/(1-x)*C/n.
+-- Requirements: the network each traffic class needs to keep communication under
+-- a share x of the step (the core's requirement model, hl.net_requirement).
 local x = P.share
 local function need(name, n, S, k, C, alpha)
-  local budget = x / (1 - x) * C
-  local slack = budget - n * alpha
-  local bw = slack > 0 and n * k * S / slack or math.huge
-  return { name, n, S, C, bw, budget / n }
+  local q = hl.net_requirement { count = n, bytes = S, factor = k, compute_s = C, latency_s = alpha, share = x }
+  return { name, n, S, C, q.bandwidth, q.max_latency_s }
 end
 local prefill_compute = (r.prefill.compute_s + r.prefill.memory_s) / 2 -- one stage
 local decode_compute = (r.decode.compute_s + r.decode.memory_s) / math.max(P.output - 1, 1)

@@ -13,6 +13,8 @@ PKGS="$PKGS fonts-liberation fonts-dejavu-core"
 PKGS="$PKGS openmpi-bin libopenmpi-dev"
 # Tests: cmocka (C unit tests), luajit (FFI test), tmux (drives the REPL in a pty)
 PKGS="$PKGS libcmocka-dev luajit tmux"
+# Tests: valgrind runs every C test program in CI (tests/valgrind.sh)
+PKGS="$PKGS valgrind"
 # Tests: clang builds the sanitizer configuration in CI (-fsanitize=float-cast-overflow) and the fuzz
 # targets (libFuzzer's runtime is in libclang-rt-14-dev)
 PKGS="$PKGS clang libclang-rt-14-dev"

@@ -15,11 +15,11 @@
  * x = lo + (hi - lo) / (1 + exp(-u)) (a logistic map of the real line). */
 typedef struct fit_ctx {
     const hl_calib_in *in;
-    int32_t *rows;    /* indices of the fitted cases */
+    int32_t *rows; /* indices of the fitted cases */
     int32_t n_rows;
     double *x, *pred; /* scratch: n_params, n_cases */
     hl_err *err;
-    hl_status st;     /* first error raised by in->fn */
+    hl_status st; /* first error raised by in->fn */
 } fit_ctx;
 
 static double to_x(double u, double lo, double hi) { return lo + (hi - lo) / (1 + exp(-u)); }
@@ -91,8 +91,7 @@ static hl_status check_in(const hl_calib_in *in, hl_err *err)
                            in->lo[p], in->hi[p]);
     for (int32_t i = 0; i < in->n_cases; i++)
         if (!(in->measured[i] > 0) || !isfinite(in->measured[i]))
-            return hl_fail(err, HL_EINVAL, "calibrate: case %d measured %g (must be > 0)", (int)i + 1,
-                           in->measured[i]);
+            return hl_fail(err, HL_EINVAL, "calibrate: case %d measured %g (must be > 0)", (int)i + 1, in->measured[i]);
     return HL_OK;
 }
 
@@ -138,8 +137,8 @@ hl_status hl_calib_fit(const hl_calib_in *in, double *x_out, hl_calib_out *out, 
     int info = 0;
     int gs = gsl_multifit_nlinear_init(u0, &fdf, w);
     if (gs == GSL_SUCCESS)
-        gs = gsl_multifit_nlinear_driver((size_t)(in->max_iter > 0 ? in->max_iter : 200), 1e-10, 1e-10, 0, NULL,
-                                         NULL, &info, w);
+        gs = gsl_multifit_nlinear_driver((size_t)(in->max_iter > 0 ? in->max_iter : 200), 1e-10, 1e-10, 0, NULL, NULL,
+                                         &info, w);
     if (c.st) {
         st = c.st;
         goto done;

@@ -430,3 +430,25 @@ static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, h
     out->scaleout_bytes = best.out;
     return HL_OK;
 }
+
+double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidden, double bytes_per_element)
+{
+    return tokens * topk * copies * hidden * bytes_per_element;
+}
+
+hl_status hl_coll_requirement(double count, double bytes, double factor, double compute_s, double latency_s,
+                              double share, hl_net_need *out, hl_err *err)
+{
+    if (!(count >= 1 && count <= 1e12) || !(bytes >= 0 && bytes <= 1e18) || !(factor >= 0 && factor <= 100) ||
+        !(compute_s >= 0 && compute_s <= 1e9) || !(latency_s >= 0 && latency_s <= 1) || !(share > 0 && share < 1))
+        return hl_fail(err, HL_EINVAL,
+                       "requirement: need count >= 1, bytes >= 0, factor 0..100, compute_s >= 0, latency_s 0..1 s, "
+                       "0 < share < 1 (got %g, %g, %g, %g, %g, %g)",
+                       count, bytes, factor, compute_s, latency_s, share);
+    double budget = share / (1 - share) * compute_s;
+    double slack = budget - count * latency_s;
+    out->budget_s = budget;
+    out->bandwidth = slack > 0 ? count * factor * bytes / slack : INFINITY;
+    out->max_latency_s = budget / count;
+    return HL_OK;
+}

@@ -25,7 +25,5 @@
 /* Error for an unknown field name, with a "did you mean" suggestion. */
 hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err);
 
-/* Levenshtein distance between two short words (99 when either exceeds 32). */
-int hl_edit_distance(const char *a, const char *b);
 
 #endif

@@ -32,7 +32,7 @@ void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
     c->block_tokens = 16;
     c->slo_ttft_s = INFINITY;
     c->slo_tpot_s = INFINITY;
-    c->max_samples = 2048;
+    c->max_samples = 256;
 }
 
 void hl_serve_result_free(hl_serve_result *r)
@@ -146,21 +146,33 @@ static void schedule_running(sched *s, double *budget, double chunk)
 
 /* Admits waiting requests FCFS while a sequence slot, budget and blocks remain.
  * Without chunking a prompt is taken whole (alone if larger than the budget). */
+/* Tokens and new blocks the head of the queue would take with `budget` left;
+ * 0 when it cannot be admitted now (budget or blocks), 1 when it can. */
+static int admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out)
+{
+    const hl_serve_cfg *c = s->cfg;
+    const rq *x = &s->q[s->wait[s->w_head]];
+    int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
+    double tok = arrived_prefilled ? 1 : x->prompt;
+    if (c->chunked_prefill)
+        tok = fmin(fmin(tok, chunk), budget);
+    else if (tok > budget && s->n_plan > 0)
+        return 0;
+    double need = blocks_for(s, c->reserve ? x->input + x->output - 1 : arrived_prefilled ? x->kv + 1 : tok);
+    need = need > x->blocks ? need - x->blocks : 0;
+    *tok_out = tok;
+    *need_out = need;
+    return need <= s->blocks_free;
+}
+
 static void admit_waiting(sched *s, double *budget, double chunk, double t)
 {
     const hl_serve_cfg *c = s->cfg;
-    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1) {
+    double tok, need;
+    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 && admission(s, *budget, chunk, &tok, &need)) {
         int64_t r = s->wait[s->w_head];
         rq *x = &s->q[r];
-        int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
-        double tok = arrived_prefilled ? 1 : x->prompt;
-        if (c->chunked_prefill)
-            tok = fmin(fmin(tok, chunk), *budget);
-        else if (tok > *budget && s->n_plan > 0)
-            break;
-        double need = blocks_for(s, arrived_prefilled ? x->kv + 1 : tok);
-        if (need > s->blocks_free)
-            break;
+        int arrived_prefilled = x->prefilled >= x->prompt;
         wait_pop(s);
         if (x->first_sched < 0)
             x->first_sched = t;
@@ -194,6 +206,7 @@ static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
 typedef struct recorder {
     hl_serve_result *r;
     double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
+    double sat_tokens, sat_time; /* tokens emitted and time spent while requests waited (saturated) */
     int64_t steps, samp_cap, stride, max_samples;
 } recorder;
 
@@ -201,9 +214,13 @@ typedef struct recorder {
  * `stride` iterations (when the series is full, every other sample is dropped
  * and the stride doubles). */
 static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
-                        double kv_util, double tokens, hl_err *err)
+                        double kv_util, double tokens, double emitted, hl_err *err)
 {
     hl_serve_result *r = rc->r;
+    if (waiting > 0) {
+        rc->sat_tokens += emitted;
+        rc->sat_time += dt;
+    }
     rc->little += in_system * dt;
     rc->run += running * dt;
     rc->wait += waiting * dt;
@@ -228,6 +245,15 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
                            recorder *rec, hl_err *err)
 {
+    /* waiting requests stay out while no slot opens and the blocks only shrink */
+    const hl_serve_cfg *c = s->cfg;
+    double w = (double)s->w_len, tok, need0;
+    /* the budget a waiting request would meet: after the decodes (chunked), whole (unchunked: admission first) */
+    double budget = c->chunked_prefill ? (double)c->token_budget - (double)s->n_run : (double)c->token_budget;
+    s->n_plan = 0;
+    if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
+        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0))
+        return HL_OK;
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
     memset(cnt, 0, sizeof *cnt * (size_t)bt);
@@ -235,7 +261,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         const rq *x = &s->q[s->run[k]];
         left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
-        cnt[(int64_t)x->kv % bt] += 1;
+        if (x->blocks == blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
+            cnt[(int64_t)x->kv % bt] += 1;
     }
     ctx0 /= (double)m;
     double j = 0;
@@ -251,7 +278,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             return rc;
         s->blocks_free -= need;
         double util = (s->blocks_total - s->blocks_free) / s->blocks_total;
-        if ((rc = record(rec, *t, dt, (double)m, (double)m, 0, util, (double)m, err)))
+        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, (double)m, (double)m, err)))
             return rc;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
@@ -261,7 +288,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        x->blocks = blocks_for(s, x->kv);
+        x->blocks = fmax(x->blocks, blocks_for(s, x->kv));
         x->last_tok = *t;
     }
     return HL_OK;
@@ -304,6 +331,9 @@ hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
     hl_status st = hl_serve_check_workload(c, err);
     if (st)
         return st;
+    if (!(c->warmup >= 0 && (c->arrival == HL_ARRIVAL_TRACE || c->warmup < c->requests)))
+        return hl_fail(err, HL_EINVAL, "field 'warmup': %lld is not allowed (0 <= warmup < requests = %lld)",
+                       (long long)c->warmup, (long long)c->requests);
     if (!(c->max_seqs >= 1 && c->max_seqs <= 1000000))
         return hl_fail(err, HL_EINVAL, "field 'max_seqs': %lld is not allowed (1..1e6)", (long long)c->max_seqs);
     if (!(c->token_budget >= 1 && c->token_budget <= 10000000))
@@ -471,7 +501,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
         double dt;
         if ((rc = hl_stepper_time(o->st, &it, &dt, err)))
             return rc;
-        double t_end = t + dt, same = 0;
+        double t_end = t + dt, same = 0, emitted = 0;
         int64_t in_system = s.n_run + s.w_len;
         for (int64_t k = 0; k < s.n_plan; k++) {
             const plan *p = &s.plan[k];
@@ -486,6 +516,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             }
             if (!emits)
                 continue;
+            emitted++;
             x->gen += 1;
             if (x->first_tok < 0)
                 x->first_tok = t_end;
@@ -512,7 +543,8 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             if (!s.q[s.run[k]].done)
                 s.run[m++] = s.run[k];
         double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
-        if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, err)))
+        if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, emitted,
+                         err)))
             return rc;
         preempt_total += s.preempted;
         if (c->keep_steps) {
@@ -526,7 +558,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
         int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
         s.n_run = m;
         t = t_end;
-        if (fast && all_decoded && m > 0 && s.w_len == 0) {
+        if (fast && all_decoded && m > 0) {
             double t_arr = next < released ? s.q[next].arrival : INFINITY;
             if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, rec, err)))
                 return rc;
@@ -551,7 +583,8 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
                                 x->first_sched - x->arrival, 0, 0, 0, x->preempt + (d ? d->preempt : 0), 0,
                                 transfer ? transfer[i] : 0};
     }
-    hl_status rc = hl_serve_summarise(c, out, n, itl, r, err);
+    int64_t w = c->warmup < n ? c->warmup : 0; /* checked: warmup < requests */
+    hl_status rc = hl_serve_summarise(c, out + w, n - w, itl, r, err);
     if (rc || !c->keep_requests)
         free(out);
     else
@@ -567,6 +600,7 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
     r->kv_util_mean = rec->kv / T;
     r->kv_util_max = rec->kv_max;
     r->kv_block_tokens = (double)c->block_tokens;
+    r->saturated_output_tps = rec->sat_time > 0 ? rec->sat_tokens / rec->sat_time : 0;
     return HL_OK;
 }
 

@@ -415,7 +415,7 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
     double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
     int64_t g = s->rph_domain;
     if (s->j->dispatch == HL_DISPATCH_FLAT)
-        return add_coll(s, a, name, HL_ALLTOALL, mine * k * etp * h * width, domain, g, times, err);
+        return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
     if (times <= 0 || domain <= 1 || mine <= 0)
         return HL_OK;
     hl_coll_out inter, intra, bi = {0}, bu = {0};
@@ -766,6 +766,16 @@ static void finish_phase(acc *a)
 
 hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
 
+/* An empty phase accumulator logging events into ev (none in summary mode),
+ * hiding `overlap` of its communication under compute. */
+static void start_phase(const hl_job *j, acc *a, hl_event *ev, double overlap)
+{
+    memset(a, 0, sizeof *a);
+    a->summary = j->summary_only;
+    a->ev = j->summary_only ? NULL : ev;
+    a->overlap = overlap;
+}
+
 /* Prefill: the whole prompt of b_local sequences in one pass per stage, then the
  * pipeline fill of (microbatches + pp - 1) slots. Fills *pre (events into r). */
 static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
@@ -775,10 +785,7 @@ static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
     layer_split(s, &full, &sliding);
     double window = (double)s->m->sliding_window;
     hl_status st;
-    memset(pre, 0, sizeof *pre);
-    pre->summary = j->summary_only;
-    pre->ev = j->summary_only ? NULL : r->prefill_events;
-    pre->overlap = j->overlap_prefill;
+    start_phase(j, pre, r->prefill_events, j->overlap_prefill);
     double b = s->b_local, in = j->input;
     if ((st = layer_ops(s, pre, b, in, 1, 0, err)))
         return st;
@@ -819,10 +826,7 @@ static hl_status run_decode(const sim *s, hl_result *r, acc *dec, hl_err *err)
     layer_split(s, &full, &sliding);
     double window = (double)s->m->sliding_window;
     hl_status st;
-    memset(dec, 0, sizeof *dec);
-    dec->summary = j->summary_only;
-    dec->ev = j->summary_only ? NULL : r->decode_events;
-    dec->overlap = j->overlap_decode;
+    start_phase(j, dec, r->decode_events, j->overlap_decode);
     double steps = j->output - 1, b = s->b_local;
     if (steps > 0) {
         double stages = (double)s->pp;

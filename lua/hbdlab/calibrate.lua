@@ -48,13 +48,16 @@ local function predictor(hl, c, i)
     fail("case " .. i .. ": field 'measured' must be a number > 0 (got " .. tostring(c.measured) .. ")", 3)
   end
   if type(c.predict) == "function" then return c.predict end
-  if type(c.config) ~= "table" then
-    fail("case " .. i .. ": give 'config' (hl.simulate fields) and 'metric', or a 'predict' function", 3)
+  local cfg, run = c.config, hl.simulate
+  if c.serve ~= nil then cfg, run = c.serve, hl.serve end
+  if type(cfg) ~= "table" or (c.config ~= nil and c.serve ~= nil) then
+    fail("case " .. i .. ": give one of 'config' (hl.simulate fields) or 'serve' (hl.serve fields) with 'metric', " ..
+         "or a 'predict' function", 3)
   end
   local metric = c.metric or "ttft_s"
   if type(metric) ~= "string" then fail("case " .. i .. ": field 'metric' must be a result field name", 3) end
   return function(p)
-    local r = hl.simulate(M.apply(hl, c.config, p))
+    local r = run(M.apply(hl, cfg, p))
     local v = metric_of(r, metric)
     if type(v) ~= "number" then error(string.format("case %d: result has no numeric field '%s'", i, metric), 0) end
     return v
@@ -71,7 +74,8 @@ end
 
 --- hl.calibrate{cases = {...}, params = {"eff_gemm", ...}, bounds = {eff_gemm = {lo, hi}, ...},
 --   start = {name = value} (default: mid-bounds), loo = true, fit = {flags}}
--- Each case: {name =, measured =, config = {hl.simulate fields}, metric = "ttft_s"}
+-- Each case: {name =, measured =, config = {hl.simulate fields}, metric = "ttft_s"},
+-- {name =, measured =, serve = {hl.serve fields}, metric = "tpot_s.mean"}
 -- or {name =, measured =, predict = function(p) ... end} (p: name = value).
 -- `fit` (optional, one flag per case) selects the cases the parameters are
 -- fitted on; the others are predicted with the fitted values (held out).
@@ -174,7 +178,8 @@ function M.print(res, write)
 end
 
 --- hbdlab calibrate CASES.json: {"params": [...], "bounds": {"name": [lo, hi]}, "start": {...},
--- "cases": [{"name": ..., "config": {hl.simulate fields}, "metric": "tpot_s", "measured": x}]}
+-- "cases": [{"name": ..., "config": {hl.simulate fields} or "serve": {hl.serve fields},
+--             "metric": "tpot_s", "measured": x}]}
 function M.main(path, extra)
   if path == nil or extra ~= nil then
     io.stderr:write("usage: hbdlab calibrate CASES.json\n")
@@ -195,9 +200,10 @@ function M.main(path, extra)
   end
   if type(spec.cases) == "table" then
     for _, c in ipairs(spec.cases) do
-      if type(c) == "table" and type(c.config) == "table" then
-        if type(c.config.model) == "table" then c.config.model = hl.model(c.config.model) end
-        if type(c.config.cluster) == "table" then c.config.cluster = hl.cluster(c.config.cluster) end
+      local cfg = type(c) == "table" and (c.config or c.serve)
+      if type(cfg) == "table" then
+        if type(cfg.model) == "table" then cfg.model = hl.model(cfg.model) end
+        if type(cfg.cluster) == "table" then cfg.cluster = hl.cluster(cfg.cluster) end
       end
     end
   end

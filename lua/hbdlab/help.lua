@@ -137,6 +137,8 @@ local function serve_text()
   input, output  tokens: N | {dist = "uniform", min, max} | {dist = "normal", mean, std, min, max} | "trace"
   max_seqs (256), token_budget (8192), chunked_prefill (true), chunk (budget), block_tokens (16), kv_blocks
   slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
+  reserve     true: admission reserves the whole sequence's KV (no preemption; TensorRT-LLM)
+  warmup      first N requests left out of the statistics
   keep_requests / keep_steps   add per_request / step_log
   mode        "simulate" (default) or "analytical" (steady state: iter_s, ttft_s, tpot_s, running, stable)
   disagg      {prefill = {parallel = {tp =, gpus =}, ...}, decode = {...}, kv_link = "auto"|"scaleup"|"scaleout"}

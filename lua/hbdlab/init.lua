@@ -36,6 +36,10 @@ hl.help = require("hbdlab.help").help
 hl.calibrate = require("hbdlab.calibrate").calibrate
 if _G.help == nil then _G.help = hl.help end
 
+--- hl.net_requirement{ count, bytes, factor, compute_s, latency_s, share } -> { budget_s, bandwidth,
+--- max_latency_s }: the network a traffic class needs to stay under `share` of a step (hl_coll_requirement).
+hl.net_requirement = core.net_requirement
+
 --- hl.collective{ op = "allreduce", bytes = 1e9, ranks = 16, cluster = clu, algo = "auto",
 ---                 placement = "packed" | ranks_per_hbd, imbalance = 1 }
 --- Payload as elements and a precision also works: elements = N, precision = "fp8".
@@ -46,15 +50,9 @@ function hl.collective(t)
   local c = t.cluster
   if type(c) == "string" then c = hl.cluster(c) end
   if c == nil then error("hl.collective: field 'cluster' is required", 2) end
-  local bytes, op = t.bytes, t.op
-  if op == "dispatch" or op == "combine" then
-    -- MoE token exchange: each rank sends tokens * topk copies of a hidden-wide vector
-    for _, f in ipairs { "tokens", "hidden", "topk" } do
-      if type(t[f]) ~= "number" then error("hl.collective " .. op .. ": field '" .. f .. "' is required (a number)", 2) end
-    end
-    bytes = t.tokens * t.topk * t.hidden * core.precision_bytes(t.precision or (op == "dispatch" and "fp8" or "bf16"))
-    op = "alltoall"
-  elseif bytes == nil and t.elements then
+  local bytes = t.bytes
+  -- op = "dispatch" / "combine": the core computes the MoE payload (hl_coll_moe_bytes)
+  if bytes == nil and t.elements and t.op ~= "dispatch" and t.op ~= "combine" then
     bytes = t.elements * core.precision_bytes(t.precision or "bf16")
   end
   local rph = t.ranks_per_hbd
@@ -62,8 +60,9 @@ function hl.collective(t)
   elseif t.placement ~= nil and t.placement ~= "packed" then
     error("hl.collective field 'placement': expected \"packed\" or a number of ranks per HBD", 2)
   end
-  return core.collective(c, { op = op, bytes = bytes, ranks = t.ranks or c.gpus, algo = t.algo,
-                              ranks_per_hbd = rph, imbalance = t.imbalance })
+  return core.collective(c, { op = t.op, bytes = bytes, ranks = t.ranks or c.gpus, algo = t.algo,
+                              ranks_per_hbd = rph, imbalance = t.imbalance, tokens = t.tokens, topk = t.topk,
+                              hidden = t.hidden, precision = t.precision })
 end
 
 return hl

@@ -13,7 +13,7 @@ local serve_keys = {
   arrival = true, rate = true, concurrency = true, requests = true, seed = true, input = true,
   output = true, trace = true, max_seqs = true, token_budget = true, chunked_prefill = true,
   chunk = true, block_tokens = true, kv_blocks = true, slo = true, keep_requests = true,
-  keep_steps = true, max_samples = true, mode = true, disagg = true,
+  keep_steps = true, max_samples = true, mode = true, disagg = true, reserve = true, warmup = true,
 }
 local slo_keys = { ttft_s = 1, tpot_s = 1, ttft_ms = 1e-3, tpot_ms = 1e-3 }
 
@@ -136,16 +136,20 @@ function M.serve(t)
 end
 
 --- hl.serve_capacity{ <hl.serve fields>, slo = {...}, target = 0.9, tolerance = 0.02,
----                    mode = "simulate" | "analytical" } -> {rate, result, probes, ...}
+---                    mode = "simulate" | "analytical", min_duration = 60 } -> {rate, result, probes, ...}
 --- The highest Poisson arrival rate whose SLO attainment is at least `target`
 --- (simulate) or whose steady state is stable and within the SLO (analytical):
 --- bracketed by doubling from the analytical estimate, then bisected to `tolerance`.
 function M.serve_capacity(t)
   if type(t) ~= "table" then error("hl.serve_capacity expects a table of fields", 2) end
   local base = {}
-  for k, v in pairs(t) do base[k] = v end
+  for k, v in pairs(t) do if v ~= false or k == "chunked_prefill" or k == "reserve" then base[k] = v end end
   local target, tol, mode = base.target or 0.9, base.tolerance or 0.02, base.mode or "simulate"
-  base.target, base.tolerance, base.mode = nil, nil, nil
+  local min_duration = base.min_duration or 60
+  base.target, base.tolerance, base.mode, base.min_duration = nil, nil, nil, nil
+  if type(min_duration) ~= "number" or not (min_duration >= 0) then
+    error("hl.serve_capacity field 'min_duration': " .. tostring(min_duration) .. " is not a number of seconds >= 0", 2)
+  end
   if type(target) ~= "number" or not (target > 0 and target <= 1) then
     error("hl.serve_capacity field 'target': " .. tostring(target) .. " is not a fraction in (0, 1]", 2)
   end
@@ -166,6 +170,9 @@ function M.serve_capacity(t)
     local sv = {}
     for k, v in pairs(sv0) do sv[k] = v end
     sv.rate, sv.mode = rate, how
+    -- a finite run hides overload when its whole backlog clears within the SLO: offer at least
+    -- min_duration seconds of arrivals, so a rate the instance cannot carry builds a queue
+    if how == "simulate" then sv.requests = math.max(sv.requests or 0, math.ceil(rate * min_duration)) end
     local r = run(job, sv)
     local ok
     if how == "analytical" then ok = r.meets_slo else ok = r.slo_attainment >= target end

@@ -77,7 +77,8 @@ static void test_recovers_known_parameters(void **state)
     hl_calib_out out;
     assert_ok(hl_calib_fit(&in, x, &out, &e), &e);
     printf("fitted eff_gemm %.6f eff_mem %.6f step_overhead %.6g s (truth 0.45, 0.7, 2e-3); rms log %.2e, %d "
-           "iterations\n", x[0], x[1], x[2], out.rms_log, (int)out.iterations);
+           "iterations\n",
+           x[0], x[1], x[2], out.rms_log, (int)out.iterations);
     for (int p = 0; p < NPAR; p++)
         assert_rel(x[p], truth[p], 0.01, "recovered parameter");
     assert_true(out.rms_log < 1e-3);

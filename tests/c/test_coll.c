@@ -181,6 +181,28 @@ static void test_calibration(void **state)
     assert_rel(o.time_s, 46e-6, 0.25, "2x8 small allreduce");
 }
 
+/* The requirement model, by hand: 64 collectives of 1e6 B (factor 1) per step over
+ * 10 ms of compute, 10 us per collective, share 10%: budget = 0.1 / 0.9 x 0.01 =
+ * 1.111111e-3 s; slack = 1.111111e-3 - 64 x 1e-5 = 4.711111e-4 s; bandwidth =
+ * 64 x 1e6 / 4.711111e-4 = 1.358491e11 B/s; largest latency = 1.111111e-3 / 64 =
+ * 1.736111e-5 s. At 100 us the latency alone exceeds the budget: infinite bandwidth.
+ * MoE payload: 4096 tokens x top-8 x 1 shard x 7168 x 1 B (fp8) = 234,881,024 B. */
+static void test_requirement_and_moe_bytes(void **state)
+{
+    (void)state;
+    hl_net_need n;
+    hl_err e;
+    assert_ok(hl_coll_requirement(64, 1e6, 1, 0.01, 10e-6, 0.1, &n, &e), &e);
+    assert_rel(n.budget_s, 0.1 / 0.9 * 0.01, 1e-12, "budget");
+    assert_rel(n.bandwidth, 64e6 / (0.1 / 0.9 * 0.01 - 64e-5), 1e-12, "bandwidth");
+    assert_rel(n.bandwidth, 1.358491e11, 1e-6, "bandwidth, decimal");
+    assert_rel(n.max_latency_s, 1.736111e-5, 1e-6, "largest latency");
+    assert_ok(hl_coll_requirement(64, 1e6, 1, 0.01, 100e-6, 0.1, &n, &e), &e);
+    assert_true(isinf(n.bandwidth));
+    assert_fails_with(hl_coll_requirement(64, 1e6, 1, 0.01, 1e-5, 1.5, &n, &e), HL_EINVAL, &e, "0 < share < 1");
+    assert_rel(hl_coll_moe_bytes(4096, 8, 1, 7168, 1), 234881024.0, 0, "MoE payload bytes");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_mesh_partial_group),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_requirement_and_moe_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,7 +79,7 @@ static void test_busiest_ep_rank_reads_whole_experts(void **state)
     const hl_item *it = find_item(r.decode_items, r.n_decode_items, "experts");
     assert_non_null(it);
     double expert_bytes = 3.0 * 2048 * 7168 * 1; /* one FP8 expert: 44,040,192 B */
-    double read = it->bytes / 58 / expert_bytes;  /* 58 MoE layers, one step; activations < 1e-3 expert */
+    double read = it->bytes / 58 / expert_bytes; /* 58 MoE layers, one step; activations < 1e-3 expert */
     printf("busiest EP rank reads %.4f experts per layer (sampled exact %.4f)\n", read, expect);
     assert_true(read >= 1);
     assert_rel(read, expect, 0.02, "experts read by the busiest rank");
@@ -187,8 +187,8 @@ static double frand(double lo, double hi) { return lo + (hi - lo) * rand() / (do
 static void test_monotone_in_hbd_bandwidth_peak(void **state)
 {
     (void)state;
-    static const char *const models[] = {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3",
-                                         "qwen3-30b-a3b", "gpt-oss-120b"};
+    static const char *const models[] = {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
+                                         "deepseek-v3",  "qwen3-30b-a3b", "gpt-oss-120b"};
     static const char *const gpus[] = {"H100-SXM", "B200", "H200", "MI300X"};
     srand(SEED);
     int checked = 0, tried = 0;
@@ -227,9 +227,7 @@ static void test_monotone_in_hbd_bandwidth_peak(void **state)
                     continue;
                 k.cluster.hbd *= 2;
                 break;
-            case 1: /* HBM bandwidth */
-                k.cluster.gpu.hbm_bw *= f;
-                break;
+            case 1: /* HBM bandwidth */ k.cluster.gpu.hbm_bw *= f; break;
             case 2: /* a link: scale-up or scale-out */
                 if (rand() % 2)
                     k.cluster.scaleup_bw *= f;
@@ -245,9 +243,10 @@ static void test_monotone_in_hbd_bandwidth_peak(void **state)
             assert_ok(hl_sim_run(&k, &r, &e), &e);
             if (!(r.ttft_s <= base.ttft_s * (1 + 1e-9)) || !(r.tpot_s <= base.tpot_s * (1 + 1e-9)))
                 fail_msg("change %d (x%.3f) on %s G%lld hbd%lld tp%lld pp%lld ep%lld dispatch %d nccl %d: TTFT %.9g -> "
-                         "%.9g, TPOT %.9g -> %.9g", change, f, j.model.name, (long long)G, (long long)j.cluster.hbd,
-                         (long long)j.tp, (long long)j.pp, (long long)j.ep, j.dispatch, j.coll_algo, base.ttft_s,
-                         r.ttft_s, base.tpot_s, r.tpot_s);
+                         "%.9g, TPOT %.9g -> %.9g",
+                         change, f, j.model.name, (long long)G, (long long)j.cluster.hbd, (long long)j.tp,
+                         (long long)j.pp, (long long)j.ep, j.dispatch, j.coll_algo, base.ttft_s, r.ttft_s, base.tpot_s,
+                         r.tpot_s);
         }
         checked++;
     }

@@ -5,18 +5,10 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "jobs.h"
 
-static hl_job small_job(void)
-{
-    hl_model m;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset("llama-3.1-8b", &m, &e) || hl_cluster_preset("hgx-h100", &c, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    return j;
-}
+/* Llama-3.1-8B on the hgx-h100 preset (8 x H100 in one HBD), job table defaults. */
+static hl_job small_job(void) { return job_for("llama-3.1-8b", "H100-SXM", 8, 8); }
 
 /* hl_job_init applies the documented defaults (the table's `def` column). */
 static void test_defaults(void **state)

@@ -5,19 +5,7 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
-
-static hl_job job_on(const char *model, const char *gpu, int64_t gpus, int64_t hbd)
-{
-    hl_model m;
-    hl_gpu g;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset(model, &m, &e) || hl_gpu_preset(gpu, &g, &e) || hl_cluster_init(&c, &g, gpus, hbd, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
-    return j;
-}
+#include "jobs.h"
 
 /* Llama-3.1-8B (32 heads, 32 layers, dense) on 8 GPUs in one HBD, batch 8:
  * tp in {1, 2, 4, 8} (powers of two dividing 32 heads, at most the HBD), pp a
@@ -28,7 +16,7 @@ static void test_auto_enumerates_and_ranks(void **state)
     (void)state;
     hl_plan_in in;
     memset(&in, 0, sizeof in);
-    in.job = job_on("llama-3.1-8b", "H100-SXM", 8, 8);
+    in.job = job_for("llama-3.1-8b", "H100-SXM", 8, 8);
     in.job.batch = 8;
     in.objective = HL_OBJ_MIN_TTFT;
     hl_candidate c[64];
@@ -64,7 +52,7 @@ static void test_auto_limits(void **state)
     (void)state;
     hl_plan_in in;
     memset(&in, 0, sizeof in);
-    in.job = job_on("llama-3.1-8b", "H100-SXM", 8, 8);
+    in.job = job_for("llama-3.1-8b", "H100-SXM", 8, 8);
     in.job.batch = 8;
     in.objective = HL_OBJ_TPS_PER_GPU;
     hl_candidate c[64];
@@ -98,7 +86,7 @@ static void test_auto_limits(void **state)
 static void test_max_batch_by_hand(void **state)
 {
     (void)state;
-    hl_job j = job_on("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
     j.workspace_bytes = 1e9;
     double b = 0;
     hl_err e;
@@ -114,7 +102,7 @@ static void test_max_batch_by_hand(void **state)
     assert_ok(hl_memory_per_gpu(&j, &mem, &e), &e);
     assert_false(mem.fits);
     /* a job that cannot hold even one sequence per group says so */
-    hl_job big = job_on("llama-3.1-405b", "H100-SXM", 2, 2);
+    hl_job big = job_for("llama-3.1-405b", "H100-SXM", 2, 2);
     big.tp = 2;
     assert_fails_with(hl_sim_max_batch(&big, &b, &e), HL_ENOFIT, &e, "batch = max: even 1 sequence");
 }
@@ -125,7 +113,7 @@ static void test_auto_with_max_batch(void **state)
     (void)state;
     hl_plan_in in;
     memset(&in, 0, sizeof in);
-    in.job = job_on("llama-3.1-8b", "H100-SXM", 8, 8);
+    in.job = job_for("llama-3.1-8b", "H100-SXM", 8, 8);
     in.max_batch = 1;
     hl_candidate c[64];
     int32_t n = 0;

@@ -383,6 +383,21 @@ static void test_preemption(void **state)
     }
     assert_int_equal(pre, r.preemptions);
     hl_serve_result_free(&r);
+    /* reserving each sequence's blocks at admission never preempts, and admits fewer at once */
+    c.reserve = 1;
+    hl_serve_result q;
+    assert_ok(hl_serve_run(&c, &q, &e), &e);
+    assert_int_equal(q.preemptions, 0);
+    assert_true(q.kv_util_max <= 1);
+    /* warm-up requests run but are not counted */
+    c.warmup = 100;
+    hl_serve_result w;
+    assert_ok(hl_serve_run(&c, &w, &e), &e);
+    assert_int_equal(w.ttft_s.n, 300);
+    assert_int_equal(w.steps, q.steps);
+    assert_true(w.saturated_output_tps > 0);
+    hl_serve_result_free(&q);
+    hl_serve_result_free(&w);
 }
 
 static void test_trace_parse(void **state)

@@ -5,16 +5,12 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "jobs.h"
 
+/* Llama-3.1-8B at TP8 on 8 x H100 in one HBD, batch 8. */
 static hl_job base_job(void)
 {
-    hl_model m;
-    hl_cluster c;
-    hl_err e;
-    if (hl_model_preset("llama-3.1-8b", &m, &e) || hl_cluster_preset("hgx-h100", &c, &e))
-        fail_msg("%s", e.msg);
-    hl_job j;
-    hl_job_init(&j, &m, &c);
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 8, 8);
     j.batch = 8;
     j.tp = 8;
     return j;

@@ -38,6 +38,9 @@ check "and no traceback" sh -c "! printf '%s' \"\$1\" | grep -q 'stack traceback
 err=$("$HBDLAB" "$TMP/missing.lua" 2>&1); rc=$?
 check "missing script exits 1" [ "$rc" -eq 1 ]
 check "missing script is named" contains "$err" "cannot open $TMP/missing.lua"
+err=$("$HBDLAB" "$TMP/missing.lua" --set a=1 2>&1)
+check "a script that cannot be loaded is named even with arguments (was: 'hbdlab: --set')" \
+    contains "$err" "cannot open $TMP/missing.lua"
 
 printf 'x = = 1\n' > "$TMP/syntax.lua"
 err=$("$HBDLAB" "$TMP/syntax.lua" 2>&1); rc=$?

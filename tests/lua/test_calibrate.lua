@@ -50,6 +50,23 @@ T.test("predict functions take the parameters", function()
   T.near(res.params.a, 2, 1e-4, "a")
 end)
 
+T.test("serve cases: a serving metric, fitted through hl.serve", function()
+  local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 1 }, parallel = { tp = 1 },
+                 precision = "fp8", concurrency = 4, requests = 20, output = 64 }
+  local sc = {}
+  for i, inp in ipairs { 256, 1024, 4096 } do
+    local sv = {}
+    for k, v in pairs(base) do sv[k] = v end
+    sv.input = inp
+    local truth_cfg = calibrate.apply(hl, sv, { step_overhead = 3e-3 })
+    sc[i] = { name = "serve " .. inp, serve = sv, metric = "tpot_s.mean", measured = hl.serve(truth_cfg).tpot_s.mean }
+  end
+  local res = hl.calibrate { cases = sc, params = { "step_overhead" }, bounds = { step_overhead = { 0, 0.01 } } }
+  T.near(res.params.step_overhead, 3e-3, 0.01, "step_overhead through hl.serve")
+  T.raises(function() hl.calibrate { cases = { { measured = 1, serve = base, config = base } }, params = { "eff_gemm" },
+                                     bounds = bounds } end, "one of 'config'")
+end)
+
 T.test("bad input names the field", function()
   T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm" } } end, "bounds.eff_gemm")
   T.raises(function() hl.calibrate { cases = { { measured = -1, config = configs[1][1] } }, params = { "eff_gemm" },

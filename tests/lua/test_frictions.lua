@@ -63,4 +63,9 @@ T.test("hl.plot.roofline takes a preset name; its labels do not overlap", functi
   hl.core.spawn { "rm", "-rf", "--", dir }
 end)
 
+T.test("a slow device is valid: a loaded CPU's 0.5 GB/s (hl.minitf.cpu_roofline under load)", function()
+  T.eq(hl.gpu { base = "B200", hbm_bw = 5e8 }.hbm_bw, 5e8, "hbm_bw 0.5 GB/s accepted")
+  T.raises(function() hl.gpu { base = "B200", hbm_bw = 1e5 } end, "'hbm_bw': 100000 is out of range")
+end)
+
 T.done()

@@ -25,13 +25,13 @@ typedef struct hl_calib_in {
     const int32_t *use;     /* n_cases flags, 1 = the case takes part in the fit; NULL = every case */
     hl_calib_fn fn;
     void *ctx;
-    int32_t max_iter;       /* 0 = 200 */
+    int32_t max_iter; /* 0 = 200 */
 } hl_calib_in;
 
 typedef struct hl_calib_out {
-    double rms_log;         /* sqrt(mean of log(pred/measured)^2) over the fitted cases at the result */
+    double rms_log; /* sqrt(mean of log(pred/measured)^2) over the fitted cases at the result */
     int32_t iterations;
-    int32_t converged;      /* 1 when GSL met its tolerances (0: iteration limit or no progress) */
+    int32_t converged; /* 1 when GSL met its tolerances (0: iteration limit or no progress) */
 } hl_calib_out;
 
 /* Fits x_out[0..n_params-1]. Needs at least as many fitted cases as parameters. */

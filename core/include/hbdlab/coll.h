@@ -64,6 +64,27 @@ typedef struct hl_coll_out {
  * apply (e.g. in-switch reduction on a mesh, halving-doubling on 6 ranks). */
 hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err);
 
+/* Bytes one rank sends in an MoE token exchange (dispatch, or combine on the
+ * way back): tokens x topk routed copies, each to `copies` expert shards, of a
+ * hidden-wide vector at bytes_per_element (docs/MODEL.md section 6). */
+double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidden, double bytes_per_element);
+
+/* The network one traffic class needs so that `count` collectives of `bytes`
+ * each per step (the algorithm moves factor x bytes per link) stay under a
+ * share x of a step whose compute takes compute_s, on a tier whose
+ * per-collective latency is latency_s. Derived: count (alpha + factor S / B)
+ * <= x / (1 - x) C gives B >= count factor S / (x / (1 - x) C - count alpha)
+ * (infinite when the latency alone exceeds the budget), and the largest
+ * tolerable latency at infinite bandwidth x / (1 - x) C / count. */
+typedef struct hl_net_need {
+    double budget_s;      /* x / (1 - x) * compute_s: communication time allowed per step */
+    double bandwidth;     /* B/s per direction per GPU needed (INFINITY when latency alone exceeds the budget) */
+    double max_latency_s; /* largest per-collective latency at infinite bandwidth */
+} hl_net_need;
+
+hl_status hl_coll_requirement(double count, double bytes, double factor, double compute_s, double latency_s,
+                              double share, hl_net_need *out, hl_err *err);
+
 /* nccl-tests bus-bandwidth factor of op for n ranks (AllReduce 2(n-1)/n, ...). */
 double hl_coll_bus_factor(hl_coll_op op, int64_t n);
 

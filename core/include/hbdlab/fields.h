@@ -65,6 +65,10 @@ const char *hl_field_get_string(const hl_field *f, const void *obj);
  * names, booleans for 0/1. */
 hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *err);
 
+/* Levenshtein distance between two short words (99 when either exceeds 32
+ * characters): the measure behind every "did you mean" suggestion. */
+int hl_edit_distance(const char *a, const char *b);
+
 /* Writes into buf (size n) the closest field name to `name`, or "" if none is close. */
 void hl_field_suggest(const hl_field_set *set, const char *name, char *buf, int32_t n);
 

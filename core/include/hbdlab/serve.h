@@ -68,11 +68,14 @@ typedef struct hl_serve_cfg {
     int64_t chunk;         /* most prompt tokens of one request in one iteration; 0 = token_budget */
     int64_t block_tokens;  /* paged KV block in tokens, default 16 */
     double kv_blocks;      /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
+    int32_t reserve;       /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
+                              GUARANTEED_NO_EVICT), 0: blocks as tokens arrive, preemption when full (vLLM) */
     double slo_ttft_s;     /* SLO on time to first token; INFINITY = none; must be > 0 */
     double slo_tpot_s;     /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
+    int64_t warmup;        /* the first `warmup` requests (arrival order) run but are left out of the statistics */
     int32_t keep_requests; /* 1: fill result.reqs */
     int32_t keep_steps;    /* 1: fill result.steps_log (every iteration; for tests and traces) */
-    int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 2048 */
+    int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 256 */
     int32_t disagg;        /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;     /* the decode pool's model instance (same model; its own cluster and mapping) */
     int32_t kv_link;       /* hl_kv_link of the KV transfer between the pools */
@@ -135,6 +138,8 @@ typedef struct hl_serve_result {
     hl_serve_req *reqs;         /* owned, `requests` entries when keep_requests, else NULL */
     int64_t n_steps_log;
     hl_serve_step *steps_log;   /* owned, when keep_steps (disaggregated: the decode pool's) */
+    double saturated_output_tps; /* output tokens / time over the iterations during which requests waited
+                                    (the instance at its limit: offline throughput without the ramp-down) */
     double kv_transfer_s;       /* disaggregated: mean KV transfer per request */
     int32_t kv_link;            /* disaggregated: hl_kv_link used (resolved) */
 } hl_serve_result;
