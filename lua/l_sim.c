@@ -337,8 +337,22 @@ static int l_simulate(lua_State *L)
             return hl_raise(L, &err);
         hl_candidate_apply(&cands[0], &j);
     } else if (batch_max) {
-        if (hl_sim_max_batch(&j, &j.batch, &err))
+        int32_t within = 1;
+        if (pin.max_ttft > 0 || pin.max_tpot > 0) {
+            if (hl_sim_max_batch_within(&j, pin.max_ttft, pin.max_tpot, &j.batch, &within, &err))
+                return hl_raise(L, &err);
+            if (!within) {
+                hl_result b;
+                j.summary_only = 1;
+                j.ignore_memory = 1;
+                if (hl_sim_run(&j, &b, &err))
+                    return hl_raise(L, &err);
+                return luaL_error(L, "batch = \"max\": even batch %f misses the limits (max_ttft_s %f, max_tpot_s %f): "
+                                     "TTFT %f s, TPOT %f s", j.batch, pin.max_ttft, pin.max_tpot, b.ttft_s, b.tpot_s);
+            }
+        } else if (hl_sim_max_batch(&j, &j.batch, &err)) {
             return hl_raise(L, &err);
+        }
     }
     hl_job *kept = lua_newuserdatauv(L, sizeof(hl_job), 0); /* [.. ud] the job, for lazy fields */
     *kept = j;
@@ -369,6 +383,8 @@ static int l_simulate(lua_State *L)
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "candidates");
+        lua_pushboolean(L, cands[0].meets_limits); /* the search raised if no candidate met them */
+        lua_setfield(L, -2, "meets_limits");
         lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
         lua_setfield(L, -2, "objective");
     }

@@ -97,6 +97,61 @@ static int cmp_candidates(const void *a, const void *b)
     return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
+/* The largest batch (a multiple of the data-parallel groups, at most the job's
+ * batch) whose TTFT and TPOT stay within the limits (0 = none): both grow with
+ * the batch, so bisection. *r holds the run at the batch chosen; *meets is 0
+ * when even one sequence per group misses a limit (the batch then stays at
+ * that minimum, the closest to the limits). */
+static hl_status batch_within_limits(hl_job *j, double max_ttft, double max_tpot, int trust, hl_result *r,
+                                     int32_t *meets, hl_err *err)
+{
+    hl_status st = hl_sim_run_trusted(j, r, trust, err);
+    if (st)
+        return st;
+#define WITHIN(x) ((max_ttft <= 0 || (x).ttft_s <= max_ttft) && (max_tpot <= 0 || (x).tpot_s <= max_tpot))
+    *meets = WITHIN(*r);
+    if (*meets)
+        return HL_OK;
+    double dp = (double)(r->dp > 0 ? r->dp : 1), top = floor(j->batch / dp), lo = 1, hi = top;
+    hl_job t = *j;
+    hl_result x;
+    t.batch = dp; /* one sequence per group first: if it misses, nothing smaller exists */
+    if ((st = hl_sim_run_trusted(&t, &x, trust, err)))
+        return st;
+    if (!WITHIN(x))
+        lo = 0;
+    while (lo > 0 && hi - lo > 1) { /* lo: a multiple known within, hi: known outside */
+        double mid = floor((lo + hi) / 2);
+        t.batch = mid * dp;
+        if ((st = hl_sim_run_trusted(&t, &x, trust, err)))
+            return st;
+        if (WITHIN(x))
+            lo = mid;
+        else
+            hi = mid;
+    }
+#undef WITHIN
+    j->batch = (lo > 0 ? lo : 1) * dp;
+    *meets = lo > 0;
+    return hl_sim_run_trusted(j, r, trust, err);
+}
+
+hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch,
+                                  int32_t *meets, hl_err *err)
+{
+    hl_job j = *job;
+    hl_status st = hl_sim_max_batch(&j, &j.batch, err);
+    if (st)
+        return st;
+    j.ignore_memory = 1;
+    j.summary_only = 1;
+    hl_result r;
+    if ((st = batch_within_limits(&j, max_ttft, max_tpot, 0, &r, meets, err)))
+        return st;
+    *batch = j.batch;
+    return HL_OK;
+}
+
 void hl_candidate_apply(const hl_candidate *c, hl_job *job)
 {
     job->tp = c->tp;
@@ -157,6 +212,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                 j.etp = 0;
                 hl_result r;
                 hl_err e;
+                int32_t within = 1; /* the candidate's meets_limits is set from r below */
                 if (in->max_batch) {
                     double b;
                     if (hl_sim_max_batch(&j, &b, &e)) {
@@ -164,8 +220,12 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                         continue;
                     }
                     j.batch = b;
-                }
-                if (hl_sim_run_trusted(&j, &r, trust, &e)) {
+                    /* batch = "max" under limits: the largest batch that fits and meets them */
+                    if (batch_within_limits(&j, in->max_ttft, in->max_tpot, trust, &r, &within, &e)) {
+                        last = e;
+                        continue;
+                    }
+                } else if (hl_sim_run_trusted(&j, &r, trust, &e)) {
                     last = e;
                     continue;
                 }
@@ -199,6 +259,16 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
     if (!all[0].fits) {
         free(all);
         return hl_fail(err, HL_ENOFIT, "plan: no mapping of %s on %lld GPUs fits in memory", m->name, (long long)G);
+    }
+    if ((in->max_ttft > 0 || in->max_tpot > 0) && !all[0].meets_limits) {
+        const hl_candidate *b = &all[0];
+        hl_fail(err, HL_ENOFIT,
+                "plan: no mapping of %s on %lld GPUs meets the limits (max_ttft_s %g, max_tpot_s %g; 0 = none); the "
+                "best found, tp %lld pp %lld ep %lld dp %lld at batch %g, has TTFT %.4g s and TPOT %.4g s",
+                m->name, (long long)G, in->max_ttft, in->max_tpot, (long long)b->tp, (long long)b->pp, (long long)b->ep,
+                (long long)b->dp, b->batch, b->ttft_s, b->tpot_s);
+        free(all);
+        return HL_ENOFIT;
     }
     int32_t k = n < cap ? n : cap;
     memcpy(out, all, sizeof *all * (size_t)k);

@@ -46,6 +46,12 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err);
 /* Sets the job's mapping and batch to those of a candidate (tp, pp, ep, dp, etp, batch). */
 void hl_candidate_apply(const hl_candidate *c, hl_job *job);
 
+/* batch = "max" under limits: the largest batch that fits HBM and keeps TTFT
+ * <= max_ttft and TPOT <= max_tpot (s; 0 = no limit). *meets = 0 when even one
+ * sequence per data-parallel group misses them (*batch is then that minimum). */
+hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch,
+                                  int32_t *meets, hl_err *err);
+
 /* Enumerates valid mappings (powers of two, dividing heads, experts, GPUs),
  * simulates each, and writes up to `cap` candidates best first into out.
  * *count receives how many were written. HL_ENOFIT when none fits. */
