@@ -1,5 +1,6 @@
 /* Binding of the calibration solver: core.calibrate_fit{...} (used by
  * lua/hbdlab/calibrate.lua, which builds the cases and applies parameters). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,10 @@ static int l_calibrate_fit(lua_State *L)
         }
         in.use = use;
     }
-    in.max_iter = (int32_t)hl_opt_number_field(L, 1, "max_iter", 0);
+    double max_iter = hl_opt_number_field(L, 1, "max_iter", 0);
+    if (!(max_iter >= 0 && max_iter <= 1e6 && max_iter == floor(max_iter))) /* range-checked before the cast */
+        return luaL_error(L, "field 'max_iter': %f is not allowed (a whole number 1..1e6; 0 = 200)", max_iter);
+    in.max_iter = (int32_t)max_iter;
     if (lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
         return luaL_error(L, "calibrate_fit: field 'fn' must be a function(x) returning the predictions");
     lua_fn_ctx ctx = {L, lua_gettop(L), in.n_params, in.n_cases};

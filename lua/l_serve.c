@@ -3,6 +3,8 @@
  * friendly units and reads trace files; this file maps fields onto
  * hl_serve_cfg and the result onto tables (names: docs/LUA_API.md). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
@@ -57,9 +59,23 @@ static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
 static int64_t count_field(lua_State *L, int idx, const char *name, int64_t def)
 {
     double v = hl_opt_number_field(L, idx, name, (double)def);
-    if (!(v == floor(v) && fabs(v) <= 1e15))
+    if (!(v == floor(v)))
         luaL_error(L, "field '%s': %f is not a whole number", name, v);
+    if (!(fabs(v) <= 1e15)) /* 2^63 is whole: it was called "not a whole number" */
+        luaL_error(L, "field '%s': %f is out of range (a whole number up to 1e15)", name, v);
     return (int64_t)v;
+}
+
+/* A boolean field: nil keeps def; anything but true/false raises (0 and "no" are true in Lua,
+ * so chunked_prefill = 0 used to leave chunking on). */
+static int bool_field(lua_State *L, int idx, const char *name, int def)
+{
+    int t = lua_getfield(L, idx, name);
+    int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+        luaL_error(L, "field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return v;
 }
 
 static void push_stats(lua_State *L, const char *name, const hl_stats *s)
@@ -192,25 +208,20 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
     lua_pop(L, 1);
     c->max_seqs = count_field(L, S, "max_seqs", c->max_seqs);
     c->token_budget = count_field(L, S, "token_budget", c->token_budget);
-    lua_getfield(L, S, "chunked_prefill");
-    if (!lua_isnil(L, -1))
-        c->chunked_prefill = lua_toboolean(L, -1);
-    lua_pop(L, 1);
+    c->chunked_prefill = bool_field(L, S, "chunked_prefill", c->chunked_prefill);
     c->chunk = count_field(L, S, "chunk", c->chunk);
     c->block_tokens = count_field(L, S, "block_tokens", c->block_tokens);
     c->kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c->kv_blocks);
     c->slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c->slo_ttft_s);
     c->slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c->slo_tpot_s);
-    c->max_samples = (int32_t)count_field(L, S, "max_samples", c->max_samples);
+    int64_t samples = count_field(L, S, "max_samples", c->max_samples);
+    if (!(samples >= 2 && samples <= 1000000))
+        luaL_error(L, "field 'max_samples': %I is not allowed (2..1e6)", (lua_Integer)samples);
+    c->max_samples = (int32_t)samples;
     c->warmup = count_field(L, S, "warmup", 0);
-    lua_getfield(L, S, "reserve");
-    c->reserve = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, S, "keep_requests");
-    c->keep_requests = lua_toboolean(L, -1);
-    lua_getfield(L, S, "keep_steps");
-    c->keep_steps = lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    c->reserve = bool_field(L, S, "reserve", 0);
+    c->keep_requests = bool_field(L, S, "keep_requests", 0);
+    c->keep_steps = bool_field(L, S, "keep_steps", 0);
     if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
         hl_plan_in dpin;
         hl_check_job(L, 3, &dpin, &batch_max, &auto_plan);
@@ -221,6 +232,30 @@ static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
         lua_getfield(L, S, "kv_link");
         c->kv_link = luaL_checkoption(L, -1, "auto", kv_links);
         lua_pop(L, 1);
+    }
+}
+
+/* The memory budget of one run in bytes: $HBDLAB_SERVE_MEMORY_BYTES, else 8 GB. */
+static double memory_budget(void)
+{
+    const char *v = getenv("HBDLAB_SERVE_MEMORY_BYTES");
+    char *end;
+    double b = v ? strtod(v, &end) : 0;
+    return v && end != v && b > 0 ? b : 8e9;
+}
+
+/* Raises before anything is allocated when the run's requests, and their
+ * per_request tables (about 640 B each in Lua), would exceed the budget. */
+static void check_memory(lua_State *L, const hl_serve_cfg *c)
+{
+    double n = c->arrival == HL_ARRIVAL_TRACE ? (double)c->n_trace : (double)c->requests;
+    double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget();
+    if (need > budget) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "field 'requests': %.0f requests would take about %.3g GB, more than the budget of "
+                 "%.3g GB (HBDLAB_SERVE_MEMORY_BYTES)%s; fewer requests give the same statistics", n, need / 1e9,
+                 budget / 1e9, c->keep_requests ? " with keep_requests" : "");
+        luaL_error(L, "%s", msg);
     }
 }
 
@@ -238,6 +273,7 @@ static int l_serve(lua_State *L)
     owned *o = push_owned(L);
     hl_serve_cfg c;
     read_cfg(L, &c, o);
+    check_memory(L, &c);
     hl_err err;
     if (hl_serve_run(&c, &o->res, &err))
         return hl_raise(L, &err);

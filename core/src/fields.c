@@ -223,25 +223,42 @@ const char *hl_field_get_string(const hl_field *f, const void *obj)
     return NULL;
 }
 
+/* Number of '|'-separated names in an enum's list (at most `limit`: the walk stops there). */
+static int32_t enum_count_upto(const char *names, int32_t limit)
+{
+    int32_t n = 1;
+    for (const char *p = names; *p && n <= limit; p++)
+        n += *p == '|';
+    return n;
+}
+
 hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *err)
 {
     for (int32_t i = 0; i < set->count; i++) {
         const hl_field *f = &set->fields[i];
+        const char *p = (const char *)obj + f->offset;
         hl_status s = HL_OK;
-        double v = hl_field_get_number(f, obj);
-        char buf[32];
         switch (f->type) {
         case HL_FIELD_DOUBLE:
-        case HL_FIELD_INT64: s = check_range(set, f, v, err); break;
-        case HL_FIELD_BOOL:
-            if (v != 0 && v != 1)
-                s = hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a boolean (0 or 1)", set->kind, f->name, v);
+        case HL_FIELD_INT64: {
+            double v = f->type == HL_FIELD_DOUBLE ? *(const double *)p : (double)*(const int64_t *)p;
+            if (!((v >= f->min && v <= f->max) || (v == 0 && f->zero_ok))) /* fast path; NaN fails it */
+                s = check_range(set, f, v, err);
             break;
-        case HL_FIELD_ENUM:
-            if (v < 0 || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
-                s = hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name, v,
+        }
+        case HL_FIELD_BOOL: {
+            int32_t v = *(const int32_t *)p;
+            if (v != 0 && v != 1)
+                s = hl_fail(err, HL_EINVAL, "%s field '%s': %d is not a boolean (0 or 1)", set->kind, f->name, (int)v);
+            break;
+        }
+        case HL_FIELD_ENUM: {
+            int32_t v = *(const int32_t *)p;
+            if (v < 0 || v >= enum_count_upto(f->enum_names, v))
+                s = hl_fail(err, HL_EINVAL, "%s field '%s': %d is not one of %s", set->kind, f->name, (int)v,
                             names_list(f->enum_names));
             break;
+        }
         default: break;
         }
         if (s)

@@ -3,6 +3,7 @@
  * and the precision rule "KV and wire precision follow the activations". */
 #include "hbdlab/job.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -104,7 +105,46 @@ void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
     }
 }
 
-hl_status hl_job_check_fields(const hl_job *job, hl_err *err) { return hl_field_check_all(&job_set, job, err); }
+/* Number of names of each enum row, counted once (hl_job_check_fields runs on every hl_sim_run). */
+static int32_t enum_counts[sizeof job_fields / sizeof job_fields[0]];
+static pthread_once_t counts_once = PTHREAD_ONCE_INIT;
+
+static void count_enum_names(void)
+{
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const char *p = job_fields[i].enum_names;
+        int32_t n = p ? 1 : 0;
+        for (; p && *p; p++)
+            n += *p == '|';
+        enum_counts[i] = n;
+    }
+}
+
+/* The fast path checks each row in place; on the first bad value the generic
+ * check (the same order) writes the message naming field, value and range. */
+hl_status hl_job_check_fields(const hl_job *job, hl_err *err)
+{
+    pthread_once(&counts_once, count_enum_names);
+    for (int32_t i = 0; i < job_set.count; i++) {
+        const hl_field *f = &job_fields[i];
+        const char *at = (const char *)job + f->offset;
+        int ok = 1;
+        double v;
+        switch (f->type) {
+        case HL_FIELD_DOUBLE:
+        case HL_FIELD_INT64:
+            v = f->type == HL_FIELD_DOUBLE ? *(const double *)at : (double)*(const int64_t *)at;
+            ok = (v >= f->min && v <= f->max) || (v == 0 && f->zero_ok);
+            break;
+        case HL_FIELD_BOOL: ok = *(const int32_t *)at == 0 || *(const int32_t *)at == 1; break;
+        case HL_FIELD_ENUM: ok = *(const int32_t *)at >= 0 && *(const int32_t *)at < enum_counts[i]; break;
+        default: break;
+        }
+        if (!ok)
+            return hl_field_check_all(&job_set, job, err);
+    }
+    return HL_OK;
+}
 
 int32_t hl_job_kv_precision(const hl_job *job)
 {

@@ -266,7 +266,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     ctx0 /= (double)m;
     double j = 0;
-    while (j < left && *t < t_arr) {
+    while (j < left && *t < t_arr && !hl_interrupt_pending()) { /* Ctrl-C: the caller's loop reports it */
         int64_t res = (int64_t)j % bt;
         double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
         if (need > s->blocks_free)
@@ -352,9 +352,23 @@ hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
     if (!(c->slo_tpot_s > 0))
         return hl_fail(err, HL_EINVAL, "field 'slo.tpot_s': %g is not allowed (must be > 0; omit it for no limit)",
                        c->slo_tpot_s);
+    if (!(c->max_samples >= 2 && c->max_samples <= 1000000))
+        return hl_fail(err, HL_EINVAL, "field 'max_samples': %d is not allowed (2..1e6)", (int)c->max_samples);
     if (c->chunked_prefill != 0 && c->chunked_prefill != 1)
         return hl_fail(err, HL_EINVAL, "field 'chunked_prefill': %d is not 0 or 1", (int)c->chunked_prefill);
     return HL_OK;
+}
+
+double hl_serve_memory_bytes(const hl_serve_cfg *c)
+{
+    double n = c->arrival == HL_ARRIVAL_TRACE ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
+                                              : c->requests;
+    /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
+     * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
+    double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
+    if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
+        per += 2.0 * sizeof(hl_trace_req) + 4.0 * sizeof(double) + sizeof(rq) + sizeof(int64_t);
+    return n * per;
 }
 
 /* Everything run() allocates, freed in one place. */
@@ -450,6 +464,9 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
+        if (hl_interrupt_pending()) /* Ctrl-C / SIGTERM: a long run must not trap the caller */
+            return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t,
+                           (long long)done, (long long)n);
         while (next < released && s.q[next].arrival <= t) {
             rec->little += t - s.q[next].arrival;
             wait_push_back(&s, next++);
@@ -548,6 +565,10 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             return rc;
         preempt_total += s.preempted;
         if (c->keep_steps) {
+            if (r->n_steps_log >= HL_SERVE_MAX_LOG_STEPS)
+                return hl_fail(err, HL_EINVAL, "field 'keep_steps': the step log passed %lld iterations (the most "
+                               "kept); keep_steps is for short runs: fewer requests or shorter outputs",
+                               (long long)HL_SERVE_MAX_LOG_STEPS);
             if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
             r->steps_log[r->n_steps_log++] =

@@ -94,15 +94,21 @@ function M.calibrate(t)
   if type(t.params) ~= "table" or #t.params == 0 then fail("field 'params' must be a non-empty array of field names", 2) end
   local bounds, start = t.bounds or {}, t.start or {}
   local x0, lo, hi = {}, {}, {}
+  local seen = {}
   for i, name in ipairs(t.params) do
     if type(name) ~= "string" then fail("params[" .. i .. "] must be a field name", 2) end
+    if seen[name] then fail("params[" .. i .. "]: '" .. name .. "' is given twice", 2) end
+    seen[name] = true
     local b = bounds[name]
-    if type(b) ~= "table" or type(b[1]) ~= "number" or type(b[2]) ~= "number" or not (b[2] > b[1]) then
-      fail("bounds." .. name .. " must be {lo, hi} with lo < hi", 2)
+    if b == nil then fail("bounds." .. name .. " is missing: give {lo, hi}, the range the fit searches", 2) end
+    if type(b) ~= "table" or type(b[1]) ~= "number" or type(b[2]) ~= "number" or not (b[2] > b[1])
+        or b[1] == -math.huge or b[2] == math.huge then
+      local got = type(b) == "table" and ("{" .. tostring(b[1]) .. ", " .. tostring(b[2]) .. "}") or tostring(b)
+      fail("bounds." .. name .. " must be {lo, hi} with finite lo < hi (got " .. got .. ")", 2)
     end
     lo[i], hi[i] = b[1], b[2]
     x0[i] = start[name] or (b[1] + b[2]) / 2
-    if type(x0[i]) ~= "number" or x0[i] < lo[i] or x0[i] > hi[i] then
+    if type(x0[i]) ~= "number" or not (x0[i] >= lo[i] and x0[i] <= hi[i]) then
       fail("start." .. name .. " = " .. tostring(x0[i]) .. " is outside its bounds", 2)
     end
   end
@@ -128,10 +134,18 @@ function M.calibrate(t)
     use = {}
     for i = 1, #t.cases do use[i] = t.fit[i] and true or false end
   end
+  -- leave-one-out refits on all fitted cases but one: it needs more fitted cases than parameters
+  -- (by default it is left out when there are too few; asked for with loo = true it is an error)
+  if t.loo ~= nil and type(t.loo) ~= "boolean" then fail("field 'loo' must be true or false", 2) end
+  local n_fit = 0
+  for i = 1, #t.cases do if use == nil or use[i] then n_fit = n_fit + 1 end end
+  if t.loo == true and n_fit <= #t.params then
+    fail(string.format("field 'loo': leave-one-out needs more fitted cases (%d) than params (%d)", n_fit, #t.params), 2)
+  end
   local before = {}
   for i, f in ipairs(preds) do before[i] = f({}) end
   local res = core.calibrate_fit { x0 = x0, lo = lo, hi = hi, measured = measured, fn = predict_all, use = use,
-                                   loo = t.loo ~= false, max_iter = t.max_iter }
+                                   loo = t.loo ~= false and n_fit > #t.params, max_iter = t.max_iter }
   local after = predict_all(res.x)
   local out = { params = params_of(res.x), rms_log = res.rms_log, converged = res.converged,
                 iterations = res.iterations, cases = {}, names = t.params }
@@ -186,13 +200,11 @@ function M.main(path, extra)
     return 2
   end
   local hl = require "hbdlab"
-  local f, err = io.open(path, "rb")
-  if not f then
-    io.stderr:write("hbdlab calibrate: cannot read ", path, ": ", tostring(err), "\n")
+  local ok_read, text = pcall(core.read_file, path) -- a regular file within the input limit
+  if not ok_read then
+    io.stderr:write("hbdlab calibrate: cannot read ", tostring(text), "\n")
     return 1
   end
-  local text = f:read("a")
-  f:close()
   local ok, spec = pcall(core.json_decode, text, path)
   if not ok or type(spec) ~= "table" then
     io.stderr:write("hbdlab calibrate: ", tostring(ok and (path .. ": expected a JSON object") or spec), "\n")

@@ -114,6 +114,19 @@ function M.merge(...)
     inputs = {}
     for j, s in ipairs(shards) do inputs[j] = s.path end
   end
+  -- the output must not replace an input, nor one file count twice (its rows would be doubled)
+  for j, p in ipairs(inputs) do
+    if p == out or core.same_file(out, p) then
+      io.stderr:write("hbdlab merge: the output ", out, " would overwrite the input ", p, "; choose another -o\n")
+      return 2
+    end
+    for k = 1, j - 1 do
+      if p == inputs[k] or core.same_file(p, inputs[k]) then
+        io.stderr:write("hbdlab merge: ", p, " is given twice (its rows would be counted twice)\n")
+        return 2
+      end
+    end
+  end
   local header, body = nil, {}
   for _, p in ipairs(inputs) do
     local text, err = read_all(p)

@@ -82,7 +82,16 @@ local topics = {
     "never asks exits 130 after it ends). hl.warnings(false) silences the warnings for silent defaults.", "" },
   { "kv_capacity", "hl.kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens}",
     "How many tokens and sequences of KV cache fit; paged blocks and fragmentation.", "" },
+  { "net_requirement", "hl.net_requirement{count, bytes, factor, compute_s, latency_s, share} -> {budget_s, bandwidth, max_latency_s}",
+    "The network a traffic class needs: `count` collectives of `bytes` (x `factor` on the wire) per step of\n" ..
+    "`compute_s` stay under `share` of the step; bandwidth in B/s (inf when latency alone exceeds the budget).",
+    "local need = hl.net_requirement { count = 160, bytes = 16e6, factor = 2, compute_s = 0.02, latency_s = 5e-6, share = 0.2 }" },
+  { "presets", "hl.gpus(), hl.clusters(), hl.models() -> names",
+    "The preset names (built in, and $HBDLAB_PRESETS/{gpus,clusters,models}/<name>.json); aliases such as H100 or\n" ..
+    "NVL72 and any letter case are accepted by hl.gpu, hl.cluster and hl.model.", "print(table.concat(hl.gpus(), \" \"))" },
 }
+-- functions documented under another topic
+local aliases = { warnings = "interrupted", gpus = "presets", clusters = "presets", models = "presets" }
 
 local by_name = {}
 for _, t in ipairs(topics) do by_name[t[1]] = t end
@@ -164,7 +173,8 @@ function M.text(topic)
     lines[#lines + 1] = "Lists: hl.gpus(), hl.clusters(), hl.models(). Docs: docs/MODEL.md, docs/LUA_API.md."
     return table.concat(lines, "\n")
   end
-  local t = by_name[topic]
+  local t = by_name[topic] or by_name[aliases[topic] or ""]
+  if topic == "help" then return "hl.help() lists the API; hl.help \"name\" explains one function or topic" end
   if not t then
     local names = {}
     for _, x in ipairs(topics) do names[#names + 1] = x[1] end

@@ -27,7 +27,12 @@ hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 --- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
 --- handles it: a script whose sweep was stopped and which never asks exits with status 130.
 --- hl.warnings(false) silences the warnings for silent defaults (context limit, no mapping).
-hl.warnings = function(on) require("hbdlab.warn").enabled = on ~= false end
+hl.warnings = function(on)
+  if on ~= nil and type(on) ~= "boolean" then -- hl.warnings(0) left them on (0 is true in Lua)
+    error("hl.warnings: expected true or false, got " .. type(on) .. " " .. tostring(on), 2)
+  end
+  require("hbdlab.warn").enabled = on ~= false
+end
 hl.interrupted = function() return core.take_interrupted() end
 hl.rows = require "hbdlab.rows"
 hl.params = require("hbdlab.params").params

@@ -317,8 +317,8 @@ function M.main(...)
     i = i + 1
   end
   if not input then io.stderr:write("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]\n"); return 2 end
-  local text = read_file(input)
-  if not text then io.stderr:write("notebook: cannot read ", input, "\n"); return 1 end
+  local ok_read, text = pcall(core.read_file, input) -- a regular file within the input limit
+  if not ok_read then io.stderr:write("notebook: cannot read ", tostring(text), "\n"); return 1 end
   output = output or input:gsub("%.md$", "") .. ".html"
   if output == input or core.same_file(output, input) then
     io.stderr:write("notebook: the report ", output, " would overwrite the notebook ", input, "; choose another -o\n")

@@ -35,16 +35,20 @@ function M.split(t, level)
       if not (v > 0) then
         error(string.format("hl.serve field 'slo.%s': %g is not allowed (must be > 0; omit it for no limit)", k, v), level)
       end
-      sv[k:match("^(%a+)_") == "ttft" and "slo_ttft_s" or "slo_tpot_s"] = v * scale
+      local key = k:match("^(%a+)_") == "ttft" and "slo_ttft_s" or "slo_tpot_s"
+      if sv[key] ~= nil then -- ttft_s and ttft_ms both given: which one was meant?
+        error("hl.serve field 'slo." .. k .. "': the " .. key:sub(5, 8) .. " limit is given twice (in s and in ms)", level)
+      end
+      sv[key] = v * scale
     end
     sv.slo = nil
   end
   if sv.trace ~= nil then
     if type(sv.trace) ~= "string" then error("hl.serve field 'trace': expected a file name (CSV or JSONL)", level) end
-    local f, err = io.open(sv.trace, "rb")
-    if not f then error("hl.serve field 'trace': cannot read " .. tostring(err), level) end
-    sv.trace_text, sv.trace_origin = f:read("a"), sv.trace
-    f:close()
+    -- a regular file within the input limit: a FIFO or /dev/zero must not hang or fill memory
+    local ok, text = pcall(core.read_file, sv.trace)
+    if not ok then error("hl.serve field 'trace': cannot read " .. tostring(text), level) end
+    sv.trace_text, sv.trace_origin = text, sv.trace
     sv.trace = nil
     sv.arrival = sv.arrival or "trace"
   elseif sv.arrival == nil and sv.concurrency ~= nil then

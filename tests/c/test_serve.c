@@ -467,6 +467,41 @@ static void test_bad_input(void **state)
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_ENOFIT, &e, "request 1");
 }
 
+/* Limits that keep a hostile run from trapping or exhausting the caller. */
+static void test_limits(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_result r;
+    hl_err e;
+    /* an interrupt requested before the run stops it at its first iteration (it used to run on) */
+    volatile int32_t flag = 1;
+    hl_serve_init(&c, &j);
+    hl_set_interrupt_flag(&flag);
+    hl_status st = hl_serve_run(&c, &r, &e);
+    hl_set_interrupt_flag(NULL);
+    assert_fails_with(st, HL_EINTR, &e, "serve interrupted at t = 0 s with 0 of 1000 requests done");
+    /* the step log is capped: 300 requests 100 s apart, each alone (4,000 tokens take ~20 s), need
+     * 1 prefill + 3,999 decode iterations each: 1.2e6 > 1e6 */
+    hl_serve_init(&c, &j);
+    c.arrival = HL_ARRIVAL_CONSTANT;
+    c.rate = 0.01;
+    c.requests = 300;
+    c.output.mean = 4000;
+    c.keep_steps = 1;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'keep_steps': the step log passed 1000000");
+    hl_serve_init(&c, &j);
+    c.max_samples = 0;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'max_samples': 0");
+    /* memory per request, worked out from the structs: two trace copies 2 x 24 B, the
+     * scheduler's state 12 doubles + 2 int32 = 104 B, the queue 8 B, the summary record
+     * 10 doubles + 2 int32 = 88 B, a sorted metric 8 B: 256 B; 1e8 requests = 2.56e10 B */
+    hl_serve_init(&c, &j);
+    c.requests = 100000000;
+    assert_rel(hl_serve_memory_bytes(&c), 2.56e10, 1e-12, "serve memory of 1e8 requests");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_trace_parse),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

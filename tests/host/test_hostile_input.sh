@@ -49,6 +49,18 @@ expect_fail "gpu JSON file that is a FIFO" "not a regular file (a FIFO)" "$HBDLA
 expect_fail "read_csv of /dev/zero" "not a regular file" "$HBDLAB" -e "hl.rows.read_csv '/dev/zero'"
 mkfifo "$P/gpus/fifo.json"
 expect_fail "preset file that is a FIFO" "not a regular file (a FIFO)" env HBDLAB_PRESETS=$P "$HBDLAB" -e 'hl.gpu "fifo"'
+# the serve trace, calibrate's cases and a notebook were read with io.open: a FIFO waited for a
+# writer forever, /dev/zero filled memory, a directory read as an empty trace
+SV="hl.serve { model = 'llama-3.1-8b', cluster = 'hgx-h100', parallel = { tp = 1 }, trace = "
+expect_fail "serve trace that is a FIFO" "field 'trace': cannot read $TMP/fifo.json: not a regular file (a FIFO)" \
+    "$HBDLAB" -e "$SV'$TMP/fifo.json' }"
+expect_fail "serve trace that is a directory" "field 'trace': cannot read $TMP/dir.json: not a regular file (a directory)" \
+    "$HBDLAB" -e "$SV'$TMP/dir.json' }"
+expect_fail "calibrate a FIFO" "cannot read $TMP/fifo.json: not a regular file (a FIFO)" "$HBDLAB" calibrate "$TMP/fifo.json"
+expect_fail "calibrate a directory" "cannot read $TMP/dir.json: not a regular file (a directory)" \
+    "$HBDLAB" calibrate "$TMP/dir.json"
+mkfifo "$TMP/fifo.md"
+expect_fail "notebook that is a FIFO" "cannot read $TMP/fifo.md: not a regular file (a FIFO)" "$HBDLAB" notebook "$TMP/fifo.md"
 
 # ---- input size cap: 64 MiB by default, HBDLAB_MAX_INPUT_BYTES sets it ----
 printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "batch": 8, "parallel": {"tp": 8}}' > "$TMP/small.json"

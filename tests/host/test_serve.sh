@@ -23,4 +23,23 @@ check "a negative rate fails" [ "$rc" -eq 1 ]
 check "the error names the rate" contains "$(cat "$TMP/err")" "field 'rate': -3"
 "$HBDLAB" serve > /dev/null 2>&1; rc=$?
 check "serve without a config is a usage error" [ "$rc" -eq 2 ]
+# Hostile sizes: 1e8 requests (~25.6 GB of state) are refused before anything is allocated, naming
+# the field and the budget (the run used to eat all memory).
+echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "requests": 1e8}' |
+    timeout 60 "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
+check "1e8 requests are refused ($rc)" [ "$rc" -eq 1 ]
+check "the refusal names requests and the budget" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 25.6 GB, more than the budget of 8 GB"
+# Ctrl-C during a long hl.serve (1e5 requests of 1e5 tokens: hours of simulated steps) ends it
+# with 130; the scheduler's C loop used to ignore it until the run finished.
+"$HBDLAB" -e 'io.stdout:write("ready\n") io.stdout:flush()
+  hl.serve { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1 }, rate = 1000, requests = 1e5,
+             input = 128, output = 1e5 }' > "$TMP/int.out" 2> "$TMP/int.err" &
+pid=$!
+for _ in $(seq 100); do [ -s "$TMP/int.out" ] && break; sleep 0.1; done
+sleep 1 # into the C loop (sent earlier, the signal stops the Lua code before it: the test cannot fail then)
+kill -INT "$pid"
+for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-C for 30 s" >&2; }
+wait "$pid"; rc=$?
+check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
 finish

@@ -37,6 +37,18 @@ check "merge names a missing shard" contains "$out" "shard 1 of 4 is missing"
 check "nothing written on error" [ ! -e "$TMP/x.csv" ]
 out=$("$HBDLAB" merge "$TMP/one/rows.csv" "$TMP/one/fn.csv" -o "$TMP/x.csv" 2>&1)
 check "merge refuses other columns" contains "$out" "has other columns than"
+# -o naming an input replaced that input; one file given twice doubled its rows (both exited 0)
+cp "$TMP/one/rows.csv" "$TMP/a.csv"
+cp "$TMP/one/rows.csv" "$TMP/b.csv"
+out=$("$HBDLAB" merge "$TMP/a.csv" "$TMP/b.csv" -o "$TMP/a.csv" 2>&1)
+check "merge refuses -o equal to an input ($?)" contains "$out" "the output $TMP/a.csv would overwrite the input $TMP/a.csv"
+check "the input is left as it was" cmp -s "$TMP/a.csv" "$TMP/one/rows.csv"
+ln -s a.csv "$TMP/link.csv"
+out=$("$HBDLAB" merge "$TMP/a.csv" "$TMP/b.csv" -o "$TMP/link.csv" 2>&1)
+check "merge refuses -o naming an input through a link" contains "$out" "would overwrite the input $TMP/a.csv"
+out=$("$HBDLAB" merge "$TMP/a.csv" "$TMP/link.csv" -o "$TMP/x.csv" 2>&1)
+check "merge refuses one file given twice" contains "$out" "$TMP/link.csv is given twice"
+check "nothing written then" [ ! -e "$TMP/x.csv" ]
 out=$("$HBDLAB" "$script" "$TMP/bad" --shard 4/4 2>&1)
 rc=$?
 check "--shard 4/4 fails" [ "$rc" -ne 0 ]

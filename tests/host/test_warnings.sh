@@ -17,6 +17,8 @@ err=$("$HBDLAB" -e 'hl.simulate { model = "llama-3.1-8b", cluster = { gpu = "H10
 check "no warning on one GPU" [ -z "$err" ]
 err=$("$HBDLAB" -e 'hl.warnings(false); hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 200000 }' 2>&1)
 check "hl.warnings(false) silences" [ -z "$err" ]
+err=$("$HBDLAB" -e 'hl.warnings(0)' 2>&1)
+check "hl.warnings(0) is refused (0 is true in Lua: it left the warnings on)" contains "$err" "hl.warnings: expected true or false, got number 0"
 err=$("$HBDLAB" -e 'hl.sweep { base = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8 }, axes = { input = { 1024 } } }' 2>&1)
 check "a sweep base without parallel warns too" contains "$err" "'parallel' is not given"
 finish

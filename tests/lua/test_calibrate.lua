@@ -80,6 +80,33 @@ T.test("bad input names the field", function()
            "1 cases cannot fit 2 parameters")
 end)
 
+T.test("one case and one parameter fit (the hl.help example); hostile options are named", function()
+  -- with one case leave-one-out has nothing left to fit on: it used to fail the whole call
+  -- ("0 cases cannot fit 1 parameters"); now it is skipped, and refused only when asked for
+  local one = { { measured = 4, predict = function(p) return (p.a or 1) ^ 2 end } }
+  local res = hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } } }
+  T.near(res.params.a, 2, 1e-4, "a from one case (2^2 = 4)")
+  T.ok(res.loo == nil, "no LOO summary from one case")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, loo = true } end,
+           "field 'loo': leave-one-out needs more fitted cases (1) than params (1)")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, loo = 5 } end,
+           "field 'loo' must be true or false")
+  -- max_iter went through an unchecked (int32_t) cast: 1e18 was undefined behaviour, -1 and NaN ignored
+  for _, bad in ipairs { 1e18, -1, 0 / 0, 2.5 } do
+    T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, max_iter = bad } end,
+             "field 'max_iter'")
+  end
+  T.raises(function() hl.calibrate { cases = one, params = { "a", "a" }, bounds = { a = { 0.5, 5 } } } end,
+           "params[2]: 'a' is given twice")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 0 / 0 } } } end,
+           "bounds.a must be {lo, hi} with finite lo < hi (got {0.5, ")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, math.huge } } } end,
+           "bounds.a must be {lo, hi} with finite lo < hi")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = {} } end, "bounds.a is missing")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, start = { a = 0 / 0 } } end,
+           "start.a = ")
+end)
+
 T.test("hbdlab calibrate CASES.json", function()
   local dir = os.getenv("HBDLAB_BUILD_DIR") or "/tmp"
   local path = dir .. "/calib_cases.json"

@@ -68,4 +68,17 @@ T.test("a slow device is valid: a loaded CPU's 0.5 GB/s (hl.minitf.cpu_roofline 
   T.raises(function() hl.gpu { base = "B200", hbm_bw = 1e5 } end, "'hbm_bw': 100000 is out of range")
 end)
 
+T.test("every public hl function has hl.help", function()
+  -- a newcomer types hl.help "x" for any x in hl: net_requirement, warnings, gpus, models and
+  -- clusters answered "no help for ..."
+  local help = require "hbdlab.help"
+  for k, v in pairs(hl) do
+    if type(v) == "function" then
+      local text = help.text(k)
+      T.ok(not text:match("^no help"), "hl.help '" .. k .. "': " .. text:sub(1, 60))
+    end
+  end
+  T.ok(help.text("net_requirement"):find("hl.net_requirement{", 1, true), "net_requirement topic")
+end)
+
 T.done()

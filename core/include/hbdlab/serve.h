@@ -35,6 +35,11 @@ typedef enum hl_kv_link {
     HL_KV_LINK_SCALEOUT = 2  /* over the scale-out network */
 } hl_kv_link;
 
+/* Limits of one run. */
+enum hl_serve_limits {
+    HL_SERVE_MAX_LOG_STEPS = 1000000 /* iterations kept by keep_steps; a longer run fails */
+};
+
 /* A token-length distribution (tokens). */
 typedef struct hl_len_dist {
     int32_t kind; /* hl_len_kind */
@@ -168,6 +173,11 @@ void hl_serve_init(hl_serve_cfg *cfg, const hl_job *job);
 /* Runs the workload. On success *out owns its arrays (hl_serve_result_free);
  * on failure nothing is left allocated. */
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err);
+
+/* Bytes hl_serve_run will allocate for its requests (B; the step log and the
+ * samples not counted): for a caller's memory budget before it runs. */
+double hl_serve_memory_bytes(const hl_serve_cfg *cfg);
+
 void hl_serve_result_free(hl_serve_result *r);
 
 /* Fast steady state for sweeps: the iteration time T solves
