@@ -59,8 +59,10 @@ static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
 static int64_t count_field(lua_State *L, int idx, const char *name, int64_t def)
 {
     double v = hl_opt_number_field(L, idx, name, (double)def);
-    if (!(v == floor(v) && fabs(v) <= 1e15))
+    if (!(v == floor(v)))
         luaL_error(L, "field '%s': %f is not a whole number", name, v);
+    if (!(fabs(v) <= 1e15)) /* 2^63 is whole: it was called "not a whole number" */
+        luaL_error(L, "field '%s': %f is out of range (a whole number up to 1e15)", name, v);
     return (int64_t)v;
 }
 

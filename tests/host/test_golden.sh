@@ -22,4 +22,11 @@ golden() {
 golden hbd_reproduce scripts/hbd/reproduce.lua --set quiet=true
 golden walkthrough_tp2pp2 scripts/walkthrough_tp2pp2.lua
 golden validate scripts/validate.lua
+# README's "prints:" block is what its first command prints (it had gone stale: R1 41.3% where the
+# run prints 43.9%); only the figures folder differs here
+"$HBDLAB" scripts/hbd/reproduce.lua --set out="$TMP/hbd" 2> /dev/null | grep -v '^figures and data:' > "$TMP/readme_run.txt"
+awk '/prints:$/ { f = 1; next } f && /^```$/ { if (g) exit; g = 1; next } g' README.md | grep -v '^figures and data:' > "$TMP/readme_block.txt"
+check "README's reproduce output block has lines" [ -s "$TMP/readme_block.txt" ]
+if diff -u "$TMP/readme_block.txt" "$TMP/readme_run.txt" > "$TMP/readme.diff"; then ok; else
+    bad "README's printed block differs from scripts/hbd/reproduce.lua's output"; head -20 "$TMP/readme.diff" >&2; fi
 finish
