@@ -82,6 +82,8 @@ static const hl_field job_fields[] = {
     NUM(gemm_scale_fp8, "gemm_scale_fp8", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
     NUM(gemm_scale_fp4, "gemm_scale_fp4", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP4 GEMMs (0 = the framework's)"),
     NUM(attn_scale, "attn_scale", NULL, 1e-3, 10, 1, "", 0, "x eff_attn (0 = the framework's)"),
+    INT(redundant_experts, "redundant_experts", NULL, 0, 1e6, 0, 0,
+        "extra expert replicas (EPLB): ep divides experts + redundant_experts"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

@@ -26,7 +26,7 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     }
     double w = attn_gpu * s->stage_layers + p.norms / (double)s->pp +
                p.dense_ffn / (double)s->tp / (double)s->pp +
-               (moe_layers > 0 ? (p.experts / (double)s->ep / (double)s->etp + p.shared / (double)s->tp + p.router) /
+               (moe_layers > 0 ? (p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp + p.shared / (double)s->tp + p.router) /
                                      (double)s->pp
                                : 0) + /* the router is replicated on every rank */
                (p.embedding + p.lm_head) / (double)s->tp / (double)s->pp;

@@ -196,7 +196,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                 continue;
             int64_t stage = G / pp;
             for (int64_t ep = 1; ep <= (m->experts > 0 ? stage : 1); ep *= 2) {
-                if (m->experts > 0 && (m->experts % ep || stage % ep))
+                if (m->experts > 0 && ((m->experts + base->redundant_experts) % ep || stage % ep))
                     continue;
                 if (hl_interrupt_pending()) {
                     free(all);

@@ -138,10 +138,13 @@ hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     if (s->tp * s->pp * s->dp != s->G)
         return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
                        (long long)s->pp, (long long)s->dp, (long long)s->G);
+    s->slots = (double)(m->experts + j->redundant_experts);
     if (m->experts > 0) {
-        if (m->experts % s->ep != 0)
-            return hl_fail(err, HL_EINVAL, "model '%s': ep = %lld does not divide %lld experts", m->name,
-                           (long long)s->ep, (long long)m->experts);
+        if ((m->experts + j->redundant_experts) % s->ep != 0)
+            return hl_fail(err, HL_EINVAL,
+                           "model '%s': ep = %lld does not divide %lld experts + %lld redundant_experts "
+                           "(set redundant_experts so that ep divides the sum)",
+                           m->name, (long long)s->ep, (long long)m->experts, (long long)j->redundant_experts);
         if ((s->G / s->pp) % s->ep != 0)
             return hl_fail(err, HL_EINVAL, "parallel: ep = %lld does not divide the %lld GPUs of a pipeline stage",
                            (long long)s->ep, (long long)(s->G / s->pp));
@@ -152,6 +155,9 @@ hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     } else {
         if (s->ep != 1)
             return hl_fail(err, HL_EINVAL, "model '%s' is dense: ep = %lld needs experts", m->name, (long long)s->ep);
+        if (j->redundant_experts != 0)
+            return hl_fail(err, HL_EINVAL, "model '%s' is dense: field 'redundant_experts' = %lld needs experts",
+                           m->name, (long long)j->redundant_experts);
         s->etp = 1;
     }
     if (fmod(j->batch, (double)s->dp) != 0)
@@ -378,7 +384,7 @@ static hl_status hier_exchange(const sim *s, double gf, double mine, double widt
                                hl_coll_out *intra, hl_err *err)
 {
     const hl_model *m = s->m;
-    double E = (double)m->experts, k = (double)m->topk, h = (double)m->hidden;
+    double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
     double D = (double)domain, etp = (double)s->etp, ep = (double)s->ep;
     double dests = ep * (1 - miss_prob(E, E / ep, k)) * etp; /* distinct destination GPUs per token */
     double u = fmax(gf, etp);                                 /* GPUs holding whole experts together */
@@ -533,10 +539,12 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     }
     if (Lmoe > 0) {
         a->layer_kind = 2;
-        double E = (double)m->experts, k = (double)m->topk, etp = (double)s->etp;
+        /* E expert slots (replicas included: EPLB splits a hot expert's tokens over its
+         * copies, so tokens spread over the slots); the router scores the logical experts */
+        double E = s->slots, k = (double)m->topk, etp = (double)s->etp;
         /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
         double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
-        hl_op_gemm(&op, "router", T, E, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
+        hl_op_gemm(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */

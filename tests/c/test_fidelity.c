@@ -254,10 +254,51 @@ static void test_monotone_in_hbd_bandwidth_peak(void **state)
     assert_true(checked >= NCHECK);
 }
 
+/* Redundant experts (EPLB): Mixtral's 8 experts on EP3 need one replica slot
+ * (9 slots, 3 per GPU). By hand, on 3 GPUs (tp 1, dp 3, ep 3, etp 1):
+ * - without a replica the job is refused, naming redundant_experts;
+ * - one more slot per GPU (4 replicas: 12 slots, 4 per GPU) adds one expert's
+ *   weights per MoE layer: 3 * 14336 * 4096 * 2 B * 32 layers = 11,274,289,152 B;
+ * - the expert FLOPs per GPU do not depend on the replicas: tokens spread over
+ *   the slots, N k / slots per slot times slots / ep slots per GPU. Prefill of
+ *   3 x 100 tokens: 6 * (300 * 2 / 3) * 14336 * 4096 = 70,464,307,200 FLOP per layer. */
+static void test_redundant_experts(void **state)
+{
+    (void)state;
+    hl_job j = job_for("mixtral-8x7b", "H100-SXM", 3, 3);
+    j.batch = 3;
+    j.input = 100;
+    j.output = 2;
+    j.ep = 3;
+    j.ignore_memory = 1;
+    hl_result r1, r4;
+    hl_err e;
+    assert_int_equal(hl_sim_run(&j, &r1, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "redundant_experts"));
+    j.redundant_experts = 1;
+    assert_ok(hl_sim_run(&j, &r1, &e), &e);
+    j.redundant_experts = 4;
+    assert_ok(hl_sim_run(&j, &r4, &e), &e);
+    assert_rel(r4.weights_bytes - r1.weights_bytes, 11274289152.0, 1e-9, "one more expert slot per GPU");
+    const hl_item *a = find_item(r1.prefill_items, r1.n_prefill_items, "experts");
+    const hl_item *b = find_item(r4.prefill_items, r4.n_prefill_items, "experts");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_rel(a->flops / 32, 70464307200.0, 1e-12, "expert FLOPs per layer, 1 replica");
+    assert_rel(b->flops / 32, 70464307200.0, 1e-12, "expert FLOPs per layer, 4 replicas");
+    hl_model dense;
+    assert_ok(hl_model_preset("llama-3.1-8b", &dense, &e), &e);
+    j.model = dense;
+    j.ep = 1;
+    assert_int_equal(hl_sim_run(&j, &r1, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "redundant_experts"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topk_distinct_experts_exact),
+        cmocka_unit_test(test_redundant_experts),
         cmocka_unit_test(test_busiest_ep_rank_reads_whole_experts),
         cmocka_unit_test(test_coll_algo_nccl),
         cmocka_unit_test(test_allgather_after_sequence_split_combine),

@@ -97,6 +97,7 @@ typedef struct hl_job {
     /* Overrides of the framework profile; 0 = the profile's value. */
     double step_overhead;    /* s per forward pass */
     double gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale;
+    int64_t redundant_experts; /* extra expert replicas (EPLB): experts + redundant_experts slots over ep */
 } hl_job;
 
 /* ---- Defaults and validation ---- */
