@@ -252,8 +252,9 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
     char norm[80];
     *owned = NULL;
     if (!name || !valid_name(name))
-        return hl_fail(err, HL_ENOTFOUND, "%s preset name '%s' is not a valid name", kind_dirs[kind] ,
-                       name ? name : "(null)");
+        return hl_fail(err, HL_ENOTFOUND, "%s preset name '%s' is not a valid name (1 to 64 letters, digits, '-', '.' "
+                       "or '_', not starting with '.')", kind == HL_PRESET_GPU ? "gpu" : kind == HL_PRESET_CLUSTER ?
+                       "cluster" : "model", name ? name : "(null)");
     normalize(name, norm, sizeof norm);
     const char *root = getenv("HBDLAB_PRESETS");
     if (root && *root) {

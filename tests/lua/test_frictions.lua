@@ -68,6 +68,12 @@ T.test("a slow device is valid: a loaded CPU's 0.5 GB/s (hl.minitf.cpu_roofline 
   T.raises(function() hl.gpu { base = "B200", hbm_bw = 1e5 } end, "'hbm_bw': 100000 is out of range")
 end)
 
+T.test("an invalid preset name says what a name may hold", function()
+  -- was "gpus preset name 'H100 ' is not a valid name": the folder's plural, nothing on what is allowed
+  T.raises(function() hl.gpu "H100 " end, "gpu preset name 'H100 ' is not a valid name (1 to 64 letters, digits")
+  T.raises(function() hl.cluster "" end, "cluster preset name '' is not a valid name")
+end)
+
 T.test("every public hl function has hl.help", function()
   -- a newcomer types hl.help "x" for any x in hl: net_requirement, warnings, gpus, models and
   -- clusters answered "no help for ..."
