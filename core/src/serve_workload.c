@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "json_int.h"
 #include "serve_int.h"
 
 static uint64_t splitmix64(uint64_t *x)
@@ -201,25 +202,42 @@ static int column_of(const char *s, size_t n)
     return -1;
 }
 
-/* JSON line: finds "key" : number for each of the three names. */
-static int json_field(const char *s, const char *end, int col, double *v)
+/* JSON line [s, e): an object parsed by cJSON (a string value "input" or a key inside a
+ * string is no field; a repeated key is refused) whose arrival_s|arrival, input|input_tokens
+ * and output|output_tokens are numbers. 1 and v[0..2] filled, or 0 with *why set. */
+static int json_line(const char *s, const char *e, double v[3], const char **why)
 {
-    static const char *const keys[3][2] = {{"\"arrival_s\"", "\"arrival\""}, {"\"input\"", "\"input_tokens\""},
-                                           {"\"output\"", "\"output_tokens\""}};
-    for (int k = 0; k < 2; k++) {
-        size_t kl = strlen(keys[col][k]);
-        for (const char *p = s; p + kl <= end; p++)
-            if (memcmp(p, keys[col][k], kl) == 0) {
-                p += kl;
-                while (p < end && (*p == ' ' || *p == '\t'))
-                    p++;
-                if (p >= end || *p != ':')
-                    return 0;
-                p++;
-                return parse_num(&p, end, v);
-            }
+    static const char *const keys[3][2] = {{"arrival_s", "arrival"}, {"input", "input_tokens"},
+                                           {"output", "output_tokens"}};
+    char *buf = malloc((size_t)(e - s) + 1);
+    if (!buf) {
+        *why = "out of memory";
+        return 0;
     }
-    return 0;
+    memcpy(buf, s, (size_t)(e - s));
+    buf[e - s] = '\0';
+    cJSON *o = memchr(buf, '\0', (size_t)(e - s)) ? NULL : cJSON_Parse(buf); /* a NUL byte cuts the line */
+    free(buf);
+    int ok = o && cJSON_IsObject(o);
+    *why = ok ? NULL : "not a JSON object";
+    hl_err dup;
+    if (ok && hl_json_check_duplicates(o, "", "", &dup)) {
+        ok = 0;
+        *why = "a key is repeated";
+    }
+    for (int c = 0; ok && c < 3; c++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, keys[c][0]);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, keys[c][1]);
+        const cJSON *x = a ? a : b;
+        if (!x || (a && b) || !cJSON_IsNumber(x) || !isfinite(x->valuedouble)) {
+            ok = 0;
+            *why = a && b ? "a field is given under two names" : "a field is missing or not a number";
+        } else {
+            v[c] = x->valuedouble;
+        }
+    }
+    cJSON_Delete(o);
+    return ok;
 }
 
 hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
@@ -235,6 +253,8 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
         return hl_fail(err, HL_ENOMEM, "%s: out of memory", o);
     int cols[16], ncols = 0, header = 0, jsonl = -1;
     const char *p = text, *end = text + len;
+    if (len >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        p += 3; /* a UTF-8 byte-order mark (spreadsheets write one) */
     long line = 0;
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -252,12 +272,10 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
         if (jsonl < 0)
             jsonl = *s == '{';
         double v[3] = {0, 0, 0};
+        const char *why = NULL;
         if (jsonl) {
-            if (*s != '{' || e[-1] != '}')
+            if (!json_line(s, e, v, &why))
                 goto bad;
-            for (int c = 0; c < 3; c++)
-                if (!json_field(s, e, c, &v[c]))
-                    goto bad;
         } else if (!header) {
             int seen[3] = {0, 0, 0};
             for (const char *f = s; f <= e && ncols < 16;) {
@@ -327,7 +345,8 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
         continue;
     bad:
         free(q);
-        return hl_fail(err, HL_EPARSE, "%s line %ld: malformed line (expected %s): %.*s", o, line,
+        return hl_fail(err, HL_EPARSE, "%s line %ld: malformed line (%s%sexpected %s): %.*s", o, line, why ? why : "",
+                       why ? "; " : "",
                        jsonl ? "{\"arrival_s\": s, \"input\": tokens, \"output\": tokens}"
                              : "numbers under the header's arrival_s, input, output columns",
                        (int)(e - s < 60 ? e - s : 60), s);

@@ -467,6 +467,37 @@ static void test_bad_input(void **state)
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_ENOFIT, &e, "request 1");
 }
 
+/* Trace lines that the substring search got wrong: a string value "output" (refused as
+ * malformed), a key inside a string ("input": 999 read as the input), a repeated key (the first
+ * taken silently), a field under both names; a CSV with a byte-order mark (header refused). */
+static void test_trace_hostile(void **state)
+{
+    (void)state;
+    hl_trace_req *t;
+    int64_t n;
+    hl_err e;
+    const char *val = "{\"type\": \"output\", \"arrival_s\": 0, \"input\": 10, \"output\": 4}\n";
+    assert_ok(hl_serve_trace_parse(val, strlen(val), "v.jsonl", &t, &n, &e), &e);
+    assert_true(n == 1 && t[0].input == 10 && t[0].output == 4);
+    hl_serve_trace_free(t);
+    const char *inner = "{\"note\": \"\\\"input\\\": 999\", \"arrival_s\": 0, \"input\": 10, \"output\": 4}\n";
+    assert_ok(hl_serve_trace_parse(inner, strlen(inner), "i.jsonl", &t, &n, &e), &e);
+    assert_true(n == 1 && t[0].input == 10);
+    hl_serve_trace_free(t);
+    const char *dup = "{\"arrival_s\": 0, \"input\": 10, \"output\": 4, \"input\": 5}\n";
+    assert_fails_with(hl_serve_trace_parse(dup, strlen(dup), "d.jsonl", &t, &n, &e), HL_EPARSE, &e,
+                      "d.jsonl line 1: malformed line (a key is repeated");
+    const char *both = "{\"arrival_s\": 0, \"arrival\": 1, \"input\": 10, \"output\": 4}\n";
+    assert_fails_with(hl_serve_trace_parse(both, strlen(both), "b.jsonl", &t, &n, &e), HL_EPARSE, &e,
+                      "a field is given under two names");
+    const char nul[] = "{\"arrival_s\": 0, \"input\": 10, \"output\": 4}\0x\n";
+    assert_fails_with(hl_serve_trace_parse(nul, sizeof nul - 1, "n.jsonl", &t, &n, &e), HL_EPARSE, &e, "n.jsonl line 1");
+    const char *bom = "\xef\xbb\xbf" "arrival_s,input,output\n0,10,4\n";
+    assert_ok(hl_serve_trace_parse(bom, strlen(bom), "bom.csv", &t, &n, &e), &e);
+    assert_true(n == 1 && t[0].input == 10);
+    hl_serve_trace_free(t);
+}
+
 /* Limits that keep a hostile run from trapping or exhausting the caller. */
 static void test_limits(void **state)
 {
@@ -517,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_trace_parse),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_trace_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes each libFuzzer target for SECONDS (default 60) with clang's
-# -fsanitize=fuzzer,address,undefined. Needs clang and libclang-rt-14-dev
+# -fsanitize=fuzzer,address,undefined,float-cast-overflow (undefined behaviour stops the run: a finding).
+# Needs clang and libclang-rt-14-dev
 # (Debian). New interesting inputs land in build-fuzz/corpus/<target>; copy
 # the ones worth keeping into tests/fuzz/corpus/<target> (CI replays those).
 #   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim lua_presets
@@ -19,7 +20,7 @@ mkdir -p "$out"
 objs=()
 for src in core/src/*.c; do
     o="$out/$(basename "${src%.c}").o"
-    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -DHBDLAB_VERSION='"fuzz"' -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -DHBDLAB_VERSION='"fuzz"' -O1 -g -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all \
         -Icore/include -Icore/src -Ibuild/generated -c "$src" -o "$o"
     objs+=("$o")
 done
@@ -34,7 +35,7 @@ case " $targets " in *" lua_presets "*)
     for src in lua/l_*.c; do
         o="$out/bind_$(basename "${src%.c}").o"
         # shellcheck disable=SC2086
-        "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined $luaflags \
+        "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all $luaflags \
             -Ilua -Icore/include -Icore/src -c "$src" -o "$o"
         lua_objs+=("$o")
     done
@@ -55,7 +56,7 @@ for t in $targets; do
     cp -n "$corpus_src"/* "$work"/ 2> /dev/null || true
     extra=()
     [ "$t" = lua_presets ] && extra=("${lua_objs[@]}" $(pkg-config --cflags --libs lua5.4))
-    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined -Icore/include \
+    "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined,float-cast-overflow -fno-sanitize-recover=all -Icore/include \
         "tests/fuzz/fuzz_$t.c" "${objs[@]}" "${extra[@]}" -lcjson $(pkg-config --libs gsl 2> /dev/null || echo -lgsl -lgslcblas) -lm -lpthread -o "$out/fuzz_$t"
     before=$(ls "$work" | wc -l)
     echo "== fuzzing $t for ${secs}s"

@@ -156,6 +156,8 @@ check "notebook -o equal to the input is refused (rc $rc)" sh -c "[ $rc -eq 2 ] 
 check "notebook input untouched" cmp -s "$W/nb.md" "$TMP/nb.before"
 "$HBDLAB" notebook "$W/nb.md" -o "$W/./nb.md" > /dev/null 2>&1; rc=$?
 check "notebook -o naming the input another way is refused (rc $rc)" sh -c "[ $rc -eq 2 ] && cmp -s '$W/nb.md' '$TMP/nb.before'"
+timeout 20 "$HBDLAB" notebook /dev/zero -o "$W/zero.html" > /dev/null 2> "$TMP/zero.err"; rc=$?
+check "notebook of /dev/zero refused at once (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'not a regular file' '$TMP/zero.err'"
 printf '# c\n\nbell \001 \0011\001 and \033[31m red\n\n```lua\nprint(2)\n```\n' > "$W/ctl.md"
 "$HBDLAB" notebook "$W/ctl.md" -o "$W/ctl.html" > /dev/null 2> "$TMP/ctl.err"; rc=$?
 check "control bytes in prose: report written (rc $rc) $(head -c 200 "$TMP/ctl.err")" sh -c "[ $rc -eq 0 ] && grep -q 'bell' '$W/ctl.html'"
