@@ -84,6 +84,12 @@ static const hl_field job_fields[] = {
     NUM(attn_scale, "attn_scale", NULL, 1e-3, 10, 1, "", 0, "x eff_attn (0 = the framework's)"),
     INT(redundant_experts, "redundant_experts", NULL, 0, 1e6, 0, 0,
         "extra expert replicas (EPLB): ep divides experts + redundant_experts"),
+    NUM(spec_tokens, "spec_tokens", NULL, 0, 64, 0, "", 0,
+        "speculative decoding: draft tokens proposed per decode step (0 = off)"),
+    NUM(spec_accept, "spec_accept", NULL, 0, 1, 0, "", 0,
+        "speculative decoding: acceptance probability of each draft token (needed when spec_tokens > 0)"),
+    NUM(spec_draft_layers, "spec_draft_layers", NULL, 0, 1e3, 0, "", 1,
+        "speculative decoding: target-shaped layers run per draft token (MTP module / EAGLE head: 1)"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
 

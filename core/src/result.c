@@ -27,6 +27,7 @@ static const hl_result_field fields[] = {
     NUM("decode_tps", decode_tps, "1/s", "decode-phase tokens / decode-phase time, whole job"),
     NUM("tps_per_gpu", tps_per_gpu, "1/s", "generated tokens / total_s / GPUs"),
     NUM("tps_per_gpu_incl_prompt", tps_per_gpu_incl_prompt, "1/s", "(prompt + generated) tokens / total_s / GPUs"),
+    NUM("tokens_per_step", tokens_per_step, "", "tokens a decode step adds per sequence (speculative decoding: > 1)"),
     NAME("bound", bound, "compute|hbm|scale-up|scale-out|latency", "what takes the most time over the job"),
     NUM("prefill.time_s", prefill.time_s, "s", "prefill duration on the critical path"),
     NUM("prefill.compute_s", prefill.compute_s, "s", "prefill operators bound by compute"),

@@ -139,6 +139,18 @@ hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
         return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
                        (long long)s->pp, (long long)s->dp, (long long)s->G);
     s->slots = (double)(m->experts + j->redundant_experts);
+    s->decode_q = 1;
+    if (j->spec_tokens > 0) {
+        if (j->spec_tokens != floor(j->spec_tokens))
+            return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
+                           j->spec_tokens);
+        if (!(j->spec_accept > 0))
+            return hl_fail(err, HL_EINVAL,
+                           "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token "
+                           "is accepted (0 < spec_accept <= 1)",
+                           j->spec_accept, j->spec_tokens);
+        s->decode_q = 1 + j->spec_tokens;
+    }
     if (m->experts > 0) {
         if ((m->experts + j->redundant_experts) % s->ep != 0)
             return hl_fail(err, HL_EINVAL,
@@ -601,7 +613,7 @@ static void attn_op(const sim *s, hl_op *op, double b, double q, double ctx, dou
     sh.act_bytes = s->ab;
     sh.window = window;
     if (m->attn == HL_ATTN_MLA) {
-        if (q == 1) { /* decode on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
+        if (q <= s->decode_q) { /* decode (and verify) on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
             sh.kv_heads = 1;
             sh.qk_dim = (double)(m->kv_lora_rank + m->qk_rope_dim);
             sh.v_dim = (double)m->kv_lora_rank;
@@ -671,6 +683,27 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
     return total + fmax(s1, s2);
 }
 
+/* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
+ * per layer plus one kernel latency per step, times `layers`. */
+static void add_attention_sum(const sim *s, acc *a, double layers, double sum, double steps, int mem_bound,
+                              double flops, double bytes)
+{
+    double total = (sum + s->c->gpu.kernel_latency * steps) * layers;
+    a->ph.time_s += total;
+    if (mem_bound)
+        a->ph.memory_s += total;
+    else
+        a->ph.compute_s += total;
+    a->ph.flops += flops * layers;
+    a->ph.hbm_bytes += bytes * layers;
+    if (a->summary)
+        return;
+    hl_item *it = item(a, "attention", 0, 0);
+    it->time_s += total;
+    it->flops += flops * layers;
+    it->bytes += bytes * layers;
+}
+
 /* Decode attention over all steps for `layers` layers with window w (0 = none):
  * step j sees keys k = input + j, j = 1..output-1. */
 static hl_status decode_attention(const sim *s, acc *a, double layers, double w, hl_err *err)
@@ -721,22 +754,101 @@ static hl_status decode_attention(const sim *s, acc *a, double layers, double w,
         flops += n_flat * (flops0 + dfl * (w - k0));
         bytes += n_flat * (bytes0 + dby * (w - k0));
     }
-    double lat = s->c->gpu.kernel_latency * steps;
-    double total = (sum + lat) * layers;
-    a->ph.time_s += total;
-    int mem_bound = am + bm * kw >= ac + bc * kw;
-    if (mem_bound)
-        a->ph.memory_s += total;
-    else
-        a->ph.compute_s += total;
-    a->ph.flops += flops * layers;
-    a->ph.hbm_bytes += bytes * layers;
-    if (a->summary)
+    add_attention_sum(s, a, layers, sum, steps, am + bm * kw >= ac + bc * kw, flops, bytes);
+    return HL_OK;
+}
+
+/* Expected tokens a decode step adds per sequence. With gamma draft tokens,
+ * each accepted with probability alpha independently, the step keeps the
+ * accepted prefix plus the target's own next token:
+ * E = sum_{i=0..gamma} alpha^i = (1 - alpha^(gamma+1)) / (1 - alpha), and gamma + 1
+ * at alpha = 1 (Leviathan, Kalman, Matias 2023, eq. 1). 1 without speculation. */
+static double spec_tokens_per_step(const hl_job *j)
+{
+    double g = j->spec_tokens, al = j->spec_accept;
+    if (g <= 0)
+        return 1;
+    return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
+}
+
+/* Attention of n decode steps of q new tokens per sequence, step i = 0..n-1
+ * starting after in + tau*i cached keys, capped at the window w (0 = none):
+ * compute and memory times are linear in i until the window, then constant;
+ * summed in closed form as decode_attention does (derived). */
+static hl_status spec_attention(const sim *s, acc *a, double layers, double w, double q, double tau, double n,
+                                hl_err *err)
+{
+    if (layers <= 0 || n <= 0)
         return HL_OK;
-    hl_item *it = item(a, "attention", 0, 0);
-    it->time_s += total;
-    it->flops += flops * layers;
-    it->bytes += bytes * layers;
+    double b = s->b_local, in = s->j->input, i_grow = n - 1; /* last index still growing */
+    if (w > 0)
+        i_grow = fmin(i_grow, floor((w - in) / tau));
+    hl_op op;
+    hl_op_time t;
+    hl_status st;
+    double sum = 0, flops = 0, bytes = 0, n_grow = 0;
+    int mem_bound = 0;
+    if (i_grow >= 0) {
+        double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
+        for (int x = 0; x < 2; x++) {
+            attn_op(s, &op, b, q, in + tau * x, 0);
+            if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
+                return st;
+            c[x] = t.compute_s;
+            m[x] = t.memory_s;
+            f[x] = op.flops;
+            by[x] = op.bytes_read + op.bytes_written;
+        }
+        n_grow = i_grow + 1;
+        sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
+        flops += n_grow * f[0] + (f[1] - f[0]) * i_grow * n_grow / 2;
+        bytes += n_grow * by[0] + (by[1] - by[0]) * i_grow * n_grow / 2;
+        mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;
+    }
+    double n_flat = n - n_grow;
+    if (n_flat > 0) { /* keys fixed at the window */
+        attn_op(s, &op, b, q, w, 0);
+        if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
+            return st;
+        sum += n_flat * fmax(t.compute_s, t.memory_s);
+        flops += n_flat * op.flops;
+        bytes += n_flat * (op.bytes_read + op.bytes_written);
+        if (n_grow == 0)
+            mem_bound = t.memory_s >= t.compute_s;
+    }
+    add_attention_sum(s, a, layers, sum, n, mem_bound, flops, bytes);
+    return HL_OK;
+}
+
+static void add_overhead(acc *a, double per_pass, double passes);
+
+/* Speculative decode (docs/MODEL.md 6.2): output - 1 tokens in n = (output - 1)/E
+ * verify steps of q = gamma + 1 tokens per sequence (every layer, logits of
+ * every position), each after gamma draft passes of spec_draft_layers
+ * target-shaped layers and an LM head on one token per sequence. */
+static hl_status decode_speculative(const sim *s, acc *dec, double steps, hl_err *err)
+{
+    const hl_job *j = s->j;
+    double full, sliding;
+    layer_split(s, &full, &sliding);
+    double window = (double)s->m->sliding_window, b = s->b_local, stages = (double)s->pp;
+    double g = j->spec_tokens, q = g + 1, tau = spec_tokens_per_step(j), n = steps / tau;
+    double draft_layers = g * j->spec_draft_layers; /* per verify step */
+    hl_status st;
+    if ((st = layer_ops(s, dec, b, q, n * stages, 1, err)))
+        return st;
+    if (draft_layers > 0 && (st = layer_ops(s, dec, b, 1, n * draft_layers / s->stage_layers, 1, err)))
+        return st;
+    hl_event *saved = dec->ev;
+    dec->ev = NULL; /* closed-form sums are not single events */
+    if ((st = spec_attention(s, dec, full * stages, 0, q, tau, n, err)) ||
+        (st = spec_attention(s, dec, sliding * stages, window, q, tau, n, err)) ||
+        (st = spec_attention(s, dec, draft_layers, 0, 1, tau, n * g > 0 ? n : 0, err)))
+        return st;
+    dec->ev = saved;
+    if ((st = io_ops(s, dec, b * q, 1, n, err)) || (g > 0 && (st = io_ops(s, dec, b, 1, n * g, err))))
+        return st;
+    add_overhead(dec, j->step_overhead, n);
     return HL_OK;
 }
 
@@ -836,7 +948,10 @@ static hl_status run_decode(const sim *s, hl_result *r, acc *dec, hl_err *err)
     hl_status st;
     start_phase(j, dec, r->decode_events, j->overlap_decode);
     double steps = j->output - 1, b = s->b_local;
-    if (steps > 0) {
+    if (steps > 0 && j->spec_tokens > 0) {
+        if ((st = decode_speculative(s, dec, steps, err)))
+            return st;
+    } else if (steps > 0) {
         double stages = (double)s->pp;
         if ((st = layer_ops(s, dec, b, 1, steps * stages, 1, err)))
             return st;
@@ -884,6 +999,7 @@ static void fill_times(const sim *s, const acc *pre, const acc *dec, hl_result *
     r->decode_tps = dec->ph.time_s > 0 ? j->batch * steps / dec->ph.time_s : 0;
     r->tps_per_gpu = j->batch * j->output / r->total_s / (double)s->G;
     r->tps_per_gpu_incl_prompt = j->batch * (j->input + j->output) / r->total_s / (double)s->G;
+    r->tokens_per_step = spec_tokens_per_step(j);
     r->gpus = s->G;
     r->tp = s->tp;
     r->pp = s->pp;
@@ -1001,6 +1117,12 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     hl_stepper *st = calloc(1, sizeof *st);
     if (!st)
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+    if (job->spec_tokens > 0) {
+        free(st);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_tokens': %g; speculative decoding is modelled by hl.simulate, not yet by the "
+                       "serving step timer (use spec_tokens = 0 here)", job->spec_tokens);
+    }
     hl_job fw;
     st->job = *hl_job_with_framework(job, &fw); /* the framework's efficiencies and step overhead */
     st->job.summary_only = 1;

@@ -22,6 +22,7 @@ typedef struct hl_sim_ctx {
     double wb, ab, kvb, wireb;  /* bytes per element: weights, activations, KV, MoE dispatch payload */
     int64_t G, tp, pp, ep, dp, etp;
     double slots;               /* expert slots: experts + redundant_experts (replicas of hot experts) */
+    double decode_q;            /* new tokens per sequence in a decode step: 1, or 1 + spec_tokens */
     double stage_layers;        /* layers per pipeline stage */
     double dense_frac;          /* fraction of layers with a dense FFN */
     double b_local;             /* sequences per attention data-parallel group */

@@ -98,6 +98,10 @@ typedef struct hl_job {
     double step_overhead;    /* s per forward pass */
     double gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale;
     int64_t redundant_experts; /* extra expert replicas (EPLB): experts + redundant_experts slots over ep */
+    /* Speculative decoding / MTP (docs/MODEL.md 6.2); spec_tokens = 0: off. */
+    double spec_tokens;       /* draft tokens proposed per decode step (gamma) */
+    double spec_accept;       /* probability that each draft token is accepted (alpha, i.i.d. per position) */
+    double spec_draft_layers; /* target-shaped layers the drafter runs per draft token (MTP module / EAGLE head: 1) */
 } hl_job;
 
 /* ---- Defaults and validation ---- */

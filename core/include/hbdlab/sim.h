@@ -61,6 +61,7 @@ typedef struct hl_result {
     double decode_tps;         /* decode-phase tokens / decode-phase time (whole job) */
     double tps_per_gpu;        /* generated tokens / total_s / gpus */
     double tps_per_gpu_incl_prompt; /* (prompt + generated) tokens / total_s / gpus */
+    double tokens_per_step;    /* tokens each decode step adds per sequence (1; more with speculative decoding) */
     hl_phase prefill;
     hl_phase decode;
     int32_t bound;             /* 0 compute, 1 HBM, 2 scale-up, 3 scale-out, 4 latency */

@@ -31,11 +31,11 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 65, HL_SWEEP_MAX_AXES = 128 };
+enum { HL_POINT_VALUES = 66, HL_SWEEP_MAX_AXES = 128 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
-    double v[65];        /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
+    double v[66];        /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
     int32_t status;      /* hl_status of the point */
     char error[512];     /* message when status != 0 (the size of hl_err.msg: never cut) */
 } hl_point;
