@@ -704,85 +704,20 @@ static void add_attention_sum(const sim *s, acc *a, double layers, double sum, d
     it->bytes += bytes * layers;
 }
 
-/* Decode attention over all steps for `layers` layers with window w (0 = none):
- * step j sees keys k = input + j, j = 1..output-1. */
-static hl_status decode_attention(const sim *s, acc *a, double layers, double w, hl_err *err)
-{
-    double b = s->b_local, in = s->j->input, steps = s->j->output - 1;
-    if (layers <= 0 || steps <= 0)
-        return HL_OK;
-    hl_op op;
-    hl_op_time t;
-    hl_status st;
-    if (s->j->exact_steps) {
-        for (double k = in + 1; k <= in + steps; k++) {
-            if (fmod(k - in, 4096) == 0 && hl_interrupt_pending()) /* Ctrl-C: a huge output must not trap us */
-                return hl_fail(err, HL_EINTR, "interrupted after %.0f of %.0f exact decode steps", k - in - 1, steps);
-            attn_op(s, &op, b, 1, k - 1, w);
-            if ((st = add_op(s, a, &op, layers, err)))
-                return st;
-        }
-        return HL_OK;
-    }
-    /* Closed form: compute and memory times are linear in k (constant once k
-     * exceeds the window); the sum of their max splits where the lines cross. */
-    double k0 = in + 1, k1 = in + steps;
-    double kw = w > 0 ? fmin(k1, w) : k1; /* last k still growing */
-    double c0, m0, c1, m1;
-    attn_op(s, &op, b, 1, k0 - 1, 0);
-    if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
-        return st;
-    c0 = t.compute_s;
-    m0 = t.memory_s;
-    double flops0 = op.flops, bytes0 = op.bytes_read + op.bytes_written;
-    attn_op(s, &op, b, 1, k0, 0);
-    hl_op_time_on(&op, &s->c->gpu, &t, err);
-    c1 = t.compute_s;
-    m1 = t.memory_s;
-    double dfl = op.flops - flops0, dby = op.bytes_read + op.bytes_written - bytes0;
-    double bc = c1 - c0, bm = m1 - m0, ac = c0 - bc * k0, am = m0 - bm * k0;
-    double sum = 0, flops = 0, bytes = 0, n_grow = 0;
-    if (k0 <= kw) {
-        n_grow = kw - k0 + 1;
-        sum += sum_max_lines(ac, bc, am, bm, k0, kw);
-        flops += n_grow * (flops0 - dfl * k0) + dfl * (k0 + kw) * n_grow / 2;
-        bytes += n_grow * (bytes0 - dby * k0) + dby * (k0 + kw) * n_grow / 2;
-    }
-    double n_flat = steps - n_grow; /* steps past the window: keys fixed at w */
-    if (n_flat > 0) {
-        sum += n_flat * fmax(ac + bc * w, am + bm * w);
-        flops += n_flat * (flops0 + dfl * (w - k0));
-        bytes += n_flat * (bytes0 + dby * (w - k0));
-    }
-    add_attention_sum(s, a, layers, sum, steps, am + bm * kw >= ac + bc * kw, flops, bytes);
-    return HL_OK;
-}
-
-/* Expected tokens a decode step adds per sequence. With gamma draft tokens,
- * each accepted with probability alpha independently, the step keeps the
- * accepted prefix plus the target's own next token:
- * E = sum_{i=0..gamma} alpha^i = (1 - alpha^(gamma+1)) / (1 - alpha), and gamma + 1
- * at alpha = 1 (Leviathan, Kalman, Matias 2023, eq. 1). 1 without speculation. */
-static double spec_tokens_per_step(const hl_job *j)
-{
-    double g = j->spec_tokens, al = j->spec_accept;
-    if (g <= 0)
-        return 1;
-    return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
-}
-
 /* Attention of n decode steps of q new tokens per sequence, step i = 0..n-1
- * starting after in + tau*i cached keys, capped at the window w (0 = none):
- * compute and memory times are linear in i until the window, then constant;
- * summed in closed form as decode_attention does (derived). */
-static hl_status spec_attention(const sim *s, acc *a, double layers, double w, double q, double tau, double n,
-                                hl_err *err)
+ * starting after in + tau*i cached keys; with a window w (0 = none) a query
+ * sees at most w keys, so the cached context stops growing at w - 1. Compute
+ * and memory times are each linear in i until then, constant after: the sum of
+ * their max is taken in closed form, split where the two lines cross (derived;
+ * plain decode is q = tau = 1). */
+static hl_status attention_sum(const sim *s, acc *a, double layers, double w, double q, double tau, double n,
+                               hl_err *err)
 {
     if (layers <= 0 || n <= 0)
         return HL_OK;
     double b = s->b_local, in = s->j->input, i_grow = n - 1; /* last index still growing */
     if (w > 0)
-        i_grow = fmin(i_grow, floor((w - in) / tau));
+        i_grow = fmin(i_grow, floor((w - 1 - in) / tau));
     hl_op op;
     hl_op_time t;
     hl_status st;
@@ -806,8 +741,8 @@ static hl_status spec_attention(const sim *s, acc *a, double layers, double w, d
         mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;
     }
     double n_flat = n - n_grow;
-    if (n_flat > 0) { /* keys fixed at the window */
-        attn_op(s, &op, b, q, w, 0);
+    if (n_flat > 0) { /* context fixed at the window */
+        attn_op(s, &op, b, q, w - 1, 0);
         if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
             return st;
         sum += n_flat * fmax(t.compute_s, t.memory_s);
@@ -818,6 +753,41 @@ static hl_status spec_attention(const sim *s, acc *a, double layers, double w, d
     }
     add_attention_sum(s, a, layers, sum, n, mem_bound, flops, bytes);
     return HL_OK;
+}
+
+/* Decode attention over all steps for `layers` layers with window w (0 = none):
+ * step j sees keys k = input + j, j = 1..output-1; closed form, or step by step
+ * with exact_steps (the reference the closed form is tested against). */
+static hl_status decode_attention(const sim *s, acc *a, double layers, double w, hl_err *err)
+{
+    double b = s->b_local, in = s->j->input, steps = s->j->output - 1;
+    if (layers <= 0 || steps <= 0)
+        return HL_OK;
+    if (!s->j->exact_steps)
+        return attention_sum(s, a, layers, w, 1, 1, steps, err);
+    hl_op op;
+    hl_status st;
+    for (double k = in + 1; k <= in + steps; k++) {
+        if (fmod(k - in, 4096) == 0 && hl_interrupt_pending()) /* Ctrl-C: a huge output must not trap us */
+            return hl_fail(err, HL_EINTR, "interrupted after %.0f of %.0f exact decode steps", k - in - 1, steps);
+        attn_op(s, &op, b, 1, k - 1, w);
+        if ((st = add_op(s, a, &op, layers, err)))
+            return st;
+    }
+    return HL_OK;
+}
+
+/* Expected tokens a decode step adds per sequence. With gamma draft tokens,
+ * each accepted with probability alpha independently, the step keeps the
+ * accepted prefix plus the target's own next token:
+ * E = sum_{i=0..gamma} alpha^i = (1 - alpha^(gamma+1)) / (1 - alpha), and gamma + 1
+ * at alpha = 1 (Leviathan, Kalman, Matias 2023, eq. 1). 1 without speculation. */
+static double spec_tokens_per_step(const hl_job *j)
+{
+    double g = j->spec_tokens, al = j->spec_accept;
+    if (g <= 0)
+        return 1;
+    return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
 }
 
 static void add_overhead(acc *a, double per_pass, double passes);
@@ -841,9 +811,9 @@ static hl_status decode_speculative(const sim *s, acc *dec, double steps, hl_err
         return st;
     hl_event *saved = dec->ev;
     dec->ev = NULL; /* closed-form sums are not single events */
-    if ((st = spec_attention(s, dec, full * stages, 0, q, tau, n, err)) ||
-        (st = spec_attention(s, dec, sliding * stages, window, q, tau, n, err)) ||
-        (st = spec_attention(s, dec, draft_layers, 0, 1, tau, n * g > 0 ? n : 0, err)))
+    if ((st = attention_sum(s, dec, full * stages, 0, q, tau, n, err)) ||
+        (st = attention_sum(s, dec, sliding * stages, window, q, tau, n, err)) ||
+        (st = attention_sum(s, dec, draft_layers, 0, 1, tau, n, err)))
         return st;
     dec->ev = saved;
     if ((st = io_ops(s, dec, b * q, 1, n, err)) || (g > 0 && (st = io_ops(s, dec, b, 1, n * g, err))))
