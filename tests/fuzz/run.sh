@@ -32,11 +32,11 @@ objs+=("$out/presets_data.o")
 lua_objs=()
 case " $targets " in *" lua_presets "*)
     luaflags=$(pkg-config --cflags lua5.4)
-    for src in lua/l_*.c; do
+    for src in lua/bind/l_*.c; do
         o="$out/bind_$(basename "${src%.c}").o"
         # shellcheck disable=SC2086
         "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all $luaflags \
-            -Ilua -Icore/include -Icore/src -c "$src" -o "$o"
+            -Ilua/bind -Ilua/host -Icore/include -Icore/src -c "$src" -o "$o"
         lua_objs+=("$o")
     done
     cmake -DOUT="$PWD/$out/lua_data.c" -DSYMBOL=hl_embedded_lua -DBASE="$PWD/lua" \
