@@ -251,7 +251,7 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
-        lua_createtable(L, 0, 6);
+        lua_createtable(L, 0, 18);
         lua_pushstring(L, items[i].name);
         lua_setfield(L, -2, "name");
         lua_pushstring(L, items[i].is_comm ? "comm" : "op");
@@ -263,6 +263,25 @@ static void push_items(lua_State *L, const hl_item *items, int n)
         hl_set_num(L, "time_s", items[i].time_s);
         hl_set_num(L, "bytes", items[i].bytes);
         hl_set_num(L, "flops", items[i].flops);
+        hl_set_num(L, "calls", items[i].calls);
+        hl_set_num(L, "path_factor", items[i].path_factor);
+        lua_pushboolean(L, items[i].per_pass);
+        lua_setfield(L, -2, "per_pass");
+        if (items[i].is_comm) { /* one call as simulated (hl_item) */
+            lua_pushstring(L, hl_coll_op_name((hl_coll_op)items[i].op));
+            lua_setfield(L, -2, "op");
+            lua_pushinteger(L, items[i].ranks);
+            lua_setfield(L, -2, "ranks");
+            lua_pushinteger(L, items[i].ranks_per_hbd);
+            lua_setfield(L, -2, "ranks_per_hbd");
+            lua_pushinteger(L, items[i].hbds);
+            lua_setfield(L, -2, "hbds");
+            hl_set_num(L, "call_bytes", items[i].call_bytes);
+            hl_set_num(L, "call_time_s", items[i].call_time_s);
+            hl_set_num(L, "call_latency_s", items[i].call_latency_s);
+            hl_set_num(L, "call_scaleup_bytes", items[i].call_scaleup_bytes);
+            hl_set_num(L, "call_scaleout_bytes", items[i].call_scaleout_bytes);
+        }
         lua_rawseti(L, -2, i + 1);
     }
 }
