@@ -44,7 +44,7 @@ T.test("hl.plot.roofline takes a preset name; its labels do not overlap", functi
   local labels = {}
   for line in text:gmatch("[^\n]+") do
     if not line:match("^#") then
-      local name, x, y, lx, ly = line:match('^"(.-)"\t(%S+)\t(%S+)\t(%S+)\t(%S+)$')
+      local name, _, y, lx, ly = line:match('^"(.-)"\t(%S+)\t(%S+)\t(%S+)\t(%S+)$')
       labels[#labels + 1] = { name = name, x = math.log(tonumber(lx), 10), y = math.log(tonumber(ly), 10),
                               py = math.log(tonumber(y), 10) }
     end
