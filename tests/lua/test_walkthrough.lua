@@ -2,7 +2,6 @@
 -- counts and times (the collective rows of r.prefill/decode.breakdown), and
 -- computes none itself.
 local T = require "testlib"
-local hl = require "hbdlab"
 
 local src = (os.getenv("HBDLAB_SOURCE_DIR") or ".") .. "/scripts/walkthrough_tp2pp2.lua"
 local si = require("hbdlab.objects").si

@@ -39,26 +39,26 @@ enum { HL_SIM_MAX_ITEMS = 32, HL_SIM_MAX_EVENTS = 40 };
  * collective the simulator counted in it (docs/MODEL.md 6.3). */
 typedef struct hl_item {
     char name[32];
-    int32_t is_comm;      /* 1 for a collective */
-    int32_t tier;         /* collectives: 0 inside one HBD, 1 crosses HBDs */
-    double time_s;        /* summed over the phase = calls * one call (collectives before overlap;
-                             prefill rows inside the layers before the pipeline fill: see path_factor) */
-    double bytes;         /* B per GPU (HBM for operators, sent for collectives) */
-    double flops;         /* FLOP per GPU */
-    double calls;         /* executions per GPU in the phase (fractional when layers split unevenly) */
-    double path_factor;   /* time_s * path_factor is the row's time on the phase's critical path
-                             before overlap: (mb + pp - 1) / mb for prefill rows inside the layers
-                             (pipeline fill), 1 otherwise */
-    int32_t per_pass;     /* 1: once per forward pass (embedding, LM head, logits, token broadcast,
-                             PP send/recv, step overhead); 0: inside the layers */
+    int32_t is_comm;    /* 1 for a collective */
+    int32_t tier;       /* collectives: 0 inside one HBD, 1 crosses HBDs */
+    double time_s;      /* summed over the phase = calls * one call (collectives before overlap;
+                         prefill rows inside the layers before the pipeline fill: see path_factor) */
+    double bytes;       /* B per GPU (HBM for operators, sent for collectives) */
+    double flops;       /* FLOP per GPU */
+    double calls;       /* executions per GPU in the phase (fractional when layers split unevenly) */
+    double path_factor; /* time_s * path_factor is the row's time on the phase's critical path
+                         before overlap: (mb + pp - 1) / mb for prefill rows inside the layers
+                         (pipeline fill), 1 otherwise */
+    int32_t per_pass;   /* 1: once per forward pass (embedding, LM head, logits, token broadcast,
+                         PP send/recv, step overhead); 0: inside the layers */
     /* collectives only (0 for operators): one call as simulated */
-    int32_t op;           /* hl_coll_op */
-    int64_t ranks;        /* n */
-    int64_t ranks_per_hbd;/* g as placed (after routing as a smaller HBD, if faster) */
-    int64_t hbds;         /* HBDs the group spans */
-    double call_bytes;    /* S, B per GPU as nccl-tests counts it (hl_coll_in.bytes) */
-    double call_time_s;   /* time of one call */
-    double call_latency_s;/* the size-independent part of call_time_s */
+    int32_t op;                 /* hl_coll_op */
+    int64_t ranks;              /* n */
+    int64_t ranks_per_hbd;      /* g as placed (after routing as a smaller HBD, if faster) */
+    int64_t hbds;               /* HBDs the group spans */
+    double call_bytes;          /* S, B per GPU as nccl-tests counts it (hl_coll_in.bytes) */
+    double call_time_s;         /* time of one call */
+    double call_latency_s;      /* the size-independent part of call_time_s */
     double call_scaleup_bytes;  /* B one GPU sends over scale-up links per call */
     double call_scaleout_bytes; /* B one GPU sends over the scale-out network per call */
 } hl_item;
