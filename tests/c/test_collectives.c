@@ -25,6 +25,18 @@ static int count_comm(const hl_item *items, int n)
     return c;
 }
 
+/* Llama-3.1-8B on 4 H100 in HBDs of 2, tp = 2, pp = 2, batch 2, input 64, output 3. */
+static hl_job tp2pp2_job(void)
+{
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 4, 2);
+    j.tp = 2;
+    j.pp = 2;
+    j.batch = 2;
+    j.input = 64;
+    j.output = 3;
+    return j;
+}
+
 static void check_row(const hl_item *it, const char *label, hl_coll_op op, double bytes, int64_t ranks, int64_t hbds,
                       double calls, int per_pass, double up, double out)
 {
@@ -68,12 +80,7 @@ static void check_row(const hl_item *it, const char *label, hl_coll_op op, doubl
 static void test_tp2pp2_collectives_by_hand(void **state)
 {
     (void)state;
-    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 4, 2);
-    j.tp = 2;
-    j.pp = 2;
-    j.batch = 2;
-    j.input = 64;
-    j.output = 3;
+    hl_job j = tp2pp2_job();
     j.overlap_prefill = 0;
     j.overlap_decode = 0;
     hl_result r;
@@ -142,12 +149,7 @@ static void test_tp2pp2_collectives_by_hand(void **state)
 static void test_speculative_rows_by_shape(void **state)
 {
     (void)state;
-    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 4, 2);
-    j.tp = 2;
-    j.pp = 2;
-    j.batch = 2;
-    j.input = 64;
-    j.output = 3;
+    hl_job j = tp2pp2_job();
     j.spec_tokens = 1;
     j.spec_accept = 1;
     j.spec_draft_layers = 1;
@@ -166,12 +168,7 @@ static void test_speculative_rows_by_shape(void **state)
 static void test_summary_lists_nothing(void **state)
 {
     (void)state;
-    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 4, 2);
-    j.tp = 2;
-    j.pp = 2;
-    j.batch = 2;
-    j.input = 64;
-    j.output = 3;
+    hl_job j = tp2pp2_job();
     j.summary_only = 1;
     hl_result r;
     hl_err e;
