@@ -98,6 +98,19 @@ T.test("disaggregated pools and the best split", function()
   for _, row in ipairs(r.rows) do T.ok(row.rate <= r.best.rate, "best is the highest rate") end
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {} } })) end, "disagg.decode")
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {}, bogus = 1 } })) end, "unknown key 'bogus'")
+  -- pools on one 4-GPU cluster that need more GPUs than it has: this used to fail later with
+  -- "KV transfer: collective: 2 ranks at 1 per HBD need 2 HBDs; the cluster has 1"
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = { parallel = { tp = 1, gpus = 3 } },
+                                                      decode = { parallel = { tp = 1, gpus = 2 } } } })) end,
+           "field 'disagg': the prefill pool (3 GPUs) and the decode pool (2 GPUs) share one cluster of 4 GPUs and need 5")
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {} } })) end,
+           "the prefill pool (4 GPUs) and the decode pool (4 GPUs)")
+  -- kv_link = "scaleout" says the pools are apart: two whole 4-GPU clusters of one HBD each run, and the
+  -- transfer crosses scale-out (it was refused: the prefill cluster has a single HBD)
+  local apart = hl.serve(with(job, { disagg = { prefill = { parallel = { tp = 1 } }, decode = { parallel = { tp = 1 } },
+                                                kv_link = "scaleout" } }))
+  T.eq(apart.kv_link, "scaleout", "kv_link as given")
+  T.ok(apart.kv_transfer_s > 0, "a scale-out KV transfer is timed")
 end)
 
 T.test("bad input", function()
