@@ -1,13 +1,14 @@
-/* JSON <-> Lua through cJSON: core.json_encode(value[, pretty]) and
- * core.json_decode(text[, origin]). Objects become tables with string keys,
- * arrays become sequences; JSON null becomes core.null in arrays, absent in objects. */
+/* JSON <-> Lua: core.json_encode(value[, pretty]) (built with cJSON) and
+ * core.json_decode(text[, origin]) (read by the core's JSON front end, hbdlab/json.h).
+ * Objects become tables with string keys, arrays become sequences; JSON null becomes
+ * core.null in arrays, absent in objects. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
-#include "json_int.h"
+#include "hbdlab/json.h"
 
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
@@ -220,40 +221,43 @@ static int l_encode(lua_State *L)
     return 1;
 }
 
-static void decode(lua_State *L, const cJSON *item, const char *origin, int depth)
+/* Pushes the Lua form of v (a tree of the core's JSON front end, hbdlab/json.h). */
+static void decode(lua_State *L, const hl_json *v, const char *origin, int depth)
 {
     if (depth > MAX_DEPTH)
         luaL_error(L, "%s: JSON nesting deeper than %d", origin, MAX_DEPTH);
     luaL_checkstack(L, 4, "json_decode");
-    if (cJSON_IsNull(item))
-        lua_pushlightuserdata(L, &null_sentinel);
-    else if (cJSON_IsBool(item))
-        lua_pushboolean(L, cJSON_IsTrue(item));
-    else if (cJSON_IsNumber(item)) {
-        double v = item->valuedouble;
-        if (v == floor(v) && fabs(v) < 9007199254740992.0)
-            lua_pushinteger(L, (lua_Integer)v);
+    switch (hl_json_kind_of(v)) {
+    case HL_JSON_NULL: lua_pushlightuserdata(L, &null_sentinel); break;
+    case HL_JSON_BOOL: lua_pushboolean(L, hl_json_true(v)); break;
+    case HL_JSON_NUMBER: {
+        double x = hl_json_number(v);
+        if (x == floor(x) && fabs(x) < 9007199254740992.0)
+            lua_pushinteger(L, (lua_Integer)x);
         else
-            lua_pushnumber(L, v);
-    } else if (cJSON_IsString(item))
-        lua_pushstring(L, item->valuestring);
-    else if (cJSON_IsArray(item)) {
-        lua_createtable(L, cJSON_GetArraySize(item), 0);
+            lua_pushnumber(L, x);
+        break;
+    }
+    case HL_JSON_STRING: lua_pushstring(L, hl_json_string(v)); break;
+    case HL_JSON_ARRAY: {
+        lua_createtable(L, hl_json_count(v), 0);
         int i = 1;
-        for (const cJSON *c = item->child; c; c = c->next) {
+        for (const hl_json *c = hl_json_first(v); c; c = hl_json_next(c)) {
             decode(L, c, origin, depth + 1);
             lua_rawseti(L, -2, i++);
         }
-    } else if (cJSON_IsObject(item)) {
+        break;
+    }
+    case HL_JSON_OBJECT:
         lua_newtable(L);
-        for (const cJSON *c = item->child; c; c = c->next) { /* repeated keys were refused before */
-            if (cJSON_IsNull(c))
+        for (const hl_json *c = hl_json_first(v); c; c = hl_json_next(c)) { /* repeated keys were refused */
+            if (hl_json_kind_of(c) == HL_JSON_NULL)
                 continue;
             decode(L, c, origin, depth + 1);
-            lua_setfield(L, -2, c->string);
+            lua_setfield(L, -2, hl_json_key(c));
         }
-    } else {
-        luaL_error(L, "%s: unsupported JSON value", origin);
+        break;
+    default: luaL_error(L, "%s: unsupported JSON value", origin);
     }
 }
 
@@ -263,48 +267,23 @@ static int decode_protected(lua_State *L)
     return 1;
 }
 
+/* json_decode(text[, origin]): the core's JSON front end (hl_json_parse: NUL bytes, UTF-8,
+ * "\u0000", repeated keys, origin:line:col), then the tree as Lua values. */
 static int l_decode(lua_State *L)
 {
     size_t len;
     const char *text = luaL_checklstring(L, 1, &len);
     const char *origin = luaL_optstring(L, 2, "json");
-    if (strlen(text) != len)
-        return luaL_error(L, "%s: JSON text contains a NUL byte at byte %d", origin, (int)strlen(text));
-    int64_t bad = hl_utf8_invalid_offset(text, (int64_t)len);
-    if (bad >= 0)
-        return luaL_error(L, "%s: byte %d: invalid UTF-8", origin, (int)bad);
-    if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
-        text += 3;
-    int64_t nul = hl_json_nul_escape_offset(text);
-    if (nul >= 0)
-        return luaL_error(L, "%s: byte %I: \\u0000 (a NUL character) is not allowed in JSON text", origin,
-                          (lua_Integer)nul);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long line = 1, col = 1;
-        for (const char *p = text; at && p < at && *p; p++) {
-            if (*p == '\n') {
-                line++;
-                col = 1;
-            } else
-                col++;
-        }
-        return luaL_error(L, "%s:%d:%d: malformed JSON%s", origin, (int)line, (int)col,
-                          at && !*at ? " (unexpected end of input)" : "");
-    }
     hl_err err;
-    if (hl_json_check_duplicates(root, origin, "$", &err)) {
-        cJSON_Delete(root);
+    hl_json *root = NULL;
+    if (hl_json_parse(text, (int64_t)len, origin, &root, &err))
         return hl_raise(L, &err);
-    }
     /* Convert in a protected call so that an error cannot leak the tree. */
     lua_pushcfunction(L, decode_protected);
     lua_pushlightuserdata(L, root);
     lua_pushstring(L, origin);
     int status = lua_pcall(L, 2, 1, 0);
-    cJSON_Delete(root);
+    hl_json_free(root);
     if (status != LUA_OK)
         return lua_error(L);
     return 1;
