@@ -61,24 +61,30 @@ static void next_cell(hl_csv *c)
 
 static int is_space(char ch) { return ch != '\0' && strchr(" \t\n\v\f\r", ch) != NULL; }
 
-void hl_csv_text(hl_csv *c, const char *s)
+void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
 {
     next_cell(c);
-    size_t n = strlen(s);
-    if (!strpbrk(s, ",\"\r\n") && !(n && (is_space(s[0]) || is_space(s[n - 1])))) {
-        put(c, s, (int64_t)n);
+    size_t n = (size_t)len;
+    int quote = n && (is_space(s[0]) || is_space(s[n - 1]));
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n';
+    if (!quote) {
+        put(c, s, len);
         return;
     }
     put(c, "\"", 1);
-    for (const char *q = s; *q;) { /* runs up to and including each quote, then the doubling quote */
-        size_t run = strcspn(q, "\"");
-        put(c, q, (int64_t)run + (q[run] == '"'));
-        if (q[run] == '"')
+    for (size_t i = 0; i < n;) { /* runs up to and including each quote, then the doubling quote */
+        const char *q = memchr(s + i, '"', n - i);
+        size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
+        put(c, s + i, (int64_t)run);
+        if (q)
             put(c, "\"", 1);
-        q += run + (q[run] == '"');
+        i += run;
     }
     put(c, "\"", 1);
 }
+
+void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s, (int64_t)strlen(s)); }
 
 void hl_csv_empty(hl_csv *c) { next_cell(c); }
 

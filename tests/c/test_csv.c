@@ -39,6 +39,12 @@ static void test_cells(void **state)
     hl_csv_text(&c, "x");
     hl_csv_end_row(&c);
     assert_string_equal(c.text, "x\n");
+    /* a NUL byte inside a cell is kept: "a\0b" is 3 bytes, no quoting needed */
+    hl_csv_clear(&c);
+    hl_csv_bytes(&c, "a\0b", 3);
+    hl_csv_bytes(&c, "q\0\"", 3); /* a quote after the NUL still quotes: "q\0""" */
+    assert_int_equal(c.len, 3 + 1 + 6);
+    assert_memory_equal(c.text, "a\0b,\"q\0\"\"\"", 10);
     hl_csv_free(&c);
     assert_null(c.text);
 }

@@ -30,8 +30,10 @@ void hl_csv_free(hl_csv *c);
 /* Empties the text (keeping its memory) for the next chunk of rows; failed stays set. */
 void hl_csv_clear(hl_csv *c);
 
-/* One cell each, appended to the row being written. */
+/* One cell each, appended to the row being written. hl_csv_text takes a C string,
+ * hl_csv_bytes len bytes (a NUL among them is kept, never cuts the cell). */
 void hl_csv_text(hl_csv *c, const char *s);
+void hl_csv_bytes(hl_csv *c, const char *s, int64_t len);
 void hl_csv_empty(hl_csv *c);
 void hl_csv_integer(hl_csv *c, int64_t v);
 void hl_csv_number(hl_csv *c, double v);
