@@ -1,8 +1,7 @@
-/* JSON <-> Lua: core.json_encode(value[, pretty]) (built with cJSON) and
- * core.json_decode(text[, origin]) (read by the core's JSON front end, hbdlab/json.h).
+/* JSON <-> Lua through the core's JSON front end (hbdlab/json.h): core.json_encode(value[,
+ * pretty]) and core.json_decode(text[, origin]).
  * Objects become tables with string keys, arrays become sequences; JSON null becomes
  * core.null in arrays, absent in objects. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,7 @@
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
 
-static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth);
+static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, int depth);
 
 /* Counts the keys of the table at idx into *len; true when they are exactly 1..len. */
 static int is_array(lua_State *L, int idx, size_t *len)
@@ -38,18 +37,16 @@ static int is_array(lua_State *L, int idx, size_t *len)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Attaches node to parent (an array when key is NULL) or frees it and raises. */
-static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *node)
+/* Attaches node to parent (an array when key is NULL) or (node freed) raises. */
+static void attach(lua_State *L, hl_json *parent, const char *key, hl_json *node)
 {
-    if (!node || !(key ? cJSON_AddItemToObject(parent, key, node) : cJSON_AddItemToArray(parent, node))) {
-        cJSON_Delete(node);
+    if (!hl_json_add(parent, key, node))
         luaL_error(L, "json_encode: out of memory");
-    }
 }
 
 /* Adds the members of the table at idx to node (already attached to the tree, so an
  * error raised here (memory, a __tostring that raises) leaves nothing unreachable). */
-static void fill_table(lua_State *L, int idx, cJSON *node, int is_arr, size_t n, int depth)
+static void fill_table(lua_State *L, int idx, hl_json *node, int is_arr, size_t n, int depth)
 {
     if (is_arr) {
         for (size_t i = 1; i <= n; i++) {
@@ -81,51 +78,30 @@ static void fill_table(lua_State *L, int idx, cJSON *node, int is_arr, size_t n,
     lua_pop(L, 1); /* keys */
 }
 
-static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth)
+static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, int depth)
 {
     switch (lua_type(L, idx)) {
-    case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
-    case LUA_TBOOLEAN: attach(L, parent, key, cJSON_CreateBool(lua_toboolean(L, idx))); return;
-    case LUA_TNUMBER: {
-        if (lua_isinteger(L, idx)) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
-            attach(L, parent, key, cJSON_CreateRaw(buf));
-            return;
-        }
-        double v = lua_tonumber(L, idx);
-        if (!isfinite(v)) {
-            attach(L, parent, key, cJSON_CreateNull());
-            return;
-        }
-        /* Shortest of %.15g / %.16g / %.17g that reads back exactly (cJSON's own
-         * printer accepts a tolerance, which loses the last bits). */
-        char buf[40];
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(buf, sizeof buf, "%.*g", prec, v);
-            if (strtod(buf, NULL) == v)
-                break;
-        }
-        if (!strpbrk(buf, ".eEn"))
-            strcat(buf, ".0"); /* keep it a float when read back */
-        attach(L, parent, key, cJSON_CreateRaw(buf));
+    case LUA_TNIL: attach(L, parent, key, hl_json_new(HL_JSON_NULL)); return;
+    case LUA_TBOOLEAN: attach(L, parent, key, hl_json_new_bool(lua_toboolean(L, idx))); return;
+    case LUA_TNUMBER: /* floats: the shortest text that reads back exactly (core json.c) */
+        attach(L, parent, key, lua_isinteger(L, idx) ? hl_json_new_integer((int64_t)lua_tointeger(L, idx))
+                                                     : hl_json_new_number(lua_tonumber(L, idx)));
         return;
-    }
-    case LUA_TSTRING: attach(L, parent, key, cJSON_CreateString(lua_tostring(L, idx))); return;
+    case LUA_TSTRING: attach(L, parent, key, hl_json_new_string(lua_tostring(L, idx))); return;
     case LUA_TTABLE: {
         if (depth > MAX_DEPTH)
             luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 8, "json_encode");
         size_t n = 0;
         int arr = is_array(L, idx, &n);
-        cJSON *node = arr ? cJSON_CreateArray() : cJSON_CreateObject();
+        hl_json *node = hl_json_new(arr ? HL_JSON_ARRAY : HL_JSON_OBJECT);
         attach(L, parent, key, node);
         fill_table(L, idx, node, arr, n, depth);
         return;
     }
     case LUA_TLIGHTUSERDATA:
         if (lua_touserdata(L, idx) == &null_sentinel) {
-            attach(L, parent, key, cJSON_CreateNull());
+            attach(L, parent, key, hl_json_new(HL_JSON_NULL));
             return;
         }
         /* fallthrough */
@@ -134,7 +110,7 @@ static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int
             if (lua_type(L, -1) != LUA_TSTRING)
                 luaL_error(L, "json_encode: __tostring of a %s value returned a %s", luaL_typename(L, idx),
                            luaL_typename(L, -1));
-            attach(L, parent, key, cJSON_CreateString(lua_tostring(L, -1)));
+            attach(L, parent, key, hl_json_new_string(lua_tostring(L, -1)));
             lua_pop(L, 1);
             return;
         }
@@ -183,7 +159,7 @@ static void check_encodable(lua_State *L, int idx, int depth)
 /* The tree being built: every node hangs from holder (an array), so whatever raises
  * while encoding, l_encode frees it all. */
 typedef struct encoding {
-    cJSON *holder;
+    hl_json *holder;
     char *text;
 } encoding;
 
@@ -193,11 +169,11 @@ static int encode_protected(lua_State *L)
     int pretty = lua_toboolean(L, 3);
     lua_settop(L, 1);
     check_encodable(L, 1, 0); /* clear errors for wrong types before anything is built */
-    e->holder = cJSON_CreateArray();
+    e->holder = hl_json_new(HL_JSON_ARRAY);
     if (!e->holder)
         return luaL_error(L, "json_encode: out of memory");
     add_value(L, 1, e->holder, NULL, 0);
-    e->text = pretty ? cJSON_Print(e->holder->child) : cJSON_PrintUnformatted(e->holder->child);
+    e->text = hl_json_print(hl_json_first(e->holder), pretty);
     if (!e->text)
         return luaL_error(L, "json_encode: out of memory");
     lua_pushstring(L, e->text); /* may raise (memory): text is freed by the caller either way */
@@ -214,8 +190,8 @@ static int l_encode(lua_State *L)
     lua_pushlightuserdata(L, &e);
     lua_pushvalue(L, 2);
     int status = lua_pcall(L, 3, 1, 0);
-    cJSON_Delete(e.holder);
-    cJSON_free(e.text);
+    hl_json_free(e.holder);
+    hl_json_free_text(e.text);
     if (status != LUA_OK)
         return lua_error(L);
     return 1;

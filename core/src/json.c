@@ -1,8 +1,10 @@
 /* The JSON front end: the text checks (NUL bytes, UTF-8, "\u0000" escapes), cJSON with
  * origin:line:col errors, repeated keys refused in linear time, setting descriptor fields
- * from JSON values, and the public cJSON-free reader of hbdlab/json.h. Every JSON text
+ * from JSON values, and the public cJSON-free reader and writer of hbdlab/json.h. Every JSON text
  * the core or the Lua binding reads goes through here. */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,3 +250,56 @@ const hl_json *hl_json_next(const hl_json *v) { return value(node(v)->next); }
 
 /* cJSON sets ->string on object members only */
 const char *hl_json_key(const hl_json *v) { return node(v)->string; }
+
+/* ---- the public writer ------------------------------------------------------------ */
+
+static hl_json *wrap(cJSON *c) { return (hl_json *)(void *)c; }
+
+hl_json *hl_json_new(hl_json_kind kind)
+{
+    return wrap(kind == HL_JSON_ARRAY ? cJSON_CreateArray() : kind == HL_JSON_OBJECT ? cJSON_CreateObject()
+                                                                                    : cJSON_CreateNull());
+}
+
+hl_json *hl_json_new_bool(int32_t v) { return wrap(cJSON_CreateBool(v != 0)); }
+
+hl_json *hl_json_new_number(double v)
+{
+    if (!isfinite(v))
+        return wrap(cJSON_CreateNull());
+    /* cJSON's own printer accepts a tolerance, which loses the last bits: printed here */
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    if (!strpbrk(buf, ".eEn"))
+        strcat(buf, ".0"); /* keep it a float when read back */
+    return wrap(cJSON_CreateRaw(buf));
+}
+
+hl_json *hl_json_new_integer(int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    return wrap(cJSON_CreateRaw(buf));
+}
+
+hl_json *hl_json_new_string(const char *s) { return wrap(cJSON_CreateString(s)); }
+
+int32_t hl_json_add(hl_json *parent, const char *key, hl_json *v)
+{
+    cJSON *p = (cJSON *)(void *)parent, *c = (cJSON *)(void *)v;
+    if (c && p && (key ? cJSON_AddItemToObject(p, key, c) : cJSON_AddItemToArray(p, c)))
+        return 1;
+    cJSON_Delete(c);
+    return 0;
+}
+
+char *hl_json_print(const hl_json *v, int32_t pretty)
+{
+    return pretty ? cJSON_Print(node(v)) : cJSON_PrintUnformatted(node(v));
+}
+
+void hl_json_free_text(char *text) { cJSON_free(text); }

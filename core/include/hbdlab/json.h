@@ -9,7 +9,9 @@
  *   - malformed text is named by origin:line:column; nesting is limited to 1,000 levels.
  * Booleans are JSON true/false only (a 0 or "false" given for a boolean field is refused when
  * the value is set, see presets.h). A parsed value is an opaque tree read through the
- * accessors below; the caller owns the root and frees it with hl_json_free. */
+ * accessors below; the caller owns the root and frees it with hl_json_free.
+ * JSON text is written here too: a tree of new values (hl_json_new_*, hl_json_add) printed by
+ * hl_json_print, numbers in the shortest form that reads back exactly. */
 #ifndef HBDLAB_JSON_H
 #define HBDLAB_JSON_H
 #include <stdint.h>
@@ -52,6 +54,27 @@ const hl_json *hl_json_first(const hl_json *v);
 const hl_json *hl_json_next(const hl_json *v);
 /* The key of an object member (owned by the tree); NULL for an array element or the root. */
 const char *hl_json_key(const hl_json *v);
+
+/* ---- writing ---- */
+
+/* New values, owned by the caller until added to a parent; NULL when out of memory.
+ * hl_json_new makes an empty array or object, or null (any other kind). A number that is
+ * not finite becomes null; a finite one prints in the shortest of %.15g, %.16g, %.17g that
+ * reads back exactly, with ".0" added when it would read back as an integer. */
+hl_json *hl_json_new(hl_json_kind kind);
+hl_json *hl_json_new_bool(int32_t v);
+hl_json *hl_json_new_number(double v);
+hl_json *hl_json_new_integer(int64_t v);
+hl_json *hl_json_new_string(const char *s);
+
+/* Adds v to parent (an array when key is NULL, else an object under key; keys are not checked
+ * for repeats) and hands v to it; 1 on success, 0 when v is NULL or memory ran out (v freed). */
+int32_t hl_json_add(hl_json *parent, const char *key, hl_json *v);
+
+/* v as JSON text (indented with tabs when pretty), NUL-terminated; NULL when out of memory.
+ * Freed with hl_json_free_text. */
+char *hl_json_print(const hl_json *v, int32_t pretty);
+void hl_json_free_text(char *text);
 
 #ifdef __cplusplus
 }
