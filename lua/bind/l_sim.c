@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bind.h"
 
@@ -194,7 +195,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         if (code == 0) {
             unknown_key(L, k);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
-            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcmp(lua_tostring(L, -1), "auto") == 0)
+            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcasecmp(lua_tostring(L, -1), "auto") == 0)
                 *auto_plan_out = 1;
             else if (t == LUA_TTABLE)
                 set_group_table(L, j, k);
@@ -212,7 +213,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
             set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
         } else if (code >= KEY_JOB) {
             if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
-                if (strcmp(lua_tostring(L, -1), "max") != 0)
+                if (strcasecmp(lua_tostring(L, -1), "max") != 0)
                     luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
                 *batch_max_out = 1;
             } else {
@@ -251,18 +252,38 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
-        lua_createtable(L, 0, 6);
+        lua_createtable(L, 0, 18);
         lua_pushstring(L, items[i].name);
         lua_setfield(L, -2, "name");
         lua_pushstring(L, items[i].is_comm ? "comm" : "op");
         lua_setfield(L, -2, "kind");
-        if (items[i].is_comm) {
-            lua_pushstring(L, items[i].tier ? "scale-out" : "scale-up");
-            lua_setfield(L, -2, "tier");
-        }
         hl_set_num(L, "time_s", items[i].time_s);
         hl_set_num(L, "bytes", items[i].bytes);
         hl_set_num(L, "flops", items[i].flops);
+        hl_set_num(L, "calls", items[i].calls);
+        hl_set_num(L, "path_factor", items[i].path_factor);
+        lua_pushboolean(L, items[i].per_pass);
+        lua_setfield(L, -2, "per_pass");
+        if (items[i].is_comm) { /* a collective: its shape and one call as simulated (hl_item) */
+            const hl_item *it = &items[i];
+            lua_pushstring(L, it->tier ? "scale-out" : "scale-up");
+            lua_setfield(L, -2, "tier");
+            lua_pushstring(L, hl_coll_op_name((hl_coll_op)it->op));
+            lua_setfield(L, -2, "op");
+            const struct {
+                const char *k;
+                int64_t v;
+            } ints[] = {{"ranks", it->ranks}, {"ranks_per_hbd", it->ranks_per_hbd}, {"hbds", it->hbds}};
+            for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+                lua_pushinteger(L, ints[k].v);
+                lua_setfield(L, -2, ints[k].k);
+            }
+            hl_set_num(L, "call_bytes", it->call_bytes);
+            hl_set_num(L, "call_time_s", it->call_time_s);
+            hl_set_num(L, "call_latency_s", it->call_latency_s);
+            hl_set_num(L, "call_scaleup_bytes", it->call_scaleup_bytes);
+            hl_set_num(L, "call_scaleout_bytes", it->call_scaleout_bytes);
+        }
         lua_rawseti(L, -2, i + 1);
     }
 }
