@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bind.h"
 
@@ -194,7 +195,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         if (code == 0) {
             unknown_key(L, k);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
-            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcmp(lua_tostring(L, -1), "auto") == 0)
+            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcasecmp(lua_tostring(L, -1), "auto") == 0)
                 *auto_plan_out = 1;
             else if (t == LUA_TTABLE)
                 set_group_table(L, j, k);
@@ -212,7 +213,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
             set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
         } else if (code >= KEY_JOB) {
             if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
-                if (strcmp(lua_tostring(L, -1), "max") != 0)
+                if (strcasecmp(lua_tostring(L, -1), "max") != 0)
                     luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
                 *batch_max_out = 1;
             } else {

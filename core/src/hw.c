@@ -67,17 +67,28 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->in_switch_latency = 25e-6;
 }
 
-hl_status hl_gpu_validate(const hl_gpu *gpu, hl_err *err)
+/* The GPU's checks across fields (each field already in range). Sweeps that
+ * set GPU fields run these per point through hl_cluster_check_consistency. */
+static hl_status gpu_check_consistency(const hl_gpu *gpu, hl_err *err)
 {
-    hl_status s = hl_field_check_all(&gpu_set, gpu, err);
-    if (s)
-        return s;
     if (gpu->peak_flops[HL_BF16] <= 0 && gpu->peak_flops[HL_FP16] <= 0)
         return hl_fail(err, HL_EINVAL, "gpu '%s': needs bf16_flops or fp16_flops (both are unsupported)",
                        gpu->name);
     if (gpu->in_switch_reduce && gpu->in_switch_eff <= 0)
         return hl_fail(err, HL_EINVAL, "gpu '%s': in_switch_reduce is set but in_switch_eff is 0", gpu->name);
+    /* power at load: power_w, or tdp_w when power_w is 0 (cost.c) */
+    double load_w = gpu->power_w > 0 ? gpu->power_w : gpu->tdp_w;
+    if (load_w > 0 && gpu->idle_w > load_w)
+        return hl_fail(err, HL_EINVAL,
+                       "gpu '%s' field 'idle_w': %g W is above the power at load, %g W (%s; allowed: 0..%g)",
+                       gpu->name, gpu->idle_w, load_w, gpu->power_w > 0 ? "power_w" : "tdp_w", load_w);
     return HL_OK;
+}
+
+hl_status hl_gpu_validate(const hl_gpu *gpu, hl_err *err)
+{
+    hl_status s = hl_field_check_all(&gpu_set, gpu, err);
+    return s ? s : gpu_check_consistency(gpu, err);
 }
 
 hl_status hl_gpu_peak(const hl_gpu *gpu, hl_precision p, double *flops, hl_err *err)
@@ -160,6 +171,9 @@ hl_status hl_cluster_validate(const hl_cluster *c, hl_err *err)
 
 hl_status hl_cluster_check_consistency(const hl_cluster *c, hl_err *err)
 {
+    hl_status s = gpu_check_consistency(&c->gpu, err);
+    if (s)
+        return s;
     if (c->hbd > c->gpus)
         return hl_fail(err, HL_EINVAL, "cluster field 'hbd': %lld is larger than the cluster (gpus = %lld)",
                        (long long)c->hbd, (long long)c->gpus);

@@ -635,7 +635,13 @@ static hl_status kv_transfer_time(const hl_serve_cfg *c, double kv_token_bytes, 
     hl_coll_in in = {HL_SENDRECV, HL_ALGO_AUTO, kv_token_bytes * tokens, 2, c->kv_link == HL_KV_LINK_SCALEUP ? 2 : 1,
                      0};
     hl_coll_out o;
-    hl_status rc = hl_coll_time(&c->job.cluster, &in, &o, err);
+    /* A scale-out transfer leaves the prefill pool's HBD: when the pools have
+     * clusters of their own, the prefill cluster may be one HBD, so it is
+     * timed on that cluster widened to two HBDs (the same links). */
+    hl_cluster cl = c->job.cluster;
+    if (c->kv_link != HL_KV_LINK_SCALEUP && cl.gpus < 2 * cl.hbd)
+        cl.gpus = 2 * cl.hbd;
+    hl_status rc = hl_coll_time(&cl, &in, &o, err);
     if (rc)
         hl_err_prefix(err, "KV transfer");
     *t = o.time_s;
@@ -665,11 +671,29 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         return rc;
     hl_serve_cfg cc = *c0;
     const hl_serve_cfg *c = &cc;
-    if (cc.disagg && cc.kv_link == HL_KV_LINK_AUTO) { /* one HBD of one cluster holds both pools? */
+    if (c->disagg && strcmp(c->job.model.name, c->decode_job.model.name) != 0)
+        return hl_fail(err, HL_EINVAL, "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
+                       "model for both)", c->decode_job.model.name, c->job.model.name);
+    if (c->disagg && c->arrival == HL_ARRIVAL_CONCURRENCY)
+        return hl_fail(err, HL_EINVAL, "field 'concurrency': a closed loop is not supported with disaggregation (the "
+                       "pools are simulated one after the other); give a rate or a trace");
+    if (c->disagg && (unsigned)c->kv_link > HL_KV_LINK_SCALEOUT)
+        return hl_fail(err, HL_EINVAL, "field 'kv_link': %d is not one of auto, scaleup, scaleout", (int)c->kv_link);
+    if (cc.disagg) {
+        /* Pools described by the same cluster share it (unless kv_link =
+         * scaleout says they are apart): they must fit in it side by side.
+         * kv_link auto: one HBD holds both pools, or not. */
         const hl_cluster *a = &cc.job.cluster, *b = &cc.decode_job.cluster;
         int64_t gp = cc.job.gpus > 0 ? cc.job.gpus : a->gpus, gd = cc.decode_job.gpus > 0 ? cc.decode_job.gpus : b->gpus;
         int same = a->gpus == b->gpus && a->hbd == b->hbd && strcmp(a->gpu.name, b->gpu.name) == 0;
-        cc.kv_link = same && gp + gd <= a->hbd ? HL_KV_LINK_SCALEUP : HL_KV_LINK_SCALEOUT;
+        if (same && cc.kv_link != HL_KV_LINK_SCALEOUT && gp + gd > a->gpus)
+            return hl_fail(err, HL_EINVAL,
+                           "field 'disagg': the prefill pool (%lld GPUs) and the decode pool (%lld GPUs) share one "
+                           "cluster of %lld GPUs and need %lld (give each pool parallel.gpus, where 0 or none is the "
+                           "whole cluster, or say kv_link = \"scaleout\" for pools on separate clusters)",
+                           (long long)gp, (long long)gd, (long long)a->gpus, (long long)(gp + gd));
+        if (cc.kv_link == HL_KV_LINK_AUTO)
+            cc.kv_link = same && gp + gd <= a->hbd ? HL_KV_LINK_SCALEUP : HL_KV_LINK_SCALEOUT;
     }
     r->kv_link = cc.disagg ? cc.kv_link : 0;
     int64_t n;
@@ -681,14 +705,6 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
     int64_t preempts = 0;
     double blocks = 0;
-    if (c->disagg && strcmp(c->job.model.name, c->decode_job.model.name) != 0)
-        return hl_fail(err, HL_EINVAL, "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
-                       "model for both)", c->decode_job.model.name, c->job.model.name);
-    if (c->disagg && c->arrival == HL_ARRIVAL_CONCURRENCY)
-        return hl_fail(err, HL_EINVAL, "field 'concurrency': a closed loop is not supported with disaggregation (the "
-                       "pools are simulated one after the other); give a rate or a trace");
-    if (c->disagg && (unsigned)c->kv_link > HL_KV_LINK_SCALEOUT)
-        return hl_fail(err, HL_EINVAL, "field 'kv_link': %d is not one of auto, scaleup, scaleout", (int)c->kv_link);
     if (!c->disagg) {
         if ((rc = simulate_pool(c, &c->job, o->reqs, n, NULL, o, &rec, r, &preempts, &blocks, err)))
             return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "err_int.h"
@@ -115,7 +116,7 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
                 return hl_fail(err, HL_EINVAL, "sweep axis 'parallel': values must be \"auto\" or \"fixed\"");
             }
             for (int32_t i = 0; i < ax->n; i++)
-                if (strcmp(ax->strings[i], "auto") != 0 && strcmp(ax->strings[i], "fixed") != 0) {
+                if (strcasecmp(ax->strings[i], "auto") != 0 && strcasecmp(ax->strings[i], "fixed") != 0) {
                     free_plan(p, a);
                     return hl_fail(err, HL_EINVAL,
                                    "sweep axis 'parallel': '%s' is not allowed (allowed: \"auto\" to search the "
@@ -176,7 +177,7 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, int *fl
 {
     const hl_axis *ax = b->ax;
     if (b->special == SPECIAL_PARALLEL) {
-        *flags = strcmp(ax->strings[i], "auto") == 0 ? *flags | POINT_AUTO : *flags & ~POINT_AUTO;
+        *flags = strcasecmp(ax->strings[i], "auto") == 0 ? *flags | POINT_AUTO : *flags & ~POINT_AUTO;
         return HL_OK;
     }
     if (b->special == SPECIAL_BATCH) {

@@ -131,8 +131,17 @@ function M.calibrate(t)
   local use
   if t.fit ~= nil then
     if type(t.fit) ~= "table" then fail("field 'fit' must be an array of booleans, one per case", 2) end
+    if #t.fit ~= #t.cases then
+      fail(string.format("field 'fit': %d flags for %d cases (one true/false per case)", #t.fit, #t.cases), 2)
+    end
     use = {}
-    for i = 1, #t.cases do use[i] = t.fit[i] and true or false end
+    for i = 1, #t.cases do
+      if type(t.fit[i]) ~= "boolean" then
+        fail(string.format("field 'fit[%d]': %s is not allowed (true: fit on case %d, false: hold it out)",
+          i, tostring(t.fit[i]), i), 2)
+      end
+      use[i] = t.fit[i]
+    end
   end
   -- leave-one-out refits on all fitted cases but one: it needs more fitted cases than parameters
   -- (by default it is left out when there are too few; asked for with loo = true it is an error)
@@ -206,8 +215,10 @@ function M.main(path, extra)
     return 1
   end
   local ok, spec = pcall(core.json_decode, text, path)
-  if not ok or type(spec) ~= "table" then
-    io.stderr:write("hbdlab calibrate: ", tostring(ok and (path .. ": expected a JSON object") or spec), "\n")
+  if not ok or type(spec) ~= "table" or spec[1] ~= nil then
+    local got = ok and (type(spec) == "table" and "an array" or ("a " .. type(spec))) or nil
+    io.stderr:write("hbdlab calibrate: ", tostring(ok and (path .. ": expected a JSON object {cases, params, bounds}, got "
+      .. got) or spec), "\n")
     return 1
   end
   if type(spec.cases) == "table" then
@@ -219,8 +230,7 @@ function M.main(path, extra)
       end
     end
   end
-  local ok2, res = pcall(M.calibrate, { cases = spec.cases, params = spec.params, bounds = spec.bounds,
-                                        start = spec.start, loo = spec.loo })
+  local ok2, res = pcall(M.calibrate, spec) -- M.calibrate refuses unknown top-level keys
   if not ok2 then
     io.stderr:write("hbdlab calibrate: ", path, ": ", (tostring(res):gsub("^[^:]*:%d+: ", "")), "\n")
     return 1

@@ -24,7 +24,8 @@ local topics = {
     "Prefill/decode disaggregation: every split of N GPUs into prefill and decode instances, each split's capacity; the best split.",
     'local r = hl.serve_pd_ratio { model = "llama-3.1-70b", cluster = c, gpus = 16, prefill = { parallel = { tp = 4 } },\n' ..
     '                              decode = { parallel = { tp = 4 } }, input = 2048, output = 256, slo = { ttft_s = 1, tpot_s = 0.03 } }' },
-  { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
+  { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, "
+      .. "mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
     "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection; analytical mode: steady state within the SLO).",
     'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
     '                              input = 1024, output = 256, slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(c.rate, c.result.goodput_rps)' },
@@ -47,7 +48,8 @@ local topics = {
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
     "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
     'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
-  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads, progress} -> rows written, interrupted (hl.interrupted() handles a Ctrl-C; unhandled, the host exits 130)",
+  { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads, progress} -> rows written, "
+      .. "interrupted (hl.interrupted() handles a Ctrl-C; unhandled, the host exits 130)",
     "A sweep of any size streamed to CSV with bounded memory (65,536 points at a time); Ctrl-C keeps the rows done.",
     'hl.sweep_to_csv { base = job, axes = { input = inputs, hbd = { 8, 64 } }, out = "big.csv" }' },
   { "minitf", "hl.minitf.check{model, tp, ep, pp, batch, prompt, new} -> report; hl.minitf.run{...}; hl.minitf.cpu_roofline{}",
@@ -55,7 +57,8 @@ local topics = {
     "print(hl.minitf.check {})" },
   { "rows", "hl.rows.filter/sort/group/pivot/columns/format/print/write/write_csv/write_json/write_jsonl/read_csv/read_json/read_jsonl",
     "Results helpers; files are written atomically; print and columns put a sweep's axes first. Under --shard I/N,\n" ..
-    "CSV files get _shardIofN before the extension (hbdlab merge joins them).", 'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
+    "CSV files get _shardIofN before the extension (hbdlab merge joins them).",
+    'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
   { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline/tornado{..., out = 'x.png|svg|pdf'}",
     "gnuplot figures: writes x.dat and a self-contained x.gp beside the image. Options:\n" ..
     "  every chart   out (.png, .svg, .pdf; folder created), title, xlabel, ylabel, logx, logy (true or a base)\n" ..

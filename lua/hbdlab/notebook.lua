@@ -98,7 +98,9 @@ function M.markdown_html(text)
     elseif l:match("^%s*|") and lines[i + 1] and lines[i + 1]:match("^%s*|[%s:|-]+|?%s*$") then
       flush()
       local head = table_row(l)
-      local rows = { "<table><thead><tr><th>" .. table.concat((function() local t = {} for k, c in ipairs(head) do t[k] = inline(c) end return t end)(), "</th><th>") .. "</th></tr></thead><tbody>" }
+      local head_cells = {}
+      for k, c in ipairs(head) do head_cells[k] = inline(c) end
+      local rows = { "<table><thead><tr><th>" .. table.concat(head_cells, "</th><th>") .. "</th></tr></thead><tbody>" }
       i = i + 2
       while i <= #lines and lines[i]:match("^%s*|") do
         local cells = table_row(lines[i])

@@ -183,8 +183,8 @@ function M.axis_label(name, scale)
   return name
 end
 
-local function xy_plot(t, style)
-  need(t, style == "points" and "scatter" or "line", { "data", "x", "y", "out" })
+local function xy_plot(t, mark)
+  need(t, mark == "points" and "scatter" or "line", { "data", "x", "y", "out" })
   local order, groups = series(t)
   if #order == 0 then error("plot: no rows have both '" .. t.x .. "' and '" .. t.y .. "'", 3) end
   local lines = {}
@@ -224,7 +224,7 @@ local function xy_plot(t, style)
   local plots = {}
   for i, key in ipairs(order) do
     plots[#plots + 1] = string.format("%s index %d using 1:2 with %s lt %d title %s",
-      i == 1 and "datafile" or "''", i - 1, style, i, M.quote((t.by and (t.by .. " ") or "") .. key))
+      i == 1 and "datafile" or "''", i - 1, mark, i, M.quote((t.by and (t.by .. " ") or "") .. key))
   end
   gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
   return render(t, table.concat(lines, "\n"), gp)
@@ -367,7 +367,8 @@ function M.roofline(t)
     "set format y '%.0s%cFLOP/s'",
     "roof(x) = (bw * x < peak) ? bw * x : peak",
     "set key inside right bottom",
-    string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\", M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
+    string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\",
+      M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
     "     datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \\",
     "     '' using 4:5:1 with labels font ',9' notitle",
   }

@@ -215,12 +215,12 @@ function M.serve_capacity(t)
     return lo, best
   end
   local est = sv0.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
-  local rate, best = est, nil
+  local rate, best = est
   if mode == "analytical" and sv0.disagg ~= nil then
     error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
   end
   if mode == "simulate" then rate, best = search("simulate", est > 0 and est or 1)
-  else _, best = probe(est, "analytical") end
+  else best = select(2, probe(est, "analytical")) end
   return { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
            goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
 end
@@ -265,7 +265,10 @@ function M.serve_pd_ratio(t)
       if not best or row.rate > best.rate then best = row end
     end
   end
-  if not best then error(string.format("hl.serve_pd_ratio: %d GPUs do not split into prefill instances of %d and decode instances of %d GPUs", N, sp, sd), 2) end
+  if not best then
+    error(string.format("hl.serve_pd_ratio: %d GPUs do not split into prefill instances of %d and decode instances of %d GPUs",
+      N, sp, sd), 2)
+  end
   return { best = best, rows = rows }
 end
 

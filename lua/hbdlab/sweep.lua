@@ -34,7 +34,7 @@ local function to_core_axis(a)
   if a.name == "batch" then -- "max" (the largest batch that fits) travels as 0
     local v, any = {}, false
     for i, x in ipairs(a.values) do
-      if x == "max" then v[i] = 0; any = true
+      if type(x) == "string" and x:lower() == "max" then v[i] = 0; any = true
       elseif type(x) == "number" and x ~= 0 then v[i] = x
       else error("sweep axis 'batch': " .. tostring(x) .. " is not allowed (allowed: a number >= 1 or \"max\")", 4) end
     end

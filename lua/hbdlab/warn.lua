@@ -25,6 +25,11 @@ function M.check_job(t, r, mapping_only)
     M.warn(string.format("input + output = %.0f tokens is beyond %s's context limit of %d tokens (max_position); " ..
       "it is simulated anyway", input + output, m.name, m.max_position))
   end
+  for _, k in ipairs { "spec_accept", "spec_draft_layers" } do
+    if t[k] ~= nil and (t.spec_tokens == nil or t.spec_tokens == 0) then
+      M.warn(k .. " has no effect without spec_tokens >= 1 (speculative decoding is off)")
+    end
+  end
   M.check_mapping(t, r)
 end
 

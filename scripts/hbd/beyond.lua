@@ -5,7 +5,6 @@ local here = (arg and arg[0] or "scripts/hbd/beyond.lua"):match("^(.*)/[^/]*$") 
 package.path = here .. "/?.lua;" .. package.path
 local S = require "study"
 local P = hl.params { precision = { "fp8", "precision" }, out = { "plots/out/hbd", "folder for the chart" } }
-local v = S.values()
 local rows = {}
 
 local function add(variant, gpus, hbd, over, extra)

@@ -23,8 +23,10 @@ M.open = {
   scaleout_latency_us = { 15, "not stated; NCCL NET per-step latency, the same 15 us the preset calibrates on 2x8 H100" },
   scaleup_latency_us = { 2, "not stated; per-step latency of the scale-up fabric across a switched HBD of up to 128 GPUs" },
   coll_launch_us = { 0, "launch cost folded into layer_overhead_us" },
-  peer_cost_us = { 0.1, "not stated; setup per remote peer (about one RDMA work request), so that all-to-all cost grows with the remote peers; calibrated (0.05 misses R2 throughput by 1-4 points)" },
-  eff_scaleup = { 0.82, "not stated; the presets' NT212 value (ring busbw 370 of 450 GB/s); the study's exchanges are MB-sized, not small messages (0.5 was used before the MoE all-gather after a sequence-split combine was counted)" },
+  peer_cost_us = { 0.1, "not stated; setup per remote peer (about one RDMA work request), so that all-to-all cost grows "
+    .. "with the remote peers; calibrated (0.05 misses R2 throughput by 1-4 points)" },
+  eff_scaleup = { 0.82, "not stated; the presets' NT212 value (ring busbw 370 of 450 GB/s); the study's exchanges are "
+    .. "MB-sized, not small messages (0.5 was used before the MoE all-gather after a sequence-split combine was counted)" },
   eff_scaleout = { 0.85, "not stated; scale-out efficiency under all-to-all traffic (NCCL ring reaches 0.94 point to point)" },
   eff_gemm = { 0.7, "not stated; large FP8/FP16 GEMMs on B200" },
   eff_attn = { 0.6, "not stated; FlashAttention-class kernels" },

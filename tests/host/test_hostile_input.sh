@@ -59,6 +59,12 @@ expect_fail "serve trace that is a directory" "field 'trace': cannot read $TMP/d
 expect_fail "calibrate a FIFO" "cannot read $TMP/fifo.json: not a regular file (a FIFO)" "$HBDLAB" calibrate "$TMP/fifo.json"
 expect_fail "calibrate a directory" "cannot read $TMP/dir.json: not a regular file (a directory)" \
     "$HBDLAB" calibrate "$TMP/dir.json"
+# a cases file that is an array, or has a key calibrate does not know (it was ignored: a typo
+# such as "bound" silently fitted with no bounds given)
+echo '[1, 2]' > "$TMP/array.json"
+expect_fail "calibrate an array" "expected a JSON object {cases, params, bounds}, got an array" "$HBDLAB" calibrate "$TMP/array.json"
+echo '{"cases": [], "params": ["eff_gemm"], "bonds": {}}' > "$TMP/typo.json"
+expect_fail "calibrate with an unknown key" "unknown field 'bonds'" "$HBDLAB" calibrate "$TMP/typo.json"
 mkfifo "$TMP/fifo.md"
 expect_fail "notebook that is a FIFO" "cannot read $TMP/fifo.md: not a regular file (a FIFO)" "$HBDLAB" notebook "$TMP/fifo.md"
 

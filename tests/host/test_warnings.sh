@@ -21,4 +21,8 @@ err=$("$HBDLAB" -e 'hl.warnings(0)' 2>&1)
 check "hl.warnings(0) is refused (0 is true in Lua: it left the warnings on)" contains "$err" "hl.warnings: expected true or false, got number 0"
 err=$("$HBDLAB" -e 'hl.sweep { base = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8 }, axes = { input = { 1024 } } }' 2>&1)
 check "a sweep base without parallel warns too" contains "$err" "'parallel' is not given"
+err=$("$HBDLAB" -e 'hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, spec_accept = 0.7 }' 2>&1)
+check "spec_accept without spec_tokens says it does nothing" contains "$err" "warning: spec_accept has no effect without spec_tokens >= 1"
+err=$("$HBDLAB" -e 'hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, spec_accept = 0.7, spec_tokens = 1 }' 2>&1)
+check "no warning with spec_tokens" [ -z "$err" ]
 finish

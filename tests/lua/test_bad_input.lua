@@ -215,6 +215,9 @@ local api_cases = {
   { "gpu base wrong type", function() hl.gpu { base = 5 } end, "field 'base'" },
   { "gpu immutable", function() local g = hl.gpu "B200"; g.hbm_bw = 1 end, "gpu objects are immutable" },
   { "with bad value", function() hl.gpu("B200"):with { tdp_w = -5 } end, "'tdp_w': -5" },
+  -- idle power above load power was accepted (cost.c then clamped it to the load power)
+  { "idle above load power", function() hl.gpu("H100"):with { power_w = 1000, idle_w = 2000 } end,
+    "field 'idle_w': 2000 W is above the power at load, 1000 W (power_w; allowed: 0..1000)" },
   { "cluster gpu wrong type", function() hl.cluster { gpu = 5, gpus = 8 } end, "cluster field 'gpu': expected a gpu object or preset name" },
   { "cluster hbd fractional", function() hl.cluster { gpu = "B200", gpus = 8, hbd = 2.5 } end, "'hbd': 2.5 is not an integer" },
   { "cluster latency NaN", function() hl.cluster { gpu = "B200", gpus = 8, scaleup_latency = NaN } end, "'scaleup_latency': nan" },

@@ -98,6 +98,11 @@ T.test("one case and one parameter fit (the hl.help example); hostile options ar
   end
   T.raises(function() hl.calibrate { cases = one, params = { "a", "a" }, bounds = { a = { 0.5, 5 } } } end,
            "params[2]: 'a' is given twice")
+  -- fit = {0} fitted on the case: 0 is true in Lua. Flags must be booleans, one per case.
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, fit = { 0 } } end,
+           "field 'fit[1]': 0 is not allowed (true: fit on case 1, false: hold it out)")
+  T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, fit = { true, false } } end,
+           "field 'fit': 2 flags for 1 cases")
   T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 0 / 0 } } } end,
            "bounds.a must be {lo, hi} with finite lo < hi (got {0.5, ")
   T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, math.huge } } } end,

@@ -14,6 +14,16 @@ T.test("preset aliases and case-insensitive names", function()
   T.eq(hl.model("Mixtral").name, hl.model("mixtral-8x7b").name, "Mixtral -> mixtral-8x7b")
   T.eq(hl.cluster { gpu = "H100", gpus = 16, hbd = 8 }.gpu.name, "H100-SXM", "alias inside a cluster table")
   T.raises(function() hl.gpu("H1OO") end, "unknown gpu preset 'H1OO'", "did you mean 'h100-sxm'")
+  -- the words of the job read case-insensitively like enum names ("TRTLLM"): "MAX" and "AUTO" were refused
+  local job = { model = "llama-3.1-8b", cluster = { gpu = "H100", gpus = 8 }, parallel = { tp = 8 } }
+  local function with(t, u) local r = {} for k, v in pairs(t) do r[k] = v end for k, v in pairs(u) do r[k] = v end return r end
+  T.eq(hl.simulate(with(job, { batch = "MAX" })).batch, hl.simulate(with(job, { batch = "max" })).batch, "batch = \"MAX\"")
+  T.eq(hl.simulate(with(job, { parallel = "Auto" })).parallel.tp, hl.simulate(with(job, { parallel = "auto" })).parallel.tp,
+       "parallel = \"Auto\"")
+  local rows = hl.sweep { base = job, axes = { batch = { "Max", 8 } } }
+  T.eq(rows[1].batch, hl.simulate(with(job, { batch = "max" })).batch, "sweep axis batch = \"Max\"")
+  rows = hl.sweep { base = job, axes = { parallel = { "AUTO" } } }
+  T.ok(rows[1].error == nil, "sweep axis parallel = \"AUTO\"")
 end)
 
 T.test("plain tables where a model, cluster or gpu object is expected", function()
@@ -44,7 +54,7 @@ T.test("hl.plot.roofline takes a preset name; its labels do not overlap", functi
   local labels = {}
   for line in text:gmatch("[^\n]+") do
     if not line:match("^#") then
-      local name, x, y, lx, ly = line:match('^"(.-)"\t(%S+)\t(%S+)\t(%S+)\t(%S+)$')
+      local name, _, y, lx, ly = line:match('^"(.-)"\t(%S+)\t(%S+)\t(%S+)\t(%S+)$')
       labels[#labels + 1] = { name = name, x = math.log(tonumber(lx), 10), y = math.log(tonumber(ly), 10),
                               py = math.log(tonumber(y), 10) }
     end

@@ -83,21 +83,34 @@ end)
 
 T.test("disaggregated pools and the best split", function()
   local c = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 }
-  local base = { model = "llama-3.1-8b", cluster = c, input = 2000, output = 100, requests = 300, rate = 20 }
-  local d = hl.serve(with(base, { disagg = { prefill = { parallel = { tp = 1, gpus = 1 } },
+  local job = { model = "llama-3.1-8b", cluster = c, input = 2000, output = 100, requests = 300, rate = 20 }
+  local d = hl.serve(with(job, { disagg = { prefill = { parallel = { tp = 1, gpus = 1 } },
                                             decode = { parallel = { tp = 1, gpus = 2 } } }, keep_requests = true }))
   T.eq(d.gpus, 3, "both pools' GPUs")
   T.eq(d.kv_link, "scaleup", "1 + 2 GPUs in one HBD of 4: the KV moves over scale-up")
   T.ok(d.kv_transfer_s > 0, "a transfer time")
   T.near(d.per_request[1].kv_transfer_s, d.kv_transfer_s, 1e-9, "same lengths: same transfer for each request")
   T.ok(d.per_request[1].e2e_s > d.per_request[1].ttft_s + d.kv_transfer_s, "decoding starts after the transfer")
-  local r = hl.serve_pd_ratio(with(base, { rate = false, gpus = 4, prefill = { parallel = { tp = 1 } },
+  local r = hl.serve_pd_ratio(with(job, { rate = false, gpus = 4, prefill = { parallel = { tp = 1 } },
                                           decode = { parallel = { tp = 1 } }, slo = { ttft_s = 0.5, tpot_s = 0.02 },
                                           requests = 200, tolerance = 0.1 }))
   T.eq(#r.rows, 3, "1:3, 2:2, 3:1")
   for _, row in ipairs(r.rows) do T.ok(row.rate <= r.best.rate, "best is the highest rate") end
-  T.raises(function() hl.serve(with(base, { disagg = { prefill = {} } })) end, "disagg.decode")
-  T.raises(function() hl.serve(with(base, { disagg = { prefill = {}, decode = {}, bogus = 1 } })) end, "unknown key 'bogus'")
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = {} } })) end, "disagg.decode")
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {}, bogus = 1 } })) end, "unknown key 'bogus'")
+  -- pools on one 4-GPU cluster that need more GPUs than it has: this used to fail later with
+  -- "KV transfer: collective: 2 ranks at 1 per HBD need 2 HBDs; the cluster has 1"
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = { parallel = { tp = 1, gpus = 3 } },
+                                                      decode = { parallel = { tp = 1, gpus = 2 } } } })) end,
+           "field 'disagg': the prefill pool (3 GPUs) and the decode pool (2 GPUs) share one cluster of 4 GPUs and need 5")
+  T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {} } })) end,
+           "the prefill pool (4 GPUs) and the decode pool (4 GPUs)")
+  -- kv_link = "scaleout" says the pools are apart: two whole 4-GPU clusters of one HBD each run, and the
+  -- transfer crosses scale-out (it was refused: the prefill cluster has a single HBD)
+  local apart = hl.serve(with(job, { disagg = { prefill = { parallel = { tp = 1 } }, decode = { parallel = { tp = 1 } },
+                                                kv_link = "scaleout" } }))
+  T.eq(apart.kv_link, "scaleout", "kv_link as given")
+  T.ok(apart.kv_transfer_s > 0, "a scale-out KV transfer is timed")
 end)
 
 T.test("bad input", function()
