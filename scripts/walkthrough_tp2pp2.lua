@@ -3,6 +3,10 @@
 -- two servers of 2 GPUs, so TP stays on NVLink and PP crosses the network.
 -- Prints each step of the communication flow with bytes and time, then the
 -- network each traffic class needs to stay under a share of step time.
+-- Every size, count and time is the simulator's own: the rows of
+-- r.prefill.breakdown / r.decode.breakdown (operators, and each collective
+-- with its op, ranks, bytes per call, time per call and calls; core hl_item).
+-- No byte formula lives here.
 local hl = require "hbdlab"
 local P = hl.params and hl.params {
   model = { "llama-3.1-8b", "a 32-layer model preset" },
@@ -16,68 +20,122 @@ local P = hl.params and hl.params {
 local m = hl.model(P.model)
 local clu = hl.cluster { gpu = P.gpu, gpus = 4, hbd = 2 }
 local prec = "bf16"
-local job = { model = m, cluster = clu, precision = prec, batch = P.batch, input = P.input, output = P.output,
-              parallel = { tp = 2, pp = 2 } }
-local r = hl.simulate(job)
-local ab, h, L = 2, m.hidden, m.layers
-local function coll(op, bytes, ranks, rph)
-  return hl.collective { op = op, bytes = bytes, ranks = ranks, cluster = clu, ranks_per_hbd = rph }
-end
+local r = hl.simulate { model = m, cluster = clu, precision = prec, batch = P.batch, input = P.input,
+                        output = P.output, parallel = { tp = 2, pp = 2 } }
+local L = m.layers
+local steps = r.output - 1 -- decode steps: the simulator's decode rows are summed over them
 local function fmt_b(b) return hl.pretty and require("hbdlab.objects").si(b, "B") or tostring(b) end
 local function fmt_t(t) return string.format("%.3f ms", t * 1e3) end
 
-print(string.format("Model %s (%d layers), %s, 4 GPUs = TP2 x PP2 on 2 servers of 2 (HBD 2)", m.name, L, P.gpu))
-print(string.format("Batch %d, prompt %d tokens, %d generated; stage 1 = layers 1-%d on GPU0/1, stage 2 = layers %d-%d on GPU2/3\n",
-  P.batch, P.input, P.output, L // 2, L // 2 + 1, L))
+-- The breakdown row `name` of a phase (a collective row: one shape of that collective).
+local function row(res, phase, name)
+  for _, it in ipairs(res[phase].breakdown) do
+    if it.name == name then return it end
+  end
+  error(string.format("walkthrough: the simulator counted no '%s' in %s", name, phase))
+end
+-- Time of one stage's pass over its layers: the operator rows inside the layers (one pass, whole batch).
+local function layer_ops_s(res, phase)
+  local t = 0
+  for _, it in ipairs(res[phase].breakdown) do
+    if it.kind == "op" and not it.per_pass then t = t + it.time_s end
+  end
+  return t
+end
 
-local T = P.batch * P.input
-local steps = {
-  { "1. prompt token ids broadcast to the stage-1 TP group", coll("broadcast", T * 4, 2) },
-  { "2. prefill, stage 1: " .. L // 2 .. " layers on GPU0/1 (compute)", nil, r.prefill.compute_s / 2 + r.prefill.memory_s / 2 },
-  { "3. TP AllReduce after each row-parallel matmul (2 per layer)", coll("allreduce", T * h * ab, 2) , nil, L },
-  { "4. PP Send/Recv of activations GPU0/1 -> GPU2/3", coll("sendrecv", T * h * ab, 2, 1) },
-  { "5. prefill, stage 2: layers on GPU2/3, then the LM head", nil, r.prefill.compute_s / 2 + r.prefill.memory_s / 2 },
-  { "6. logits AllGather (vocab-parallel LM head)", coll("allgather", P.batch * m.vocab * ab, 2) },
-  { "7. sampling; token id broadcast back to stage 1", coll("broadcast", P.batch * 4, 4) },
-  { "8. decode step (1 token/seq): 2 AllReduce per layer + 2 Send/Recv", coll("allreduce", P.batch * h * ab, 2), nil, 2 * L },
+print(string.format("Model %s (%d layers), %s, 4 GPUs = TP2 x PP2 on 2 servers of 2 (HBD 2)", m.name, L, P.gpu))
+print(string.format("Batch %d, prompt %d tokens, %d generated; stage 1 = layers 1-%d on GPU0/1, stage 2 = layers %d-%d on GPU2/3",
+  P.batch, P.input, P.output, L // 2, L // 2 + 1, L))
+print("Sizes, counts and times: the simulator's breakdown rows (hl.simulate; per GPU, one call each).\n")
+
+local stage1 = layer_ops_s(r, "prefill") + row(r, "prefill", "embedding").time_s
+local stage2 = layer_ops_s(r, "prefill") + row(r, "prefill", "lm_head").time_s
+local flow = {
+  { "1. prefill, stage 1: embedding + " .. L // 2 .. " layers on GPU0/1 (operators)", nil, stage1 },
+  { "2. TP AllReduce after each row-parallel matmul (2 per layer)", row(r, "prefill", "tp_allreduce") },
+  { "3. PP Send/Recv of activations GPU0/1 -> GPU2/3", row(r, "prefill", "pp_sendrecv") },
+  { "4. prefill, stage 2: " .. L // 2 .. " layers on GPU2/3, then the LM head", nil, stage2 },
+  { "5. logits AllGather (vocab-parallel LM head)", row(r, "prefill", "logits_allgather") },
+  { "6. sampled token ids broadcast to all 4 GPUs", row(r, "prefill", "token_broadcast") },
+  { "7. decode step (1 token/seq): TP AllReduce", row(r, "decode", "tp_allreduce"), nil, steps },
+  { "   decode step: PP Send/Recv GPU0/1 -> GPU2/3", row(r, "decode", "pp_sendrecv"), nil, steps },
+  { "   decode step: logits AllGather", row(r, "decode", "logits_allgather"), nil, steps },
+  { "   decode step: sampled token ids broadcast", row(r, "decode", "token_broadcast"), nil, steps },
 }
-print(string.format("%-66s %12s %12s %7s", "step", "bytes/GPU", "time", "count"))
-for _, s in ipairs(steps) do
-  local name, c, t, count = s[1], s[2], s[3], s[4] or 1
+print(string.format("%-66s %-9s %5s %4s %10s %10s %6s", "step", "op", "ranks", "HBDs", "bytes/call", "time/call", "count"))
+local shown = {}
+for _, s in ipairs(flow) do
+  local name, c, t, per = s[1], s[2], s[3], s[4] or 1
   if c then
-    print(string.format("%-66s %12s %12s %7d", name, fmt_b(c.bytes), fmt_t(c.time_s), count))
+    shown[c] = true
+    print(string.format("%-66s %-9s %5d %4d %10s %10s %6.6g", name, c.op, c.ranks, c.hbds, fmt_b(c.call_bytes),
+      fmt_t(c.call_time_s), c.calls / per))
   else
-    print(string.format("%-66s %12s %12s %7d", name, "-", fmt_t(t), count))
+    print(string.format("%-66s %-9s %5s %4s %10s %10s %6d", name, "-", "-", "-", "-", fmt_t(t), 1))
   end
 end
-print(string.format("\nTTFT %s, TPOT %s (the simulator's totals for the same job: %s)\n", fmt_t(r.ttft_s), fmt_t(r.tpot_s),
-  string.format("prefill comm %.1f%%, decode comm %.1f%%", r.prefill.comm_share * 100, r.decode.comm_share * 100)))
+for _, phase in ipairs { "prefill", "decode" } do -- a collective the flow above does not name
+  for _, it in ipairs(r[phase].breakdown) do
+    if it.kind == "comm" and not shown[it] then
+      print(string.format("   %-63s %-9s %5d %4d %10s %10s %6.6g", phase .. " " .. it.name, it.op, it.ranks, it.hbds,
+        fmt_b(it.call_bytes), fmt_t(it.call_time_s), it.calls))
+    end
+  end
+end
+print("HBDs > 1: the collective crosses the network. Prefill counts are per pass, decode counts per step.")
+print("Not modelled, so not listed: the prompt's token ids reaching stage 1 (the simulator takes the prompt as")
+print("already on the GPUs).")
+
+-- Collectives before overlap on the critical path: calls x time per call x path_factor (pipeline fill).
+local function comm_raw(phase)
+  local t = 0
+  for _, it in ipairs(r[phase].breakdown) do
+    if it.kind == "comm" then t = t + it.calls * it.call_time_s * it.path_factor end
+  end
+  return t
+end
+print(string.format("\nTTFT %s, TPOT %s; collectives before overlap: prefill %s, decode %s per step", fmt_t(r.ttft_s),
+  fmt_t(r.tpot_s), fmt_t(comm_raw("prefill")), fmt_t(comm_raw("decode") / steps)))
+print(string.format("(exposed after overlap: prefill comm %.1f%%, decode comm %.1f%% of the phase)\n",
+  r.prefill.comm_share * 100, r.decode.comm_share * 100))
 
 -- Requirements: the network each traffic class needs to keep communication under
--- a share x of the step (the core's requirement model, hl.net_requirement).
+-- a share x of the step (the core's requirement model, hl.net_requirement), fed
+-- with the simulator's rows: per call its bytes S, the bytes it sends on the
+-- class's tier (factor = sent / S), its latency part; the calls per step.
 local x = P.share
-local function need(name, n, S, k, C, alpha)
-  local q = hl.net_requirement { count = n, bytes = S, factor = k, compute_s = C, latency_s = alpha, share = x }
-  return { name, n, S, C, q.bandwidth, q.max_latency_s }
+local ep = hl.simulate { model = hl.model "mixtral-8x7b", cluster = hl.cluster { gpu = P.gpu, gpus = 4, hbd = 2 },
+                         precision = prec, batch = P.batch, input = P.input, output = 2, parallel = { tp = 1, ep = 4 } }
+-- A traffic class: rows of one tier, `per` steps, compute C of one step. Several rows become one
+-- class of count = sum of calls with the mean bytes and latency per call (the same total time).
+local function need(name, res, phase, names, tier, per, C)
+  local n, S, sent, alpha = 0, 0, 0, 0
+  for _, nm in ipairs(names) do
+    local it = row(res, phase, nm)
+    local k = it.calls / per
+    n, S, alpha = n + k, S + k * it.call_bytes, alpha + k * it.call_latency_s
+    sent = sent + k * (tier == "scale-out" and it.call_scaleout_bytes or it.call_scaleup_bytes)
+  end
+  local q = hl.net_requirement { count = n, bytes = S / n, factor = sent / S, compute_s = C, latency_s = alpha / n,
+                                 share = x }
+  return { name, tier, n, S / n, sent / n, C, q.bandwidth, q.max_latency_s }
 end
-local prefill_compute = (r.prefill.compute_s + r.prefill.memory_s) / 2 -- one stage
-local decode_compute = (r.decode.compute_s + r.decode.memory_s) / math.max(P.output - 1, 1)
-local a_up, a_out = clu.scaleup_latency + clu.coll_launch, clu.scaleout_latency + clu.coll_launch
-local moe = hl.model "mixtral-8x7b"
-local ep_tokens = P.batch * P.input
-local ep = hl.simulate { model = moe, cluster = hl.cluster { gpu = P.gpu, gpus = 4, hbd = 2 }, precision = prec,
-                         batch = P.batch, input = P.input, output = 2, parallel = { tp = 1, ep = 4 } }
+local decode_step = (r.decode.compute_s + r.decode.memory_s) / steps
+local ep_pass = layer_ops_s(ep, "prefill") -- pp = 1: the whole pass
 local rows = {
-  need("TP prefill (AllReduce, per stage)", L, T * h * ab, 1, prefill_compute, a_up),
-  need("TP decode (AllReduce, per step)", 2 * L, P.batch * h * ab, 1, decode_compute, a_up),
-  need("PP (Send/Recv, per prefill)", 1, T * h * ab, 1, prefill_compute, a_out),
-  need("EP (All-to-All, mixtral-8x7b EP4 prefill)", 2 * moe.layers,
-    ep_tokens / 4 * moe.topk * moe.hidden * ab, 0.75, ep.prefill.compute_s + ep.prefill.memory_s, a_out),
+  need("TP prefill (AllReduce, per stage)", r, "prefill", { "tp_allreduce" }, "scale-up", 1, layer_ops_s(r, "prefill")),
+  need("TP decode (AllReduce, per step)", r, "decode", { "tp_allreduce" }, "scale-up", steps, decode_step),
+  need("PP (Send/Recv, per prefill)", r, "prefill", { "pp_sendrecv" }, "scale-out", 1, layer_ops_s(r, "prefill")),
+  need("EP (All-to-All, mixtral-8x7b EP4 prefill)", ep, "prefill", { "ep_dispatch", "ep_combine" }, "scale-out", 1,
+    ep_pass),
+  need("EP (All-to-All, mixtral-8x7b EP4 prefill)", ep, "prefill", { "ep_dispatch", "ep_combine" }, "scale-up", 1,
+    ep_pass),
 }
 print(string.format("Network needed to keep communication under %.0f%% of step time (computed):", x * 100))
-print(string.format("%-44s %6s %12s %12s %14s %14s", "traffic", "count", "bytes each", "compute", "bandwidth", "max latency"))
-for _, row in ipairs(rows) do
-  print(string.format("%-44s %6d %12s %12s %12.1f GB/s %11.1f us", row[1], row[2], fmt_b(row[3]), fmt_t(row[4]),
-    row[5] / 1e9, row[6] * 1e6))
+print(string.format("%-42s %-9s %6s %10s %10s %11s %14s %12s", "traffic", "tier", "count", "bytes each", "sent each",
+  "compute", "bandwidth", "max latency"))
+for _, q in ipairs(rows) do
+  print(string.format("%-42s %-9s %6.6g %10s %10s %11s %9.1f GB/s %9.1f us", q[1], q[2], q[3], fmt_b(q[4]), fmt_b(q[5]),
+    fmt_t(q[6]), q[7] / 1e9, q[8] * 1e6))
 end
 return r

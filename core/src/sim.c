@@ -196,7 +196,7 @@ typedef struct acc {
     int nev;
     int layer_kind; /* current hl_event layer_kind */
     hl_phase ph;
-    hl_item items[HL_SIM_MAX_ITEMS];
+    hl_item *items;  /* [HL_SIM_MAX_ITEMS] of the result (NULL in summary mode); filled up to n */
     uint64_t tags[HL_SIM_MAX_ITEMS]; /* name_tag of each item's name */
     int n;
     double overlap;
@@ -247,20 +247,38 @@ static uint64_t name_tag(const char *name)
     return t;
 }
 
-static hl_item *item(acc *a, const char *name, int is_comm, int tier)
+/* The breakdown row of `name` (for a collective, of the shape of `o` for `in`), created on first use. */
+static hl_item *item(acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o)
 {
     uint64_t tag = name_tag(name);
-    for (int i = 0; i < a->n; i++)
-        if (a->tags[i] == tag && strcmp(a->items[i].name, name) == 0)
-            return &a->items[i];
+    for (int i = 0; i < a->n; i++) {
+        hl_item *it = &a->items[i];
+        if (a->tags[i] == tag && strcmp(it->name, name) == 0 &&
+            (!in || (it->op == in->op && it->call_bytes == in->bytes && it->ranks == in->ranks &&
+                     it->ranks_per_hbd == o->ranks_per_hbd && it->hbds == o->hbds)))
+            return it;
+    }
     if (a->n >= HL_SIM_MAX_ITEMS)
         return &a->items[HL_SIM_MAX_ITEMS - 1];
     a->tags[a->n] = tag;
     hl_item *it = &a->items[a->n++];
     memset(it, 0, sizeof *it);
     copy_name(it->name, name);
-    it->is_comm = is_comm;
-    it->tier = tier;
+    it->path_factor = 1;
+    it->per_pass = a->layer_kind == 3;
+    if (in) {
+        it->is_comm = 1;
+        it->tier = o->hbds > 1;
+        it->op = in->op;
+        it->ranks = in->ranks;
+        it->ranks_per_hbd = o->ranks_per_hbd;
+        it->hbds = o->hbds;
+        it->call_bytes = in->bytes;
+        it->call_time_s = o->time_s;
+        it->call_latency_s = o->latency_s;
+        it->call_scaleup_bytes = o->scaleup_bytes;
+        it->call_scaleout_bytes = o->scaleout_bytes;
+    }
     return it;
 }
 
@@ -284,7 +302,8 @@ static hl_status add_op(const sim *s, acc *a, const hl_op *op, double times, hl_
     if (a->summary)
         return HL_OK;
     log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
-    hl_item *it = item(a, op->name, 0, 0);
+    hl_item *it = item(a, op->name, NULL, NULL);
+    it->calls += times;
     it->time_s += dt;
     it->flops += op->flops * times;
     it->bytes += (op->bytes_read + op->bytes_written) * times;
@@ -299,8 +318,8 @@ static void gemm(hl_op *op, const sim *s, const char *name, double m, double n, 
 /* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
 static int32_t job_algo(const sim *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
 
-/* Adds `times` executions of a collective already timed (o) to the phase. */
-static void account_coll(acc *a, const char *name, const hl_coll_out *o, double times)
+/* Adds `times` executions of a collective (in) already timed (o) to the phase. */
+static void account_coll(acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times)
 {
     /* Raw times here; finish_phase() hides the overlapped part. */
     double raw = o->time_s * times, lat = o->latency_s * times;
@@ -314,7 +333,8 @@ static void account_coll(acc *a, const char *name, const hl_coll_out *o, double 
     if (a->summary)
         return;
     log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
-    hl_item *it = item(a, name, 1, o->hbds > 1);
+    hl_item *it = item(a, name, in, o);
+    it->calls += times;
     it->time_s += raw;
     it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
 }
@@ -389,7 +409,7 @@ static hl_status add_coll(const sim *s, acc *a, const char *name, hl_coll_op op,
         a->memo_out = o;
         a->memo_valid = 1;
     }
-    account_coll(a, name, &o, times);
+    account_coll(a, name, &in, &o, times);
     return HL_OK;
 }
 
@@ -423,8 +443,8 @@ static double miss_prob(double E, double m, double k)
  * stage's HBD share): one copy per destination domain crosses scale-out to the
  * rail peer, which forwards one copy per destination GPU over scale-up.
  * inter/intra get zero times when a step has a single participant. */
-static hl_status hier_exchange(const sim *s, double gf, double mine, double width, int64_t domain, hl_coll_out *inter,
-                               hl_coll_out *intra, hl_err *err)
+static hl_status hier_exchange(const sim *s, double gf, double mine, double width, int64_t domain, hl_coll_in *in_inter,
+                               hl_coll_out *inter, hl_coll_in *in_intra, hl_coll_out *intra, hl_err *err)
 {
     const hl_model *m = s->m;
     double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
@@ -437,14 +457,12 @@ static hl_status hier_exchange(const sim *s, double gf, double mine, double widt
     memset(intra, 0, sizeof *intra);
     hl_status st = HL_OK;
     int64_t nd = domain / (int64_t)gf;
-    if (nd > 1) {
-        hl_coll_in in = {HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
-        st = hl_coll_time_hbd(s->c, (int64_t)gf, &in, inter, err);
-    }
-    if (!st && gf > 1) {
-        hl_coll_in in = {HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
-        st = hl_coll_time_hbd(s->c, (int64_t)gf, &in, intra, err);
-    }
+    *in_inter = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
+    *in_intra = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
+    if (nd > 1)
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_inter, inter, err);
+    if (!st && gf > 1)
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_intra, intra, err);
     return st;
 }
 
@@ -465,12 +483,13 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
         return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
     if (times <= 0 || domain <= 1 || mine <= 0)
         return HL_OK;
+    hl_coll_in ii, iu, bii, biu;
     hl_coll_out inter, intra, bi = {0}, bu = {0};
     double best = -1;
     for (int64_t gf = 1; gf <= g; gf++) {
         if (g % gf != 0)
             continue;
-        hl_status st = hier_exchange(s, (double)gf, mine, width, domain, &inter, &intra, err);
+        hl_status st = hier_exchange(s, (double)gf, mine, width, domain, &ii, &inter, &iu, &intra, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;
@@ -479,13 +498,15 @@ static hl_status moe_exchange(const sim *s, acc *a, const char *name, double min
             best = inter.time_s + intra.time_s;
             bi = inter;
             bu = intra;
+            bii = ii;
+            biu = iu;
         }
     }
     int dispatch = strcmp(name, "ep_dispatch") == 0;
     if (bi.time_s > 0)
-        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bi, times);
+        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times);
     if (bu.time_s > 0)
-        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &bu, times);
+        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times);
     return HL_OK;
 }
 
@@ -727,7 +748,8 @@ static void add_attention_sum(const sim *s, acc *a, double layers, double sum, d
     a->ph.hbm_bytes += bytes * layers;
     if (a->summary)
         return;
-    hl_item *it = item(a, "attention", 0, 0);
+    hl_item *it = item(a, "attention", NULL, NULL);
+    it->calls += steps * layers;
     it->time_s += total;
     it->flops += flops * layers;
     it->bytes += bytes * layers;
@@ -862,7 +884,9 @@ static void add_overhead(acc *a, double per_pass, double passes)
     if (a->summary)
         return;
     log_event(a, "step_overhead", 0, 0, per_pass, 0, 0);
-    item(a, "step_overhead", 0, 0)->time_s += per_pass * passes;
+    hl_item *it = item(a, "step_overhead", NULL, NULL);
+    it->calls += passes;
+    it->time_s += per_pass * passes;
 }
 
 /* Overlap: a fraction of the communication runs under operators of the same
@@ -887,11 +911,12 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim
 
 /* An empty phase accumulator logging events into ev (none in summary mode),
  * hiding `overlap` of its communication under compute. */
-static void start_phase(const hl_job *j, acc *a, hl_event *ev, double overlap)
+static void start_phase(const hl_job *j, acc *a, hl_event *ev, hl_item *items, double overlap)
 {
     memset(a, 0, sizeof *a);
     a->summary = j->summary_only;
     a->ev = j->summary_only ? NULL : ev;
+    a->items = j->summary_only ? NULL : items;
     a->overlap = overlap;
 }
 
@@ -904,7 +929,7 @@ static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
     layer_split(s, &full, &sliding);
     double window = (double)s->m->sliding_window;
     hl_status st;
-    start_phase(j, pre, r->prefill_events, j->overlap_prefill);
+    start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
     double b = s->b_local, in = j->input;
     if ((st = layer_ops(s, pre, b, in, 1, 0, err)))
         return st;
@@ -929,6 +954,8 @@ static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
     pre->ph.scaleup_comm_s *= scale;
     pre->ph.scaleout_comm_s *= scale;
     pre->ph.latency_comm_s *= scale;
+    for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
+        pre->items[i].path_factor = scale;
     if ((st = io_ops(s, pre, b, 1, 1, err)))
         return st;
     add_overhead(pre, j->step_overhead, 1);
@@ -945,7 +972,7 @@ static hl_status run_decode(const sim *s, hl_result *r, acc *dec, hl_err *err)
     layer_split(s, &full, &sliding);
     double window = (double)s->m->sliding_window;
     hl_status st;
-    start_phase(j, dec, r->decode_events, j->overlap_decode);
+    start_phase(j, dec, r->decode_events, r->decode_items, j->overlap_decode);
     double steps = j->output - 1, b = s->b_local;
     if (steps > 0 && j->spec_tokens > 0) {
         if ((st = decode_speculative(s, dec, steps, err)))
@@ -986,12 +1013,8 @@ static void fill_times(const sim *s, const acc *pre, const acc *dec, hl_result *
     r->n_decode_events = dec->nev;
     r->prefill = pre->ph;
     r->decode = dec->ph;
-    r->n_prefill_items = pre->n;
+    r->n_prefill_items = pre->n; /* the rows were written in place (start_phase) */
     r->n_decode_items = dec->n;
-    if (pre->n)
-        memcpy(r->prefill_items, pre->items, sizeof pre->items[0] * (size_t)pre->n);
-    if (dec->n)
-        memcpy(r->decode_items, dec->items, sizeof dec->items[0] * (size_t)dec->n);
     r->ttft_s = pre->ph.time_s;
     r->tpot_s = steps > 0 ? dec->ph.time_s / steps : 0;
     r->total_s = pre->ph.time_s + dec->ph.time_s;

@@ -17,9 +17,22 @@ return function(ffi, lib, check)
   check(lib.hl_model_params(m, p, err) == 0, ffi.string(err.msg))
   local floor = p.total * 2 / 3.35e12
   check(r.tpot_s >= floor and r.tpot_s <= 1.5 * floor, "TPOT within [1, 1.5] x weights/bandwidth")
+  local tpot = r.tpot_s
   check(lib.hl_kv_bytes_per_token(m, lib.HL_BF16) == 131072, "KV bytes per token of Llama-3.1-8B")
   job.tp = 3 -- an invalid mapping reports an error through the buffer
   check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL, "invalid tp")
   check(ffi.string(err.msg):find("tp = 3 does not divide 32 heads", 1, true), ffi.string(err.msg))
-  print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", r.tpot_s * 1e3, floor * 1e3))
+  -- the collective rows read through the FFI (struct layout agrees with C): TP2 on 2 GPUs, batch 1,
+  -- 199 decode steps: the TP AllReduce is S = 1 * 4096 * 2 = 8192 B, 2 per layer x 32 x 199 = 12736 calls
+  check(lib.hl_cluster_init(c, g, 2, 2, err) == 0, ffi.string(err.msg))
+  lib.hl_job_init(job, m, c)
+  job.batch, job.input, job.output, job.tp = 1, 1000, 200, 2
+  check(lib.hl_sim_run(job, r, err) == 0, ffi.string(err.msg))
+  local ar
+  for i = 0, r.n_decode_items - 1 do
+    if ffi.string(r.decode_items[i].name) == "tp_allreduce" then ar = r.decode_items[i] end
+  end
+  check(ar and ar.call_bytes == 8192 and ar.calls == 12736 and ar.ranks == 2 and ar.op == lib.HL_ALLREDUCE,
+    "tp_allreduce row through the FFI")
+  print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", tpot * 1e3, floor * 1e3))
 end

@@ -30,16 +30,37 @@ typedef struct hl_phase {
     double hbm_bytes;     /* B moved to/from HBM per GPU */
 } hl_phase;
 
-enum { HL_SIM_MAX_ITEMS = 16, HL_SIM_MAX_EVENTS = 40 };
+enum { HL_SIM_MAX_ITEMS = 32, HL_SIM_MAX_EVENTS = 40 };
 
-/* One row of a breakdown: an operator or a collective, per layer-pass summed over the phase. */
+/* One row of a breakdown: an operator, or a collective of one shape (op, bytes
+ * per call, ranks), summed over the phase. Collectives of the same name but
+ * different shapes (speculative verify and draft passes, expert-TP groups)
+ * are separate rows. The collective rows of a phase are the list of every
+ * collective the simulator counted in it (docs/MODEL.md 6.3). */
 typedef struct hl_item {
     char name[32];
-    int32_t is_comm;      /* 1 for a collective */
-    int32_t tier;         /* collectives: 0 inside one HBD, 1 crosses HBDs */
-    double time_s;        /* summed over the phase (collectives before overlap) */
-    double bytes;         /* B per GPU (HBM for operators, sent for collectives) */
-    double flops;         /* FLOP per GPU */
+    int32_t is_comm;    /* 1 for a collective */
+    int32_t tier;       /* collectives: 0 inside one HBD, 1 crosses HBDs */
+    double time_s;      /* summed over the phase = calls * one call (collectives before overlap;
+                         prefill rows inside the layers before the pipeline fill: see path_factor) */
+    double bytes;       /* B per GPU (HBM for operators, sent for collectives) */
+    double flops;       /* FLOP per GPU */
+    double calls;       /* executions per GPU in the phase (fractional when layers split unevenly) */
+    double path_factor; /* time_s * path_factor is the row's time on the phase's critical path
+                         before overlap: (mb + pp - 1) / mb for prefill rows inside the layers
+                         (pipeline fill), 1 otherwise */
+    int32_t per_pass;   /* 1: once per forward pass (embedding, LM head, logits, token broadcast,
+                         PP send/recv, step overhead); 0: inside the layers */
+    /* collectives only (0 for operators): one call as simulated */
+    int32_t op;                 /* hl_coll_op */
+    int64_t ranks;              /* n */
+    int64_t ranks_per_hbd;      /* g as placed (after routing as a smaller HBD, if faster) */
+    int64_t hbds;               /* HBDs the group spans */
+    double call_bytes;          /* S, B per GPU as nccl-tests counts it (hl_coll_in.bytes) */
+    double call_time_s;         /* time of one call */
+    double call_latency_s;      /* the size-independent part of call_time_s */
+    double call_scaleup_bytes;  /* B one GPU sends over scale-up links per call */
+    double call_scaleout_bytes; /* B one GPU sends over the scale-out network per call */
 } hl_item;
 
 /* One kernel or collective of one layer pass (prefill) or one decode step, in
@@ -75,8 +96,8 @@ typedef struct hl_result {
     int32_t precision;         /* hl_precision of weights and GEMM math, as run */
     hl_cost cost;              /* cost and energy per token (docs/MODEL.md section 11) */
     int32_t n_prefill_items, n_decode_items;
-    hl_item prefill_items[16]; /* HL_SIM_MAX_ITEMS */
-    hl_item decode_items[16];
+    hl_item prefill_items[32]; /* HL_SIM_MAX_ITEMS: operators and collectives of the phase */
+    hl_item decode_items[32];
     int32_t n_prefill_events, n_decode_events;
     hl_event prefill_events[40]; /* HL_SIM_MAX_EVENTS: one layer of each kind + the per-pass ops */
     hl_event decode_events[40];  /* one decode step at the mean context */

@@ -316,8 +316,6 @@ void hl_bind_serve(lua_State *L)
     lua_pushcfunction(L, owned_gc);
     lua_setfield(L, -2, "__gc");
     lua_pop(L, 1);
-    lua_pushcfunction(L, l_serve);
-    lua_setfield(L, -2, "serve");
-    lua_pushcfunction(L, l_serve_steady);
-    lua_setfield(L, -2, "serve_steady");
+    static const luaL_Reg fns[] = {{"serve", l_serve}, {"serve_steady", l_serve_steady}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
 }

@@ -252,18 +252,38 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
-        lua_createtable(L, 0, 6);
+        lua_createtable(L, 0, 18);
         lua_pushstring(L, items[i].name);
         lua_setfield(L, -2, "name");
         lua_pushstring(L, items[i].is_comm ? "comm" : "op");
         lua_setfield(L, -2, "kind");
-        if (items[i].is_comm) {
-            lua_pushstring(L, items[i].tier ? "scale-out" : "scale-up");
-            lua_setfield(L, -2, "tier");
-        }
         hl_set_num(L, "time_s", items[i].time_s);
         hl_set_num(L, "bytes", items[i].bytes);
         hl_set_num(L, "flops", items[i].flops);
+        hl_set_num(L, "calls", items[i].calls);
+        hl_set_num(L, "path_factor", items[i].path_factor);
+        lua_pushboolean(L, items[i].per_pass);
+        lua_setfield(L, -2, "per_pass");
+        if (items[i].is_comm) { /* a collective: its shape and one call as simulated (hl_item) */
+            const hl_item *it = &items[i];
+            lua_pushstring(L, it->tier ? "scale-out" : "scale-up");
+            lua_setfield(L, -2, "tier");
+            lua_pushstring(L, hl_coll_op_name((hl_coll_op)it->op));
+            lua_setfield(L, -2, "op");
+            const struct {
+                const char *k;
+                int64_t v;
+            } ints[] = {{"ranks", it->ranks}, {"ranks_per_hbd", it->ranks_per_hbd}, {"hbds", it->hbds}};
+            for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+                lua_pushinteger(L, ints[k].v);
+                lua_setfield(L, -2, ints[k].k);
+            }
+            hl_set_num(L, "call_bytes", it->call_bytes);
+            hl_set_num(L, "call_time_s", it->call_time_s);
+            hl_set_num(L, "call_latency_s", it->call_latency_s);
+            hl_set_num(L, "call_scaleup_bytes", it->call_scaleup_bytes);
+            hl_set_num(L, "call_scaleout_bytes", it->call_scaleout_bytes);
+        }
         lua_rawseti(L, -2, i + 1);
     }
 }

@@ -13,6 +13,9 @@
 #define HL_MT_CLUSTER "hbdlab.cluster"
 #define HL_MT_MODEL "hbdlab.model"
 
+/* Opens the hbdlab module (l_hbdlab.c): the entry point of hbdlab.so and of the host. */
+int luaopen_hbdlab(lua_State *L);
+
 /* Each binding file adds its functions to the table at the top of the stack
  * (the `hbdlab.core` table). */
 void hl_bind_util(lua_State *L);

@@ -7,11 +7,7 @@
 #include <string.h>
 
 #include "bind.h"
-#include "embedded.h"
-#include "host.h"
-
-extern const hl_embedded_file hl_embedded_lua[];
-extern const int32_t hl_embedded_lua_count;
+#include "lua_library.h"
 
 typedef void (*binder)(lua_State *L);
 static const binder binders[] = {
@@ -42,7 +38,7 @@ static int open_core(lua_State *L)
 /* Loader for an embedded Lua file; upvalue 1 = index in hl_embedded_lua. */
 static int load_embedded(lua_State *L)
 {
-    const hl_embedded_file *f = &hl_embedded_lua[lua_tointeger(L, lua_upvalueindex(1))];
+    const hl_lua_file *f = &hl_embedded_lua[lua_tointeger(L, lua_upvalueindex(1))];
     char chunkname[256];
     snprintf(chunkname, sizeof chunkname, "@%s", f->name);
     if (luaL_loadbuffer(L, f->data, f->size, chunkname) != LUA_OK)
@@ -71,9 +67,9 @@ static void push_module_name(lua_State *L, const char *path)
 
 int luaopen_hbdlab(lua_State *L)
 {
+    static const luaL_Reg core[] = {{"hbdlab.core", open_core}, {NULL, NULL}};
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE); /* [preload] */
-    lua_pushcfunction(L, open_core);
-    lua_setfield(L, -2, "hbdlab.core");
+    luaL_setfuncs(L, core, 0);
     for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
         push_module_name(L, hl_embedded_lua[i].name);
         if (strcmp(lua_tostring(L, -1), "hbdlab") == 0) {
@@ -87,7 +83,7 @@ int luaopen_hbdlab(lua_State *L)
     lua_pop(L, 1);
     for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
         if (strcmp(hl_embedded_lua[i].name, "hbdlab/init.lua") == 0) {
-            const hl_embedded_file *f = &hl_embedded_lua[i];
+            const hl_lua_file *f = &hl_embedded_lua[i];
             if (luaL_loadbuffer(L, f->data, f->size, "@hbdlab/init.lua") != LUA_OK)
                 return lua_error(L);
             lua_pushliteral(L, "hbdlab");

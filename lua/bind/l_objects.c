@@ -451,11 +451,9 @@ static void new_metatable(lua_State *L, const objtype *t, const luaL_Reg *method
     lua_setfield(L, -2, "__eq");
     lua_pushstring(L, t->kind);
     lua_setfield(L, -2, "__name");
+    static const luaL_Reg common[] = {{"with", l_with}, {"totable", l_totable}, {NULL, NULL}};
     lua_newtable(L); /* [core mt methods] */
-    lua_pushcfunction(L, l_with);
-    lua_setfield(L, -2, "with");
-    lua_pushcfunction(L, l_totable);
-    lua_setfield(L, -2, "totable");
+    luaL_setfuncs(L, common, 0);
     if (methods)
         luaL_setfuncs(L, methods, 0);
     lua_setfield(L, -2, "__methods");

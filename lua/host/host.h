@@ -20,7 +20,4 @@ void hl_report(lua_State *L, const char *progname);
 /* Runs the interactive loop until end of input. Returns the process exit status. */
 int hl_repl(lua_State *L);
 
-/* Opens the hbdlab module (defined in l_hbdlab.c). */
-int luaopen_hbdlab(lua_State *L);
-
 #endif

@@ -157,6 +157,6 @@ static int l_calibrate_fit(lua_State *L)
 
 void hl_bind_calib(lua_State *L)
 {
-    lua_pushcfunction(L, l_calibrate_fit);
-    lua_setfield(L, -2, "calibrate_fit");
+    static const luaL_Reg fns[] = {{"calibrate_fit", l_calibrate_fit}, {NULL, NULL}};
+    luaL_setfuncs(L, fns, 0);
 }

@@ -1,0 +1,18 @@
+/* The Lua library (every .lua file under lua/hbdlab), embedded at build time by cmake/embed.cmake
+ * into the generated lua_data.c; l_hbdlab.c serves it to require. */
+#ifndef HL_LUA_LIBRARY_H
+#define HL_LUA_LIBRARY_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hl_lua_file {
+    const char *name; /* path relative to lua/, e.g. "hbdlab/plot.lua" */
+    const char *data; /* NUL-terminated source, static storage */
+    size_t size;      /* bytes, without the terminating NUL */
+} hl_lua_file;
+
+/* hl_embedded_lua_count files, then a {NULL, NULL, 0} end marker. */
+extern const hl_lua_file hl_embedded_lua[];
+extern const int32_t hl_embedded_lua_count;
+
+#endif
