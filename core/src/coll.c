@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "coll_int.h"
 #include "err_int.h"
 
 static const char *const op_names[HL_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter", "alltoall",
@@ -277,37 +278,45 @@ static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
            (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
 }
 
-/* Everything a collective's time depends on: the call and the cluster's link
- * parameters. Equal keys give equal results, so they can be memoised. */
+/* Everything a memoised function of a collective depends on: which function,
+ * the call and the cluster's link parameters. Equal keys give equal results. */
 typedef struct coll_key {
     hl_coll_in in;
     double links[11];
     int64_t gpus, hbd;
     int32_t fabric, nvls;
+    hl_coll_fn fn;
 } coll_key;
+/* memcmp compares keys: no padding bytes may exist (so no memset per lookup) */
+_Static_assert(sizeof(coll_key) == sizeof(hl_coll_in) + 11 * sizeof(double) + 2 * sizeof(int64_t) +
+                                       2 * sizeof(int32_t) + sizeof(hl_coll_fn),
+               "coll_key has padding");
+_Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 2 * sizeof(int64_t),
+               "hl_coll_in has padding");
 
-static void make_key(const hl_cluster *c, const hl_coll_in *in, coll_key *k)
+static void make_key(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, coll_key *k)
 {
-    memset(k, 0, sizeof *k); /* padding bytes take part in memcmp */
     k->in = *in;
     const double links[11] = {c->scaleup_bw, c->scaleout_bw, c->scaleup_latency, c->scaleout_latency,
                               c->coll_launch, c->eff_scaleup, c->eff_scaleout, c->in_switch_eff,
                               c->in_switch_latency, c->peer_cost, 0};
     memcpy(k->links, links, sizeof links);
     k->gpus = c->gpus;
-    k->hbd = c->hbd;
+    k->hbd = hbd;
     k->fabric = c->fabric;
     k->nvls = c->in_switch_reduce;
+    k->fn = fn;
 }
 
-/* Per-thread direct-mapped memo of recent results (sweeps repeat most calls). */
-enum { MEMO_SLOTS = 32 };
+/* Per-thread memo of recent results (sweeps repeat most calls): 2-way set
+ * associative, the newer entry of a set first. About 64 KiB per thread. */
+enum { MEMO_SETS = 128 };
 typedef struct memo_slot {
     int valid;
     coll_key key;
     hl_coll_out out;
 } memo_slot;
-static _Thread_local memo_slot memo[MEMO_SLOTS];
+static _Thread_local memo_slot memo[MEMO_SETS][2];
 
 /* Mixes the fields that differ most between calls; memcmp settles equality. */
 static unsigned key_hash(const coll_key *k)
@@ -315,34 +324,58 @@ static unsigned key_hash(const coll_key *k)
     uint64_t bits;
     memcpy(&bits, &k->in.bytes, sizeof bits);
     uint64_t h = bits ^ ((uint64_t)k->in.op << 56) ^ ((uint64_t)k->in.ranks << 32) ^ ((uint64_t)k->hbd << 16) ^
-                 (uint64_t)k->in.ranks_per_hbd;
+                 (uint64_t)k->in.ranks_per_hbd ^ ((uint64_t)k->in.algo << 48);
+    uint64_t f = 0;
+    memcpy(&f, &k->fn, sizeof k->fn < sizeof f ? sizeof k->fn : sizeof f); /* which function */
+    h ^= f;
+    memcpy(&bits, &k->links[1], sizeof bits); /* scale-out bandwidth: swept in HBD studies */
+    h ^= bits * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
-    return (unsigned)(h % MEMO_SLOTS);
+    return (unsigned)(h % MEMO_SETS);
 }
 
-static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err);
-
-hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+hl_status hl_coll_memo(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
+                       hl_err *err)
 {
     coll_key k;
-    make_key(c, in, &k);
-    memo_slot *slot = &memo[key_hash(&k)];
-    if (slot->valid && memcmp(&slot->key, &k, sizeof k) == 0) {
-        *out = slot->out;
-        return HL_OK;
-    }
-    hl_status st = coll_time_uncached(c, in, out, err);
+    make_key(fn, c, hbd, in, &k);
+    memo_slot *set = memo[key_hash(&k)];
+    for (int w = 0; w < 2; w++)
+        if (set[w].valid && memcmp(&set[w].key, &k, sizeof k) == 0) {
+            *out = set[w].out;
+            return HL_OK;
+        }
+    hl_status st = fn(c, hbd, in, out, err); /* may use the memo itself: no slot is held across the call */
     if (st == HL_OK) {
-        slot->valid = 1;
-        slot->key = k;
-        slot->out = *out;
+        set[1] = set[0];
+        set[0].valid = 1;
+        set[0].key = k;
+        set[0].out = *out;
     }
     return st;
 }
 
-static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
+                                    hl_err *err);
+
+hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+{
+    if (hbd < 1 || hbd > c->gpus)
+        return hl_fail(err, HL_EINVAL, "collective: HBDs of %lld GPUs in a cluster of %lld", (long long)hbd,
+                       (long long)c->gpus);
+    return hl_coll_memo(coll_time_uncached, c, hbd, in, out, err);
+}
+
+hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+{
+    return hl_coll_memo(coll_time_uncached, c, c->hbd, in, out, err);
+}
+
+/* The collective with HBDs of `hbd` GPUs; c->hbd is not read. */
+static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
+                                    hl_err *err)
 {
     if ((unsigned)in->op >= HL_COLL_OP_COUNT)
         return hl_fail(err, HL_EINVAL, "collective field 'op': %d is not a collective", (int)in->op);
@@ -360,28 +393,28 @@ static hl_status coll_time_uncached(const hl_cluster *c, const hl_coll_in *in, h
         return hl_fail(err, HL_EINVAL, "collective sendrecv: ranks must be 2 (got %lld)", (long long)in->ranks);
     int64_t n = in->ranks, g = in->ranks_per_hbd;
     if (g == 0) {
-        g = n < c->hbd ? n : c->hbd;
+        g = n < hbd ? n : hbd;
         if (n % g != 0)
             return hl_fail(err, HL_EINVAL,
                            "collective: %lld ranks do not fill HBDs of %lld evenly; give ranks_per_hbd (a divisor of "
                            "ranks, at most %lld)",
-                           (long long)n, (long long)c->hbd, (long long)c->hbd);
-    } else if (g < 1 || g > c->hbd || n % g != 0) {
+                           (long long)n, (long long)hbd, (long long)hbd);
+    } else if (g < 1 || g > hbd || n % g != 0) {
         return hl_fail(err, HL_EINVAL,
                        "collective field 'ranks_per_hbd': %lld must divide ranks = %lld and be at most hbd = %lld",
-                       (long long)g, (long long)n, (long long)c->hbd);
+                       (long long)g, (long long)n, (long long)hbd);
     }
-    if (n / g > hl_cluster_hbds(c))
+    if (n / g > c->gpus / hbd)
         return hl_fail(err, HL_EINVAL, "collective: %lld ranks at %lld per HBD need %lld HBDs; the cluster has %lld",
-                       (long long)n, (long long)g, (long long)(n / g), (long long)hl_cluster_hbds(c));
+                       (long long)n, (long long)g, (long long)(n / g), (long long)(c->gpus / hbd));
     group G;
     G.S = in->bytes;
     G.n = (double)n;
     G.g = (double)g;
     G.N = (double)(n / g);
     double up_raw = c->scaleup_bw;
-    if (c->fabric == HL_FABRIC_MESH && c->hbd > 1) /* a switchless mesh: g-1 of the hbd-1 links reach the group */
-        up_raw = c->scaleup_bw * (double)(g > 1 ? g - 1 : 1) / (double)(c->hbd - 1);
+    if (c->fabric == HL_FABRIC_MESH && hbd > 1) /* a switchless mesh: g-1 of the hbd-1 links reach the group */
+        up_raw = c->scaleup_bw * (double)(g > 1 ? g - 1 : 1) / (double)(hbd - 1);
     G.bu = up_raw * c->eff_scaleup;
     G.bo = c->scaleout_bw * c->eff_scaleout;
     G.au = c->scaleup_latency;

@@ -118,10 +118,13 @@ static double value_of(const hl_result_field *f, const hl_result *r)
 
 double hl_result_value(const hl_result *r, int32_t i) { return i >= 0 && i < COUNT ? value_of(&fields[i], r) : 0; }
 
+/* Runs for every sweep point: most rows are doubles, read without the switch. */
 void hl_result_values(const hl_result *r, double *v)
 {
-    for (int32_t i = 0; i < COUNT; i++)
-        v[i] = value_of(&fields[i], r);
+    for (int32_t i = 0; i < COUNT; i++) {
+        const hl_result_field *f = &fields[i];
+        v[i] = f->type == HL_VALUE_NUMBER ? *(const double *)((const char *)r + f->offset) : value_of(f, r);
+    }
 }
 
 const char *hl_result_value_name(int32_t i, double v)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll_int.h"
 #include "err_int.h"
 #include "hw_int.h"
 #include "model_int.h"
@@ -196,6 +197,7 @@ typedef struct acc {
     int layer_kind; /* current hl_event layer_kind */
     hl_phase ph;
     hl_item *items;  /* [HL_SIM_MAX_ITEMS] of the result (NULL in summary mode); filled up to n */
+    uint64_t tags[HL_SIM_MAX_ITEMS]; /* name_tag of each item's name */
     int n;
     double overlap;
     int summary;     /* skip items and events */
@@ -235,18 +237,30 @@ static void log_event(acc *a, const char *name, int is_comm, int tier, double du
     e->flops = flops;
 }
 
+/* The first 8 bytes of a name as one number: item() compares these first and
+ * calls strcmp only when they agree (it runs for every operator of a phase). */
+static uint64_t name_tag(const char *name)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < 8 && name[i]; i++)
+        t |= (uint64_t)(unsigned char)name[i] << (8 * i);
+    return t;
+}
+
 /* The breakdown row of `name` (for a collective, of the shape of `o` for `in`), created on first use. */
 static hl_item *item(acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o)
 {
+    uint64_t tag = name_tag(name);
     for (int i = 0; i < a->n; i++) {
         hl_item *it = &a->items[i];
-        if (strcmp(it->name, name) == 0 &&
+        if (a->tags[i] == tag && strcmp(it->name, name) == 0 &&
             (!in || (it->op == in->op && it->call_bytes == in->bytes && it->ranks == in->ranks &&
                      it->ranks_per_hbd == o->ranks_per_hbd && it->hbds == o->hbds)))
             return it;
     }
     if (a->n >= HL_SIM_MAX_ITEMS)
         return &a->items[HL_SIM_MAX_ITEMS - 1];
+    a->tags[a->n] = tag;
     hl_item *it = &a->items[a->n++];
     memset(it, 0, sizeof *it);
     copy_name(it->name, name);
@@ -325,35 +339,52 @@ static void account_coll(acc *a, const char *name, const hl_coll_in *in, const h
     it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
 }
 
+/* Whether moving peers of an HBD to scale-out can beat the placed time at
+ * all. Only the one-shot exchange runs both tiers at once; moving k of its
+ * g - 1 scale-up peers to scale-out can beat the placed time only when
+ * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
+ * docs/MODEL.md 6) or its latency is lower: otherwise there is no search. */
+static int reroute_can_win(const hl_cluster *c, int64_t g)
+{
+    return c->fabric == HL_FABRIC_SWITCH && g > 1 &&
+           (2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
+            c->scaleout_latency < c->scaleup_latency);
+}
+
 /* A collective as placed, or routed as a smaller HBD would route it if that is
  * faster: on a switched fabric a runtime can send to some peers of its HBD
  * over the scale-out network instead (both tiers then carry data at once), so
  * a larger HBD keeps every choice of a smaller one. The time is the minimum
  * over the HBD shares g' dividing the group's share g (docs/MODEL.md 6). */
-static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *o,
+                                   hl_err *err)
 {
-    hl_status st = hl_coll_time(c, in, o, err);
-    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    /* Only the one-shot exchange runs both tiers at once; moving k of its g - 1
-     * scale-up peers to scale-out can beat the placed time only when
-     * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
-     * docs/MODEL.md 6) or its latency is lower: otherwise skip the search. */
-    int can_win = 2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
-                  c->scaleout_latency < c->scaleup_latency;
-    if (st || c->fabric != HL_FABRIC_SWITCH || g <= 1 || !can_win)
+    hl_status st = hl_coll_time_hbd(c, hbd, in, o, err);
+    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < hbd ? in->ranks : hbd);
+    if (st || !reroute_can_win(c, g))
         return st;
-    hl_cluster cl = *c;
     hl_coll_in k = *in;
     hl_coll_out t;
     for (int64_t gs = 1; gs < g; gs++) {
         if (g % gs != 0 || in->ranks % gs != 0)
             continue;
-        cl.hbd = gs;
         k.ranks_per_hbd = gs;
-        if (hl_coll_time(&cl, &k, &t, err) == HL_OK && t.time_s < o->time_s)
+        if (hl_coll_time_hbd(c, gs, &k, &t, err) == HL_OK && t.time_s < o->time_s)
             *o = t;
     }
     return HL_OK;
+}
+
+/* best_coll_uncached through the collective memo: its result depends only on
+ * the call and the link parameters of the key (coll_int.h), so a sweep or a
+ * repeated run looks the minimum up once instead of timing every candidate
+ * again. Without a search it is the placed time, memoised by hl_coll_time. */
+static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+{
+    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
+    if (!reroute_can_win(c, g))
+        return hl_coll_time(c, in, o, err);
+    return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
 }
 
 /* Adds `times` executions of a collective over `ranks` ranks (packed). */
@@ -422,8 +453,6 @@ static hl_status hier_exchange(const sim *s, double gf, double mine, double widt
     double u = fmax(gf, etp);                                 /* GPUs holding whole experts together */
     double units_hit = D / u * (1 - miss_prob(E, E * u / D, k));
     double doms_hit = units_hit * u / gf;                     /* distinct destination domains per token */
-    hl_cluster cl = *s->c;
-    cl.hbd = (int64_t)gf;
     memset(inter, 0, sizeof *inter);
     memset(intra, 0, sizeof *intra);
     hl_status st = HL_OK;
@@ -431,9 +460,9 @@ static hl_status hier_exchange(const sim *s, double gf, double mine, double widt
     *in_inter = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
     *in_intra = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
     if (nd > 1)
-        st = hl_coll_time(&cl, in_inter, inter, err);
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_inter, inter, err);
     if (!st && gf > 1)
-        st = hl_coll_time(&cl, in_intra, intra, err);
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_intra, intra, err);
     return st;
 }
 

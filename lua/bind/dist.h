@@ -23,6 +23,12 @@ extern hl_dist hl_bind_dist;
  * lo = floor(index * n / count). Blocks in index order tile [0, n). */
 void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t *hi);
 
+/* The file a result written to `path` goes to in this process: `path` itself when alone or an
+ * MPI rank, else _shard<i>of<n> before the extension ("out.csv" -> "out_shard1of4.csv", "out"
+ * -> "out_shard1of4"). Writes at most n bytes (NUL included) to out; returns the length the
+ * whole name needs, as snprintf. */
+int hl_dist_shard_path(const char *path, char *out, size_t n);
+
 /* 1 when built with MPI. */
 int hl_dist_have_mpi(void);
 

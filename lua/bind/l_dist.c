@@ -24,6 +24,16 @@ void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t
     *hi = (int64_t)((long double)n * (index + 1) / count);
 }
 
+int hl_dist_shard_path(const char *path, char *out, size_t n)
+{
+    hl_dist d = hl_bind_dist;
+    if (d.mpi || d.count <= 1)
+        return snprintf(out, n, "%s", path);
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+    return snprintf(out, n, "%.*s_shard%dof%d%s", (int)stem, path, (int)d.index, (int)d.count, path + stem);
+}
+
 #ifdef HBDLAB_HAVE_MPI
 int hl_dist_have_mpi(void) { return 1; }
 
@@ -133,6 +143,18 @@ static int l_dist_block(lua_State *L)
     return 2;
 }
 
+/* core.shard_path(path) -> the file this process writes for path (hl_dist_shard_path). */
+static int l_shard_path(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t need = (size_t)hl_dist_shard_path(path, NULL, 0) + 1;
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, need);
+    hl_dist_shard_path(path, out, need);
+    luaL_pushresultsize(&b, need - 1);
+    return 1;
+}
+
 /* core.dist_allgather(text) -> array of every rank's text, in rank order (MPI only). */
 static int l_dist_allgather(lua_State *L)
 {
@@ -170,7 +192,7 @@ static int l_dist_allgather(lua_State *L)
 
 void hl_bind_dist_fns(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block},
+    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block}, {"shard_path", l_shard_path},
                                    {"dist_allgather", l_dist_allgather}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

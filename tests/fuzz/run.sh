@@ -4,14 +4,14 @@
 # Needs clang and libclang-rt-14-dev
 # (Debian). New interesting inputs land in build-fuzz/corpus/<target>; copy
 # the ones worth keeping into tests/fuzz/corpus/<target> (CI replays those).
-#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim lua_presets
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config json_text hf_config sim lua_presets
 # FUZZ_OUT=DIR builds and keeps corpora in DIR (default build-fuzz), so two campaigns can run at once.
 # Each campaign prints libFuzzer's final stats and the number of new corpus units.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
-targets=${*:-json_config hf_config sim lua_presets}
+targets=${*:-json_config json_text hf_config sim lua_presets}
 cc=${CC_FUZZ:-clang}
 command -v "$cc" > /dev/null || { echo "run.sh: clang is required (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 out=${FUZZ_OUT:-build-fuzz}
@@ -52,6 +52,7 @@ esac
 for t in $targets; do
     corpus_src=tests/fuzz/corpus/${t%_config}
     [ "$t" = json_config ] && corpus_src=tests/fuzz/corpus/json
+    [ "$t" = json_text ] && corpus_src=tests/fuzz/corpus/json
     [ "$t" = hf_config ] && corpus_src=tests/fuzz/corpus/hf
     [ "$t" = sim ] && corpus_src=tests/fuzz/corpus/sim
     [ "$t" = lua_presets ] && corpus_src=tests/fuzz/corpus/lua_presets
