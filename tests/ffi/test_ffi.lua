@@ -22,8 +22,8 @@ end
 do
   local err = ffi.new("hl_err")
   local root = ffi.new("hl_json *[1]")
-  local text = '{"a": [1, "x,y"], "b": true}'
-  check(lib.hl_json_parse(text, #text, "ffi.json", root, err) == 0, ffi.string(err.msg))
+  local doc = '{"a": [1, "x,y"], "b": true}'
+  check(lib.hl_json_parse(doc, #doc, "ffi.json", root, err) == 0, ffi.string(err.msg))
   check(lib.hl_json_kind_of(root[0]) == lib.HL_JSON_OBJECT and lib.hl_json_count(root[0]) == 2, "json object of 2")
   local a = lib.hl_json_first(root[0])
   check(ffi.string(lib.hl_json_key(a)) == "a" and lib.hl_json_count(a) == 2, "member a, 2 elements")
