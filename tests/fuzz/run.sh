@@ -34,13 +34,10 @@ case " $targets " in *" lua_presets "*)
     luaflags=$(pkg-config --cflags lua5.4)
     for src in lua/bind/l_*.c; do
         o="$out/bind_$(basename "${src%.c}").o"
-        # the bindings' include path (CMakeLists.txt): their own tree and the public core headers;
-        # l_json.c alone still reads core/src until it uses the public core JSON API
-        internal=()
-        [ "$(basename "$src")" = l_json.c ] && internal=(-Icore/src)
+        # the bindings' include path (CMakeLists.txt): their own tree and the public core headers
         # shellcheck disable=SC2086
         "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all $luaflags \
-            -Ilua/bind -Icore/include "${internal[@]}" -c "$src" -o "$o"
+            -Ilua/bind -Icore/include -c "$src" -o "$o"
         lua_objs+=("$o")
     done
     cmake -DOUT="$PWD/$out/lua_data.c" -DSYMBOL=hl_embedded_lua -DBASE="$PWD/lua" \
