@@ -42,13 +42,17 @@ hl_status hl_read_file(const char *path, char **text, hl_err *err)
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         return hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
-                       S_ISCHR(st.st_mode) ? "a character device" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+                       S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device");
     }
     if ((int64_t)st.st_size > cap) {
         close(fd);
-        return hl_fail(err, HL_EIO, "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
-                       path, (long long)st.st_size, (long long)cap);
+        return hl_fail(err, HL_EIO,
+                       "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)", path,
+                       (long long)st.st_size, (long long)cap);
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     /* the file may grow while it is read: read at most cap + 1 bytes */

@@ -47,8 +47,8 @@ hl_status hl_json_scan(const char *text, int64_t len, const char *origin, const 
         s += 3; /* tolerate a UTF-8 byte-order mark */
     int64_t esc = nul_escape_offset(s);
     if (esc >= 0)
-        return hl_fail(err, HL_EPARSE, "%s: byte %lld: \\u0000 (a NUL character) is not allowed in JSON text",
-                       origin, (long long)(esc + (s - text)));
+        return hl_fail(err, HL_EPARSE, "%s: byte %lld: \\u0000 (a NUL character) is not allowed in JSON text", origin,
+                       (long long)(esc + (s - text)));
     *start = s;
     return HL_OK;
 }
@@ -143,8 +143,7 @@ hl_status hl_json_check_duplicates(const cJSON *item, const char *origin, const 
     }
     if (cJSON_IsObject(item) || cJSON_IsArray(item))
         for (const cJSON *c = item->child; c; c = c->next) {
-            hl_status s =
-                hl_json_check_duplicates(c, origin, c->string && cJSON_IsObject(c) ? c->string : path, err);
+            hl_status s = hl_json_check_duplicates(c, origin, c->string && cJSON_IsObject(c) ? c->string : path, err);
             if (s)
                 return s;
         }
@@ -154,8 +153,7 @@ hl_status hl_json_check_duplicates(const cJSON *item, const char *origin, const 
 /* ---- whole documents ---------------------------------------------------------- */
 
 /* hl_json_read_tree + hl_json_check_duplicates; the object check when must_be_object. */
-static hl_status parse(const char *text, int64_t len, const char *origin, int must_be_object, cJSON **root,
-                       hl_err *err)
+static hl_status parse(const char *text, int64_t len, const char *origin, int must_be_object, cJSON **root, hl_err *err)
 {
     cJSON *r = NULL;
     hl_status s = hl_json_read_tree(text, len, origin, &r, err);
@@ -188,7 +186,9 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
         return hl_unknown_field(set, key, err);
     if (f->type == HL_FIELD_BOOL && !cJSON_IsBool(item)) /* 0 or "false" must not be guessed at */
         return hl_fail(err, HL_EINVAL, "%s field '%s': expected true or false, got %s", set->kind, key,
-                       cJSON_IsNumber(item) ? "a number" : cJSON_IsString(item) ? "a string" : "another JSON value");
+                       cJSON_IsNumber(item)   ? "a number"
+                       : cJSON_IsString(item) ? "a string"
+                                              : "another JSON value");
     if (cJSON_IsNumber(item))
         return hl_field_set_number(set, obj, key, item->valuedouble, err);
     if (cJSON_IsBool(item))
@@ -199,7 +199,9 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
         return hl_field_set_number(set, obj, key, 0, err);
     return hl_fail(err, HL_EINVAL, "%s field '%s': expected a %s, got %s", set->kind, key,
                    f->type == HL_FIELD_STRING || f->type == HL_FIELD_ENUM ? "string" : "number",
-                   cJSON_IsObject(item) ? "an object" : cJSON_IsArray(item) ? "an array" : "null");
+                   cJSON_IsObject(item)  ? "an object"
+                   : cJSON_IsArray(item) ? "an array"
+                                         : "null");
 }
 
 /* ---- the public reader (hbdlab/json.h): an hl_json is a cJSON node ------------- */
@@ -257,8 +259,9 @@ static hl_json *wrap(cJSON *c) { return (hl_json *)(void *)c; }
 
 hl_json *hl_json_new(hl_json_kind kind)
 {
-    return wrap(kind == HL_JSON_ARRAY ? cJSON_CreateArray() : kind == HL_JSON_OBJECT ? cJSON_CreateObject()
-                                                                                    : cJSON_CreateNull());
+    return wrap(kind == HL_JSON_ARRAY    ? cJSON_CreateArray()
+                : kind == HL_JSON_OBJECT ? cJSON_CreateObject()
+                                         : cJSON_CreateNull());
 }
 
 hl_json *hl_json_new_bool(int32_t v) { return wrap(cJSON_CreateBool(v != 0)); }

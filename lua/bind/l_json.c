@@ -84,8 +84,9 @@ static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, i
     case LUA_TNIL: attach(L, parent, key, hl_json_new(HL_JSON_NULL)); return;
     case LUA_TBOOLEAN: attach(L, parent, key, hl_json_new_bool(lua_toboolean(L, idx))); return;
     case LUA_TNUMBER: /* floats: the shortest text that reads back exactly (core json.c) */
-        attach(L, parent, key, lua_isinteger(L, idx) ? hl_json_new_integer((int64_t)lua_tointeger(L, idx))
-                                                     : hl_json_new_number(lua_tonumber(L, idx)));
+        attach(L, parent, key,
+               lua_isinteger(L, idx) ? hl_json_new_integer((int64_t)lua_tointeger(L, idx))
+                                     : hl_json_new_number(lua_tonumber(L, idx)));
         return;
     case LUA_TSTRING: attach(L, parent, key, hl_json_new_string(lua_tostring(L, idx))); return;
     case LUA_TTABLE: {

@@ -448,8 +448,8 @@ static int l_sweep(lua_State *L)
 /* Appends the CSV rows of points[0..count) (global indices first..) to csv (the core's
  * CSV writer, hbdlab/csv.h); column c is result field cols[c] times scales[c] (friendly
  * aliases); returns the number of rows (points stopped by Ctrl-C are left out). */
-static int64_t format_rows(hl_csv *csv, const axes_mem *mem, int zip, int ncols, const int *cols,
-                           const double *scales, const hl_point *points, int64_t first, int64_t count)
+static int64_t format_rows(hl_csv *csv, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
+                           const hl_point *points, int64_t first, int64_t count)
 {
     int32_t na = mem->n;
     int64_t lines = 0;

@@ -83,10 +83,22 @@ static void test_result_cells(void **state)
         hl_csv_clear(&c);
         char want[64];
         switch (f->type) {
-        case HL_VALUE_INTEGER: hl_csv_result(&c, k, 12345.0); strcpy(want, "12345"); break;
-        case HL_VALUE_BOOL: hl_csv_result(&c, k, 1.0); strcpy(want, "true"); break;
-        case HL_VALUE_NAME: hl_csv_result(&c, k, 0.0); snprintf(want, sizeof want, "%.*s", (int)strcspn(f->names, "|"), f->names); break;
-        default: hl_csv_result(&c, k, 0.25); strcpy(want, "0.25"); break;
+        case HL_VALUE_INTEGER:
+            hl_csv_result(&c, k, 12345.0);
+            strcpy(want, "12345");
+            break;
+        case HL_VALUE_BOOL:
+            hl_csv_result(&c, k, 1.0);
+            strcpy(want, "true");
+            break;
+        case HL_VALUE_NAME:
+            hl_csv_result(&c, k, 0.0);
+            snprintf(want, sizeof want, "%.*s", (int)strcspn(f->names, "|"), f->names);
+            break;
+        default:
+            hl_csv_result(&c, k, 0.25);
+            strcpy(want, "0.25");
+            break;
         }
         seen[f->type] = 1;
         assert_string_equal(c.text, want);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "hbdlab/hbdlab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,11 +68,9 @@ static void walk(const hl_json *v, int depth)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     hl_err err;
     hl_json *root = NULL;
     if (hl_json_parse(text, (int64_t)size, "fuzz.json", &root, &err) == HL_OK) {
