@@ -77,7 +77,7 @@ static double sliding_fraction(reader *r)
 hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *out, hl_err *err)
 {
     cJSON *root = NULL;
-    hl_status s = hl_json_parse(text, origin, &root, err);
+    hl_status s = hl_json_parse_object(text, origin, &root, err);
     if (s)
         return s;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");

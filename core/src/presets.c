@@ -1,117 +1,26 @@
-/* Presets (embedded + $HBDLAB_PRESETS on disk) and JSON loading of GPUs,
- * clusters and models through their field descriptor tables. */
+/* Presets (embedded + $HBDLAB_PRESETS on disk) and loading GPUs, clusters and models from
+ * JSON objects through their field descriptor tables. The JSON rules are json.c's, file
+ * reading is io.c's. */
 #include "hbdlab/presets.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "embedded.h"
 #include "err_int.h"
 #include "fields_int.h"
+#include "hbdlab/io.h"
 #include "json_int.h"
 
 extern const hl_embedded_file hl_embedded_presets[];
 extern const int32_t hl_embedded_presets_count;
 
 static const char *const kind_dirs[] = {"gpus", "clusters", "models"};
-
-void hl_free(void *p) { free(p); }
-
-int64_t hl_max_input_bytes(void)
-{
-    const char *v = getenv("HBDLAB_MAX_INPUT_BYTES");
-    if (v && *v) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        if (!errno && !*end && n > 0)
-            return (int64_t)n;
-    }
-    return (int64_t)64 << 20;
-}
-
-hl_status hl_read_file(const char *path, char **text, hl_err *err)
-{
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    int64_t cap = hl_max_input_bytes();
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return hl_fail(err, HL_EIO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
-                       S_ISCHR(st.st_mode) ? "a character device" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
-    }
-    if ((int64_t)st.st_size > cap) {
-        close(fd);
-        return hl_fail(err, HL_EIO, "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
-                       path, (long long)st.st_size, (long long)cap);
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    /* the file may grow while it is read: read at most cap + 1 bytes */
-    size_t want = (size_t)st.st_size + 1, len = 0;
-    char *buf = malloc(want + 1);
-    if (!buf) {
-        close(fd);
-        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
-    }
-    for (;;) {
-        if (len == want) {
-            if ((int64_t)len > cap) {
-                free(buf);
-                close(fd);
-                return hl_fail(err, HL_EIO, "%s: more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
-                               path, (long long)cap);
-            }
-            size_t bigger_n = want * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : want * 2;
-            char *bigger = realloc(buf, bigger_n + 1);
-            if (!bigger) {
-                free(buf);
-                close(fd);
-                return hl_fail(err, HL_ENOMEM, "%s: out of memory reading the file", path);
-            }
-            buf = bigger;
-            want = bigger_n;
-        }
-        ssize_t n = read(fd, buf + len, want - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return hl_fail(err, HL_EIO, "%s: read error: %s", path, strerror(e));
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    const char *nul = memchr(buf, '\0', len);
-    if (nul) {
-        long long at = (long long)(nul - buf);
-        free(buf);
-        return hl_fail(err, HL_EPARSE, "%s: byte %lld: a NUL byte (not a text file)", path, at);
-    }
-    buf[len] = '\0';
-    *text = buf;
-    return HL_OK;
-}
 
 /* "GB200_NVL72" -> "gb200-nvl72" */
 static void normalize(const char *in, char *out, size_t n)
@@ -310,92 +219,6 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
 
 /* ---- JSON -> struct through descriptors ------------------------------------ */
 
-hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *item, hl_err *err)
-{
-    const char *key = item->string;
-    const hl_field *f = hl_field_find(set, key);
-    if (!f)
-        return hl_unknown_field(set, key, err);
-    if (f->type == HL_FIELD_BOOL && !cJSON_IsBool(item)) /* 0 or "false" must not be guessed at */
-        return hl_fail(err, HL_EINVAL, "%s field '%s': expected true or false, got %s", set->kind, key,
-                       cJSON_IsNumber(item) ? "a number" : cJSON_IsString(item) ? "a string" : "another JSON value");
-    if (cJSON_IsNumber(item))
-        return hl_field_set_number(set, obj, key, item->valuedouble, err);
-    if (cJSON_IsBool(item))
-        return hl_field_set_number(set, obj, key, cJSON_IsTrue(item) ? 1 : 0, err);
-    if (cJSON_IsString(item))
-        return hl_field_set_string(set, obj, key, item->valuestring, err);
-    if (cJSON_IsNull(item) && f->zero_ok)
-        return hl_field_set_number(set, obj, key, 0, err);
-    return hl_fail(err, HL_EINVAL, "%s field '%s': expected a %s, got %s", set->kind, key,
-                   f->type == HL_FIELD_STRING || f->type == HL_FIELD_ENUM ? "string" : "number",
-                   cJSON_IsObject(item) ? "an object" : cJSON_IsArray(item) ? "an array" : "null");
-}
-
-int64_t hl_utf8_invalid_offset(const char *text, int64_t len)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    for (int64_t i = 0; i < len;) {
-        unsigned c = s[i];
-        int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
-        if (n < 0 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4) || i + n >= len + (n == 0))
-            return i;
-        for (int k = 1; k <= n; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        if ((n == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (n == 3 && c == 0xF0 && s[i + 1] < 0x90) ||
-            (n == 2 && c == 0xED && s[i + 1] >= 0xA0))
-            return i; /* overlong forms and UTF-16 surrogates */
-        i += n + 1;
-    }
-    return -1;
-}
-
-hl_status hl_json_parse(const char *text, const char *origin, cJSON **root, hl_err *err)
-{
-    if (!text)
-        return hl_fail(err, HL_EINVAL, "%s: no JSON text", origin);
-    int64_t bad = hl_utf8_invalid_offset(text, (int64_t)strlen(text));
-    if (bad >= 0)
-        return hl_fail(err, HL_EPARSE, "%s: byte %lld: invalid UTF-8", origin, (long long)bad);
-    const char *start = text;
-    if ((unsigned char)start[0] == 0xEF && (unsigned char)start[1] == 0xBB && (unsigned char)start[2] == 0xBF)
-        start += 3; /* tolerate a UTF-8 byte-order mark */
-    int64_t nul = hl_json_nul_escape_offset(start);
-    if (nul >= 0)
-        return hl_fail(err, HL_EPARSE, "%s: byte %lld: \\u0000 (a NUL character) is not allowed in JSON text",
-                       origin, (long long)(nul + (start - text)));
-    const char *end = NULL;
-    cJSON *r = cJSON_ParseWithOpts(start, &end, 1);
-    if (!r) {
-        const char *at = cJSON_GetErrorPtr();
-        long line = 1, col = 1;
-        if (at && at >= start) {
-            for (const char *p = start; p < at && *p; p++) {
-                if (*p == '\n') {
-                    line++;
-                    col = 1;
-                } else {
-                    col++;
-                }
-            }
-        }
-        return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: malformed JSON%s", origin, line, col,
-                       at && !*at ? " (unexpected end of input)" : "");
-    }
-    if (!cJSON_IsObject(r)) {
-        cJSON_Delete(r);
-        return hl_fail(err, HL_EPARSE, "%s: expected a JSON object at the top level", origin);
-    }
-    hl_status s = hl_json_check_duplicates(r, origin, "$", err);
-    if (s) {
-        cJSON_Delete(r);
-        return s;
-    }
-    *root = r;
-    return HL_OK;
-}
-
 /* The presets being loaded on this thread, outermost first: a preset's "base" (or a
  * cluster's "gpu") loads another preset while the first is still open, so a name that
  * is already on the chain is a cycle (a -> b -> a), refused before it recurses. */
@@ -533,7 +356,7 @@ typedef hl_status (*object_loader)(const cJSON *root, const char *origin, void *
 static hl_status from_text(const char *text, const char *origin, void *out, object_loader load, hl_err *err)
 {
     cJSON *root = NULL;
-    hl_status s = hl_json_parse(text, origin, &root, err);
+    hl_status s = hl_json_parse_object(text, origin, &root, err);
     if (!s)
         s = load(root, origin, out, err);
     cJSON_Delete(root);

@@ -202,10 +202,11 @@ static int column_of(const char *s, size_t n)
     return -1;
 }
 
-/* JSON line [s, e): an object parsed by cJSON (a string value "input" or a key inside a
- * string is no field; a repeated key is refused) whose arrival_s|arrival, input|input_tokens
- * and output|output_tokens are numbers. 1 and v[0..2] filled, or 0 with *why set. */
-static int json_line(const char *s, const char *e, double v[3], const char **why)
+/* JSON line [s, e): an object read by the JSON front end (json.c: UTF-8, no NUL, no "\u0000";
+ * a string value "input" or a key inside a string is no field; a repeated key is refused) whose
+ * arrival_s|arrival, input|input_tokens and output|output_tokens are numbers. 1 and v[0..2]
+ * filled, or 0 with *why set (it may point into *detail). */
+static int json_line(const char *s, const char *e, double v[3], const char **why, hl_err *detail)
 {
     static const char *const keys[3][2] = {{"arrival_s", "arrival"}, {"input", "input_tokens"},
                                            {"output", "output_tokens"}};
@@ -216,15 +217,18 @@ static int json_line(const char *s, const char *e, double v[3], const char **why
     }
     memcpy(buf, s, (size_t)(e - s));
     buf[e - s] = '\0';
-    cJSON *o = memchr(buf, '\0', (size_t)(e - s)) ? NULL : cJSON_Parse(buf); /* a NUL byte cuts the line */
-    free(buf);
-    int ok = o && cJSON_IsObject(o);
-    *why = ok ? NULL : "not a JSON object";
-    hl_err dup;
-    if (ok && hl_json_check_duplicates(o, "", "", &dup)) {
-        ok = 0;
+    cJSON *o = NULL;
+    const char *start;
+    int ok = 0;
+    if (hl_json_scan(buf, (int64_t)(e - s), "the line", &start, detail) != HL_OK)
+        *why = detail->msg; /* a NUL byte, invalid UTF-8 or a \u0000 */
+    else if (hl_json_read_tree(buf, (int64_t)(e - s), "the line", &o, detail) != HL_OK || !cJSON_IsObject(o))
+        *why = "not a JSON object";
+    else if (hl_json_check_duplicates(o, "", "", detail) != HL_OK)
         *why = "a key is repeated";
-    }
+    else
+        ok = 1;
+    free(buf);
     for (int c = 0; ok && c < 3; c++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, keys[c][0]);
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, keys[c][1]);
@@ -273,8 +277,9 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
             jsonl = *s == '{';
         double v[3] = {0, 0, 0};
         const char *why = NULL;
+        hl_err detail;
         if (jsonl) {
-            if (!json_line(s, e, v, &why))
+            if (!json_line(s, e, v, &why, &detail))
                 goto bad;
         } else if (!header) {
             int seen[3] = {0, 0, 0};

@@ -701,26 +701,32 @@ static void layer_split(const sim *s, double *full, double *sliding)
     *full = s->stage_layers - *sliding;
 }
 
-/* Embedding lookup, LM head (vocab-parallel), logits AllGather, token broadcast. */
-static hl_status io_ops(const sim *s, acc *a, double b, double q, double passes, hl_err *err)
+/* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
+ * the embedding lookup and the (pp - 1) stage hand-offs carry every token;
+ * the LM head (vocab-parallel), logits AllGather and token broadcast only the
+ * sampling rows (none when rows = 0, e.g. a prefill chunk that does not end
+ * its prompt). */
+static hl_status io_ops(const sim *s, acc *a, double rows, double tokens, double passes, hl_err *err)
 {
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
     a->layer_kind = 3;
-    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, b * q * h * s->ab, b * q * h * s->ab, 0};
+    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, tokens * h * s->ab, tokens * h * s->ab, 0};
     hl_status st = add_op(s, a, &emb, passes, err);
-    hl_op head;
-    gemm(&head, s, "lm_head", b, (double)m->vocab / tp, h);
-    if (!st)
-        st = add_op(s, a, &head, passes, err);
-    if (!st)
-        st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, b * (double)m->vocab * s->ab, s->tp, s->rph_tp, passes,
-                      err);
-    if (!st)
-        st = add_coll(s, a, "token_broadcast", HL_BROADCAST, b * 4, s->tp * s->pp, 0, passes, err);
+    if (rows > 0) {
+        hl_op head;
+        gemm(&head, s, "lm_head", rows, (double)m->vocab / tp, h);
+        if (!st)
+            st = add_op(s, a, &head, passes, err);
+        if (!st)
+            st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
+                          passes, err);
+        if (!st)
+            st = add_coll(s, a, "token_broadcast", HL_BROADCAST, rows * 4, s->tp * s->pp, 0, passes, err);
+    }
     if (!st && s->pp > 1) {
         int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
-        st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, b * q * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
+        st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
     }
     return st;
 }
@@ -878,7 +884,7 @@ static hl_status decode_speculative(const sim *s, acc *dec, double steps, hl_err
         (st = attention_sum(s, dec, draft_layers, 0, 1, tau, n, err)))
         return st;
     dec->ev = saved;
-    if ((st = io_ops(s, dec, b * q, 1, n, err)) || (g > 0 && (st = io_ops(s, dec, b, 1, n * g, err))))
+    if ((st = io_ops(s, dec, b * q, b * q, n, err)) || (g > 0 && (st = io_ops(s, dec, b, b, n * g, err))))
         return st;
     add_overhead(dec, j->step_overhead, n);
     return HL_OK;
@@ -967,7 +973,7 @@ static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
     pre->ph.latency_comm_s *= scale;
     for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
         pre->items[i].path_factor = scale;
-    if ((st = io_ops(s, pre, b, 1, 1, err)))
+    if ((st = io_ops(s, pre, b, b * in, 1, err))) /* b sequences of `in` tokens; the last token of each samples */
         return st;
     add_overhead(pre, j->step_overhead, 1);
     finish_phase(pre);
@@ -1054,7 +1060,7 @@ static hl_status run_decode(const sim *s, hl_result *r, acc *dec, hl_err *err)
         if ((st = decode_attention(s, dec, sliding * stages, window, err)))
             return st;
         dec->ev = saved;
-        if ((st = io_ops(s, dec, b, 1, steps, err)))
+        if ((st = io_ops(s, dec, b, b, steps, err)))
             return st;
         add_overhead(dec, j->step_overhead, steps);
     }
@@ -1308,7 +1314,7 @@ static hl_status step_io(hl_stepper *st, double rows, hl_phase *out, hl_err *err
     acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
-    hl_status rc = io_ops(&st->s, &a, rows / (double)st->s.dp, 1, 1, err);
+    hl_status rc = io_ops(&st->s, &a, rows / (double)st->s.dp, rows / (double)st->s.dp, 1, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -1433,12 +1439,21 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
             phase_add(&a.ph, &ph, (mb + (double)s->pp - 1) / mb);
         }
     }
-    if (it->logits_rows > 0) { /* LM head, logits gather, token broadcast: only for sequences that sample */
-        hl_phase io;
-        if ((rc = step_io(st, it->logits_rows, &io, err)))
+    /* embedding and stage hand-offs for every token; LM head, logits gather,
+     * token broadcast only for the sequences that sample */
+    hl_phase io;
+    if (it->logits_rows == tokens) {
+        if ((rc = step_io(st, tokens, &io, err)))
             return rc;
-        phase_add(&a.ph, &io, 1);
+    } else {
+        acc b;
+        memset(&b, 0, sizeof b);
+        b.summary = 1;
+        if ((rc = io_ops(s, &b, it->logits_rows / dp, tokens / dp, 1, err)))
+            return rc;
+        io = b.ph;
     }
+    phase_add(&a.ph, &io, 1);
     finish_phase(&a);
     *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)

@@ -15,26 +15,22 @@ typedef struct hl_dist {
     int32_t mpi;   /* 1: MPI ranks (gathered); 0: independent shards */
 } hl_dist;
 
-/* Set by the host before any script runs; {0, 1, 0} by default. */
+/* Set by the host before any script runs (lua/host/launch.c: --shard, mpirun);
+ * {0, 1, 0} by default, and always in the Lua module hbdlab.so. */
 extern hl_dist hl_bind_dist;
 
 /* The contiguous block [lo, hi) of n points owned by part `index` of `count`:
  * lo = floor(index * n / count). Blocks in index order tile [0, n). */
 void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t *hi);
 
-/* Parses "i/n" (0 <= i < n <= 100000) into *d; 0 on success, else -1. */
-int hl_dist_parse_shard(const char *text, hl_dist *d);
+/* The file a result written to `path` goes to in this process: `path` itself when alone or an
+ * MPI rank, else _shard<i>of<n> before the extension ("out.csv" -> "out_shard1of4.csv", "out"
+ * -> "out_shard1of4"). Writes at most n bytes (NUL included) to out; returns the length the
+ * whole name needs, as snprintf. */
+int hl_dist_shard_path(const char *path, char *out, size_t n);
 
 /* 1 when built with MPI. */
 int hl_dist_have_mpi(void);
-
-/* Starts MPI when the process was launched by mpirun (Open MPI / PMIx
- * environment) and sets hl_bind_dist from the communicator; returns 1 when
- * MPI runs. Without MPI support or launcher, returns 0 and changes nothing. */
-int hl_dist_mpi_start(int *argc, char ***argv);
-
-/* Ends MPI (after a failed script: aborts every rank with `code`). */
-void hl_dist_mpi_stop(int code);
 
 /* MPI: every rank holds its block [lo, hi) of all[0..n) (hl_dist_block of n);
  * afterwards every rank holds all n points. 0 on success. */

@@ -1,5 +1,6 @@
-/* Splitting sweeps across shards and MPI ranks (dist.h). MPI is optional at
- * build time (HBDLAB_HAVE_MPI); without it the MPI calls report failure. */
+/* Splitting sweeps across shards and MPI ranks (dist.h): the blocks, the gathers and
+ * their Lua functions. MPI is optional at build time (HBDLAB_HAVE_MPI); without it
+ * the gathers report failure. The host sets hl_bind_dist at launch (lua/host/launch.c). */
 #include "dist.h"
 
 #include <limits.h>
@@ -23,47 +24,18 @@ void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t
     *hi = (int64_t)((long double)n * (index + 1) / count);
 }
 
-int hl_dist_parse_shard(const char *text, hl_dist *d)
+int hl_dist_shard_path(const char *path, char *out, size_t n)
 {
-    char *end;
-    long i = strtol(text, &end, 10);
-    if (end == text || *end != '/')
-        return -1;
-    const char *p = end + 1;
-    long n = strtol(p, &end, 10);
-    if (end == p || *end != '\0' || n < 1 || n > 100000 || i < 0 || i >= n)
-        return -1;
-    d->index = (int32_t)i;
-    d->count = (int32_t)n;
-    d->mpi = 0;
-    return 0;
+    hl_dist d = hl_bind_dist;
+    if (d.mpi || d.count <= 1)
+        return snprintf(out, n, "%s", path);
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+    return snprintf(out, n, "%.*s_shard%dof%d%s", (int)stem, path, (int)d.index, (int)d.count, path + stem);
 }
 
 #ifdef HBDLAB_HAVE_MPI
 int hl_dist_have_mpi(void) { return 1; }
-
-int hl_dist_mpi_start(int *argc, char ***argv)
-{
-    /* only under a launcher: a plain run must not pay for (or be confused by) MPI start-up */
-    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_SIZE"))
-        return 0;
-    if (MPI_Init(argc, argv) != MPI_SUCCESS)
-        return 0;
-    int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    hl_bind_dist = (hl_dist){rank, size, 1};
-    return 1;
-}
-
-void hl_dist_mpi_stop(int code)
-{
-    if (!hl_bind_dist.mpi)
-        return;
-    if (code != 0 && hl_bind_dist.count > 1)
-        MPI_Abort(MPI_COMM_WORLD, code); /* the other ranks may wait in a collective */
-    MPI_Finalize();
-}
 
 int hl_dist_allgather_points(hl_point *all, int64_t n)
 {
@@ -129,13 +101,6 @@ out:
 }
 #else
 int hl_dist_have_mpi(void) { return 0; }
-int hl_dist_mpi_start(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    return 0;
-}
-void hl_dist_mpi_stop(int code) { (void)code; }
 int hl_dist_allgather_points(hl_point *all, int64_t n)
 {
     (void)all;
@@ -178,6 +143,18 @@ static int l_dist_block(lua_State *L)
     return 2;
 }
 
+/* core.shard_path(path) -> the file this process writes for path (hl_dist_shard_path). */
+static int l_shard_path(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t need = (size_t)hl_dist_shard_path(path, NULL, 0) + 1;
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, need);
+    hl_dist_shard_path(path, out, need);
+    luaL_pushresultsize(&b, need - 1);
+    return 1;
+}
+
 /* core.dist_allgather(text) -> array of every rank's text, in rank order (MPI only). */
 static int l_dist_allgather(lua_State *L)
 {
@@ -215,7 +192,7 @@ static int l_dist_allgather(lua_State *L)
 
 void hl_bind_dist_fns(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block},
+    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block}, {"shard_path", l_shard_path},
                                    {"dist_allgather", l_dist_allgather}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

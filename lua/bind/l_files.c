@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "hbdlab/csv.h"
 
 enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
 static char temps[MAX_TEMPS][TEMP_PATH]; /* "" = free slot */
@@ -201,13 +202,89 @@ static int l_same_file(lua_State *L)
     return 1;
 }
 
+/* ---- CSV text: the core's writer (hbdlab/csv.h) over Lua rows ---- */
+
+static const char *const CSV_BUFFER = "hbdlab.csv_buffer";
+
+static int csv_buffer_gc(lua_State *L)
+{
+    hl_csv_free(luaL_checkudata(L, 1, CSV_BUFFER));
+    return 0;
+}
+
+/* The cell of the value at idx: nil empty, integers in full, other numbers %.17g, booleans
+ * true/false, strings as they are (NUL bytes kept), anything else as tostring gives it. */
+static void csv_value(lua_State *L, hl_csv *c, int idx)
+{
+    size_t n;
+    const char *s;
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL: hl_csv_empty(c); return;
+    case LUA_TBOOLEAN: hl_csv_bool(c, lua_toboolean(L, idx)); return;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            hl_csv_integer(c, (int64_t)lua_tointeger(L, idx));
+        else
+            hl_csv_number(c, lua_tonumber(L, idx));
+        return;
+    case LUA_TSTRING:
+        s = lua_tolstring(L, idx, &n);
+        hl_csv_bytes(c, s, (int64_t)n);
+        return;
+    default:
+        s = luaL_tolstring(L, idx, &n); /* may raise (a __tostring that fails): the buffer is collected */
+        hl_csv_bytes(c, s, (int64_t)n);
+        lua_pop(L, 1);
+    }
+}
+
+/* to_csv(rows, cols) -> text: a header row of the names in cols, then for each of rows[1],
+ * rows[2], ... (up to the first nil, as ipairs) the cells row[cols[1]], row[cols[2]], ... */
+static int l_to_csv(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+    hl_csv *c = lua_newuserdatauv(L, sizeof *c, 0); /* 3: freed by __gc if anything below raises */
+    hl_csv_init(c);
+    luaL_setmetatable(L, CSV_BUFFER);
+    lua_Integer ncols = 0;
+    while (lua_geti(L, 2, ncols + 1) != LUA_TNIL) { /* header */
+        csv_value(L, c, -1);
+        lua_pop(L, 1);
+        ncols++;
+    }
+    lua_pop(L, 1);
+    hl_csv_end_row(c);
+    for (lua_Integer i = 1; lua_geti(L, 1, i) != LUA_TNIL; i++) { /* row at 4 */
+        for (lua_Integer j = 1; j <= ncols; j++) {
+            lua_geti(L, 2, j);
+            lua_gettable(L, 4);
+            csv_value(L, c, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        hl_csv_end_row(c);
+    }
+    if (c->failed)
+        return luaL_error(L, "to_csv: out of memory");
+    lua_pushlstring(L, c->text, (size_t)c->len);
+    hl_csv_free(c);
+    return 1;
+}
+
 void hl_bind_files(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic}, {"temp_beside", l_temp_beside},
                                    {"commit_temp", l_commit_temp},   {"discard_temp", l_discard_temp},
                                    {"file_tail", l_file_tail},       {"same_file", l_same_file},
-                                   {NULL, NULL}};
+                                   {"to_csv", l_to_csv},             {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
+    if (luaL_newmetatable(L, CSV_BUFFER)) {
+        lua_pushcfunction(L, csv_buffer_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
     static int once;
     if (!once) { /* temp files left by an error that escapes everything are removed at exit */
         once = 1;

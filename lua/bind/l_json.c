@@ -1,18 +1,18 @@
-/* JSON <-> Lua through cJSON: core.json_encode(value[, pretty]) and
- * core.json_decode(text[, origin]). Objects become tables with string keys,
- * arrays become sequences; JSON null becomes core.null in arrays, absent in objects. */
-#include <cjson/cJSON.h>
+/* JSON <-> Lua through the core's JSON front end (hbdlab/json.h): core.json_encode(value[,
+ * pretty]) and core.json_decode(text[, origin]).
+ * Objects become tables with string keys, arrays become sequences; JSON null becomes
+ * core.null in arrays, absent in objects. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
-#include "json_int.h"
+#include "hbdlab/json.h"
 
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
 
-static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth);
+static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, int depth);
 
 /* Counts the keys of the table at idx into *len; true when they are exactly 1..len. */
 static int is_array(lua_State *L, int idx, size_t *len)
@@ -37,18 +37,16 @@ static int is_array(lua_State *L, int idx, size_t *len)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Attaches node to parent (an array when key is NULL) or frees it and raises. */
-static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *node)
+/* Attaches node to parent (an array when key is NULL) or (node freed) raises. */
+static void attach(lua_State *L, hl_json *parent, const char *key, hl_json *node)
 {
-    if (!node || !(key ? cJSON_AddItemToObject(parent, key, node) : cJSON_AddItemToArray(parent, node))) {
-        cJSON_Delete(node);
+    if (!hl_json_add(parent, key, node))
         luaL_error(L, "json_encode: out of memory");
-    }
 }
 
 /* Adds the members of the table at idx to node (already attached to the tree, so an
  * error raised here (memory, a __tostring that raises) leaves nothing unreachable). */
-static void fill_table(lua_State *L, int idx, cJSON *node, int is_arr, size_t n, int depth)
+static void fill_table(lua_State *L, int idx, hl_json *node, int is_arr, size_t n, int depth)
 {
     if (is_arr) {
         for (size_t i = 1; i <= n; i++) {
@@ -80,51 +78,31 @@ static void fill_table(lua_State *L, int idx, cJSON *node, int is_arr, size_t n,
     lua_pop(L, 1); /* keys */
 }
 
-static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int depth)
+static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, int depth)
 {
     switch (lua_type(L, idx)) {
-    case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
-    case LUA_TBOOLEAN: attach(L, parent, key, cJSON_CreateBool(lua_toboolean(L, idx))); return;
-    case LUA_TNUMBER: {
-        if (lua_isinteger(L, idx)) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
-            attach(L, parent, key, cJSON_CreateRaw(buf));
-            return;
-        }
-        double v = lua_tonumber(L, idx);
-        if (!isfinite(v)) {
-            attach(L, parent, key, cJSON_CreateNull());
-            return;
-        }
-        /* Shortest of %.15g / %.16g / %.17g that reads back exactly (cJSON's own
-         * printer accepts a tolerance, which loses the last bits). */
-        char buf[40];
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(buf, sizeof buf, "%.*g", prec, v);
-            if (strtod(buf, NULL) == v)
-                break;
-        }
-        if (!strpbrk(buf, ".eEn"))
-            strcat(buf, ".0"); /* keep it a float when read back */
-        attach(L, parent, key, cJSON_CreateRaw(buf));
+    case LUA_TNIL: attach(L, parent, key, hl_json_new(HL_JSON_NULL)); return;
+    case LUA_TBOOLEAN: attach(L, parent, key, hl_json_new_bool(lua_toboolean(L, idx))); return;
+    case LUA_TNUMBER: /* floats: the shortest text that reads back exactly (core json.c) */
+        attach(L, parent, key,
+               lua_isinteger(L, idx) ? hl_json_new_integer((int64_t)lua_tointeger(L, idx))
+                                     : hl_json_new_number(lua_tonumber(L, idx)));
         return;
-    }
-    case LUA_TSTRING: attach(L, parent, key, cJSON_CreateString(lua_tostring(L, idx))); return;
+    case LUA_TSTRING: attach(L, parent, key, hl_json_new_string(lua_tostring(L, idx))); return;
     case LUA_TTABLE: {
         if (depth > MAX_DEPTH)
             luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 8, "json_encode");
         size_t n = 0;
         int arr = is_array(L, idx, &n);
-        cJSON *node = arr ? cJSON_CreateArray() : cJSON_CreateObject();
+        hl_json *node = hl_json_new(arr ? HL_JSON_ARRAY : HL_JSON_OBJECT);
         attach(L, parent, key, node);
         fill_table(L, idx, node, arr, n, depth);
         return;
     }
     case LUA_TLIGHTUSERDATA:
         if (lua_touserdata(L, idx) == &null_sentinel) {
-            attach(L, parent, key, cJSON_CreateNull());
+            attach(L, parent, key, hl_json_new(HL_JSON_NULL));
             return;
         }
         /* fallthrough */
@@ -133,7 +111,7 @@ static void add_value(lua_State *L, int idx, cJSON *parent, const char *key, int
             if (lua_type(L, -1) != LUA_TSTRING)
                 luaL_error(L, "json_encode: __tostring of a %s value returned a %s", luaL_typename(L, idx),
                            luaL_typename(L, -1));
-            attach(L, parent, key, cJSON_CreateString(lua_tostring(L, -1)));
+            attach(L, parent, key, hl_json_new_string(lua_tostring(L, -1)));
             lua_pop(L, 1);
             return;
         }
@@ -182,7 +160,7 @@ static void check_encodable(lua_State *L, int idx, int depth)
 /* The tree being built: every node hangs from holder (an array), so whatever raises
  * while encoding, l_encode frees it all. */
 typedef struct encoding {
-    cJSON *holder;
+    hl_json *holder;
     char *text;
 } encoding;
 
@@ -192,11 +170,11 @@ static int encode_protected(lua_State *L)
     int pretty = lua_toboolean(L, 3);
     lua_settop(L, 1);
     check_encodable(L, 1, 0); /* clear errors for wrong types before anything is built */
-    e->holder = cJSON_CreateArray();
+    e->holder = hl_json_new(HL_JSON_ARRAY);
     if (!e->holder)
         return luaL_error(L, "json_encode: out of memory");
     add_value(L, 1, e->holder, NULL, 0);
-    e->text = pretty ? cJSON_Print(e->holder->child) : cJSON_PrintUnformatted(e->holder->child);
+    e->text = hl_json_print(hl_json_first(e->holder), pretty);
     if (!e->text)
         return luaL_error(L, "json_encode: out of memory");
     lua_pushstring(L, e->text); /* may raise (memory): text is freed by the caller either way */
@@ -213,47 +191,50 @@ static int l_encode(lua_State *L)
     lua_pushlightuserdata(L, &e);
     lua_pushvalue(L, 2);
     int status = lua_pcall(L, 3, 1, 0);
-    cJSON_Delete(e.holder);
-    cJSON_free(e.text);
+    hl_json_free(e.holder);
+    hl_json_free_text(e.text);
     if (status != LUA_OK)
         return lua_error(L);
     return 1;
 }
 
-static void decode(lua_State *L, const cJSON *item, const char *origin, int depth)
+/* Pushes the Lua form of v (a tree of the core's JSON front end, hbdlab/json.h). */
+static void decode(lua_State *L, const hl_json *v, const char *origin, int depth)
 {
     if (depth > MAX_DEPTH)
         luaL_error(L, "%s: JSON nesting deeper than %d", origin, MAX_DEPTH);
     luaL_checkstack(L, 4, "json_decode");
-    if (cJSON_IsNull(item))
-        lua_pushlightuserdata(L, &null_sentinel);
-    else if (cJSON_IsBool(item))
-        lua_pushboolean(L, cJSON_IsTrue(item));
-    else if (cJSON_IsNumber(item)) {
-        double v = item->valuedouble;
-        if (v == floor(v) && fabs(v) < 9007199254740992.0)
-            lua_pushinteger(L, (lua_Integer)v);
+    switch (hl_json_kind_of(v)) {
+    case HL_JSON_NULL: lua_pushlightuserdata(L, &null_sentinel); break;
+    case HL_JSON_BOOL: lua_pushboolean(L, hl_json_true(v)); break;
+    case HL_JSON_NUMBER: {
+        double x = hl_json_number(v);
+        if (x == floor(x) && fabs(x) < 9007199254740992.0)
+            lua_pushinteger(L, (lua_Integer)x);
         else
-            lua_pushnumber(L, v);
-    } else if (cJSON_IsString(item))
-        lua_pushstring(L, item->valuestring);
-    else if (cJSON_IsArray(item)) {
-        lua_createtable(L, cJSON_GetArraySize(item), 0);
+            lua_pushnumber(L, x);
+        break;
+    }
+    case HL_JSON_STRING: lua_pushstring(L, hl_json_string(v)); break;
+    case HL_JSON_ARRAY: {
+        lua_createtable(L, hl_json_count(v), 0);
         int i = 1;
-        for (const cJSON *c = item->child; c; c = c->next) {
+        for (const hl_json *c = hl_json_first(v); c; c = hl_json_next(c)) {
             decode(L, c, origin, depth + 1);
             lua_rawseti(L, -2, i++);
         }
-    } else if (cJSON_IsObject(item)) {
+        break;
+    }
+    case HL_JSON_OBJECT:
         lua_newtable(L);
-        for (const cJSON *c = item->child; c; c = c->next) { /* repeated keys were refused before */
-            if (cJSON_IsNull(c))
+        for (const hl_json *c = hl_json_first(v); c; c = hl_json_next(c)) { /* repeated keys were refused */
+            if (hl_json_kind_of(c) == HL_JSON_NULL)
                 continue;
             decode(L, c, origin, depth + 1);
-            lua_setfield(L, -2, c->string);
+            lua_setfield(L, -2, hl_json_key(c));
         }
-    } else {
-        luaL_error(L, "%s: unsupported JSON value", origin);
+        break;
+    default: luaL_error(L, "%s: unsupported JSON value", origin);
     }
 }
 
@@ -263,48 +244,23 @@ static int decode_protected(lua_State *L)
     return 1;
 }
 
+/* json_decode(text[, origin]): the core's JSON front end (hl_json_parse: NUL bytes, UTF-8,
+ * "\u0000", repeated keys, origin:line:col), then the tree as Lua values. */
 static int l_decode(lua_State *L)
 {
     size_t len;
     const char *text = luaL_checklstring(L, 1, &len);
     const char *origin = luaL_optstring(L, 2, "json");
-    if (strlen(text) != len)
-        return luaL_error(L, "%s: JSON text contains a NUL byte at byte %d", origin, (int)strlen(text));
-    int64_t bad = hl_utf8_invalid_offset(text, (int64_t)len);
-    if (bad >= 0)
-        return luaL_error(L, "%s: byte %d: invalid UTF-8", origin, (int)bad);
-    if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
-        text += 3;
-    int64_t nul = hl_json_nul_escape_offset(text);
-    if (nul >= 0)
-        return luaL_error(L, "%s: byte %I: \\u0000 (a NUL character) is not allowed in JSON text", origin,
-                          (lua_Integer)nul);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long line = 1, col = 1;
-        for (const char *p = text; at && p < at && *p; p++) {
-            if (*p == '\n') {
-                line++;
-                col = 1;
-            } else
-                col++;
-        }
-        return luaL_error(L, "%s:%d:%d: malformed JSON%s", origin, (int)line, (int)col,
-                          at && !*at ? " (unexpected end of input)" : "");
-    }
     hl_err err;
-    if (hl_json_check_duplicates(root, origin, "$", &err)) {
-        cJSON_Delete(root);
+    hl_json *root = NULL;
+    if (hl_json_parse(text, (int64_t)len, origin, &root, &err))
         return hl_raise(L, &err);
-    }
     /* Convert in a protected call so that an error cannot leak the tree. */
     lua_pushcfunction(L, decode_protected);
     lua_pushlightuserdata(L, root);
     lua_pushstring(L, origin);
     int status = lua_pcall(L, 2, 1, 0);
-    cJSON_Delete(root);
+    hl_json_free(root);
     if (status != LUA_OK)
         return lua_error(L);
     return 1;

@@ -445,40 +445,10 @@ static int l_sweep(lua_State *L)
     return 2;
 }
 
-/* Writes one CSV cell per RFC 4180: quoted when it holds a comma, a quote, CR or LF
- * (or starts or ends with a space, as hl.rows writes it), quotes doubled; never cut. */
-static void csv_cell(FILE *f, const char *s)
-{
-    size_t n = strlen(s);
-    if (!strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *q = s; *q; q++) {
-        if (*q == '"')
-            fputc('"', f);
-        fputc(*q, f);
-    }
-    fputc('"', f);
-}
-
-/* One CSV cell of result field k, written as hbdlab.rows writes the same value:
- * integers in full, booleans as true/false, names as themselves, numbers %.17g. */
-static void write_cell(FILE *f, int32_t k, double v)
-{
-    switch (hl_result_field_at(k)->type) {
-    case HL_VALUE_INTEGER: fprintf(f, "%lld", (long long)v); break;
-    case HL_VALUE_BOOL: fputs(v != 0 ? "true" : "false", f); break;
-    case HL_VALUE_NAME: csv_cell(f, hl_result_value_name(k, v)); break;
-    default: fprintf(f, "%.17g", v);
-    }
-}
-
-/* Writes the CSV lines of points[0..count) (global indices first..) to f;
- * column c is result field cols[c] times scales[c] (friendly aliases);
- * returns the number of lines (points stopped by Ctrl-C are left out). */
-static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
+/* Appends the CSV rows of points[0..count) (global indices first..) to csv (the core's
+ * CSV writer, hbdlab/csv.h); column c is result field cols[c] times scales[c] (friendly
+ * aliases); returns the number of rows (points stopped by Ctrl-C are left out). */
+static int64_t format_rows(hl_csv *csv, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
                            const hl_point *points, int64_t first, int64_t count)
 {
     int32_t na = mem->n;
@@ -493,24 +463,26 @@ static int64_t format_rows(FILE *f, const axes_mem *mem, int zip, int ncols, con
             int64_t k = value_index[a];
             const hl_axis *ax = &mem->axes[a];
             if (ax->kind == HL_AXIS_NUMBER && ax->numbers[k] == 0 && strcmp(ax->name, "batch") == 0)
-                fputs("max", f); /* a batch axis value "max" travels as 0 */
+                hl_csv_text(csv, "max"); /* a batch axis value "max" travels as 0 */
             else if (ax->kind == HL_AXIS_NUMBER)
-                fprintf(f, "%.17g", ax->numbers[k]);
+                hl_csv_number(csv, ax->numbers[k]);
             else
-                csv_cell(f, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
-                            : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
-                            : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
-                                                        : ax->clusters[k].name);
-            fputc(',', f);
+                hl_csv_text(csv, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                                 : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                                 : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                             : ax->clusters[k].name);
         }
         for (int c = 0; c < ncols; c++) {
             if (p->status == HL_OK)
-                write_cell(f, cols[c], p->v[cols[c]] * scales[c]);
-            fputc(',', f); /* the last comma precedes the error column */
+                hl_csv_result(csv, cols[c], p->v[cols[c]] * scales[c]);
+            else
+                hl_csv_empty(csv);
         }
         if (p->status != HL_OK)
-            csv_cell(f, p->error);
-        fputc('\n', f);
+            hl_csv_text(csv, p->error);
+        else
+            hl_csv_empty(csv); /* the error column */
+        hl_csv_end_row(csv);
         lines++;
     }
     return lines;
@@ -538,14 +510,16 @@ static int l_sweep_to_csv(lua_State *L)
     int ncols = (int)luaL_len(L, 5);
     int cols[HL_POINT_VALUES];
     double scales[HL_POINT_VALUES];
+    const char *col_names[HL_POINT_VALUES]; /* as asked (a friendly alias stays itself); alive in the table */
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
     for (int c = 0; c < ncols; c++) {
         lua_rawgeti(L, 5, c + 1);
         const char *name = lua_tostring(L, -1);
-        cols[c] = name ? hl_result_column(name, &scales[c]) : -1;
+        cols[c] = name && lua_type(L, -1) == LUA_TSTRING ? hl_result_column(name, &scales[c]) : -1;
         if (cols[c] < 0)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
+        col_names[c] = name;
         lua_pop(L, 1);
     }
     hl_sweep_in in;
@@ -578,10 +552,10 @@ static int l_sweep_to_csv(lua_State *L)
     char shard_path[4200];
     if (!d.mpi && d.count > 1) {
         hl_dist_block(total, d.index, d.count, &begin, &end);
-        const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-        size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
-        snprintf(shard_path, sizeof shard_path, "%.*s_shard%dof%d%s", (int)stem, path, (int)d.index, (int)d.count,
-                 path + stem);
+        if (hl_dist_shard_path(path, shard_path, sizeof shard_path) >= (int)sizeof shard_path) {
+            free_axes(&mem);
+            return luaL_error(L, "sweep_to_csv: the file name %s is too long", path);
+        }
         path = shard_path;
     }
     hl_point *buf = malloc(sizeof *buf * CHUNK);
@@ -598,18 +572,21 @@ static int l_sweep_to_csv(lua_State *L)
         free_axes(&mem);
         return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, buf ? strerror(open_errno) : "out of memory");
     }
+    int interrupted = 0, terminated = 0, failed = 0;
+    hl_csv csv; /* the text of the header, then of each chunk */
+    hl_csv_init(&csv);
     if (writer) {
         errno = 0;
         for (int32_t a = 0; a < na; a++)
-            fprintf(f, "%s,", mem.axes[a].name);
-        for (int c = 0; c < ncols; c++) {
-            lua_rawgeti(L, 5, c + 1); /* the name as asked (a friendly alias stays itself) */
-            fprintf(f, "%s%s", lua_tostring(L, -1), c + 1 < ncols ? "," : ",error\n");
-            lua_pop(L, 1);
-        }
+            hl_csv_text(&csv, mem.axes[a].name);
+        for (int c = 0; c < ncols; c++)
+            hl_csv_text(&csv, col_names[c]);
+        hl_csv_text(&csv, "error");
+        hl_csv_end_row(&csv);
+        if (csv.failed || fwrite(csv.text, 1, (size_t)csv.len, f) != (size_t)csv.len)
+            failed = 1;
     }
     int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
-    int interrupted = 0, terminated = 0, failed = 0;
     int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
     double t0 = hl_clock_s();
     for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
@@ -626,29 +603,25 @@ static int l_sweep_to_csv(lua_State *L)
                 hl_files_discard(tmp);
             }
             free(buf);
+            hl_csv_free(&csv);
             free_axes(&mem);
             return hl_raise(L, &err);
         }
-        char *text = NULL;
-        size_t text_len = 0;
-        FILE *m = open_memstream(&text, &text_len);
-        if (!m) {
-            failed = 1;
-            break;
-        }
-        written += format_rows(m, &mem, zip, ncols, cols, scales, buf, in.first, in.count);
-        failed |= fclose(m) != 0;
+        hl_csv_clear(&csv);
+        written += format_rows(&csv, &mem, zip, ncols, cols, scales, buf, in.first, in.count);
+        failed |= csv.failed;
+        const char *text = csv.text;
+        size_t text_len = (size_t)csv.len;
+        char *all = NULL;
         if (gather) {
-            char *all = NULL;
             size_t all_len = 0;
-            failed |= hl_dist_allgather_text(text, text_len, &all, &all_len) != 0;
-            free(text);
+            failed |= hl_dist_allgather_text(text ? text : "", text_len, &all, &all_len) != 0;
             text = all;
             text_len = all_len;
         }
         if (f && text_len && fwrite(text, 1, text_len, f) != text_len)
             failed = 1;
-        free(text);
+        free(all);
         if (hl_bind_interrupt || cancel) {
             interrupted = 1;
             terminated = hl_bind_interrupt == 2;
@@ -668,6 +641,7 @@ static int l_sweep_to_csv(lua_State *L)
         bad |= fclose(f) != 0;
     }
     free(buf);
+    hl_csv_free(&csv);
     free_axes(&mem);
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
         int e = errno;

@@ -160,40 +160,13 @@ function M.write_atomic(path, text)
   return path
 end
 
-local function csv_field(v)
-  if v == nil then return "" end
-  local s
-  if type(v) == "number" then
-    s = math.type(v) == "integer" and tostring(v) or string.format("%.17g", v)
-  else
-    s = tostring(v)
-  end
-  if s:find('[,"\r\n]') or s:match("^%s") or s:match("%s$") then s = '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
+--- CSV text of rows: a header of cols, one line per row (the core's CSV writer, hbdlab/csv.h,
+--- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers %.17g).
+function M.to_csv(rows, cols) return core.to_csv(rows, M.columns(rows, cols)) end
 
-function M.to_csv(rows, cols)
-  cols = M.columns(rows, cols)
-  local lines = {}
-  local head = {}
-  for j, c in ipairs(cols) do head[j] = csv_field(c) end
-  lines[1] = table.concat(head, ",")
-  for _, r in ipairs(rows) do
-    local parts = {}
-    for j, c in ipairs(cols) do parts[j] = csv_field(r[c]) end
-    lines[#lines + 1] = table.concat(parts, ",")
-  end
-  return table.concat(lines, "\n") .. "\n"
-end
-
---- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension.
-function M.shard_path(path)
-  local d = core.dist()
-  if d.mpi or d.count == 1 then return path end
-  local stem, ext = path:match("^(.*)(%.[^./]*)$")
-  if not stem then stem, ext = path, "" end
-  return string.format("%s_shard%dof%d%s", stem, d.index, d.count, ext)
-end
+--- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension
+--- (core.shard_path, the name hl.sweep_to_csv uses too).
+function M.shard_path(path) return core.shard_path(path) end
 
 function M.write_csv(rows, path, cols) return M.write_atomic(M.shard_path(path), M.to_csv(rows, cols)) end
 

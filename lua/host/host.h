@@ -3,6 +3,8 @@
 #define HL_HOST_H
 #include <lua.h>
 
+#include "dist.h"
+
 /* Exit status of a script stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 enum { HL_EXIT_INTERRUPTED = 130 };
 
@@ -16,6 +18,19 @@ int hl_was_interrupted(void);
 
 /* Prints the error message at the top of the stack to stderr and pops it. */
 void hl_report(lua_State *L, const char *progname);
+
+/* Launch (launch.c): how this process joins a shared sweep, into hl_bind_dist (dist.h). */
+
+/* Parses "i/n" (0 <= i < n <= 100000) into *d; 0 on success, else -1. */
+int hl_dist_parse_shard(const char *text, hl_dist *d);
+
+/* Starts MPI when the process was launched by mpirun (Open MPI / PMIx
+ * environment) and sets hl_bind_dist from the communicator; returns 1 when
+ * MPI runs. Without MPI support or launcher, returns 0 and changes nothing. */
+int hl_dist_mpi_start(int *argc, char ***argv);
+
+/* Ends MPI (after a failed script: aborts every rank with `code`). */
+void hl_dist_mpi_stop(int code);
 
 /* Runs the interactive loop until end of input. Returns the process exit status. */
 int hl_repl(lua_State *L);

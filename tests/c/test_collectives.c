@@ -69,10 +69,9 @@ static void check_row(const hl_item *it, const char *label, hl_coll_op op, doubl
  *   over the 2 TP ranks, 1 call; each GPU sends its (n-1)/n = half: 256,512 B.
  * - token_broadcast: S = b * 4 = 8 B over tp pp = 4 ranks packed in 2 HBDs, 1 call.
  * - pp_sendrecv: over 2 ranks in 2 HBDs, pp - 1 = 1 call, all scale-out:
- *   S = b h a = 2 * 4096 * 2 = 16,384 B. The simulator sends one hidden vector
- *   per sequence at the end of prefill (io_ops runs with q = 1); MODEL.md 6
- *   describes T h a = 1,048,576 B. Recorded as counted today (hl.simulate's
- *   numbers must not move in this change); see MODEL.md 6.3.
+ *   every prompt token's hidden vector crosses the stage boundary,
+ *   S = T h a = 128 * 4096 * 2 = 1,048,576 B (it was b h a = 16,384 B, one
+ *   vector per sequence, until the prefill's per-pass operators counted T).
  * Decode, output - 1 = 2 steps, each a pass of both stages (4 stage passes):
  * - tp_allreduce: S = b h a = 16,384 B, 2 x 16 x 4 = 128 calls;
  * - pp_sendrecv: 16,384 B, 2 calls; logits_allgather 513,024 B, 2 calls;
@@ -93,7 +92,7 @@ static void test_tp2pp2_collectives_by_hand(void **state)
     check_row(find_coll(p, np, "tp_allreduce", -1), "prefill tp_allreduce", HL_ALLREDUCE, 1048576, 2, 1, 32, 0, 1048576,
               0);
     check_row(find_coll(p, np, "logits_allgather", -1), "prefill logits", HL_ALLGATHER, 513024, 2, 1, 1, 1, 256512, 0);
-    check_row(find_coll(p, np, "pp_sendrecv", -1), "prefill pp_sendrecv", HL_SENDRECV, 16384, 2, 2, 1, 1, 0, 16384);
+    check_row(find_coll(p, np, "pp_sendrecv", -1), "prefill pp_sendrecv", HL_SENDRECV, 1048576, 2, 2, 1, 1, 0, 1048576);
     const hl_item *tb = find_coll(p, np, "token_broadcast", -1);
     assert_non_null(tb);
     assert_int_equal(tb->op, HL_BROADCAST);

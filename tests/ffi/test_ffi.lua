@@ -18,4 +18,26 @@ if extra then
   extra:close()
   dofile((arg[0]:gsub("test_ffi%.lua$", "ffi_core.lua")))(ffi, lib, check)
 end
+-- the JSON front end and the CSV writer through the FFI (opaque hl_json, plain hl_csv)
+do
+  local err = ffi.new("hl_err")
+  local root = ffi.new("hl_json *[1]")
+  local doc = '{"a": [1, "x,y"], "b": true}'
+  check(lib.hl_json_parse(doc, #doc, "ffi.json", root, err) == 0, ffi.string(err.msg))
+  check(lib.hl_json_kind_of(root[0]) == lib.HL_JSON_OBJECT and lib.hl_json_count(root[0]) == 2, "json object of 2")
+  local a = lib.hl_json_first(root[0])
+  check(ffi.string(lib.hl_json_key(a)) == "a" and lib.hl_json_count(a) == 2, "member a, 2 elements")
+  local s = lib.hl_json_next(lib.hl_json_first(a))
+  local csv = ffi.new("hl_csv")
+  lib.hl_csv_init(csv)
+  lib.hl_csv_text(csv, lib.hl_json_string(s))
+  lib.hl_csv_number(csv, lib.hl_json_number(lib.hl_json_first(a)))
+  lib.hl_csv_end_row(csv)
+  check(ffi.string(csv.text, csv.len) == '"x,y",1\n', "csv row: " .. ffi.string(csv.text, csv.len))
+  lib.hl_csv_free(csv)
+  lib.hl_json_free(root[0])
+  local dup = '{"k": 1, "k": 2}'
+  check(lib.hl_json_parse(dup, #dup, "d.json", root, err) == lib.HL_EPARSE
+    and ffi.string(err.msg):find("duplicate key 'k'", 1, true), "duplicate key through the FFI")
+end
 print("ffi ok " .. v)

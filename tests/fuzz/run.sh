@@ -4,14 +4,14 @@
 # Needs clang and libclang-rt-14-dev
 # (Debian). New interesting inputs land in build-fuzz/corpus/<target>; copy
 # the ones worth keeping into tests/fuzz/corpus/<target> (CI replays those).
-#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config hf_config sim lua_presets
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]     targets: json_config json_text hf_config sim lua_presets
 # FUZZ_OUT=DIR builds and keeps corpora in DIR (default build-fuzz), so two campaigns can run at once.
 # Each campaign prints libFuzzer's final stats and the number of new corpus units.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
-targets=${*:-json_config hf_config sim lua_presets}
+targets=${*:-json_config json_text hf_config sim lua_presets}
 cc=${CC_FUZZ:-clang}
 command -v "$cc" > /dev/null || { echo "run.sh: clang is required (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 out=${FUZZ_OUT:-build-fuzz}
@@ -34,13 +34,10 @@ case " $targets " in *" lua_presets "*)
     luaflags=$(pkg-config --cflags lua5.4)
     for src in lua/bind/l_*.c; do
         o="$out/bind_$(basename "${src%.c}").o"
-        # the bindings' include path (CMakeLists.txt): their own tree and the public core headers;
-        # l_json.c alone still reads core/src until it uses the public core JSON API
-        internal=()
-        [ "$(basename "$src")" = l_json.c ] && internal=(-Icore/src)
+        # the bindings' include path (CMakeLists.txt): their own tree and the public core headers
         # shellcheck disable=SC2086
         "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all $luaflags \
-            -Ilua/bind -Icore/include "${internal[@]}" -c "$src" -o "$o"
+            -Ilua/bind -Icore/include -c "$src" -o "$o"
         lua_objs+=("$o")
     done
     cmake -DOUT="$PWD/$out/lua_data.c" -DSYMBOL=hl_embedded_lua -DBASE="$PWD/lua" \
@@ -52,6 +49,7 @@ esac
 for t in $targets; do
     corpus_src=tests/fuzz/corpus/${t%_config}
     [ "$t" = json_config ] && corpus_src=tests/fuzz/corpus/json
+    [ "$t" = json_text ] && corpus_src=tests/fuzz/corpus/json
     [ "$t" = hf_config ] && corpus_src=tests/fuzz/corpus/hf
     [ "$t" = sim ] && corpus_src=tests/fuzz/corpus/sim
     [ "$t" = lua_presets ] && corpus_src=tests/fuzz/corpus/lua_presets

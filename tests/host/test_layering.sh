@@ -18,10 +18,6 @@ layering() {
     for f in "$root"/lua/bind/*.[ch]; do
         for inc in $(quoted_includes "$f"); do
             name=$(basename "$f")
-            case "$name:$inc" in
-            # the one exception, until l_json.c uses the public core JSON API (issue 13, json slice)
-            l_json.c:json_int.h) continue ;;
-            esac
             case "$inc" in *..*) echo "$name includes \"$inc\": no relative paths out of the tree" && continue ;; esac
             if [ ! -f "$root/lua/bind/$inc" ] && [ ! -f "$root/core/include/$inc" ]; then
                 echo "$name includes \"$inc\": a binding includes only core/include and lua/bind headers"

@@ -32,23 +32,11 @@ hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err);
 hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err);
 
 /* Parses JSON text into an object; `origin` (a file name) prefixes errors.
- * Unknown keys are errors. A "base" key names a preset to start from. */
+ * Unknown keys are errors. A "base" key names a preset to start from. The text goes
+ * through the JSON front end (hbdlab/json.h); a boolean field takes true/false only. */
 hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err);
 hl_status hl_cluster_from_json(const char *text, const char *origin, hl_cluster *out, hl_err *err);
 hl_status hl_model_from_json(const char *text, const char *origin, hl_model *out, hl_err *err);
-
-/* Byte offset of the first invalid UTF-8 sequence in text[0..len), or -1 when valid. */
-int64_t hl_utf8_invalid_offset(const char *text, int64_t len);
-
-/* Reads a whole text file into a malloc'd NUL-terminated buffer (caller frees with
- * hl_free). Fails naming the file: not a regular file (FIFO, folder, device: refused
- * before reading), larger than hl_max_input_bytes(), or holding a NUL byte. */
-hl_status hl_read_file(const char *path, char **text, hl_err *err);
-void hl_free(void *p);
-
-/* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES when set to a
- * positive integer, else 64 MiB. */
-int64_t hl_max_input_bytes(void);
 
 #ifdef __cplusplus
 }

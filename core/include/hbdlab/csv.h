@@ -1,0 +1,51 @@
+/* The CSV writer (core/src/csv.c): every CSV file hbdlab writes is built here, by
+ * hl.sweep_to_csv (chunk by chunk) and by hl.rows.to_csv / write_csv / write (and so by every
+ * script writing rows), so a value has one form in every file:
+ *   - text cells per RFC 4180: quoted when they hold a comma, a quote, CR or LF, or start or
+ *     end with white space; quotes doubled; never cut;
+ *   - integers in full ("%lld"), booleans true/false, other numbers "%.17g" (they read back
+ *     exactly), an absent value as an empty cell;
+ *   - cells joined by ',', each row ended by "\n".
+ * The text is built in memory; the caller writes it (result files: a temp file renamed into
+ * place, so no half-written file is ever left). */
+#ifndef HBDLAB_CSV_H
+#define HBDLAB_CSV_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CSV text being built; caller-owned (hl_csv_init, then hl_csv_free). */
+typedef struct hl_csv {
+    char *text;     /* malloc'd, NUL-terminated; NULL before the first byte */
+    int64_t len;    /* bytes in text, without the NUL */
+    int64_t cap;    /* bytes allocated for text */
+    int32_t cells;  /* cells so far in the row being written */
+    int32_t failed; /* 1 once an allocation failed: the text is incomplete (out of memory) */
+} hl_csv;
+
+void hl_csv_init(hl_csv *c);
+void hl_csv_free(hl_csv *c);
+/* Empties the text (keeping its memory) for the next chunk of rows; failed stays set. */
+void hl_csv_clear(hl_csv *c);
+
+/* One cell each, appended to the row being written. hl_csv_text takes a C string,
+ * hl_csv_bytes len bytes (a NUL among them is kept, never cuts the cell). */
+void hl_csv_text(hl_csv *c, const char *s);
+void hl_csv_bytes(hl_csv *c, const char *s, int64_t len);
+void hl_csv_empty(hl_csv *c);
+void hl_csv_integer(hl_csv *c, int64_t v);
+void hl_csv_number(hl_csv *c, double v);
+void hl_csv_bool(hl_csv *c, int32_t v);
+/* Value v of result field `field` (hbdlab/result.h) by its type: integer, boolean, the name
+ * a name index stands for, or a number. */
+void hl_csv_result(hl_csv *c, int32_t field, double v);
+
+/* Ends the row being written ("\n"). */
+void hl_csv_end_row(hl_csv *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+/* Reading input files and checking their text: the limits every file hbdlab reads shares
+ * (presets, configs, traces, calibration specs, scripts' data). core/src/io.c. */
+#ifndef HBDLAB_IO_H
+#define HBDLAB_IO_H
+#include <stdint.h>
+#include "hbdlab/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reads a whole text file into a malloc'd NUL-terminated buffer (caller frees with
+ * hl_free). Fails naming the file: not a regular file (FIFO, folder, device: refused
+ * before reading), larger than hl_max_input_bytes(), or holding a NUL byte. */
+hl_status hl_read_file(const char *path, char **text, hl_err *err);
+void hl_free(void *p);
+
+/* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES when set to a
+ * positive integer, else 64 MiB. */
+int64_t hl_max_input_bytes(void);
+
+/* Byte offset of the first invalid UTF-8 sequence in text[0..len) (overlong forms and
+ * UTF-16 surrogates included), or -1 when valid. */
+int64_t hl_utf8_invalid_offset(const char *text, int64_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,126 @@
+/* The one CSV writer (hbdlab/csv.h): RFC 4180 cells and rows into a growing buffer. */
+#include "hbdlab/csv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbdlab/result.h"
+
+void hl_csv_init(hl_csv *c) { memset(c, 0, sizeof *c); }
+
+void hl_csv_free(hl_csv *c)
+{
+    free(c->text);
+    hl_csv_init(c);
+}
+
+void hl_csv_clear(hl_csv *c)
+{
+    c->len = 0;
+    c->cells = 0;
+    if (c->text)
+        c->text[0] = '\0';
+}
+
+/* Room for n more bytes and the NUL; 0 (and failed set) when memory ran out. */
+static int reserve(hl_csv *c, int64_t n)
+{
+    if (c->failed)
+        return 0;
+    if (c->len + n + 1 <= c->cap)
+        return 1;
+    int64_t cap = c->cap ? c->cap : 4096;
+    while (cap < c->len + n + 1)
+        cap *= 2;
+    char *t = realloc(c->text, (size_t)cap);
+    if (!t) {
+        c->failed = 1;
+        return 0;
+    }
+    c->text = t;
+    c->cap = cap;
+    return 1;
+}
+
+static void put(hl_csv *c, const char *s, int64_t n)
+{
+    if (!reserve(c, n))
+        return;
+    memcpy(c->text + c->len, s, (size_t)n);
+    c->len += n;
+    c->text[c->len] = '\0';
+}
+
+/* The ',' before every cell but a row's first. */
+static void next_cell(hl_csv *c)
+{
+    if (c->cells++ > 0)
+        put(c, ",", 1);
+}
+
+static int is_space(char ch) { return ch != '\0' && strchr(" \t\n\v\f\r", ch) != NULL; }
+
+void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
+{
+    next_cell(c);
+    size_t n = (size_t)len;
+    int quote = n && (is_space(s[0]) || is_space(s[n - 1]));
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n';
+    if (!quote) {
+        put(c, s, len);
+        return;
+    }
+    put(c, "\"", 1);
+    for (size_t i = 0; i < n;) { /* runs up to and including each quote, then the doubling quote */
+        const char *q = memchr(s + i, '"', n - i);
+        size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
+        put(c, s + i, (int64_t)run);
+        if (q)
+            put(c, "\"", 1);
+        i += run;
+    }
+    put(c, "\"", 1);
+}
+
+void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s, (int64_t)strlen(s)); }
+
+void hl_csv_empty(hl_csv *c) { next_cell(c); }
+
+void hl_csv_integer(hl_csv *c, int64_t v)
+{
+    char b[32];
+    next_cell(c);
+    put(c, b, snprintf(b, sizeof b, "%lld", (long long)v));
+}
+
+void hl_csv_number(hl_csv *c, double v)
+{
+    char b[40];
+    next_cell(c);
+    put(c, b, snprintf(b, sizeof b, "%.17g", v));
+}
+
+void hl_csv_bool(hl_csv *c, int32_t v)
+{
+    next_cell(c);
+    put(c, v ? "true" : "false", v ? 4 : 5);
+}
+
+void hl_csv_result(hl_csv *c, int32_t field, double v)
+{
+    const hl_result_field *f = hl_result_field_at(field);
+    switch (f ? f->type : HL_VALUE_NUMBER) {
+    case HL_VALUE_INTEGER: hl_csv_integer(c, (int64_t)v); break;
+    case HL_VALUE_BOOL: hl_csv_bool(c, v != 0); break;
+    case HL_VALUE_NAME: hl_csv_text(c, hl_result_value_name(field, v)); break;
+    default: hl_csv_number(c, v);
+    }
+}
+
+void hl_csv_end_row(hl_csv *c)
+{
+    put(c, "\n", 1);
+    c->cells = 0;
+}

@@ -1,0 +1,125 @@
+/* Reading input files (regular files only, within the input limit, no NUL byte) and the
+ * UTF-8 check: every file and JSON text hbdlab reads passes here. */
+#include "hbdlab/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err_int.h"
+
+void hl_free(void *p) { free(p); }
+
+int64_t hl_max_input_bytes(void)
+{
+    const char *v = getenv("HBDLAB_MAX_INPUT_BYTES");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (!errno && !*end && n > 0)
+            return (int64_t)n;
+    }
+    return (int64_t)64 << 20;
+}
+
+hl_status hl_read_file(const char *path, char **text, hl_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int64_t cap = hl_max_input_bytes();
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return hl_fail(err, HL_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
+                       S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device");
+    }
+    if ((int64_t)st.st_size > cap) {
+        close(fd);
+        return hl_fail(err, HL_EIO,
+                       "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)", path,
+                       (long long)st.st_size, (long long)cap);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* the file may grow while it is read: read at most cap + 1 bytes */
+    size_t want = (size_t)st.st_size + 1, len = 0;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
+    }
+    for (;;) {
+        if (len == want) {
+            if ((int64_t)len > cap) {
+                free(buf);
+                close(fd);
+                return hl_fail(err, HL_EIO, "%s: more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)",
+                               path, (long long)cap);
+            }
+            size_t bigger_n = want * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : want * 2;
+            char *bigger = realloc(buf, bigger_n + 1);
+            if (!bigger) {
+                free(buf);
+                close(fd);
+                return hl_fail(err, HL_ENOMEM, "%s: out of memory reading the file", path);
+            }
+            buf = bigger;
+            want = bigger_n;
+        }
+        ssize_t n = read(fd, buf + len, want - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return hl_fail(err, HL_EIO, "%s: read error: %s", path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        long long at = (long long)(nul - buf);
+        free(buf);
+        return hl_fail(err, HL_EPARSE, "%s: byte %lld: a NUL byte (not a text file)", path, at);
+    }
+    buf[len] = '\0';
+    *text = buf;
+    return HL_OK;
+}
+
+int64_t hl_utf8_invalid_offset(const char *text, int64_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (int64_t i = 0; i < len;) {
+        unsigned c = s[i];
+        int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4) || i + n >= len + (n == 0))
+            return i;
+        for (int k = 1; k <= n; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+        if ((n == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (n == 3 && c == 0xF0 && s[i + 1] < 0x90) ||
+            (n == 2 && c == 0xED && s[i + 1] >= 0xA0))
+            return i; /* overlong forms and UTF-16 surrogates */
+        i += n + 1;
+    }
+    return -1;
+}

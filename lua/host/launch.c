@@ -1,0 +1,62 @@
+/* How the executable joins a shared sweep at launch (docs/LUA_API.md "Sweeps on a
+ * cluster"): `--shard I/N` parsed, or MPI started under mpirun, into hl_bind_dist
+ * (lua/bind/dist.h), which the bindings read. Only the host starts and ends MPI: the
+ * Lua module hbdlab.so always runs alone. MPI is optional at build time (HBDLAB_HAVE_MPI). */
+#include "host.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#ifdef HBDLAB_HAVE_MPI
+#include <mpi.h>
+#endif
+
+int hl_dist_parse_shard(const char *text, hl_dist *d)
+{
+    char *end;
+    long i = strtol(text, &end, 10);
+    if (end == text || *end != '/')
+        return -1;
+    const char *p = end + 1;
+    long n = strtol(p, &end, 10);
+    if (end == p || *end != '\0' || n < 1 || n > 100000 || i < 0 || i >= n)
+        return -1;
+    d->index = (int32_t)i;
+    d->count = (int32_t)n;
+    d->mpi = 0;
+    return 0;
+}
+
+#ifdef HBDLAB_HAVE_MPI
+int hl_dist_mpi_start(int *argc, char ***argv)
+{
+    /* only under a launcher: a plain run must not pay for (or be confused by) MPI start-up */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_SIZE"))
+        return 0;
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return 0;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    hl_bind_dist = (hl_dist){rank, size, 1};
+    return 1;
+}
+
+void hl_dist_mpi_stop(int code)
+{
+    if (!hl_bind_dist.mpi)
+        return;
+    if (code != 0 && hl_bind_dist.count > 1)
+        MPI_Abort(MPI_COMM_WORLD, code); /* the other ranks may wait in a collective */
+    MPI_Finalize();
+}
+#else
+int hl_dist_mpi_start(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+
+void hl_dist_mpi_stop(int code) { (void)code; }
+#endif

@@ -1,0 +1,50 @@
+-- One CSV writer (core/src/csv.c): hl.rows.to_csv gives hand-written text for every kind of
+-- cell, and hl.sweep_to_csv and hl.rows.write_csv write the same sweep byte for byte.
+local T = require "testlib"
+local hl = require "hbdlab"
+
+T.test("rows.to_csv: each cell form, written out by hand", function()
+  local rows = {
+    { name = "plain", n = 42, x = 0.5, ok = true },
+    { name = 'say "hi", twice', n = -7, x = 0.1, ok = false },
+    { name = " lead", x = 1e300 },
+    { name = "two\nlines", n = 9007199254740993, x = 3.0 },
+    { name = "nul\0kept" },
+  }
+  -- 0.1 to 17 digits is 0.10000000000000001; 3.0 is a float, %.17g writes 3; a missing value is empty
+  local want = table.concat({
+    "name,n,x,ok",
+    "plain,42,0.5,true",
+    '"say ""hi"", twice",-7,0.10000000000000001,false',
+    '" lead",,1.0000000000000001e+300,',
+    '"two\nlines",9007199254740993,3,',
+    "nul\0kept,,,",
+  }, "\n") .. "\n"
+  T.eq(hl.rows.to_csv(rows, { "name", "n", "x", "ok" }), want, "text")
+  T.eq(hl.rows.to_csv({}, { "a,b" }), '"a,b"\n', "no rows: the header alone, quoted")
+end)
+
+T.test("sweep_to_csv and rows.write_csv write one sweep identically", function()
+  local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100", gpus = 8, hbd = 8 }, parallel = { tp = 1 } }
+  -- tp = 3 fails (it does not divide 32 heads): an error cell and empty result cells; the placement
+  -- axis value holds commas (quoted). No batch = "max" here: a row's batch is the batch as run, while
+  -- sweep_to_csv's axis column says max (tests/lua/test_sweep_search.lua checks that).
+  local axes = { { "input", { 128, 4096 } }, { "tp", { 1, 3 } }, { "batch", { 1, 64 } },
+                 { "model", { "llama-3.1-8b", "mixtral-8x7b" } }, { "placement", { "tp,dp,pp" } } }
+  local columns = { "ttft_ms", "bound", "memory.fits", "parallel.tp", "memory.kv_bytes" }
+  local a, b = os.tmpname(), os.tmpname()
+  local n = hl.sweep_to_csv { base = base, axes = axes, out = a, columns = columns, progress = false }
+  local rows = hl.sweep { base = base, axes = axes }
+  local cols = { "input", "tp", "batch", "model", "placement" }
+  for _, c in ipairs(columns) do cols[#cols + 1] = c end
+  cols[#cols + 1] = "error"
+  hl.rows.write_csv(rows, b, cols)
+  local ta, tb = io.open(a, "rb"):read("a"), io.open(b, "rb"):read("a")
+  os.remove(a)
+  os.remove(b)
+  T.eq(n, 16, "2 x 2 x 2 x 2 rows")
+  T.ok(ta:find("does not divide", 1, true) and ta:find(',"tp,dp,pp",', 1, true), "error cells, a quoted axis value")
+  T.eq(ta, tb, "the same bytes")
+end)
+
+T.done()
