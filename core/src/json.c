@@ -264,16 +264,20 @@ void hl_json_free(hl_json *root) { cJSON_Delete((cJSON *)(void *)root); }
 hl_json_kind hl_json_kind_of(const hl_json *v)
 {
     const cJSON *c = node(v);
-    return cJSON_IsBool(c)     ? HL_JSON_BOOL
-           : cJSON_IsNumber(c) ? HL_JSON_NUMBER
-           : cJSON_IsString(c) ? HL_JSON_STRING
-           : cJSON_IsArray(c)  ? HL_JSON_ARRAY
-           : cJSON_IsObject(c) ? HL_JSON_OBJECT
-                               : HL_JSON_NULL;
+    return cJSON_IsBool(c)                       ? HL_JSON_BOOL
+           : cJSON_IsNumber(c) || cJSON_IsRaw(c) ? HL_JSON_NUMBER /* raw: a number made by the writer */
+           : cJSON_IsString(c)                   ? HL_JSON_STRING
+           : cJSON_IsArray(c)                    ? HL_JSON_ARRAY
+           : cJSON_IsObject(c)                   ? HL_JSON_OBJECT
+                                                 : HL_JSON_NULL;
 }
 
 int32_t hl_json_true(const hl_json *v) { return cJSON_IsTrue(node(v)) ? 1 : 0; }
-double hl_json_number(const hl_json *v) { return cJSON_IsNumber(node(v)) ? node(v)->valuedouble : 0; }
+double hl_json_number(const hl_json *v)
+{
+    const cJSON *c = node(v);
+    return cJSON_IsNumber(c) ? c->valuedouble : cJSON_IsRaw(c) ? strtod(c->valuestring, NULL) : 0;
+}
 const char *hl_json_string(const hl_json *v) { return cJSON_IsString(node(v)) ? node(v)->valuestring : NULL; }
 
 int32_t hl_json_count(const hl_json *v)

@@ -1,6 +1,7 @@
 /* The result schema: the one table naming every field of a simulation result. */
 #include "hbdlab/result.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -118,13 +119,33 @@ static double value_of(const hl_result_field *f, const hl_result *r)
 
 double hl_result_value(const hl_result *r, int32_t i) { return i >= 0 && i < COUNT ? value_of(&fields[i], r) : 0; }
 
-/* Runs for every sweep point: most rows are doubles, read without the switch. */
-void hl_result_values(const hl_result *r, double *v)
+/* hl_result_values runs for every sweep point: the rows that are doubles are
+ * copied through a list of (row, offset) built once, the few others through
+ * value_of(). */
+static int32_t double_row[COUNT], double_off[COUNT], other_row[COUNT];
+static int32_t n_double, n_other;
+static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
+
+static void split_rows(void)
 {
     for (int32_t i = 0; i < COUNT; i++) {
-        const hl_result_field *f = &fields[i];
-        v[i] = f->type == HL_VALUE_NUMBER ? *(const double *)((const char *)r + f->offset) : value_of(f, r);
+        if (fields[i].type == HL_VALUE_NUMBER) {
+            double_row[n_double] = i;
+            double_off[n_double++] = fields[i].offset;
+        } else {
+            other_row[n_other++] = i;
+        }
     }
+}
+
+void hl_result_values(const hl_result *r, double *v)
+{
+    pthread_once(&rows_once, split_rows);
+    const char *base = (const char *)r;
+    for (int32_t k = 0; k < n_double; k++)
+        memcpy(&v[double_row[k]], base + double_off[k], sizeof(double));
+    for (int32_t k = 0; k < n_other; k++)
+        v[other_row[k]] = value_of(&fields[other_row[k]], r);
 }
 
 const char *hl_result_value_name(int32_t i, double v)

@@ -90,8 +90,33 @@ static void test_refused(void **state)
     assert_fails_with(hl_json_parse(NULL, 0, "t.json", &root, &e), HL_EINVAL, &e, "t.json: no JSON text");
 }
 
+static void test_write(void **state)
+{
+    (void)state;
+    hl_json *o = hl_json_new(HL_JSON_OBJECT);
+    hl_json *a = hl_json_new(HL_JSON_ARRAY);
+    assert_int_equal(hl_json_add(a, NULL, hl_json_new_number(0.1)), 1);
+    assert_int_equal(hl_json_add(a, NULL, hl_json_new_number(2.0)), 1);
+    assert_int_equal(hl_json_add(a, NULL, hl_json_new_number(1.0 / 0.0)), 1);
+    assert_int_equal(hl_json_add(a, NULL, hl_json_new_integer(-9007199254740993LL)), 1);
+    assert_int_equal(hl_json_add(o, "a", a), 1);
+    assert_int_equal(hl_json_add(o, "s", hl_json_new_string("q\"")), 1);
+    assert_int_equal(hl_json_add(o, "t", hl_json_new_bool(1)), 1);
+    assert_int_equal(hl_json_add(o, "x", NULL), 0); /* nothing to add */
+    /* 0.1 reads back from 15 digits; 2.0 gets ".0" to stay a float; infinity is null */
+    char *text = hl_json_print(o, 0);
+    assert_string_equal(text, "{\"a\":[0.1,2.0,null,-9007199254740993],\"s\":\"q\\\"\",\"t\":true}");
+    hl_json_free_text(text);
+    /* a written tree reads like a parsed one: numbers are numbers */
+    const hl_json *first = hl_json_first(hl_json_first(o));
+    assert_int_equal(hl_json_kind_of(first), HL_JSON_NUMBER);
+    assert_true(hl_json_number(first) == 0.1);
+    hl_json_free(o);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tree), cmocka_unit_test(test_refused)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tree), cmocka_unit_test(test_refused),
+                                       cmocka_unit_test(test_write)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

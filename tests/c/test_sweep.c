@@ -1,5 +1,6 @@
 /* Sweeps (core/src/sweep.c): point counts, the index decomposition, points
- * equal direct runs, error points, object axes before field axes. */
+ * equal direct runs, error points, object axes before field axes, memos never stale. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,71 @@ static void test_object_axes_first(void **state)
     }
 }
 
+/* One point run alone on a fresh thread: its per-thread memos are empty. */
+typedef struct fresh_run {
+    const hl_sweep_in *in;
+    int64_t index;
+    hl_point point;
+    hl_status st;
+    hl_err e;
+} fresh_run;
+
+static void *run_fresh(void *arg)
+{
+    fresh_run *f = arg;
+    hl_job j;
+    f->st = hl_sweep_job(f->in, f->index, &j, &f->e); /* summary_only 0, as the base: no decode memo */
+    if (!f->st)
+        hl_point_from_job(&j, &f->point);
+    return NULL;
+}
+
+/* The memos never return a stale result: coll.c's per-thread collective memo
+ * (and its search minimum in best_coll) and sim.c's decode-layer memo, which
+ * hits while only input changes. The sweep runs on one thread, input
+ * innermost, over output (a job field after input), hbd (inside the cluster)
+ * and scaleout_bw (a link parameter: at 25 and 50 GB/s the placed time of the
+ * TP group, which spans two HBDs of 4, changes with it; at 400 GB/s, above
+ * half of H100's scale-up, best_coll searches smaller HBD shares). Each of
+ * its 36 points must equal, bit for bit, the same job run alone on a fresh
+ * thread. */
+static void test_memos_never_stale(void **state)
+{
+    (void)state;
+    const double out[] = {64, 128}, hbd[] = {8, 4}, so[] = {25e9, 50e9, 400e9}, input[] = {512, 1024, 2048};
+    hl_axis axes[4] = {num_axis("output", out, 2), num_axis("hbd", hbd, 2), num_axis("scaleout_bw", so, 3),
+                       num_axis("input", input, 3)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
+    in.base.batch = 8;
+    in.base.tp = 8;
+    in.axes = axes;
+    in.n_axes = 4;
+    in.threads = 1;
+    hl_point pts[36];
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) { /* the second pass starts with every memo warm */
+        assert_ok(hl_sweep_run(&in, pts, &e), &e);
+        for (int64_t i = 0; i < 36; i++) {
+            fresh_run f;
+            memset(&f, 0, sizeof f);
+            f.in = &in;
+            f.index = i;
+            pthread_t t;
+            assert_int_equal(pthread_create(&t, NULL, run_fresh, &f), 0);
+            pthread_join(t, NULL);
+            assert_ok(f.st, &f.e);
+            assert_int_equal(pts[i].status, HL_OK);
+            assert_int_equal(f.point.status, HL_OK);
+            for (int32_t k = 0; k < HL_POINT_VALUES; k++)
+                if (memcmp(&pts[i].v[k], &f.point.v[k], sizeof(double)) != 0)
+                    fail_msg("pass %d, point %lld, %s: sweep %.17g, fresh thread %.17g", pass, (long long)i,
+                             hl_result_field_at(k)->name, pts[i].v[k], f.point.v[k]);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_points_equal_direct_runs),
         cmocka_unit_test(test_unknown_axis_and_cancel),
         cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_memos_never_stale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ typedef enum hl_json_kind {
 hl_status hl_json_parse(const char *text, int64_t len, const char *origin, hl_json **root, hl_err *err);
 void hl_json_free(hl_json *root);
 
-/* The kind of a value (v not NULL). */
+/* The kind of a value (v not NULL), of a parsed tree or one being written. */
 hl_json_kind hl_json_kind_of(const hl_json *v);
 /* 1 for true, 0 for false or a value that is no boolean. */
 int32_t hl_json_true(const hl_json *v);
