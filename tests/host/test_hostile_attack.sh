@@ -4,18 +4,6 @@
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || exit 1
 
-# expect_fail NAME EXPECTED CMD...: CMD must exit 1, not crash (>= 128) or time out, and its
-# stderr must contain EXPECTED.
-expect_fail() {
-    local name=$1 want=$2
-    shift 2
-    timeout 20 "$@" > "$TMP/out" 2> "$TMP/err"
-    local rc=$?
-    if [ "$rc" -ne 1 ]; then bad "$name: exit $rc (want 1): $(head -c 300 "$TMP/err")"; return; fi
-    if ! grep -qF -- "$want" "$TMP/err"; then bad "$name: stderr lacks '$want': $(head -c 300 "$TMP/err")"; return; fi
-    ok
-}
-
 # ---- hbdlab merge: a shard that is cut or broken must not be glued into the output ----
 printf 'a,b\n1,2\n' > s_shard0of2.csv
 printf 'a,b\n"3,4\n' > s_shard1of2.csv # the quote never closes: before, merged as is, exit 0
