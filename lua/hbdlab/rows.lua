@@ -219,7 +219,48 @@ local function read_file(path)
   return t
 end
 
-function M.read_csv(path) return M.parse_csv(read_file(path)) end
+--- Where the first record (the header) of CSV text (RFC 4180) ends when the text is whole:
+--- every quoted cell closed, no record wider than the header; when strict (shards given to
+--- `hbdlab merge`) every record exactly as wide and the last one ended by a line end. Else
+--- nil and what is wrong, with its line number.
+function M.csv_check(text, strict)
+  local line, cells, want, head_end, i = 1, 1, nil, nil, 1
+  while true do
+    local at = text:find('[",\n]', i)
+    if not at then break end
+    local ch = text:sub(at, at)
+    if ch == '"' then -- a quoted cell: to its closing quote ("" is a quote inside)
+      local q, doubled = at, nil
+      repeat
+        q = text:find('"', q + 1, true)
+        if not q then return nil, string.format("line %d: a quoted cell is not closed", line) end
+        doubled = text:sub(q + 1, q + 1) == '"'
+        if doubled then q = q + 1 end
+      until not doubled
+      line = line + select(2, text:sub(at, q):gsub("\n", ""))
+      at = q
+    elseif ch == "," then cells = cells + 1
+    else
+      want, head_end = want or cells, head_end or at
+      if cells > want or strict and cells ~= want then
+        return nil, string.format("line %d has %d cells, the header %d", line, cells, want)
+      end
+      cells, line = 1, line + 1
+    end
+    i = at + 1
+  end
+  if strict and not head_end then return nil, "no header line" end
+  if strict and text:sub(-1) ~= "\n" then return nil, string.format("line %d is cut short (no line end)", line) end
+  if want and cells > want then return nil, string.format("line %d has %d cells, the header %d", line, cells, want) end
+  return head_end or #text
+end
+
+function M.read_csv(path)
+  local text = read_file(path)
+  local ok, why = M.csv_check(text)
+  if not ok then error(path .. ": " .. why, 2) end
+  return M.parse_csv(text)
+end
 
 function M.write_json(rows, path) return M.write_atomic(path, core.json_encode(rows, true) .. "\n") end
 function M.read_json(path) return core.json_decode(read_file(path), path) end

@@ -21,6 +21,14 @@ expect_fail "merge: a row narrower than the header" 's_shard0of2.csv: line 3 has
 expect_fail "merge: missing input named once" 'hbdlab merge: cannot read nope.csv: cannot open' \
     "$HBDLAB" merge s_shard1of2.csv nope.csv -o all.csv
 check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: nope.csv' '$TMP/err'"
+# shards that differ only in a byte-order mark or CRLF line ends: said so
+printf '\357\273\277a,b\n1,2\n' > s_shard0of2.csv
+printf 'a,b\n3,4\n' > s_shard1of2.csv
+expect_fail "merge: a BOM in one shard" 'has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF' \
+    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+printf 'a,b\r\n1,2\r\n' > s_shard0of2.csv
+expect_fail "merge: CRLF in one shard" 'has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF' \
+    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
 # quoted cells holding commas, quotes and line ends (header too) merge byte for byte
 printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n' > q_shard0of2.csv
 printf 'a,"b\n,x"\n"",""""\n' > q_shard1of2.csv
