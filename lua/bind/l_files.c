@@ -1,9 +1,11 @@
 /* Atomic output files: every file hbdlab writes goes to a temp file made by mkstemp
  * in the destination folder (so two writers never share one), and is renamed over
- * the destination only when complete. Temp files alive at any moment are listed so
+ * the destination only when complete (a device or FIFO destination, /dev/null, is written to,
+ * never replaced). Temp files alive at any moment are listed so
  * that an interrupted or killed process can remove them (hl_files_cleanup is
  * async-signal-safe: it only calls unlink). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +81,49 @@ int hl_files_temp(const char *path, char *tmp, size_t n)
     return fd;
 }
 
+/* Puts the finished temp file tmp at path: renamed over it, except when path is a device or a
+ * FIFO (/dev/null, /dev/stdout, a link to one): then tmp's bytes are written to it and tmp is
+ * removed, so the node is never replaced by a file. 0, or -1 with errno set (tmp left). */
+static int put_in_place(const char *tmp, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return rename(tmp, path);
+    int in = open(tmp, O_RDONLY | O_CLOEXEC), out = in < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+    int e = in < 0 || out < 0 ? errno : 0;
+    char buf[65536];
+    while (!e) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            e = n < 0 ? errno : 0;
+            break;
+        }
+        for (ssize_t done = 0; done < n && !e;) {
+            ssize_t w = write(out, buf + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                e = w < 0 ? errno : EIO;
+            else
+                done += w;
+        }
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0 && !e)
+        e = errno;
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return unlink(tmp);
+}
+
 int hl_files_commit(const char *tmp, const char *path)
 {
-    int rc = rename(tmp, path);
+    int rc = put_in_place(tmp, path);
     int e = errno;
     if (rc == 0)
         forget(tmp);
@@ -121,7 +163,7 @@ static int l_write_atomic(lua_State *L)
         e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
-    if (!e && rename(tmp, path) != 0)
+    if (!e && put_in_place(tmp, path) != 0)
         e = errno;
     if (e)
         unlink(tmp);
@@ -155,7 +197,7 @@ static int l_temp_beside(lua_State *L)
 static int l_commit_temp(lua_State *L)
 {
     const char *tmp = luaL_checkstring(L, 1), *path = luaL_checkstring(L, 2);
-    int e = rename(tmp, path) != 0 ? errno : 0;
+    int e = put_in_place(tmp, path) != 0 ? errno : 0;
     if (e)
         unlink(tmp);
     forget(tmp);

@@ -49,6 +49,27 @@ if [ -w /dev/full ]; then
     check "a script's print > /dev/full says so" grep -q "cannot write standard output" "$TMP/err"
 fi
 
+# ---- results written to a FIFO or a device (-o /dev/null, /dev/stdout): written to, never
+# replaced by a regular file (the temp file was renamed over the node: as root, over /dev/null) ----
+mkfifo fifo.csv
+timeout 10 cat fifo.csv > fifo.out &
+reader=$!
+"$HBDLAB" -e 'hl.rows.write_csv({ { a = 1 } }, "fifo.csv")' 2> "$TMP/err"
+wait "$reader"
+check "rows to a FIFO: still a FIFO" [ -p fifo.csv ]
+check "rows to a FIFO: the reader got the CSV" [ "$(cat fifo.out)" = "$(printf 'a\n1')" ]
+check "rows to a FIFO: no temp file left" sh -c "! ls | grep -q 'fifo.csv.tmp-'"
+if mknod null.csv c 1 3 2> /dev/null; then # a /dev/null of our own (root only)
+    printf 'a,b\n1,2\n' > n_shard0of1.csv
+    "$HBDLAB" merge n_shard0of1.csv -o null.csv
+    rc=$?
+    check "merge -o a device: exit 0 (rc $rc)" [ "$rc" -eq 0 ]
+    check "merge -o a device: still a device" [ -c null.csv ]
+    "$HBDLAB" -e 'hl.sweep_to_csv { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 } },
+        axes = { batch = { 1, 2 } }, out = "null.csv", progress = false }'
+    check "sweep_to_csv to a device: still a device" [ -c null.csv ]
+fi
+
 # ---- JSON nested deeper than 1,000 levels: said so, not "malformed JSON" ----
 awk 'BEGIN { for (i = 0; i < 100000; i++) printf "["; print "" }' > deep.json
 expect_fail "eval: 100,000 nested arrays" 'deep.json:1:1001: JSON nested deeper than 1000 levels' "$HBDLAB" eval deep.json
