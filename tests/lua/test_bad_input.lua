@@ -174,6 +174,8 @@ do
     { "NUL escape in a value", '{"model": "llama-3.1-8b\\u0000ignored"}', "\\u0000 (a NUL character) is not allowed" },
     { "duplicate key among 41", "{" .. table.concat(many, ", ") .. "}", "duplicate key 'k17'" },
     { "duplicate key in a nested object", '{"model": "llama-3.1-8b", "parallel": {"tp": 8, "tp": 1}}', "duplicate key 'tp'" },
+    -- attack pass: said only "malformed JSON"
+    { "lone UTF-16 surrogate escape", '{"model": "\\ud800"}', "cfg.json:1:12: malformed JSON: bad escape in a string", "surrogates in pairs" },
     { "boolean as 0", '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "exact_steps": 0}', "'exact_steps': expected true or false" },
   } do json_cases[#json_cases + 1] = c end
 end
