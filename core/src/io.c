@@ -117,8 +117,8 @@ int64_t hl_utf8_invalid_offset(const char *text, int64_t len)
             if ((s[i + k] & 0xC0) != 0x80)
                 return i;
         if ((n == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (n == 3 && c == 0xF0 && s[i + 1] < 0x90) ||
-            (n == 2 && c == 0xED && s[i + 1] >= 0xA0))
-            return i; /* overlong forms and UTF-16 surrogates */
+            (n == 2 && c == 0xED && s[i + 1] >= 0xA0) || (n == 3 && c == 0xF4 && s[i + 1] >= 0x90))
+            return i; /* overlong forms, UTF-16 surrogates, code points above U+10FFFF */
         i += n + 1;
     }
     return -1;

@@ -53,6 +53,29 @@ hl_status hl_json_scan(const char *text, int64_t len, const char *origin, const 
     return HL_OK;
 }
 
+/* Depth of [ and { open before at (strings skipped): tells text nested too deep for cJSON
+ * from malformed text. */
+static long depth_at(const char *text, const char *at)
+{
+    long depth = 0;
+    int in_string = 0;
+    for (const char *p = text; p < at && *p; p++) {
+        if (in_string) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                in_string = 0;
+        } else if (*p == '"') {
+            in_string = 1;
+        } else if (*p == '[' || *p == '{') {
+            depth++;
+        } else if (*p == ']' || *p == '}') {
+            depth--;
+        }
+    }
+    return depth;
+}
+
 hl_status hl_json_read_tree(const char *text, int64_t len, const char *origin, cJSON **root, hl_err *err)
 {
     const char *start = NULL;
@@ -72,6 +95,9 @@ hl_status hl_json_read_tree(const char *text, int64_t len, const char *origin, c
                 col++;
             }
         }
+        if (at && depth_at(start, at) >= CJSON_NESTING_LIMIT)
+            return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: JSON nested deeper than %d levels (arrays and objects)",
+                           origin, line, col, CJSON_NESTING_LIMIT);
         return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: malformed JSON%s", origin, line, col,
                        at && !*at ? " (unexpected end of input)" : "");
     }
@@ -189,6 +215,10 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
                        cJSON_IsNumber(item)   ? "a number"
                        : cJSON_IsString(item) ? "a string"
                                               : "another JSON value");
+    if (cJSON_IsBool(item) && f->type != HL_FIELD_BOOL) /* true must not become 1 sequence */
+        return hl_fail(err, HL_EINVAL, "%s field '%s': expected a %s, got %s", set->kind, key,
+                       f->type == HL_FIELD_STRING || f->type == HL_FIELD_ENUM ? "string" : "number",
+                       cJSON_IsTrue(item) ? "true" : "false");
     if (cJSON_IsNumber(item))
         return hl_field_set_number(set, obj, key, item->valuedouble, err);
     if (cJSON_IsBool(item))
@@ -212,8 +242,18 @@ static const hl_json *value(const cJSON *c) { return (const hl_json *)(const voi
 hl_status hl_json_parse(const char *text, int64_t len, const char *origin, hl_json **root, hl_err *err)
 {
     cJSON *r = NULL;
-    hl_status s = text && len >= 0 ? parse(text, len, origin ? origin : "json", 0, &r, err)
-                                   : hl_fail(err, HL_EINVAL, "%s: no JSON text", origin ? origin : "json");
+    origin = origin ? origin : "json";
+    if (!text || len < 0)
+        return hl_fail(err, HL_EINVAL, "%s: no JSON text", origin);
+    /* the checks and cJSON read up to a NUL: text[0..len) need not end in one (an FFI caller's
+     * buffer), so a NUL-terminated copy is parsed; the tree owns copies of its strings */
+    char *copy = malloc((size_t)len + 1);
+    if (!copy)
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory for %lld bytes of JSON text", origin, (long long)len);
+    memcpy(copy, text, (size_t)len);
+    copy[len] = '\0';
+    hl_status s = parse(copy, len, origin, 0, &r, err);
+    free(copy);
     if (!s)
         *root = (hl_json *)(void *)r;
     return s;
@@ -252,10 +292,10 @@ const hl_json *hl_json_first(const hl_json *v)
     return cJSON_IsArray(c) || cJSON_IsObject(c) ? value(c->child) : NULL;
 }
 
-const hl_json *hl_json_next(const hl_json *v) { return value(node(v)->next); }
+const hl_json *hl_json_next(const hl_json *v) { return v ? value(node(v)->next) : NULL; }
 
 /* cJSON sets ->string on object members only */
-const char *hl_json_key(const hl_json *v) { return node(v)->string; }
+const char *hl_json_key(const hl_json *v) { return v ? node(v)->string : NULL; }
 
 /* ---- the public writer ------------------------------------------------------------ */
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "hbdlab/io.h"
 #include "hbdlab/json.h"
 
 enum { MAX_DEPTH = 200 };
@@ -119,6 +120,21 @@ static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, i
     }
 }
 
+/* Raises unless the string at idx is UTF-8 without NUL bytes: JSON text written here is
+ * read back by the front end, which refuses both (a NUL would also cut the C string). */
+static void check_string(lua_State *L, int idx, const char *what)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    const char *nul = memchr(s, '\0', len);
+    int64_t bad = hl_utf8_invalid_offset(s, (int64_t)len);
+    if (nul)
+        luaL_error(L, "json_encode: %s holds a NUL byte at byte %d (not allowed in JSON text here)", what,
+                   (int)(nul - s));
+    if (bad >= 0)
+        luaL_error(L, "json_encode: %s is not UTF-8 (byte %d)", what, (int)bad);
+}
+
 /* Checks that the value at idx can be encoded (types, string keys, depth)
  * before anything is allocated, so that encoding itself cannot raise and leak. */
 static void check_encodable(lua_State *L, int idx, int depth)
@@ -127,8 +143,8 @@ static void check_encodable(lua_State *L, int idx, int depth)
     switch (lua_type(L, idx)) {
     case LUA_TNIL:
     case LUA_TBOOLEAN:
-    case LUA_TNUMBER:
-    case LUA_TSTRING: return;
+    case LUA_TNUMBER: return;
+    case LUA_TSTRING: check_string(L, idx, "a string"); return;
     case LUA_TLIGHTUSERDATA:
         if (lua_touserdata(L, idx) == &null_sentinel)
             return;
@@ -143,6 +159,8 @@ static void check_encodable(lua_State *L, int idx, int depth)
         while (lua_next(L, idx)) {
             if (!array && lua_type(L, -2) != LUA_TSTRING)
                 luaL_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -2));
+            if (!array)
+                check_string(L, -2, "a key");
             check_encodable(L, -1, depth + 1);
             lua_pop(L, 1);
         }

@@ -73,7 +73,18 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
             hl_status s;
             switch (lua_type(L, -1)) {
             case LUA_TNUMBER: s = hl_field_set_number(set, obj, key, lua_tonumber(L, -1), &err); break;
-            case LUA_TBOOLEAN: s = hl_field_set_number(set, obj, key, lua_toboolean(L, -1), &err); break;
+            case LUA_TBOOLEAN: { /* layers = true must not become 1 layer */
+                const hl_field *f = hl_field_find(set, key);
+                if (f && f->type != HL_FIELD_BOOL) {
+                    s = HL_EINVAL;
+                    snprintf(err.msg, sizeof err.msg, "%s field '%s': expected a %s, got %s", t->kind, key,
+                             f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
+                             lua_toboolean(L, -1) ? "true" : "false");
+                } else {
+                    s = hl_field_set_number(set, obj, key, lua_toboolean(L, -1), &err);
+                }
+                break;
+            }
             case LUA_TSTRING: s = hl_field_set_string(set, obj, key, lua_tostring(L, -1), &err); break;
             default:
                 s = HL_EINVAL;

@@ -90,6 +90,10 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
         luaL_error(L, "field '%s': expected true or false, got %s %s", shown, type,
                    lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
     }
+    if (f->type != HL_FIELD_BOOL && lua_type(L, -1) == LUA_TBOOLEAN) /* input = true must not become 1 token */
+        luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
+                   f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
+                   lua_toboolean(L, -1) ? "true" : "false");
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
     case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;

@@ -20,6 +20,7 @@ local function read_all(path)
 end
 
 local function fail_json(msg, code)
+  if not utf8.len(msg) then msg = msg:gsub("[\128-\255]", "?") end -- a file name need not be UTF-8; JSON must
   io.stderr:write(core.json_encode({ error = msg }), "\n")
   return code or 1
 end
@@ -83,6 +84,38 @@ function M.serve(path, opt, extra)
   return 0
 end
 
+-- Where the first record (the header) of CSV text (RFC 4180) ends, when the text is whole:
+-- every record as many cells as the header, every quoted cell closed, the last record ended by
+-- a line end; else nil and what is wrong, with its line number.
+local function csv_header_end(text)
+  local line, cells, want, head_end, i = 1, 1, nil, nil, 1
+  while true do
+    local at = text:find('[",\n]', i)
+    if not at then break end
+    local ch = text:sub(at, at)
+    if ch == '"' then -- a quoted cell: to its closing quote ("" is a quote inside)
+      local q, doubled = at, nil
+      repeat
+        q = text:find('"', q + 1, true)
+        if not q then return nil, string.format("line %d: a quoted cell is not closed", line) end
+        doubled = text:sub(q + 1, q + 1) == '"'
+        if doubled then q = q + 1 end
+      until not doubled
+      line = line + select(2, text:sub(at, q):gsub("\n", ""))
+      at = q
+    elseif ch == "," then cells = cells + 1
+    else
+      want, head_end = want or cells, head_end or at
+      if cells ~= want then return nil, string.format("line %d has %d cells, the header %d", line, cells, want) end
+      cells, line = 1, line + 1
+    end
+    i = at + 1
+  end
+  if not head_end then return nil, "no header line" end
+  if text:sub(-1) ~= "\n" then return nil, string.format("line %d is cut short (no line end)", line) end
+  return head_end
+end
+
 --- hbdlab merge A.csv B.csv ... -o ALL.csv: the CSV files of a sharded run as one.
 --- Files named *_shardIofN* are ordered by I and must all be there (0..N-1);
 --- others keep the order given. Headers must agree; the header is written once.
@@ -130,9 +163,14 @@ function M.merge(...)
   local header, body = nil, {}
   for _, p in ipairs(inputs) do
     local text, err = read_all(p)
-    if not text then io.stderr:write("hbdlab merge: cannot read ", p, ": ", tostring(err), "\n"); return 1 end
-    local head, rest = text:match("^([^\n]*\n)(.*)$")
-    if not head then io.stderr:write("hbdlab merge: ", p, " has no header line\n"); return 1 end
+    if not text then -- err names the file already
+      io.stderr:write("hbdlab merge: cannot read ", err:find(p, 1, true) and "" or p .. ": ", tostring(err), "\n")
+      return 1
+    end
+    -- every row whole and as wide as the header: a cut or broken shard must not run into the next
+    local head_end, why = csv_header_end(text)
+    if not head_end then io.stderr:write("hbdlab merge: ", p, ": ", why, "\n"); return 1 end
+    local head, rest = text:sub(1, head_end), text:sub(head_end + 1)
     if header and head ~= header then
       io.stderr:write("hbdlab merge: ", p, " has other columns than ", inputs[1], "\n"); return 1
     end

@@ -2,6 +2,7 @@
  * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
 #include "host.h"
 
+#include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <signal.h>
@@ -419,5 +420,11 @@ static int run_main(int argc, char **argv)
     code = hl_repl(L);
 done:
     lua_close(L);
+    /* output lost to a full disk (or /dev/full) must not end in success */
+    int e = fflush(stdout) != 0 ? errno : 0;
+    if (e || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write standard output: %s\n", progname, e ? strerror(e) : "write error");
+        code = EXIT_FAILURE;
+    }
     return code;
 }

@@ -39,5 +39,12 @@ do
   local dup = '{"k": 1, "k": 2}'
   check(lib.hl_json_parse(dup, #dup, "d.json", root, err) == lib.HL_EPARSE
     and ffi.string(err.msg):find("duplicate key 'k'", 1, true), "duplicate key through the FFI")
+  -- attack pass: text[0..len) of a longer buffer is one value ("[1]" here; the parser read on
+  -- to the NUL and refused "[1]x" before), and stepping past the end gives NULL, not a crash
+  local buf = ffi.new("char[4]", "[1]x") -- no NUL at all after the 4 bytes' value "[1]x"
+  check(lib.hl_json_parse(buf, 3, "b.json", root, err) == 0, "text[0..3) of a longer buffer: " .. ffi.string(err.msg))
+  check(lib.hl_json_count(root[0]) == 1 and lib.hl_json_number(lib.hl_json_first(root[0])) == 1, "[1] read")
+  check(lib.hl_json_next(nil) == nil and lib.hl_json_key(nil) == nil, "next and key of NULL are NULL")
+  lib.hl_json_free(root[0])
 end
 print("ffi ok " .. v)

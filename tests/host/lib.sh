@@ -18,6 +18,18 @@ check() {
     if "$@"; then ok; else bad "$name"; fi
 }
 
+# expect_fail NAME EXPECTED CMD...: CMD must exit 1 (a Lua error), not crash (>= 128)
+# or time out, and its stderr must contain EXPECTED.
+expect_fail() {
+    local name=$1 want=$2
+    shift 2
+    timeout 20 "$@" > "$TMP/out" 2> "$TMP/err"
+    local rc=$?
+    if [ "$rc" -ne 1 ]; then bad "$name: exit $rc (want 1): $(head -c 300 "$TMP/err")"; return; fi
+    if ! grep -qF -- "$want" "$TMP/err"; then bad "$name: stderr lacks '$want': $(head -c 300 "$TMP/err")"; return; fi
+    ok
+}
+
 contains() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
 
 finish() {

@@ -4,18 +4,6 @@
 . "$(dirname "$0")/lib.sh"
 cd "$HBDLAB_SOURCE_DIR" || exit 1
 
-# expect_fail NAME EXPECTED CMD...: CMD must exit 1 (a Lua error), not crash (>= 128)
-# or time out, and its stderr must contain EXPECTED.
-expect_fail() {
-    local name=$1 want=$2
-    shift 2
-    timeout 20 "$@" > "$TMP/out" 2> "$TMP/err"
-    local rc=$?
-    if [ "$rc" -ne 1 ]; then bad "$name: exit $rc (want 1): $(head -c 300 "$TMP/err")"; return; fi
-    if ! grep -qF -- "$want" "$TMP/err"; then bad "$name: stderr lacks '$want': $(head -c 300 "$TMP/err")"; return; fi
-    ok
-}
-
 # ---- preset 'base' cycles: today a stack overflow (exit 139) ----
 P=$TMP/presets
 mkdir -p "$P/gpus" "$P/models" "$P/clusters"

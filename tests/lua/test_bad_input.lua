@@ -108,6 +108,9 @@ for _, c in ipairs {
   { "max_tpot_s negative", with(base, { parallel = "auto", max_tpot_s = -1 }), "field 'max_tpot_s': -1 is out of range" },
   { "tp 1e300 (float-to-integer overflow)", with(base, { parallel = { tp = 1e300 } }), "field 'tp': 1e+300 is out of range", "allowed: 1..1e+06" },
   { "tp NaN", with(base, { parallel = { tp = NaN } }), "field 'tp': nan is out of range", "allowed: 1..1e+06", json = false },
+  -- attack pass: a boolean for a number field was read as 0 or 1 (input = true ran 1-token prompts)
+  { "input = true", with(base, { input = true }), "field 'input': expected a number, got true" },
+  { "tp = false", with(base, { parallel = { tp = false } }), "field 'parallel.tp': expected a number, got false" },
 } do sim_cases[#sim_cases + 1] = c end
 
 local function write(path, text) local f = assert(io.open(path, "w")); f:write(text); f:close() end
@@ -152,7 +155,7 @@ end
 local json_cases = {
   { "malformed JSON", '{"model": "llama-3.1-8b",, "batch": 4}', "cfg.json:1:", "malformed JSON" },
   { "truncated JSON", '{"model": "llama-3.1-8b", "batch": ', "unexpected end of input" },
-  { "deep nesting", string.rep("[", 5000) .. string.rep("]", 5000), "malformed JSON" },
+  { "deep nesting", string.rep("[", 5000) .. string.rep("]", 5000), "cfg.json:1:1001: JSON nested deeper than 1000 levels" },
   { "duplicate keys", '{"model": "llama-3.1-8b", "batch": 4, "batch": 8}', "duplicate key 'batch'" },
   { "non-UTF-8 bytes", '{"model": "llama\255-3.1-8b"}', "byte 16: invalid UTF-8" },
   { "top level array", '[1, 2, 3]', "expected a JSON object of simulate fields" },
@@ -289,6 +292,13 @@ for _, c in ipairs {
       assert(not ok)
       error(e, 0)
     end, "boom in __tostring" },
+  -- attack pass: booleans for number fields of objects; strings JSON text cannot carry (before:
+  -- "a\0b" was cut to "a", two keys became one repeated key, bytes that are no UTF-8 were
+  -- written as they are and refused when read back)
+  { "model layers = true", function() hl.model { base = "llama-3.1-8b", layers = true } end, "model field 'layers': expected a number, got true" },
+  { "json_encode: NUL in a string", function() core.json_encode { "a\0b" } end, "json_encode: a string holds a NUL byte at byte 1" },
+  { "json_encode: NUL in a key", function() core.json_encode { ["a\0b"] = 1, a = 2 } end, "json_encode: a key holds a NUL byte at byte 1" },
+  { "json_encode: not UTF-8", function() core.json_encode { name = "ok\255" } end, "json_encode: a string is not UTF-8 (byte 2)" },
 } do api_cases[#api_cases + 1] = c end
 
 for _, c in ipairs(api_cases) do

@@ -33,8 +33,9 @@ typedef enum hl_json_kind {
     HL_JSON_OBJECT = 5
 } hl_json_kind;
 
-/* Parses text[0..len) holding one JSON value of any kind under the rules above; origin (a file
- * name) starts every error. On success *root is the caller's, freed with hl_json_free. */
+/* Parses text[0..len) holding one JSON value of any kind under the rules above (nothing at or
+ * after text[len] is read; it need not be a NUL); origin (a file name) starts every error. On
+ * success *root is the caller's, freed with hl_json_free. */
 hl_status hl_json_parse(const char *text, int64_t len, const char *origin, hl_json **root, hl_err *err);
 void hl_json_free(hl_json *root);
 
@@ -49,10 +50,10 @@ const char *hl_json_string(const hl_json *v);
 /* Number of elements of an array or members of an object; 0 for other values. */
 int32_t hl_json_count(const hl_json *v);
 /* First element (array) or member (object), NULL when empty or not a container; hl_json_next
- * steps to the following one (NULL after the last), in the order of the text. */
+ * steps to the following one (NULL after the last, or given NULL), in the order of the text. */
 const hl_json *hl_json_first(const hl_json *v);
 const hl_json *hl_json_next(const hl_json *v);
-/* The key of an object member (owned by the tree); NULL for an array element or the root. */
+/* The key of an object member (owned by the tree); NULL for an array element, the root or NULL. */
 const char *hl_json_key(const hl_json *v);
 
 /* ---- writing ---- */

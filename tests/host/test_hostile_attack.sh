@@ -1,0 +1,52 @@
+# Hostile inputs and outputs found by the attack pass (docs/RELIABILITY.md lists each case):
+# broken shard CSVs given to `hbdlab merge`, standard output on a full disk, JSON nested
+# deeper than the parser allows, code points above U+10FFFF.
+. "$(dirname "$0")/lib.sh"
+cd "$TMP" || exit 1
+
+# ---- hbdlab merge: a shard that is cut or broken must not be glued into the output ----
+printf 'a,b\n1,2\n' > s_shard0of2.csv
+printf 'a,b\n"3,4\n' > s_shard1of2.csv # the quote never closes: before, merged as is, exit 0
+expect_fail "merge: unterminated quoted cell" 's_shard1of2.csv: line 2: a quoted cell is not closed' \
+    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+check "merge: nothing written for a broken shard" [ ! -e all.csv ]
+printf 'a,b\n1,2' > s_shard0of2.csv # no line end: before, "1,2" and "3,4" became "1,23,4"
+printf 'a,b\n3,4\n' > s_shard1of2.csv
+expect_fail "merge: last row without a line end" 's_shard0of2.csv: line 2 is cut short (no line end)' \
+    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+printf 'a,b\n1,2\n3\n' > s_shard0of2.csv
+expect_fail "merge: a row narrower than the header" 's_shard0of2.csv: line 3 has 1 cells, the header 2' \
+    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+# the file name once: before, "cannot read x: x: cannot open"
+expect_fail "merge: missing input named once" 'hbdlab merge: cannot read nope.csv: cannot open' \
+    "$HBDLAB" merge s_shard1of2.csv nope.csv -o all.csv
+check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: nope.csv' '$TMP/err'"
+# quoted cells holding commas, quotes and line ends (header too) merge byte for byte
+printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n' > q_shard0of2.csv
+printf 'a,"b\n,x"\n"",""""\n' > q_shard1of2.csv
+"$HBDLAB" merge q_shard0of2.csv q_shard1of2.csv -o q.csv
+printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n"",""""\n' > q_want.csv
+check "merge: quoted cells with , \" and line ends kept byte for byte" cmp -s q.csv q_want.csv
+
+# ---- standard output that cannot be written (a full disk): exit 1, not 0 with the output lost ----
+if [ -w /dev/full ]; then
+    printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": "auto"}\n' > cfg.json
+    "$HBDLAB" eval cfg.json > /dev/full 2> "$TMP/err"
+    rc=$?
+    check "eval > /dev/full exits 1 (rc $rc)" [ "$rc" -eq 1 ]
+    check "eval > /dev/full names the reason" grep -q "cannot write standard output: No space left on device" "$TMP/err"
+    "$HBDLAB" -e 'print(("x"):rep(100000))' > /dev/full 2> "$TMP/err"
+    rc=$?
+    check "a script's print > /dev/full exits 1 (rc $rc)" [ "$rc" -eq 1 ]
+    check "a script's print > /dev/full says so" grep -q "cannot write standard output" "$TMP/err"
+fi
+
+# ---- JSON nested deeper than 1,000 levels: said so, not "malformed JSON" ----
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "["; print "" }' > deep.json
+expect_fail "eval: 100,000 nested arrays" 'deep.json:1:1001: JSON nested deeper than 1000 levels' "$HBDLAB" eval deep.json
+
+# ---- U+110000 (F4 90 80 80) is no UTF-8: refused, not taken as text ----
+printf '{"model": "\364\220\200\200"}' > above.json
+expect_fail "eval: a code point above U+10FFFF" 'above.json: byte 11: invalid UTF-8' "$HBDLAB" eval above.json
+
+finish
