@@ -96,8 +96,8 @@ hl_status hl_json_read_tree(const char *text, int64_t len, const char *origin, c
             }
         }
         if (at && depth_at(start, at) >= CJSON_NESTING_LIMIT)
-            return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: JSON nested deeper than %d levels (arrays and objects)",
-                           origin, line, col, CJSON_NESTING_LIMIT);
+            return hl_fail(err, HL_EPARSE, "%s:%ld:%ld: JSON nested deeper than %d levels (arrays and objects)", origin,
+                           line, col, CJSON_NESTING_LIMIT);
         if (at && *at == '\\') /* cJSON stops at the backslash of an escape it cannot read */
             return hl_fail(err, HL_EPARSE,
                            "%s:%ld:%ld: malformed JSON: bad escape in a string (allowed: \\\" \\\\ \\/ \\b \\f \\n "

@@ -91,7 +91,10 @@ function M.merge(...)
   local args, inputs, out = { ... }, {}, nil
   local i = 1
   while i <= #args do
-    if args[i] == "-o" then out = args[i + 1]; i = i + 2
+    if args[i] == "-o" and out then
+      io.stderr:write("hbdlab merge: -o is given twice (", out, ", ", tostring(args[i + 1]), ")\n")
+      return 2
+    elseif args[i] == "-o" then out = args[i + 1]; i = i + 2
     else inputs[#inputs + 1] = args[i]; i = i + 1 end
   end
   local usage = "usage: hbdlab merge OUT_shard0of4.csv OUT_shard1of4.csv ... -o ALL.csv"

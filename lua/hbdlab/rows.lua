@@ -230,7 +230,7 @@ function M.csv_check(text, strict)
     if not at then break end
     local ch = text:sub(at, at)
     if ch == '"' then -- a quoted cell: to its closing quote ("" is a quote inside)
-      local q, doubled = at, nil
+      local q, doubled = at
       repeat
         q = text:find('"', q + 1, true)
         if not q then return nil, string.format("line %d: a quoted cell is not closed", line) end

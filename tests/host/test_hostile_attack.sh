@@ -29,6 +29,12 @@ expect_fail "merge: a BOM in one shard" 'has other columns than s_shard0of2.csv 
 printf 'a,b\r\n1,2\r\n' > s_shard0of2.csv
 expect_fail "merge: CRLF in one shard" 'has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF' \
     "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+# -o twice: the first output was dropped without a word
+printf 'a,b\n3,4\n' > s_shard0of2.csv
+"$HBDLAB" merge s_shard0of2.csv -o o1.csv s_shard1of2.csv -o o2.csv 2> "$TMP/err"
+rc=$?
+check "merge: -o twice is a usage error (rc $rc)" [ "$rc" -eq 2 ]
+check "merge: -o twice names both" grep -qF -- "-o is given twice (o1.csv, o2.csv)" "$TMP/err"
 # quoted cells holding commas, quotes and line ends (header too) merge byte for byte
 printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n' > q_shard0of2.csv
 printf 'a,"b\n,x"\n"",""""\n' > q_shard1of2.csv
