@@ -170,8 +170,10 @@ function M.shard_path(path) return core.shard_path(path) end
 
 function M.write_csv(rows, path, cols) return M.write_atomic(M.shard_path(path), M.to_csv(rows, cols)) end
 
--- Parses CSV text (RFC 4180 quoting); numbers and true/false come back typed.
+-- Parses CSV text (RFC 4180 quoting); numbers and true/false come back typed. A leading
+-- UTF-8 byte-order mark (spreadsheets write one) is skipped: it is not part of the first name.
 function M.parse_csv(text)
+  if text:sub(1, 3) == "\239\187\191" then text = text:sub(4) end
   local records, field, record, i, n = {}, {}, {}, 1, #text
   local function push_field() record[#record + 1] = table.concat(field); field = {} end
   local function push_record() push_field(); records[#records + 1] = record; record = {} end

@@ -55,6 +55,12 @@ if [ -w /dev/full ]; then
     check "a script's print > /dev/full says so" grep -q "cannot write standard output" "$TMP/err"
 fi
 
+# ---- hl.rows.read_csv of a file with a byte-order mark (as spreadsheets save "CSV UTF-8"): the
+# mark was read as part of the first column's name, so row.a was nil ----
+printf '\357\273\277a,b\n1,2\n' > bom.csv
+out=$("$HBDLAB" -e 'local r = hl.rows.read_csv("bom.csv"); print(r[1].a, r[1].b)' 2>&1)
+check "read_csv skips a byte-order mark: $out" [ "$out" = "$(printf '1\t2')" ]
+
 # ---- results written to a FIFO or a device (-o /dev/null, /dev/stdout): written to, never
 # replaced by a regular file (the temp file was renamed over the node: as root, over /dev/null) ----
 mkfifo fifo.csv
