@@ -5,30 +5,26 @@
 cd "$TMP" || exit 1
 
 # ---- hbdlab merge: a shard that is cut or broken must not be glued into the output ----
-printf 'a,b\n1,2\n' > s_shard0of2.csv
-printf 'a,b\n"3,4\n' > s_shard1of2.csv # the quote never closes: before, merged as is, exit 0
-expect_fail "merge: unterminated quoted cell" 's_shard1of2.csv: line 2: a quoted cell is not closed' \
-    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+# merge_fails NAME EXPECTED SHARD0 SHARD1: merging the two shard texts exits 1 naming EXPECTED
+merge_fails() {
+    printf '%b' "$3" > s_shard0of2.csv
+    printf '%b' "$4" > s_shard1of2.csv
+    expect_fail "merge: $1" "$2" "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+}
+# the quote never closes: before, merged as is, exit 0
+merge_fails "unterminated quoted cell" 's_shard1of2.csv: line 2: a quoted cell is not closed' 'a,b\n1,2\n' 'a,b\n"3,4\n'
 check "merge: nothing written for a broken shard" [ ! -e all.csv ]
-printf 'a,b\n1,2' > s_shard0of2.csv # no line end: before, "1,2" and "3,4" became "1,23,4"
-printf 'a,b\n3,4\n' > s_shard1of2.csv
-expect_fail "merge: last row without a line end" 's_shard0of2.csv: line 2 is cut short (no line end)' \
-    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
-printf 'a,b\n1,2\n3\n' > s_shard0of2.csv
-expect_fail "merge: a row narrower than the header" 's_shard0of2.csv: line 3 has 1 cells, the header 2' \
-    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
+# no line end: before, "1,2" and "3,4" became "1,23,4"
+merge_fails "last row without a line end" 's_shard0of2.csv: line 2 is cut short (no line end)' 'a,b\n1,2' 'a,b\n3,4\n'
+merge_fails "a row narrower than the header" 's_shard0of2.csv: line 3 has 1 cells, the header 2' 'a,b\n1,2\n3\n' 'a,b\n3,4\n'
+# shards that differ only in a byte-order mark or CRLF line ends: said so
+same='has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF'
+merge_fails "a BOM in one shard" "$same" '\0357\0273\0277a,b\n1,2\n' 'a,b\n3,4\n'
+merge_fails "CRLF in one shard" "$same" 'a,b\r\n1,2\r\n' 'a,b\n3,4\n'
 # the file name once: before, "cannot read x: x: cannot open"
 expect_fail "merge: missing input named once" 'hbdlab merge: cannot read nope.csv: cannot open' \
     "$HBDLAB" merge s_shard1of2.csv nope.csv -o all.csv
 check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: nope.csv' '$TMP/err'"
-# shards that differ only in a byte-order mark or CRLF line ends: said so
-printf '\357\273\277a,b\n1,2\n' > s_shard0of2.csv
-printf 'a,b\n3,4\n' > s_shard1of2.csv
-expect_fail "merge: a BOM in one shard" 'has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF' \
-    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
-printf 'a,b\r\n1,2\r\n' > s_shard0of2.csv
-expect_fail "merge: CRLF in one shard" 'has other columns than s_shard0of2.csv (the same names, but a byte-order mark or CRLF' \
-    "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
 # -o twice: the first output was dropped without a word
 printf 'a,b\n3,4\n' > s_shard0of2.csv
 "$HBDLAB" merge s_shard0of2.csv -o o1.csv s_shard1of2.csv -o o2.csv 2> "$TMP/err"
