@@ -255,7 +255,8 @@ static int csv_buffer_gc(lua_State *L)
 }
 
 /* The cell of the value at idx: nil empty, integers in full, other numbers %.17g, booleans
- * true/false, strings as they are (NUL bytes kept), anything else as tostring gives it. */
+ * true/false, strings as they are (NUL bytes kept), anything else as tostring gives it (a
+ * table without __tostring is refused by l_to_csv). */
 static void csv_value(lua_State *L, hl_csv *c, int idx)
 {
     size_t n;
@@ -302,6 +303,16 @@ static int l_to_csv(lua_State *L)
         for (lua_Integer j = 1; j <= ncols; j++) {
             lua_geti(L, 2, j);
             lua_gettable(L, 4);
+            if (lua_type(L, -1) == LUA_TTABLE) { /* a nested table wrote "table: 0x55..." into the file */
+                if (luaL_getmetafield(L, -1, "__tostring") == LUA_TNIL) {
+                    lua_geti(L, 2, j);
+                    return luaL_error(L,
+                                      "to_csv: row %d, column '%s' holds a table (a CSV cell holds a number, a string "
+                                      "or a boolean: choose the columns to write)",
+                                      (int)i, luaL_tolstring(L, -1, NULL));
+                }
+                lua_pop(L, 1); /* the __tostring found */
+            }
             csv_value(L, c, -1);
             lua_pop(L, 1);
         }

@@ -303,6 +303,8 @@ for _, c in ipairs {
   { "json_encode: not UTF-8", function() core.json_encode { name = "ok\255" } end, "json_encode: a string is not UTF-8 (byte 2)" },
   -- hl.rows.read_csv took the rest of the file into one cell after an unclosed quote, and dropped cells past the header's
   { "rows.read_csv: unclosed quote", function() write(tmp .. ".csv", 'a,b\n1,"2\n3,4\n') hl.rows.read_csv(tmp .. ".csv") end, ".csv: line 2: a quoted cell is not closed" },
+  -- a nested table (a simulate result's cost, parallel, ...) was written as "table: 0x55..."
+  { "rows.to_csv of a nested table", function() hl.rows.to_csv({ { a = 1 }, { a = { 1 } } }) end, "to_csv: row 2, column 'a' holds a table" },
   { "rows.read_csv: a row wider than the header", function() write(tmp .. ".csv", "a,b\n1,2\n3,4,5\n") hl.rows.read_csv(tmp .. ".csv") end, ".csv: line 3 has 3 cells, the header 2" },
 } do api_cases[#api_cases + 1] = c end
 
