@@ -1,6 +1,7 @@
 /* The one CSV writer (hbdlab/csv.h): RFC 4180 cells and rows into a growing buffer. */
 #include "hbdlab/csv.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,10 @@ void hl_csv_number(hl_csv *c, double v)
 {
     char b[40];
     next_cell(c);
-    put(c, b, snprintf(b, sizeof b, "%.17g", v));
+    if (isnan(v)) /* printf's sign of a NaN ("-nan") carries no meaning */
+        put(c, "nan", 3);
+    else
+        put(c, b, snprintf(b, sizeof b, "%.17g", v));
 }
 
 void hl_csv_bool(hl_csv *c, int32_t v)

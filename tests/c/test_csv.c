@@ -1,5 +1,6 @@
 /* The CSV writer (hbdlab/csv.h): each cell form and the RFC 4180 quoting, compared with text
  * written out by hand. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,14 @@ static void test_cells(void **state)
     hl_csv_number(&c, 4096);
     hl_csv_bool(&c, 1);
     hl_csv_bool(&c, 0);
+    hl_csv_number(&c, -NAN); /* printf writes "-nan" */
+    hl_csv_number(&c, -INFINITY);
     hl_csv_end_row(&c);
     hl_csv_end_row(&c); /* an empty row is a bare newline */
     assert_false(c.failed);
     /* 0.1 to 17 significant digits is 0.10000000000000001 */
     const char *want = "plain,\"a,b\",\"say \"\"hi\"\"\",\" lead\",\"tab\t\",\"two\nlines\",\n"
-                       "-9007199254740993,0.10000000000000001,4096,true,false\n"
+                       "-9007199254740993,0.10000000000000001,4096,true,false,nan,-inf\n"
                        "\n";
     assert_string_equal(c.text, want);
     assert_int_equal(c.len, (int64_t)strlen(want));
