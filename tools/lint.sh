@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks the C sources against .clang-format and the Lua sources with luacheck
-# (.luacheckrc). Not yet wired into .ci/run: the tree is reformatted once first.
+# (.luacheckrc). .ci/run runs it: a change that is not formatted fails CI.
 #   tools/lint.sh          check; exit 1 when a file is not formatted or luacheck warns
 #   tools/lint.sh --fix    reformat every C file in place (clang-format -i), then check Lua
 # Needs the Debian packages clang-format and lua-check (tools/install-deps.sh).

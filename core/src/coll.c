@@ -8,10 +8,10 @@
 #include "coll_int.h"
 #include "err_int.h"
 
-static const char *const op_names[HL_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter", "alltoall",
-                                                       "broadcast", "reduce", "gather", "scatter", "sendrecv"};
-static const char *const algo_names[HL_COLL_ALGO_COUNT] = {"auto", "ring", "tree", "direct", "halving_doubling",
-                                                           "in_switch", "hierarchical", "nccl"};
+static const char *const op_names[HL_COLL_OP_COUNT] = {
+    "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv"};
+static const char *const algo_names[HL_COLL_ALGO_COUNT] = {
+    "auto", "ring", "tree", "direct", "halving_doubling", "in_switch", "hierarchical", "nccl"};
 
 const char *hl_coll_op_name(hl_coll_op op) { return (unsigned)op < HL_COLL_OP_COUNT ? op_names[op] : "?"; }
 const char *hl_coll_algo_name(hl_coll_algo a) { return (unsigned)a < HL_COLL_ALGO_COUNT ? algo_names[a] : "?"; }
@@ -50,23 +50,23 @@ double hl_coll_bus_factor(hl_coll_op op, int64_t n)
 
 /* The group as placed, and each tier's effective parameters. */
 typedef struct group {
-    double S;      /* bytes */
-    double n, g, N;/* ranks, ranks per HBD, HBDs */
-    double bu, bo; /* B/s per direction per GPU: scale-up usable by this group, scale-out */
-    double au, ao; /* s per step inside / across HBDs */
-    double L;      /* s launch */
-    double peer;   /* s per remote peer */
-    double imb;    /* all-to-all imbalance */
-    int nvls;      /* in-switch reduction usable */
+    double S;       /* bytes */
+    double n, g, N; /* ranks, ranks per HBD, HBDs */
+    double bu, bo;  /* B/s per direction per GPU: scale-up usable by this group, scale-out */
+    double au, ao;  /* s per step inside / across HBDs */
+    double L;       /* s launch */
+    double peer;    /* s per remote peer */
+    double imb;     /* all-to-all imbalance */
+    int nvls;       /* in-switch reduction usable */
     double nvls_bw, nvls_lat;
 } group;
 
 typedef struct cost {
     int ok;
-    double lat;  /* s, independent of S */
-    double bw;   /* s, proportional to S */
-    double up;   /* B per GPU on scale-up */
-    double out;  /* B per GPU on scale-out */
+    double lat; /* s, independent of S */
+    double bw;  /* s, proportional to S */
+    double up;  /* B per GPU on scale-up */
+    double out; /* B per GPU on scale-out */
 } cost;
 
 static const cost NA = {0, 0, 0, 0, 0};
@@ -159,14 +159,14 @@ static cost direct(hl_coll_op op, const group *G)
     double n = G->n, g = G->g, S = G->S;
     double per_peer; /* bytes exchanged with each peer */
     switch (op) {
-    case HL_ALLREDUCE: per_peer = S; break;              /* fetch every peer's whole buffer, reduce locally */
+    case HL_ALLREDUCE: per_peer = S; break; /* fetch every peer's whole buffer, reduce locally */
     case HL_ALLGATHER:
     case HL_REDUCESCATTER:
     case HL_GATHER:
     case HL_SCATTER: per_peer = S / n; break;
     case HL_ALLTOALL: per_peer = S / n * (G->imb > 1 ? G->imb : 1); break;
     case HL_BROADCAST:
-    case HL_REDUCE: per_peer = S; break;                 /* the root's link carries S to each peer */
+    case HL_REDUCE: per_peer = S; break; /* the root's link carries S to each peer */
     case HL_SENDRECV: per_peer = S; break;
     default: return NA;
     }
@@ -266,16 +266,15 @@ static cost hierarchical(hl_coll_op op, const group *G)
 }
 
 typedef cost (*algo_fn)(hl_coll_op, const group *);
-static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL, ring, tree, direct, halving_doubling, in_switch,
-                                                   hierarchical, NULL};
+static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL,      ring,         tree, direct, halving_doubling,
+                                                  in_switch, hierarchical, NULL};
 
 static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
 {
     if (a == HL_ALGO_RING || a == HL_ALGO_TREE || a == HL_ALGO_IN_SWITCH || a == HL_ALGO_HIERARCHICAL)
         return 1;
     /* NCCL runs all-to-all, gather, scatter and send/recv as point-to-point to every peer. */
-    return a == HL_ALGO_DIRECT &&
-           (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
+    return a == HL_ALGO_DIRECT && (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
 }
 
 /* Everything a memoised function of a collective depends on: which function,
@@ -291,15 +290,23 @@ typedef struct coll_key {
 _Static_assert(sizeof(coll_key) == sizeof(hl_coll_in) + 11 * sizeof(double) + 2 * sizeof(int64_t) +
                                        2 * sizeof(int32_t) + sizeof(hl_coll_fn),
                "coll_key has padding");
-_Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 2 * sizeof(int64_t),
-               "hl_coll_in has padding");
+_Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 2 * sizeof(int64_t), "hl_coll_in has "
+                                                                                                     "padding");
 
 static void make_key(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, coll_key *k)
 {
     k->in = *in;
-    const double links[11] = {c->scaleup_bw, c->scaleout_bw, c->scaleup_latency, c->scaleout_latency,
-                              c->coll_launch, c->eff_scaleup, c->eff_scaleout, c->in_switch_eff,
-                              c->in_switch_latency, c->peer_cost, 0};
+    const double links[11] = {c->scaleup_bw,
+                              c->scaleout_bw,
+                              c->scaleup_latency,
+                              c->scaleout_latency,
+                              c->coll_launch,
+                              c->eff_scaleup,
+                              c->eff_scaleout,
+                              c->in_switch_eff,
+                              c->in_switch_latency,
+                              c->peer_cost,
+                              0};
     memcpy(k->links, links, sizeof links);
     k->gpus = c->gpus;
     k->hbd = hbd;
@@ -450,9 +457,11 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
         best_algo = in->algo;
     }
     if (!best.ok)
-        return hl_fail(err, HL_EUNSUPPORTED, "collective: algorithm %s does not apply to %s over %lld ranks "
-                       "(%lld per HBD%s)", hl_coll_algo_name((hl_coll_algo)in->algo), hl_coll_op_name((hl_coll_op)in->op),
-                       (long long)n, (long long)g, c->in_switch_reduce ? "" : ", no in-switch reduction");
+        return hl_fail(err, HL_EUNSUPPORTED,
+                       "collective: algorithm %s does not apply to %s over %lld ranks "
+                       "(%lld per HBD%s)",
+                       hl_coll_algo_name((hl_coll_algo)in->algo), hl_coll_op_name((hl_coll_op)in->op), (long long)n,
+                       (long long)g, c->in_switch_reduce ? "" : ", no in-switch reduction");
     out->algo = best_algo;
     out->time_s = best.lat + best.bw;
     out->latency_s = best.lat;

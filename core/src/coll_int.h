@@ -8,8 +8,7 @@
  * and an HBD size `hbd` that replaces c->hbd (nothing else of *c may be read
  * but the fields coll.c's memo key holds: gpus, fabric, in_switch_reduce and
  * the link bandwidths, efficiencies and latencies). */
-typedef hl_status (*hl_coll_fn)(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
-                                hl_err *err);
+typedef hl_status (*hl_coll_fn)(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err);
 
 /* hl_coll_time with HBDs of `hbd` GPUs (1..c->gpus) instead of c->hbd, memoised. */
 hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err);

@@ -7,12 +7,12 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...);
+hl_status
+hl_fail(hl_err *err, hl_status status, const char *fmt, ...);
 
 /* Finds name (ASCII case-insensitive) in names[0..n) and stores its index; a miss (or NULL)
  * fails with HL_EINVAL: "<what> '<name>' is not one of a, b, c". */
-hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index,
-                         hl_err *err);
+hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index, hl_err *err);
 
 /* Non-zero once the flag given to hl_set_interrupt_flag is set (long loops poll it). */
 int hl_interrupt_pending(void);

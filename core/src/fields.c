@@ -90,16 +90,17 @@ static hl_status check_range(const hl_field_set *set, const hl_field *f, double 
     if (isnan(v))
         v = fabs(v); /* print "nan", not "-nan" */
     if (isnan(v) || isinf(v))
-        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (not a finite number; allowed: %s%g..%g%s%s)", set->kind,
-                       f->name, v, f->zero_ok ? "0 or " : "", f->min, f->max, f->unit[0] ? " " : "", f->unit);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (not a finite number; allowed: %s%g..%g%s%s)",
+                       set->kind, f->name, v, f->zero_ok ? "0 or " : "", f->min, f->max, f->unit[0] ? " " : "",
+                       f->unit);
     if (v == 0 && f->zero_ok)
         return HL_OK;
     if (v < f->min || v > f->max) {
         if (f->zero_ok)
-            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: 0 or %g..%g%s%s)",
-                           set->kind, f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
-        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: %g..%g%s%s)", set->kind,
-                       f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: 0 or %g..%g%s%s)", set->kind,
+                           f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: %g..%g%s%s)", set->kind, f->name, v,
+                       f->min, f->max, f->unit[0] ? " " : "", f->unit);
     }
     return HL_OK;
 }
@@ -151,8 +152,8 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
     }
     case HL_FIELD_BOOL:
         if (v != 0 && v != 1)
-            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a boolean (allowed: true, false, 0, 1)",
-                           set->kind, f->name, v);
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not a boolean (allowed: true, false, 0, 1)", set->kind,
+                           f->name, v);
         *(int32_t *)at(obj, f) = (int32_t)v;
         return HL_OK;
     case HL_FIELD_ENUM: {
@@ -164,13 +165,11 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
         *(int32_t *)at(obj, f) = (int32_t)v;
         return HL_OK;
     }
-    default:
-        return hl_fail(err, HL_EINVAL, "%s field '%s': expected a string, got a number", set->kind, f->name);
+    default: return hl_fail(err, HL_EINVAL, "%s field '%s': expected a string, got a number", set->kind, f->name);
     }
 }
 
-hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value,
-                              hl_err *err)
+hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value, hl_err *err)
 {
     const hl_field *f = hl_field_find(set, name);
     if (!f)
@@ -178,8 +177,8 @@ hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *na
     if (f->type == HL_FIELD_STRING) {
         size_t len = strlen(value);
         if (len + 1 > (size_t)f->size)
-            return hl_fail(err, HL_EINVAL, "%s field '%s': string of %zu bytes is too long (at most %d)",
-                           set->kind, f->name, len, f->size - 1);
+            return hl_fail(err, HL_EINVAL, "%s field '%s': string of %zu bytes is too long (at most %d)", set->kind,
+                           f->name, len, f->size - 1);
         memcpy(at(obj, f), value, len + 1);
         return HL_OK;
     }
@@ -195,8 +194,7 @@ hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *na
     }
     if (f->zero_ok && strcasecmp(value, "unsupported") == 0)
         return hl_field_set_number(set, obj, name, 0, err);
-    return hl_fail(err, HL_EINVAL, "%s field '%s': expected a number, got the string '%s'", set->kind, f->name,
-                   value);
+    return hl_fail(err, HL_EINVAL, "%s field '%s': expected a number, got the string '%s'", set->kind, f->name, value);
 }
 
 double hl_field_get_number(const hl_field *f, const void *obj)

@@ -7,23 +7,39 @@
 #include "hbdlab/status.h"
 
 /* Descriptor initialisers: struct type T, member, JSON/Lua name, range, unit, help. */
-#define HL_FD(T, member, nm, lo, hi, unit, help) \
-    { nm, HL_FIELD_DOUBLE, (int32_t)offsetof(T, member), (int32_t)sizeof(double), lo, hi, unit, help, NULL, 0, NULL, 0 }
-#define HL_FD0(T, member, nm, lo, hi, unit, help) \
-    { nm, HL_FIELD_DOUBLE, (int32_t)offsetof(T, member), (int32_t)sizeof(double), lo, hi, unit, help, NULL, 1, NULL, 0 }
-#define HL_FI(T, member, nm, lo, hi, help) \
-    { nm, HL_FIELD_INT64, (int32_t)offsetof(T, member), (int32_t)sizeof(int64_t), lo, hi, "", help, NULL, 0, NULL, 0 }
-#define HL_FI0(T, member, nm, lo, hi, help) \
-    { nm, HL_FIELD_INT64, (int32_t)offsetof(T, member), (int32_t)sizeof(int64_t), lo, hi, "", help, NULL, 1, NULL, 0 }
-#define HL_FB(T, member, nm, help) \
-    { nm, HL_FIELD_BOOL, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 1, "", help, NULL, 0, NULL, 0 }
-#define HL_FS(T, member, nm, help) \
-    { nm, HL_FIELD_STRING, (int32_t)offsetof(T, member), (int32_t)sizeof(((T *)0)->member), 0, 0, "", help, NULL, 0, NULL, 0 }
-#define HL_FE(T, member, nm, names, help) \
-    { nm, HL_FIELD_ENUM, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 0, "", help, names, 0, NULL, 0 }
+#define HL_FD(T, member, nm, lo, hi, unit, help)                                                                       \
+    {                                                                                                                  \
+        nm, HL_FIELD_DOUBLE, (int32_t)offsetof(T, member), (int32_t)sizeof(double), lo, hi, unit, help, NULL, 0, NULL, \
+            0                                                                                                          \
+    }
+#define HL_FD0(T, member, nm, lo, hi, unit, help)                                                                      \
+    {                                                                                                                  \
+        nm, HL_FIELD_DOUBLE, (int32_t)offsetof(T, member), (int32_t)sizeof(double), lo, hi, unit, help, NULL, 1, NULL, \
+            0                                                                                                          \
+    }
+#define HL_FI(T, member, nm, lo, hi, help)                                                                             \
+    {                                                                                                                  \
+        nm, HL_FIELD_INT64, (int32_t)offsetof(T, member), (int32_t)sizeof(int64_t), lo, hi, "", help, NULL, 0, NULL, 0 \
+    }
+#define HL_FI0(T, member, nm, lo, hi, help)                                                                            \
+    {                                                                                                                  \
+        nm, HL_FIELD_INT64, (int32_t)offsetof(T, member), (int32_t)sizeof(int64_t), lo, hi, "", help, NULL, 1, NULL, 0 \
+    }
+#define HL_FB(T, member, nm, help)                                                                                  \
+    {                                                                                                               \
+        nm, HL_FIELD_BOOL, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 1, "", help, NULL, 0, NULL, 0 \
+    }
+#define HL_FS(T, member, nm, help)                                                                                     \
+    {                                                                                                                  \
+        nm, HL_FIELD_STRING, (int32_t)offsetof(T, member), (int32_t)sizeof(((T *)0)->member), 0, 0, "", help, NULL, 0, \
+            NULL, 0                                                                                                    \
+    }
+#define HL_FE(T, member, nm, names, help)                                                                            \
+    {                                                                                                                \
+        nm, HL_FIELD_ENUM, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 0, "", help, names, 0, NULL, 0 \
+    }
 
 /* Error for an unknown field name, with a "did you mean" suggestion. */
 hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err);
-
 
 #endif

@@ -35,10 +35,12 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, eff_scaleup, "eff_scaleup", 0.01, 1, "", "achievable fraction of scale-up bandwidth"),
     HL_FD(hl_gpu, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
     HL_FB(hl_gpu, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
-    HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "",
+           "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_gpu, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
-    HL_FD(hl_gpu, capex_usd, "capex_usd", 0, 1e8, "USD", "GPU and its share of the server, no networking (0 = unknown)"),
+    HL_FD(hl_gpu, capex_usd, "capex_usd", 0, 1e8, "USD",
+          "GPU and its share of the server, no networking (0 = unknown)"),
     HL_FD(hl_gpu, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),
     HL_FD(hl_gpu, scaleout_usd, "scaleout_usd", 0, 1e8, "USD", "per-GPU NIC, scale-out switch ports and optics"),
     HL_FD0(hl_gpu, power_w, "power_w", 1, 1e5, "W", "per-GPU server wall power at load (0 = tdp_w)"),
@@ -72,16 +74,15 @@ void hl_gpu_init_defaults(hl_gpu *g)
 static hl_status gpu_check_consistency(const hl_gpu *gpu, hl_err *err)
 {
     if (gpu->peak_flops[HL_BF16] <= 0 && gpu->peak_flops[HL_FP16] <= 0)
-        return hl_fail(err, HL_EINVAL, "gpu '%s': needs bf16_flops or fp16_flops (both are unsupported)",
-                       gpu->name);
+        return hl_fail(err, HL_EINVAL, "gpu '%s': needs bf16_flops or fp16_flops (both are unsupported)", gpu->name);
     if (gpu->in_switch_reduce && gpu->in_switch_eff <= 0)
         return hl_fail(err, HL_EINVAL, "gpu '%s': in_switch_reduce is set but in_switch_eff is 0", gpu->name);
     /* power at load: power_w, or tdp_w when power_w is 0 (cost.c) */
     double load_w = gpu->power_w > 0 ? gpu->power_w : gpu->tdp_w;
     if (load_w > 0 && gpu->idle_w > load_w)
         return hl_fail(err, HL_EINVAL,
-                       "gpu '%s' field 'idle_w': %g W is above the power at load, %g W (%s; allowed: 0..%g)",
-                       gpu->name, gpu->idle_w, load_w, gpu->power_w > 0 ? "power_w" : "tdp_w", load_w);
+                       "gpu '%s' field 'idle_w': %g W is above the power at load, %g W (%s; allowed: 0..%g)", gpu->name,
+                       gpu->idle_w, load_w, gpu->power_w > 0 ? "power_w" : "tdp_w", load_w);
     return HL_OK;
 }
 
@@ -116,7 +117,8 @@ static const hl_field cluster_fields[] = {
     HL_FD(hl_cluster, eff_scaleup, "eff_scaleup", 0.01, 1, "", "achievable fraction of scale-up bandwidth"),
     HL_FD(hl_cluster, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
     HL_FB(hl_cluster, in_switch_reduce, "in_switch_reduce", "scale-up switch reduces in the network (NVLS)"),
-    HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "", "fraction of scale-up bandwidth reached by in-switch AllReduce"),
+    HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "",
+           "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_cluster, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
     HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
     HL_FD(hl_cluster, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),

@@ -20,8 +20,10 @@ _Static_assert((int)HL_PRECISION_AS_ACT == (int)HL_PRECISION_COUNT, "\"act\" is 
  * JSON and --set; PATH: the nested name in an hl.simulate table when it is not
  * NM ("parallel.tp"), else NULL; DEF: the default (enums: the index of the name). */
 #define ROW(M, NM, PATH, TYPE, SIZE, LO, HI, UNIT, DEF, HELP, NAMES, ZERO_OK)                                 \
-    {.name = NM, .type = TYPE, .offset = (int32_t)offsetof(hl_job, M), .size = SIZE, .min = LO, .max = HI,      \
-     .unit = UNIT, .help = HELP, .enum_names = NAMES, .zero_ok = ZERO_OK, .path = PATH, .def = DEF}
+    {                                                                                                         \
+        .name = NM, .type = TYPE, .offset = (int32_t)offsetof(hl_job, M), .size = SIZE, .min = LO, .max = HI, \
+        .unit = UNIT, .help = HELP, .enum_names = NAMES, .zero_ok = ZERO_OK, .path = PATH, .def = DEF         \
+    }
 /* a double in [LO, HI] (ZERO_OK: 0 is also allowed and means "derived") */
 #define NUM(M, NM, PATH, LO, HI, ZERO_OK, UNIT, DEF, HELP) \
     ROW(M, NM, PATH, HL_FIELD_DOUBLE, (int32_t)sizeof(double), LO, HI, UNIT, DEF, HELP, NULL, ZERO_OK)
@@ -78,7 +80,8 @@ static const hl_field job_fields[] = {
     ENUM(framework, "framework", "ideal|trtllm|vllm|sglang", HL_FW_IDEAL,
          "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
     NUM(step_overhead, "step_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
-    NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
+    NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0,
+        "x eff_gemm for BF16/FP16 GEMMs (0 = the framework's)"),
     NUM(gemm_scale_fp8, "gemm_scale_fp8", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP8 GEMMs (0 = the framework's)"),
     NUM(gemm_scale_fp4, "gemm_scale_fp4", NULL, 1e-3, 10, 1, "", 0, "x eff_gemm for FP4 GEMMs (0 = the framework's)"),
     NUM(attn_scale, "attn_scale", NULL, 1e-3, 10, 1, "", 0, "x eff_attn (0 = the framework's)"),

@@ -47,13 +47,13 @@ double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64
 hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *out, hl_err *err)
 {
     if (!(in->hbm_bytes > 0) || !(in->mem_util > 0 && in->mem_util <= 1) || !(in->weights_bytes >= 0) ||
-        !(in->workspace_bytes >= 0) || !(in->kv_token_bytes > 0) || !(in->context >= 1) ||
-        !(in->block_tokens >= 0) || !isfinite(in->hbm_bytes) || !isfinite(in->context) ||
-        !isfinite(in->weights_bytes) || !isfinite(in->workspace_bytes) || !isfinite(in->kv_token_bytes) ||
-        !isfinite(in->block_tokens))
+        !(in->workspace_bytes >= 0) || !(in->kv_token_bytes > 0) || !(in->context >= 1) || !(in->block_tokens >= 0) ||
+        !isfinite(in->hbm_bytes) || !isfinite(in->context) || !isfinite(in->weights_bytes) ||
+        !isfinite(in->workspace_bytes) || !isfinite(in->kv_token_bytes) || !isfinite(in->block_tokens))
         return hl_fail(err, HL_EINVAL,
                        "kv capacity: need hbm_bytes > 0, 0 < mem_util <= 1, weights/workspace >= 0, "
-                       "kv_token_bytes > 0, context >= 1, block_tokens >= 0, all finite (got %g, %g, %g, %g, %g, %g, %g)",
+                       "kv_token_bytes > 0, context >= 1, block_tokens >= 0, all finite (got %g, %g, %g, %g, %g, %g, "
+                       "%g)",
                        in->hbm_bytes, in->mem_util, in->weights_bytes, in->workspace_bytes, in->kv_token_bytes,
                        in->context, in->block_tokens);
     hl_kv_capacity c = {0};

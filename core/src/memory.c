@@ -24,21 +24,21 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
         double kv_w = 2.0 * (double)m->hidden * (double)m->head_dim + (m->qkv_bias ? 2.0 * (double)m->head_dim : 0);
         attn_gpu = (per_layer_attn - kv_w * (double)m->kv_heads) / (double)s->tp + kv_w * hl_kv_heads_per_gpu(m, s->tp);
     }
-    double w = attn_gpu * s->stage_layers + p.norms / (double)s->pp +
-               p.dense_ffn / (double)s->tp / (double)s->pp +
-               (moe_layers > 0 ? (p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp + p.shared / (double)s->tp + p.router) /
+    double w = attn_gpu * s->stage_layers + p.norms / (double)s->pp + p.dense_ffn / (double)s->tp / (double)s->pp +
+               (moe_layers > 0 ? (p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp +
+                                  p.shared / (double)s->tp + p.router) /
                                      (double)s->pp
                                : 0) + /* the router is replicated on every rank */
                (p.embedding + p.lm_head) / (double)s->tp / (double)s->pp;
     out->weights_bytes = w * s->wb;
     double b = s->b_local;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
-    out->kv_bytes = b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share /
-                    (double)s->pp;
+    out->kv_bytes =
+        b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share / (double)s->pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
-    out->workspace_bytes = j->workspace_bytes > 0 ? j->workspace_bytes
-                                                  : fmin(b * j->input, 8192) * (double)m->hidden * s->ab * 16 + 0.5e9;
+    out->workspace_bytes =
+        j->workspace_bytes > 0 ? j->workspace_bytes : fmin(b * j->input, 8192) * (double)m->hidden * s->ab * 16 + 0.5e9;
     out->per_gpu_bytes = out->weights_bytes + out->kv_bytes + out->workspace_bytes;
     out->fits = out->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
     return HL_OK;
@@ -51,4 +51,7 @@ hl_status hl_memory_trusted(const hl_job *job, hl_memory *out, int trust, hl_err
     return st ? st : hl_memory_resolved(&s, out, err);
 }
 
-hl_status hl_memory_per_gpu(const hl_job *job, hl_memory *out, hl_err *err) { return hl_memory_trusted(job, out, 0, err); }
+hl_status hl_memory_per_gpu(const hl_job *job, hl_memory *out, hl_err *err)
+{
+    return hl_memory_trusted(job, out, 0, err);
+}

@@ -13,14 +13,16 @@
 #include "hbdlab/model.h"
 
 /* the stats arrays are sized by a literal (ffi.cdef reads them); keep them tied to the constant */
-_Static_assert(sizeof(((hl_minitf_stats *)0)->weight_bytes) == HL_MINITF_MAX_RANKS * sizeof(double),
-               "hl_minitf_stats arrays hold HL_MINITF_MAX_RANKS ranks");
+_Static_assert(sizeof(((hl_minitf_stats *)0)->weight_bytes) == HL_MINITF_MAX_RANKS * sizeof(double), "hl_minitf_stats "
+                                                                                                     "arrays hold "
+                                                                                                     "HL_MINITF_MAX_"
+                                                                                                     "RANKS ranks");
 
 typedef struct layer_w {
-    float *norm1, *norm2;         /* (h) */
-    float *wq, *wk, *wv, *wo;     /* (h, H*d), (h, K*d), (h, K*d), (H*d, h) */
-    float *gate, *up, *down;      /* dense FFN: (h, F), (h, F), (F, h) */
-    float *router;                /* (h, E) */
+    float *norm1, *norm2;          /* (h) */
+    float *wq, *wk, *wv, *wo;      /* (h, H*d), (h, K*d), (h, K*d), (H*d, h) */
+    float *gate, *up, *down;       /* dense FFN: (h, F), (h, F), (F, h) */
+    float *router;                 /* (h, E) */
     float *e_gate, *e_up, *e_down; /* experts back to back: E x (h, Fe), E x (h, Fe), E x (Fe, h) */
     float *s_gate, *s_up, *s_down; /* shared experts, concatenated width Fs: (h, Fs), (h, Fs), (Fs, h) */
     int moe;
@@ -73,7 +75,8 @@ hl_status hl_minitf_new(const hl_model *m, uint64_t seed, hl_minitf **out, hl_er
     if (m->qkv_bias || m->o_bias || m->expert_bias || m->sliding_window > 0)
         return hl_fail(err, HL_EUNSUPPORTED, "minitf: biases and sliding windows are not implemented");
     if (m->head_dim % 2)
-        return hl_fail(err, HL_EINVAL, "minitf: head_dim %lld must be even (RoPE rotates pairs)", (long long)m->head_dim);
+        return hl_fail(err, HL_EINVAL, "minitf: head_dim %lld must be even (RoPE rotates pairs)",
+                       (long long)m->head_dim);
     hl_minitf *tf = calloc(1, sizeof *tf);
     if (!tf)
         return hl_fail(err, HL_ENOMEM, "minitf: out of memory");
@@ -107,11 +110,11 @@ hl_status hl_minitf_new(const hl_model *m, uint64_t seed, hl_minitf **out, hl_er
     }
     uint64_t s = seed;
     float *w = tf->pool;
-#define TAKE(ptr, count, scale)           \
-    do {                                  \
-        (ptr) = w;                        \
-        fill(w, (count), (scale), &s);    \
-        w += (count);                     \
+#define TAKE(ptr, count, scale)        \
+    do {                               \
+        (ptr) = w;                     \
+        fill(w, (count), (scale), &s); \
+        w += (count);                  \
     } while (0)
     TAKE(tf->emb, (size_t)tf->V * h, 1.0);
     TAKE(tf->head, (size_t)h * tf->V, 1.0 / sqrt(h));

@@ -36,8 +36,7 @@ static const hl_field model_fields[] = {
     HL_FI0(hl_model, max_position, "max_position", 1, 1e9, "context limit"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
 };
-static const hl_field_set model_set = {"model", model_fields,
-                                       (int32_t)(sizeof model_fields / sizeof model_fields[0])};
+static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0])};
 
 const hl_field_set *hl_model_fields(void) { return &model_set; }
 
@@ -62,8 +61,8 @@ hl_status hl_model_validate(const hl_model *m, hl_err *err)
         return hl_fail(err, HL_EINVAL, "model '%s': topk = %lld / shared_experts = %lld need experts > 0", n,
                        (long long)m->topk, (long long)m->shared_experts);
     if (m->experts > 0 && (m->topk < 1 || m->topk > m->experts))
-        return hl_fail(err, HL_EINVAL, "model '%s': topk = %lld must be in 1..experts (%lld)", n,
-                       (long long)m->topk, (long long)m->experts);
+        return hl_fail(err, HL_EINVAL, "model '%s': topk = %lld must be in 1..experts (%lld)", n, (long long)m->topk,
+                       (long long)m->experts);
     if (m->experts > 0 && hl_model_expert_ffn(m) <= 0)
         return hl_fail(err, HL_EINVAL, "model '%s': a MoE model needs expert_ffn > 0 (or ffn)", n);
     if (m->dense_layers > m->layers)
@@ -82,8 +81,8 @@ static double attention_params(const hl_model *m)
     double h = (double)m->hidden, H = (double)m->heads;
     if (m->attn == HL_ATTN_MLA) {
         double qk = (double)(m->qk_nope_dim + m->qk_rope_dim);
-        double q = m->q_lora_rank > 0 ? h * m->q_lora_rank + m->q_lora_rank + (double)m->q_lora_rank * H * qk
-                                      : h * H * qk;
+        double q =
+            m->q_lora_rank > 0 ? h * m->q_lora_rank + m->q_lora_rank + (double)m->q_lora_rank * H * qk : h * H * qk;
         double kv_a = h * (double)(m->kv_lora_rank + m->qk_rope_dim) + (double)m->kv_lora_rank;
         double kv_b = (double)m->kv_lora_rank * H * (double)(m->qk_nope_dim + m->v_head_dim);
         double o = H * (double)m->v_head_dim * h + (m->o_bias ? h : 0);

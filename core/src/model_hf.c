@@ -8,7 +8,7 @@
 #include "hbdlab/model.h"
 #include "json_int.h"
 
-static const char *const supported[] = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
+static const char *const supported[] = {"llama",   "mistral",     "qwen2",       "qwen3",   "qwen2_moe", "qwen3_moe",
                                         "mixtral", "deepseek_v2", "deepseek_v3", "gpt_oss", NULL};
 
 typedef struct reader {

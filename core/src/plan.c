@@ -51,8 +51,9 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
         return hl_fail(err, HL_ENOFIT,
                        "batch = max: even %lld sequence(s) (one per data-parallel group) need %.2f GB per GPU, "
                        "%.2f GB more than %.0f%% of HBM (%.2f GB)",
-                       (long long)dp, r.per_gpu_bytes / 1e9, (r.per_gpu_bytes - j.cluster.gpu.hbm_bytes * j.mem_util) / 1e9,
-                       j.mem_util * 100, j.cluster.gpu.hbm_bytes * j.mem_util / 1e9);
+                       (long long)dp, r.per_gpu_bytes / 1e9,
+                       (r.per_gpu_bytes - j.cluster.gpu.hbm_bytes * j.mem_util) / 1e9, j.mem_util * 100,
+                       j.cluster.gpu.hbm_bytes * j.mem_util / 1e9);
     /* Memory grows monotonically with batch: double, then bisect on multiples of dp. */
     double lo = 1, hi = 2;
     int32_t fits;
@@ -136,8 +137,8 @@ static hl_status batch_within_limits(hl_job *j, double max_ttft, double max_tpot
     return hl_sim_run_trusted(j, r, trust, err);
 }
 
-hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch,
-                                  int32_t *meets, hl_err *err)
+hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch, int32_t *meets,
+                                  hl_err *err)
 {
     hl_job j = *job;
     hl_status st = hl_sim_max_batch(&j, &j.batch, err);
@@ -243,8 +244,8 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                 c->tps_per_gpu = r.tps_per_gpu;
                 c->decode_tps = r.decode_tps;
                 c->fits = r.fits;
-                c->meets_limits = (in->max_tpot <= 0 || r.tpot_s <= in->max_tpot) &&
-                                  (in->max_ttft <= 0 || r.ttft_s <= in->max_ttft);
+                c->meets_limits =
+                    (in->max_tpot <= 0 || r.tpot_s <= in->max_tpot) && (in->max_ttft <= 0 || r.ttft_s <= in->max_ttft);
                 c->score = score_of(in, &r);
             }
         }

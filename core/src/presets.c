@@ -113,16 +113,26 @@ static const struct preset_alias {
     int kind;
     const char *alias, *name;
 } aliases[] = {
-    {HL_PRESET_GPU, "h100", "h100-sxm"},        {HL_PRESET_GPU, "h100-sxm5", "h100-sxm"},
-    {HL_PRESET_GPU, "a100", "a100-sxm"},        {HL_PRESET_GPU, "a100-sxm4", "a100-sxm"},
-    {HL_PRESET_GPU, "h200-sxm", "h200"},        {HL_PRESET_GPU, "b200-sxm", "b200"},
-    {HL_PRESET_GPU, "mi300", "mi300x"},         {HL_PRESET_GPU, "mi355", "mi355x"},
-    {HL_PRESET_GPU, "910c", "ascend-910c"},     {HL_PRESET_GPU, "v5p", "tpu-v5p"},
-    {HL_PRESET_CLUSTER, "nvl72", "gb200-nvl72"}, {HL_PRESET_CLUSTER, "dgx-h100", "hgx-h100"},
-    {HL_PRESET_CLUSTER, "dgx-h200", "hgx-h200"}, {HL_PRESET_CLUSTER, "dgx-b200", "hgx-b200"},
-    {HL_PRESET_CLUSTER, "nvl36x2", "gb200-nvl36x2"}, {HL_PRESET_CLUSTER, "cloudmatrix", "cloudmatrix384"},
-    {HL_PRESET_MODEL, "qwen-110b", "qwen1.5-110b"}, {HL_PRESET_MODEL, "gpt-oss", "gpt-oss-120b"},
-    {HL_PRESET_MODEL, "mixtral", "mixtral-8x7b"},   {HL_PRESET_MODEL, "deepseek-v3-0324", "deepseek-v3"},
+    {HL_PRESET_GPU, "h100", "h100-sxm"},
+    {HL_PRESET_GPU, "h100-sxm5", "h100-sxm"},
+    {HL_PRESET_GPU, "a100", "a100-sxm"},
+    {HL_PRESET_GPU, "a100-sxm4", "a100-sxm"},
+    {HL_PRESET_GPU, "h200-sxm", "h200"},
+    {HL_PRESET_GPU, "b200-sxm", "b200"},
+    {HL_PRESET_GPU, "mi300", "mi300x"},
+    {HL_PRESET_GPU, "mi355", "mi355x"},
+    {HL_PRESET_GPU, "910c", "ascend-910c"},
+    {HL_PRESET_GPU, "v5p", "tpu-v5p"},
+    {HL_PRESET_CLUSTER, "nvl72", "gb200-nvl72"},
+    {HL_PRESET_CLUSTER, "dgx-h100", "hgx-h100"},
+    {HL_PRESET_CLUSTER, "dgx-h200", "hgx-h200"},
+    {HL_PRESET_CLUSTER, "dgx-b200", "hgx-b200"},
+    {HL_PRESET_CLUSTER, "nvl36x2", "gb200-nvl36x2"},
+    {HL_PRESET_CLUSTER, "cloudmatrix", "cloudmatrix384"},
+    {HL_PRESET_MODEL, "qwen-110b", "qwen1.5-110b"},
+    {HL_PRESET_MODEL, "gpt-oss", "gpt-oss-120b"},
+    {HL_PRESET_MODEL, "mixtral", "mixtral-8x7b"},
+    {HL_PRESET_MODEL, "deepseek-v3-0324", "deepseek-v3"},
 };
 
 /* The preset an alias stands for (normalized name in), or NULL. */
@@ -140,8 +150,8 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
 /* Finds the preset text: disk override first, then embedded, then what an alias
  * names ("H100" -> h100-sxm). *owned is the malloc'd buffer to free (NULL for
  * embedded text). */
-static hl_status find_preset(hl_preset_kind kind, const char *name, const char **text, char **owned,
-                             char *origin, size_t origin_n, hl_err *err)
+static hl_status find_preset(hl_preset_kind kind, const char *name, const char **text, char **owned, char *origin,
+                             size_t origin_n, hl_err *err)
 {
     hl_status s = find_named(kind, name, text, owned, origin, origin_n, err);
     if (s != HL_ENOTFOUND || !name || !valid_name(name))
@@ -161,9 +171,13 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
     char norm[80];
     *owned = NULL;
     if (!name || !valid_name(name))
-        return hl_fail(err, HL_ENOTFOUND, "%s preset name '%s' is not a valid name (1 to 64 letters, digits, '-', '.' "
-                       "or '_', not starting with '.')", kind == HL_PRESET_GPU ? "gpu" : kind == HL_PRESET_CLUSTER ?
-                       "cluster" : "model", name ? name : "(null)");
+        return hl_fail(err, HL_ENOTFOUND,
+                       "%s preset name '%s' is not a valid name (1 to 64 letters, digits, '-', '.' "
+                       "or '_', not starting with '.')",
+                       kind == HL_PRESET_GPU       ? "gpu"
+                       : kind == HL_PRESET_CLUSTER ? "cluster"
+                                                   : "model",
+                       name ? name : "(null)");
     normalize(name, norm, sizeof norm);
     const char *root = getenv("HBDLAB_PRESETS");
     if (root && *root) {
@@ -266,7 +280,6 @@ static hl_status load_object(const hl_field_set *set, void *obj, const cJSON *ro
 static hl_status gpu_base(const char *name, void *out, hl_err *err) { return hl_gpu_preset(name, out, err); }
 static hl_status model_base(const char *name, void *out, hl_err *err) { return hl_model_preset(name, out, err); }
 
-
 /* Adds origin in front of a failure's message; passes the status through. */
 static hl_status with_origin(hl_status s, const char *origin, hl_err *err)
 {
@@ -333,7 +346,8 @@ static hl_status cluster_from_object(const cJSON *root, const char *origin, void
         s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' and 'hbd' are required numbers");
     } else {
         double gv = n->valuedouble, hv = h->valuedouble;
-        if (!(gv >= 1 && gv <= 1e7 && gv == (double)(int64_t)gv) || !(hv >= 1 && hv <= 1e7 && hv == (double)(int64_t)hv))
+        if (!(gv >= 1 && gv <= 1e7 && gv == (double)(int64_t)gv) ||
+            !(hv >= 1 && hv <= 1e7 && hv == (double)(int64_t)hv))
             s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' = %g and 'hbd' = %g must be integers in 1..1e7", gv, hv);
         else
             s = hl_cluster_init(&c, &gpu, (int64_t)gv, (int64_t)hv, err);
@@ -362,7 +376,6 @@ static hl_status from_text(const char *text, const char *origin, void *out, obje
     cJSON_Delete(root);
     return s;
 }
-
 
 hl_status hl_gpu_from_json(const char *text, const char *origin, hl_gpu *out, hl_err *err)
 {
@@ -426,7 +439,6 @@ static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, o
     free(owned);
     return s;
 }
-
 
 hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err)
 {

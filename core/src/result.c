@@ -7,7 +7,10 @@
 
 #include "hbdlab/sweep.h"
 
-#define ROW(NM, TYPE, M, UNIT, NAMES, HELP) {NM, TYPE, (int32_t)offsetof(hl_result, M), UNIT, HELP, NAMES}
+#define ROW(NM, TYPE, M, UNIT, NAMES, HELP)                          \
+    {                                                                \
+        NM, TYPE, (int32_t)offsetof(hl_result, M), UNIT, HELP, NAMES \
+    }
 #define NUM(NM, M, UNIT, HELP) ROW(NM, HL_VALUE_NUMBER, M, UNIT, NULL, HELP)
 #define INT(NM, M, HELP) ROW(NM, HL_VALUE_INTEGER, M, "", NULL, HELP)
 #define BOOL(NM, M, HELP) ROW(NM, HL_VALUE_BOOL, M, "", NULL, HELP)
@@ -73,7 +76,8 @@ static const hl_result_field fields[] = {
     NUM("joules_per_token", cost.joules_per_token, "J", "energy per generated token"),
     NUM("power_w", cost.power_w, "W", "power at the wall over the job"),
     NUM("peak_power_w", cost.peak_power_w, "W", "power at the wall with every GPU busy"),
-    NUM("cost.capex_usd_per_gpu", cost.capex_usd_per_gpu, "USD", "capex of one GPU with its scale-up and scale-out share"),
+    NUM("cost.capex_usd_per_gpu", cost.capex_usd_per_gpu, "USD",
+        "capex of one GPU with its scale-up and scale-out share"),
     NUM("cost.usd_per_gpu_hour", cost.usd_per_gpu_hour, "USD", "that capex amortised per GPU hour"),
     NUM("cost.prefill_j", cost.prefill_j, "J", "energy of prefill at the wall"),
     NUM("cost.decode_j", cost.decode_j, "J", "energy of decode at the wall"),
@@ -91,7 +95,8 @@ static const hl_result_field fields[] = {
 };
 enum { COUNT = (int)(sizeof fields / sizeof fields[0]) };
 
-_Static_assert((int)COUNT == (int)HL_POINT_VALUES, "HL_POINT_VALUES in sweep.h must equal the rows of the result table");
+_Static_assert((int)COUNT == (int)HL_POINT_VALUES, "HL_POINT_VALUES in sweep.h must equal the rows of the result "
+                                                   "table");
 _Static_assert(sizeof(((hl_point *)0)->v) == sizeof(double) * HL_POINT_VALUES, "hl_point.v holds HL_POINT_VALUES");
 
 int32_t hl_result_field_count(void) { return COUNT; }

@@ -73,7 +73,7 @@ typedef struct sched {
     int64_t n;
     int64_t *wait; /* ring buffer of request indices, capacity n + 1 */
     int64_t w_head, w_len, w_cap;
-    int64_t *run;  /* running request indices in admission order */
+    int64_t *run; /* running request indices in admission order */
     int64_t n_run;
     plan *plan;
     int64_t n_plan;
@@ -206,7 +206,7 @@ static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
 typedef struct recorder {
     hl_serve_result *r;
     double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
-    double sat_tokens, sat_time; /* tokens emitted and time spent while requests waited (saturated) */
+    double sat_tokens, sat_time;                  /* tokens emitted and time spent while requests waited (saturated) */
     int64_t steps, samp_cap, stride, max_samples;
 } recorder;
 
@@ -316,8 +316,13 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
         free(res);
         return rc;
     }
-    hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes, c->job.mem_util, res->weights_bytes, res->workspace_bytes,
-                            hl_stepper_kv_token_bytes(st), 1, (double)c->block_tokens};
+    hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
+                            c->job.mem_util,
+                            res->weights_bytes,
+                            res->workspace_bytes,
+                            hl_stepper_kv_token_bytes(st),
+                            1,
+                            (double)c->block_tokens};
     free(res);
     hl_kv_capacity cap;
     if ((rc = hl_kv_capacity_compute(&in, &cap, err)))
@@ -337,12 +342,14 @@ hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
     if (!(c->max_seqs >= 1 && c->max_seqs <= 1000000))
         return hl_fail(err, HL_EINVAL, "field 'max_seqs': %lld is not allowed (1..1e6)", (long long)c->max_seqs);
     if (!(c->token_budget >= 1 && c->token_budget <= 10000000))
-        return hl_fail(err, HL_EINVAL, "field 'token_budget': %lld is not allowed (1..1e7)", (long long)c->token_budget);
+        return hl_fail(err, HL_EINVAL, "field 'token_budget': %lld is not allowed (1..1e7)",
+                       (long long)c->token_budget);
     if (!(c->chunk >= 0 && c->chunk <= 10000000))
         return hl_fail(err, HL_EINVAL, "field 'chunk': %lld is not allowed (0 = token_budget, or 1..1e7)",
                        (long long)c->chunk);
     if (!(c->block_tokens >= 1 && c->block_tokens <= 1000000))
-        return hl_fail(err, HL_EINVAL, "field 'block_tokens': %lld is not allowed (1..1e6)", (long long)c->block_tokens);
+        return hl_fail(err, HL_EINVAL, "field 'block_tokens': %lld is not allowed (1..1e6)",
+                       (long long)c->block_tokens);
     if (!(c->kv_blocks >= 0 && c->kv_blocks <= 1e12))
         return hl_fail(err, HL_EINVAL, "field 'kv_blocks': %g is not allowed (0 = from memory, or 1..1e12)",
                        c->kv_blocks);
@@ -402,8 +409,8 @@ static void owned_free(owned *o)
  * token (at first_tok[i]). Fills o->q (one rq per request), rec, *preempts and
  * *blocks; the step log and samples go to r. */
 static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const hl_trace_req *reqs, int64_t n,
-                               const double *first_tok, owned *o, recorder *rec, hl_serve_result *r,
-                               int64_t *preempts, double *blocks_out, hl_err *err)
+                               const double *first_tok, owned *o, recorder *rec, hl_serve_result *r, int64_t *preempts,
+                               double *blocks_out, hl_err *err)
 {
     hl_status rc;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
@@ -488,9 +495,10 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                 schedule_running(&s, &budget, chunk);
         }
         if (s.n_plan == 0)
-            return hl_fail(err, HL_EINVAL, "serve: no request could be scheduled at t = %g s (%lld running, %lld "
-                           "waiting); the KV cache or the budget is too small", t, (long long)s.n_run,
-                           (long long)s.w_len);
+            return hl_fail(err, HL_EINVAL,
+                           "serve: no request could be scheduled at t = %g s (%lld running, %lld "
+                           "waiting); the KV cache or the budget is too small",
+                           t, (long long)s.n_run, (long long)s.w_len);
         hl_iter it = {0};
         it.chunks = s.chunks;
         double ctx = 0, win = 0, step_tok = 0;
@@ -566,15 +574,20 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
         preempt_total += s.preempted;
         if (c->keep_steps) {
             if (r->n_steps_log >= HL_SERVE_MAX_LOG_STEPS)
-                return hl_fail(err, HL_EINVAL, "field 'keep_steps': the step log passed %lld iterations (the most "
+                return hl_fail(err, HL_EINVAL,
+                               "field 'keep_steps': the step log passed %lld iterations (the most "
                                "kept); keep_steps is for short runs: fewer requests or shorter outputs",
                                (long long)HL_SERVE_MAX_LOG_STEPS);
             if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
-            r->steps_log[r->n_steps_log++] =
-                (hl_serve_step){t, dt, (int32_t)it.decode_seqs, it.n_chunks, step_tok - it.decode_seqs,
-                                (int32_t)first_chunk,
-                                (int32_t)s.preempted, s.blocks_total - s.blocks_free};
+            r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
+                                                             dt,
+                                                             (int32_t)it.decode_seqs,
+                                                             it.n_chunks,
+                                                             step_tok - it.decode_seqs,
+                                                             (int32_t)first_chunk,
+                                                             (int32_t)s.preempted,
+                                                             s.blocks_total - s.blocks_free};
         }
         int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
         s.n_run = m;
@@ -600,8 +613,17 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
     for (int64_t i = 0; i < n; i++) {
         const rq *x = &qp[i];
         const rq *d = qd && dmap[i] >= 0 ? &qd[dmap[i]] : NULL;
-        out[i] = (hl_serve_req){x->arrival, x->input, x->output, x->first_tok, d ? d->finish : x->finish,
-                                x->first_sched - x->arrival, 0, 0, 0, x->preempt + (d ? d->preempt : 0), 0,
+        out[i] = (hl_serve_req){x->arrival,
+                                x->input,
+                                x->output,
+                                x->first_tok,
+                                d ? d->finish : x->finish,
+                                x->first_sched - x->arrival,
+                                0,
+                                0,
+                                0,
+                                x->preempt + (d ? d->preempt : 0),
+                                0,
                                 transfer ? transfer[i] : 0};
     }
     int64_t w = c->warmup < n ? c->warmup : 0; /* checked: warmup < requests */
@@ -629,11 +651,10 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
  * its decode peer: a Send/Recv of the prefill GPU's share (every GPU of the
  * instance sends its shard at once), inside one HBD or across the scale-out
  * network (docs/MODEL.md section 12). */
-static hl_status kv_transfer_time(const hl_serve_cfg *c, double kv_token_bytes, double tokens, double *t,
-                                  hl_err *err)
+static hl_status kv_transfer_time(const hl_serve_cfg *c, double kv_token_bytes, double tokens, double *t, hl_err *err)
 {
-    hl_coll_in in = {HL_SENDRECV, HL_ALGO_AUTO, kv_token_bytes * tokens, 2, c->kv_link == HL_KV_LINK_SCALEUP ? 2 : 1,
-                     0};
+    hl_coll_in in = {
+        HL_SENDRECV, HL_ALGO_AUTO, kv_token_bytes * tokens, 2, c->kv_link == HL_KV_LINK_SCALEUP ? 2 : 1, 0};
     hl_coll_out o;
     /* A scale-out transfer leaves the prefill pool's HBD: when the pools have
      * clusters of their own, the prefill cluster may be one HBD, so it is
@@ -672,10 +693,13 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     hl_serve_cfg cc = *c0;
     const hl_serve_cfg *c = &cc;
     if (c->disagg && strcmp(c->job.model.name, c->decode_job.model.name) != 0)
-        return hl_fail(err, HL_EINVAL, "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
-                       "model for both)", c->decode_job.model.name, c->job.model.name);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
+                       "model for both)",
+                       c->decode_job.model.name, c->job.model.name);
     if (c->disagg && c->arrival == HL_ARRIVAL_CONCURRENCY)
-        return hl_fail(err, HL_EINVAL, "field 'concurrency': a closed loop is not supported with disaggregation (the "
+        return hl_fail(err, HL_EINVAL,
+                       "field 'concurrency': a closed loop is not supported with disaggregation (the "
                        "pools are simulated one after the other); give a rate or a trace");
     if (c->disagg && (unsigned)c->kv_link > HL_KV_LINK_SCALEOUT)
         return hl_fail(err, HL_EINVAL, "field 'kv_link': %d is not one of auto, scaleup, scaleout", (int)c->kv_link);
@@ -684,7 +708,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
          * scaleout says they are apart): they must fit in it side by side.
          * kv_link auto: one HBD holds both pools, or not. */
         const hl_cluster *a = &cc.job.cluster, *b = &cc.decode_job.cluster;
-        int64_t gp = cc.job.gpus > 0 ? cc.job.gpus : a->gpus, gd = cc.decode_job.gpus > 0 ? cc.decode_job.gpus : b->gpus;
+        int64_t gp = cc.job.gpus > 0 ? cc.job.gpus : a->gpus,
+                gd = cc.decode_job.gpus > 0 ? cc.decode_job.gpus : b->gpus;
         int same = a->gpus == b->gpus && a->hbd == b->hbd && strcmp(a->gpu.name, b->gpu.name) == 0;
         if (same && cc.kv_link != HL_KV_LINK_SCALEOUT && gp + gd > a->gpus)
             return hl_fail(err, HL_EINVAL,

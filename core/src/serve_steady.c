@@ -11,8 +11,8 @@
 /* Time of an iteration seen by one request: itself plus `others` decoding
  * sequences at mean context ctx[0] (ctx[1] within the sliding window), and `prefill` prompt tokens in chunks of at
  * most q tokens at offset (input - q) / 2 on average. */
-static hl_status iter_time(hl_stepper *st, double decodes, const double ctx[2], double prefill, double q,
-                           double input, double *t, hl_err *err)
+static hl_status iter_time(hl_stepper *st, double decodes, const double ctx[2], double prefill, double q, double input,
+                           double *t, hl_err *err)
 {
     enum { MAX_CHUNKS = 64 };
     hl_iter_chunk ch[MAX_CHUNKS];
@@ -33,8 +33,9 @@ hl_status hl_serve_steady_run(const hl_serve_cfg *c, hl_serve_steady *out, hl_er
     if (rc)
         return rc;
     if (c->arrival == HL_ARRIVAL_TRACE)
-        return hl_fail(err, HL_EINVAL, "field 'mode': the analytical mode takes a rate or a concurrency, not a trace "
-                                       "(simulate the trace instead)");
+        return hl_fail(err, HL_EINVAL,
+                       "field 'mode': the analytical mode takes a rate or a concurrency, not a trace "
+                       "(simulate the trace instead)");
     hl_stepper *st;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
     if ((rc = hl_stepper_new(&c->job, cap, &st, err)))

@@ -48,8 +48,8 @@ static hl_status check_dist(const hl_len_dist *d, const char *name, int trace, h
     case HL_LEN_UNIFORM:
     case HL_LEN_NORMAL:
         if (!(d->lo >= 1 && d->hi >= d->lo && d->hi <= 1e8))
-            return hl_fail(err, HL_EINVAL, "field '%s': bounds min %g, max %g must satisfy 1 <= min <= max <= 1e8", name,
-                           d->lo, d->hi);
+            return hl_fail(err, HL_EINVAL, "field '%s': bounds min %g, max %g must satisfy 1 <= min <= max <= 1e8",
+                           name, d->lo, d->hi);
         if (d->kind == HL_LEN_NORMAL && !(d->mean >= 1 && d->mean <= 1e8 && d->std >= 0 && d->std <= 1e8))
             return hl_fail(err, HL_EINVAL, "field '%s': normal needs mean in 1..1e8 and std >= 0 (got %g, %g)", name,
                            d->mean, d->std);
@@ -92,7 +92,8 @@ hl_status hl_serve_check_workload(const hl_serve_cfg *c, hl_err *err)
                 !(q->output >= 1 && q->output <= 1e8) || q->input != floor(q->input) || q->output != floor(q->output))
                 return hl_fail(err, HL_EINVAL,
                                "field 'trace': request %lld has arrival_s %g, input %g, output %g (need arrival >= 0, "
-                               "whole lengths >= 1)", (long long)i + 1, q->arrival_s, q->input, q->output);
+                               "whole lengths >= 1)",
+                               (long long)i + 1, q->arrival_s, q->input, q->output);
         }
     return HL_OK;
 }
@@ -101,17 +102,14 @@ hl_status hl_serve_check_workload(const hl_serve_cfg *c, hl_err *err)
 static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
 {
     switch (d->kind) {
-    case HL_LEN_UNIFORM:
-        return d->lo + floor(hl_rng_uniform(r) * (d->hi - d->lo + 1));
+    case HL_LEN_UNIFORM: return d->lo + floor(hl_rng_uniform(r) * (d->hi - d->lo + 1));
     case HL_LEN_NORMAL: { /* Box-Muller */
         double u1 = hl_rng_uniform(r), u2 = hl_rng_uniform(r);
         double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2) /* 2 pi */;
         return fmin(d->hi, fmax(d->lo, round(d->mean + d->std * z)));
     }
-    case HL_LEN_TRACE:
-        return trace_value;
-    default:
-        return d->mean;
+    case HL_LEN_TRACE: return trace_value;
+    default: return d->mean;
     }
 }
 
@@ -193,8 +191,9 @@ static int column_of(const char *s, size_t n)
     }
     while (n && (s[n - 1] == ' ' || s[n - 1] == '"' || s[n - 1] == '\r'))
         n--;
-    static const char *const names[][3] = {{"arrival_s", "arrival", "timestamp"}, {"input", "input_tokens", "prompt_tokens"},
-                                            {"output", "output_tokens", "completion_tokens"}};
+    static const char *const names[][3] = {{"arrival_s", "arrival", "timestamp"},
+                                           {"input", "input_tokens", "prompt_tokens"},
+                                           {"output", "output_tokens", "completion_tokens"}};
     for (int c = 0; c < 3; c++)
         for (int k = 0; k < 3; k++)
             if (strlen(names[c][k]) == n && strncmp(s, names[c][k], n) == 0)
@@ -208,8 +207,8 @@ static int column_of(const char *s, size_t n)
  * filled, or 0 with *why set (it may point into *detail). */
 static int json_line(const char *s, const char *e, double v[3], const char **why, hl_err *detail)
 {
-    static const char *const keys[3][2] = {{"arrival_s", "arrival"}, {"input", "input_tokens"},
-                                           {"output", "output_tokens"}};
+    static const char *const keys[3][2] = {
+        {"arrival_s", "arrival"}, {"input", "input_tokens"}, {"output", "output_tokens"}};
     char *buf = malloc((size_t)(e - s) + 1);
     if (!buf) {
         *why = "out of memory";
@@ -296,8 +295,8 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
             }
             if (!seen[0] || !seen[1] || !seen[2]) {
                 free(q);
-                return hl_fail(err, HL_EPARSE, "%s line %ld: the CSV header must name arrival_s, input and output columns",
-                               o, line);
+                return hl_fail(err, HL_EPARSE,
+                               "%s line %ld: the CSV header must name arrival_s, input and output columns", o, line);
             }
             header = 1;
             continue;
@@ -327,12 +326,13 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
             if (got != 3)
                 goto bad;
         }
-        if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || v[1] != floor(v[1]) || v[2] != floor(v[2]) ||
-            v[1] > 1e8 || v[2] > 1e8) {
+        if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || v[1] != floor(v[1]) || v[2] != floor(v[2]) || v[1] > 1e8 ||
+            v[2] > 1e8) {
             free(q);
             return hl_fail(err, HL_EPARSE,
-                           "%s line %ld: arrival_s %g, input %g, output %g (need arrival >= 0 and whole lengths 1..1e8)", o,
-                           line, v[0], v[1], v[2]);
+                           "%s line %ld: arrival_s %g, input %g, output %g (need arrival >= 0 and whole lengths "
+                           "1..1e8)",
+                           o, line, v[0], v[1], v[2]);
         }
         if ((size_t)cnt == cap) {
             hl_trace_req *g = realloc(q, sizeof *q * cap * 2);
@@ -371,17 +371,14 @@ double hl_serve_mean_length(const hl_serve_cfg *c, int which)
 {
     const hl_len_dist *d = which ? &c->output : &c->input;
     switch (d->kind) {
-    case HL_LEN_UNIFORM:
-        return (d->lo + d->hi) / 2;
-    case HL_LEN_NORMAL:
-        return fmin(d->hi, fmax(d->lo, d->mean)); /* the clamp's shift of the mean is neglected */
+    case HL_LEN_UNIFORM: return (d->lo + d->hi) / 2;
+    case HL_LEN_NORMAL: return fmin(d->hi, fmax(d->lo, d->mean)); /* the clamp's shift of the mean is neglected */
     case HL_LEN_TRACE: {
         double sum = 0;
         for (int64_t i = 0; i < c->n_trace; i++)
             sum += which ? c->trace[i].output : c->trace[i].input;
         return c->n_trace > 0 ? sum / (double)c->n_trace : 0;
     }
-    default:
-        return d->mean;
+    default: return d->mean;
     }
 }

@@ -99,8 +99,10 @@ hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
     if (!(trust & HL_TRUST_JOB_FIELDS) && (st = hl_job_check_fields(j, err)))
         return st;
     if (!(j->microbatches == 0 || (j->microbatches >= 1 && j->microbatches == floor(j->microbatches))))
-        return hl_fail(err, HL_EINVAL, "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
-                       "number >= 1)", j->microbatches);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
+                       "number >= 1)",
+                       j->microbatches);
     if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
         return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
                        j->batch, j->input, j->output);
@@ -127,8 +129,8 @@ hl_status hl_sim_resolve(const hl_job *j, sim *s, int trust, hl_err *err)
         return hl_fail(err, HL_EINVAL, "parallel: tp = %lld and pp = %lld must be >= 1", (long long)s->tp,
                        (long long)s->pp);
     if (m->heads % s->tp != 0)
-        return hl_fail(err, HL_EINVAL, "model '%s': tp = %lld does not divide %lld heads", m->name,
-                       (long long)s->tp, (long long)m->heads);
+        return hl_fail(err, HL_EINVAL, "model '%s': tp = %lld does not divide %lld heads", m->name, (long long)s->tp,
+                       (long long)m->heads);
     if (s->pp > m->layers)
         return hl_fail(err, HL_EINVAL, "model '%s': pp = %lld exceeds %lld layers", m->name, (long long)s->pp,
                        (long long)m->layers);
@@ -194,17 +196,17 @@ hl_status hl_job_validate(const hl_job *job, hl_err *err)
 enum { ITEM_SLOTS = 2 * HL_SIM_MAX_ITEMS }; /* at most half full: probes end at an empty slot */
 _Static_assert((ITEM_SLOTS & (ITEM_SLOTS - 1)) == 0 && ITEM_SLOTS <= 256, "ITEM_SLOTS: a power of 2 that fits uint8_t");
 typedef struct acc {
-    hl_event *ev;   /* event log (NULL = none) */
+    hl_event *ev; /* event log (NULL = none) */
     int nev;
     int layer_kind; /* current hl_event layer_kind */
     hl_phase ph;
-    hl_item *items;  /* [HL_SIM_MAX_ITEMS] of the result (NULL in summary mode); filled up to n */
+    hl_item *items;                  /* [HL_SIM_MAX_ITEMS] of the result (NULL in summary mode); filled up to n */
     uint64_t tags[HL_SIM_MAX_ITEMS]; /* name_tag of each item's name */
     uint8_t slot[ITEM_SLOTS];        /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
-    int summary;     /* skip items and events */
-    int memo_valid;  /* last collective, for reuse */
+    int summary;    /* skip items and events */
+    int memo_valid; /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } acc;
@@ -367,8 +369,7 @@ static int reroute_can_win(const hl_cluster *c, int64_t g)
  * over the scale-out network instead (both tiers then carry data at once), so
  * a larger HBD keeps every choice of a smaller one. The time is the minimum
  * over the HBD shares g' dividing the group's share g (docs/MODEL.md 6). */
-static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *o,
-                                   hl_err *err)
+static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
 {
     hl_status st = hl_coll_time_hbd(c, hbd, in, o, err);
     int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < hbd ? in->ranks : hbd);
@@ -461,9 +462,9 @@ static hl_status hier_exchange(const sim *s, double gf, double mine, double widt
     double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
     double D = (double)domain, etp = (double)s->etp, ep = (double)s->ep;
     double dests = ep * (1 - miss_prob(E, E / ep, k)) * etp; /* distinct destination GPUs per token */
-    double u = fmax(gf, etp);                                 /* GPUs holding whole experts together */
+    double u = fmax(gf, etp);                                /* GPUs holding whole experts together */
     double units_hit = D / u * (1 - miss_prob(E, E * u / D, k));
-    double doms_hit = units_hit * u / gf;                     /* distinct destination domains per token */
+    double doms_hit = units_hit * u / gf; /* distinct destination domains per token */
     memset(inter, 0, sizeof *inter);
     memset(intra, 0, sizeof *intra);
     hl_status st = HL_OK;
@@ -553,7 +554,7 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     const hl_model *m = s->m;
     const hl_job *j = s->j;
     double T = b * q, h = (double)m->hidden, tp = (double)s->tp;
-    double Lst = s->stage_layers * passes;       /* layer executions on this GPU */
+    double Lst = s->stage_layers * passes; /* layer executions on this GPU */
     double Lmoe = Lst * (1 - s->dense_frac), Ldense = Lst * s->dense_frac;
     double Hl = (double)m->heads / tp;
     hl_op op;
@@ -630,10 +631,14 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
         hl_op up, down;
         gemm(&up, s, "experts", tok_e, 2 * Fe, h);
         gemm(&down, s, "experts", tok_e, h, Fe);
-        hl_op grouped = {"experts", HL_OP_GROUPED_GEMM, j->precision, (up.flops + down.flops) * El,
+        hl_op grouped = {"experts",
+                         HL_OP_GROUPED_GEMM,
+                         j->precision,
+                         (up.flops + down.flops) * El,
                          (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
                              3 * Fe * h * s->wb * active,
-                         (up.bytes_written + down.bytes_written) * El, up.rows};
+                         (up.bytes_written + down.bytes_written) * El,
+                         up.rows};
         TRY(add_op(s, a, &grouped, Lmoe, err));
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
@@ -989,7 +994,7 @@ static hl_status run_prefill(const sim *s, hl_result *r, acc *pre, hl_err *err)
  * Results are bit-identical: a hit restores the same sums in the same order. */
 typedef struct decode_memo {
     int valid;
-    hl_job key;      /* key.input is not compared */
+    hl_job key; /* key.input is not compared */
     double b, passes;
     hl_phase ph;
 } decode_memo;
@@ -1156,7 +1161,8 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
         !isfinite(r->per_gpu_bytes))
         return hl_fail(err, HL_EINVAL,
                        "the configuration gives a non-finite or negative time (TTFT %g s, total %g s); "
-                       "check extreme field values", r->ttft_s, r->total_s);
+                       "check extreme field values",
+                       r->ttft_s, r->total_s);
 
     r->bound = find_bound(&pre.ph, &dec.ph);
 
@@ -1175,14 +1181,14 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
  * hl_sim_run's formulas: a step with only decodes is one step of its decode
  * phase, a step with prefill chunks is its prefill pass. */
 struct hl_stepper {
-    hl_job job;         /* owned copy; batch rewritten to the step's tokens before layer_ops */
-    sim s;              /* resolved against job */
+    hl_job job; /* owned copy; batch rewritten to the step's tokens before layer_ops */
+    sim s;      /* resolved against job */
     double full, sliding, window;
-    int64_t cap;        /* counts 0..cap are cached */
-    hl_phase *lin[2];   /* [prefill=0 / decode=1][tokens]: layer_ops of one pass */
-    hl_phase *io;       /* [rows]: io_ops of one step */
+    int64_t cap;         /* counts 0..cap are cached */
+    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: layer_ops of one pass */
+    hl_phase *io;        /* [rows]: io_ops of one step */
     unsigned char *have; /* (2 + 1) * (cap + 1) flags */
-    struct dline *dl;   /* [sequences]: decode-only steps, NULL until first used */
+    struct dline *dl;    /* [sequences]: decode-only steps, NULL until first used */
 };
 
 /* A decode-only step of n sequences as a function of their mean context c:
@@ -1207,7 +1213,8 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         free(st);
         return hl_fail(err, HL_EINVAL,
                        "field 'spec_tokens': %g; speculative decoding is modelled by hl.simulate, not yet by the "
-                       "serving step timer (use spec_tokens = 0 here)", job->spec_tokens);
+                       "serving step timer (use spec_tokens = 0 here)",
+                       job->spec_tokens);
     }
     hl_job fw;
     st->job = *hl_job_with_framework(job, &fw); /* the framework's efficiencies and step overhead */

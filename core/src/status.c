@@ -56,8 +56,7 @@ void hl_err_prefix(hl_err *err, const char *prefix)
     err->msg[sizeof err->msg - 1] = '\0';
 }
 
-hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index,
-                         hl_err *err)
+hl_status hl_name_lookup(const char *const *names, int n, const char *what, const char *name, int *index, hl_err *err)
 {
     for (int i = 0; name && i < n; i++)
         if (strcasecmp(name, names[i]) == 0) {

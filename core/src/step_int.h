@@ -20,7 +20,7 @@ typedef struct hl_iter {
     double decode_win_mean; /* mean of min(ctx + 1, window) - 1 (sliding-window layers); = ctx mean if no window */
     int32_t n_chunks;
     const hl_iter_chunk *chunks; /* n_chunks, caller-owned */
-    double logits_rows;     /* sequences sampling a token: decodes + chunks that end their prompt */
+    double logits_rows;          /* sequences sampling a token: decodes + chunks that end their prompt */
 } hl_iter;
 
 typedef struct hl_stepper hl_stepper;

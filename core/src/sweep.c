@@ -63,11 +63,10 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
     return HL_OK;
 }
 
-
 /* An axis bound to the field it sets, once per sweep. */
 typedef struct bound_axis {
     const hl_axis *ax;
-    int target;           /* TARGET_*: the struct the field lives in, or HL_TARGET_OBJECT (a whole model/cluster/gpu) */
+    int target; /* TARGET_*: the struct the field lives in, or HL_TARGET_OBJECT (a whole model/cluster/gpu) */
     const hl_field *field;
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
     int special;          /* SPECIAL_BATCH: a batch axis (0 = "max"); SPECIAL_PARALLEL: "auto" | "fixed" */
@@ -81,8 +80,8 @@ enum { MAX_AXES = HL_SWEEP_MAX_AXES };
 
 typedef struct plan {
     bound_axis axes[MAX_AXES];
-    int trust;            /* objects no axis touches, validated once */
-    int reuse;            /* every axis only writes its own field and no point searches: a worker's job
+    int trust; /* objects no axis touches, validated once */
+    int reuse; /* every axis only writes its own field and no point searches: a worker's job
                              can go from one point to the next by applying the axes again (no copy) */
 } plan;
 
@@ -122,7 +121,8 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
                     free_plan(p, a);
                     return hl_fail(err, HL_EINVAL,
                                    "sweep axis 'parallel': '%s' is not allowed (allowed: \"auto\" to search the "
-                                   "mapping per point, \"fixed\" for the base's mapping)", ax->strings[i]);
+                                   "mapping per point, \"fixed\" for the base's mapping)",
+                                   ax->strings[i]);
                 }
             b->target = HL_TARGET_JOB;
             b->special = SPECIAL_PARALLEL;
@@ -144,8 +144,8 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
             }
             hl_job probe = in->base;
             for (int32_t i = 0; i < ax->n; i++) {
-                hl_status st = hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(&probe, b->target), ax->name,
-                                                   ax->strings[i], err);
+                hl_status st = hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(&probe, b->target),
+                                                   ax->name, ax->strings[i], err);
                 if (st) {
                     free_plan(p, a + 1);
                     return st;
@@ -207,8 +207,10 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, int *fl
         return HL_OK;
     }
     if (ax->kind == HL_AXIS_NUMBER)
-        return hl_field_set_number_at(hl_job_target_set(b->target), b->field, hl_job_target_ptr(job, b->target), ax->numbers[i], err);
-    return hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(job, b->target), ax->name, ax->strings[i], err);
+        return hl_field_set_number_at(hl_job_target_set(b->target), b->field, hl_job_target_ptr(job, b->target),
+                                      ax->numbers[i], err);
+    return hl_field_set_string(hl_job_target_set(b->target), hl_job_target_ptr(job, b->target), ax->name,
+                               ax->strings[i], err);
 }
 
 /* Builds the job of point `index` through bound axes (no name lookups). Whole
@@ -217,8 +219,8 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, int *fl
  * With `fresh` 0 (only when p->reuse), *job is the job of a point this built
  * before: every axis sets its field again and nothing else differs from the
  * base, so the 2.7 KB copy of the base is skipped. */
-static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, int *flags,
-                           int fresh, hl_err *err)
+static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, int *flags, int fresh,
+                           hl_err *err)
 {
     if (fresh) {
         *job = in->base;
@@ -284,7 +286,7 @@ hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err
 typedef struct worker {
     const hl_sweep_in *in;
     const plan *plan;
-    hl_point *out;     /* out[i - base] receives point i */
+    hl_point *out; /* out[i - base] receives point i */
     int64_t begin, end, stride, base;
 } worker;
 

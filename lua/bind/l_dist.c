@@ -53,8 +53,7 @@ int hl_dist_allgather_points(hl_point *all, int64_t n)
     }
     MPI_Type_contiguous((int)sizeof(hl_point), MPI_BYTE, &point);
     MPI_Type_commit(&point);
-    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, point, MPI_COMM_WORLD) ==
-                 MPI_SUCCESS
+    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, point, MPI_COMM_WORLD) == MPI_SUCCESS
              ? 0
              : -1;
     MPI_Type_free(&point);
@@ -192,7 +191,10 @@ static int l_dist_allgather(lua_State *L)
 
 void hl_bind_dist_fns(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"dist", l_dist}, {"dist_block", l_dist_block}, {"shard_path", l_shard_path},
-                                   {"dist_allgather", l_dist_allgather}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"dist", l_dist},
+                                   {"dist_block", l_dist_block},
+                                   {"shard_path", l_shard_path},
+                                   {"dist_allgather", l_dist_allgather},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

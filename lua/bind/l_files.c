@@ -328,10 +328,14 @@ static int l_to_csv(lua_State *L)
 
 void hl_bind_files(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic}, {"temp_beside", l_temp_beside},
-                                   {"commit_temp", l_commit_temp},   {"discard_temp", l_discard_temp},
-                                   {"file_tail", l_file_tail},       {"same_file", l_same_file},
-                                   {"to_csv", l_to_csv},             {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic},
+                                   {"temp_beside", l_temp_beside},
+                                   {"commit_temp", l_commit_temp},
+                                   {"discard_temp", l_discard_temp},
+                                   {"file_tail", l_file_tail},
+                                   {"same_file", l_same_file},
+                                   {"to_csv", l_to_csv},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
     if (luaL_newmetatable(L, CSV_BUFFER)) {
         lua_pushcfunction(L, csv_buffer_gc);

@@ -83,10 +83,14 @@ static int l_minitf_run(lua_State *L)
     const struct {
         const char *k;
         const double *v;
-    } per_rank[] = {{"prefill_flops", st->prefill_model_flops}, {"decode_flops", st->decode_model_flops},
-                    {"expert_flops", st->expert_flops},         {"weight_bytes", st->weight_bytes},
-                    {"kv_bytes", st->kv_bytes},                 {"allreduce_bytes", st->allreduce_bytes},
-                    {"alltoall_bytes", st->alltoall_bytes},     {"sendrecv_bytes", st->sendrecv_bytes},
+    } per_rank[] = {{"prefill_flops", st->prefill_model_flops},
+                    {"decode_flops", st->decode_model_flops},
+                    {"expert_flops", st->expert_flops},
+                    {"weight_bytes", st->weight_bytes},
+                    {"kv_bytes", st->kv_bytes},
+                    {"allreduce_bytes", st->allreduce_bytes},
+                    {"alltoall_bytes", st->alltoall_bytes},
+                    {"sendrecv_bytes", st->sendrecv_bytes},
                     {"allgather_bytes", st->allgather_bytes}};
     for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; i++)
         set_array(L, per_rank[i].k, per_rank[i].v, n);

@@ -24,7 +24,8 @@ static hl_status p_cluster(const char *n, void *o, hl_err *e) { return hl_cluste
 static hl_status p_model(const char *n, void *o, hl_err *e) { return hl_model_preset(n, o, e); }
 
 static const objtype T_GPU = {HL_MT_GPU, "gpu", sizeof(hl_gpu), hl_gpu_fields, v_gpu, p_gpu};
-static const objtype T_CLUSTER = {HL_MT_CLUSTER, "cluster", sizeof(hl_cluster), hl_cluster_fields, v_cluster, p_cluster};
+static const objtype T_CLUSTER = {HL_MT_CLUSTER,     "cluster", sizeof(hl_cluster),
+                                  hl_cluster_fields, v_cluster, p_cluster};
 static const objtype T_MODEL = {HL_MT_MODEL, "model", sizeof(hl_model), hl_model_fields, v_model, p_model};
 
 /* Pushes a new userdata holding a copy of obj. */
@@ -89,8 +90,8 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
             default:
                 s = HL_EINVAL;
                 if (hl_field_find(set, key))
-                    snprintf(err.msg, sizeof err.msg, "%s field '%s': expected a number or string, got a %s",
-                             t->kind, key, luaL_typename(L, -1));
+                    snprintf(err.msg, sizeof err.msg, "%s field '%s': expected a number or string, got a %s", t->kind,
+                             key, luaL_typename(L, -1));
                 else
                     hl_field_set_number(set, obj, key, 0, &err); /* produces the unknown-field message */
             }
@@ -171,8 +172,7 @@ static int l_cluster(lua_State *L)
     } else if (hl_to_gpu(L, -1)) {
         gpu = *hl_to_gpu(L, -1);
     } else {
-        return luaL_error(L, "cluster field 'gpu': expected a gpu object or preset name, got %s",
-                          luaL_typename(L, -1));
+        return luaL_error(L, "cluster field 'gpu': expected a gpu object or preset name, got %s", luaL_typename(L, -1));
     }
     lua_pop(L, 1);
     if (lua_getfield(L, 1, "gpus") == LUA_TNIL)
@@ -293,9 +293,10 @@ static int l_params(lua_State *L)
     const struct {
         const char *k;
         double v;
-    } kv[] = {{"total", p.total}, {"active", p.active}, {"embedding", p.embedding}, {"lm_head", p.lm_head},
-              {"attention", p.attention}, {"dense_ffn", p.dense_ffn}, {"experts", p.experts},
-              {"shared", p.shared}, {"router", p.router}, {"norms", p.norms}, {"per_expert", p.per_expert}};
+    } kv[] = {{"total", p.total},     {"active", p.active},        {"embedding", p.embedding},
+              {"lm_head", p.lm_head}, {"attention", p.attention},  {"dense_ffn", p.dense_ffn},
+              {"experts", p.experts}, {"shared", p.shared},        {"router", p.router},
+              {"norms", p.norms},     {"per_expert", p.per_expert}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         lua_pushnumber(L, kv[i].v);
         lua_setfield(L, -2, kv[i].k);
@@ -394,7 +395,7 @@ static int l_fields(lua_State *L)
 {
     static const char *const kinds[] = {"gpu", "cluster", "model", "job", "plan", NULL};
     const hl_field_set *(*const sets[])(void) = {hl_gpu_fields, hl_cluster_fields, hl_model_fields, hl_job_fields,
-                                                hl_plan_fields};
+                                                 hl_plan_fields};
     const hl_field_set *set = sets[luaL_checkoption(L, 1, NULL, kinds)]();
     static const char *const tnames[] = {"number", "integer", "boolean", "string", "enum"};
     lua_createtable(L, set->count, 0);
@@ -489,9 +490,17 @@ void hl_bind_objects(lua_State *L)
     new_metatable(L, &T_GPU, NULL);
     new_metatable(L, &T_CLUSTER, NULL);
     new_metatable(L, &T_MODEL, model_methods);
-    static const luaL_Reg fns[] = {{"gpu", l_gpu}, {"cluster", l_cluster}, {"model", l_model},
-                                   {"model_from_hf", l_from_hf}, {"gpus", l_gpus}, {"clusters", l_clusters},
-                                   {"models", l_models}, {"fields", l_fields}, {"metatable", l_metatable},
-                                   {"with", l_with}, {"from_json", l_from_json}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"gpu", l_gpu},
+                                   {"cluster", l_cluster},
+                                   {"model", l_model},
+                                   {"model_from_hf", l_from_hf},
+                                   {"gpus", l_gpus},
+                                   {"clusters", l_clusters},
+                                   {"models", l_models},
+                                   {"fields", l_fields},
+                                   {"metatable", l_metatable},
+                                   {"with", l_with},
+                                   {"from_json", l_from_json},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -29,7 +29,7 @@ void hl_set_result_fields(lua_State *L, const double *v, int nested)
     for (int32_t i = 0; i < n; i++) {
         const char *name = hl_result_field_at(i)->name;
         const char *dot = nested ? strchr(name, '.') : NULL;
-        if (dot) { /* t[group][leaf] */
+        if (dot) {                                          /* t[group][leaf] */
             lua_pushlstring(L, name, (size_t)(dot - name)); /* [t group] */
             lua_pushvalue(L, -1);
             if (lua_rawget(L, t) != LUA_TTABLE) { /* [t group sub|nil] */

@@ -64,8 +64,8 @@ static int l_kv_capacity(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     hl_kv_capacity_in in = {
-        hl_opt_number_field(L, 1, "hbm_bytes", 0), hl_opt_number_field(L, 1, "mem_util", 0.9),
-        hl_opt_number_field(L, 1, "weights_bytes", 0), hl_opt_number_field(L, 1, "workspace_bytes", 0),
+        hl_opt_number_field(L, 1, "hbm_bytes", 0),      hl_opt_number_field(L, 1, "mem_util", 0.9),
+        hl_opt_number_field(L, 1, "weights_bytes", 0),  hl_opt_number_field(L, 1, "workspace_bytes", 0),
         hl_opt_number_field(L, 1, "kv_token_bytes", 0), hl_opt_number_field(L, 1, "context", 0),
         hl_opt_number_field(L, 1, "block_tokens", 0)};
     hl_kv_capacity c;
@@ -90,7 +90,10 @@ static int l_precision_bytes(lua_State *L)
 
 void hl_bind_roofline(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"op_time", l_op_time}, {"gemm_op", l_gemm_op}, {"kv_capacity", l_kv_capacity},
-                                   {"precision_bytes", l_precision_bytes}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"op_time", l_op_time},
+                                   {"gemm_op", l_gemm_op},
+                                   {"kv_capacity", l_kv_capacity},
+                                   {"precision_bytes", l_precision_bytes},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -96,16 +96,27 @@ static void push_result(lua_State *L, const hl_serve_result *r)
     const struct {
         const char *k;
         double v;
-    } f[] = {{"requests", (double)r->requests}, {"steps", (double)r->steps},
-             {"preemptions", (double)r->preemptions}, {"gpus", (double)r->gpus},
-             {"duration_s", r->duration_s}, {"rps", r->rps}, {"input_tps", r->input_tps},
-             {"output_tps", r->output_tps}, {"input_tps_per_gpu", r->input_tps_per_gpu},
-             {"output_tps_per_gpu", r->output_tps_per_gpu}, {"slo_attainment", r->slo_attainment},
-             {"goodput_rps", r->goodput_rps}, {"goodput_tps_per_gpu", r->goodput_tps_per_gpu},
-             {"mean_in_system", r->mean_in_system}, {"mean_running", r->mean_running},
-             {"mean_waiting", r->mean_waiting}, {"mean_step_tokens", r->mean_step_tokens},
-             {"kv_blocks_total", r->kv_blocks_total}, {"kv_block_tokens", r->kv_block_tokens},
-             {"kv_util_mean", r->kv_util_mean}, {"kv_util_max", r->kv_util_max},
+    } f[] = {{"requests", (double)r->requests},
+             {"steps", (double)r->steps},
+             {"preemptions", (double)r->preemptions},
+             {"gpus", (double)r->gpus},
+             {"duration_s", r->duration_s},
+             {"rps", r->rps},
+             {"input_tps", r->input_tps},
+             {"output_tps", r->output_tps},
+             {"input_tps_per_gpu", r->input_tps_per_gpu},
+             {"output_tps_per_gpu", r->output_tps_per_gpu},
+             {"slo_attainment", r->slo_attainment},
+             {"goodput_rps", r->goodput_rps},
+             {"goodput_tps_per_gpu", r->goodput_tps_per_gpu},
+             {"mean_in_system", r->mean_in_system},
+             {"mean_running", r->mean_running},
+             {"mean_waiting", r->mean_waiting},
+             {"mean_step_tokens", r->mean_step_tokens},
+             {"kv_blocks_total", r->kv_blocks_total},
+             {"kv_block_tokens", r->kv_block_tokens},
+             {"kv_util_mean", r->kv_util_mean},
+             {"kv_util_max", r->kv_util_max},
              {"saturated_output_tps", r->saturated_output_tps}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
@@ -252,9 +263,10 @@ static void check_memory(lua_State *L, const hl_serve_cfg *c)
     double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget();
     if (need > budget) {
         char msg[300];
-        snprintf(msg, sizeof msg, "field 'requests': %.0f requests would take about %.3g GB, more than the budget of "
-                 "%.3g GB (HBDLAB_SERVE_MEMORY_BYTES)%s; fewer requests give the same statistics", n, need / 1e9,
-                 budget / 1e9, c->keep_requests ? " with keep_requests" : "");
+        snprintf(msg, sizeof msg,
+                 "field 'requests': %.0f requests would take about %.3g GB, more than the budget of "
+                 "%.3g GB (HBDLAB_SERVE_MEMORY_BYTES)%s; fewer requests give the same statistics",
+                 n, need / 1e9, budget / 1e9, c->keep_requests ? " with keep_requests" : "");
         luaL_error(L, "%s", msg);
     }
 }
@@ -296,11 +308,20 @@ static int l_serve_steady(lua_State *L)
     const struct {
         const char *k;
         double v;
-    } f[] = {{"rate", s.rate}, {"iter_s", s.iter_s}, {"ttft_s", s.ttft_s}, {"tpot_s", s.tpot_s},
-             {"e2e_s", s.e2e_s}, {"running", s.running}, {"decodes", s.decodes},
-             {"prefill_tokens", s.prefill_tokens}, {"budget_util", s.budget_util}, {"kv_util", s.kv_util},
-             {"input_tps", s.input_tps}, {"output_tps", s.output_tps},
-             {"output_tps_per_gpu", s.output_tps_per_gpu}, {"iterations", s.iterations}};
+    } f[] = {{"rate", s.rate},
+             {"iter_s", s.iter_s},
+             {"ttft_s", s.ttft_s},
+             {"tpot_s", s.tpot_s},
+             {"e2e_s", s.e2e_s},
+             {"running", s.running},
+             {"decodes", s.decodes},
+             {"prefill_tokens", s.prefill_tokens},
+             {"budget_util", s.budget_util},
+             {"kv_util", s.kv_util},
+             {"input_tps", s.input_tps},
+             {"output_tps", s.output_tps},
+             {"output_tps_per_gpu", s.output_tps_per_gpu},
+             {"iterations", s.iterations}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         hl_set_num(L, f[i].k, f[i].v);
     lua_pushboolean(L, s.stable);

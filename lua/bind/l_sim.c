@@ -100,7 +100,9 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
     case LUA_TSTRING: st = hl_field_set_string(set, obj, f->name, lua_tostring(L, -1), &err); break;
     default:
         luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
-                   f->type == HL_FIELD_BOOL ? "boolean" : f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
+                   f->type == HL_FIELD_BOOL                                 ? "boolean"
+                   : f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string"
+                                                                            : "number",
                    luaL_typename(L, -1));
         return;
     }
@@ -143,7 +145,8 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
             members[nm] = NULL;
             const char *near = k ? hl_nearest_name(k, members) : NULL;
             if (near)
-                luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near, lua_tostring(L, -1));
+                luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near,
+                           lua_tostring(L, -1));
             luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
         set_from_lua(L, hl_job_fields(), f, j, path);
@@ -210,7 +213,8 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
             } else if (code == KEY_PARALLEL && t == LUA_TSTRING)
                 luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
             else if (code == KEY_PARALLEL)
-                luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ...} or \"auto\", got %s", luaL_typename(L, -1));
+                luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ...} or \"auto\", got %s",
+                           luaL_typename(L, -1));
             else
                 luaL_error(L, "field '%s': expected a number or {%s.* fields}, got %s", k, k, luaL_typename(L, -1));
         } else if (code >= KEY_PLAN) {
@@ -372,8 +376,10 @@ static int l_simulate(lua_State *L)
                 j.ignore_memory = 1;
                 if (hl_sim_run(&j, &b, &err))
                     return hl_raise(L, &err);
-                return luaL_error(L, "batch = \"max\": even batch %f misses the limits (max_ttft_s %f, max_tpot_s %f): "
-                                     "TTFT %f s, TPOT %f s", j.batch, pin.max_ttft, pin.max_tpot, b.ttft_s, b.tpot_s);
+                return luaL_error(L,
+                                  "batch = \"max\": even batch %f misses the limits (max_ttft_s %f, max_tpot_s %f): "
+                                  "TTFT %f s, TPOT %f s",
+                                  j.batch, pin.max_ttft, pin.max_tpot, b.ttft_s, b.tpot_s);
             }
         } else if (hl_sim_max_batch(&j, &j.batch, &err)) {
             return hl_raise(L, &err);
@@ -395,10 +401,12 @@ static int l_simulate(lua_State *L)
             const struct {
                 const char *k;
                 double v;
-            } cf[] = {{"tp", (double)cands[i].tp}, {"pp", (double)cands[i].pp}, {"ep", (double)cands[i].ep},
-                      {"dp", (double)cands[i].dp}, {"etp", (double)cands[i].etp}, {"batch", cands[i].batch},
-                      {"score", cands[i].score}, {"ttft_s", cands[i].ttft_s}, {"tpot_s", cands[i].tpot_s},
-                      {"tps_per_gpu", cands[i].tps_per_gpu}, {"decode_tps", cands[i].decode_tps}};
+            } cf[] = {{"tp", (double)cands[i].tp},        {"pp", (double)cands[i].pp},
+                      {"ep", (double)cands[i].ep},        {"dp", (double)cands[i].dp},
+                      {"etp", (double)cands[i].etp},      {"batch", cands[i].batch},
+                      {"score", cands[i].score},          {"ttft_s", cands[i].ttft_s},
+                      {"tpot_s", cands[i].tpot_s},        {"tps_per_gpu", cands[i].tps_per_gpu},
+                      {"decode_tps", cands[i].decode_tps}};
             for (size_t k = 0; k < sizeof cf / sizeof cf[0]; k++)
                 hl_set_num(L, cf[k].k, cf[k].v);
             lua_pushboolean(L, cands[i].fits);

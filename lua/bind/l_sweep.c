@@ -33,7 +33,6 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-
 static void draw_progress(int64_t done, int64_t total, double elapsed)
 {
     double frac = total > 0 ? (double)done / (double)total : 1;
@@ -71,8 +70,8 @@ static int test_interrupt(int64_t *after)
     return strcmp(name, "TERM") == 0 ? SIGTERM : strcmp(name, "INT") == 0 ? SIGINT : 0;
 }
 
-static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before,
-                            int64_t total, double t0)
+static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before, int64_t total,
+                            double t0)
 {
     run_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
@@ -179,9 +178,7 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
         }
     } else if (t == LUA_TUSERDATA) {
         lua_rawgeti(L, -1, 1);
-        hl_axis_kind kind = hl_to_model(L, -1)     ? HL_AXIS_MODEL
-                            : hl_to_cluster(L, -1) ? HL_AXIS_CLUSTER
-                                                   : HL_AXIS_GPU;
+        hl_axis_kind kind = hl_to_model(L, -1) ? HL_AXIS_MODEL : hl_to_cluster(L, -1) ? HL_AXIS_CLUSTER : HL_AXIS_GPU;
         lua_pop(L, 1);
         size_t size = kind == HL_AXIS_MODEL     ? sizeof(hl_model)
                       : kind == HL_AXIS_CLUSTER ? sizeof(hl_cluster)
@@ -372,9 +369,11 @@ static int l_sweep(lua_State *L)
         free_axes(&mem);
         free(ctx);
         char msg[400];
-        snprintf(msg, sizeof msg, "sweep: %lld points would take about %.3g GB as rows (%.3g kB each), more than "
+        snprintf(msg, sizeof msg,
+                 "sweep: %lld points would take about %.3g GB as rows (%.3g kB each), more than "
                  "the in-memory budget of %.3g GB (HBDLAB_SWEEP_MEMORY_BYTES); stream them to a file with "
-                 "hl.sweep_to_csv", (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
+                 "hl.sweep_to_csv",
+                 (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
         return luaL_error(L, "%s", msg);
     }
     /* this process's block of the points (all of them when alone); under MPI the
@@ -541,7 +540,8 @@ static int l_sweep_to_csv(lua_State *L)
     /* a CSV row: ~24 characters per %.17g number and per axis value */
     double expect = (double)total * (24.0 * (ncols + na) + 2);
     if (expect > 10e9)
-        fprintf(stderr, "sweep_to_csv: %lld rows, about %.3g GB expected in %s\n", (long long)total, expect / 1e9, path);
+        fprintf(stderr, "sweep_to_csv: %lld rows, about %.3g GB expected in %s\n", (long long)total, expect / 1e9,
+                path);
     enum { CHUNK = 65536 };
     /* Shards write their own file (path with _shard<i>of<n> before the extension)
      * holding their block of the points; MPI ranks each run a block of every chunk
@@ -659,8 +659,8 @@ static int l_sweep_to_csv(lua_State *L)
                           (lua_Integer)total, path);
     }
     if (interrupted)
-        fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written,
-                (long long)total, path);
+        fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written, (long long)total,
+                path);
     lua_pushinteger(L, written);
     lua_pushboolean(L, interrupted);
     return 2;
@@ -693,8 +693,11 @@ static int l_interrupted(lua_State *L)
 void hl_bind_sweep(lua_State *L)
 {
     hl_set_interrupt_flag(&hl_bind_interrupt); /* exact steps and the plan search poll it too */
-    static const luaL_Reg fns[] = {{"sweep", l_sweep}, {"sweep_to_csv", l_sweep_to_csv},
-                                   {"interrupted", l_interrupted}, {"note_interrupted_sweep", l_note_interrupted_sweep},
-                                   {"take_interrupted", l_take_interrupted}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"sweep", l_sweep},
+                                   {"sweep_to_csv", l_sweep_to_csv},
+                                   {"interrupted", l_interrupted},
+                                   {"note_interrupted_sweep", l_note_interrupted_sweep},
+                                   {"take_interrupted", l_take_interrupted},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

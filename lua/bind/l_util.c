@@ -13,7 +13,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
-
 extern char **environ;
 
 void hl_set_num(lua_State *L, const char *k, double v)
@@ -295,9 +294,12 @@ static int l_spawn(lua_State *L)
 
 void hl_bind_util(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"spawn", l_spawn},     {"check_fields", l_check_fields},
-                                   {"read_file", l_read_file}, {"max_input_bytes", l_max_input_bytes},
-                                   {"nearest", l_nearest}, {"version", l_version},
+    static const luaL_Reg fns[] = {{"spawn", l_spawn},
+                                   {"check_fields", l_check_fields},
+                                   {"read_file", l_read_file},
+                                   {"max_input_bytes", l_max_input_bytes},
+                                   {"nearest", l_nearest},
+                                   {"version", l_version},
                                    {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

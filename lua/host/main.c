@@ -119,8 +119,10 @@ static int exit_status_for(int lua_status)
     if (lua_status == LUA_OK && hl_bind_sweep_interrupted) {
         /* the script ran to its end on the rows done but never asked hl.interrupted() */
         hl_bind_sweep_interrupted = 0;
-        fprintf(stderr, "%s: a sweep was interrupted (the rows done were kept); exit status %d "
-                        "(a script that calls hl.interrupted() handles it)\n", progname, HL_EXIT_INTERRUPTED);
+        fprintf(stderr,
+                "%s: a sweep was interrupted (the rows done were kept); exit status %d "
+                "(a script that calls hl.interrupted() handles it)\n",
+                progname, HL_EXIT_INTERRUPTED);
         return HL_EXIT_INTERRUPTED;
     }
     if (lua_status == LUA_OK)
@@ -169,27 +171,26 @@ static int push_script_args(lua_State *L, char **argv, int argc, int script)
 
 static void print_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: hbdlab [options] [script [args]]\n"
-            "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
-            "       hbdlab eval CONFIG.json|-\n"
-            "       hbdlab calibrate CASES.json\n"
-            "       hbdlab bench [--json] [--quick]\n"
-            "       hbdlab serve CONFIG.json|- [--json]\n"
-            "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
-            "Options:\n"
-            "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
-            "  -i           enter the REPL after running the script or -e chunks\n"
-            "  -            run standard input as a script\n"
-            "  --shard I/N  run only block I (0..N-1) of every sweep; CSV files get _shardIofN\n"
-            "               (also accepted after the script name; merge with `hbdlab merge`)\n"
-            "  --traceback  errors show the Lua stack (also HBDLAB_TRACEBACK=1)\n"
-            "  -v, --version  print the version\n"
-            "  -h, --help     print this help\n"
-            "With no script and a terminal on stdin: the interactive REPL.\n"
-            "With no script and stdin not a terminal: stdin is run as a script.\n"
-            "A script's own options follow its name: `hbdlab x.lua --set gpus=64 --help`.\n"
-            "The module is preloaded as the global `hl` (also `require \"hbdlab\"`).\n");
+    fprintf(out, "usage: hbdlab [options] [script [args]]\n"
+                 "       hbdlab notebook FILE.md [-o REPORT.html|.md] [--keep-going]\n"
+                 "       hbdlab eval CONFIG.json|-\n"
+                 "       hbdlab calibrate CASES.json\n"
+                 "       hbdlab bench [--json] [--quick]\n"
+                 "       hbdlab serve CONFIG.json|- [--json]\n"
+                 "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
+                 "Options:\n"
+                 "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
+                 "  -i           enter the REPL after running the script or -e chunks\n"
+                 "  -            run standard input as a script\n"
+                 "  --shard I/N  run only block I (0..N-1) of every sweep; CSV files get _shardIofN\n"
+                 "               (also accepted after the script name; merge with `hbdlab merge`)\n"
+                 "  --traceback  errors show the Lua stack (also HBDLAB_TRACEBACK=1)\n"
+                 "  -v, --version  print the version\n"
+                 "  -h, --help     print this help\n"
+                 "With no script and a terminal on stdin: the interactive REPL.\n"
+                 "With no script and stdin not a terminal: stdin is run as a script.\n"
+                 "A script's own options follow its name: `hbdlab x.lua --set gpus=64 --help`.\n"
+                 "The module is preloaded as the global `hl` (also `require \"hbdlab\"`).\n");
 }
 
 /* Opens the standard libraries and hbdlab; sets the global `hl`. */
@@ -241,9 +242,8 @@ static int run_main(int argc, char **argv);
 
 static int is_subcommand(const char *s)
 {
-    return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 ||
-           strcmp(s, "serve") == 0 || strcmp(s, "merge") == 0 ||
-           strcmp(s, "calibrate") == 0;
+    return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 || strcmp(s, "serve") == 0 ||
+           strcmp(s, "merge") == 0 || strcmp(s, "calibrate") == 0;
 }
 
 /* Takes `--shard I/N` (or --shard=I/N) and `--traceback` out of argv wherever
@@ -270,8 +270,8 @@ static int take_shard_option(int *argc, char **argv)
             continue;
         }
         if (seen++ || hl_dist_parse_shard(val, &hl_bind_dist) != 0) {
-            fprintf(stderr, "%s: --shard %s: expected I/N with 0 <= I < N (shards are numbered from 0)%s\n",
-                    progname, val, seen > 1 ? "; given twice" : "");
+            fprintf(stderr, "%s: --shard %s: expected I/N with 0 <= I < N (shards are numbered from 0)%s\n", progname,
+                    val, seen > 1 ? "; given twice" : "");
             return -1;
         }
     }

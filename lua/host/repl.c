@@ -102,7 +102,7 @@ static void push_path(lua_State *L, const char *text, size_t len)
                 lua_pushcfunction(L, get_field_call); /* [obj key f] */
                 lua_insert(L, -2);                    /* [obj f key] */
                 lua_pushvalue(L, -3);
-                lua_insert(L, -2);                    /* [obj f obj key] */
+                lua_insert(L, -2);                     /* [obj f obj key] */
                 if (lua_pcall(L, 2, 1, 0) != LUA_OK) { /* no such field: no completion */
                     lua_pop(L, 1);
                     lua_pushnil(L);
@@ -129,7 +129,7 @@ static void add_fields_of_top(lua_State *L, const char *head, size_t headlen, co
     if (t == LUA_TTABLE)
         collect_keys(L, -1, head, headlen, partial);
     if (t != LUA_TNIL)
-        lua_pop(L, 1); /* an object's __index is a function: pushed too */
+        lua_pop(L, 1);                                         /* an object's __index is a function: pushed too */
     if (luaL_getmetafield(L, -1, "__methods") == LUA_TTABLE) { /* obj:with, m:params, ... */
         collect_keys(L, -1, head, headlen, partial);
         lua_pop(L, 1);
@@ -168,9 +168,9 @@ static char *completion_generator(const char *text, int state)
             push_path(L, text, (size_t)(sep - text));
             add_fields_of_top(L, text, (size_t)(sep - text) + 1, sep + 1);
         } else {
-            static const char *const keywords[] = {"and", "break", "do", "else", "elseif", "end",
-                "false", "for", "function", "goto", "if", "in", "local", "nil", "not", "or",
-                "repeat", "return", "then", "true", "until", "while", NULL};
+            static const char *const keywords[] = {
+                "and",   "break", "do",  "else", "elseif", "end",    "false", "for",  "function", "goto",  "if", "in",
+                "local", "nil",   "not", "or",   "repeat", "return", "then",  "true", "until",    "while", NULL};
             for (int k = 0; keywords[k]; k++)
                 if (strncmp(keywords[k], text, strlen(text)) == 0)
                     add_completion(keywords[k]);

@@ -132,8 +132,8 @@ static void test_errors(void **state)
 
 /* Calibration against published measurements (docs/reference/hardware.md
  * section 3.4), each within 25%, with the preset defaults. */
-static hl_coll_out measure(const char *cluster, int64_t gpus, int64_t hbd, hl_coll_op op, hl_coll_algo algo,
-                           double S, int64_t n, int64_t g)
+static hl_coll_out measure(const char *cluster, int64_t gpus, int64_t hbd, hl_coll_op op, hl_coll_algo algo, double S,
+                           int64_t n, int64_t g)
 {
     hl_gpu gpu;
     hl_cluster c;

@@ -77,7 +77,8 @@ static void test_setters(void **state)
     assert_non_null(f);
     assert_string_equal(f->name, "instance_gpus");
     assert_fails_with(hl_job_set_number(&j, "bacth", 8, &e), HL_EINVAL, &e, "did you mean 'batch'");
-    assert_fails_with(hl_job_set_number(&j, "overlap", 1.5, &e), HL_EINVAL, &e, "'overlap_prefill': 1.5 is out of range");
+    assert_fails_with(hl_job_set_number(&j, "overlap", 1.5, &e), HL_EINVAL, &e,
+                      "'overlap_prefill': 1.5 is out of range");
     assert_fails_with(hl_job_set_number(&j, "tp", 2.5, &e), HL_EINVAL, &e, "not an integer");
     assert_fails_with(hl_job_set_string(&j, "dispatch", "smart", &e), HL_EINVAL, &e, "not one of flat, hierarchical");
 }
@@ -128,9 +129,8 @@ static void test_check_fields(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_table_consistent),
-        cmocka_unit_test(test_setters),       cmocka_unit_test(test_precision_rule),
-        cmocka_unit_test(test_check_fields),
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_table_consistent), cmocka_unit_test(test_setters),
+        cmocka_unit_test(test_precision_rule), cmocka_unit_test(test_check_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

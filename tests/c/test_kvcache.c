@@ -88,10 +88,8 @@ static void test_capacity_does_not_fit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes_per_token),
-        cmocka_unit_test(test_per_gpu_split),
-        cmocka_unit_test(test_sliding_window_sequence),
-        cmocka_unit_test(test_capacity_by_hand),
+        cmocka_unit_test(test_bytes_per_token),         cmocka_unit_test(test_per_gpu_split),
+        cmocka_unit_test(test_sliding_window_sequence), cmocka_unit_test(test_capacity_by_hand),
         cmocka_unit_test(test_capacity_does_not_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,12 +108,9 @@ static void test_validation_messages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen110b_by_hand),
-        cmocka_unit_test(test_published_totals),
-        cmocka_unit_test(test_truncated_active_counts),
-        cmocka_unit_test(test_mla_attention_by_hand),
-        cmocka_unit_test(test_every_preset_counts),
-        cmocka_unit_test(test_validation_messages),
+        cmocka_unit_test(test_qwen110b_by_hand),        cmocka_unit_test(test_published_totals),
+        cmocka_unit_test(test_truncated_active_counts), cmocka_unit_test(test_mla_attention_by_hand),
+        cmocka_unit_test(test_every_preset_counts),     cmocka_unit_test(test_validation_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,8 @@ static void test_all_presets_load(void **state)
 {
     (void)state;
     hl_err e;
-    static const char *const gpus[] = {"A100-SXM", "H100-SXM", "H200", "B200", "GB200", "B300", "GB300",
-                                       "MI300X", "MI355X", "Ascend-910C", "TPU-v5p"};
+    static const char *const gpus[] = {"A100-SXM", "H100-SXM", "H200",   "B200",        "GB200",  "B300",
+                                       "GB300",    "MI300X",   "MI355X", "Ascend-910C", "TPU-v5p"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         hl_gpu g;
         assert_ok(hl_gpu_preset(gpus[i], &g, &e), &e);
@@ -73,13 +73,12 @@ static void test_json_errors(void **state)
                       "unexpected end of input");
     assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bww\": 1}", "u.json", &g, &e), HL_EINVAL, &e,
                       "u.json: gpu: unknown field 'hbm_bww' (did you mean 'hbm_bw'?)");
-    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": 1e12, \"hbm_bw\": 2e12}", "d.json", &g,
-                                       &e),
+    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": 1e12, \"hbm_bw\": 2e12}", "d.json", &g, &e),
                       HL_EPARSE, &e, "duplicate key 'hbm_bw'");
-    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": \"fast\"}", "s.json", &g, &e), HL_EINVAL,
-                      &e, "expected a number, got the string 'fast'");
-    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": 1e400}", "h.json", &g, &e), HL_EINVAL,
-                      &e, "hbm_bw");
+    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": \"fast\"}", "s.json", &g, &e), HL_EINVAL, &e,
+                      "expected a number, got the string 'fast'");
+    assert_fails_with(hl_gpu_from_json("{\"base\": \"b200\", \"hbm_bw\": 1e400}", "h.json", &g, &e), HL_EINVAL, &e,
+                      "hbm_bw");
     assert_fails_with(hl_gpu_from_json("[1, 2]", "a.json", &g, &e), HL_EPARSE, &e, "expected a JSON object");
     assert_ok(hl_gpu_from_json("\xEF\xBB\xBF{\"base\": \"b200\", \"name\": \"bom\"}", "bom.json", &g, &e), &e);
     assert_fails_with(hl_cluster_from_json("{\"gpu\": \"b200\", \"gpus\": 128, \"hbd\": 48}", "c.json", &c, &e),

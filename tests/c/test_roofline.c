@@ -101,10 +101,8 @@ static void test_unsupported_precision(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gemm_compute_bound),
-        cmocka_unit_test(test_gemv_memory_bound_and_latency),
-        cmocka_unit_test(test_attention_pairs),
-        cmocka_unit_test(test_gqa_decode_reads_kv_heads),
+        cmocka_unit_test(test_gemm_compute_bound),    cmocka_unit_test(test_gemv_memory_bound_and_latency),
+        cmocka_unit_test(test_attention_pairs),       cmocka_unit_test(test_gqa_decode_reads_kv_heads),
         cmocka_unit_test(test_unsupported_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

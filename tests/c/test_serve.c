@@ -159,9 +159,8 @@ static void test_concurrency_one_equals_simulate(void **state)
         c.output.mean = cases[i].out;
         hl_serve_result r;
         assert_ok(hl_serve_run(&c, &r, &e), &e);
-        printf("%s tp%lld pp%lld ep%lld: TTFT %.6g vs %.6g, TPOT %.6g vs %.6g\n", cases[i].model,
-               (long long)j.tp, (long long)j.pp, (long long)j.ep, r.ttft_s.mean, ref.ttft_s, r.tpot_s.mean,
-               ref.tpot_s);
+        printf("%s tp%lld pp%lld ep%lld: TTFT %.6g vs %.6g, TPOT %.6g vs %.6g\n", cases[i].model, (long long)j.tp,
+               (long long)j.pp, (long long)j.ep, r.ttft_s.mean, ref.ttft_s, r.tpot_s.mean, ref.tpot_s);
         assert_rel(r.ttft_s.mean, ref.ttft_s, 0.01, "TTFT at concurrency 1");
         assert_rel(r.tpot_s.mean, ref.tpot_s, 0.01, "TPOT at concurrency 1");
         assert_rel(r.ttft_s.p99, ref.ttft_s, 0.01, "TTFT p99 at concurrency 1");
@@ -344,7 +343,7 @@ static void test_goodput_monotone_in_slo(void **state)
             hl_serve_result_free(&r);
         }
     printf("attainment %.3f at the tightest SLO, %.3f at the loosest\n", first, last);
-    assert_true(first < last); /* the SLOs bite: the test can fail */
+    assert_true(first < last);    /* the SLOs bite: the test can fail */
     for (int b = 0; b < 5; b++) { /* and along the TTFT axis */
         prev = -1;
         for (int a = 0; a < 6; a++) {
@@ -427,7 +426,8 @@ static void test_trace_parse(void **state)
     const char *neg = "arrival_s,input,output\n-1,10,5\n";
     assert_fails_with(hl_serve_trace_parse(neg, strlen(neg), "n.csv", &t, &n, &e), HL_EPARSE, &e, "n.csv line 2");
     const char *nohdr = "a,b,c\n1,2,3\n";
-    assert_fails_with(hl_serve_trace_parse(nohdr, strlen(nohdr), "h.csv", &t, &n, &e), HL_EPARSE, &e, "h.csv line 1: the CSV header");
+    assert_fails_with(hl_serve_trace_parse(nohdr, strlen(nohdr), "h.csv", &t, &n, &e), HL_EPARSE, &e,
+                      "h.csv line 1: the CSV header");
 }
 
 static void test_bad_input(void **state)
@@ -491,8 +491,10 @@ static void test_trace_hostile(void **state)
     assert_fails_with(hl_serve_trace_parse(both, strlen(both), "b.jsonl", &t, &n, &e), HL_EPARSE, &e,
                       "a field is given under two names");
     const char nul[] = "{\"arrival_s\": 0, \"input\": 10, \"output\": 4}\0x\n";
-    assert_fails_with(hl_serve_trace_parse(nul, sizeof nul - 1, "n.jsonl", &t, &n, &e), HL_EPARSE, &e, "n.jsonl line 1");
-    const char *bom = "\xef\xbb\xbf" "arrival_s,input,output\n0,10,4\n";
+    assert_fails_with(hl_serve_trace_parse(nul, sizeof nul - 1, "n.jsonl", &t, &n, &e), HL_EPARSE, &e,
+                      "n.jsonl line 1");
+    const char *bom = "\xef\xbb\xbf"
+                      "arrival_s,input,output\n0,10,4\n";
     assert_ok(hl_serve_trace_parse(bom, strlen(bom), "bom.csv", &t, &n, &e), &e);
     assert_true(n == 1 && t[0].input == 10);
     hl_serve_trace_free(t);

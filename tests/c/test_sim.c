@@ -10,8 +10,8 @@
 static void test_closed_form_matches_exact_steps(void **state)
 {
     (void)state;
-    static const char *const models[] = {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3",
-                                         "gpt-oss-120b", "qwen3-30b-a3b"};
+    static const char *const models[] = {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
+                                         "deepseek-v3",  "gpt-oss-120b",  "qwen3-30b-a3b"};
     static const char *const gpus[] = {"H100-SXM", "B200", "MI300X", "H200"};
     srand(12345);
     int checked = 0;

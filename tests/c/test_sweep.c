@@ -224,10 +224,8 @@ static void test_memos_never_stale(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_and_indices),
-        cmocka_unit_test(test_points_equal_direct_runs),
-        cmocka_unit_test(test_unknown_axis_and_cancel),
-        cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
         cmocka_unit_test(test_memos_never_stale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,24 +111,26 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 }
 
 static const char *const scenarios[][2] = {
-    {"simulate",
-     "local r = hl.simulate { model = 'llama-3.1-8b', cluster = 'hgx-h100', batch = 8, input = 128, output = 8,\n"
-     "                        parallel = { tp = 8 } }\n"
-     "local b = r.decode.breakdown\n"
-     "return tostring(r) .. #b .. hl.core.json_encode { ttft = r.ttft_s, bound = r.bound }"},
-    {"sweep",
-     "local rows = hl.sweep { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100', input = 128, output = 8,\n"
-     "                                 parallel = { tp = 8 } },\n"
-     "                        axes = { batch = { 1, 3, 8 }, precision = { 'bf16', 'fp8' } }, threads = 1, progress = false }\n"
-     "return #rows"},
-    {"rows",
-     "local dir = ...\n"
-     "local rows = { { a = 1, b = 'x,y', c = 2.5 }, { a = 2, b = 'q\"r', c = -1 } }\n"
-     "hl.rows.write(rows, dir .. '/r.csv'); hl.rows.write(rows, dir .. '/r.json'); hl.rows.write(rows, dir .. '/r.jsonl')\n"
-     "local back = hl.rows.read_csv(dir .. '/r.csv')\n"
-     "hl.sweep_to_csv { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100', input = 64, output = 4,\n"
-     "                           parallel = { tp = 8 } }, axes = { batch = { 1, 2 } }, out = dir .. '/s.csv', threads = 1 }\n"
-     "return #back"},
+    {"simulate", "local r = hl.simulate { model = 'llama-3.1-8b', cluster = 'hgx-h100', batch = 8, input = 128, output "
+                 "= 8,\n"
+                 "                        parallel = { tp = 8 } }\n"
+                 "local b = r.decode.breakdown\n"
+                 "return tostring(r) .. #b .. hl.core.json_encode { ttft = r.ttft_s, bound = r.bound }"},
+    {"sweep", "local rows = hl.sweep { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100', input = 128, output = "
+              "8,\n"
+              "                                 parallel = { tp = 8 } },\n"
+              "                        axes = { batch = { 1, 3, 8 }, precision = { 'bf16', 'fp8' } }, threads = 1, "
+              "progress = false }\n"
+              "return #rows"},
+    {"rows", "local dir = ...\n"
+             "local rows = { { a = 1, b = 'x,y', c = 2.5 }, { a = 2, b = 'q\"r', c = -1 } }\n"
+             "hl.rows.write(rows, dir .. '/r.csv'); hl.rows.write(rows, dir .. '/r.json'); hl.rows.write(rows, dir .. "
+             "'/r.jsonl')\n"
+             "local back = hl.rows.read_csv(dir .. '/r.csv')\n"
+             "hl.sweep_to_csv { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100', input = 64, output = 4,\n"
+             "                           parallel = { tp = 8 } }, axes = { batch = { 1, 2 } }, out = dir .. '/s.csv', "
+             "threads = 1 }\n"
+             "return #back"},
 };
 
 /* Runs the scenario once with the given countdowns; returns 0 on success, 1 on a clean
@@ -223,6 +225,7 @@ int main(int argc, char **argv)
         check_no_temp(dir);
     }
     printf("fault_inject %s %s: %ld injection points; %ld clean errors, %ld runs unaffected (the failure was "
-           "absorbed or retried); no crash\n", argv[1], argv[2], total, failed, ok);
+           "absorbed or retried); no crash\n",
+           argv[1], argv[2], total, failed, ok);
     return 0;
 }

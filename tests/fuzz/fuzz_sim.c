@@ -55,8 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!(r.ttft_s >= 0) || !(r.total_s >= 0))
             abort(); /* a successful run must produce meaningful times */
     }
-    hl_coll_in in = {(int32_t)(size % HL_COLL_OP_COUNT), (int32_t)(size % HL_COLL_ALGO_COUNT), (double)size * 1e3,
-                     (int64_t)(size % 20), 0, 0};
+    hl_coll_in in = {(int32_t)(size % HL_COLL_OP_COUNT),
+                     (int32_t)(size % HL_COLL_ALGO_COUNT),
+                     (double)size * 1e3,
+                     (int64_t)(size % 20),
+                     0,
+                     0};
     hl_coll_out o;
     (void)hl_coll_time(&j.cluster, &in, &o, &err);
     return 0;

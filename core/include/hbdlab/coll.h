@@ -25,39 +25,39 @@ typedef enum hl_coll_op {
 } hl_coll_op;
 
 typedef enum hl_coll_algo {
-    HL_ALGO_AUTO = 0,         /* fastest of all applicable algorithms */
+    HL_ALGO_AUTO = 0, /* fastest of all applicable algorithms */
     HL_ALGO_RING = 1,
-    HL_ALGO_TREE = 2,         /* NCCL tree: chain inside an HBD, double binary tree across */
-    HL_ALGO_DIRECT = 3,       /* one-shot full mesh: every rank talks to every peer at once */
+    HL_ALGO_TREE = 2,             /* NCCL tree: chain inside an HBD, double binary tree across */
+    HL_ALGO_DIRECT = 3,           /* one-shot full mesh: every rank talks to every peer at once */
     HL_ALGO_HALVING_DOUBLING = 4, /* recursive halving/doubling (power-of-two groups) */
-    HL_ALGO_IN_SWITCH = 5,    /* in-network reduction (NVLS) inside one HBD */
-    HL_ALGO_HIERARCHICAL = 6, /* intra-HBD step, cross-HBD step on scale-out, intra-HBD step */
-    HL_ALGO_NCCL = 7,         /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
+    HL_ALGO_IN_SWITCH = 5,        /* in-network reduction (NVLS) inside one HBD */
+    HL_ALGO_HIERARCHICAL = 6,     /* intra-HBD step, cross-HBD step on scale-out, intra-HBD step */
+    HL_ALGO_NCCL = 7,             /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
     HL_COLL_ALGO_COUNT = 8
 } hl_coll_algo;
 
 typedef struct hl_coll_in {
-    int32_t op;             /* hl_coll_op */
-    int32_t algo;           /* hl_coll_algo */
-    double bytes;           /* S, as nccl-tests counts it: AllReduce/Broadcast/Reduce/SendRecv the
+    int32_t op;            /* hl_coll_op */
+    int32_t algo;          /* hl_coll_algo */
+    double bytes;          /* S, as nccl-tests counts it: AllReduce/Broadcast/Reduce/SendRecv the
                                buffer; AllGather/Gather the output; ReduceScatter/Scatter the input;
                                AllToAll the data one rank sends (all destinations together) */
-    int64_t ranks;          /* n */
-    int64_t ranks_per_hbd;  /* g; 0 = packed into as few HBDs as possible */
-    double imbalance;       /* AllToAll: busiest receiver's bytes / mean (>= 1; 0 means 1) */
+    int64_t ranks;         /* n */
+    int64_t ranks_per_hbd; /* g; 0 = packed into as few HBDs as possible */
+    double imbalance;      /* AllToAll: busiest receiver's bytes / mean (>= 1; 0 means 1) */
 } hl_coll_in;
 
 typedef struct hl_coll_out {
     double time_s;
-    int32_t algo;           /* the algorithm used (auto resolved) */
-    double algbw;           /* B/s = S / time_s */
-    double busbw;           /* B/s = algbw * nccl-tests bus factor */
-    double scaleup_bytes;   /* B sent per GPU over scale-up links (mean over ranks) */
-    double scaleout_bytes;  /* B sent per GPU over the scale-out network (mean over ranks) */
-    double latency_s;       /* the part of time_s that does not depend on S */
-    double latency_share;   /* latency_s / time_s */
-    int64_t hbds;           /* N: HBDs the group spans */
-    int64_t ranks_per_hbd;  /* g as placed */
+    int32_t algo;          /* the algorithm used (auto resolved) */
+    double algbw;          /* B/s = S / time_s */
+    double busbw;          /* B/s = algbw * nccl-tests bus factor */
+    double scaleup_bytes;  /* B sent per GPU over scale-up links (mean over ranks) */
+    double scaleout_bytes; /* B sent per GPU over the scale-out network (mean over ranks) */
+    double latency_s;      /* the part of time_s that does not depend on S */
+    double latency_share;  /* latency_s / time_s */
+    int64_t hbds;          /* N: HBDs the group spans */
+    int64_t ranks_per_hbd; /* g as placed */
 } hl_coll_out;
 
 /* Time of one collective. HL_EUNSUPPORTED when a named algorithm does not

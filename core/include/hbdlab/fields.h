@@ -45,15 +45,13 @@ const hl_field *hl_field_find(const hl_field_set *set, const char *name);
 
 /* Sets a numeric (double, int64, bool, enum-by-index) field after checking its
  * type, integrality and range. */
-hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double value,
-                              hl_err *err);
+hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double value, hl_err *err);
 
 /* hl_field_set_number for a descriptor already looked up in `set` (same checks). */
 hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, void *obj, double value, hl_err *err);
 
 /* Sets a string field, or an enum field by name. */
-hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value,
-                              hl_err *err);
+hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *name, const char *value, hl_err *err);
 
 /* Reads a numeric field (bools and enums as their integer value). */
 double hl_field_get_number(const hl_field *f, const void *obj);

@@ -43,11 +43,11 @@ typedef enum hl_framework {
 /* What a framework adds to the roofline model. Scales multiply the GPU's
  * eff_gemm / eff_attn; the step overhead is s per forward pass (decode step). */
 typedef struct hl_fw_profile {
-    double step_overhead;   /* s per forward pass not hidden under GPU work (scheduling, sampling, launch) */
-    double gemm_scale_16;   /* x eff_gemm for BF16/FP16 (and FP32) GEMMs */
-    double gemm_scale_fp8;  /* x eff_gemm for FP8/INT8 GEMMs */
-    double gemm_scale_fp4;  /* x eff_gemm for FP4 GEMMs */
-    double attn_scale;      /* x eff_attn */
+    double step_overhead;  /* s per forward pass not hidden under GPU work (scheduling, sampling, launch) */
+    double gemm_scale_16;  /* x eff_gemm for BF16/FP16 (and FP32) GEMMs */
+    double gemm_scale_fp8; /* x eff_gemm for FP8/INT8 GEMMs */
+    double gemm_scale_fp4; /* x eff_gemm for FP4 GEMMs */
+    double attn_scale;     /* x eff_attn */
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */
@@ -65,37 +65,37 @@ typedef enum hl_placement {
 typedef struct hl_job {
     hl_model model;
     hl_cluster cluster;
-    int32_t precision;       /* hl_precision of weights and GEMM math */
-    int32_t kv_precision;    /* hl_precision of the KV cache, or HL_PRECISION_AS_ACT (the default) */
-    int32_t act_precision;   /* hl_precision of activations (attention math, norms, TP AllReduce) */
-    int32_t wire_precision;  /* hl_precision of MoE dispatch payloads (combine uses act_precision),
+    int32_t precision;      /* hl_precision of weights and GEMM math */
+    int32_t kv_precision;   /* hl_precision of the KV cache, or HL_PRECISION_AS_ACT (the default) */
+    int32_t act_precision;  /* hl_precision of activations (attention math, norms, TP AllReduce) */
+    int32_t wire_precision; /* hl_precision of MoE dispatch payloads (combine uses act_precision),
                                 or HL_PRECISION_AS_ACT (the default) */
-    double batch;            /* concurrent sequences in the whole job */
-    double input;            /* prompt tokens per sequence */
-    double output;           /* generated tokens per sequence (first one comes from prefill) */
-    int64_t tp;              /* attention (and dense FFN) tensor parallelism */
-    int64_t pp;              /* pipeline stages */
-    int64_t ep;              /* expert parallelism (MoE): experts spread over ep groups */
-    int64_t dp;              /* attention data parallelism; 0 = gpus / (tp * pp) */
-    int64_t etp;             /* tensor parallelism inside each expert; 0 = gpus / (pp * ep) */
-    int64_t gpus;            /* GPUs used; 0 = the whole cluster */
-    double overlap_prefill;  /* fraction 0..1 of communication hidden under compute */
+    double batch;           /* concurrent sequences in the whole job */
+    double input;           /* prompt tokens per sequence */
+    double output;          /* generated tokens per sequence (first one comes from prefill) */
+    int64_t tp;             /* attention (and dense FFN) tensor parallelism */
+    int64_t pp;             /* pipeline stages */
+    int64_t ep;             /* expert parallelism (MoE): experts spread over ep groups */
+    int64_t dp;             /* attention data parallelism; 0 = gpus / (tp * pp) */
+    int64_t etp;            /* tensor parallelism inside each expert; 0 = gpus / (pp * ep) */
+    int64_t gpus;           /* GPUs used; 0 = the whole cluster */
+    double overlap_prefill; /* fraction 0..1 of communication hidden under compute */
     double overlap_decode;
-    double imbalance;        /* tokens of the busiest expert / mean (>= 1) */
-    double layer_overhead;   /* s added per layer per forward pass (launch, sync) */
-    int32_t dispatch;        /* hl_dispatch */
-    double microbatches;     /* pipeline micro-batches in prefill; 0 = pp */
-    double mem_util;         /* fraction of HBM usable (default 0.9) */
-    double workspace_bytes;  /* activation workspace per GPU; 0 = estimated */
-    int32_t exact_steps;     /* 1: sum decode step by step (reference mode) */
-    int32_t summary_only;    /* 1: skip the per-operator breakdown and events (sweeps) */
+    double imbalance;          /* tokens of the busiest expert / mean (>= 1) */
+    double layer_overhead;     /* s added per layer per forward pass (launch, sync) */
+    int32_t dispatch;          /* hl_dispatch */
+    double microbatches;       /* pipeline micro-batches in prefill; 0 = pp */
+    double mem_util;           /* fraction of HBM usable (default 0.9) */
+    double workspace_bytes;    /* activation workspace per GPU; 0 = estimated */
+    int32_t exact_steps;       /* 1: sum decode step by step (reference mode) */
+    int32_t summary_only;      /* 1: skip the per-operator breakdown and events (sweeps) */
     int32_t sequence_parallel; /* 1: TP AllReduce -> ReduceScatter + AllGather; norms on T/tp tokens */
-    int32_t placement;       /* hl_placement: which dimension is innermost in the HBD */
-    int32_t ignore_memory;   /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
-    int32_t coll_algo;       /* hl_coll_choice: collective algorithms allowed (default any) */
-    int32_t framework;       /* hl_framework (default ideal) */
+    int32_t placement;         /* hl_placement: which dimension is innermost in the HBD */
+    int32_t ignore_memory;     /* 1: a job that does not fit HBM still runs (fits = 0); 0: HL_ENOFIT */
+    int32_t coll_algo;         /* hl_coll_choice: collective algorithms allowed (default any) */
+    int32_t framework;         /* hl_framework (default ideal) */
     /* Overrides of the framework profile; 0 = the profile's value. */
-    double step_overhead;    /* s per forward pass */
+    double step_overhead; /* s per forward pass */
     double gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale;
     int64_t redundant_experts; /* extra expert replicas (EPLB): experts + redundant_experts slots over ep */
     /* Speculative decoding / MTP (docs/MODEL.md 6.2); spec_tokens = 0: off. */

@@ -27,22 +27,22 @@ double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp);
 double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp);
 
 typedef struct hl_kv_capacity_in {
-    double hbm_bytes;        /* B usable on the GPU */
-    double mem_util;         /* fraction of hbm_bytes the server may use (default 0.9) */
-    double weights_bytes;    /* B of weights on this GPU */
-    double workspace_bytes;  /* B for activations and buffers */
-    double kv_token_bytes;   /* B per token on this GPU, all its layers */
-    double context;          /* tokens per sequence (input + output) */
-    double block_tokens;     /* paged-attention block size in tokens; 0 = unpaged */
+    double hbm_bytes;       /* B usable on the GPU */
+    double mem_util;        /* fraction of hbm_bytes the server may use (default 0.9) */
+    double weights_bytes;   /* B of weights on this GPU */
+    double workspace_bytes; /* B for activations and buffers */
+    double kv_token_bytes;  /* B per token on this GPU, all its layers */
+    double context;         /* tokens per sequence (input + output) */
+    double block_tokens;    /* paged-attention block size in tokens; 0 = unpaged */
 } hl_kv_capacity_in;
 
 typedef struct hl_kv_capacity {
-    double kv_budget_bytes;  /* B left for KV: hbm*util - weights - workspace */
-    double max_tokens;       /* tokens that fit (whole blocks when paged) */
-    double max_batch;        /* whole sequences of `context` tokens that fit */
-    double blocks_total;     /* blocks in the budget (paged) */
-    double blocks_per_seq;   /* ceil(context / block_tokens) */
-    double fragmentation;    /* fraction of allocated KV bytes holding no token */
+    double kv_budget_bytes; /* B left for KV: hbm*util - weights - workspace */
+    double max_tokens;      /* tokens that fit (whole blocks when paged) */
+    double max_batch;       /* whole sequences of `context` tokens that fit */
+    double blocks_total;    /* blocks in the budget (paged) */
+    double blocks_per_seq;  /* ceil(context / block_tokens) */
+    double fragmentation;   /* fraction of allocated KV bytes holding no token */
 } hl_kv_capacity;
 
 /* Fails with HL_ENOFIT (saying by how many GB) when the weights alone do not fit. */

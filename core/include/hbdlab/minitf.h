@@ -29,19 +29,19 @@ typedef struct hl_minitf_layout {
  * final norm). Per-rank arrays are indexed by rank = (stage*ep + group)*tp + t. */
 typedef struct hl_minitf_stats {
     int32_t ranks;
-    double prefill_model_flops[16];   /* HL_MINITF_MAX_RANKS */
+    double prefill_model_flops[16]; /* HL_MINITF_MAX_RANKS */
     double decode_model_flops[16];
-    double expert_flops[16];          /* part of the above spent in routed experts */
-    double extra_flops;               /* all ranks */
-    double weight_bytes[16];          /* weights each rank holds */
-    double kv_bytes[16];              /* KV cache each rank holds at the end */
-    double allreduce_bytes[16];       /* sent by each rank (ring: 2(n-1)/n of each buffer) */
-    double alltoall_bytes[16];        /* sent to other ranks in dispatch + combine */
-    double alltoall_volume;           /* all routed copies, local ones included (all ranks) */
-    double sendrecv_bytes[16];        /* pipeline hand-offs sent */
-    double allgather_bytes[16];       /* vocab-parallel logits gathered (ring: (n-1)/n) */
-    double prefill_s;                 /* wall time of the first pass (all ranks, one thread) */
-    double decode_s;                  /* wall time of the remaining passes */
+    double expert_flops[16];    /* part of the above spent in routed experts */
+    double extra_flops;         /* all ranks */
+    double weight_bytes[16];    /* weights each rank holds */
+    double kv_bytes[16];        /* KV cache each rank holds at the end */
+    double allreduce_bytes[16]; /* sent by each rank (ring: 2(n-1)/n of each buffer) */
+    double alltoall_bytes[16];  /* sent to other ranks in dispatch + combine */
+    double alltoall_volume;     /* all routed copies, local ones included (all ranks) */
+    double sendrecv_bytes[16];  /* pipeline hand-offs sent */
+    double allgather_bytes[16]; /* vocab-parallel logits gathered (ring: (n-1)/n) */
+    double prefill_s;           /* wall time of the first pass (all ranks, one thread) */
+    double decode_s;            /* wall time of the remaining passes */
 } hl_minitf_stats;
 
 /* Builds a model with weights drawn from `seed` (uniform, scaled by 1/sqrt(fan-in)).

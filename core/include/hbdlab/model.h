@@ -17,12 +17,12 @@ typedef enum hl_attn_kind {
 
 typedef struct hl_model {
     char name[64];
-    int64_t hidden;         /* model width */
-    int64_t layers;         /* decoder layers */
-    int64_t heads;          /* query heads */
-    int64_t kv_heads;       /* key/value heads (GQA) */
-    int64_t head_dim;       /* per-head dimension of q, k, v (GQA) */
-    int64_t ffn;            /* dense FFN intermediate size (SwiGLU: 3 matrices) */
+    int64_t hidden;   /* model width */
+    int64_t layers;   /* decoder layers */
+    int64_t heads;    /* query heads */
+    int64_t kv_heads; /* key/value heads (GQA) */
+    int64_t head_dim; /* per-head dimension of q, k, v (GQA) */
+    int64_t ffn;      /* dense FFN intermediate size (SwiGLU: 3 matrices) */
     int64_t vocab;
     int32_t attn;           /* hl_attn_kind */
     int64_t q_lora_rank;    /* MLA: query down-projection rank (0 = no q compression) */
@@ -40,25 +40,25 @@ typedef struct hl_model {
     int32_t o_bias;         /* 1 when the output projection has a bias */
     int32_t expert_bias;    /* 1 when expert and router matrices have biases (gpt-oss) */
     int32_t tied_embeddings;
-    int64_t sliding_window; /* tokens seen by sliding-window layers; 0 = none */
+    int64_t sliding_window;  /* tokens seen by sliding-window layers; 0 = none */
     double sliding_fraction; /* fraction of layers using the sliding window */
-    int64_t max_position;   /* context limit (informational) */
+    int64_t max_position;    /* context limit (informational) */
     char source[640];
 } hl_model;
 
 /* Parameter counts (elements, not bytes). */
 typedef struct hl_params {
-    double total;           /* every parameter, embeddings and LM head included */
-    double active;          /* parameters a token uses: top-k + shared experts only */
-    double embedding;       /* input embedding table */
-    double lm_head;         /* output projection (0 when tied) */
-    double attention;       /* all layers' attention projections and norms */
-    double dense_ffn;       /* all dense FFN layers */
-    double experts;         /* all routed experts of all MoE layers */
-    double shared;          /* all shared experts */
-    double router;          /* all routers */
-    double norms;           /* layer norms and the final norm */
-    double per_expert;      /* one routed expert */
+    double total;      /* every parameter, embeddings and LM head included */
+    double active;     /* parameters a token uses: top-k + shared experts only */
+    double embedding;  /* input embedding table */
+    double lm_head;    /* output projection (0 when tied) */
+    double attention;  /* all layers' attention projections and norms */
+    double dense_ffn;  /* all dense FFN layers */
+    double experts;    /* all routed experts of all MoE layers */
+    double shared;     /* all shared experts */
+    double router;     /* all routers */
+    double norms;      /* layer norms and the final norm */
+    double per_expert; /* one routed expert */
 } hl_params;
 
 const hl_field_set *hl_model_fields(void);

@@ -14,22 +14,22 @@ typedef enum hl_objective {
     HL_OBJ_TPS_PER_GPU = 0, /* maximise generated tokens/s per GPU */
     HL_OBJ_MIN_TTFT = 1,
     HL_OBJ_MIN_TPOT = 2,
-    HL_OBJ_THROUGHPUT = 3   /* maximise decode tokens/s of the whole job */
+    HL_OBJ_THROUGHPUT = 3 /* maximise decode tokens/s of the whole job */
 } hl_objective;
 
 typedef struct hl_plan_in {
-    hl_job job;             /* the job; its tp/pp/ep/dp/etp are ignored */
-    int32_t objective;      /* hl_objective */
-    double max_tpot;        /* s; 0 = no limit */
-    double max_ttft;        /* s; 0 = no limit */
-    int32_t max_batch;      /* 1: each candidate runs at the largest batch that fits */
-    int64_t max_tp;         /* 0 = up to the HBD size */
+    hl_job job;        /* the job; its tp/pp/ep/dp/etp are ignored */
+    int32_t objective; /* hl_objective */
+    double max_tpot;   /* s; 0 = no limit */
+    double max_ttft;   /* s; 0 = no limit */
+    int32_t max_batch; /* 1: each candidate runs at the largest batch that fits */
+    int64_t max_tp;    /* 0 = up to the HBD size */
 } hl_plan_in;
 
 typedef struct hl_candidate {
     int64_t tp, pp, ep, dp, etp;
     double batch;
-    double score;           /* larger is better (times are negated) */
+    double score; /* larger is better (times are negated) */
     double ttft_s, tpot_s, tps_per_gpu, decode_tps;
     int32_t fits;
     int32_t meets_limits;
@@ -49,8 +49,8 @@ void hl_candidate_apply(const hl_candidate *c, hl_job *job);
 /* batch = "max" under limits: the largest batch that fits HBM and keeps TTFT
  * <= max_ttft and TPOT <= max_tpot (s; 0 = no limit). *meets = 0 when even one
  * sequence per data-parallel group misses them (*batch is then that minimum). */
-hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch,
-                                  int32_t *meets, hl_err *err);
+hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch, int32_t *meets,
+                                  hl_err *err);
 
 /* Enumerates valid mappings (powers of two, dividing heads, experts, GPUs),
  * simulates each, and writes up to `cap` candidates best first into out.

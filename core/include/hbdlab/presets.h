@@ -12,11 +12,7 @@
 extern "C" {
 #endif
 
-typedef enum hl_preset_kind {
-    HL_PRESET_GPU = 0,
-    HL_PRESET_CLUSTER = 1,
-    HL_PRESET_MODEL = 2
-} hl_preset_kind;
+typedef enum hl_preset_kind { HL_PRESET_GPU = 0, HL_PRESET_CLUSTER = 1, HL_PRESET_MODEL = 2 } hl_preset_kind;
 
 /* Number of presets of a kind (embedded ones plus those on disk). */
 int32_t hl_preset_count(hl_preset_kind kind);

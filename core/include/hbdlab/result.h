@@ -19,12 +19,12 @@ typedef enum hl_value_type {
 } hl_value_type;
 
 typedef struct hl_result_field {
-    const char *name;   /* "ttft_s"; a dot nests it in hl.simulate tables ("prefill.comm_s") */
-    int32_t type;       /* hl_value_type */
-    int32_t offset;     /* bytes from the start of hl_result */
-    const char *unit;   /* SI unit ("s", "B", "FLOP", "USD", "J", "W", "1/s") or "" */
-    const char *help;   /* one line */
-    const char *names;  /* HL_VALUE_NAME: "compute|hbm|..." ; NULL otherwise */
+    const char *name;  /* "ttft_s"; a dot nests it in hl.simulate tables ("prefill.comm_s") */
+    int32_t type;      /* hl_value_type */
+    int32_t offset;    /* bytes from the start of hl_result */
+    const char *unit;  /* SI unit ("s", "B", "FLOP", "USD", "J", "W", "1/s") or "" */
+    const char *help;  /* one line */
+    const char *names; /* HL_VALUE_NAME: "compute|hbm|..." ; NULL otherwise */
 } hl_result_field;
 
 /* Number of result fields (= HL_POINT_VALUES, checked at compile time). */

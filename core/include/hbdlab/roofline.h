@@ -20,28 +20,25 @@ typedef enum hl_op_kind {
     HL_OP_NORM = 4
 } hl_op_kind;
 
-typedef enum hl_bound {
-    HL_BOUND_COMPUTE = 0,
-    HL_BOUND_MEMORY = 1
-} hl_bound;
+typedef enum hl_bound { HL_BOUND_COMPUTE = 0, HL_BOUND_MEMORY = 1 } hl_bound;
 
 typedef struct hl_op {
     char name[32];
-    int32_t kind;          /* hl_op_kind */
-    int32_t precision;     /* hl_precision of the math (tensor-core input type) */
-    double flops;          /* FLOP */
-    double bytes_read;     /* B from HBM */
-    double bytes_written;  /* B to HBM */
-    double rows;           /* GEMM M dimension (rows of the activation); 0 for other operators */
+    int32_t kind;         /* hl_op_kind */
+    int32_t precision;    /* hl_precision of the math (tensor-core input type) */
+    double flops;         /* FLOP */
+    double bytes_read;    /* B from HBM */
+    double bytes_written; /* B to HBM */
+    double rows;          /* GEMM M dimension (rows of the activation); 0 for other operators */
 } hl_op;
 
 typedef struct hl_op_time {
-    double time_s;      /* max(compute_s, memory_s) + gpu kernel_latency */
-    double compute_s;   /* flops / (peak * efficiency) */
-    double memory_s;    /* bytes / (hbm_bw * eff_mem) */
-    double intensity;   /* FLOP per byte moved */
-    double ridge;       /* FLOP per byte where compute and memory time meet */
-    int32_t bound;      /* hl_bound */
+    double time_s;    /* max(compute_s, memory_s) + gpu kernel_latency */
+    double compute_s; /* flops / (peak * efficiency) */
+    double memory_s;  /* bytes / (hbm_bw * eff_mem) */
+    double intensity; /* FLOP per byte moved */
+    double ridge;     /* FLOP per byte where compute and memory time meet */
+    int32_t bound;    /* hl_bound */
 } hl_op_time;
 
 /* Time of one operator on one GPU. */
@@ -50,21 +47,21 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
 /* A dense GEMM (m x k) * (k x n): 2mnk FLOP; reads m*k activations and k*n
  * weights, writes m*n outputs, each at its own byte width. Its compute time
  * counts whole tiles of the GPU's gemm_tile_rows rows. */
-void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes,
-                double weight_bytes, double out_bytes, hl_precision math);
+void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes, double weight_bytes,
+                double out_bytes, hl_precision math);
 
 /* Attention shapes for one layer on one GPU. */
 typedef struct hl_attn_shape {
-    double batch;       /* sequences */
-    double new_tokens;  /* query tokens per sequence in this pass (prefill: prompt; decode: 1) */
-    double context;     /* tokens already in the KV cache before this pass */
-    double heads;       /* query heads on this GPU */
-    double kv_heads;    /* KV heads on this GPU (after TP split or replication) */
-    double qk_dim;      /* per-head q.k width (MLA absorbed: kv_lora + rope) */
-    double v_dim;       /* per-head value width (MLA absorbed: kv_lora) */
+    double batch;          /* sequences */
+    double new_tokens;     /* query tokens per sequence in this pass (prefill: prompt; decode: 1) */
+    double context;        /* tokens already in the KV cache before this pass */
+    double heads;          /* query heads on this GPU */
+    double kv_heads;       /* KV heads on this GPU (after TP split or replication) */
+    double qk_dim;         /* per-head q.k width (MLA absorbed: kv_lora + rope) */
+    double v_dim;          /* per-head value width (MLA absorbed: kv_lora) */
     double kv_token_bytes; /* B of K and V (or latent) per token per layer on this GPU */
-    double act_bytes;   /* B per activation element (q and output) */
-    double window;      /* sliding window in tokens, 0 = full causal */
+    double act_bytes;      /* B per activation element (q and output) */
+    double window;         /* sliding window in tokens, 0 = full causal */
 } hl_attn_shape;
 
 /* Causal fused attention: FLOPs over the attended (query, key) pairs, reads

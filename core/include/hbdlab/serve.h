@@ -30,9 +30,9 @@ typedef enum hl_len_kind {
 
 /* Where a disaggregated request's KV cache travels from the prefill to the decode pool. */
 typedef enum hl_kv_link {
-    HL_KV_LINK_AUTO = 0,     /* scale-up when both pools sit in one HBD of the same cluster, else scale-out */
-    HL_KV_LINK_SCALEUP = 1,  /* over the HBD (scale-up links) */
-    HL_KV_LINK_SCALEOUT = 2  /* over the scale-out network */
+    HL_KV_LINK_AUTO = 0,    /* scale-up when both pools sit in one HBD of the same cluster, else scale-out */
+    HL_KV_LINK_SCALEUP = 1, /* over the HBD (scale-up links) */
+    HL_KV_LINK_SCALEOUT = 2 /* over the scale-out network */
 } hl_kv_link;
 
 /* Limits of one run. */
@@ -57,33 +57,33 @@ typedef struct hl_trace_req {
 } hl_trace_req;
 
 typedef struct hl_serve_cfg {
-    hl_job job;            /* model, cluster, mapping, precisions, overlap; batch/input/output unused */
-    int32_t arrival;       /* hl_arrival */
-    double rate;           /* requests/s (poisson, constant) */
-    int64_t concurrency;   /* requests in flight (concurrency) */
-    int64_t requests;      /* requests to simulate (trace: 0 = all of it) */
-    uint64_t seed;         /* RNG seed of arrivals and lengths */
-    hl_len_dist input;     /* prompt tokens */
-    hl_len_dist output;    /* generated tokens (the first comes from the prefill) */
+    hl_job job;                /* model, cluster, mapping, precisions, overlap; batch/input/output unused */
+    int32_t arrival;           /* hl_arrival */
+    double rate;               /* requests/s (poisson, constant) */
+    int64_t concurrency;       /* requests in flight (concurrency) */
+    int64_t requests;          /* requests to simulate (trace: 0 = all of it) */
+    uint64_t seed;             /* RNG seed of arrivals and lengths */
+    hl_len_dist input;         /* prompt tokens */
+    hl_len_dist output;        /* generated tokens (the first comes from the prefill) */
     const hl_trace_req *trace; /* n_trace entries, caller-owned, arrival order not required */
     int64_t n_trace;
-    int64_t max_seqs;      /* sequences in one iteration (vLLM max_num_seqs), default 256 */
-    int64_t token_budget;  /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
+    int64_t max_seqs;        /* sequences in one iteration (vLLM max_num_seqs), default 256 */
+    int64_t token_budget;    /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
     int32_t chunked_prefill; /* 1: decodes first, prompts chunked into the rest of the budget (default) */
-    int64_t chunk;         /* most prompt tokens of one request in one iteration; 0 = token_budget */
-    int64_t block_tokens;  /* paged KV block in tokens, default 16 */
-    double kv_blocks;      /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
-    int32_t reserve;       /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
+    int64_t chunk;           /* most prompt tokens of one request in one iteration; 0 = token_budget */
+    int64_t block_tokens;    /* paged KV block in tokens, default 16 */
+    double kv_blocks;        /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
+    int32_t reserve;         /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
                               GUARANTEED_NO_EVICT), 0: blocks as tokens arrive, preemption when full (vLLM) */
-    double slo_ttft_s;     /* SLO on time to first token; INFINITY = none; must be > 0 */
-    double slo_tpot_s;     /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
-    int64_t warmup;        /* the first `warmup` requests (arrival order) run but are left out of the statistics */
-    int32_t keep_requests; /* 1: fill result.reqs */
-    int32_t keep_steps;    /* 1: fill result.steps_log (every iteration; for tests and traces) */
-    int32_t max_samples;   /* KV-utilisation samples kept (decimated), default 256 */
-    int32_t disagg;        /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
-    hl_job decode_job;     /* the decode pool's model instance (same model; its own cluster and mapping) */
-    int32_t kv_link;       /* hl_kv_link of the KV transfer between the pools */
+    double slo_ttft_s;       /* SLO on time to first token; INFINITY = none; must be > 0 */
+    double slo_tpot_s;       /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
+    int64_t warmup;          /* the first `warmup` requests (arrival order) run but are left out of the statistics */
+    int32_t keep_requests;   /* 1: fill result.reqs */
+    int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
+    int32_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
+    int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
+    hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
+    int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -94,13 +94,13 @@ typedef struct hl_stats {
 
 typedef struct hl_serve_req {
     double arrival_s, input, output;
-    double first_token_s;  /* time the first token was produced */
-    double finish_s;       /* time the last token was produced */
-    double queue_s;        /* arrival to first scheduled */
+    double first_token_s; /* time the first token was produced */
+    double finish_s;      /* time the last token was produced */
+    double queue_s;       /* arrival to first scheduled */
     double ttft_s, tpot_s, e2e_s;
     int32_t preemptions;
-    int32_t good;          /* met the SLO */
-    double kv_transfer_s;  /* disaggregated: KV cache from the prefill to the decode pool */
+    int32_t good;         /* met the SLO */
+    double kv_transfer_s; /* disaggregated: KV cache from the prefill to the decode pool */
 } hl_serve_req;
 
 /* One iteration, when keep_steps is set. */
@@ -118,16 +118,16 @@ typedef struct hl_serve_step {
 /* A point of the KV-utilisation series. */
 typedef struct hl_serve_sample {
     double t_s;
-    double kv_util;        /* used / total blocks */
-    double running;        /* requests holding KV */
-    double waiting;        /* arrived, not running */
+    double kv_util; /* used / total blocks */
+    double running; /* requests holding KV */
+    double waiting; /* arrived, not running */
 } hl_serve_sample;
 
 typedef struct hl_serve_result {
     int64_t requests, steps, preemptions, gpus;
-    double duration_s;          /* first arrival to last token */
-    double rps;                 /* completed requests / duration */
-    double input_tps, output_tps;           /* tok/s over the instance */
+    double duration_s;            /* first arrival to last token */
+    double rps;                   /* completed requests / duration */
+    double input_tps, output_tps; /* tok/s over the instance */
     double input_tps_per_gpu, output_tps_per_gpu;
     hl_stats ttft_s, tpot_s, e2e_s, queue_s;
     hl_stats itl_s;             /* every gap between tokens of a request (percentiles on 0.5% log bins) */
@@ -136,33 +136,33 @@ typedef struct hl_serve_result {
     double goodput_tps_per_gpu; /* output tokens of those requests / duration / GPUs */
     double mean_in_system;      /* time average of requests arrived and not finished */
     double mean_running, mean_waiting;
-    double mean_step_tokens;    /* tokens per iteration */
+    double mean_step_tokens; /* tokens per iteration */
     double kv_blocks_total, kv_block_tokens, kv_util_mean, kv_util_max;
     int64_t n_samples;
-    hl_serve_sample *samples;   /* owned: hl_serve_result_free */
-    hl_serve_req *reqs;         /* owned, `requests` entries when keep_requests, else NULL */
+    hl_serve_sample *samples; /* owned: hl_serve_result_free */
+    hl_serve_req *reqs;       /* owned, `requests` entries when keep_requests, else NULL */
     int64_t n_steps_log;
-    hl_serve_step *steps_log;   /* owned, when keep_steps (disaggregated: the decode pool's) */
+    hl_serve_step *steps_log;    /* owned, when keep_steps (disaggregated: the decode pool's) */
     double saturated_output_tps; /* output tokens / time over the iterations during which requests waited
                                     (the instance at its limit: offline throughput without the ramp-down) */
-    double kv_transfer_s;       /* disaggregated: mean KV transfer per request */
-    int32_t kv_link;            /* disaggregated: hl_kv_link used (resolved) */
+    double kv_transfer_s;        /* disaggregated: mean KV transfer per request */
+    int32_t kv_link;             /* disaggregated: hl_kv_link used (resolved) */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,
  * every iteration alike. */
 typedef struct hl_serve_steady {
-    double rate;          /* requests/s (given, or from the concurrency) */
-    double iter_s;        /* time of one iteration */
+    double rate;   /* requests/s (given, or from the concurrency) */
+    double iter_s; /* time of one iteration */
     double ttft_s, tpot_s, e2e_s;
-    double running;       /* requests in the running set */
-    double decodes;       /* decoding sequences per iteration */
+    double running;        /* requests in the running set */
+    double decodes;        /* decoding sequences per iteration */
     double prefill_tokens; /* prompt tokens per iteration */
-    double budget_util;   /* (decodes + prefill tokens) / token_budget */
-    double kv_util;       /* KV tokens held / KV capacity */
+    double budget_util;    /* (decodes + prefill tokens) / token_budget */
+    double kv_util;        /* KV tokens held / KV capacity */
     double input_tps, output_tps, output_tps_per_gpu;
-    int32_t stable;       /* 0: the load exceeds the token budget, max_seqs or the KV cache */
-    int32_t iterations;   /* fixed-point iterations used */
+    int32_t stable;     /* 0: the load exceeds the token budget, max_seqs or the KV cache */
+    int32_t iterations; /* fixed-point iterations used */
 } hl_serve_steady;
 
 /* Defaults: Poisson at 1 request/s, 1000 requests, seed 1, input 1024 and

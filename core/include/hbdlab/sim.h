@@ -14,20 +14,19 @@
 extern "C" {
 #endif
 
-
 /* Time of one phase (prefill, or the whole decode) on the critical path. */
 typedef struct hl_phase {
-    double time_s;        /* phase duration */
-    double compute_s;     /* operators whose roofline is compute-bound */
-    double memory_s;      /* operators whose roofline is HBM-bound */
-    double comm_s;        /* exposed communication (after overlap) */
-    double overhead_s;    /* fixed per-layer overhead */
-    double comm_share;    /* comm_s / time_s */
-    double scaleup_comm_s;   /* exposed communication bound by scale-up links */
-    double scaleout_comm_s;  /* exposed communication that crosses HBDs */
-    double latency_comm_s;   /* latency (size-independent) part of communication */
-    double flops;         /* FLOP per GPU */
-    double hbm_bytes;     /* B moved to/from HBM per GPU */
+    double time_s;          /* phase duration */
+    double compute_s;       /* operators whose roofline is compute-bound */
+    double memory_s;        /* operators whose roofline is HBM-bound */
+    double comm_s;          /* exposed communication (after overlap) */
+    double overhead_s;      /* fixed per-layer overhead */
+    double comm_share;      /* comm_s / time_s */
+    double scaleup_comm_s;  /* exposed communication bound by scale-up links */
+    double scaleout_comm_s; /* exposed communication that crosses HBDs */
+    double latency_comm_s;  /* latency (size-independent) part of communication */
+    double flops;           /* FLOP per GPU */
+    double hbm_bytes;       /* B moved to/from HBM per GPU */
 } hl_phase;
 
 enum { HL_SIM_MAX_ITEMS = 32, HL_SIM_MAX_EVENTS = 40 };
@@ -68,33 +67,33 @@ typedef struct hl_item {
 typedef struct hl_event {
     char name[32];
     int32_t is_comm;
-    int32_t tier;         /* collectives: 0 scale-up, 1 scale-out */
-    int32_t layer_kind;   /* 0 every layer, 1 dense-FFN layers, 2 MoE layers, 3 once per pass */
-    double dur_s;         /* one execution */
-    double bytes;         /* HBM bytes (operators) or bytes sent per GPU (collectives) */
+    int32_t tier;       /* collectives: 0 scale-up, 1 scale-out */
+    int32_t layer_kind; /* 0 every layer, 1 dense-FFN layers, 2 MoE layers, 3 once per pass */
+    double dur_s;       /* one execution */
+    double bytes;       /* HBM bytes (operators) or bytes sent per GPU (collectives) */
     double flops;
 } hl_event;
 
 typedef struct hl_result {
     double ttft_s;
-    double tpot_s;             /* mean over the output-1 decode steps */
-    double total_s;            /* ttft + decode time */
-    double decode_tps;         /* decode-phase tokens / decode-phase time (whole job) */
-    double tps_per_gpu;        /* generated tokens / total_s / gpus */
+    double tpot_s;                  /* mean over the output-1 decode steps */
+    double total_s;                 /* ttft + decode time */
+    double decode_tps;              /* decode-phase tokens / decode-phase time (whole job) */
+    double tps_per_gpu;             /* generated tokens / total_s / gpus */
     double tps_per_gpu_incl_prompt; /* (prompt + generated) tokens / total_s / gpus */
-    double tokens_per_step;    /* tokens each decode step adds per sequence (1; more with speculative decoding) */
+    double tokens_per_step;         /* tokens each decode step adds per sequence (1; more with speculative decoding) */
     hl_phase prefill;
     hl_phase decode;
-    int32_t bound;             /* 0 compute, 1 HBM, 2 scale-up, 3 scale-out, 4 latency */
-    double weights_bytes;      /* per GPU */
-    double kv_bytes;           /* per GPU at the largest context */
-    double workspace_bytes;    /* per GPU */
-    double per_gpu_bytes;      /* weights + KV + workspace */
-    int32_t fits;              /* per_gpu_bytes <= hbm * mem_util */
+    int32_t bound;                     /* 0 compute, 1 HBM, 2 scale-up, 3 scale-out, 4 latency */
+    double weights_bytes;              /* per GPU */
+    double kv_bytes;                   /* per GPU at the largest context */
+    double workspace_bytes;            /* per GPU */
+    double per_gpu_bytes;              /* weights + KV + workspace */
+    int32_t fits;                      /* per_gpu_bytes <= hbm * mem_util */
     int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
-    double batch, input, output; /* the job as run (batch after batch = "max" or a search) */
-    int32_t precision;         /* hl_precision of weights and GEMM math, as run */
-    hl_cost cost;              /* cost and energy per token (docs/MODEL.md section 11) */
+    double batch, input, output;       /* the job as run (batch after batch = "max" or a search) */
+    int32_t precision;                 /* hl_precision of weights and GEMM math, as run */
+    hl_cost cost;                      /* cost and energy per token (docs/MODEL.md section 11) */
     int32_t n_prefill_items, n_decode_items;
     hl_item prefill_items[32]; /* HL_SIM_MAX_ITEMS: operators and collectives of the phase */
     hl_item decode_items[32];

@@ -21,9 +21,9 @@ typedef enum hl_axis_kind {
 } hl_axis_kind;
 
 typedef struct hl_axis {
-    char name[32];       /* a job, cluster, model or gpu field name */
-    int32_t kind;        /* hl_axis_kind */
-    int32_t n;           /* number of values */
+    char name[32]; /* a job, cluster, model or gpu field name */
+    int32_t kind;  /* hl_axis_kind */
+    int32_t n;     /* number of values */
     const double *numbers;
     const char *const *strings;
     const hl_model *models;
@@ -35,28 +35,28 @@ enum { HL_POINT_VALUES = 66, HL_SWEEP_MAX_AXES = 128 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
-    double v[66];        /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
-    int32_t status;      /* hl_status of the point */
-    char error[512];     /* message when status != 0 (the size of hl_err.msg: never cut) */
+    double v[66];    /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
+    int32_t status;  /* hl_status of the point */
+    char error[512]; /* message when status != 0 (the size of hl_err.msg: never cut) */
 } hl_point;
 
 typedef struct hl_sweep_in {
     hl_job base;
     const hl_axis *axes;
     int32_t n_axes;
-    int32_t zip;               /* 1: axes advance together (equal lengths); 0: cartesian product */
-    int32_t threads;           /* 0 = all online CPUs */
+    int32_t zip;                /* 1: axes advance together (equal lengths); 0: cartesian product */
+    int32_t threads;            /* 0 = all online CPUs */
     volatile int64_t *progress; /* points finished so far, updated atomically (may be NULL) */
-    volatile int32_t *cancel;  /* workers stop when *cancel != 0 (may be NULL) */
-    int64_t first;             /* evaluate points [first, first + count); count 0 = all from first */
+    volatile int32_t *cancel;   /* workers stop when *cancel != 0 (may be NULL) */
+    int64_t first;              /* evaluate points [first, first + count); count 0 = all from first */
     int64_t count;
     /* Per-point searches (docs/MODEL.md section 7); an axis named "batch" whose value is 0
      * means "max" at that point, an axis named "parallel" takes "auto" or "fixed". */
-    int32_t batch_max;         /* 1: every point runs at the largest batch that fits */
-    int32_t auto_plan;         /* 1: every point searches its mapping (parallel = "auto") */
-    int32_t objective;         /* hl_objective of the search */
-    double max_tpot;           /* s; 0 = no limit (search) */
-    double max_ttft;           /* s; 0 = no limit (search) */
+    int32_t batch_max; /* 1: every point runs at the largest batch that fits */
+    int32_t auto_plan; /* 1: every point searches its mapping (parallel = "auto") */
+    int32_t objective; /* hl_objective of the search */
+    double max_tpot;   /* s; 0 = no limit (search) */
+    double max_ttft;   /* s; 0 = no limit (search) */
 } hl_sweep_in;
 
 /* Name of summary value i ("ttft_s", "prefill.comm_share", ...); NULL past the end. */
