@@ -40,21 +40,15 @@ local function case(id, what, measured, unit, framework, predict)
   cases[#cases + 1] = { id = id, what = what, measured = measured, unit = unit, framework = framework, predict = predict }
 end
 
--- hl.simulate of `t` with the case's framework and the calibration overrides `p` (name = value).
-local function sim(t, p)
+-- `t` (with the case's framework) plus the calibration overrides `p` (name = value).
+local function with(t, p)
   local x = {}
   for k, v in pairs(t) do x[k] = v end
   for k, v in pairs(p) do x[k] = v end
-  return hl.simulate(x)
+  return x
 end
-
--- hl.serve of `t` with the case's framework and the calibration overrides `p`.
-local function serve(t, p)
-  local x = {}
-  for k, v in pairs(t) do x[k] = v end
-  for k, v in pairs(p) do x[k] = v end
-  return hl.serve(x)
-end
+local function sim(t, p) return hl.simulate(with(t, p)) end
+local function serve(t, p) return hl.serve(with(t, p)) end
 
 -- One serving run feeds several cases (P1: TTFT and ITL; P2: three figures):
 -- run it once per parameter set.

@@ -1309,10 +1309,12 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase
     return HL_OK;
 }
 
-static hl_status step_io(hl_stepper *st, double rows, hl_phase *out, hl_err *err)
+/* io_ops of one step: `tokens` tokens of which `rows` sample (cached by count
+ * when every token samples, as in a decode-only step). */
+static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *out, hl_err *err)
 {
     int64_t k = (int64_t)rows;
-    int cached = rows == (double)k && k <= st->cap;
+    int cached = rows == tokens && rows == (double)k && k <= st->cap;
     size_t slot = 2 * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->io[k];
@@ -1321,7 +1323,7 @@ static hl_status step_io(hl_stepper *st, double rows, hl_phase *out, hl_err *err
     acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
-    hl_status rc = io_ops(&st->s, &a, rows / (double)st->s.dp, rows / (double)st->s.dp, 1, err);
+    hl_status rc = io_ops(&st->s, &a, rows / (double)st->s.dp, tokens / (double)st->s.dp, 1, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -1345,7 +1347,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     hl_status rc = step_linear(st, 1, n, &d.base, err);
     hl_phase io;
     if (!rc)
-        rc = step_io(st, n, &io, err);
+        rc = step_io(st, n, n, &io, err);
     if (rc)
         return rc;
     phase_add(&d.base, &io, 1);
@@ -1449,17 +1451,8 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
     hl_phase io;
-    if (it->logits_rows == tokens) {
-        if ((rc = step_io(st, tokens, &io, err)))
-            return rc;
-    } else {
-        acc b;
-        memset(&b, 0, sizeof b);
-        b.summary = 1;
-        if ((rc = io_ops(s, &b, it->logits_rows / dp, tokens / dp, 1, err)))
-            return rc;
-        io = b.ph;
-    }
+    if ((rc = step_io(st, it->logits_rows, tokens, &io, err)))
+        return rc;
     phase_add(&a.ph, &io, 1);
     finish_phase(&a);
     *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
