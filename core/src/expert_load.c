@@ -66,8 +66,7 @@ hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *sha
     return HL_OK;
 }
 
-hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, double topk, const char *field,
-                           hl_err *err)
+hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, double topk, const char *field, hl_err *err)
 {
     hl_status st = check_counts(experts, topk, err);
     if (st)
