@@ -7,6 +7,10 @@ local M = {}
 
 -- The axis names of rows a sweep returned (weak keys: a side table, so rows stay plain arrays).
 M.axes_of = setmetatable({}, { __mode = "k" })
+-- Rows of a simulate sweep (hl.sweep with base/axes): their files carry every result
+-- field and the `error` column whatever the data (a shard without failing points
+-- has the same columns as one with them, so `hbdlab merge` joins them).
+M.result_rows = setmetatable({}, { __mode = "k" })
 
 function M.filter(rows, pred)
   local out = {}
@@ -16,6 +20,7 @@ function M.filter(rows, pred)
   end
   for _, r in ipairs(rows) do if pred(r) then out[#out + 1] = r end end
   M.axes_of[out] = M.axes_of[rows]
+  M.result_rows[out] = M.result_rows[rows]
   return out
 end
 
@@ -23,6 +28,7 @@ end
 function M.sort(rows, by)
   local out = { table.unpack(rows) }
   M.axes_of[out] = M.axes_of[rows]
+  M.result_rows[out] = M.result_rows[rows]
   if type(by) == "function" then
     table.sort(out, by)
   else
@@ -75,11 +81,17 @@ end
 --- The columns of rows: the sweep's axes first (kept by filter and sort), then
 --- other inputs (names that are not result fields) sorted, then result fields in the
 --- result table's order, `error` last.
-function M.columns(rows, cols)
+function M.columns(rows, cols, whole_schema)
   if cols then return cols end
   local set, list = {}, {}
   for _, r in ipairs(rows) do
     for k in pairs(r) do if not set[k] then set[k] = true; list[#list + 1] = k end end
+  end
+  if whole_schema then -- every result field, its friendly aliases and `error`, whatever the data
+    for _, f in ipairs(core.result_fields()) do
+      if not set[f.name] then set[f.name] = true; list[#list + 1] = f.name end
+    end
+    if not set.error then set.error = true; list[#list + 1] = "error" end
   end
   local axis = {}
   for i, a in ipairs(M.axes_of[rows] or {}) do axis[a] = i end
@@ -162,7 +174,7 @@ end
 
 --- CSV text of rows: a header of cols, one line per row (the core's CSV writer, hbdlab/csv.h,
 --- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers %.17g).
-function M.to_csv(rows, cols) return core.to_csv(rows, M.columns(rows, cols)) end
+function M.to_csv(rows, cols) return core.to_csv(rows, M.columns(rows, cols, M.result_rows[rows])) end
 
 --- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension
 --- (core.shard_path, the name hl.sweep_to_csv uses too).

@@ -142,6 +142,20 @@ local function note_interrupt(interrupted)
   return interrupted
 end
 
+-- The unknown-price warning (warn.check_cost) once per GPU whose rows have no cost.
+function M.check_cost(base, rows)
+  local warn, told = require "hbdlab.warn", {}
+  if not warn.enabled then return end
+  local okc, c = pcall(objects.coerce, "cluster", type(base) == "table" and base.cluster or nil)
+  local base_gpu = okc and type(c) == "userdata" and c.gpu.name or "?"
+  for _, row in ipairs(rows) do
+    if row.error == nil and row.usd_per_mtok == nil then
+      local name = type(row.gpu) == "string" and row.gpu or type(row.cluster) == "string" and row.cluster or base_gpu
+      if not told[name] then told[name] = true; warn.check_cost({ name = name }, row) end
+    end
+  end
+end
+
 --- hl.sweep{ base = {simulate fields}, axes = {hbd = {...}, ...}, zip = false, threads = 0,
 ---           strict = false } -> rows, interrupted
 --- hl.sweep(axes, function(p) return {...} end) -> rows (the function's table flattened, plus the axes)
@@ -191,9 +205,11 @@ function M.sweep(a, fn)
     for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
   end
   rows.interrupted = interrupted or nil
+  M.check_cost(a.base, rows)
   local names = {} -- hl.rows.print / columns put them first
   for i, ax in ipairs(core_axes) do names[i] = ax.label or ax.name end
   require("hbdlab.rows").axes_of[rows] = names
+  require("hbdlab.rows").result_rows[rows] = true
   return rows, note_interrupt(interrupted)
 end
 

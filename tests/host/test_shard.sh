@@ -23,7 +23,7 @@ check "four shards exit 0 ($r0 $r1 $r2 $r3)" [ "$r0$r1$r2$r3" = 0000 ]
 # 105 points in blocks floor(i*105/4): 26, 26, 26, 27; 11 in 2, 3, 3, 3
 check "shard 0 ran its block" grep -q "rows 26, fn rows 2" "$TMP/s0.out"
 check "shard 3 ran its block" grep -q "rows 27, fn rows 3" "$TMP/s3.out"
-for f in rows stream fn; do
+for f in rows rows_all stream fn; do
     # given out of order on purpose: merge orders by shard index
     "$HBDLAB" merge "$TMP/sh/${f}_shard3of4.csv" "$TMP/sh/${f}_shard1of4.csv" "$TMP/sh/${f}_shard0of4.csv" \
         "$TMP/sh/${f}_shard2of4.csv" -o "$TMP/$f.csv"
@@ -31,6 +31,7 @@ for f in rows stream fn; do
     check "$f: 4 shards merged = the single run, byte for byte" cmp -s "$TMP/$f.csv" "$TMP/one/$f.csv"
 done
 check "the single run's rows CSV has error rows (hbd 3)" grep -q "does not divide" "$TMP/one/rows.csv"
+check "a shard without failing points still has the error column" sh -c "head -n1 '$TMP/sh/rows_all_shard0of4.csv' | grep -q ',error'"
 # errors
 out=$("$HBDLAB" merge "$TMP/sh/rows_shard0of4.csv" "$TMP/sh/rows_shard2of4.csv" -o "$TMP/x.csv" 2>&1)
 check "merge names a missing shard" contains "$out" "shard 1 of 4 is missing"
