@@ -29,7 +29,8 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
                    kv_w * hl_kv_heads_per_gpu(m, s->tp) + idx;
     }
     /* gated DeltaNet: heads split over TP; the gated norm's weight (v_dim) is shared by all heads */
-    double lin_gpu = lin_layer > 0 ? (lin_layer - (double)m->linear_v_dim) / (double)s->tp + (double)m->linear_v_dim : 0;
+    double lin_gpu =
+        lin_layer > 0 ? (lin_layer - (double)m->linear_v_dim) / (double)s->tp + (double)m->linear_v_dim : 0;
     double attn_gpu = (full_layers * full_gpu + lin_layers * lin_gpu) / (double)m->layers;
     double w = attn_gpu * s->stage_layers + p.norms / (double)s->pp + p.dense_ffn / (double)s->tp / (double)s->pp +
                (moe_layers > 0 ? (p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp +

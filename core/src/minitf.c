@@ -40,7 +40,7 @@ struct hl_minitf {
     int sinks;                       /* attention sinks on */
     int ks, Hi, di;                  /* sparse attention: keys per query (0 = dense), indexer heads and width */
     int Kl, Vl, dk, dv, conv, lin_n; /* gated DeltaNet dims; lin_n = conv channels (2 Kl dk + Vl dv) */
-    float *emb, *head, *final_norm; /* (V, h), (h, V), (h) */
+    float *emb, *head, *final_norm;  /* (V, h), (h, V), (h) */
     layer_w *layers;
     float *pool;
 };
@@ -119,8 +119,8 @@ hl_status hl_minitf_new(const hl_model *m, uint64_t seed, hl_minitf **out, hl_er
     size_t n = (size_t)tf->V * h * 2 + h;
     size_t lin_w = (size_t)h * (2 * tf->Kl * tf->dk + 2 * tf->Vl * tf->dv) + (size_t)h * 2 * tf->Vl +
                    (size_t)tf->lin_n * tf->conv + 2 * (size_t)tf->Vl + (size_t)tf->dv + (size_t)tf->Vl * tf->dv * h;
-    size_t idx_w = tf->ks > 0 ? (size_t)h * tf->Hi * tf->di + (size_t)h * tf->di + (size_t)h * tf->Hi + 2 * (size_t)tf->di
-                              : 0;
+    size_t idx_w =
+        tf->ks > 0 ? (size_t)h * tf->Hi * tf->di + (size_t)h * tf->di + (size_t)h * tf->Hi + 2 * (size_t)tf->di : 0;
     for (int l = 0; l < tf->L; l++) {
         if (hl_model_layer_is_linear(m, l))
             n += 2 * (size_t)h + lin_w;
@@ -964,7 +964,8 @@ hl_status hl_minitf_generate(hl_minitf *tf, const hl_minitf_layout *layout, int3
                             w += (double)tf->H / tp;
                         if (tf->ks > 0) /* the indexer is whole on every rank, so is its key cache */
                             w += (double)h * tf->Hi * tf->di + (double)h * tf->di + (double)h * tf->Hi + 2.0 * tf->di;
-                        kvb += 2.0 * bl * (len - 1) * Kt * tf->d * 4 + (tf->ks > 0 ? (double)bl * (len - 1) * tf->di * 4 : 0);
+                        kvb += 2.0 * bl * (len - 1) * Kt * tf->d * 4 +
+                               (tf->ks > 0 ? (double)bl * (len - 1) * tf->di * 4 : 0);
                     }
                     if (!ly->moe)
                         w += 3.0 * h * tf->F / tp;

@@ -494,9 +494,10 @@ static void new_metatable(lua_State *L, const objtype *t, const luaL_Reg *method
 
 void hl_bind_objects(lua_State *L)
 {
-    static const luaL_Reg model_methods[] = {
-        {"params", l_params}, {"kv_bytes_per_token", l_kv_bytes_per_token},
-        {"state_bytes", l_state_bytes}, {NULL, NULL}};
+    static const luaL_Reg model_methods[] = {{"params", l_params},
+                                             {"kv_bytes_per_token", l_kv_bytes_per_token},
+                                             {"state_bytes", l_state_bytes},
+                                             {NULL, NULL}};
     new_metatable(L, &T_GPU, NULL);
     new_metatable(L, &T_CLUSTER, NULL);
     new_metatable(L, &T_MODEL, model_methods);
