@@ -37,8 +37,10 @@ for i, f in ipairs(M.fields) do
 end
 
 -- Columns of a point in CSV (and flat rows): the search's result fields first, then the configuration.
+-- Membership of a Pareto set is a property of the whole search, not of a shard's points: it is in
+-- the JSON and the Lua result (p.pareto, r.pareto), not in the points CSV that shards merge into.
 M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
-              "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated", "pareto",
+              "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
               "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
               "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "redundant_experts" }
 
@@ -177,39 +179,6 @@ local function mean_length(v)
   return nil
 end
 
--- Aggregated points of one instance mapping: per-instance closed loops at concurrency c (analytical
--- steady state); the system runs floor(G / instance GPUs) such instances behind a router, each with
--- its own share of the users (a round-robin router of a closed population: every instance alike).
-local function agg_points(hl, ctx, sys, prec, m, out)
-  local fields = instance_fields(ctx.base, sys, m)
-  fields.precision = prec
-  fields.mode = "analytical"
-  local instances = sys.gpus // m.gpus
-  local loads = ctx.concurrency or pow2_upto(4096)
-  local rates = nil
-  for _, c in ipairs(loads) do
-    local f = copy(fields)
-    f.concurrency = c
-    -- the scheduler admits the whole population (max_seqs >= the concurrency, and at least the
-    -- default 256: the steady state counts the request itself beside c others decoding)
-    if not ctx.base.max_seqs then f.max_seqs = math.max(256, c + m.dp) end
-    local ok, r = pcall(hl.serve, f)
-    if not ok then
-      if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
-      break
-    end
-    if not r.stable then break end
-    rates = rates or cost_rates(hl, fields, c)
-    out[#out + 1] = priced({
-      system = sys.name, precision = prec, mode = "agg", tps_per_gpu = r.output_tps_per_gpu,
-      tps_per_user = 1 / r.tpot_s, ttft_p50_s = r.ttft_s, ttft_p90_s = r.ttft_s, tpot_s = r.tpot_s,
-      rps = r.rate * instances, gpus_used = m.gpus * instances, simulated = false,
-      tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
-      redundant_experts = m.redundant, config = f,
-    }, rates)
-  end
-end
-
 -- A prefill instance: its saturation rate (the highest Poisson rate whose analytical steady state of
 -- prompt-only requests is stable, by doubling and bisection) and TTFT at each load of opt.prefill_load.
 local function prefill_profile(hl, ctx, sys, prec, m)
@@ -288,6 +257,68 @@ local function decode_point(hl, ctx, sys, prec, m, c)
   end
   if not r.memory.fits then return nil end
   return { m = m, c = c, tpot_s = r.tpot_s, rate = c / ((t.output - 1) * r.tpot_s), fields = t }
+end
+
+-- Aggregated points of one instance mapping: per-instance closed loops at concurrency c (analytical
+-- steady state); the system runs floor(G / instance GPUs) such instances behind a router, each with
+-- its own share of the users (a round-robin router of a closed population: every instance alike).
+local function agg_points(hl, ctx, sys, prec, m, out)
+  local fields = instance_fields(ctx.base, sys, m)
+  fields.precision = prec
+  fields.mode = "analytical"
+  local instances = sys.gpus // m.gpus
+  local loads = ctx.concurrency or pow2_upto(4096)
+  local rates = nil
+  for _, c in ipairs(loads) do
+    local f = copy(fields)
+    f.concurrency = c
+    -- the scheduler admits the whole population (max_seqs >= the concurrency, and at least the
+    -- default 256: the steady state counts the request itself beside c others decoding)
+    if not ctx.base.max_seqs then f.max_seqs = math.max(256, c + m.dp) end
+    local ok, r = pcall(hl.serve, f)
+    if not ok then
+      if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
+      break
+    end
+    if not r.stable then break end
+    -- a physical bound: c users decoding one token per TPOT of a decode-only batch of c cannot
+    -- produce more than c / TPOT(c) tokens/s (prefill work only slows them). An analytical point
+    -- above it (the steady state's known weakness with pipeline stages and chunks) is replaced by
+    -- hl.serve's simulation of the same configuration when the search simulates, else dropped.
+    local dec = decode_point(hl, ctx, sys, prec, m, c)
+    local bound = dec and c / dec.tpot_s
+    local suspect = bound and r.output_tps > 1.02 * bound
+    if suspect then
+      ctx.suspect = (ctx.suspect or 0) + 1
+      if ctx.simulate then
+        local sf = copy(f)
+        sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
+        local ok2, s2 = pcall(hl.serve, sf)
+        if not ok2 then
+          if tostring(s2):find("interrupted!", 1, true) then error(s2, 0) end
+          goto continue
+        end
+        rates = rates or cost_rates(hl, fields, c)
+        out[#out + 1] = priced({
+          system = sys.name, precision = prec, mode = "agg", tps_per_gpu = s2.output_tps_per_gpu,
+          tps_per_user = 1 / s2.tpot_s.mean, ttft_p50_s = s2.ttft_s.p50, ttft_p90_s = s2.ttft_s.p90,
+          tpot_s = s2.tpot_s.mean, rps = s2.rps * instances, gpus_used = m.gpus * instances, simulated = true,
+          tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
+          redundant_experts = m.redundant, config = sf,
+        }, rates)
+      end
+      goto continue
+    end
+    rates = rates or cost_rates(hl, fields, c)
+    out[#out + 1] = priced({
+      system = sys.name, precision = prec, mode = "agg", tps_per_gpu = r.output_tps_per_gpu,
+      tps_per_user = 1 / r.tpot_s, ttft_p50_s = r.ttft_s, ttft_p90_s = r.ttft_s, tpot_s = r.tpot_s,
+      rps = r.rate * instances, gpus_used = m.gpus * instances, simulated = false,
+      tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
+      redundant_experts = m.redundant, config = f,
+    }, rates)
+    ::continue::
+  end
 end
 
 -- Disaggregated points: for each decode candidate (mapping, concurrency), the prefill profile and
@@ -483,11 +514,38 @@ local function check(t)
   return o
 end
 
+--- A point's hl.serve fields as plain values (JSON): the model by preset name (or its fields), the
+--- cluster as its fields (every cluster field of the core's table, the GPU by preset name).
+function M.plain_config(cfg)
+  if type(cfg) ~= "table" then return cfg end
+  local function object_fields(kind, obj)
+    local t = {}
+    for _, f in ipairs(core.fields(kind)) do
+      local v = obj[f.name]
+      if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then t[f.name] = v end
+    end
+    return t
+  end
+  local o = {}
+  for k, v in pairs(cfg) do
+    if type(v) == "userdata" and k == "cluster" then
+      o[k] = object_fields("cluster", v)
+      o[k].gpu = v.gpu.name
+    elseif type(v) == "userdata" and k == "model" then
+      o[k] = object_fields("model", v)
+    elseif type(v) == "table" then
+      o[k] = M.plain_config(v)
+    else
+      o[k] = v
+    end
+  end
+  return o
+end
+
 -- A flat row of a point (M.columns), for CSV.
 local function flat(p)
   local r = {}
   for _, c in ipairs(M.columns) do r[c] = p[c] end
-  r.pareto = p.pareto or false
   return r
 end
 
@@ -500,7 +558,7 @@ local function write_outputs(hl, res, stem)
   if d.count > 1 and not d.mpi then return end -- a shard writes its points only (hbdlab merge joins them)
   local function plain(p)
     local o = flat(p)
-    o.config = p.config
+    o.pareto, o.config = p.pareto, M.plain_config(p.config)
     return o
   end
   local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios }
@@ -541,7 +599,8 @@ function M.frontier(t)
   local base = copy(o.serve)
   base.model, base.input, base.output, base.framework = model, o.input, o.output, o.framework
   local ctx = { base = base, concurrency = o.concurrency, prefill_load = o.prefill_load, slo = o.slo,
-                requests = o.requests, input_mean = mean_length(o.input), output_mean = mean_length(o.output) }
+                requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
+                input_mean = mean_length(o.input), output_mean = mean_length(o.output) }
   if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
   local work = {}
@@ -689,25 +748,29 @@ function M.frontier(t)
   for _, s in ipairs(systems) do sys_of[s.name] = s end
   local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
   for _, k in ipairs(order) do
-    local cands = {}
     for _, p in ipairs(groups[k]) do
-      if meets(p, o.slo) then cands[#cands + 1] = p end
       if not overall or p.tps_per_gpu > overall.tps_per_gpu then overall = p end
     end
-    table.sort(cands, function(a, b) return a.tps_per_gpu > b.tps_per_gpu end)
-    local b, tries = nil, 0
-    for _, p in ipairs(cands) do
-      if p.simulated or not can_simulate then
-        if meets(p, o.slo) then b = p; break end
-      elseif tries < o.simulate then
-        tries = tries + 1
-        local ok3, e3 = pcall(confirm, hl, ctx, sys_of[p.system], p)
-        if not ok3 then
-          if tostring(e3):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); break end
-          error(e3, 0)
+    local b
+    local tries, skip = 0, {}
+    while true do
+      -- the point that meets the SLO with the most tokens/s per GPU, by the numbers known now
+      local top, top_sim
+      for _, p in ipairs(groups[k]) do
+        if meets(p, o.slo) and not skip[p] then
+          if not top or p.tps_per_gpu > top.tps_per_gpu then top = p end
+          if p.simulated and (not top_sim or p.tps_per_gpu > top_sim.tps_per_gpu) then top_sim = p end
         end
-        if p.simulated and meets(p, o.slo) then b = p; break end
       end
+      if not top or top.simulated or not can_simulate then b = top; break end
+      if tries >= o.simulate then b = top_sim or top; break end
+      tries = tries + 1
+      local ok3, e3 = pcall(confirm, hl, ctx, sys_of[top.system], top)
+      if not ok3 then
+        if tostring(e3):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); b = top_sim; break end
+        error(e3, 0)
+      end
+      if not top.simulated then skip[top] = true end -- its simulation failed (p.sim_error): not a candidate
     end
     if b then best[k] = b else missing[#missing + 1] = k end
   end
@@ -732,7 +795,7 @@ function M.frontier(t)
   local ratios = {}
   local xs = {}
   if o.slo and o.slo.tps_per_user then xs[1] = o.slo.tps_per_user end
-  for _, v in ipairs { 10, 20, 50, 100, 200 } do xs[#xs + 1] = v end
+  for _, v in ipairs { 10, 20, 50, 100, 200 } do if v ~= xs[1] then xs[#xs + 1] = v end end
   for _, sys in ipairs(systems) do
     for _, prec in ipairs(precs) do
       local a, g = pareto[sys.name .. "|" .. prec .. "|agg"], pareto[sys.name .. "|" .. prec .. "|disagg"]

@@ -480,7 +480,7 @@ function M.frontier(t)
     plots[#plots + 1] = string.format("'' index %d using 1:2 with linespoints lt %d lw 2.5 title %s",
       2 * i - 1, (i - 1) % #faint + 1, M.quote(key))
   end
-  local gp = { "set offsets graph 0.03, graph 0.03, graph 0.05, 0", "set yrange [0:*]" }
+  local gp = { "set offsets 0, graph 0.03, graph 0.05, 0", "set xrange [0:*]", "set yrange [0:*]" }
   gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end
