@@ -553,6 +553,8 @@ local function write_outputs(hl, res, stem)
   local rows = require "hbdlab.rows"
   local flat_rows = {}
   for i, p in ipairs(res.points) do flat_rows[i] = flat(p) end
+  -- the shard's block of the work list, for the fingerprint `hbdlab merge` checks
+  rows.block_of[flat_rows] = res.block
   rows.write_csv(flat_rows, stem .. "_points.csv", M.columns)
   local d = core.dist()
   if d.count > 1 and not d.mpi then return end -- a shard writes its points only (hbdlab merge joins them)
@@ -829,7 +831,9 @@ function M.frontier(t)
   local launch = {}
   for k, p in pairs(best) do launch[k] = M.launch(p, model) end
   local res = setmetatable({ points = points, pareto = pareto, best = best, missing = missing, ratios = ratios,
-                             launch = launch, interrupted = interrupted or nil, groups = order }, M.result_mt)
+                             launch = launch, interrupted = interrupted or nil, groups = order,
+                             -- a configuration yields any number of points: the count is not checked
+                             block = { lo, hi, #work, filtered = true } }, M.result_mt)
   if o.out then write_outputs(hl, res, o.out) end
   return res
 end

@@ -334,8 +334,8 @@ int main(int argc, char **argv)
     }
     if (!mpi && hl_bind_dist.count > 1) {
         /* a subcommand is one job, not a script's sweeps: half a notebook's sweeps rendered and
-         * exit 0 is a silent loss (issue 22) */
-        if (argc > 1 && is_subcommand(argv[1])) {
+         * exit 0 is a silent loss (issue 22); a frontier search is split like a sweep */
+        if (argc > 1 && is_subcommand(argv[1]) && strcmp(argv[1], "frontier") != 0) {
             fprintf(stderr,
                     "%s: --shard splits the sweeps of a script (hbdlab --shard I/N script.lua); "
                     "it does not apply to '%s'\n",
