@@ -274,8 +274,9 @@ static double miss_prob(double E, double m, double k)
  * stage's HBD share): one copy per destination domain crosses scale-out to the
  * rail peer, which forwards one copy per destination GPU over scale-up.
  * inter/intra get zero times when a step has a single participant. */
-static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, double width, int64_t domain, hl_coll_in *in_inter,
-                               hl_coll_out *inter, hl_coll_in *in_intra, hl_coll_out *intra, hl_err *err)
+static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, double width, int64_t domain,
+                               hl_coll_in *in_inter, hl_coll_out *inter, hl_coll_in *in_intra, hl_coll_out *intra,
+                               hl_err *err)
 {
     const hl_model *m = s->m;
     double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
@@ -304,8 +305,8 @@ static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, doub
  * forwarding domain crosses scale-out, then one copy per destination GPU over
  * scale-up; the runtime forwards inside the divisor of the HBD share that is
  * fastest (a larger HBD keeps every choice of a smaller one). */
-static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width, int64_t domain,
-                              double times, hl_err *err)
+static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
+                              int64_t domain, double times, hl_err *err)
 {
     const hl_model *m = s->m;
     double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
@@ -518,7 +519,6 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
     }
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
-
 
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
  * the embedding lookup and the (pp - 1) stage hand-offs carry every token;

@@ -12,8 +12,8 @@
 #include "mapping_int.h"
 
 enum { HL_ITEM_SLOTS = 2 * HL_SIM_MAX_ITEMS }; /* at most half full: probes end at an empty slot */
-_Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256,
-               "HL_ITEM_SLOTS: a power of 2 that fits uint8_t");
+_Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256, "HL_ITEM_SLOTS: a power of 2 that "
+                                                                                   "fits uint8_t");
 
 /* The sums of one phase, with its breakdown rows and event log (both optional). */
 typedef struct hl_acc {

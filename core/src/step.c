@@ -302,4 +302,3 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return HL_OK;
 }
-
