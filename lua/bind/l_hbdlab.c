@@ -22,8 +22,8 @@ static int open_core(lua_State *L)
     lua_newtable(L); /* [core] */
     for (size_t i = 0; i < sizeof binders / sizeof binders[0]; i++)
         binders[i](L);
-    lua_pushcfunction(L, l_embedded_chunks);
-    lua_setfield(L, -2, "embedded_chunks");
+    static const luaL_Reg own[] = {{"embedded_chunks", l_embedded_chunks}, {NULL, NULL}};
+    luaL_setfuncs(L, own, 0);
     return 1;
 }
 
