@@ -235,7 +235,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         }
     }
     int64_t done = 0;
-    int bad = 0; /* -1 out of memory, -2 the sink refused */
+    int bad = 0;        /* -1 out of memory, -2 the sink refused */
     if (started == 0) { /* no thread could start: everything on this one, block by block */
         hl_job job;
         hl_point point;
@@ -332,7 +332,9 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     if ((st != HL_OK && st != HL_EINTR) || e) {
         unlink(tmp);
         free(tmp);
-        return st != HL_OK && st != HL_EINTR ? st : hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
+        return st != HL_OK && st != HL_EINTR
+                   ? st
+                   : hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
     }
     free(tmp);
     return st;

@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 typedef struct hl_lua_file {
-    const char *name; /* path relative to lua/, e.g. "hbdlab/plot.lua" */
-    const char *data; /* NUL-terminated source, static storage */
-    size_t size;      /* bytes, without the terminating NUL */
+    const char *name;  /* path relative to lua/, e.g. "hbdlab/plot.lua" */
+    const char *data;  /* NUL-terminated source, static storage */
+    size_t size;       /* bytes, without the terminating NUL */
     const char *chunk; /* the precompiled chunk (lua_dump, debug information kept) */
     size_t chunk_size; /* bytes */
 } hl_lua_file;
