@@ -22,6 +22,7 @@ hl.serve_capacity = require("hbdlab.serve").serve_capacity
 hl.serve_pd_ratio = require("hbdlab.serve").serve_pd_ratio
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
+hl.walkthrough = require("hbdlab.walkthrough").walkthrough
 hl.sweep = require("hbdlab.sweep").sweep
 hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 --- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
