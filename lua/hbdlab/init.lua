@@ -20,6 +20,7 @@ hl.simulate = require("hbdlab.simulate").simulate
 hl.serve = require("hbdlab.serve").serve
 hl.serve_capacity = require("hbdlab.serve").serve_capacity
 hl.serve_pd_ratio = require("hbdlab.serve").serve_pd_ratio
+hl.frontier = require("hbdlab.frontier").frontier
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.walkthrough = require("hbdlab.walkthrough").walkthrough

@@ -437,4 +437,54 @@ function M.tornado(t)
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end
 
+--- hl.plot.frontier{ points = r.points, x = "tps_per_user", y = "tps_per_gpu", out = ..., lower = false }:
+--- every point faint, the Pareto points of each system x precision x mode joined as a curve
+--- (hl.frontier's figure). lower = true: smaller y is better (cost), the curve joins the lowest y.
+function M.frontier(t)
+  need(t, "frontier", { "points", "x", "y", "out" })
+  local order, groups = {}, {}
+  for _, p in ipairs(t.points) do
+    local x, y = p[t.x], p[t.y]
+    if type(x) == "number" and type(y) == "number" and x == x and y == y then
+      local key = p.system .. " " .. p.precision .. " " .. p.mode
+      if not groups[key] then groups[key] = {}; order[#order + 1] = key end
+      table.insert(groups[key], p)
+    end
+  end
+  if #order == 0 then error("plot.frontier: no point has both '" .. t.x .. "' and '" .. t.y .. "'", 2) end
+  local lines = {}
+  for _, key in ipairs(order) do
+    local g = groups[key]
+    table.sort(g, function(a, b) return a[t.x] > b[t.x] end)
+    lines[#lines + 1] = "# all points: " .. key
+    for _, p in ipairs(g) do lines[#lines + 1] = num(p[t.x]) .. "\t" .. num(p[t.y]) end
+    lines[#lines + 1] = "\n"
+    -- the curve: from the most interactive point, each point that betters every one before it
+    lines[#lines + 1] = "# frontier: " .. key
+    local best
+    for _, p in ipairs(g) do
+      local y = p[t.y]
+      if best == nil or (t.lower and y < best) or (not t.lower and y > best) then
+        lines[#lines + 1] = num(p[t.x]) .. "\t" .. num(y)
+        best = y
+      end
+    end
+    lines[#lines + 1] = "\n"
+  end
+  t.xlabel = t.xlabel or "tokens/s per user"
+  t.ylabel = t.ylabel or (t.y == "tps_per_gpu" and "output tokens/s per GPU" or t.y)
+  -- dominated points faint: each curve's colour (the style's linetypes) at 75% transparency
+  local faint = { "#C01f77b4", "#C0d62728", "#C02ca02c", "#C0ff7f0e", "#C09467bd", "#C08c564b" }
+  local plots = {}
+  for i, key in ipairs(order) do
+    plots[#plots + 1] = string.format("%s index %d using 1:2 with points pt 7 ps 0.6 lc rgb '%s' notitle",
+      i == 1 and "datafile" or "''", 2 * (i - 1), faint[(i - 1) % #faint + 1])
+    plots[#plots + 1] = string.format("'' index %d using 1:2 with linespoints lt %d lw 2.5 title %s",
+      2 * i - 1, (i - 1) % #faint + 1, M.quote(key))
+  end
+  local gp = { "set offsets 0, graph 0.03, graph 0.05, 0", "set xrange [0:*]", "set yrange [0:*]" }
+  gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
+  return render(t, table.concat(lines, "\n") .. "\n", gp)
+end
+
 return M
