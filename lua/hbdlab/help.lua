@@ -9,7 +9,7 @@ local topics = {
     'local g = hl.gpu { base = "H100-SXM", hbm_gb = 96, scaleup_gbs = 600 }', "gpu" },
   { "cluster", "hl.cluster(name | {gpu =, gpus =, hbd =, ...}) -> cluster", "GPUs in HBDs of `hbd` (default: one HBD); link fields override the GPU's.",
     'local c = hl.cluster { gpu = "B200", gpus = 128, hbd = 64, scaleout_gbps = 800 }', "cluster" },
-  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); hl.model.from_hf(path)",
+  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); m:state_bytes(prec); hl.model.from_hf(path)",
     "A decoder-only transformer (GQA/MHA, MLA, MoE).", 'local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }', "model" },
   { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
     'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
