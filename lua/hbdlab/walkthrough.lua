@@ -352,7 +352,9 @@ background:#e8ecf3;border-radius:5px;overflow:hidden;display:flex}.kvw{backgroun
 #topo{max-width:100%;height:auto}.hbdbox{fill:#f7f9fd;stroke:#9aa7c0;stroke-width:1.5}
 .hbdlabel,.netlabel{font-size:12px;fill:#3a4458;font-weight:600}.net{fill:#eef1f6;stroke:#9aa7c0;
 stroke-dasharray:5 4}.solink{stroke:#9aa7c0;stroke-width:2;stroke-dasharray:6 5}.uplink{fill:#b8c7e6}
-.gpu rect.gpubox,rect.gpu,.gpu rect.cell{fill:#fff;stroke-width:2.5}.tpgroup{fill:none;stroke:#1d2330;stroke-width:1.2;stroke-dasharray:3 2}svg.cells .cellid{font-size:10px}.cellid{font-size:11px;text-anchor:middle;fill:#3a4458}.gpuname{font-size:13px;font-weight:700}
+.gpu rect.gpubox,rect.gpu,.gpu rect.cell{fill:#fff;stroke-width:2.5}
+.tpgroup{fill:none;stroke:#1d2330;stroke-width:1.2;stroke-dasharray:3 2}
+svg.cells .cellid{font-size:10px}.cellid{font-size:11px;text-anchor:middle;fill:#3a4458}.gpuname{font-size:13px;font-weight:700}
 .gpuinfo,.gpustate{font-size:11px;fill:#5a6477}.hbm{fill:#e8ecf3}.wbar{fill:#9aa7c0}.kvbar{fill:#2f6fdf}
 .gpu.active rect.gpubox,rect.gpu.active,.gpu.active rect.cell{fill:#ffe9a8}.gpu.active .gpustate{fill:#8a5a00;font-weight:700}
 .on-up .uplink.hot{fill:#16a085}.on-out .net{fill:#fde2dc;stroke:#c0392b}.on-out .solink.hot{stroke:#c0392b;
@@ -361,7 +363,9 @@ border-radius:8px;padding:6px 8px;font-size:12px;background:#fafbfd}.prim b{font
 color:#3a4458}.prim.used{border-color:#2f6fdf;background:#eef4ff}.prim.now{border-color:#c0392b;
 background:#fff1ec;box-shadow:0 0 0 2px #c0392b55}.legend span{display:inline-block;margin-right:12px;font-size:12px}
 .sw{display:inline-block;width:12px;height:12px;border-radius:3px;vertical-align:-2px;margin-right:4px}
-.scroll{overflow-x:auto}table.colls{font-size:12.5px}table.colls td,table.colls th{padding:3px 4px}.wide{grid-column:1 / -1}@media (max-width:1000px){main{grid-template-columns:1fr}}footer{padding:0 24px 20px;color:#5a6477;font-size:12px}
+.scroll{overflow-x:auto}table.colls{font-size:12.5px}table.colls td,table.colls th{padding:3px 4px}
+.wide{grid-column:1 / -1}@media (max-width:1000px){main{grid-template-columns:1fr}}
+footer{padding:0 24px 20px;color:#5a6477;font-size:12px}
 ]]
 
 -- Steps and GPUs highlighted by class; #step=N (1-based) opens a step; arrows and buttons move.
@@ -376,7 +380,9 @@ function show(i){cur=Math.max(0,Math.min(n-1,i));var s=steps[cur];
 steps.forEach(function(x,j){x.classList.toggle('on',j===cur);});
 var act=s.getAttribute('data-active');var kv=s.getAttribute('data-kv').split(',').map(Number);
 var w=+s.getAttribute('data-wfrac');
-gpus.forEach(function(el){var g=+el.getAttribute('data-gpu');var on=inRanges(g,act)||(el.hasAttribute('data-last')&&inRanges(+el.getAttribute('data-last'),act));el.classList.toggle('active',on);
+gpus.forEach(function(el){var g=+el.getAttribute('data-gpu');
+var on=inRanges(g,act)||(el.hasAttribute('data-last')&&inRanges(+el.getAttribute('data-last'),act));
+el.classList.toggle('active',on);
 var st=el.querySelector('.gpustate');if(st)st.textContent=on?s.getAttribute('data-verb'):'idle';
 var hbm=el.querySelector('.hbm');if(hbm){var full=+hbm.getAttribute('width');var x0=+hbm.getAttribute('x');
 var wb=el.querySelector('.wbar'),kb=el.querySelector('.kvbar');var f=kv[+el.getAttribute('data-stage')]||0;
