@@ -30,6 +30,7 @@ hl.serve_pd_ratio = lazy("hbdlab.serve", "serve_pd_ratio")
 hl.frontier = lazy("hbdlab.frontier", "frontier")
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
+hl.walkthrough = require("hbdlab.walkthrough").walkthrough
 hl.sweep = require("hbdlab.sweep").sweep
 hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 --- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
