@@ -322,6 +322,28 @@ static int build_rows(lua_State *L)
     return 1;
 }
 
+/* A hash of a sweep's axes (names, kinds, values; objects by name) and zip: MPI ranks check
+ * they run the same sweep before gathering its points (hl_dist_agree). */
+static uint64_t axes_hash(const axes_mem *mem, int zip)
+{
+    uint64_t h = hl_dist_hash(HL_DIST_HASH_START, &zip, sizeof zip);
+    for (int32_t a = 0; a < mem->n; a++) {
+        const hl_axis *ax = &mem->axes[a];
+        h = hl_dist_hash(h, ax->name, strlen(ax->name) + 1);
+        h = hl_dist_hash(h, &ax->kind, sizeof ax->kind);
+        h = hl_dist_hash(h, &ax->n, sizeof ax->n);
+        for (int32_t i = 0; i < ax->n; i++) {
+            const char *name = ax->kind == HL_AXIS_STRING    ? ax->strings[i]
+                               : ax->kind == HL_AXIS_MODEL   ? ax->models[i].name
+                               : ax->kind == HL_AXIS_GPU     ? ax->gpus[i].name
+                               : ax->kind == HL_AXIS_CLUSTER ? ax->clusters[i].name
+                                                             : NULL;
+            h = name ? hl_dist_hash(h, name, strlen(name) + 1) : hl_dist_hash(h, &ax->numbers[i], sizeof(double));
+        }
+    }
+    return h;
+}
+
 static int l_sweep(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -377,6 +399,13 @@ static int l_sweep(lua_State *L)
                  (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
         return luaL_error(L, "%s", msg);
     }
+    /* MPI: every rank runs this same sweep, else they all stop here with one message */
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_SWEEP, n, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        free(ctx);
+        return luaL_error(L, "sweep: %s", agree_msg);
+    }
     /* this process's block of the points (all of them when alone); under MPI the
      * array holds every point so the blocks can be gathered in place */
     hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
@@ -400,14 +429,23 @@ static int l_sweep(lua_State *L)
     }
     ctx->points = mine;
     if (hl_bind_dist.mpi && hl_bind_dist.count > 1) {
-        if (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0) {
+        /* gathered only when every rank's block ran (an error or Ctrl-C on one rank alone must not
+         * leave the others in the gather) */
+        int agreed = hl_dist_agree(HL_DIST_GATHER, ctx->status == HL_OK ? 0 : 1, 0, agree_msg, sizeof agree_msg) == 0;
+        if (!agreed || (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0)) {
+            hl_status st = ctx->status;
+            hl_err own = ctx->err;
             free(ctx->points);
             free_axes(&mem);
             free(ctx);
-            return luaL_error(L, "sweep: gathering the points of the MPI ranks failed");
+            if (!agreed && st != HL_OK && st != HL_EINTR) /* this rank's own error says more */
+                return hl_raise(L, &own);
+            return luaL_error(L, "sweep: %s", agreed ? "gathering the points of the MPI ranks failed" : agree_msg);
         }
-        lo = 0;
-        hi = n;
+        if (ctx->status == HL_OK) { /* gathered: every rank holds every point; else (interrupted) its own block */
+            lo = 0;
+            hi = n;
+        }
     }
     int interrupted = cancel != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
@@ -550,6 +588,11 @@ static int l_sweep_to_csv(lua_State *L)
      * and rank 0 writes the gathered text, so the file is the single run's. */
     hl_dist d = hl_bind_dist;
     int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_STREAM, total, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        return luaL_error(L, "sweep_to_csv: %s", agree_msg);
+    }
     int64_t begin = 0, end = total;
     char shard_path[4200];
     const char *given = path;
@@ -604,6 +647,21 @@ static int l_sweep_to_csv(lua_State *L)
         in.count = hi - lo;
         hl_status rs = hi > lo ? run_polled(&in, buf, &err, show, done_before, shown_total, t0) : HL_OK;
         done_before += hi - lo;
+        /* MPI: the ranks gather this chunk only when each one ran its part; an error or a stop on
+         * one rank stops them all here (not one rank gone while the others wait in the gather) */
+        int stop_seen = hl_bind_interrupt || cancel; /* under MPI: agreed on, so every rank stops at one chunk */
+        if (gather && hl_dist_agree(HL_DIST_CHUNK, rs != HL_OK || stop_seen, 0, agree_msg, sizeof agree_msg)) {
+            if (f) {
+                fclose(f);
+                hl_files_discard(tmp);
+            }
+            free(buf);
+            hl_csv_free(&csv);
+            free_axes(&mem);
+            if (rs != HL_OK && rs != HL_EINTR)
+                return hl_raise(L, &err);
+            return luaL_error(L, "sweep_to_csv: %s", agree_msg);
+        }
         if (rs != HL_OK && rs != HL_EINTR) {
             if (f) {
                 fclose(f);
@@ -629,7 +687,7 @@ static int l_sweep_to_csv(lua_State *L)
         if (f && text_len && fwrite(text, 1, text_len, f) != text_len)
             failed = 1;
         free(all);
-        if (hl_bind_interrupt || cancel) {
+        if (gather ? stop_seen : hl_bind_interrupt || cancel) {
             interrupted = 1;
             terminated = hl_bind_interrupt == 2;
             if (!terminated) { /* Ctrl-C: the rows done are the result; SIGTERM: kept too, then raised */
