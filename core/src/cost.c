@@ -1,6 +1,7 @@
 /* Cost and energy per token (docs/MODEL.md section 11). */
 #include "hbdlab/cost.h"
 
+#include <math.h>
 #include <string.h>
 
 #define HOURS_PER_YEAR 8766.0 /* 365.25 days */
@@ -13,6 +14,10 @@ static double phase_energy(const hl_cluster *c, double n, double load_w, const h
     double idle_w = c->gpu.idle_w < load_w ? c->gpu.idle_w : load_w;
     return n * c->pue * (idle_w * p->time_s + (load_w - idle_w) * p->busy_s);
 }
+
+int hl_cost_price_known(const hl_cluster *c) { return c->gpu.capex_usd > 0; }
+
+int hl_cost_power_known(const hl_cluster *c) { return c->gpu.power_w > 0 || c->gpu.tdp_w > 0; }
 
 void hl_cost_compute(const hl_cluster *c, int64_t gpus, double batch, const hl_cost_phase *prefill,
                      const hl_cost_phase *decode, hl_cost *out)
@@ -44,5 +49,17 @@ void hl_cost_compute(const hl_cluster *c, int64_t gpus, double batch, const hl_c
     if (generated > 0) {
         out->usd_per_mtok = (out->prefill_usd + out->decode_usd) / generated * 1e6;
         out->joules_per_token = out->energy_j / generated;
+    }
+    if (!hl_cost_power_known(c)) {
+        out->prefill_j = out->decode_j = out->energy_j = NAN;
+        out->power_w = out->peak_power_w = NAN;
+        out->joules_per_token = out->joules_per_token_in = out->joules_per_token_out = NAN;
+    }
+    if (!hl_cost_price_known(c)) {
+        out->capex_usd_per_gpu = out->usd_per_gpu_hour = NAN;
+    }
+    if (!hl_cost_price_known(c) || !hl_cost_power_known(c)) {
+        out->prefill_usd = out->decode_usd = NAN;
+        out->usd_per_mtok_in = out->usd_per_mtok_out = out->usd_per_mtok = NAN;
     }
 }

@@ -18,7 +18,11 @@ void hl_push_result_value(lua_State *L, int32_t i, double v)
     case HL_VALUE_INTEGER: lua_pushinteger(L, (lua_Integer)v); break;
     case HL_VALUE_BOOL: lua_pushboolean(L, v != 0); break;
     case HL_VALUE_NAME: lua_pushstring(L, hl_result_value_name(i, v)); break;
-    default: lua_pushnumber(L, v);
+    default:
+        if (v != v) /* NaN: an unknown value (a price not given, core/src/cost.c) reads as nil */
+            lua_pushnil(L);
+        else
+            lua_pushnumber(L, v);
     }
 }
 

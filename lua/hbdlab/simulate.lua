@@ -21,6 +21,14 @@ function M.duration(s)
 end
 local ms = M.duration
 
+--- The cost line of a printed result; an unknown price or power reads "unknown" (never 0).
+function M.cost_line(r)
+  local function num(v, unit) return v == nil and ("unknown " .. unit) or string.format("%.4g %s", v, unit) end
+  return string.format("\n  cost: %s in, %s out, %s, %s at the wall", num(r.usd_per_mtok_in, "USD/Mtok"),
+    num(r.usd_per_mtok_out, "USD/Mtok"), num(r.joules_per_token, "J/token"),
+    r.power_w == nil and "unknown W" or objects.si(r.power_w, "W"))
+end
+
 result_mt.__tostring = function(r)
   local p = r.parallel
   return string.format(
@@ -36,8 +44,7 @@ result_mt.__tostring = function(r)
     objects.si(r.memory.weights_bytes, "B"), objects.si(r.memory.kv_bytes, "B"),
     objects.si(r.memory.workspace_bytes, "B"), objects.si(r.memory.per_gpu_bytes, "B"),
     r.memory.fits and "fits" or "DOES NOT FIT") ..
-    string.format("\n  cost: %.4g USD/Mtok in, %.4g USD/Mtok out, %.4g J/token, %s at the wall",
-      r.usd_per_mtok_in, r.usd_per_mtok_out, r.joules_per_token, objects.si(r.power_w, "W")) ..
+    M.cost_line(r) ..
     ((r.decode.time_s > 0 and r.decode.compute_s == 0) and
       "\n  decode compute_s is 0: every decode operator is HBM-bound at this batch (below the ridge point), " ..
       "so its time counts as memory_s" or "")
@@ -48,12 +55,15 @@ end
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
   local warn = require "hbdlab.warn"
-  local ok, r = pcall(core.simulate, objects.coerce_job(t))
+  local job = objects.coerce_job(t)
+  local ok, r = pcall(core.simulate, job)
   if not ok then
     warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
     error(r, 0)
   end
   warn.check_job(t, r)
+  local okc, c = pcall(objects.coerce, "cluster", job.cluster)
+  warn.check_cost(okc and type(c) == "userdata" and c.gpu or nil, r)
   return setmetatable(r, result_mt)
 end
 

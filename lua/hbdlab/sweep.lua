@@ -142,6 +142,20 @@ local function note_interrupt(interrupted)
   return interrupted
 end
 
+-- The unknown-price warning (warn.check_cost) once per GPU whose rows have no cost.
+function M.check_cost(base, rows)
+  local warn, told = require "hbdlab.warn", {}
+  if not warn.enabled then return end
+  local okc, c = pcall(objects.coerce, "cluster", type(base) == "table" and base.cluster or nil)
+  local base_gpu = okc and type(c) == "userdata" and c.gpu.name or "?"
+  for _, row in ipairs(rows) do
+    if row.error == nil and row.usd_per_mtok == nil then
+      local name = type(row.gpu) == "string" and row.gpu or type(row.cluster) == "string" and row.cluster or base_gpu
+      if not told[name] then told[name] = true; warn.check_cost({ name = name }, row) end
+    end
+  end
+end
+
 --- hl.sweep{ base = {simulate fields}, axes = {hbd = {...}, ...}, zip = false, threads = 0,
 ---           strict = false } -> rows, interrupted
 --- hl.sweep(axes, function(p) return {...} end) -> rows (the function's table flattened, plus the axes)
@@ -173,6 +187,7 @@ function M.sweep(a, fn)
     local names = {}
     for i, ax in ipairs(list) do names[i] = ax.name end
     require("hbdlab.rows").axes_of[rows] = names
+    require("hbdlab.rows").block_of[rows] = { lo, hi, #points }
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
@@ -182,7 +197,7 @@ function M.sweep(a, fn)
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
   end
-  local rows, interrupted = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+  local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
   -- friendly axes keep their friendly name and values in the rows
   for _, ax in ipairs(relabel) do
@@ -191,9 +206,13 @@ function M.sweep(a, fn)
     for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
   end
   rows.interrupted = interrupted or nil
+  M.check_cost(a.base, rows)
   local names = {} -- hl.rows.print / columns put them first
   for i, ax in ipairs(core_axes) do names[i] = ax.label or ax.name end
   require("hbdlab.rows").axes_of[rows] = names
+  local lo, hi = core.dist_block(total)
+  require("hbdlab.rows").block_of[rows] = { lo, hi, total }
+  require("hbdlab.rows").result_rows[rows] = true
   return rows, note_interrupt(interrupted)
 end
 

@@ -33,6 +33,21 @@ function M.check_job(t, r, mapping_only)
   M.check_mapping(t, r)
 end
 
+--- The unknown-price rule (core/src/cost.c): a GPU without a price (capex_usd) or a
+--- power leaves the USD / J fields nil, never 0; say so once per GPU. gpu: the hl_gpu.
+function M.check_cost(gpu, r)
+  if not M.enabled or type(r) ~= "table" then return end
+  local name = gpu and gpu.name or "?"
+  if r.usd_per_mtok == nil and r.joules_per_token == nil then
+    M.warn(string.format("GPU '%s' has no price (capex_usd) and no power (power_w, tdp_w): the cost and energy " ..
+      "fields (usd_per_mtok*, joules_per_token, power_w, r.cost.*) are nil (unknown), not 0; set them with " ..
+      "hl.gpu{base = \"%s\", capex_usd = ..., power_w = ...} (docs/MODEL.md section 11)", name, name))
+  elseif r.usd_per_mtok == nil then
+    M.warn(string.format("GPU '%s' has no price (capex_usd): the USD fields (usd_per_mtok*, r.cost.*_usd) are nil " ..
+      "(unknown), not 0; set it with hl.gpu{base = \"%s\", capex_usd = ...} (docs/MODEL.md section 11)", name, name))
+  end
+end
+
 function M.check_mapping(t, r)
   for _, k in ipairs(mapping_keys) do if t[k] ~= nil then return end end
   local gpus = r and r.parallel.gpus

@@ -1,4 +1,5 @@
 /* Cost and energy per token (docs/MODEL.md section 10), worked by hand. */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -106,12 +107,55 @@ static void test_simulation_carries_cost(void **state)
     assert_true(r1.cost.prefill_j < 8 * 1.5 * 1000 * r1.ttft_s);
 }
 
+/* The unknown-price rule: no capex -> every USD field is NaN (never 0) while the
+ * energy stays known; no power at all -> the energy and USD fields are NaN. */
+static void test_unknown_price_is_not_zero(void **state)
+{
+    (void)state;
+    hl_cluster c = cluster();
+    c.gpu.capex_usd = 0;
+    hl_cost_phase pre = {2.0, 1.5, 4000}, dec = {10.0, 6.0, 396};
+    hl_cost k;
+    assert_false(hl_cost_price_known(&c));
+    hl_cost_compute(&c, 8, 4, &pre, &dec, &k);
+    assert_true(isnan(k.usd_per_mtok) && isnan(k.usd_per_mtok_in) && isnan(k.usd_per_mtok_out));
+    assert_true(isnan(k.prefill_usd) && isnan(k.decode_usd) && isnan(k.capex_usd_per_gpu));
+    assert_rel(k.prefill_j, 19500, 1e-12, "energy still known (as the hand-worked case)");
+    c = cluster();
+    c.gpu.power_w = 0;
+    c.gpu.tdp_w = 0;
+    assert_false(hl_cost_power_known(&c));
+    hl_cost_compute(&c, 8, 4, &pre, &dec, &k);
+    assert_true(isnan(k.energy_j) && isnan(k.joules_per_token) && isnan(k.power_w));
+    assert_true(isnan(k.usd_per_mtok)); /* electricity unknown: the bill is unknown */
+    assert_rel(k.usd_per_gpu_hour, 1.0, 1e-12, "capex rate still known");
+}
+
+/* Every GPU preset either carries a price and a power (estimates with a cost_source)
+ * or says in its cost_source why it has none. */
+static void test_presets_priced_or_explained(void **state)
+{
+    (void)state;
+    for (int32_t i = 0; i < hl_preset_count(HL_PRESET_GPU); i++) {
+        hl_gpu g;
+        hl_err e;
+        const char *name = hl_preset_name(HL_PRESET_GPU, i);
+        assert_ok(hl_gpu_preset(name, &g, &e), &e);
+        hl_cluster c;
+        assert_ok(hl_cluster_init(&c, &g, 8, 8, &e), &e);
+        if (!(hl_cost_price_known(&c) && hl_cost_power_known(&c)) && strstr(g.cost_source, "UNKNOWN") == NULL)
+            fail_msg("GPU preset %s has no price or power and no cost_source saying why", name);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_worked),
         cmocka_unit_test(test_fallbacks),
         cmocka_unit_test(test_simulation_carries_cost),
+        cmocka_unit_test(test_unknown_price_is_not_zero),
+        cmocka_unit_test(test_presets_priced_or_explained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

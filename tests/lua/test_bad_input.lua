@@ -93,7 +93,7 @@ local sim_cases = {
   { "cluster fabric unknown", with(base, { cluster = { gpu = "H100-SXM", gpus = 8, fabric = "torus" } }), "'fabric': 'torus' is not one of switch, mesh" },
   { "cluster unknown field", with(base, { cluster = { gpu = "H100-SXM", gpus = 8, nvlink = 5 } }), "unknown field 'nvlink'" },
   { "in-switch on a mesh", with(base, { cluster = { gpu = "H100-SXM", gpus = 8, fabric = "mesh" } }), "in_switch_reduce needs a switched fabric" },
-  { "does not fit memory", with(base, { model = "llama-3.1-405b", cluster = { gpu = "H100-SXM", gpus = 2 }, parallel = { tp = 2 } }), "does not fit HBM by", "GB: needs", "has 72.00 GB (90% of 80.00)" },
+  { "does not fit memory", with(base, { model = "llama-3.1-405b", cluster = { gpu = "H100-SXM", gpus = 2 }, parallel = { tp = 2 } }), "does not fit HBM by", "GB: needs", "has 76.97 GB (90% of 85.52)" },
   { "does not fit memory: batch max", with(base, { model = "llama-3.1-405b", batch = "max", cluster = { gpu = "H100-SXM", gpus = 2 }, parallel = { tp = 2 } }), "batch = max", "more than 90% of HBM" },
 }
 

@@ -36,9 +36,18 @@ typedef struct hl_cost {
     double joules_per_token_out; /* decode_j per decode token (0 when output = 1) */
 } hl_cost;
 
+/* The unknown-price rule (docs/MODEL.md section 11): a price or a power that is
+ * not known is never counted as 0. hl_cost_price_known: the GPU's capex_usd is
+ * set (> 0). hl_cost_power_known: its power at load (power_w, else tdp_w) is set.
+ * Without a power the energy fields are NaN; without a price or a power every
+ * USD field is NaN (a bill without its electricity or its capex is unknown). */
+int hl_cost_price_known(const hl_cluster *c);
+int hl_cost_power_known(const hl_cluster *c);
+
 /* Cost of running `gpus` GPUs of cluster c through the two phases; generated
  * tokens = prefill's first tokens (batch) + decode tokens. Power per GPU while
- * kernels run is gpu.power_w (gpu.tdp_w when power_w is 0), else gpu.idle_w. */
+ * kernels run is gpu.power_w (gpu.tdp_w when power_w is 0), else gpu.idle_w.
+ * Unknown fields are NaN (the rule above). */
 void hl_cost_compute(const hl_cluster *c, int64_t gpus, double batch, const hl_cost_phase *prefill,
                      const hl_cost_phase *decode, hl_cost *out);
 
