@@ -229,8 +229,7 @@ hl_status hl_serve_set_number(hl_serve_cfg *c, const char *name, double v, hl_er
         return is_group(name) ? hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of %s.* fields", name, name)
                               : unknown(name, err);
     if (f->type == HL_FIELD_TABLE)
-        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a number",
-                       shown(f));
+        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a number", shown(f));
     if (f->type == HL_FIELD_STRING)
         return hl_fail(err, HL_EINVAL, "serve field '%s': expected a string, got a number", shown(f));
     hl_field g = as_shown(f);
@@ -252,8 +251,7 @@ hl_status hl_serve_set_string(hl_serve_cfg *c, const char *name, const char *v, 
         return is_group(name) ? hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of %s.* fields", name, name)
                               : unknown(name, err);
     if (f->type == HL_FIELD_TABLE)
-        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a string",
-                       shown(f));
+        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a string", shown(f));
     hl_field_set one = {"serve", f, 1};
     hl_field g = as_shown(f);
     one.fields = &g;
@@ -343,7 +341,10 @@ static hl_status check_dist(const hl_len_dist *d, const char *which, int trace, 
             return hl_fail(err, HL_EINVAL,
                            "serve field '%s': {dist = \"uniform\"} needs both min and max (%s is missing; no "
                            "default fills in a bound)",
-                           which, d->lo == 0 && d->hi == 0 ? "each" : d->lo == 0 ? "min" : "max");
+                           which,
+                           d->lo == 0 && d->hi == 0 ? "each"
+                           : d->lo == 0             ? "min"
+                                                    : "max");
         break;
     case HL_LEN_NORMAL:
         if (d->mean == 0 || d->std == 0)
@@ -438,10 +439,10 @@ static hl_status check_arrival(const hl_serve_cfg *c, int *trace_out, hl_err *er
         return hl_fail(err, HL_EINVAL, "serve field 'trace': the trace is empty (no requests)");
     if ((a == HL_ARRIVAL_POISSON || a == HL_ARRIVAL_CONSTANT) && !rate)
         return hl_fail(err, HL_EINVAL,
-                       c->arrival == HL_ARRIVAL_AUTO
-                           ? "serve: an arrival process is required: rate (requests/s, Poisson), concurrency "
-                             "(clients of a closed loop) or trace (a file)"
-                           : "serve field 'rate' is required with arrival = \"%s\"",
+                       c->arrival == HL_ARRIVAL_AUTO ? "serve: an arrival process is required: rate (requests/s, "
+                                                       "Poisson), concurrency "
+                                                       "(clients of a closed loop) or trace (a file)"
+                                                     : "serve field 'rate' is required with arrival = \"%s\"",
                        arrival_name(a));
     if (a == HL_ARRIVAL_CONCURRENCY && !conc)
         return hl_fail(err, HL_EINVAL, "serve field 'concurrency' is required with arrival = \"concurrency\"");
@@ -537,9 +538,7 @@ hl_status hl_serve_resolve(const hl_serve_cfg *c, hl_serve_cfg *out, hl_err *err
     *out = *c;
     int has_trace = c->trace != NULL && c->n_trace > 0;
     if (out->arrival == HL_ARRIVAL_AUTO)
-        out->arrival = has_trace              ? HL_ARRIVAL_TRACE
-                       : c->concurrency > 0 ? HL_ARRIVAL_CONCURRENCY
-                                            : HL_ARRIVAL_POISSON;
+        out->arrival = has_trace ? HL_ARRIVAL_TRACE : c->concurrency > 0 ? HL_ARRIVAL_CONCURRENCY : HL_ARRIVAL_POISSON;
     int trace = out->arrival == HL_ARRIVAL_TRACE;
     out->requests = requests_of(c, trace);
     hl_len_dist *d[2] = {&out->input, &out->output};
@@ -578,19 +577,20 @@ hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err
 
 /* ---- result tables ---------------------------------------------------------------- */
 
-#define R(T, NM, TYPE, M, UNIT, NAMES, HELP)                   \
-    {                                                          \
+#define R(T, NM, TYPE, M, UNIT, NAMES, HELP)                 \
+    {                                                        \
         NM, TYPE, (int32_t)offsetof(T, M), UNIT, HELP, NAMES \
     }
 #define RN(T, NM, M, UNIT, HELP) R(T, NM, HL_VALUE_NUMBER, M, UNIT, NULL, HELP)
 #define RI(T, NM, M, HELP) R(T, NM, HL_VALUE_INTEGER, M, "", NULL, HELP)
 #define RI32(T, NM, M, HELP) R(T, NM, HL_VALUE_INT32, M, "", NULL, HELP)
 #define RB(T, NM, M, HELP) R(T, NM, HL_VALUE_BOOL, M, "", NULL, HELP)
-#define STATS(NM, M, WHAT)                                                                                     \
-    RN(hl_serve_result, NM ".mean", M.mean, "s", "mean " WHAT), RN(hl_serve_result, NM ".p50", M.p50, "s", "median " WHAT), \
-        RN(hl_serve_result, NM ".p90", M.p90, "s", "90th percentile " WHAT),                                       \
-        RN(hl_serve_result, NM ".p99", M.p99, "s", "99th percentile " WHAT),                                       \
-        RN(hl_serve_result, NM ".max", M.max, "s", "largest " WHAT),                                               \
+#define STATS(NM, M, WHAT)                                                   \
+    RN(hl_serve_result, NM ".mean", M.mean, "s", "mean " WHAT),              \
+        RN(hl_serve_result, NM ".p50", M.p50, "s", "median " WHAT),          \
+        RN(hl_serve_result, NM ".p90", M.p90, "s", "90th percentile " WHAT), \
+        RN(hl_serve_result, NM ".p99", M.p99, "s", "99th percentile " WHAT), \
+        RN(hl_serve_result, NM ".max", M.max, "s", "largest " WHAT),         \
         RI(hl_serve_result, NM ".n", M.n, "requests counted for " NM)
 
 /* THE serve result tables: the only place a serve result field is named. To
@@ -634,7 +634,8 @@ static const hl_result_field result_rows[] = {
        "prefill share of the run's cost per million prompt tokens (nil: no price)"),
     RN(hl_serve_result, "usd_per_mtok_out", usd_per_mtok_out, "USD",
        "decode share of the run's cost per million generated tokens (nil: no price)"),
-    RN(hl_serve_result, "usd_per_mtok", usd_per_mtok, "USD", "the run's cost per million generated tokens (nil: no price)"),
+    RN(hl_serve_result, "usd_per_mtok", usd_per_mtok, "USD",
+       "the run's cost per million generated tokens (nil: no price)"),
     RN(hl_serve_result, "joules_per_token", joules_per_token, "J", "energy at the wall per generated token"),
     RN(hl_serve_result, "joules_per_token_in", joules_per_token_in, "J", "prefill energy per prompt token"),
     RN(hl_serve_result, "joules_per_token_out", joules_per_token_out, "J", "decode energy per generated token"),
