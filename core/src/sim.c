@@ -1262,7 +1262,9 @@ double hl_stepper_kv_token_bytes(const hl_stepper *st)
 {
     const hl_model *m = &st->job.model;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, st->s.tp) / (double)m->kv_heads;
-    return hl_kv_bytes_per_token(m, (hl_precision)hl_job_kv_precision(&st->job)) * share / (double)st->s.pp;
+    hl_precision kv = (hl_precision)hl_job_kv_precision(&st->job);
+    double index = hl_kv_index_bytes_sequence(m, kv, 1); /* the indexer's keys are whole on every rank */
+    return ((hl_kv_bytes_per_token(m, kv) - index) * share + index) / (double)st->s.pp;
 }
 
 double hl_stepper_state_bytes(const hl_stepper *st)

@@ -328,6 +328,15 @@ static int l_kv_bytes_per_token(lua_State *L)
     return 1;
 }
 
+/* m:state_bytes(precision = "bf16"): linear-attention state of one sequence, B */
+static int l_state_bytes(lua_State *L)
+{
+    hl_model *m = luaL_checkudata(L, 1, HL_MT_MODEL);
+    hl_precision p = lua_isnoneornil(L, 2) ? HL_BF16 : hl_check_precision(L, 2);
+    lua_pushnumber(L, hl_kv_state_bytes(m, p));
+    return 1;
+}
+
 static int l_from_hf(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
@@ -488,8 +497,10 @@ static void new_metatable(lua_State *L, const objtype *t, const luaL_Reg *method
 
 void hl_bind_objects(lua_State *L)
 {
-    static const luaL_Reg model_methods[] = {
-        {"params", l_params}, {"kv_bytes_per_token", l_kv_bytes_per_token}, {NULL, NULL}};
+    static const luaL_Reg model_methods[] = {{"params", l_params},
+                                             {"kv_bytes_per_token", l_kv_bytes_per_token},
+                                             {"state_bytes", l_state_bytes},
+                                             {NULL, NULL}};
     new_metatable(L, &T_GPU, NULL);
     new_metatable(L, &T_CLUSTER, NULL);
     new_metatable(L, &T_MODEL, model_methods);

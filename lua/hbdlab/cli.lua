@@ -91,6 +91,51 @@ function M.serve(path, opt, extra)
   return 0
 end
 
+--- hbdlab frontier CONFIG.json|- [-o STEM] [--json]: the fields of hl.frontier as JSON (systems as
+--- a list of cluster objects or preset names); prints the summary, or every point, the Pareto sets
+--- and the best points as JSON with --json; -o STEM writes STEM_points.csv, STEM.json and the figures.
+--- Under --shard I/N each shard writes its block of points (merge them with hbdlab merge).
+function M.frontier(path, ...)
+  local rest, stem, as_json = { ... }, nil, false
+  local i = 1
+  while i <= #rest do
+    if rest[i] == "-o" and rest[i + 1] and not stem then stem = rest[i + 1]; i = i + 2
+    elseif rest[i] == "--json" then as_json = true; i = i + 1
+    else return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2) end
+  end
+  if path == nil or path == "--help" or path == "-h" then
+    return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2)
+  end
+  local hl = require "hbdlab"
+  local text, origin = read_all(path)
+  if not text then return fail_json("cannot read " .. tostring(origin), 1) end
+  local ok, cfg = pcall(core.json_decode, text, origin)
+  if not ok then return fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of frontier fields", 1) end
+  if stem then cfg.out = stem end
+  local ok2, r = pcall(hl.frontier, cfg)
+  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  if as_json then
+    local plain = { points = {}, pareto = {}, best = {}, ratios = r.ratios, launch = r.launch }
+    local fr = require "hbdlab.frontier"
+    local function row(p)
+      local o = {}
+      for _, c in ipairs(fr.columns) do o[c] = p[c] end
+      return o
+    end
+    for j, p in ipairs(r.points) do plain.points[j] = row(p) end
+    for k, list in pairs(r.pareto) do
+      plain.pareto[k] = {}
+      for j, p in ipairs(list) do plain.pareto[k][j] = row(p) end
+    end
+    for k, p in pairs(r.best) do plain.best[k] = row(p) end
+    io.write(core.json_encode(plain, true), "\n")
+  else
+    print(r)
+  end
+  return 0
+end
+
 --- hbdlab merge A.csv B.csv ... -o ALL.csv: the CSV files of a sharded run as one.
 --- A shard's file starts with a fingerprint line (rows.shard_fingerprint: run, shard I/N,
 --- its block of the sweep, the file's name): every shard of one run and one file must be

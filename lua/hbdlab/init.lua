@@ -21,6 +21,7 @@ hl.serve = require("hbdlab.serve").serve
 hl.serve_capacity = require("hbdlab.serve").serve_capacity
 hl.serve_pd_ratio = require("hbdlab.serve").serve_pd_ratio
 hl.serve_sweep = require("hbdlab.serve").serve_sweep
+hl.frontier = require("hbdlab.frontier").frontier
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep
