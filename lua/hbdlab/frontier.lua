@@ -170,6 +170,22 @@ local function progress_line(on, done, total, what)
   if done == total then io.stderr:write("\n") end
 end
 
+-- A configuration that cannot run (does not fit, a mapping the model refuses) is skipped; its
+-- message is counted so that a search with nothing to show says why (an input error repeats
+-- on every configuration). Ctrl-C goes through.
+local function note_error(ctx, msg)
+  msg = tostring(msg)
+  if msg:find("interrupted!", 1, true) then error(msg, 0) end
+  msg = msg:gsub("^[^:]*:%d+: ", "")
+  ctx.errors[msg] = (ctx.errors[msg] or 0) + 1
+end
+
+local function most_frequent(errors)
+  local best, n = nil, 0
+  for m, k in pairs(errors) do if k > n or (k == n and m < best) then best, n = m, k end end
+  return best
+end
+
 local function mean_length(v)
   if type(v) == "number" then return v end
   if type(v) == "table" then
@@ -189,7 +205,7 @@ local function prefill_profile(hl, ctx, sys, prec, m)
     f.rate = rate
     local ok, r = pcall(hl.serve, f)
     if not ok then
-      if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
+      note_error(ctx, r)
       return nil
     end
     return r
@@ -252,7 +268,7 @@ local function decode_point(hl, ctx, sys, prec, m, c)
   for _, k in ipairs { "max_seqs", "token_budget", "chunk", "block_tokens", "chunked_prefill", "warmup", "seed", "slo" } do t[k] = nil end
   local ok, r = pcall(hl.simulate, t)
   if not ok then
-    if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
+    note_error(ctx, r)
     return nil
   end
   if not r.memory.fits then return nil end
@@ -277,7 +293,7 @@ local function agg_points(hl, ctx, sys, prec, m, out)
     if not ctx.base.max_seqs then f.max_seqs = math.max(256, c + m.dp) end
     local ok, r = pcall(hl.serve, f)
     if not ok then
-      if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
+      note_error(ctx, r)
       break
     end
     if not r.stable then break end
@@ -471,6 +487,18 @@ local function check(t)
     end
   end
   if o.max_pp < 1 then fail("field 'max_pp': 0 is not allowed (at least 1)", 3) end
+  for _, n in ipairs { "max_tp", "max_pp" } do
+    local v = o[n]
+    if v > 0 and 2 ^ math.floor(math.log(v, 2) + 0.5) ~= v then
+      fail(string.format("field '%s': %d is not a power of two (the search tries powers of two)", n, v), 3)
+    end
+  end
+  if type(o.output) == "number" and o.output < 2 then
+    fail("field 'output': " .. tostring(o.output) .. " is not allowed (at least 2: tokens/s per user is 1 / TPOT)", 3)
+  end
+  if type(o.systems) == "table" and getmetatable(o.systems) == nil and next(o.systems) == nil then
+    fail("field 'systems': an empty list (give at least one cluster)", 3)
+  end
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
     fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
   end
@@ -598,11 +626,22 @@ function M.frontier(t)
   local sys_list = (type(o.systems) == "table" and getmetatable(o.systems) == nil and #o.systems > 0) and o.systems or { o.systems }
   for i, s in ipairs(sys_list) do systems[i] = system_of(hl, s, i) end
   local precs = list_of(o.precision)
+  for i, pr in ipairs(precs) do
+    local ok = type(pr) == "string" and pcall(core.precision_bytes, pr)
+    if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, tostring(pr)), 2) end
+  end
+  -- system names are the curves' keys: a repeated name gets #2, #3, ...
+  local seen_names = {}
+  for _, sy in ipairs(systems) do
+    local nm, k = sy.name, 1
+    while seen_names[sy.name] do k = k + 1; sy.name = nm .. " #" .. k end
+    seen_names[sy.name] = true
+  end
   local base = copy(o.serve)
   base.model, base.input, base.output, base.framework = model, o.input, o.output, o.framework
   local ctx = { base = base, concurrency = o.concurrency, prefill_load = o.prefill_load, slo = o.slo,
                 requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
-                input_mean = mean_length(o.input), output_mean = mean_length(o.output) }
+                input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {} }
   if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
   local work = {}
@@ -786,7 +825,10 @@ function M.frontier(t)
     p._prefill, p._decode, p._rates = nil, nil, nil
   end
   if next(best) == nil and not interrupted and not sharded then
-    if not overall then fail("no configuration of the model fits any system (no point was evaluated)", 2) end
+    if not overall then
+      fail("no configuration of " .. tostring(model.name) .. " could be evaluated on any system; the most frequent reason: " ..
+        tostring(most_frequent(ctx.errors) or "none of its mappings fits"), 2)
+    end
     fail(string.format("no configuration meets the SLO (ttft_s %s, tpot_s %s, tps_per_user %s); the best found is %s %s %s " ..
       "tp %d pp %d ep %d dp %d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g s, TPOT %.4g s",
       tostring(o.slo and o.slo.ttft_s), tostring(o.slo and o.slo.tpot_s), tostring(o.slo and o.slo.tps_per_user),

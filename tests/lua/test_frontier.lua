@@ -136,6 +136,16 @@ T.test("bad input is named", function()
   T.raises(function() hl.frontier(with { serve = { rate = 3 } }) end, "serve.rate")
   T.raises(function() hl.frontier { systems = ok_base.systems } end, "'model' is required")
   T.raises(function() hl.frontier(with { systems = { 42 } }) end, "systems[1]")
+  T.raises(function() hl.frontier(with { systems = {} }) end, "'systems': an empty list")
+  T.raises(function() hl.frontier(with { precision = { "fp8", "nope" } }) end, "'precision'[2]", "nope")
+  T.raises(function() hl.frontier(with { max_tp = 3 }) end, "'max_tp': 3 is not a power of two")
+  T.raises(function() hl.frontier(with { output = 1 }) end, "'output': 1", "at least 2")
+  -- an input error repeats on every configuration: the search names it instead of "nothing fits"
+  T.raises(function() hl.frontier(with { input = 0 }) end, "could be evaluated", "field 'input'")
+  T.raises(function() hl.frontier(with { serve = { max_seqs = 0 } }) end, "field 'max_seqs'")
+  -- two systems of the same name stay two curves
+  local r = hl.frontier(with { systems = { ok_base.systems, ok_base.systems }, simulate = 0, modes = "agg" })
+  T.eq(#r.groups, 2, "two curves")
 end)
 
 T.done()
