@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "err_int.h"
-#include "hbdlab/bench.h"
 #include "hbdlab/model.h"
 #include "model_int.h"
 
