@@ -142,11 +142,11 @@ static void list_push(pc_list *l, int32_t i, int at_head)
 
 struct hl_pcache {
     int64_t n_gpu, n_host;
-    uint64_t *hash; /* per GPU block: its prefix hash, 0 = anonymous */
-    int32_t *ref;   /* per GPU block: running requests holding it */
-    pc_list free_q; /* unreferenced GPU blocks in eviction order */
-    pc_map gpu;     /* hash -> GPU block */
-    int64_t cached; /* unreferenced named blocks */
+    uint64_t *hash;      /* per GPU block: its prefix hash, 0 = anonymous */
+    int32_t *ref;        /* per GPU block: running requests holding it */
+    pc_list free_q;      /* unreferenced GPU blocks in eviction order */
+    pc_map gpu;          /* hash -> GPU block */
+    int64_t cached;      /* unreferenced named blocks */
     uint64_t *host_hash; /* per host slot, 0 = unused */
     pc_list host_lru;    /* host slots, least recently used first */
     pc_map host;         /* hash -> host slot */
@@ -160,7 +160,8 @@ hl_status hl_pcache_new(int64_t gpu_blocks, int64_t host_blocks, hl_pcache **out
     if (gpu_blocks < 1 || gpu_blocks > ((int64_t)1 << 30))
         return hl_fail(err, HL_EINVAL, "prefix cache: %lld KV blocks is out of range (1..2^30)", (long long)gpu_blocks);
     if (host_blocks < 0 || host_blocks > ((int64_t)1 << 30))
-        return hl_fail(err, HL_EINVAL, "prefix cache: %lld host blocks is out of range (0..2^30)", (long long)host_blocks);
+        return hl_fail(err, HL_EINVAL, "prefix cache: %lld host blocks is out of range (0..2^30)",
+                       (long long)host_blocks);
     hl_pcache *c = calloc(1, sizeof *c);
     if (!c)
         return hl_fail(err, HL_ENOMEM, "prefix cache: out of memory");

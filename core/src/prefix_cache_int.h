@@ -23,9 +23,9 @@ typedef struct hl_pc_seg {
 
 /* Counters of a pool since it was made. */
 typedef struct hl_pc_stats {
-    int64_t evicted;     /* cached blocks reused for new content (their prefix dropped from the GPU) */
-    int64_t offloaded;   /* of those, copied to the host tier */
-    int64_t host_loaded; /* host blocks brought back to the GPU on a hit */
+    int64_t evicted;      /* cached blocks reused for new content (their prefix dropped from the GPU) */
+    int64_t offloaded;    /* of those, copied to the host tier */
+    int64_t host_loaded;  /* host blocks brought back to the GPU on a hit */
     int64_t host_dropped; /* host blocks dropped to make room (the host tier's own LRU) */
 } hl_pc_stats;
 

@@ -30,8 +30,8 @@ static void test_hashes_share_exactly_the_common_prefix(void **state)
     hl_pc_seg c[2] = {{7, 1000}, {7, 1000}};
     uint64_t hc[125];
     hl_pc_hashes(c, 2, 16, 125, hc);
-    assert_true(hc[0] == ha[0]);    /* tokens 0..15 of content 7 */
-    assert_true(hc[62] != ha[62]);  /* block 62 = tokens 992..1007: straddles the second segment start */
+    assert_true(hc[0] == ha[0]);   /* tokens 0..15 of content 7 */
+    assert_true(hc[62] != ha[62]); /* block 62 = tokens 992..1007: straddles the second segment start */
     assert_true(hc[124] != ha[124]);
 }
 
