@@ -343,6 +343,29 @@ static double item_flops(const hl_result *r, const char *prefix)
  * last one of 3,616 (3,616 * 3,617 / 2): 73,656,592 pairs. FLOP per pair and
  * layer 2 * 40 heads * (128 + 128) = 20,480: 20,480 * (12 * 200,010,000 +
  * 36 * 73,656,592) = 103,459,989,749,760. */
+/* Decode reads the experts at their storage width: gpt-oss-120b, one GPU, one
+ * sequence; a token reaches 4 distinct experts per layer, each 3 * 2880 *
+ * 2880 weights: MXFP4 reads (2 - 0.53125) B fewer per weight than BF16,
+ * 36 layers * 4 * 24,883,200 * 1.46875 = 5,262,796,800 B less per step. */
+static void test_mxfp4_expert_reads(void **state)
+{
+    (void)state;
+    hl_job j = job_for("gpt-oss-120b", "h200", 1, 1);
+    j.output = 11;
+    j.ignore_memory = 1;
+    double by[2];
+    for (int k = 0; k < 2; k++) {
+        j.model.expert_precision = k ? HL_EXPERT_SAME : HL_EXPERT_MXFP4;
+        hl_result *r = sim(&j);
+        by[k] = 0;
+        for (int i = 0; i < r->n_decode_items; i++)
+            if (strcmp(r->decode_items[i].name, "experts") == 0)
+                by[k] = r->decode_items[i].bytes;
+        free(r);
+    }
+    assert_rel(by[1] - by[0], 10 * 5262796800.0, 1e-9, "expert weight reads over 10 steps");
+}
+
 static void test_chunked_prefill_by_hand(void **state)
 {
     (void)state;
@@ -478,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_kv_and_state_bytes_by_hand),
         cmocka_unit_test(test_qwen3_next_state_does_not_grow),
         cmocka_unit_test(test_mxfp4_expert_weights),
+        cmocka_unit_test(test_mxfp4_expert_reads),
         cmocka_unit_test(test_chunked_prefill_by_hand),
         cmocka_unit_test(test_decode_closed_form_equals_steps),
         cmocka_unit_test(test_vision_encoder_by_hand),
