@@ -76,6 +76,7 @@ function M.run(opts)
   local code2, _, rss = core.spawn { exe(), "-e", script, stdout = "/dev/null" }
   r.stream_points = npts
   r.stream_wall_s = core.clock() - t0
+  r.stream_points_per_s = npts / r.stream_wall_s -- hl.sweep_to_csv throughput, child start included
   r.stream_ok = code2 == 0
   r.stream_10m_rss_bytes = rss
   local f = io.open(csv, "rb")
@@ -128,6 +129,7 @@ function M.print_table(r)
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
+    { "streamed sweep: points per second (hl.sweep_to_csv)", string.format("%.0f points/s", r.stream_points_per_s) },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
     { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
       string.format("%.3f s", r.serve_light_wall_s) },

@@ -62,6 +62,7 @@ end
 
 --- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
 function M.eval(path, extra)
+  if path == "-h" or path == "--help" then print("usage: hbdlab eval CONFIG.json (or - for stdin)"); return 0 end
   if path == nil or extra ~= nil then
     return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
   end
@@ -75,12 +76,39 @@ end
 --- (or the result as JSON with --json).
 function M.serve(path, opt, extra)
   local as_json = opt == "--json"
+  if path == "-h" or path == "--help" then -- read as a file name before
+    print("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]: the fields of hl.serve as JSON " ..
+      "(notebooks/serving.md and scripts/serving_hbd.lua show them)")
+    return 0
+  end
   if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
     return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
   end
   local r, code = run_config(path, "serve", "serve fields")
   if not r then return code end
   if as_json then write_json(r) else print(r) end
+  return 0
+end
+
+--- hbdlab walkthrough CONFIG.json|- -o WALK.html: the simulate fields as JSON; writes the
+--- step-by-step communication page of that job (hl.walkthrough).
+function M.walkthrough(...)
+  local args, path, out = { ... }, nil, nil
+  local usage = "usage: hbdlab walkthrough CONFIG.json (or - for stdin) -o WALK.html"
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then print(usage); return 0
+    elseif a == "-o" and out == nil and args[i + 1] then out = args[i + 1]; i = i + 2
+    elseif path == nil and (a == "-" or a:sub(1, 1) ~= "-") then path = a; i = i + 1
+    else io.stderr:write("hbdlab walkthrough: unexpected argument '", a, "'; ", usage, "\n"); return 2 end
+  end
+  if not path or not out then io.stderr:write("hbdlab walkthrough: ", usage, "\n"); return 2 end
+  local r, code = run_config(path, "simulate", "simulate fields")
+  if not r then return code end
+  local ok, err = pcall(require("hbdlab.walkthrough").walkthrough, r, out)
+  if not ok then return fail_json(tostring(err):gsub("^[^:]*:%d+: ", ""), 1) end
+  io.stderr:write("hbdlab walkthrough: wrote ", out, "\n")
   return 0
 end
 

@@ -81,6 +81,12 @@ local topics = {
     'local P = hl.params { gpus = { 128, "cluster size" } }' },
   { "trace", "r:trace() -> events; hl.trace.write(r, 'x.json')", "Per-GPU events of one prefill layer and one decode step; Chrome/Perfetto JSON.",
     'hl.trace.write(r, "trace.json")  -- open in ui.perfetto.dev' },
+  { "walkthrough", "hl.walkthrough(r | {simulate fields}, 'walk.html' [, {share = 0.10}]) -> path",
+    "The job's communication flow as a self-contained HTML page: GPUs by HBD and stage, Next/Previous through\n" ..
+    "prompt, each stage's prefill, PP hand-offs, MoE All-to-All, logits AllGather, sampling, a decode step; the\n" ..
+    "nine primitives; the network each traffic class needs. Numbers are the result's breakdown rows. CLI:\n" ..
+    "hbdlab walkthrough CONFIG.json -o walk.html. Examples: docs/walkthrough/ (scripts/walkthrough_pages.lua).",
+    'hl.walkthrough(r, "walk.html")  -- inside a notebook the page is embedded in the report' },
   { "cost", "r.usd_per_mtok_in, r.usd_per_mtok_out, r.usd_per_mtok, r.joules_per_token, r.power_w, r.cost.{...}",
     "Cost and energy per token of every result (docs/MODEL.md section 11). Prices are estimates with sources in each\n" ..
     "GPU preset's cost_source; override gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w and cluster\n" ..

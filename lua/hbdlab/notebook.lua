@@ -248,7 +248,10 @@ function M.html(cells, title)
         if data then
           nfig = nfig + 1
           local mime = f:match("%.svg$") and "image/svg+xml" or f:match("%.pdf$") and "application/pdf" or "image/png"
-          if mime == "application/pdf" then
+          if f:match("%.html$") then -- an hl.walkthrough page: its own document, scripts kept inside the frame
+            out[#out + 1] = '<iframe class="page" sandbox="allow-scripts" title="' .. esc(f) .. '" srcdoc="' ..
+              esc(data) .. '" style="width:100%;height:1150px;border:1px solid #ccc"></iframe>'
+          elseif mime == "application/pdf" then
             out[#out + 1] = '<p><a href="' .. esc(f) .. '">figure: ' .. esc(f) .. "</a></p>"
           else
             out[#out + 1] = string.format('<img class="figure" alt="%s" src="data:%s;base64,%s">', esc(f), mime, M.base64(data))
@@ -294,7 +297,8 @@ function M.markdown(cells)
       out[#out + 1] = fenced(c.lang, printable(c.text))
       if c.output and c.output ~= "" then out[#out + 1] = fenced("text", printable(c.output:gsub("\n$", ""))) end
       for _, f in ipairs(c.figures or {}) do
-        out[#out + 1] = "![" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
+        local bang = f:match("%.html$") and "" or "!" -- a page is linked, not shown as an image
+        out[#out + 1] = bang .. "[" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
       end
       if c.error then out[#out + 1] = "**This cell failed:**\n\n" .. fenced("text", printable(c.error)) end
     end

@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve, calibrate, merge, walkthrough), all through protected calls. */
 #include "host.h"
 
 #include <errno.h>
@@ -179,6 +179,7 @@ static void print_usage(FILE *out)
                  "       hbdlab serve CONFIG.json|- [--json]\n"
                  "       hbdlab frontier CONFIG.json|- [-o STEM] [--json] [--shard I/N]\n"
                  "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
+                 "       hbdlab walkthrough CONFIG.json|- -o WALK.html\n"
                  "Options:\n"
                  "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
                  "  -i           enter the REPL after running the script or -e chunks\n"
@@ -244,7 +245,8 @@ static int run_main(int argc, char **argv);
 static int is_subcommand(const char *s)
 {
     return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 || strcmp(s, "serve") == 0 ||
-           strcmp(s, "merge") == 0 || strcmp(s, "calibrate") == 0 || strcmp(s, "frontier") == 0;
+           strcmp(s, "merge") == 0 || strcmp(s, "calibrate") == 0 || strcmp(s, "frontier") == 0 ||
+           strcmp(s, "walkthrough") == 0;
 }
 
 /* Takes `--shard I/N` (or --shard=I/N) and `--traceback` out of argv wherever
