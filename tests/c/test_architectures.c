@@ -476,7 +476,8 @@ static void test_hf_errors(void **state)
          "x.json: field 'layer_types': 2 entries, expected one per layer (4)"},
         {"{\"model_type\": \"llama4\", \"hidden_size\": 64}", "x.json: required field 'text_config' is missing"},
         {"{\"model_type\": \"gemma3\", \"text_config\": 3}", "x.json: field 'text_config': expected an object"},
-        {"{\"model_type\": \"deepseek_v32\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+        {"{\"model_type\": \"deepseek_v32\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
+         "4, "
          "\"vocab_size\": 64, \"intermediate_size\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
          "\"moe_intermediate_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, "
          "\"v_head_dim\": 8}",
