@@ -56,7 +56,31 @@ end
 
 M.gpu = wrap("gpu", core.gpu)
 M.cluster = wrap("cluster", core.cluster)
-M.model = setmetatable({ from_hf = core.model_from_hf }, {
+-- The name of an imported Hugging Face model whose config has no _name_or_path: its folder
+-- (".../Qwen2.5-7B/config.json" or the folder itself) or its file ("qwen2.5-72b.json"), so two
+-- imports of one model_type ("qwen2") do not share a name in rows and legends.
+local function hf_name(path)
+  local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
+  local dir, file = full:match("^(.-)/?([^/]+)$")
+  local nm = file == "config.json" and (dir or ""):match("([^/]+)$") or file:gsub("%.json$", "")
+  if nm == nil or nm == "" or nm == "." or nm == ".." then return nil end
+  return nm
+end
+
+--- hl.model.from_hf(path [, {name = "..."}]): a model from a Hugging Face config.json.
+local function from_hf(path, opts)
+  local m = core.model_from_hf(path)
+  if opts ~= nil and type(opts) ~= "table" then error("hl.model.from_hf: options must be a table {name = ...}", 2) end
+  if opts and opts.name ~= nil then return m:with { name = opts.name } end
+  local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
+  local ok, cfg = pcall(function() return core.json_decode(core.read_file(full), full) end)
+  local given = ok and type(cfg) == "table" and cfg._name_or_path
+  local nm = hf_name(path)
+  if (type(given) ~= "string" or given == "") and nm then m = m:with { name = nm } end
+  return m
+end
+
+M.model = setmetatable({ from_hf = from_hf }, {
   __call = function(_, x) return wrap("model", core.model)(x) end,
 })
 
