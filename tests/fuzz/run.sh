@@ -40,8 +40,11 @@ case " $targets " in *" lua_presets "* | *" serve "*)
             -Ilua/bind -Icore/include -c "$src" -o "$o"
         lua_objs+=("$o")
     done
-    cmake -DOUT="$PWD/$out/lua_data.c" -DSYMBOL=hl_embedded_lua -DBASE="$PWD/lua" \
-          "-DFILES=$(ls lua/hbdlab/*.lua | sed "s|^|$PWD/|" | paste -sd'|')" -DHEADER=lua_library.h -DTYPE=hl_lua_file -P cmake/embed.cmake
+    # the embedded library as the build makes it (sources and precompiled chunks, cmake/lua_chunks.c)
+    # shellcheck disable=SC2046
+    "$cc" -O1 $(pkg-config --cflags lua5.4) cmake/lua_chunks.c $(pkg-config --libs lua5.4) -o "$out/lua_chunks"
+    # shellcheck disable=SC2046
+    "$out/lua_chunks" "$PWD/$out/lua_data.c" "$PWD/lua" $(ls lua/hbdlab/*.lua | sed "s|^|$PWD/|")
     "$cc" -O1 -g -fsanitize=fuzzer-no-link,address -Ilua/bind -c "$out/lua_data.c" -o "$out/lua_data.o"
     lua_objs+=("$out/lua_data.o")
     ;;

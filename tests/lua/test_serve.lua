@@ -95,6 +95,7 @@ T.test("disaggregated pools and the best split", function()
                                           decode = { parallel = { tp = 1 } }, slo = { ttft_s = 0.5, tpot_s = 0.02 },
                                           requests = 200, tolerance = 0.1 }))
   T.eq(#r.rows, 3, "1:3, 2:2, 3:1")
+  T.ok(tostring(r):find("best split:", 1, true) and tostring(r):find("<- best", 1, true), "a P/D result prints")
   for _, row in ipairs(r.rows) do T.ok(row.rate <= r.best.rate, "best is the highest rate") end
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {} } })) end, "disagg.decode")
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {}, bogus = 1 } })) end, "unknown key 'bogus'")
@@ -224,6 +225,29 @@ T.test("serving inputs: no silent acceptance", function()
   T.raises(function() hl.serve(with { arrival = "Poison", rate = 5 }) end,
            "serve field 'arrival': 'Poison' is not one of poisson, constant, concurrency, trace, auto")
   T.raises(function() hl.serve(with { rate = 5, arrival = 1 }) end, "serve field 'arrival': expected one of")
+end)
+
+-- issue 24: readable results and cost at the served rate
+T.test("serve-result manners: printing and cost", function()
+  local r = hl.serve(with { rate = 4, requests = 30, input = 256, output = 8, keep_requests = true })
+  local pr = tostring(r.per_request)
+  T.ok(pr:find("30 requests (per_request)", 1, true) and pr:find("ttft_ms", 1, true), "per_request prints a table")
+  T.ok(not pr:find("table: 0x", 1, true), "not an address")
+  T.ok(r.usd_per_mtok_out > 0 and r.usd_per_mtok_in > 0 and r.joules_per_token > 0 and r.tokens_per_mw > 0,
+       "cost and energy at the served rate")
+  T.ok(tostring(r):find("/Mtok in", 1, true), "printed")
+  -- a GPU with no price: nil USD fields (never a silent 0) and a warning
+  local g = hl.gpu { base = "H100-SXM", capex_usd = 0 }
+  local np = hl.serve(with { cluster = hl.cluster { gpu = g, gpus = 1, hbd = 1 }, rate = 4, requests = 10,
+                             input = 256, output = 8 })
+  T.eq(np.usd_per_mtok_out, nil, "no price: nil")
+  T.ok(np.joules_per_token > 0, "energy still known")
+  T.ok(tostring(np):find("cost unknown", 1, true), "printed as unknown")
+  local c = hl.serve_capacity(with { input = 256, output = 16, slo = { ttft_ms = 200, tpot_ms = 20 }, tolerance = 0.2,
+                                     requests = 300 })
+  T.ok(c.usd_per_mtok_out and c.usd_per_mtok_out > 0 and c.joules_per_token > 0, "capacity carries cost at its rate")
+  local cp = tostring(c)
+  T.ok(cp:find("^capacity ") and not cp:find("table: 0x", 1, true), "capacity prints: " .. cp:sub(1, 80))
 end)
 
 -- issue 22 item 4: every accepted tolerance and SLO ends the search.
