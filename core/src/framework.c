@@ -26,6 +26,17 @@ hl_fw_profile hl_framework_profile(int32_t fw)
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }
 
+void hl_gpu_apply_framework(hl_gpu *g, double g16, double g8, double g4, double attn)
+{
+    /* resolve the fallbacks first (hw.h: 0 = the 16-bit value, fp4 = the fp8 value) */
+    double e8 = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : g->eff_gemm;
+    double e4 = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : e8;
+    g->eff_gemm *= g16;
+    g->eff_gemm_fp8 = e8 * g8;
+    g->eff_gemm_fp4 = e4 * g4;
+    g->eff_attn *= attn;
+}
+
 /* The job as the framework runs it: the GPU's GEMM and attention efficiencies
  * scaled by the profile (job overrides first), step_overhead resolved. Returns
  * j itself when nothing changes, else *tmp filled. */
@@ -39,9 +50,8 @@ const hl_job *hl_job_with_framework(const hl_job *j, hl_job *tmp)
     double g16 = j->gemm_scale_16 > 0 ? j->gemm_scale_16 : p.gemm_scale_16;
     double g8 = j->gemm_scale_fp8 > 0 ? j->gemm_scale_fp8 : p.gemm_scale_fp8;
     double g4 = j->gemm_scale_fp4 > 0 ? j->gemm_scale_fp4 : p.gemm_scale_fp4;
-    double scale = j->precision == HL_FP4 ? g4 : (j->precision == HL_FP8 || j->precision == HL_INT8) ? g8 : g16;
-    tmp->cluster.gpu.eff_gemm *= scale;
-    tmp->cluster.gpu.eff_attn *= j->attn_scale > 0 ? j->attn_scale : p.attn_scale;
+    /* each GEMM precision class takes its own scale (docs/MODEL.md 6.1) */
+    hl_gpu_apply_framework(&tmp->cluster.gpu, g16, g8, g4, j->attn_scale > 0 ? j->attn_scale : p.attn_scale);
     tmp->step_overhead = j->step_overhead > 0 ? j->step_overhead : p.step_overhead;
     return tmp;
 }
