@@ -57,7 +57,7 @@ local topics = {
     "print(hl.minitf.check {})" },
   { "rows", "hl.rows.filter/sort/group/pivot/columns/format/print/write/write_csv/write_json/write_jsonl/read_csv/read_json/read_jsonl",
     "Results helpers; files are written atomically; print and columns put a sweep's axes first. Under --shard I/N,\n" ..
-    "CSV files get _shardIofN before the extension (hbdlab merge joins them).",
+    "every file gets _shardIofN before the extension; CSV files start with a fingerprint line (hbdlab merge checks and joins them).",
     'hl.rows.print(hl.rows.sort(rows, "-tps_per_gpu"), { "hbd", "precision", "tps_per_gpu" })' },
   { "plot", "hl.plot.line/scatter/bar/heatmap/roofline/timeline/tornado{..., out = 'x.png|svg|pdf'}",
     "gnuplot figures: writes x.dat and a self-contained x.gp beside the image. Options:\n" ..

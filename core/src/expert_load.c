@@ -1,0 +1,390 @@
+/* Expert load from routing statistics: routing shares (uniform, Zipf, measured),
+ * placement of experts and replicas on EP ranks (static or DeepSeek's EPLB),
+ * and the expected busiest-rank load and expert hits of one step. */
+#include "hbdlab/expert_load.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+
+/* splitmix64 (Steele, Lea & Flood 2014): the fixed permutation of Zipf ranks. */
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static hl_status check_counts(int64_t experts, double topk, hl_err *err)
+{
+    if (experts < 1 || experts > HL_EXPERTS_MAX)
+        return hl_fail(err, HL_EINVAL, "routing: %lld experts is outside [1, %d]", (long long)experts,
+                       (int)HL_EXPERTS_MAX);
+    if (!(topk >= 1 && topk <= (double)experts))
+        return hl_fail(err, HL_EINVAL, "routing: topk = %g is outside [1, %lld experts]", topk, (long long)experts);
+    return HL_OK;
+}
+
+hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *share, hl_err *err)
+{
+    hl_status st = check_counts(experts, topk, err);
+    if (st)
+        return st;
+    if (!(skew >= 0 && skew <= 100))
+        return hl_fail(err, HL_EINVAL, "field 'routing_skew': %g is outside [0, 100] (Zipf exponent)", skew);
+    /* popularity rank i (0-based) weighs (i + 1)^-skew; water-fill under the cap 1/k
+     * in decreasing order: the leading ranks are clamped while their proportional
+     * share of the mass left exceeds the cap */
+    double cap = 1 / topk, mass = 1, wsum = 0;
+    double w[HL_EXPERTS_MAX], f[HL_EXPERTS_MAX];
+    for (int64_t i = 0; i < experts; i++)
+        wsum += w[i] = pow((double)(i + 1), -skew);
+    int64_t i = 0;
+    for (; i < experts && mass * w[i] / wsum > cap; i++) {
+        f[i] = cap;
+        mass -= cap;
+        wsum -= w[i];
+    }
+    for (; i < experts; i++)
+        f[i] = mass * w[i] / wsum;
+    /* popularity rank -> expert id: Fisher-Yates with a fixed seed */
+    int32_t perm[HL_EXPERTS_MAX];
+    for (int64_t e = 0; e < experts; e++)
+        perm[e] = (int32_t)e;
+    uint64_t seed = 0x5eed;
+    for (int64_t e = experts - 1; e > 0; e--) {
+        int64_t r = (int64_t)(splitmix64(&seed) % (uint64_t)(e + 1));
+        int32_t t = perm[e];
+        perm[e] = perm[r];
+        perm[r] = t;
+    }
+    for (int64_t e = 0; e < experts; e++)
+        share[perm[e]] = f[e];
+    return HL_OK;
+}
+
+hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, double topk, const char *field, hl_err *err)
+{
+    hl_status st = check_counts(experts, topk, err);
+    if (st)
+        return st;
+    if (n != experts)
+        return hl_fail(err, HL_EINVAL, "field '%s': %lld shares for a model of %lld experts (one share per expert)",
+                       field, (long long)n, (long long)experts);
+    double sum = 0;
+    for (int64_t e = 0; e < n; e++) {
+        if (!isfinite(share[e]) || share[e] < 0)
+            return hl_fail(err, HL_EINVAL, "field '%s': share of expert %lld is %g (allowed: a finite share >= 0)",
+                           field, (long long)e, share[e]);
+        if (share[e] * topk > 1 + 1e-9)
+            return hl_fail(err, HL_EINVAL,
+                           "field '%s': share of expert %lld is %g, above 1/topk = %g (a token picks an expert "
+                           "at most once)",
+                           field, (long long)e, share[e], 1 / topk);
+        sum += share[e];
+    }
+    if (fabs(sum - 1) > 1e-6)
+        return hl_fail(err, HL_EINVAL,
+                       "field '%s': shares sum to %.9g, not 1 (each is the expert's fraction of the routed "
+                       "token-expert picks)",
+                       field, sum);
+    return HL_OK;
+}
+
+/* EPLB's balanced_packing: slots in decreasing weight (stable on ties: index
+ * order), each to the lightest rank that still has room (the first on ties). */
+static void balanced_packing(hl_expert_layout *lay, const double *weight, const int32_t *expert_of)
+{
+    int64_t S = lay->slots, R = lay->ranks, per = S / R;
+    int32_t order[HL_EXPERT_SLOTS_MAX];
+    for (int64_t s = 0; s < S; s++)
+        order[s] = (int32_t)s;
+    for (int64_t a = 1; a < S; a++) { /* insertion sort: S is at most a few thousand, run once per layout */
+        int32_t v = order[a];
+        int64_t b = a;
+        for (; b > 0 && weight[order[b - 1]] < weight[v]; b--)
+            order[b] = order[b - 1];
+        order[b] = v;
+    }
+    int64_t filled[HL_EXPERT_SLOTS_MAX] = {0};
+    for (int64_t r = 0; r < R; r++)
+        lay->rank_share[r] = 0;
+    for (int64_t a = 0; a < S; a++) {
+        int64_t best = -1;
+        for (int64_t r = 0; r < R; r++)
+            if (filled[r] < per && (best < 0 || lay->rank_share[r] < lay->rank_share[best]))
+                best = r;
+        int64_t at = best * per + filled[best]++;
+        lay->slot_expert[at] = expert_of[order[a]];
+        lay->slot_share[at] = weight[order[a]];
+        lay->rank_share[best] += weight[order[a]];
+    }
+}
+
+hl_status hl_expert_layout_init(hl_expert_layout *lay, const double *share, int64_t experts, int64_t redundant,
+                                int64_t ranks, double topk, int32_t eplb, hl_err *err)
+{
+    hl_status st = check_counts(experts, topk, err);
+    if (st)
+        return st;
+    int64_t S = experts + redundant;
+    if (redundant < 0 || S > HL_EXPERT_SLOTS_MAX)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'redundant_experts': %lld experts + %lld replicas is outside [%lld, %d] slots",
+                       (long long)experts, (long long)redundant, (long long)experts, (int)HL_EXPERT_SLOTS_MAX);
+    if (ranks < 1 || S % ranks != 0)
+        return hl_fail(err, HL_EINVAL, "expert layout: ep = %lld does not divide %lld expert slots", (long long)ranks,
+                       (long long)S);
+    if (share && (st = hl_routing_check(share, experts, experts, topk, "expert_freq", err)))
+        return st;
+    memset(lay, 0, sizeof *lay);
+    lay->experts = experts;
+    lay->slots = S;
+    lay->ranks = ranks;
+    lay->topk = topk;
+    lay->uniform = share == NULL && redundant == 0;
+    double f[HL_EXPERTS_MAX];
+    for (int64_t e = 0; e < experts; e++)
+        f[e] = share ? share[e] : 1 / (double)experts;
+    if (!eplb && redundant == 0) { /* static placement: expert e in slot e */
+        int64_t per = S / ranks;
+        for (int64_t s = 0; s < S; s++) {
+            lay->slot_expert[s] = (int32_t)s;
+            lay->slot_share[s] = f[s];
+            lay->rank_share[s / per] += f[s];
+        }
+        return HL_OK;
+    }
+    /* EPLB replicate_experts: replica i goes to argmax share / copies (the first on ties) */
+    int32_t copies[HL_EXPERTS_MAX], expert_of[HL_EXPERT_SLOTS_MAX];
+    double weight[HL_EXPERT_SLOTS_MAX];
+    for (int64_t e = 0; e < experts; e++) {
+        copies[e] = 1;
+        expert_of[e] = (int32_t)e;
+    }
+    for (int64_t s = experts; s < S; s++) {
+        int64_t best = 0;
+        for (int64_t e = 1; e < experts; e++)
+            if (f[e] / copies[e] > f[best] / copies[best])
+                best = e;
+        expert_of[s] = (int32_t)best;
+        copies[best]++;
+    }
+    for (int64_t s = 0; s < S; s++)
+        weight[s] = f[expert_of[s]] / copies[expert_of[s]]; /* a hot expert's picks split evenly over its copies */
+    balanced_packing(lay, weight, expert_of);
+    return HL_OK;
+}
+
+/* Binomial(M, p) pmf at x via lgamma (the start of a recurrence). */
+static double binom_pmf(double M, double p, double x)
+{
+    if (p <= 0)
+        return x == 0;
+    if (p >= 1)
+        return x == M;
+    return exp(lgamma(M + 1) - lgamma(x + 1) - lgamma(M - x + 1) + x * log(p) + (M - x) * log1p(-p));
+}
+
+/* `count` ranks with the same share p: Y ~ Poisson(lam = M p), its pmf and CDF
+ * walked upward in x, with the pmf at x-1..x-3 kept for the truncated moments. */
+typedef struct rank_group {
+    double p, count, lam, sd;
+    double x, pmf[4], cdf; /* pmf[j] = P(Y = x - j); cdf = P(Y <= x) */
+} rank_group;
+
+static void group_start(rank_group *g, double x0)
+{
+    g->x = x0;
+    memset(g->pmf, 0, sizeof g->pmf);
+    g->pmf[0] = exp(x0 * log(g->lam) - g->lam - lgamma(x0 + 1));
+    g->cdf = g->pmf[0]; /* mass below x0 (13 sd under the mean) neglected: < 1e-38 */
+}
+
+static void group_step(rank_group *g)
+{
+    double next = g->pmf[0] * g->lam / (g->x + 1);
+    memmove(g->pmf + 1, g->pmf, 3 * sizeof g->pmf[0]);
+    g->pmf[0] = next;
+    g->x += 1;
+    g->cdf = fmin(1, g->cdf + next);
+}
+
+/* P(max_r L_r <= x) for (L_r) ~ Multinomial(M, p) by Levin's representation
+ * (B. Levin, "A representation for multinomial cumulative distribution
+ * functions", Ann. Statist. 9(5), 1981): with Y_r ~ Poisson(M p_r) independent
+ * and W the sum of the Y_r each truncated to [0, x],
+ * P = M! / (M^M e^-M) * prod_r P(Y_r <= x) * P(W = M), with P(W = M) from the
+ * Edgeworth expansion of W's density (cumulants from the truncated Poisson
+ * factorial moments E[Z (Z-1) .. (Z-j+1)] = lam^j P(Y <= x - j) / P(Y <= x)).
+ * Every group's walk stands at x. */
+static double levin_cdf(const rank_group *g, int64_t ng, double M, double log_pref)
+{
+    double logp = log_pref, K1 = 0, K2 = 0, K3 = 0, K4 = 0;
+    for (int64_t i = 0; i < ng; i++) {
+        double lam = g[i].lam, n = g[i].count, P[5];
+        P[0] = g[i].cdf;
+        if (P[0] <= 0)
+            return 0;
+        for (int j = 1; j < 5; j++)
+            P[j] = fmax(0, P[j - 1] - g[i].pmf[j - 1]);
+        logp += n * log(P[0]);
+        double m1 = lam * P[1] / P[0], f2 = lam * lam * P[2] / P[0];
+        double f3 = lam * lam * lam * P[3] / P[0], f4 = lam * lam * lam * lam * P[4] / P[0];
+        double e2 = f2 + m1, e3 = f3 + 3 * f2 + m1, e4 = f4 + 6 * f3 + 7 * f2 + m1;
+        double var = fmax(0, e2 - m1 * m1);
+        double mu3 = e3 - 3 * m1 * e2 + 2 * m1 * m1 * m1;
+        double mu4 = e4 - 4 * m1 * e3 + 6 * m1 * m1 * e2 - 3 * m1 * m1 * m1 * m1;
+        K1 += n * m1;
+        K2 += n * var;
+        K3 += n * mu3;
+        K4 += n * (mu4 - 3 * var * var);
+    }
+    if (K2 <= 0)
+        return fabs(K1 - M) < 0.5 ? fmin(1, exp(logp)) : 0;
+    double sd = sqrt(K2), z = (M - K1) / sd, g1 = K3 / (K2 * sd), g2 = K4 / (K2 * K2);
+    double z2 = z * z, he3 = z * z2 - 3 * z, he4 = z2 * z2 - 6 * z2 + 3;
+    double he6 = z2 * z2 * z2 - 15 * z2 * z2 + 45 * z2 - 15;
+    double dens = exp(-z2 / 2) / (2.5066282746310002 /* sqrt(2 pi) */ * sd) *
+                  (1 + g1 / 6 * he3 + g2 / 24 * he4 + g1 * g1 / 72 * he6);
+    return fmin(1, fmax(0, exp(logp) * dens));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
+{
+    double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
+    int64_t R = lay->ranks;
+    if (M <= 0)
+        return 0;
+    if (R == 1)
+        return M;
+    if (R == 2) { /* exact: L_1 = M - L_0, L_0 ~ Binomial(M, p) */
+        double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
+        if (p <= 0 || p >= 1)
+            return M;
+        double lo = fmax(0, floor(M * p - 13 * sd - 1)), hi = fmin(M, ceil(M * p + 13 * sd + 1));
+        double pmf = binom_pmf(M, p, lo);
+        for (double x = lo; x <= hi; x++) {
+            sum += pmf * fmax(x, M - x);
+            pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
+        }
+        return sum;
+    }
+    /* groups of ranks with equal shares (the product over ranks is a few powers) */
+    double sh[HL_EXPERT_SLOTS_MAX];
+    memcpy(sh, lay->rank_share, (size_t)R * sizeof sh[0]);
+    qsort(sh, (size_t)R, sizeof sh[0], cmp_double);
+    rank_group g[HL_EXPERT_SLOTS_MAX];
+    int64_t ng = 0;
+    for (int64_t r = 0; r < R; r++) {
+        if (sh[r] <= 0)
+            continue; /* a rank no pick reaches: L = 0 */
+        if (sh[r] >= 1 - 1e-15)
+            return M;
+        if (ng > 0 && fabs(sh[r] - g[ng - 1].p) <= 1e-12 * sh[r]) {
+            g[ng - 1].count++;
+            continue;
+        }
+        g[ng] = (rank_group){.p = sh[r], .count = 1};
+        ng++;
+    }
+    /* below x_lo the busiest group's CDF is ~0 (P(max > x) = 1); above x_hi every CDF is ~1 */
+    double x_lo = 0, x_hi = 0;
+    for (int64_t i = 0; i < ng; i++) {
+        g[i].lam = M * g[i].p;
+        g[i].sd = sqrt(g[i].lam);
+        x_lo = fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
+        x_hi = fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
+    }
+    x_lo = fmax(0, x_lo);
+    x_hi = fmin(M, x_hi);
+    for (int64_t i = 0; i < ng; i++) {
+        group_start(&g[i], fmax(0, floor(g[i].lam - 13 * g[i].sd - 1)));
+        while (g[i].x < x_lo)
+            group_step(&g[i]);
+    }
+    /* E[max] = sum_{x >= 0} P(max > x) */
+    double log_pref = lgamma(M + 1) - M * log(M) + M, sum = x_lo;
+    for (double x = x_lo; x < x_hi; x++) {
+        sum += 1 - levin_cdf(g, ng, M, log_pref);
+        for (int64_t i = 0; i < ng; i++)
+            group_step(&g[i]);
+    }
+    return sum;
+}
+
+/* Distribution of the number of hit slots on one rank (Poisson-binomial over
+ * its n slots with hit probabilities p[]): pmf[0..n]. */
+static void hits_pmf(const double *p, int64_t n, double *pmf)
+{
+    pmf[0] = 1;
+    for (int64_t i = 0; i < n; i++) {
+        pmf[i + 1] = 0;
+        for (int64_t c = i + 1; c > 0; c--)
+            pmf[c] = pmf[c] * (1 - p[i]) + pmf[c - 1] * p[i];
+        pmf[0] *= 1 - p[i];
+    }
+}
+
+double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
+{
+    int64_t S = lay->slots, R = lay->ranks, per = S / R;
+    double k = lay->topk;
+    if (tokens <= 0)
+        return 0;
+    if (lay->uniform) {
+        /* Binomial(per, p) per rank, E[max] = sum_{x=1..per} (1 - F(x-1)^R) */
+        double p = 1 - pow(1 - k / (double)S, tokens);
+        if (R <= 1 || p <= 0)
+            return (double)per * p;
+        if (p >= 1)
+            return (double)per;
+        double pmf = pow(1 - p, (double)per), cdf = 0, sum = 0, r = p / (1 - p);
+        for (double x = 1; x <= (double)per; x++) {
+            cdf += pmf; /* F(x-1) */
+            if (cdf >= 1)
+                break;
+            sum += 1 - pow(cdf, (double)R);
+            pmf *= ((double)per - (x - 1)) / x * r;
+        }
+        return sum;
+    }
+    double hit[HL_EXPERT_SLOTS_MAX];
+    for (int64_t s = 0; s < S; s++)
+        hit[s] = 1 - pow(fmax(0, 1 - k * lay->slot_share[s]), tokens);
+    if (R == 1) {
+        double sum = 0;
+        for (int64_t s = 0; s < S; s++)
+            sum += hit[s];
+        return sum;
+    }
+    /* prod over ranks of P(H_r <= x), for x = 0..per - 1 */
+    double *cdf_prod = malloc((size_t)(per + 1) * 2 * sizeof(double));
+    if (!cdf_prod)
+        return (double)per; /* the bound: every slot of a rank hit */
+    double *pmf = cdf_prod + per + 1;
+    for (int64_t x = 0; x <= per; x++)
+        cdf_prod[x] = 1;
+    for (int64_t r = 0; r < R; r++) {
+        hits_pmf(hit + r * per, per, pmf);
+        double c = 0;
+        for (int64_t x = 0; x < per; x++) {
+            c += pmf[x];
+            cdf_prod[x] *= fmin(1, c);
+        }
+    }
+    double sum = 0; /* E[max] = sum_{x=1..per} (1 - prod F_r(x-1)) */
+    for (int64_t x = 1; x <= per; x++)
+        sum += 1 - cdf_prod[x - 1];
+    free(cdf_prod);
+    return sum;
+}

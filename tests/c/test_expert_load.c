@@ -1,0 +1,194 @@
+/* Expert load from routing: the busiest EP rank against a seeded Monte-Carlo
+ * of the multinomial, EPLB placements worked out by hand, Zipf shares, and the
+ * errors of a bad histogram. */
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+
+static hl_expert_layout lay; /* ~40 KB: static, not on the stack */
+
+/* Mean over `draws` seeded draws of max_r L_r, (L_r) ~ Multinomial(M, rank_share). */
+static double mc_busiest(const hl_expert_layout *l, double tokens, int draws)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 12345);
+    unsigned int M = (unsigned int)(tokens * l->topk + 0.5), n[HL_EXPERT_SLOTS_MAX];
+    double sum = 0;
+    for (int d = 0; d < draws; d++) {
+        gsl_ran_multinomial(r, (size_t)l->ranks, M, l->rank_share, n);
+        unsigned int mx = 0;
+        for (int64_t i = 0; i < l->ranks; i++)
+            mx = n[i] > mx ? n[i] : mx;
+        sum += mx;
+    }
+    gsl_rng_free(r);
+    return sum / draws;
+}
+
+/* Uniform routing, top-8: the analytical E[max] of the ranks' loads (Levin's
+ * representation of the multinomial CDF) within 2% of 20,000 multinomial draws,
+ * for EP 4 to 256 and 1 to 16,384 tokens (measured: within 0.5% everywhere;
+ * treating the ranks as independent binomials was 7% low at one token on EP4). */
+static void test_uniform_matches_monte_carlo(void **state)
+{
+    (void)state;
+    hl_err e;
+    const int64_t eps[] = {4, 8, 32, 64, 256};
+    const double toks[] = {1, 16, 256, 4096, 16384};
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+        assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, eps[i], 8, 0, &e), &e);
+        assert_int_equal(lay.uniform, 1);
+        for (size_t t = 0; t < sizeof toks / sizeof toks[0]; t++) {
+            char label[64];
+            snprintf(label, sizeof label, "ep %lld, %g tokens", (long long)eps[i], toks[t]);
+            assert_rel(hl_expert_busiest_load(&lay, toks[t]), mc_busiest(&lay, toks[t], 20000), 0.02, label);
+        }
+    }
+    /* two ranks are exact (L_1 = M - L_0); EP72 over 288 slots */
+    assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, 2, 8, 0, &e), &e);
+    assert_rel(hl_expert_busiest_load(&lay, 1), mc_busiest(&lay, 1, 20000), 0.01, "ep 2, 1 token");
+    assert_ok(hl_expert_layout_init(&lay, NULL, 288, 0, 72, 8, 0, &e), &e);
+    assert_rel(hl_expert_busiest_load(&lay, 64), mc_busiest(&lay, 64, 20000), 0.02, "ep 72, 64 tokens");
+    /* one token on EP2, top-8 of 256: 8 picks, Binomial(8, 1/2) on rank 0;
+     * E[max(L, 8 - L)] = 4 + E|L - 4| = 4 + 2 (4*1 + 3*8 + 2*28 + 1*56)/256 = 4 + 280/256 = 5.09375 */
+    assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, 2, 8, 0, &e), &e);
+    assert_rel(hl_expert_busiest_load(&lay, 1), 5.09375, 1e-12, "ep 2 exact");
+}
+
+/* Hand-worked skew: 8 experts, top-1, shares 0.40 0.20 0.10 0.10 0.05 x4, 4 ranks.
+ * - static (expert e in slot e, 2 per rank): ranks 0.60 0.20 0.10 0.10; at 1,000
+ *   tokens rank 0 (mean 600, sd 15.5) is the busiest in every draw (rank 1's 200
+ *   is 20 sd below): E[max] = 600.
+ * - EPLB, no replica: slots by decreasing share to the lightest rank with room:
+ *   0.40->r0, 0.20->r1, 0.10->r2, 0.10->r3, 0.05->r2, 0.05->r3, 0.05->r1 (0.20 <
+ *   0.40), 0.05->r0: ranks 0.45 0.25 0.15 0.15, E[max] = 450.
+ * - EPLB, R = 4: replicas to argmax share/copies: e0 (0.4 -> 0.2), e0 (tie with
+ *   e1 at 0.2, first wins -> 0.1333), e1 (0.2 -> 0.1), e0 (0.1333 -> 0.1): eight
+ *   slots of 0.1 and four of 0.05, packed 3 per rank: 0.1 x 8 round the ranks,
+ *   then one 0.05 each: every rank 0.25. The loads are then exchangeable with
+ *   mean 250 and sd sqrt(1000 * 0.25 * 0.75) = 13.69; normal with the
+ *   multinomial's correlation -1/3, E[max] = 250 + 13.69 * sqrt(4/3) * 1.0294
+ *   (E[max of 4 standard normals]) = 266.3 (independent ranks would give 264.1).
+ * So four replicas lower the busiest rank from 600 to about 266 tokens (-55%);
+ * with uniform shares the same replicas change nothing (0.25 per rank either way). */
+static void test_eplb_hand_worked(void **state)
+{
+    (void)state;
+    hl_err e;
+    const double share[8] = {0.40, 0.20, 0.10, 0.10, 0.05, 0.05, 0.05, 0.05};
+    assert_ok(hl_expert_layout_init(&lay, share, 8, 0, 4, 1, 0, &e), &e);
+    assert_rel(lay.rank_share[0], 0.60, 1e-12, "static rank 0");
+    assert_rel(hl_expert_busiest_load(&lay, 1000), 600, 0.005, "static busiest");
+    assert_ok(hl_expert_layout_init(&lay, share, 8, 0, 4, 1, 1, &e), &e);
+    const double r0[4] = {0.45, 0.25, 0.15, 0.15};
+    for (int r = 0; r < 4; r++)
+        assert_rel(lay.rank_share[r], r0[r], 1e-12, "eplb R=0 rank share");
+    assert_rel(hl_expert_busiest_load(&lay, 1000), 450, 0.005, "eplb R=0 busiest");
+    assert_ok(hl_expert_layout_init(&lay, share, 8, 4, 4, 1, 1, &e), &e);
+    int copies[8] = {0};
+    for (int s = 0; s < 12; s++)
+        copies[lay.slot_expert[s]]++;
+    assert_int_equal(copies[0], 4);
+    assert_int_equal(copies[1], 2);
+    assert_int_equal(copies[2], 1);
+    for (int r = 0; r < 4; r++)
+        assert_rel(lay.rank_share[r], 0.25, 1e-12, "eplb R=4 rank share");
+    double busiest = hl_expert_busiest_load(&lay, 1000);
+    assert_rel(busiest, 266.3, 0.005, "eplb R=4 busiest");
+    assert_rel(busiest, mc_busiest(&lay, 1000, 20000), 0.02, "eplb R=4 vs Monte-Carlo");
+    /* uniform shares: the replicas leave every rank at 0.25 */
+    const double flat[8] = {0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125};
+    assert_ok(hl_expert_layout_init(&lay, flat, 8, 4, 4, 1, 1, &e), &e);
+    for (int r = 0; r < 4; r++)
+        assert_rel(lay.rank_share[r], 0.25, 1e-12, "uniform eplb rank share");
+    assert_rel(hl_expert_busiest_load(&lay, 1000), busiest, 1e-9, "replicas do not help uniform routing");
+}
+
+/* Zipf exponent 1 over 4 experts: weights 1, 1/2, 1/3, 1/4 (sum 25/12), shares
+ * 0.48 0.24 0.16 0.12. Top-3 caps a share at 1/3: 0.48 -> 1/3, the other 2/3
+ * over weights 1/2, 1/3, 1/4 (sum 13/12): 0.30769 0.20513 0.15385. */
+static void test_zipf_shares(void **state)
+{
+    (void)state;
+    hl_err e;
+    double s[4], sorted[4];
+    assert_ok(hl_routing_zipf(1, 4, 1, s, &e), &e);
+    memcpy(sorted, s, sizeof s);
+    for (int a = 0; a < 4; a++) /* descending */
+        for (int b = a + 1; b < 4; b++)
+            if (sorted[b] > sorted[a]) {
+                double t = sorted[a];
+                sorted[a] = sorted[b];
+                sorted[b] = t;
+            }
+    const double want[4] = {0.48, 0.24, 0.16, 0.12};
+    for (int i = 0; i < 4; i++)
+        assert_rel(sorted[i], want[i], 1e-12, "zipf 1, top-1");
+    assert_ok(hl_routing_zipf(1, 4, 3, s, &e), &e);
+    double mx = 0, sum = 0;
+    for (int i = 0; i < 4; i++) {
+        mx = s[i] > mx ? s[i] : mx;
+        sum += s[i];
+    }
+    assert_rel(mx, 1.0 / 3, 1e-12, "capped at 1/topk");
+    assert_rel(sum, 1, 1e-12, "zipf sums to 1");
+    assert_ok(hl_routing_check(s, 4, 4, 3, "expert_freq", &e), &e);
+    /* skew 0 is uniform: the same busiest load as the closed form */
+    double u[256];
+    assert_ok(hl_routing_zipf(0, 256, 8, u, &e), &e);
+    assert_ok(hl_expert_layout_init(&lay, u, 256, 0, 32, 8, 0, &e), &e);
+    double zipf0 = hl_expert_busiest_load(&lay, 64), hits0 = hl_expert_busiest_hits(&lay, 64);
+    assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_rel(zipf0, hl_expert_busiest_load(&lay, 64), 1e-9, "zipf 0 load = uniform");
+    assert_rel(hits0, hl_expert_busiest_hits(&lay, 64), 1e-9, "zipf 0 hits = uniform (Poisson-binomial path)");
+    /* skew raises the busiest rank's load */
+    assert_ok(hl_routing_zipf(1, 256, 8, u, &e), &e);
+    assert_ok(hl_expert_layout_init(&lay, u, 256, 0, 32, 8, 0, &e), &e);
+    assert_true(hl_expert_busiest_load(&lay, 64) > 1.2 * zipf0);
+}
+
+/* Expert hits: one token, top-8 of 256 on EP32 (8 experts per rank): each
+ * expert hit with p = 8/256; the busiest rank's count E[max of 32 Binomial(8,
+ * 1/32)] = 1.591 (the value docs/MODEL.md 6 quotes). One rank: the mean 8. */
+static void test_hits(void **state)
+{
+    (void)state;
+    hl_err e;
+    assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_rel(hl_expert_busiest_hits(&lay, 1), 1.591, 0.001, "ep32 one token");
+    assert_ok(hl_expert_layout_init(&lay, NULL, 256, 0, 1, 8, 0, &e), &e);
+    assert_rel(hl_expert_busiest_hits(&lay, 1), 8, 1e-12, "ep1 one token");
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    hl_err e;
+    const double low[4] = {0.3, 0.3, 0.2, 0.1}; /* sums to 0.9 */
+    assert_fails_with(hl_routing_check(low, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e, "'expert_freq'");
+    assert_fails_with(hl_routing_check(low, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e, "sum to 0.9");
+    const double ok[4] = {0.4, 0.3, 0.2, 0.1};
+    assert_fails_with(hl_routing_check(ok, 4, 8, 1, "expert_freq", &e), HL_EINVAL, &e, "4 shares for a model of 8");
+    assert_fails_with(hl_routing_check(ok, 4, 4, 4, "expert_freq", &e), HL_EINVAL, &e, "above 1/topk");
+    const double neg[4] = {0.6, 0.5, -0.2, 0.1};
+    assert_fails_with(hl_routing_check(neg, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e, "expert 2 is -0.2");
+    assert_fails_with(hl_expert_layout_init(&lay, NULL, 256, 0, 72, 8, 0, &e), HL_EINVAL, &e, "does not divide");
+    assert_fails_with(hl_expert_layout_init(&lay, low, 4, 0, 2, 1, 1, &e), HL_EINVAL, &e, "sum to");
+    assert_fails_with(hl_routing_zipf(-1, 4, 1, (double[4]){0}, &e), HL_EINVAL, &e, "routing_skew");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uniform_matches_monte_carlo),
+        cmocka_unit_test(test_eplb_hand_worked),
+        cmocka_unit_test(test_zipf_shares),
+        cmocka_unit_test(test_hits),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
