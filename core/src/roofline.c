@@ -42,10 +42,7 @@ static double blend(double a, double b, double c, double p)
 }
 
 /* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
-static double tile_pad(double rows, double tile)
-{
-    return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1;
-}
+static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
 
 hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
 {
@@ -63,12 +60,13 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
         gemm_class c = gemm_class_of(gpu, (hl_precision)op->precision);
         double groups = op->groups > 0 ? op->groups : 1;
-        eff = c.eff_c;
+        eff = c.eff_c * (op->kind == HL_OP_GROUPED_GEMM && gpu->eff_grouped > 0 ? gpu->eff_grouped : 1);
         bw = gpu->hbm_bw * c.eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
         out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
-        /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements */
-        double quant = op->k > 0 ? c.quant_bytes * op->rows * groups * op->k : 0;
+        /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
+         * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
+        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? c.quant_bytes * op->rows * groups * op->k : 0;
         out->memory_s = (bytes + quant) / bw;
         double loop = op->k > 0 ? c.k_latency * op->k : 0;
         out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + c.latency;
@@ -86,7 +84,7 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
             double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
             double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
             pad = useful > 0 && tiled > useful ? tiled / useful : 1;
-            part += op->q_units * nq * gpu->attn_tile_s;
+            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
         }
         out->compute_s = op->flops * pad / (peak * eff) + part;
         out->memory_s = bytes / bw + part;

@@ -569,7 +569,20 @@ static hl_status layer_ops(const sim *s, acc *a, double b, double q, double pass
     /* two RMSNorms with residual adds: read x and residual, write x, per norm;
      * with sequence parallelism each TP rank normalises only its T/tp tokens */
     double Tn = j->sequence_parallel ? T / tp : T;
-    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * Tn * h, 2 * 2 * Tn * h * s->ab, 2 * Tn * h * s->ab, 0, 0, 0, 0, 0, 0, 0, 0};
+    hl_op norm = {"norms",
+                  HL_OP_NORM,
+                  j->act_precision,
+                  2 * 4 * Tn * h,
+                  2 * 2 * Tn * h * s->ab,
+                  2 * Tn * h * s->ab,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0};
     TRY(add_op(s, a, &norm, Lst, err));
     if (m->attn == HL_ATTN_MLA) {
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
@@ -723,7 +736,20 @@ static hl_status io_ops(const sim *s, acc *a, double rows, double tokens, double
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
     a->layer_kind = 3;
-    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, tokens * h * s->ab, tokens * h * s->ab, 0, 0, 0, 0, 0, 0, 0, 0};
+    hl_op emb = {"embedding",
+                 HL_OP_ELEMENTWISE,
+                 s->j->act_precision,
+                 0,
+                 tokens * h * s->ab,
+                 tokens * h * s->ab,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0};
     hl_status st = add_op(s, a, &emb, passes, err);
     if (rows > 0) {
         hl_op head;
