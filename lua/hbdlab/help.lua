@@ -9,7 +9,7 @@ local topics = {
     'local g = hl.gpu { base = "H100-SXM", hbm_gb = 96, scaleup_gbs = 600 }', "gpu" },
   { "cluster", "hl.cluster(name | {gpu =, gpus =, hbd =, ...}) -> cluster", "GPUs in HBDs of `hbd` (default: one HBD); link fields override the GPU's.",
     'local c = hl.cluster { gpu = "B200", gpus = 128, hbd = 64, scaleout_gbps = 800 }', "cluster" },
-  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); hl.model.from_hf(path)",
+  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); m:state_bytes(prec); hl.model.from_hf(path)",
     "A decoder-only transformer (GQA/MHA, MLA, MoE).", 'local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }', "model" },
   { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
     'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
@@ -24,11 +24,26 @@ local topics = {
     "Prefill/decode disaggregation: every split of N GPUs into prefill and decode instances, each split's capacity; the best split.",
     'local r = hl.serve_pd_ratio { model = "llama-3.1-70b", cluster = c, gpus = 16, prefill = { parallel = { tp = 4 } },\n' ..
     '                              decode = { parallel = { tp = 4 } }, input = 2048, output = 256, slo = { ttft_s = 1, tpot_s = 0.03 } }' },
+  { "serve_sweep", "hl.serve_sweep{base = {<hl.serve fields>}, axes = {name = {values}}, zip} -> rows",
+    "A serving sweep: hl.serve at every combination of the axes. An axis is any serve field (rate, concurrency, max_seqs,\n" ..
+    "token_budget, chunk, block_tokens, input.mean, slo.ttft_s, ...) or any instance field (tp, precision, cluster, ...);\n" ..
+    "rows hold the axes and the result's fields flat (\"ttft_s.p99\"). mode = \"analytical\" in base: steady-state rows.",
+    'local rows = hl.serve_sweep { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1 }, output = 128 },\n' ..
+    '                              axes = { rate = { 5, 10, 20 }, max_seqs = { 64, 256 } } }\n' ..
+    'hl.rows.print(rows, { "rate", "max_seqs", "ttft_s.p99", "tpot_s.p99" })' },
   { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, "
-      .. "mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
-    "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection; analytical mode: steady state within the SLO).",
+      .. "mode = \"simulate\" | \"analytical\", min_duration = 60, max_requests = 1e5} -> {rate, result, probes, lower_bound}",
+    "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection to tolerance >= 1e-3; analytical mode:\n" ..
+    "steady state within the SLO). Each simulated probe offers min_duration s of arrivals, at most max_requests requests;\n" ..
+    "when that stops the search, rate is a lower bound and lower_bound says why.",
     'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
     '                              input = 1024, output = 256, slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(c.rate, c.result.goodput_rps)' },
+  { "frontier", "hl.frontier{model, systems, precision, input, output, slo, modes, ...} -> {points, pareto, best, ratios, launch}",
+    "Pareto frontier of output tokens/s per GPU vs tokens/s per user over every mapping, load and prefill/decode split " ..
+    "of each system (docs/MODEL.md section 14); `hbdlab frontier cfg.json` takes the same fields as JSON.",
+    'local r = hl.frontier { model = "llama-3.1-70b", systems = { { gpu = "H200", gpus = 8, hbd = 8 } },\n' ..
+    '                        precision = "fp8", input = 1024, output = 1024, slo = { ttft_s = 2 } }\nprint(r)',
+    "frontier" },
   { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
@@ -75,6 +90,12 @@ local topics = {
     'local P = hl.params { gpus = { 128, "cluster size" } }' },
   { "trace", "r:trace() -> events; hl.trace.write(r, 'x.json')", "Per-GPU events of one prefill layer and one decode step; Chrome/Perfetto JSON.",
     'hl.trace.write(r, "trace.json")  -- open in ui.perfetto.dev' },
+  { "walkthrough", "hl.walkthrough(r | {simulate fields}, 'walk.html' [, {share = 0.10}]) -> path",
+    "The job's communication flow as a self-contained HTML page: GPUs by HBD and stage, Next/Previous through\n" ..
+    "prompt, each stage's prefill, PP hand-offs, MoE All-to-All, logits AllGather, sampling, a decode step; the\n" ..
+    "nine primitives; the network each traffic class needs. Numbers are the result's breakdown rows. CLI:\n" ..
+    "hbdlab walkthrough CONFIG.json -o walk.html. Examples: docs/walkthrough/ (scripts/walkthrough_pages.lua).",
+    'hl.walkthrough(r, "walk.html")  -- inside a notebook the page is embedded in the report' },
   { "cost", "r.usd_per_mtok_in, r.usd_per_mtok_out, r.usd_per_mtok, r.joules_per_token, r.power_w, r.cost.{...}",
     "Cost and energy per token of every result (docs/MODEL.md section 11). Prices are estimates with sources in each\n" ..
     "GPU preset's cost_source; override gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w and cluster\n" ..
@@ -143,29 +164,44 @@ local function result_text()
   return table.concat(lines, "\n")
 end
 
+-- Serving's fields come from the core's serve field table and its result
+-- tables (core/src/serve_fields.c): nothing here repeats a field name.
 local function serve_text()
-  return [[
-  model, cluster, parallel (explicit), precision, overlap, ...   the instance, as hl.simulate
-  rate        requests/s (Poisson; arrival = "constant" for even gaps)
-  concurrency requests in flight (closed loop)      trace   CSV (arrival_s,input,output) or JSONL file
-  requests    how many (1000; a trace: all)         seed    RNG seed (1)
-  input, output  tokens: N | {dist = "uniform", min, max} | {dist = "normal", mean, std, min, max} | "trace"
-  max_seqs (256), token_budget (8192), chunked_prefill (true), chunk (budget), block_tokens (16), kv_blocks
-  slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
-  reserve     true: admission reserves the whole sequence's KV (no preemption; TensorRT-LLM)
-  warmup      first N requests left out of the statistics
-  keep_requests / keep_steps   add per_request / step_log
-  mode        "simulate" (default) or "analytical" (steady state: iter_s, ttft_s, tpot_s, running, stable)
-  disagg      {prefill = {parallel = {tp =, gpus =}, ...}, decode = {...}, kv_link = "auto"|"scaleup"|"scaleout"}
-Result: requests, duration_s, rps, input_tps, output_tps, *_per_gpu, ttft_s/tpot_s/itl_s/e2e_s/queue_s
-  .{mean, p50, p90, p99, max}, slo_attainment, goodput_rps, goodput_tps_per_gpu, mean_in_system,
-  mean_running, mean_waiting, steps, preemptions, kv_util_mean, kv_util_max, kv_series]]
+  local lines = {
+    "  model, cluster, parallel (explicit), precision, overlap, ...   the instance: hl.simulate's fields (hl.help \"simulate\")",
+    "  Each field below by name (input_min = 100) or in its group (input = {dist = \"uniform\", min = 100, max = 900});",
+    "  input/output = N is a fixed length, \"trace\" the trace's; slo = {ttft_ms =, tpot_ms =} in ms too.",
+  }
+  for _, f in ipairs(core.fields("serve")) do
+    lines[#lines + 1] = field_line(f, f.path and (f.name .. ", " .. f.path) or f.name)
+  end
+  local function result_lines(kind, title)
+    lines[#lines + 1] = title
+    for _, f in ipairs(core.serve_result_fields(kind)) do
+      lines[#lines + 1] = string.format("  %-26s %-8s %-4s %s", f.name, f.type, f.unit ~= "" and f.unit or "-", f.help)
+    end
+  end
+  result_lines("result", "Result (r.ttft_s.p99, ...; kv_series columns t_s, kv_util, running, waiting):")
+  result_lines("request", "per_request rows (keep_requests = true):")
+  result_lines("step", "step_log rows (keep_steps = true):")
+  result_lines("steady", "mode = \"analytical\" result:")
+  lines[#lines + 1] = "Sweeps: hl.serve_sweep{base = {...}, axes = {rate = {...}, max_seqs = {...}, tp = {...}}} (hl.help \"serve_sweep\")"
+  return table.concat(lines, "\n")
 end
 
 local function fields_text(kind)
   if kind == "job" then return job_text() end
   if kind == "serve" then return serve_text() end
   if kind == "result" then return result_text() end
+  if kind == "frontier" then
+    local lines = {}
+    for _, f in ipairs(require("hbdlab.frontier").fields) do
+      local d = f[2]
+      if type(d) == "table" then d = table.concat(d, ", ") end
+      lines[#lines + 1] = string.format("  %-13s %s%s", f[1], f[3], d ~= nil and (" (default " .. tostring(d) .. ")") or "")
+    end
+    return table.concat(lines, "\n")
+  end
   local lines = {}
   for _, f in ipairs(core.fields(kind)) do lines[#lines + 1] = field_line(f) end
   return table.concat(lines, "\n")
