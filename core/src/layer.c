@@ -504,7 +504,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         /* gate/up and down as two grouped kernels over the local experts (docs/MODEL.md section 3):
          * FLOPs and activations of every local expert, weights of the `active` ones, tiles per
          * active expert; the routing and permutation kernels (moe_latency) once per layer */
-        hl_moe_shape ms = {tok_e, El, active, h, Fe, s->ab, s->wb};
+        hl_moe_shape ms = {
+            tok_e, El, active, h, Fe, s->ab, hl_model_expert_weight_bytes(m, s->wb)}; /* MXFP4 experts: 4.25 bits */
         hl_op up, down;
         hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
         up.fixed_s = s->c->gpu.moe_latency;
