@@ -164,9 +164,9 @@ static int collect_completions(lua_State *L)
         push_path(L, text, (size_t)(sep - text));
         add_fields_of_top(L, text, (size_t)(sep - text) + 1, sep + 1);
     } else {
-        static const char *const keywords[] = {
-            "and",   "break", "do",  "else", "elseif", "end",    "false", "for",  "function", "goto",  "if", "in",
-            "local", "nil",   "not", "or",   "repeat", "return", "then",  "true", "until",    "while", NULL};
+        static const char *const keywords[] = {"and",      "break",  "do",   "else", "elseif", "end",   "false", "for",
+                                               "function", "goto",   "if",   "in",   "local",  "nil",   "not",   "or",
+                                               "repeat",   "return", "then", "true", "until",  "while", NULL};
         for (int k = 0; keywords[k]; k++)
             if (strncmp(keywords[k], text, strlen(text)) == 0)
                 add_completion(keywords[k]);
@@ -222,8 +222,10 @@ static void setup_readline(void)
          * start-up, or a device); else the session keeps no history and says why */
         struct stat st;
         if (lstat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-            fprintf(stderr, "hbdlab: %s is %s, not a regular file: this session's history is not kept\n",
-                    history_path, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a file");
+            fprintf(stderr, "hbdlab: %s is %s, not a regular file: this session's history is not kept\n", history_path,
+                    S_ISLNK(st.st_mode)    ? "a symbolic link"
+                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                           : "not a file");
             history_path[0] = '\0';
         } else {
             read_history(history_path);
