@@ -64,6 +64,9 @@ void hl_push_result_value(lua_State *L, int32_t i, double v);
  * top, plus the friendly aliases (ttft_ms, ...): nested (t.prefill.time_s)
  * when `nested`, else flat dotted keys (t["prefill.time_s"], sweep rows). */
 void hl_set_result_fields(lua_State *L, const double *v, int nested);
+/* Keys hl_set_result_fields sets at the top level of a table (nested: groups count once), for
+ * lua_createtable. */
+int32_t hl_result_table_size(int nested);
 
 /* Index of result column `name` (a result field or a friendly alias, whose
  * factor goes to *scale), or -1. */

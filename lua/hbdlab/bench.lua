@@ -52,6 +52,12 @@ function M.run(opts)
   r.sim_latency_summary_median_s = c
   local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
   r.lua_call_s, r.lua_call_overhead_s = l, l - c
+  -- the same with the model and cluster given as preset names (resolved once, then cached)
+  local named = { model = "qwen1.5-110b", cluster = "hgx-b200", precision = "fp8", batch = 16, input = 32768,
+                  output = 1024, parallel = { tp = 8 } }
+  local cn = core.bench_latency(named, quick and 2000 or 200000, 100, true).median_s
+  local ln = lua_call_time(hl, named, quick and 5 or 100, quick and 100 or 1000)
+  r.lua_call_names_s, r.lua_call_names_overhead_s, r.sim_latency_names_summary_median_s = ln, ln - cn, cn
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
   local t0 = core.clock()
@@ -126,6 +132,7 @@ function M.print_table(r)
     { "sweep throughput, all cores", string.format("%.0f points/s", r.sweep_points_per_s_all) },
     { "hl.simulate from Lua, per call", string.format("%.3f us", r.lua_call_s * 1e6) },
     { "Lua call overhead (over hl_sim_run)", string.format("%.3f us", r.lua_call_overhead_s * 1e6) },
+    { "Lua call overhead, preset names (qwen1.5-110b, hgx-b200)", string.format("%.3f us", r.lua_call_names_overhead_s * 1e6) },
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
