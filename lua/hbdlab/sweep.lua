@@ -166,11 +166,21 @@ function M.sweep(a, fn)
     local list = axis_list(a.axes or a)
     local rows = {}
     local points = product_points(list, a.zip)
+    local mpi = core.dist().mpi
+    if mpi then -- every rank runs this same sweep, else all stop here with one message (issue 22)
+      local text = { a.zip and "zip" or "product" }
+      for _, ax in ipairs(list) do
+        text[#text + 1] = ax.name
+        for _, v in ipairs(ax.values) do text[#text + 1] = type(v) .. ":" .. tostring(type(v) == "userdata" and v.name or v) end
+      end
+      core.dist_agree("fn", #points, table.concat(text, "\0"))
+    end
     local lo, hi = core.dist_block(#points) -- this shard's or rank's block (all points when alone)
     for i = lo + 1, hi do
       local p = points[i]
       local ok, res = xpcall(fn, debug.traceback, p)
       if not ok then
+        if mpi then pcall(core.dist_agree, "gather", 1) end -- the other ranks stop too, not wait in the gather
         if tostring(res):find("interrupted!", 1, true) then
           io.stderr:write(string.format("sweep interrupted: %d points done\n", i - 1 - lo))
           rows.interrupted = true
@@ -183,7 +193,10 @@ function M.sweep(a, fn)
       if type(res) == "table" then M.flatten(res, row) end
       rows[#rows + 1] = row
     end
-    if core.dist().mpi then rows = M.gather_rows(rows) end
+    if mpi then
+      core.dist_agree("gather", 0)
+      rows = M.gather_rows(rows)
+    end
     local names = {}
     for i, ax in ipairs(list) do names[i] = ax.name end
     require("hbdlab.rows").axes_of[rows] = names
