@@ -41,6 +41,7 @@ void hl_bind_calib(lua_State *L);
 void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);
+void hl_bind_merge(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);
