@@ -97,11 +97,11 @@ function M.run(opts)
   local parts = {}
   for k = 1, 2 do
     parts[k] = os.tmpname()
-    local f = assert(io.open(parts[k], "wb"))
-    f:write("hbd,input,ttft_s,tpot_s,total_s,decode_tps,tps_per_gpu,prefill.comm_share,decode.comm_share," ..
+    local out = assert(io.open(parts[k], "wb"))
+    out:write("hbd,input,ttft_s,tpot_s,total_s,decode_tps,tps_per_gpu,prefill.comm_share,decode.comm_share," ..
       "memory.per_gpu_bytes,memory.fits,error\n")
-    for _ = 1, math.ceil(shard_bytes / #block) do f:write(block) end
-    f:close()
+    for _ = 1, math.ceil(shard_bytes / #block) do out:write(block) end
+    out:close()
   end
   local merged = os.tmpname()
   t0 = core.clock()
