@@ -68,6 +68,7 @@ function M.simulate(t)
     error(r, 0)
   end
   warn.check_job(job, r)
+  warn.check_limits(t, r)
   M.job_of[r] = job
   local c = job.cluster
   if type(c) ~= "userdata" then
