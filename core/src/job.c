@@ -96,7 +96,7 @@ static const hl_field job_fields[] = {
     NUM(image_tokens, "image_tokens", NULL, 0, 1e9, 0, "", 0,
         "prompt tokens per sequence that come from images (vision-language models; part of input)"),
 };
-static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
+static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 
 const hl_field_set *hl_job_fields(void) { return &job_set; }
 
