@@ -1,4 +1,4 @@
--- Newcomer frictions of issue 26: an unknown GPU price shows as unknown (nil and a
+-- Prices and names: an unknown GPU price shows as unknown (nil and a
 -- warning, never a silent 0); GPU presets carry priced estimates.
 local T = require "testlib"
 local hl = require "hbdlab"
@@ -60,6 +60,44 @@ T.test("two imported HF models of one model_type do not share a name", function(
   T.eq(b.name, "Qwen2.5-72B-Instruct", "named after the folder")
   T.eq(hl.model.from_hf(src .. "qwen2.5-72b.json", { name = "mine" }).name, "mine", "name = overrides")
   T.eq(a:params().total, b:params().total, "the same model otherwise")
+  os.execute("rm -rf " .. dir)
+end)
+
+
+T.test("README's Use example and the C path: no warning, no raw SI float, the header named", function()
+  local f = assert(io.open((os.getenv("HBDLAB_SOURCE_DIR") or ".") .. "/README.md", "rb"))
+  local readme = f:read("a")
+  f:close()
+  local code = readme:match("## Use\n\n```lua\n(.-)```")
+  T.ok(code ~= nil, "README has a Use example")
+  local out, saved = {}, print
+  warn.seen = {}
+  _G.print = function(...) out[#out + 1] = table.concat((function(...) local t = {} for i = 1, select("#", ...) do
+    t[i] = tostring((select(i, ...))) end return t end)(...), "\t") end
+  local ok, err = pcall(assert(load(code, "=README", "t", setmetatable({}, { __index = _G }))))
+  _G.print = saved
+  T.ok(ok, "the example runs: " .. tostring(err))
+  T.ok(next(warn.seen) == nil, "and prints no warning: " .. tostring(next(warn.seen)))
+  local text = table.concat(out, "\n")
+  T.ok(not text:find("%d%d%d%d%d%d%d%d%d%d+%.%d"), "no raw SI float in its output: " .. text:sub(-80))
+  T.ok(readme:find("<hbdlab/hbdlab.h>", 1, true), "README names the C header")
+end)
+
+T.test("the timeline chart labels its operators", function()
+  local r = hl.simulate { model = "llama-3.1-8b", cluster = { gpu = "H100-SXM", gpus = 4, hbd = 2 },
+                          parallel = { tp = 2, pp = 2 }, batch = 8, input = 2048 }
+  local dir = os.tmpname()
+  os.remove(dir)
+  local out = hl.plot.timeline { events = r:trace(), out = dir .. "/tl.png" }
+  local f = assert(io.open((out or dir .. "/tl.png"):gsub("%.png$", ".gp"), "rb"))
+  local gp = f:read("a")
+  f:close()
+  T.ok(gp:find("with labels", 1, true), "a labels layer")
+  T.ok(gp:find(":5 with labels", 1, true), "from the name column of the data")
+  local g = io.open(dir .. "/tl.dat", "rb")
+  local dat = g and g:read("a") or ""
+  if g then g:close() end
+  T.ok(dat:find("ffn_up_gate", 1, true), "the operator names are in the data the labels read")
   os.execute("rm -rf " .. dir)
 end)
 
