@@ -17,9 +17,26 @@ local function from_file(kind, path)
   return core.from_json(kind, text, path)
 end
 
+-- Objects of preset names, resolved once (objects are immutable, so one object serves every
+-- call); emptied when $HBDLAB_PRESETS (where user presets come from) changes.
+local presets = { gpu = {}, cluster = {}, model = {} }
+local presets_env = os.getenv("HBDLAB_PRESETS")
+
 local function wrap(kind, ctor)
   return function(x)
-    if type(x) == "string" and x:match("%.json$") then return from_file(kind, x) end
+    if type(x) == "string" then
+      local env = os.getenv("HBDLAB_PRESETS")
+      if env ~= presets_env then
+        presets_env = env
+        presets = { gpu = {}, cluster = {}, model = {} }
+      end
+      local hit = presets[kind][x]
+      if hit then return hit end
+      if x:match("%.json$") then return from_file(kind, x) end
+      local obj = ctor(x)
+      presets[kind][x] = obj
+      return obj
+    end
     if type(x) == "table" then
       -- a cluster's gpu may be a plain table of GPU fields too
       if kind == "cluster" and type(x.gpu) == "table" then
@@ -41,11 +58,13 @@ function M.coerce(kind, x)
   return x
 end
 
---- A shallow copy of simulate fields whose model / cluster plain tables became objects.
+--- A shallow copy of simulate fields whose model / cluster plain tables or preset names became
+--- objects (a name resolves once: the presets cache above).
 function M.coerce_job(t)
   if type(t) ~= "table" then return t end
-  local plain_model = type(t.model) == "table" and getmetatable(t.model) == nil
-  local plain_cluster = type(t.cluster) == "table" and getmetatable(t.cluster) == nil
+  local tm, tc = type(t.model), type(t.cluster)
+  local plain_model = (tm == "table" and getmetatable(t.model) == nil) or tm == "string"
+  local plain_cluster = (tc == "table" and getmetatable(t.cluster) == nil) or tc == "string"
   if not plain_model and not plain_cluster then return t end
   local c = {}
   for k, v in pairs(t) do c[k] = v end

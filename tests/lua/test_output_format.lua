@@ -1,4 +1,4 @@
--- Output polish (issue 17): durations in the unit that reads best, the decode
+-- Output format: durations in the unit that reads best, the decode
 -- compute_s = 0 explanation, sweep axes first in hl.rows.print, axis labels and
 -- legends that follow unit scaling, y axes from 0 unless asked.
 local T = require "testlib"

@@ -1,4 +1,4 @@
--- Newcomer frictions (issue 17): preset aliases and case-insensitive names,
+-- Usability (newcomer frictions of issue 17): preset aliases and case-insensitive names,
 -- plain tables where objects are expected, preset names in hl.plot.roofline,
 -- roofline labels that do not overlap.
 local T = require "testlib"

@@ -1,4 +1,4 @@
-# Hostile inputs and outputs found by the attack pass (docs/RELIABILITY.md lists each case):
+# Hostile files and streams, found by the attack pass (docs/RELIABILITY.md lists each case):
 # broken shard CSVs given to `hbdlab merge`, standard output on a full disk, JSON nested
 # deeper than the parser allows, code points above U+10FFFF.
 . "$(dirname "$0")/lib.sh"

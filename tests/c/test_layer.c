@@ -1,6 +1,7 @@
-/* Model corrections of issue 16: MoE expert reads at small batch, the
- * collective algorithm inside a job, the all-gather after a sequence-split MoE
- * combine, and monotonicity in HBD size, bandwidths and peaks. */
+/* One pass's operators and collectives (core/src/layer.c): MoE expert reads at
+ * small batch, the collective algorithm inside a job, the all-gather after a
+ * sequence-split MoE combine, hierarchical dispatch, redundant experts, and
+ * monotonicity in HBD size, bandwidths and peaks. */
 #include <stdlib.h>
 #include <string.h>
 

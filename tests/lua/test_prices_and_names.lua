@@ -1,4 +1,4 @@
--- Newcomer frictions of issue 26: an unknown GPU price shows as unknown (nil and a
+-- Prices and names: an unknown GPU price shows as unknown (nil and a
 -- warning, never a silent 0); GPU presets carry priced estimates.
 local T = require "testlib"
 local hl = require "hbdlab"
