@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "framework_int.h"
 #include "serve_int.h"
 #include "step_int.h"
 #include "hbdlab/coll.h"
@@ -60,6 +61,7 @@ typedef struct sched {
     double blocks_total, blocks_free, block;
     double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
     int64_t preempted;   /* in this step */
+    double dq;           /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -116,7 +118,9 @@ static void schedule_running(sched *s, double *budget, double chunk)
     for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
         rq *x = &s->q[s->run[i]];
         int decode = x->prefilled >= x->prompt;
-        double tok = decode ? 1 : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        double tok = decode ? s->dq : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        if (decode && tok > *budget)
+            break; /* a verify pass needs its gamma + 1 slots */
         double end = (decode ? x->kv : x->prefilled) + tok;
         double need = end > x->blocks * s->block ? blocks_for(s, end) - x->blocks : 0;
         while (need > s->blocks_free && s->n_run - 1 > i)
@@ -139,12 +143,14 @@ static int admission(const sched *s, double budget, double chunk, double *tok_ou
     const hl_serve_cfg *c = s->cfg;
     const rq *x = &s->q[s->wait[s->w_head]];
     int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
-    double tok = arrived_prefilled ? 1 : x->prompt;
+    double tok = arrived_prefilled ? s->dq : x->prompt;
     if (c->chunked_prefill)
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
-    double need = blocks_for(s, c->reserve ? x->input + x->output - 1 : arrived_prefilled ? x->kv + 1 : tok);
+    double need = blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
+                                : arrived_prefilled ? x->kv + s->dq
+                                                    : tok);
     need = need > x->blocks ? need - x->blocks : 0;
     *tok_out = tok;
     *need_out = need;
@@ -331,6 +337,8 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
 /* Everything run() allocates, freed in one place. */
 typedef struct owned {
     hl_stepper *st;
+    hl_stepper *draft;  /* speculative decoding: the drafter's layers (spec_draft_layers of the target's shape) */
+    hl_stepper *draft2; /* spec_draft_layers = 0: drafters of 1 and 2 layers give the LM head alone */
     hl_trace_req *reqs;
     rq *q;
     int64_t *wait, *run;
@@ -343,6 +351,8 @@ typedef struct owned {
 static void owned_free(owned *o)
 {
     hl_stepper_free(o->st);
+    hl_stepper_free(o->draft);
+    hl_stepper_free(o->draft2);
     free(o->reqs);
     free(o->q);
     free(o->wait);
@@ -351,6 +361,84 @@ static void owned_free(owned *o)
     free(o->chunks);
     free(o->itl);
     free(o->cnt);
+}
+
+/* Speculative decoding in the scheduler (docs/MODEL.md 12): each decoding sequence's step is a
+ * verify pass of gamma + 1 positions (the target's layers over its cached context, logits of every
+ * position, as hl.simulate's decode_speculative), after gamma draft passes of the drafter
+ * (spec_draft_layers layers of the target's shape and an LM head, one token per sequence; with no
+ * layers the LM head alone, from drafters of 1 and 2 layers, linear in layers); the
+ * step keeps the accepted drafts + 1, each draft accepted with probability alpha until the first
+ * rejection (Leviathan et al. 2023). */
+typedef struct spec_model {
+    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each */
+    double overhead_s;   /* the drafter stepper's per-pass framework overhead, not charged to drafts */
+} spec_model;
+
+static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec_model *sp, hl_stepper **draft,
+                            hl_stepper **draft2, hl_err *err)
+{
+    *target = *job;
+    target->spec_tokens = target->spec_accept = 0;
+    target->spec_draft_layers = 1;
+    memset(sp, 0, sizeof *sp);
+    *draft = *draft2 = NULL;
+    if (!(job->spec_tokens > 0))
+        return HL_OK;
+    if (job->spec_tokens != floor(job->spec_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
+                       job->spec_tokens);
+    if (!(job->spec_accept > 0))
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token is "
+                       "accepted (0 < spec_accept <= 1)",
+                       job->spec_accept, job->spec_tokens);
+    if (job->pp > 1)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_tokens': speculative decoding in serving is modelled for pp = 1 (got pp = %lld)",
+                       (long long)job->pp);
+    if (job->spec_draft_layers != floor(job->spec_draft_layers))
+        return hl_fail(err, HL_EINVAL, "field 'spec_draft_layers': %g is not a whole number of layers in serving",
+                       job->spec_draft_layers);
+    sp->gamma = job->spec_tokens;
+    sp->alpha = job->spec_accept;
+    hl_job d = *target;
+    d.model.layers = job->spec_draft_layers >= 1 ? (int64_t)job->spec_draft_layers : 1;
+    if (d.model.dense_layers >= d.model.layers)
+        d.model.dense_layers = 0; /* the drafter takes the shape of the model's MoE layers */
+    hl_job fw;
+    sp->overhead_s = hl_job_with_framework(&d, &fw)->step_overhead;
+    hl_status rc = hl_stepper_new(&d, cap, draft, err);
+    if (!rc && job->spec_draft_layers < 1) { /* no layers: the LM head alone, 2 t(1 layer) - t(2 layers) */
+        d.model.layers = 2;
+        rc = hl_stepper_new(&d, cap, draft2, err);
+    }
+    if (rc)
+        hl_err_prefix(err, "the drafter (spec_draft_layers)");
+    return rc;
+}
+
+/* Seconds of the gamma draft passes for `seqs` sequences at mean context ctx. */
+static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper *draft2, double seqs, double ctx,
+                            double *t, hl_err *err)
+{
+    double w = hl_stepper_window(draft);
+    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs};
+    double one, two = 0;
+    hl_status rc = hl_stepper_time(draft, &it, &one, err);
+    if (!rc && draft2)
+        rc = hl_stepper_time(draft2, &it, &two, err);
+    *t = sp->gamma * ((draft2 ? 2 * one - two : one) - sp->overhead_s);
+    return rc;
+}
+
+/* Draft tokens a verify pass accepts: each with probability alpha, until the first rejection. */
+static double accepted(const spec_model *sp, hl_rng *rng)
+{
+    double k = 0;
+    while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
+        k++;
+    return k;
 }
 
 /* Seconds one request of mean lengths takes alone: its prompt in one step,
@@ -411,7 +499,11 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
 {
     hl_status rc;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    if ((rc = hl_stepper_new(job, cap, &o->st, err)))
+    spec_model sp;
+    hl_job target;
+    if ((rc = spec_setup(job, cap, &target, &sp, &o->draft, &o->draft2, err)))
+        return rc;
+    if ((rc = hl_stepper_new(&target, cap, &o->st, err)))
         return rc;
     hl_serve_cfg cj = *c;
     cj.job = *job;
@@ -422,6 +514,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
     sched s = {0};
     s.cfg = c;
     s.n = n;
+    s.dq = 1 + sp.gamma;
     s.block = (double)c->block_tokens;
     s.state_blocks = ceil(hl_stepper_state_bytes(o->st) / (s.block * hl_stepper_kv_token_bytes(o->st)));
     s.blocks_total = s.blocks_free = blocks;
@@ -469,7 +562,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
     double window = hl_stepper_window(o->st);
     double t = 0;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
-    int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536;
+    int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536 && sp.gamma == 0; /* speculation: random */
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
@@ -503,13 +596,18 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                            t, (long long)s.n_run, (long long)s.w_len);
         hl_iter it = {0};
         it.chunks = s.chunks;
-        double ctx = 0, win = 0, step_tok = 0;
+        double ctx = 0, win = 0, step_tok = 0, spec_seqs = 0, spec_ctx = 0;
         int64_t first_chunk = -1;
         for (int64_t k = 0; k < s.n_plan; k++) {
             const plan *p = &s.plan[k];
             const rq *x = &s.q[p->r];
             step_tok += p->tokens;
-            if (p->decode) {
+            if (p->decode && sp.gamma > 0) { /* a verify pass: gamma + 1 positions after the cached ones */
+                s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
+                it.logits_rows += p->tokens;
+                spec_seqs++;
+                spec_ctx += x->kv;
+            } else if (p->decode) {
                 it.decode_seqs++;
                 ctx += x->kv;
                 win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
@@ -528,13 +626,23 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
         double dt;
         if ((rc = hl_stepper_time(o->st, &it, &dt, err)))
             return rc;
+        if (spec_seqs > 0) { /* gamma draft passes of the drafter before the verify pass */
+            double draft;
+            if ((rc = draft_time(&sp, o->draft, o->draft2, spec_seqs, spec_ctx / spec_seqs, &draft, err)))
+                return rc;
+            dt += draft;
+        }
         double t_end = t + dt, same = 0, emitted = 0;
         int64_t in_system = s.n_run + s.w_len;
         for (int64_t k = 0; k < s.n_plan; k++) {
             const plan *p = &s.plan[k];
             rq *x = &s.q[p->r];
             int emits = 1;
-            if (p->decode) {
+            double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
+            if (p->decode && sp.gamma > 0) {
+                burst = fmin(accepted(&sp, &clients) + 1, x->output - x->gen);
+                x->kv += burst;
+            } else if (p->decode) {
                 x->kv += 1;
             } else {
                 x->prefilled += p->tokens;
@@ -543,14 +651,16 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             }
             if (!emits)
                 continue;
-            emitted++;
-            x->gen += 1;
+            emitted += burst;
+            x->gen += burst;
             if (x->first_tok < 0)
                 x->first_tok = t_end;
             else if (x->last_tok == t)
                 same++;
             else
                 hl_itl_add(o->itl, t_end - x->last_tok, 1);
+            if (burst > 1) /* the burst's other tokens come with the first: gaps of 0 */
+                hl_itl_add(o->itl, 0, burst - 1);
             x->last_tok = t_end;
             if (x->gen >= x->output) {
                 x->done = 1;
@@ -569,7 +679,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                 s.run[m++] = s.run[k];
         double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
         if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok,
-                         step_tok - it.decode_seqs, emitted, err)))
+                         step_tok - it.decode_seqs - spec_seqs * s.dq, emitted, err)))
             return rc;
         preempt_total += s.preempted;
         if (c->keep_steps) {
@@ -582,9 +692,9 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
             r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
                                                              dt,
-                                                             (int32_t)it.decode_seqs,
-                                                             it.n_chunks,
-                                                             step_tok - it.decode_seqs,
+                                                             (int32_t)(it.decode_seqs + spec_seqs),
+                                                             it.n_chunks - (int32_t)spec_seqs,
+                                                             step_tok - it.decode_seqs - spec_seqs * s.dq,
                                                              (int32_t)(first_chunk + 1),
                                                              (int32_t)s.preempted,
                                                              s.blocks_total - s.blocks_free};
