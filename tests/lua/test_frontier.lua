@@ -154,6 +154,18 @@ T.test("bad input is named", function()
   -- an input error repeats on every configuration: the search names it instead of "nothing fits"
   T.raises(function() hl.frontier(with { input = 0 }) end, "could be evaluated", "field 'input'")
   T.raises(function() hl.frontier(with { serve = { max_seqs = 0 } }) end, "field 'max_seqs'")
+  -- the disaggregated points read the mean lengths directly: NaN or inf is refused, not NaN tokens/s per GPU
+  T.raises(function() hl.frontier(with { output = 0 / 0, simulate = 0 }) end, "field 'output'", "not a finite number")
+  T.raises(function() hl.frontier(with { output = { mean = 0 / 0 }, modes = "disagg" }) end, "field 'output'", "nan")
+  T.raises(function() hl.frontier(with { input = math.huge, modes = "disagg" }) end, "field 'input'", "inf")
+  T.raises(function() hl.frontier(with { output = { mean = "x" } }) end, "field 'output'", "x")
+  -- an empty list is named, not read as one value (a table)
+  for _, f in ipairs { "precision", "modes", "concurrency", "prefill_load" } do
+    T.raises(function() hl.frontier(with { [f] = {} }) end, "field '" .. f .. "': an empty list")
+  end
+  T.raises(function() hl.frontier(with { model = 5 }) end, "field 'model'", "got number")
+  T.raises(function() hl.frontier(with { out = "" }) end, "field 'out'", "not a path stem")
+  T.raises(function() hl.frontier(with { out = "results/" }) end, "field 'out'", "not a path stem")
   -- two systems of the same name stay two curves
   local r = hl.frontier(with { systems = { ok_base.systems, ok_base.systems }, simulate = 0, modes = "agg" })
   T.eq(#r.groups, 2, "two curves")
