@@ -43,12 +43,17 @@ end
 M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
               "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
               "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
-              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "redundant_experts" }
+              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "kv_transfer_s", "redundant_experts" }
 
 local function fail(msg, level) error("hl.frontier: " .. msg, (level or 1) + 1) end
 
-local function list_of(v)
-  if type(v) == "table" and getmetatable(v) == nil and #v > 0 then return v end
+-- A field's value as a list (a single value is a list of one); an empty list is refused by name
+-- (it would otherwise be read as one value, a table, and reported as "table: 0x...").
+local function list_of(v, name)
+  if type(v) == "table" and getmetatable(v) == nil then
+    if #v > 0 then return v end
+    if next(v) == nil then fail("field '" .. name .. "': an empty list (give at least one value)", 4) end
+  end
   return { v }
 end
 
@@ -235,14 +240,14 @@ local function prefill_profile(hl, ctx, sys, prec, m)
   if #prof.loads == 0 then return nil end
   -- the KV hand-off of one mean prompt (serve.c's kv_transfer_time, through a one-request run)
   local probe = copy(ctx.base)
-  probe.precision, probe.requests, probe.concurrency = prec, 1, 1
+  probe.precision, probe.requests, probe.rate = prec, 1, 1
   probe.input, probe.output = math.floor(ctx.input_mean + 0.5), 2
   local pool = instance_fields({}, sys, m)
   probe.disagg = { prefill = { parallel = pool.parallel, redundant_experts = pool.redundant_experts },
                    decode = { parallel = pool.parallel, redundant_experts = pool.redundant_experts } }
   probe.cluster = sys.cluster
   local ok, pr = pcall(hl.serve, probe)
-  prof.kv_transfer_s = ok and pr.kv_transfer_s or nil
+  if ok then prof.kv_transfer_s = pr.kv_transfer_s else note_error(ctx, pr) end
   return prof
 end
 
@@ -367,6 +372,7 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
               simulated = false, tp = d.m.tp, pp = d.m.pp, ep = d.m.ep, dp = d.m.dp, instance_gpus = gd,
               instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
               p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
+              kv_transfer_s = pr.kv_transfer_s,
               _prefill = pr, _decode = d,
             }
             if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end
@@ -503,21 +509,21 @@ local function check(t)
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
     fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
   end
-  o.modes = list_of(o.modes)
+  o.modes = list_of(o.modes, "modes")
   for i, m in ipairs(o.modes) do
     if m ~= "agg" and m ~= "disagg" then
       fail(string.format("field 'modes'[%d]: '%s' is not one of agg, disagg", i, tostring(m)), 3)
     end
   end
   if o.concurrency ~= nil then
-    o.concurrency = list_of(o.concurrency)
+    o.concurrency = list_of(o.concurrency, "concurrency")
     for i, c in ipairs(o.concurrency) do
       if type(c) ~= "number" or c ~= math.floor(c) or c < 1 or c > 1e7 then
         fail(string.format("field 'concurrency'[%d]: %s is not a whole number in 1..1e7", i, tostring(c)), 3)
       end
     end
   end
-  o.prefill_load = list_of(o.prefill_load)
+  o.prefill_load = list_of(o.prefill_load, "prefill_load")
   for i, u in ipairs(o.prefill_load) do
     if type(u) ~= "number" or not (u > 0 and u < 1) then
       fail(string.format("field 'prefill_load'[%d]: %s is not a fraction in (0, 1)", i, tostring(u)), 3)
@@ -539,7 +545,9 @@ local function check(t)
       fail("field 'serve." .. k .. "': the search sets it (give " .. k .. " at the top level, or not at all)", 3)
     end
   end
-  if o.out ~= nil and type(o.out) ~= "string" then fail("field 'out': expected a path stem (a string)", 3) end
+  if o.out ~= nil and (type(o.out) ~= "string" or o.out == "" or o.out:sub(-1) == "/") then
+    fail("field 'out': '" .. tostring(o.out) .. "' is not a path stem (a non-empty string naming a file, not a folder)", 3)
+  end
   return o
 end
 
@@ -625,6 +633,9 @@ function M.frontier(t)
   local o = check(t)
   local hl = require "hbdlab"
   local model = o.model
+  if type(model) ~= "string" and type(model) ~= "table" and type(model) ~= "userdata" then
+    fail("field 'model': expected a preset name, a model object or a table of model fields, got " .. type(model), 2)
+  end
   if type(model) == "string" or (type(model) == "table" and getmetatable(model) == nil) then
     local ok, m = pcall(hl.model, model)
     if not ok then fail("field 'model': " .. tostring(m), 2) end
@@ -633,7 +644,7 @@ function M.frontier(t)
   local systems = {}
   local sys_list = (type(o.systems) == "table" and getmetatable(o.systems) == nil and #o.systems > 0) and o.systems or { o.systems }
   for i, s in ipairs(sys_list) do systems[i] = system_of(hl, s, i) end
-  local precs = list_of(o.precision)
+  local precs = list_of(o.precision, "precision")
   for i, pr in ipairs(precs) do
     local ok = type(pr) == "string" and pcall(core.precision_bytes, pr)
     if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, tostring(pr)), 2) end
@@ -651,6 +662,15 @@ function M.frontier(t)
                 requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
                 input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {} }
   if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
+  -- the disaggregated points are computed from these means without hl.serve's own check: a NaN or
+  -- infinite length would give NaN tokens/s per GPU on every disagg point
+  -- (a finite but out-of-range length is left to hl.serve, whose message every configuration repeats)
+  for _, f in ipairs { { "input", ctx.input_mean }, { "output", ctx.output_mean } } do
+    local v = f[2]
+    if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], tostring(v)), 2)
+    end
+  end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
   local work = {}
   local want = {}

@@ -152,26 +152,25 @@ function M.models() return core.models() end
 function M.clusters() return core.clusters() end
 
 --- hl.roofline{ gpu = g, precision = "fp8", flops = F, bytes = B } or a GEMM:
---- hl.roofline{ gpu = g, m = 16, n = 8192, k = 8192, precision = "fp8" }.
+--- hl.roofline{ gpu = g, m = 16, n = 8192, k = 8192, precision = "fp8", framework = "trtllm" },
+--- attention { kind = "attention", batch, q, context, heads, kv_heads, head_dim, kv_bytes, window }
+--- or one MoE layer's experts { kind = "moe", tokens, hidden, inter, topk, experts, ep, etp }.
+--- The operators are built and timed as inside hl.simulate (docs/MODEL.md section 3).
 --- Returns time_s, compute_s, memory_s, intensity (FLOP/B), ridge, bound.
 function M.roofline(t)
   assert(type(t) == "table", "hl.roofline expects a table")
-  core.check_fields(t, { "gpu", "name", "kind", "precision", "m", "n", "k", "weight_bytes", "act_bytes", "flops",
-                         "bytes", "bytes_read", "bytes_written" }, "hl.roofline")
+  core.check_fields(t, { "gpu", "name", "kind", "precision", "framework", "m", "n", "k", "weight_bytes", "act_bytes",
+                         "flops", "bytes", "bytes_read", "bytes_written", "rows", "batch", "q", "context", "heads",
+                         "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes", "window",
+                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance" }, "hl.roofline")
   local g = t.gpu
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
   g = M.coerce("gpu", g)
-  local op = { name = t.name, kind = t.kind, precision = t.precision or "bf16" }
-  if t.m then
-    local wb = t.weight_bytes or core.precision_bytes(op.precision)
-    local ab = t.act_bytes or 2
-    op.flops, op.bytes_read, op.bytes_written = core.gemm_op(t.m, t.n, t.k, ab, wb, ab)
-    op.kind = op.kind or "gemm"
-  else
-    op.flops = t.flops or 0
-    op.bytes_read = t.bytes_read or t.bytes or 0
-    op.bytes_written = t.bytes_written or 0
-  end
+  local op = {}
+  for k, v in pairs(t) do if k ~= "gpu" then op[k] = v end end
+  op.precision = op.precision or "bf16"
+  if t.m and (t.n == nil or t.k == nil) then error("hl.roofline: a GEMM needs m, n and k", 2) end
+  if not t.m and t.bytes and not t.bytes_read then op.bytes_read = t.bytes end
   return core.op_time(g, op)
 end
 

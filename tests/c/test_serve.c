@@ -575,7 +575,7 @@ static void test_closed_loop_desynchronises(void **state)
                (long long)together, (long long)alone);
         if (jitter) {
             assert_int_equal(together, 0);
-            assert_true(alone >= 150); /* most prompts alone in their iteration */
+            assert_true(alone > 100); /* most (more than half) of the 200 prompts alone in their iteration */
         } else {
             assert_int_equal(together, 40); /* 200 requests in 40 rounds of 5 */
         }
