@@ -43,7 +43,7 @@ end
 M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
               "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
               "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
-              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "redundant_experts" }
+              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "kv_transfer_s", "redundant_experts" }
 
 local function fail(msg, level) error("hl.frontier: " .. msg, (level or 1) + 1) end
 
@@ -240,14 +240,14 @@ local function prefill_profile(hl, ctx, sys, prec, m)
   if #prof.loads == 0 then return nil end
   -- the KV hand-off of one mean prompt (serve.c's kv_transfer_time, through a one-request run)
   local probe = copy(ctx.base)
-  probe.precision, probe.requests, probe.concurrency = prec, 1, 1
+  probe.precision, probe.requests, probe.rate = prec, 1, 1
   probe.input, probe.output = math.floor(ctx.input_mean + 0.5), 2
   local pool = instance_fields({}, sys, m)
   probe.disagg = { prefill = { parallel = pool.parallel, redundant_experts = pool.redundant_experts },
                    decode = { parallel = pool.parallel, redundant_experts = pool.redundant_experts } }
   probe.cluster = sys.cluster
   local ok, pr = pcall(hl.serve, probe)
-  prof.kv_transfer_s = ok and pr.kv_transfer_s or nil
+  if ok then prof.kv_transfer_s = pr.kv_transfer_s else note_error(ctx, pr) end
   return prof
 end
 
@@ -372,6 +372,7 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
               simulated = false, tp = d.m.tp, pp = d.m.pp, ep = d.m.ep, dp = d.m.dp, instance_gpus = gd,
               instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
               p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
+              kv_transfer_s = pr.kv_transfer_s,
               _prefill = pr, _decode = d,
             }
             if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end

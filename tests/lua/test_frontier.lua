@@ -95,6 +95,17 @@ T.test("random searches: Pareto sets exact within each system x mode; re-runs re
   end
 end)
 
+T.test("a disaggregated point's TTFT includes the KV hand-off of its prompt", function()
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, modes = "disagg",
+                          input = 2048, output = 128, simulate = 0 }
+  T.ok(#r.points > 0, "disaggregated points")
+  -- one prompt's KV over the scale-up link: 2048 tokens x 131 kB (bf16 KV) = 268 MB at 450 GB/s: ~0.6 ms
+  for _, p in ipairs(r.points) do
+    T.ok(p.kv_transfer_s and p.kv_transfer_s > 1e-4 and p.kv_transfer_s < 0.01, "hand-off time " .. tostring(p.kv_transfer_s))
+    T.ok(p.ttft_p50_s > p.kv_transfer_s, "TTFT above the hand-off")
+  end
+end)
+
 T.test("the best point meets the SLO; an impossible SLO names the best found", function()
   local slo = { ttft_s = 1.0, tpot_s = 0.03 }
   local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8",
