@@ -281,6 +281,18 @@ local function decode_point(hl, ctx, sys, prec, m, c)
   return { m = m, c = c, tpot_s = r.tpot_s, rate = c / ((t.output - 1) * r.tpot_s), fields = t }
 end
 
+-- A point's numbers from an hl.serve simulation (percentiles included); scale: the instances the
+-- simulated one stands for (requests/s of the system).
+local function take_simulated(p, r, scale)
+  p.tps_per_gpu = r.output_tps_per_gpu
+  p.tps_per_user = 1 / r.tpot_s.mean
+  p.tpot_s = r.tpot_s.mean
+  p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
+  p.rps = r.rps * scale
+  p.simulated = true
+  return p
+end
+
 -- Aggregated points of one instance mapping: per-instance closed loops at concurrency c (analytical
 -- steady state); the system runs floor(G / instance GPUs) such instances behind a router, each with
 -- its own share of the users (a round-robin router of a closed population: every instance alike).
@@ -310,35 +322,27 @@ local function agg_points(hl, ctx, sys, prec, m, out)
     local dec = decode_point(hl, ctx, sys, prec, m, c)
     local bound = dec and c / dec.tpot_s
     local suspect = bound and r.output_tps > 1.02 * bound
+    local p = { system = sys.name, precision = prec, mode = "agg", gpus_used = m.gpus * instances,
+                tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances,
+                concurrency = c, redundant_experts = m.redundant, config = f, simulated = false }
     if suspect then
       ctx.suspect = (ctx.suspect or 0) + 1
-      if ctx.simulate then
-        local sf = copy(f)
-        sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
-        local ok2, s2 = pcall(hl.serve, sf)
-        if not ok2 then
-          if tostring(s2):find("interrupted!", 1, true) then error(s2, 0) end
-          goto continue
-        end
-        rates = rates or cost_rates(hl, fields, c)
-        out[#out + 1] = priced({
-          system = sys.name, precision = prec, mode = "agg", tps_per_gpu = s2.output_tps_per_gpu,
-          tps_per_user = 1 / s2.tpot_s.mean, ttft_p50_s = s2.ttft_s.p50, ttft_p90_s = s2.ttft_s.p90,
-          tpot_s = s2.tpot_s.mean, rps = s2.rps * instances, gpus_used = m.gpus * instances, simulated = true,
-          tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
-          redundant_experts = m.redundant, config = sf,
-        }, rates)
+      if not ctx.simulate then goto continue end
+      local sf = copy(f)
+      sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
+      local ok2, s2 = pcall(hl.serve, sf)
+      if not ok2 then
+        note_error(ctx, s2)
+        goto continue
       end
-      goto continue
+      take_simulated(p, s2, instances)
+      p.config = sf
+    else
+      p.tps_per_gpu, p.tps_per_user, p.tpot_s = r.output_tps_per_gpu, 1 / r.tpot_s, r.tpot_s
+      p.ttft_p50_s, p.ttft_p90_s, p.rps = r.ttft_s, r.ttft_s, r.rate * instances
     end
     rates = rates or cost_rates(hl, fields, c)
-    out[#out + 1] = priced({
-      system = sys.name, precision = prec, mode = "agg", tps_per_gpu = r.output_tps_per_gpu,
-      tps_per_user = 1 / r.tpot_s, ttft_p50_s = r.ttft_s, ttft_p90_s = r.ttft_s, tpot_s = r.tpot_s,
-      rps = r.rate * instances, gpus_used = m.gpus * instances, simulated = false,
-      tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
-      redundant_experts = m.redundant, config = f,
-    }, rates)
+    out[#out + 1] = priced(p, rates)
     ::continue::
   end
 end
@@ -465,13 +469,7 @@ local function confirm(hl, ctx, sys, p)
     p.sim_error = tostring(r)
     return
   end
-  local scale = p.mode == "agg" and p.instances or 1
-  p.tps_per_gpu = r.output_tps_per_gpu
-  p.tps_per_user = 1 / r.tpot_s.mean
-  p.tpot_s = r.tpot_s.mean
-  p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
-  p.rps = r.rps * scale
-  p.simulated = true
+  take_simulated(p, r, p.mode == "agg" and p.instances or 1)
   p.config = f
   if p.usd_per_mtok and p._rates then priced(p, p._rates) end
 end
@@ -752,6 +750,8 @@ function M.frontier(t)
     points = all
   end
   local sharded = d.count > 1 and not d.mpi
+  local sys_of = {} -- system by (unique) name: the points name theirs
+  for _, sy in ipairs(systems) do sys_of[sy.name] = sy end
   -- Pareto sets per system x precision x mode; then confirm the points on or near them
   local groups, order = {}, {}
   for _, p in ipairs(points) do
@@ -768,8 +768,6 @@ function M.frontier(t)
   end
   local pareto = fronts()
   if o.simulate > 0 and not sharded and not interrupted and not d.mpi then
-    local sys_by_name = {}
-    for _, s in ipairs(systems) do sys_by_name[s.name] = s end
     local todo = {}
     for _, k in ipairs(order) do
       local front, picked = pareto[k], {}
@@ -793,7 +791,7 @@ function M.frontier(t)
     end
     local ok2, err2 = pcall(function()
       for i, p in ipairs(todo) do
-        confirm(hl, ctx, sys_by_name[p.system], p)
+        confirm(hl, ctx, sys_of[p.system], p)
         progress_line(o.progress, i, #todo, "simulations")
       end
     end)
@@ -813,8 +811,6 @@ function M.frontier(t)
   -- by simulation when the search simulates (the analytical TTFT is optimistic near saturation):
   -- candidates are tried best first until a simulated one still meets the SLO (at most `simulate`)
   local best, missing, overall = {}, {}, nil
-  local sys_of = {}
-  for _, s in ipairs(systems) do sys_of[s.name] = s end
   local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
   for _, k in ipairs(order) do
     for _, p in ipairs(groups[k]) do
