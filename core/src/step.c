@@ -326,6 +326,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                 return rc;
         }
     }
+    /* the vision encoder of each prompt that starts here, once before the first stage, as hl_sim_run's prefill */
+    if (it->images > 0 && (rc = hl_vision_ops(s, &a, it->images / dp, err)))
+        return rc;
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
     hl_phase io;
