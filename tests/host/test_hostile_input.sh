@@ -105,4 +105,28 @@ LUA
 out=$(HBDLAB_TEST_LUA_MEMORY=12000000 "$HBDLAB" "$TMP/oom.lua" 2>&1); rc=$?
 check "Lua OOM building sweep rows: a clean error, exit 0 (rc $rc): $out" sh -c "[ $rc -eq 0 ] && echo '$out' | grep -q 'false.*not enough memory'"
 
+
+# ---- issue 22 item 10: junk in the HBDLAB_* limits was replaced by the default silently ----
+for v in abc -5 1e999 8GB 0.5 0; do
+    expect_fail "HBDLAB_MAX_INPUT_BYTES=$v is refused, named" "environment variable HBDLAB_MAX_INPUT_BYTES: '$v' is not allowed" \
+        env HBDLAB_MAX_INPUT_BYTES="$v" "$HBDLAB" eval "$TMP/small.json"
+    expect_fail "HBDLAB_SWEEP_MEMORY_BYTES=$v is refused, named" "environment variable HBDLAB_SWEEP_MEMORY_BYTES: '$v'" \
+        env HBDLAB_SWEEP_MEMORY_BYTES="$v" "$HBDLAB" -e "hl.sweep { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100',
+            parallel = { tp = 8 } }, axes = { batch = { 1 } }, progress = false }"
+    expect_fail "HBDLAB_SERVE_MEMORY_BYTES=$v is refused, named" "environment variable HBDLAB_SERVE_MEMORY_BYTES: '$v'" \
+        env HBDLAB_SERVE_MEMORY_BYTES="$v" "$HBDLAB" -e "hl.serve { model = 'llama-3.1-8b', cluster = 'hgx-h100',
+            parallel = { tp = 8 }, rate = 1, requests = 5 }"
+done
+expect_fail "HBDLAB_TEST_LUA_MEMORY=abc is refused, named" "environment variable HBDLAB_TEST_LUA_MEMORY: 'abc'" \
+    env HBDLAB_TEST_LUA_MEMORY=abc "$HBDLAB" -e "print(1)"
+expect_fail "a junk limit's control bytes are not echoed raw" "'a?[31m' is not allowed" \
+    env HBDLAB_MAX_INPUT_BYTES="$(printf 'a\033[31m')" "$HBDLAB" eval "$TMP/small.json"
+check "a valid limit in exponent form is read (8e9)" env HBDLAB_SWEEP_MEMORY_BYTES=8e9 "$HBDLAB" -e "hl.sweep { base = {
+    model = 'llama-3.1-8b', cluster = 'hgx-h100', parallel = { tp = 8 } }, axes = { batch = { 1 } }, progress = false }"
+# the function-form sweep is held to the same budget (it had none): 1,000 points of 2 axes need ~0.3 MB
+expect_fail "a function-form sweep over HBDLAB_SWEEP_MEMORY_BYTES is refused before it runs" \
+    "over the sweep memory budget of 1e-05 GB (HBDLAB_SWEEP_MEMORY_BYTES)" \
+    env HBDLAB_SWEEP_MEMORY_BYTES=10000 "$HBDLAB" -e "local v = {} for i = 1, 1000 do v[i] = i end
+        hl.sweep({ a = v, b = { 1 } }, function() error('ran') end)"
+
 finish
