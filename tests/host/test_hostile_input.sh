@@ -129,4 +129,24 @@ expect_fail "a function-form sweep over HBDLAB_SWEEP_MEMORY_BYTES is refused bef
     env HBDLAB_SWEEP_MEMORY_BYTES=10000 "$HBDLAB" -e "local v = {} for i = 1, 1000 do v[i] = i end
         hl.sweep({ a = v, b = { 1 } }, function() error('ran') end)"
 
+
+# ---- issue 22 item 10: override files were listed by hl.gpus() but never read when their name
+# had upper case or '_' ("H100-SXM.json" passed over for the embedded preset; "my_gpu.json"
+# reported as "unknown gpu preset 'my_gpu' (did you mean 'my_gpu'?)") ----
+O="$TMP/overrides"
+mkdir -p "$O/gpus" "$O/models"
+sed 's/"eff_gemm": *[0-9.]*/"eff_gemm": 0.5/' "$HBDLAB_SOURCE_DIR/core/presets/gpus/h100-sxm.json" > "$O/gpus/H100-SXM.json"
+echo '{"base": "h100-sxm", "name": "my gpu", "eff_gemm": 0.25}' > "$O/gpus/my_gpu.json"
+echo '{"base": "llama-3.1-8b", "name": "Tiny", "layers": 2}' > "$O/models/Tiny_Llama.json"
+out=$(HBDLAB_PRESETS=$O "$HBDLAB" -e 'print(hl.gpu("H100-SXM").eff_gemm, hl.gpu("h100").eff_gemm, hl.gpu("my_gpu").eff_gemm,
+    hl.gpu("MY-GPU").eff_gemm, hl.model("tiny-llama").layers, hl.simulate { model = "Tiny_Llama",
+    cluster = { gpu = "H100-SXM", gpus = 1, hbd = 1 } }.ttft_s > 0)' 2>&1)
+check "an override file named in upper case or with '_' is read ($out)" [ "$out" = "0.5	0.5	0.25	0.25	2	true" ]
+out=$(HBDLAB_PRESETS=$O "$HBDLAB" -e 'print(table.concat(hl.gpus(), " "))' 2>&1)
+check "listed under the name it is found by ($out)" contains "$out" " my-gpu "
+check "listed once ($out)" [ "$(echo "$out" | tr ' ' '\n' | grep -c '^h100-sxm$')" -eq 1 ]
+cp "$O/gpus/H100-SXM.json" "$O/gpus/h100_sxm.json"
+expect_fail "two override files naming one preset are refused, both named" \
+    "two override files name gpu preset 'h100-sxm': " env HBDLAB_PRESETS=$O "$HBDLAB" -e 'hl.gpu "H100-SXM"'
+
 finish
