@@ -122,6 +122,9 @@ const char *hl_opt_string_field(lua_State *L, int idx, const char *name);
  * The pointer stays valid while the value stays on the stack or in its table. */
 const char *hl_c_string(lua_State *L, int idx, const char *what);
 
+/* Whether the string at idx holds a NUL byte (for code that must free memory before it raises). */
+int hl_holds_nul(lua_State *L, int idx);
+
 /* luaL_checkstring(L, arg) with the NUL refusal of hl_c_string. */
 const char *hl_check_c_string(lua_State *L, int arg, const char *what);
 

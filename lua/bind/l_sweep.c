@@ -144,7 +144,9 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
 {
     if (lua_getfield(L, -1, "name") != LUA_TSTRING)
         return "sweep axis: 'name' must be a string";
-    snprintf(ax->name, sizeof ax->name, "%s", hl_c_string(L, -1, "sweep: an axis name"));
+    if (hl_holds_nul(L, -1)) /* returned, not raised: the caller frees the axes read so far */
+        return "sweep: an axis name holds a NUL byte (text given to hbdlab cannot hold NUL bytes)";
+    snprintf(ax->name, sizeof ax->name, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);
     if (lua_getfield(L, -1, "values") != LUA_TTABLE)
         return "sweep axis: 'values' must be a non-empty array";
@@ -174,7 +176,9 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
             lua_rawgeti(L, -1, i + 1);
             if (lua_type(L, -1) != LUA_TSTRING)
                 return "sweep axis: values must all be strings";
-            v[i] = hl_c_string(L, -1, "sweep: an axis value"); /* alive: referenced by the values table */
+            if (hl_holds_nul(L, -1))
+                return "sweep: an axis value holds a NUL byte (text given to hbdlab cannot hold NUL bytes)";
+            v[i] = lua_tostring(L, -1); /* alive: referenced by the values table */
             lua_pop(L, 1);
         }
     } else if (t == LUA_TUSERDATA) {

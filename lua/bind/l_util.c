@@ -89,6 +89,13 @@ const char *hl_c_string(lua_State *L, int idx, const char *what)
     return s;
 }
 
+int hl_holds_nul(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &len) : NULL;
+    return s && memchr(s, 0, len) != NULL;
+}
+
 const char *hl_check_c_string(lua_State *L, int arg, const char *what)
 {
     luaL_checkstring(L, arg);
