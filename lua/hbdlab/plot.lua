@@ -461,8 +461,9 @@ function M.timeline(t)
   t.xlabel = t.xlabel or "time (ms)"
   t.ylabel = t.ylabel or "GPU"
   local gp = {
-    string.format("set yrange [%g:-0.6]", max_gpu + 0.6),
-    "set ytics 1",
+    -- with labels, a free row above the first GPU holds them (they were drawn over the title)
+    string.format("set yrange [%g:%g]", max_gpu + 0.6, t.labels == false and -0.6 or -1.9),
+    "set ytics 0, 1",
     "set style fill solid 0.9 border -1",
     "plot for [c=1:3] datafile using (($2+$3)/2):($4==c ? $1 : 1/0):(($3-$2)/2):(0.35) with boxxyerror lt c " ..
       "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')" ..
