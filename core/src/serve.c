@@ -268,7 +268,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
         if (need > s->blocks_free)
             break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m};
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0};
         double dt;
         hl_status rc = hl_stepper_time(st, &it, &dt, err);
         if (rc)
@@ -423,7 +423,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
                             double *t, hl_err *err)
 {
     double w = hl_stepper_window(draft);
-    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs};
+    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0};
     double one, two = 0;
     hl_status rc = hl_stepper_time(draft, &it, &one, err);
     if (!rc && draft2)
@@ -447,10 +447,10 @@ static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
     hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
-    hl_iter pre = {0, 0, 0, 1, &ch, 1};
+    hl_iter pre = {0, 0, 0, 1, &ch, 1, 1};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1};
+    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
@@ -583,6 +583,11 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
         x->input = x->prompt = t->input;
         x->output = t->output;
         x->first_tok = x->first_sched = -1;
+        if (t->input < job->image_tokens)
+            return hl_fail(err, HL_EINVAL,
+                           "request %lld: input %g tokens is shorter than its image (field 'image_tokens': %g); "
+                           "image_tokens must be <= every request's input",
+                           (long long)i + 1, t->input, job->image_tokens);
         if (first_tok) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -658,6 +663,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             } else {
                 if (first_chunk < 0)
                     first_chunk = p->r;
+                it.images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
                 s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
                 it.logits_rows += x->prefilled + p->tokens >= x->prompt;
             }

@@ -220,7 +220,7 @@ void hl_files_discard(const char *tmp)
  * JSON, figures, traces or reports; pushed on the stack. */
 static const char *own_path(lua_State *L, int idx)
 {
-    const char *path = luaL_checkstring(L, idx);
+    const char *path = hl_check_c_string(L, idx, "a file name");
     int need = hl_dist_shard_path(path, NULL, 0);
     luaL_Buffer b;
     char *out = luaL_buffinitsize(L, &b, (size_t)need + 1);
@@ -288,7 +288,7 @@ static int l_temp_beside(lua_State *L)
 
 static int l_commit_temp(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1), *path = own_path(L, 2);
+    const char *tmp = hl_check_c_string(L, 1, "a file name"), *path = own_path(L, 2);
     int e = put_in_place(tmp, path) != 0 ? errno : 0;
     if (e)
         unlink(tmp);
@@ -300,7 +300,7 @@ static int l_commit_temp(lua_State *L)
 
 static int l_discard_temp(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1);
+    const char *tmp = hl_check_c_string(L, 1, "a file name");
     unlink(tmp);
     forget(tmp);
     return 0;
@@ -310,7 +310,7 @@ static int l_discard_temp(lua_State *L)
  * format's end marker, since gnuplot exits 0 on a truncated write. */
 static int l_file_tail(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "a file name");
     lua_Integer n = luaL_checkinteger(L, 2);
     luaL_argcheck(L, n > 0 && n <= 4096, 2, "1..4096 bytes");
     FILE *f = fopen(path, "rb");
@@ -330,8 +330,9 @@ static int l_file_tail(lua_State *L)
 static int l_same_file(lua_State *L)
 {
     struct stat sa, sb;
-    int same = stat(luaL_checkstring(L, 1), &sa) == 0 && stat(luaL_checkstring(L, 2), &sb) == 0 &&
-               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    int same = stat(hl_check_c_string(L, 1, "a file name"), &sa) == 0 &&
+               stat(hl_check_c_string(L, 2, "a file name"), &sb) == 0 && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
     lua_pushboolean(L, same);
     return 1;
 }
