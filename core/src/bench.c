@@ -2,16 +2,8 @@
 #include "hbdlab/bench.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include "err_int.h"
-
-double hl_clock_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

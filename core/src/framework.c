@@ -4,7 +4,7 @@
 #include "hbdlab/sim.h"
 
 #include "hbdlab/precision.h"
-#include "sim_int.h"
+#include "framework_int.h"
 
 hl_fw_profile hl_framework_profile(int32_t fw)
 {

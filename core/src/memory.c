@@ -5,7 +5,7 @@
 
 #include "hbdlab/kvcache.h"
 #include "model_int.h"
-#include "sim_int.h"
+#include "memory_int.h"
 
 hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
 {

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "err_int.h"
-#include "hbdlab/bench.h"
 #include "hbdlab/model.h"
 
 /* the stats arrays are sized by a literal (ffi.cdef reads them); keep them tied to the constant */

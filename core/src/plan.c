@@ -7,6 +7,7 @@
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "memory_int.h"
 #include "sim_int.h"
 
 /* The options of a mapping search that hl.simulate takes beside the job's

@@ -11,6 +11,7 @@
 #include "step_int.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/kvcache.h"
+#include "hbdlab/memory.h"
 
 void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
 {
@@ -306,24 +307,17 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     j.batch = (double)hl_stepper_dp(st);
     j.input = (double)c->token_budget; /* workspace sized for a full iteration */
     j.output = 1;
-    j.ignore_memory = 1;
-    j.summary_only = 1;
-    hl_result *res = malloc(sizeof *res);
-    if (!res)
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
-    hl_status rc = hl_sim_run(&j, res, err);
-    if (rc) {
-        free(res);
+    hl_memory mem;
+    hl_status rc = hl_memory_per_gpu(&j, &mem, err);
+    if (rc)
         return rc;
-    }
     hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
                             c->job.mem_util,
-                            res->weights_bytes,
-                            res->workspace_bytes,
+                            mem.weights_bytes,
+                            mem.workspace_bytes,
                             hl_stepper_kv_token_bytes(st),
                             1,
                             (double)c->block_tokens};
-    free(res);
     hl_kv_capacity cap;
     if ((rc = hl_kv_capacity_compute(&in, &cap, err)))
         return rc;

@@ -1,9 +1,12 @@
+/* The base layer every module uses: status names, error messages and their
+ * prefixes, the interrupt flag, the version and the monotonic clock. */
 #include "err_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "hbdlab/version.h"
 
@@ -68,4 +71,11 @@ hl_status hl_name_lookup(const char *const *names, int n, const char *what, cons
     for (int i = 0; i < n && used < sizeof list; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
     return hl_fail(err, HL_EINVAL, "%s '%s' is not one of %s", what, name ? name : "(null)", list);
+}
+
+double hl_clock_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -1,5 +1,5 @@
 /* One serving iteration (continuous batching) timed by the per-step model of
- * sim.c: the same operators, attention kernels and collectives as hl_sim_run,
+ * step.c: the same operators, attention kernels and collectives as hl_sim_run,
  * for a step that decodes some sequences and prefills chunks of others.
  * Used by the serving scheduler (serve.c). Formulas: docs/MODEL.md, "Serving". */
 #ifndef HL_STEP_INT_H

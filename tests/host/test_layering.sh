@@ -4,7 +4,10 @@
 #   - the core never includes a Lua header;
 #   - each binding library (lua/bind/l_*.c) registers its functions in hbdlab.core through one
 #     luaL_Reg table: its hl_bind_* function calls luaL_setfuncs once, and no file sets a function
-#     by name with lua_pushcfunction + lua_setfield (metamethods "__*" excepted).
+#     by name with lua_pushcfunction + lua_setfield (metamethods "__*" excepted);
+#   - the core's files form no cycle: neither through their internal headers (X.c or X_int.h
+#     including Y_int.h makes X depend on Y) nor through their calls (X.o using a symbol Y.o defines,
+#     read from libhbdlab.a with nm), so each file can be read knowing only those below it.
 # The build enforces the include rule too (the bindings' include path has no core/src); this test
 # also catches a relative path around it. Each rule is first shown to catch a planted violation.
 . "$(dirname "$0")/lib.sh"
@@ -57,7 +60,49 @@ layering() {
     done
 }
 
+# module_edges_includes ROOT: "X Y" when core/src/X.c or X_int.h includes "Y_int.h" (X != Y)
+module_edges_includes() {
+    local f inc from to
+    for f in "$1"/core/src/*.c "$1"/core/src/*_int.h; do
+        from=$(basename "$f")
+        from=${from%.c}
+        from=${from%_int.h}
+        for inc in $(quoted_includes "$f"); do
+            case "$inc" in *_int.h) to=${inc%_int.h} ;; *) continue ;; esac
+            [ "$to" != "$from" ] && echo "$from $to"
+        done
+    done
+}
+
+# module_edges_symbols LIB: "X Y" when X.o of the archive uses a symbol Y.o defines (X != Y)
+module_edges_symbols() {
+    nm -A "$1" 2> /dev/null | awk '
+        { n = split($1, p, ":"); f = p[n - 1]; sub(/\.c\.o$/, "", f); sub(/\.o$/, "", f) }
+        NF == 3 && $2 ~ /^[TDBRCGS]$/ { def[$3] = f }
+        $(NF - 1) == "U" { use[++u] = f " " $NF }
+        END { for (i = 1; i <= u; i++) { split(use[i], a, " ");
+                  if ((a[2] in def) && def[a[2]] != a[1]) print a[1], def[a[2]] } }' | sort -u
+}
+
+# cycles EDGES...: prints the modules of a cycle in the "X Y" edges (nothing when there is none)
+cycles() { printf '%s\n' "$@" | tsort 2>&1 > /dev/null | sed -n 's/^tsort: //p' | grep -v 'input contains a loop' | tr '\n' ' '; }
+
+# core_cycles ROOT LIB: one line per kind of cycle found in the core at ROOT and its archive LIB
+core_cycles() {
+    local c
+    c=$(cycles "$(module_edges_includes "$1")")
+    [ -n "$c" ] && echo "core/src include cycle: $c"
+    c=$(cycles "$(module_edges_symbols "$2")")
+    [ -n "$c" ] && echo "core call cycle: $c"
+    true
+}
+
 cd "$HBDLAB_SOURCE_DIR" || exit 1
+LIB=$HBDLAB_BUILD_DIR/libhbdlab.a
+check "the core archive is built ($LIB)" [ -f "$LIB" ]
+check "the core's modules have call edges" [ -n "$(module_edges_symbols "$LIB")" ]
+out=$(core_cycles . "$LIB")
+check "the core has no include or call cycle${out:+: $out}" [ -z "$out" ]
 out=$(layering .)
 check "the tree keeps the layering rules${out:+: $out}" [ -z "$out" ]
 
@@ -85,6 +130,19 @@ r=$(plant lua/host/main.c '#include "job_int.h"')
 check "host including an internal core header" contains "$r" 'main.c includes "job_int.h"'
 r=$(plant core/src/sim.c '#include <lua.h>')
 check "core including lua.h" contains "$r" 'sim.c: the core includes a Lua header'
+cp "$T/core/src/memory.c" "$T/memory.c.orig"
+sed -i 's/#include "memory_int.h"/#include "sim_int.h"\n#include "memory_int.h"/' "$T/core/src/memory.c"
+r=$(core_cycles "$T" "$LIB")
+mv "$T/memory.c.orig" "$T/core/src/memory.c"
+check "an include cycle (memory.c including sim_int.h)" contains "$r" 'include cycle'
+check "the planted include cycle names its modules" contains "$r" 'memory'
+mkdir -p "$TMP/ar"
+printf 'int ping(int);\nint pong(int n) { return n ? ping(n - 1) : 0; }\n' > "$TMP/ar/pong.c"
+printf 'int pong(int);\nint ping(int n) { return n ? pong(n - 1) : 1; }\nint main(void) { return ping(3); }\n' > "$TMP/ar/ping.c"
+(cd "$TMP/ar" && cc -c pong.c ping.c && ar rcs libcyc.a pong.o ping.o)
+r=$(core_cycles "$T" "$TMP/ar/libcyc.a")
+check "a call cycle between two objects (ping.o, pong.o)" contains "$r" 'call cycle'
+check "the planted call cycle names both" [ -n "$(contains "$r" ping && contains "$r" pong && echo y)" ]
 r=$(plant lua/bind/l_calib.c 'static void extra(lua_State *L)' '{' '    lua_pushcfunction(L, l_calibrate_fit);' \
     '    lua_setfield(L, -2, "fit_again");' '}')
 check "function registered one by one" contains "$r" 'registers "fit_again" one by one'

@@ -102,9 +102,6 @@ typedef struct hl_result {
     hl_event decode_events[40];  /* one decode step at the mean context */
 } hl_result;
 
-/* Resolves dp/etp/gpus and checks the mapping; names the violated rule. */
-hl_status hl_job_validate(const hl_job *job, hl_err *err);
-
 /* Runs the job. A job whose weights + KV + workspace exceed mem_util of HBM
  * fails with HL_ENOFIT saying by how many GB, unless ignore_memory is set (then
  * it runs with fits = 0); invalid input returns an error. */

@@ -39,6 +39,9 @@ void hl_set_interrupt_flag(volatile int32_t *flag);
 /* Library version as "MAJOR.MINOR.PATCH"; static storage. */
 const char *hl_version(void);
 
+/* Monotonic clock in seconds (the one clock of the core, the benchmarks and the bindings). */
+double hl_clock_s(void);
+
 #ifdef __cplusplus
 }
 #endif

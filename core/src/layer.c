@@ -1,0 +1,566 @@
+/* One forward pass on the critical-path GPU: each layer's operators (norms,
+ * projections, FFN, router, grouped experts, attention kernel), the collective
+ * routing of TP, EP and PP traffic over the HBD and scale-out (best_coll), the
+ * MoE exchange, and the phase accumulator they add into. Formulas:
+ * docs/MODEL.md section 6. */
+#include "layer_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "coll_int.h"
+#include "err_int.h"
+#include "hbdlab/kvcache.h"
+#include "hbdlab/precision.h"
+#include "model_int.h"
+enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
+/* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
+_Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
+_Static_assert(sizeof(((hl_result *)0)->decode_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "decode_items");
+_Static_assert(sizeof(((hl_result *)0)->prefill_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "prefill_events");
+_Static_assert(sizeof(((hl_result *)0)->decode_events) == HL_SIM_MAX_EVENTS * sizeof(hl_event), "decode_events");
+
+/* Copies a NUL-terminated name into a 32-byte field, truncating (no snprintf: hot path). */
+static void copy_name(char dst[32], const char *src)
+{
+    size_t n = strlen(src);
+    if (n > 31)
+        n = 31;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void log_event(hl_acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops)
+{
+    if (!a->ev || a->nev >= MAX_EVENTS)
+        return;
+    hl_event *e = &a->ev[a->nev++];
+    copy_name(e->name, name);
+    e->is_comm = is_comm;
+    e->tier = tier;
+    e->layer_kind = a->layer_kind;
+    e->dur_s = dur;
+    e->bytes = bytes;
+    e->flops = flops;
+}
+
+/* The first 8 bytes of a name as one number: item() finds rows by it through
+ * a small hash index and calls strcmp only when it agrees (item() runs for
+ * every operator and collective of a phase: a linear scan cost ~0.2 us a run). */
+static uint64_t name_tag(const char *name)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < 8 && name[i]; i++)
+        t |= (uint64_t)(unsigned char)name[i] << (8 * i);
+    return t;
+}
+
+/* item() stores each member of a new row: a member added to hl_item must be added there too */
+_Static_assert(sizeof(hl_item) == 32 + 4 * 4 + 5 * 8 + 3 * 8 + 5 * 8, "hl_item changed: update item()");
+
+/* The breakdown row of `name` (for a collective, of the shape of `o` for `in`), created on first use. */
+static hl_item *item(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o)
+{
+    uint64_t tag = name_tag(name);
+    unsigned h = (unsigned)((tag * 0x9e3779b97f4a7c15ULL) >> 58) & (HL_ITEM_SLOTS - 1);
+    for (; a->slot[h]; h = (h + 1) & (HL_ITEM_SLOTS - 1)) {
+        int i = a->slot[h] - 1;
+        hl_item *it = &a->items[i];
+        if (a->tags[i] == tag && strcmp(it->name, name) == 0 &&
+            (!in || (it->op == in->op && it->call_bytes == in->bytes && it->ranks == in->ranks &&
+                     it->ranks_per_hbd == o->ranks_per_hbd && it->hbds == o->hbds)))
+            return it;
+    }
+    if (a->n >= HL_SIM_MAX_ITEMS)
+        return &a->items[HL_SIM_MAX_ITEMS - 1];
+    a->tags[a->n] = tag;
+    a->slot[h] = (uint8_t)(a->n + 1);
+    hl_item *it = &a->items[a->n++];
+    /* every member stored one by one: a memset or a compound literal of the
+     * 152-byte row compiles to `rep stos`, which cost a third of item() */
+    memset(it->name, 0, sizeof it->name);
+    it->is_comm = in != NULL;
+    it->tier = in ? o->hbds > 1 : 0;
+    it->time_s = it->bytes = it->flops = it->calls = 0;
+    it->path_factor = 1;
+    it->per_pass = a->layer_kind == 3;
+    it->op = in ? in->op : 0;
+    it->ranks = in ? in->ranks : 0;
+    it->ranks_per_hbd = in ? o->ranks_per_hbd : 0;
+    it->hbds = in ? o->hbds : 0;
+    it->call_bytes = in ? in->bytes : 0;
+    it->call_time_s = in ? o->time_s : 0;
+    it->call_latency_s = in ? o->latency_s : 0;
+    it->call_scaleup_bytes = in ? o->scaleup_bytes : 0;
+    it->call_scaleout_bytes = in ? o->scaleout_bytes : 0;
+    copy_name(it->name, name);
+    return it;
+}
+
+/* Adds `times` executions of op to the phase. */
+static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
+{
+    if (times <= 0)
+        return HL_OK;
+    hl_op_time t;
+    hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
+    if (st)
+        return st;
+    double dt = t.time_s * times;
+    a->ph.time_s += dt;
+    if (t.bound == HL_BOUND_COMPUTE)
+        a->ph.compute_s += dt;
+    else
+        a->ph.memory_s += dt;
+    a->ph.flops += op->flops * times;
+    a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    if (a->summary)
+        return HL_OK;
+    log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
+    hl_item *it = item(a, op->name, NULL, NULL);
+    it->calls += times;
+    it->time_s += dt;
+    it->flops += op->flops * times;
+    it->bytes += (op->bytes_read + op->bytes_written) * times;
+    return HL_OK;
+}
+
+/* The entry points of the three above for the phases (sim.c) and the step
+ * timer (step.c); layer.c calls the static ones, which the compiler inlines. */
+void hl_acc_event(hl_acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops)
+{
+    log_event(a, name, is_comm, tier, dur, bytes, flops);
+}
+
+hl_item *hl_acc_item(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o)
+{
+    return item(a, name, in, o);
+}
+
+hl_status hl_acc_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
+{
+    return add_op(s, a, op, times, err);
+}
+
+static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, double n, double k)
+{
+    hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
+}
+
+/* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
+static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
+
+/* Adds `times` executions of a collective (in) already timed (o) to the phase. */
+static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times)
+{
+    /* Raw times here; hl_acc_finish() hides the overlapped part. */
+    double raw = o->time_s * times, lat = o->latency_s * times;
+    a->ph.time_s += raw;
+    a->ph.comm_s += raw;
+    a->ph.latency_comm_s += lat;
+    if (o->hbds > 1)
+        a->ph.scaleout_comm_s += raw - lat;
+    else
+        a->ph.scaleup_comm_s += raw - lat;
+    if (a->summary)
+        return;
+    log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
+    hl_item *it = item(a, name, in, o);
+    it->calls += times;
+    it->time_s += raw;
+    it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
+}
+
+/* Whether moving peers of an HBD to scale-out can beat the placed time at
+ * all. Only the one-shot exchange runs both tiers at once; moving k of its
+ * g - 1 scale-up peers to scale-out can beat the placed time only when
+ * scale-out bandwidth exceeds k/(g-1) >= 1/2 of scale-up (derived in
+ * docs/MODEL.md 6) or its latency is lower: otherwise there is no search. */
+static int reroute_can_win(const hl_cluster *c, int64_t g)
+{
+    return c->fabric == HL_FABRIC_SWITCH && g > 1 &&
+           (2 * c->scaleout_bw * c->eff_scaleout > c->scaleup_bw * c->eff_scaleup ||
+            c->scaleout_latency < c->scaleup_latency);
+}
+
+/* A collective as placed, or routed as a smaller HBD would route it if that is
+ * faster: on a switched fabric a runtime can send to some peers of its HBD
+ * over the scale-out network instead (both tiers then carry data at once), so
+ * a larger HBD keeps every choice of a smaller one. The time is the minimum
+ * over the HBD shares g' dividing the group's share g (docs/MODEL.md 6). */
+static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+{
+    hl_status st = hl_coll_time_hbd(c, hbd, in, o, err);
+    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < hbd ? in->ranks : hbd);
+    if (st || !reroute_can_win(c, g))
+        return st;
+    hl_coll_in k = *in;
+    hl_coll_out t;
+    for (int64_t gs = 1; gs < g; gs++) {
+        if (g % gs != 0 || in->ranks % gs != 0)
+            continue;
+        k.ranks_per_hbd = gs;
+        if (hl_coll_time_hbd(c, gs, &k, &t, err) == HL_OK && t.time_s < o->time_s)
+            *o = t;
+    }
+    return HL_OK;
+}
+
+/* best_coll_uncached through the collective memo: its result depends only on
+ * the call and the link parameters of the key (coll_int.h), so a sweep or a
+ * repeated run looks the minimum up once instead of timing every candidate
+ * again. Without a search it is the placed time, memoised by hl_coll_time. */
+static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+{
+    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
+    if (!reroute_can_win(c, g))
+        return hl_coll_time(c, in, o, err);
+    return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
+}
+
+/* Adds `times` executions of a collective over `ranks` ranks (packed). */
+static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
+                          int64_t ranks_per_hbd, double times, hl_err *err)
+{
+    if (times <= 0 || ranks <= 1 || bytes <= 0)
+        return HL_OK;
+    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
+    hl_coll_out o;
+    /* The same collective recurs within a pass (TP AllReduce after attention,
+     * FFN, shared experts): reuse the last result for identical inputs. */
+    if (a->memo_valid && memcmp(&a->memo_in, &in, sizeof in) == 0) {
+        o = a->memo_out;
+    } else {
+        hl_status st = best_coll(s->c, &in, &o, err);
+        if (st) {
+            hl_err_prefix(err, name);
+            return st;
+        }
+        a->memo_in = in;
+        a->memo_out = o;
+        a->memo_valid = 1;
+    }
+    account_coll(a, name, &in, &o, times);
+    return HL_OK;
+}
+
+/* The reduction of TP partial sums: an AllReduce, or with sequence parallelism
+ * a ReduceScatter (before the norm, on T/tp tokens) and an AllGather (after). */
+static hl_status tp_reduce(const hl_sim_ctx *s, hl_acc *a, double bytes, int64_t ranks, double times, hl_err *err)
+{
+    int64_t rph = ranks == s->tp ? s->rph_tp : 0; /* the expert-TP group (ep = 1) is the TP group */
+    if (!s->j->sequence_parallel)
+        return add_coll(s, a, "tp_allreduce", HL_ALLREDUCE, bytes, ranks, rph, times, err);
+    hl_status st = add_coll(s, a, "tp_reducescatter", HL_REDUCESCATTER, bytes, ranks, rph, times, err);
+    if (!st)
+        st = add_coll(s, a, "tp_allgather", HL_ALLGATHER, bytes, ranks, rph, times, err);
+    return st;
+}
+
+/* Probability that none of the k distinct experts one token picks (top-k,
+ * uniform routing) lies among m given experts of E: C(E-m, k) / C(E, k). */
+static double miss_prob(double E, double m, double k)
+{
+    double p = 1;
+    for (double i = 0; i < k; i++) {
+        if (E - m - i <= 0)
+            return 0;
+        p *= (E - m - i) / (E - i);
+    }
+    return p;
+}
+
+/* Hierarchical exchange with forwarding domains of gf GPUs (gf divides the
+ * stage's HBD share): one copy per destination domain crosses scale-out to the
+ * rail peer, which forwards one copy per destination GPU over scale-up.
+ * inter/intra get zero times when a step has a single participant. */
+static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, double width, int64_t domain, hl_coll_in *in_inter,
+                               hl_coll_out *inter, hl_coll_in *in_intra, hl_coll_out *intra, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
+    double D = (double)domain, etp = (double)s->etp, ep = (double)s->ep;
+    double dests = ep * (1 - miss_prob(E, E / ep, k)) * etp; /* distinct destination GPUs per token */
+    double u = fmax(gf, etp);                                /* GPUs holding whole experts together */
+    double units_hit = D / u * (1 - miss_prob(E, E * u / D, k));
+    double doms_hit = units_hit * u / gf; /* distinct destination domains per token */
+    memset(inter, 0, sizeof *inter);
+    memset(intra, 0, sizeof *intra);
+    hl_status st = HL_OK;
+    int64_t nd = domain / (int64_t)gf;
+    *in_inter = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
+    *in_intra = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
+    if (nd > 1)
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_inter, inter, err);
+    if (!st && gf > 1)
+        st = hl_coll_time_hbd(s->c, (int64_t)gf, in_intra, intra, err);
+    return st;
+}
+
+/* MoE dispatch (or combine: the same bytes back, at activation width) of
+ * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
+ * Flat: every (token, expert, shard) copy is its own message of h elements
+ * over the whole domain. Hierarchical (DeepEP-style): one copy per destination
+ * forwarding domain crosses scale-out, then one copy per destination GPU over
+ * scale-up; the runtime forwards inside the divisor of the HBD share that is
+ * fastest (a larger HBD keeps every choice of a smaller one). */
+static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width, int64_t domain,
+                              double times, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
+    int64_t g = s->rph_domain;
+    if (s->j->dispatch == HL_DISPATCH_FLAT)
+        return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
+    if (times <= 0 || domain <= 1 || mine <= 0)
+        return HL_OK;
+    hl_coll_in ii, iu, bii, biu;
+    hl_coll_out inter, intra, bi = {0}, bu = {0};
+    double best = -1;
+    for (int64_t gf = 1; gf <= g; gf++) {
+        if (g % gf != 0)
+            continue;
+        hl_status st = hier_exchange(s, (double)gf, mine, width, domain, &ii, &inter, &iu, &intra, err);
+        if (st) {
+            hl_err_prefix(err, name);
+            return st;
+        }
+        if (best < 0 || inter.time_s + intra.time_s < best) {
+            best = inter.time_s + intra.time_s;
+            bi = inter;
+            bu = intra;
+            bii = ii;
+            biu = iu;
+        }
+    }
+    int dispatch = strcmp(name, "ep_dispatch") == 0;
+    if (bi.time_s > 0)
+        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times);
+    if (bu.time_s > 0)
+        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times);
+    return HL_OK;
+}
+
+/* Expected experts with at least one token on the busiest of `ranks` EP
+ * ranks holding El experts each, for N tokens routed top-k over E experts.
+ * One expert is missed by a token with probability 1 - k/E (k distinct
+ * picks), so it is hit with p = 1 - (1 - k/E)^N. A rank's count is taken as
+ * Binomial(El, p) independently per rank (exact mean; the weak negative
+ * correlation between experts is neglected) and E[max] = sum_{x=1..El}
+ * (1 - F(x-1)^ranks). With one rank this is El * p. */
+static double busiest_rank_experts(double E, double El, double k, double N, double ranks)
+{
+    double p = 1 - pow(1 - k / E, N);
+    if (ranks <= 1 || p <= 0)
+        return El * p;
+    if (p >= 1)
+        return El;
+    double pmf = pow(1 - p, El), cdf = 0, sum = 0, r = p / (1 - p);
+    for (double x = 1; x <= El; x++) {
+        cdf += pmf; /* F(x-1) */
+        if (cdf >= 1)
+            break;
+        sum += 1 - pow(cdf, ranks);
+        pmf *= (El - (x - 1)) / x * r;
+    }
+    return sum;
+}
+
+/* One forward pass over the layers of one stage, except the attention kernel:
+ * T = b q tokens per attention group (q new tokens for each of b sequences);
+ * `routed` tokens reach the experts from the whole stage (b q dp). */
+hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, double routed, double passes, int decode,
+                       hl_err *err)
+{
+    const hl_model *m = s->m;
+    const hl_job *j = s->j;
+    double T = b * q, h = (double)m->hidden, tp = (double)s->tp;
+    double Lst = s->stage_layers * passes; /* layer executions on this GPU */
+    double Lmoe = Lst * (1 - s->dense_frac), Ldense = Lst * s->dense_frac;
+    double Hl = (double)m->heads / tp;
+    hl_op op;
+    hl_status st = HL_OK;
+#define TRY(x)                   \
+    do {                         \
+        if ((st = (x)) != HL_OK) \
+            return st;           \
+    } while (0)
+
+    a->layer_kind = 0;
+    /* two RMSNorms with residual adds: read x and residual, write x, per norm;
+     * with sequence parallelism each TP rank normalises only its T/tp tokens */
+    double Tn = j->sequence_parallel ? T / tp : T;
+    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * Tn * h, 2 * 2 * Tn * h * s->ab, 2 * Tn * h * s->ab, 0};
+    TRY(add_op(s, a, &norm, Lst, err));
+    if (m->attn == HL_ATTN_MLA) {
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
+        double kvl = (double)m->kv_lora_rank, ql = (double)m->q_lora_rank;
+        if (ql > 0) {
+            gemm(&op, s, "q_proj", T, ql, h);
+            TRY(add_op(s, a, &op, Lst, err));
+            gemm(&op, s, "q_proj", T, Hl * (nope + rope), ql);
+        } else {
+            gemm(&op, s, "q_proj", T, Hl * (nope + rope), h);
+        }
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "kv_proj", T, kvl + rope, h);
+        TRY(add_op(s, a, &op, Lst, err));
+        if (decode) { /* absorbed: q_nope x W_UK per head, output x W_UV per head */
+            gemm(&op, s, "mla_absorb", T, Hl * kvl, nope);
+            TRY(add_op(s, a, &op, Lst, err));
+            gemm(&op, s, "mla_absorb", T, Hl * v, kvl);
+        } else { /* expand K and V for the prompt tokens */
+            gemm(&op, s, "kv_proj", T, Hl * (nope + v), kvl);
+        }
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "o_proj", T, h, Hl * v);
+    } else {
+        double Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
+        gemm(&op, s, "qkv_proj", T, (Hl + 2 * Kl) * d, h);
+        TRY(add_op(s, a, &op, Lst, err));
+        gemm(&op, s, "o_proj", T, h, Hl * d);
+    }
+    TRY(add_op(s, a, &op, Lst, err));
+    double ar_bytes = T * h * s->ab;
+    TRY(tp_reduce(s, a, ar_bytes, s->tp, Lst, err));
+    if (Ldense > 0) {
+        a->layer_kind = 1;
+        double F = (double)m->ffn / tp;
+        gemm(&op, s, "ffn_up_gate", T, 2 * F, h);
+        TRY(add_op(s, a, &op, Ldense, err));
+        gemm(&op, s, "ffn_down", T, h, F);
+        TRY(add_op(s, a, &op, Ldense, err));
+        TRY(tp_reduce(s, a, ar_bytes, s->tp, Ldense, err));
+    }
+    if (Lmoe > 0) {
+        a->layer_kind = 2;
+        /* E expert slots (replicas included: EPLB splits a hot expert's tokens over its
+         * copies, so tokens spread over the slots); the router scores the logical experts */
+        double E = s->slots, k = (double)m->topk, etp = (double)s->etp;
+        /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
+        double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
+        hl_op_gemm(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
+        TRY(add_op(s, a, &op, Lmoe, err));
+        int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
+        double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
+        /* tokens reaching one expert from the whole stage, with the imbalance of the busiest */
+        double tok_e = routed * k / E * j->imbalance;
+        if (s->ep > 1)
+            TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
+        /* experts of the busiest EP rank that receive at least one token (a layer waits for it) */
+        double active = busiest_rank_experts(E, El, k, routed, (double)s->ep);
+        hl_op up, down;
+        gemm(&up, s, "experts", tok_e, 2 * Fe, h);
+        gemm(&down, s, "experts", tok_e, h, Fe);
+        hl_op grouped = {"experts",
+                         HL_OP_GROUPED_GEMM,
+                         j->precision,
+                         (up.flops + down.flops) * El,
+                         (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
+                             3 * Fe * h * s->wb * active,
+                         (up.bytes_written + down.bytes_written) * El,
+                         up.rows};
+        TRY(add_op(s, a, &grouped, Lmoe, err));
+        if (s->ep > 1) {
+            TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
+            /* each TP rank combined only its T/tp tokens: attention TP needs all T again */
+            TRY(add_coll(s, a, "moe_allgather", HL_ALLGATHER, ar_bytes, s->tp, s->rph_tp, Lmoe, err));
+        } else {
+            /* ep = 1: every rank holds 1/etp of every expert and sees every token; the
+             * expert outputs are partial sums, reduced like a dense FFN's */
+            TRY(tp_reduce(s, a, ar_bytes, s->etp, Lmoe, err));
+        }
+        if (m->shared_experts > 0) {
+            double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
+            gemm(&op, s, "shared_experts", T, 3 * Fs, h);
+            TRY(add_op(s, a, &op, Lmoe, err));
+            TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
+        }
+    }
+    a->layer_kind = 0;
+    if (j->layer_overhead > 0) {
+        log_event(a, "layer_overhead", 0, 0, j->layer_overhead, 0, 0);
+        double o = j->layer_overhead * Lst;
+        a->ph.time_s += o;
+        a->ph.overhead_s += o;
+    }
+    return HL_OK;
+#undef TRY
+}
+
+/* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
+void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window)
+{
+    const hl_model *m = s->m;
+    hl_attn_shape sh;
+    sh.batch = b;
+    sh.new_tokens = q;
+    sh.context = ctx;
+    sh.heads = (double)m->heads / (double)s->tp;
+    sh.act_bytes = s->ab;
+    sh.window = window;
+    if (m->attn == HL_ATTN_MLA) {
+        if (q <= s->decode_q) { /* decode (and verify) on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
+            sh.kv_heads = 1;
+            sh.qk_dim = (double)(m->kv_lora_rank + m->qk_rope_dim);
+            sh.v_dim = (double)m->kv_lora_rank;
+            sh.kv_token_bytes = sh.qk_dim * s->kvb;
+        } else { /* prefill on expanded K, V */
+            sh.kv_heads = sh.heads;
+            sh.qk_dim = (double)(m->qk_nope_dim + m->qk_rope_dim);
+            sh.v_dim = (double)m->v_head_dim;
+            sh.kv_token_bytes = sh.heads * (sh.qk_dim + sh.v_dim) * s->ab;
+        }
+    } else {
+        sh.kv_heads = hl_kv_heads_per_gpu(m, s->tp);
+        sh.qk_dim = sh.v_dim = (double)m->head_dim;
+        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
+    }
+    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+}
+
+
+/* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
+ * the embedding lookup and the (pp - 1) stage hand-offs carry every token;
+ * the LM head (vocab-parallel), logits AllGather and token broadcast only the
+ * sampling rows (none when rows = 0, e.g. a prefill chunk that does not end
+ * its prompt). */
+hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
+{
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, tp = (double)s->tp;
+    a->layer_kind = 3;
+    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, tokens * h * s->ab, tokens * h * s->ab, 0};
+    hl_status st = add_op(s, a, &emb, passes, err);
+    if (rows > 0) {
+        hl_op head;
+        gemm(&head, s, "lm_head", rows, (double)m->vocab / tp, h);
+        if (!st)
+            st = add_op(s, a, &head, passes, err);
+        if (!st)
+            st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
+                          passes, err);
+        if (!st)
+            st = add_coll(s, a, "token_broadcast", HL_BROADCAST, rows * 4, s->tp * s->pp, 0, passes, err);
+    }
+    if (!st && s->pp > 1) {
+        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
+        st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
+    }
+    return st;
+}
+/* The framework's fixed cost per forward pass (scheduling, sampling, launch
+ * not hidden under GPU work), `passes` times. */
+void hl_acc_overhead(hl_acc *a, double per_pass, double passes)
+{
+    if (per_pass <= 0 || passes <= 0)
+        return;
+    a->ph.time_s += per_pass * passes;
+    a->ph.overhead_s += per_pass * passes;
+    if (a->summary)
+        return;
+    log_event(a, "step_overhead", 0, 0, per_pass, 0, 0);
+    hl_item *it = item(a, "step_overhead", NULL, NULL);
+    it->calls += passes;
+    it->time_s += per_pass * passes;
+}

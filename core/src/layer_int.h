@@ -1,0 +1,116 @@
+/* One forward pass's operators and collectives on the critical-path GPU
+ * (core/src/layer.c), and the accumulator of a phase they add into. Shared by
+ * the job's phases (sim.c) and the serving step timer (step.c). */
+#ifndef HL_LAYER_INT_H
+#define HL_LAYER_INT_H
+#include <math.h>
+#include <stdint.h>
+
+#include "hbdlab/coll.h"
+#include "hbdlab/roofline.h"
+#include "hbdlab/sim.h"
+#include "mapping_int.h"
+
+enum { HL_ITEM_SLOTS = 2 * HL_SIM_MAX_ITEMS }; /* at most half full: probes end at an empty slot */
+_Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256,
+               "HL_ITEM_SLOTS: a power of 2 that fits uint8_t");
+
+/* The sums of one phase, with its breakdown rows and event log (both optional). */
+typedef struct hl_acc {
+    hl_event *ev; /* event log (NULL = none) */
+    int nev;
+    int layer_kind; /* current hl_event layer_kind */
+    hl_phase ph;
+    hl_item *items;                  /* [HL_SIM_MAX_ITEMS] of the result (NULL in summary mode); filled up to n */
+    uint64_t tags[HL_SIM_MAX_ITEMS]; /* name_tag of each item's name */
+    uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
+    int n;
+    double overlap;
+    int summary;    /* skip items and events */
+    int memo_valid; /* last collective, for reuse */
+    hl_coll_in memo_in;
+    hl_coll_out memo_out;
+} hl_acc;
+
+/* Logs one event (kept only while a->ev is set and has room). */
+void hl_acc_event(hl_acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops);
+
+/* The breakdown row of `name` (for a collective, of the shape of `o` for `in`), created on first use. */
+hl_item *hl_acc_item(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o);
+
+/* Adds `times` executions of op to the phase. */
+hl_status hl_acc_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err);
+
+/* Adds the framework's fixed cost per forward pass, `passes` times. */
+void hl_acc_overhead(hl_acc *a, double per_pass, double passes);
+
+/* The one overlap rule of every phase and step: a fraction `overlap` of the
+ * communication (comm_s) runs under the operators of the same phase (ops_s),
+ * never more than their time; returns the hidden s, min(overlap * comm, ops),
+ * or 0 when nothing hides. */
+static inline double hl_comm_hidden(double overlap, double comm_s, double ops_s)
+{
+    double hidden = fmin(overlap * comm_s, ops_s);
+    return hidden > 0 && comm_s > 0 ? hidden : 0;
+}
+
+/* Ends a phase: hides the overlapped communication (hl_comm_hidden), each
+ * communication component shrinking in proportion, and sets comm_share
+ * (inline, as the functions below: the phases call them once each). */
+static inline void hl_acc_finish(hl_acc *a)
+{
+    double hidden = hl_comm_hidden(a->overlap, a->ph.comm_s, a->ph.compute_s + a->ph.memory_s);
+    if (hidden > 0) {
+        double keep = 1 - hidden / a->ph.comm_s;
+        a->ph.time_s -= hidden;
+        a->ph.comm_s *= keep;
+        a->ph.latency_comm_s *= keep;
+        a->ph.scaleup_comm_s *= keep;
+        a->ph.scaleout_comm_s *= keep;
+    }
+    a->ph.comm_share = a->ph.time_s > 0 ? a->ph.comm_s / a->ph.time_s : 0;
+}
+
+/* The pipeline fill: ph holds one stage's time for the whole batch; over
+ * (mb + pp - 1) slots of 1/mb of it each (mb micro-batches), every time of *ph
+ * is scaled by the returned factor (1 with one stage). */
+static inline double hl_pipeline_fill(const hl_sim_ctx *s, hl_phase *ph)
+{
+    double stage = ph->time_s;
+    double mb = s->j->microbatches > 0 ? s->j->microbatches : (double)s->pp;
+    double pipe = s->pp > 1 ? stage * (mb + (double)s->pp - 1) / mb : stage;
+    double scale = stage > 0 ? pipe / stage : 1;
+    ph->time_s *= scale;
+    ph->compute_s *= scale;
+    ph->memory_s *= scale;
+    ph->comm_s *= scale;
+    ph->overhead_s *= scale;
+    ph->scaleup_comm_s *= scale;
+    ph->scaleout_comm_s *= scale;
+    ph->latency_comm_s *= scale;
+    return scale;
+}
+
+/* One forward pass over the layers of one stage, except the attention kernel:
+ * b sequences per attention group, q new tokens each, `routed` tokens routed
+ * to the experts over the whole stage (every data-parallel group), `passes`
+ * passes; decode selects MLA's absorbed form. */
+hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, double routed, double passes, int decode,
+                       hl_err *err);
+
+/* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones (window w, 0 = none). */
+void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window);
+
+/* Layers of one stage split by attention kind: full, and sliding-window. */
+static inline void hl_layer_split(const hl_sim_ctx *s, double *full, double *sliding)
+{
+    double sl = s->m->sliding_window > 0 ? s->m->sliding_fraction : 0;
+    *sliding = s->stage_layers * sl;
+    *full = s->stage_layers - *sliding;
+}
+
+/* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
+ * embedding, stage hand-offs, LM head, logits gather, token broadcast. */
+hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err);
+
+#endif

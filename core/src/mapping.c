@@ -1,0 +1,170 @@
+/* The mapping of a job onto its GPUs: validates the job and resolves its
+ * parallel sizes (tp, pp, ep, etp, dp), bytes per element and rank placement
+ * (which members of each group share an HBD) into an hl_sim_ctx.
+ * Formulas: docs/MODEL.md section 6. */
+#include "mapping_int.h"
+
+#include <math.h>
+
+#include "err_int.h"
+#include "hbdlab/precision.h"
+#include "hw_int.h"
+#include "model_int.h"
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Members of the group of rank 0 inside the first HBD (ranks 0..hbd-1), where
+ * the group spans the dims flagged in `in_group`; coords of the others are 0.
+ * The result divides the group size (collectives need whole members per HBD). */
+static int64_t members_in_hbd(int64_t hbd, const int64_t size[3], const int64_t stride[3], const int in_group[3],
+                              int64_t group)
+{
+    int64_t c = 0;
+    for (int64_t r = 0; r < hbd; r++) {
+        int ok = 1;
+        for (int d = 0; d < 3 && ok; d++)
+            if (!in_group[d] && (r / stride[d]) % size[d] != 0)
+                ok = 0;
+        c += ok;
+    }
+    if (c < 1)
+        c = 1;
+    if (c > group)
+        c = group;
+    return gcd64(group, c);
+}
+
+/* Rank layout of the placement: strides of tp, dp, pp and what each group keeps inside an HBD. */
+static hl_status place(const hl_job *j, hl_sim_ctx *s, hl_err *err)
+{
+    static const int orders[4][3] = {{0, 1, 2}, {0, 2, 1}, {2, 0, 1}, {1, 0, 2}}; /* dims 0 tp, 1 dp, 2 pp */
+    if ((unsigned)j->placement > HL_PLACE_DP_TP_PP)
+        return hl_fail(err, HL_EINVAL, "field 'placement': %d is not one of tp,dp,pp | tp,pp,dp | pp,tp,dp | dp,tp,pp",
+                       (int)j->placement);
+    int64_t size[3] = {s->tp, s->dp, s->pp}, stride[3];
+    int64_t acc = 1;
+    for (int k = 0; k < 3; k++) {
+        int d = orders[j->placement][k];
+        stride[d] = acc;
+        acc *= size[d];
+    }
+    int64_t hbd = s->c->hbd;
+    if (j->placement == HL_PLACE_TP_DP_PP) { /* the default, in closed form */
+        s->rph_tp = s->tp < hbd ? s->tp : gcd64(s->tp, hbd);
+        int64_t dom = s->G / s->pp;
+        s->rph_domain = dom < hbd ? dom : gcd64(dom, hbd);
+    } else {
+        const int tp_only[3] = {1, 0, 0}, stage[3] = {1, 1, 0};
+        s->rph_tp = members_in_hbd(hbd, size, stride, tp_only, s->tp);
+        s->rph_domain = members_in_hbd(hbd, size, stride, stage, s->G / s->pp);
+    }
+    s->pp_stride = stride[2];
+    return HL_OK;
+}
+
+hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
+{
+    const hl_model *m = &j->model;
+    const hl_cluster *c = &j->cluster;
+    hl_status st = trust & HL_TRUST_MODEL ? HL_OK : hl_model_validate(m, err);
+    if (!st && !(trust & HL_TRUST_CLUSTER))
+        st = trust & HL_TRUST_CLUSTER_FIELDS ? hl_cluster_check_consistency(c, err) : hl_cluster_validate(c, err);
+    if (st)
+        return st;
+    if (!(trust & HL_TRUST_JOB_FIELDS) && (st = hl_job_check_fields(j, err)))
+        return st;
+    if (!(j->microbatches == 0 || (j->microbatches >= 1 && j->microbatches == floor(j->microbatches))))
+        return hl_fail(err, HL_EINVAL,
+                       "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
+                       "number >= 1)",
+                       j->microbatches);
+    if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
+        return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
+                       j->batch, j->input, j->output);
+    double peak;
+    if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->precision, &peak, err)))
+        return st;
+    if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->act_precision, &peak, err)))
+        return st;
+    s->j = j;
+    s->m = m;
+    s->c = c;
+    s->wb = hl_precision_bytes((hl_precision)j->precision);
+    s->ab = hl_precision_bytes((hl_precision)j->act_precision);
+    s->kvb = hl_precision_bytes((hl_precision)hl_job_kv_precision(j));
+    s->wireb = hl_precision_bytes((hl_precision)hl_job_wire_precision(j));
+    s->G = j->gpus > 0 ? j->gpus : c->gpus;
+    s->tp = j->tp;
+    s->pp = j->pp;
+    s->ep = j->ep > 0 ? j->ep : 1;
+    if (s->G > c->gpus)
+        return hl_fail(err, HL_EINVAL, "field 'gpus': %lld exceeds the cluster's %lld GPUs", (long long)s->G,
+                       (long long)c->gpus);
+    if (s->tp < 1 || s->pp < 1)
+        return hl_fail(err, HL_EINVAL, "parallel: tp = %lld and pp = %lld must be >= 1", (long long)s->tp,
+                       (long long)s->pp);
+    if (m->heads % s->tp != 0)
+        return hl_fail(err, HL_EINVAL, "model '%s': tp = %lld does not divide %lld heads", m->name, (long long)s->tp,
+                       (long long)m->heads);
+    if (s->pp > m->layers)
+        return hl_fail(err, HL_EINVAL, "model '%s': pp = %lld exceeds %lld layers", m->name, (long long)s->pp,
+                       (long long)m->layers);
+    if (s->G % (s->tp * s->pp) != 0)
+        return hl_fail(err, HL_EINVAL, "parallel: tp*pp = %lld does not divide gpus = %lld", (long long)(s->tp * s->pp),
+                       (long long)s->G);
+    s->dp = j->dp > 0 ? j->dp : s->G / (s->tp * s->pp);
+    if (s->tp * s->pp * s->dp != s->G)
+        return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
+                       (long long)s->pp, (long long)s->dp, (long long)s->G);
+    s->slots = (double)(m->experts + j->redundant_experts);
+    s->decode_q = 1;
+    if (j->spec_tokens > 0) {
+        if (j->spec_tokens != floor(j->spec_tokens))
+            return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
+                           j->spec_tokens);
+        if (!(j->spec_accept > 0))
+            return hl_fail(err, HL_EINVAL,
+                           "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token "
+                           "is accepted (0 < spec_accept <= 1)",
+                           j->spec_accept, j->spec_tokens);
+        s->decode_q = 1 + j->spec_tokens;
+    }
+    if (m->experts > 0) {
+        if ((m->experts + j->redundant_experts) % s->ep != 0)
+            return hl_fail(err, HL_EINVAL,
+                           "model '%s': ep = %lld does not divide %lld experts + %lld redundant_experts "
+                           "(set redundant_experts so that ep divides the sum)",
+                           m->name, (long long)s->ep, (long long)m->experts, (long long)j->redundant_experts);
+        if ((s->G / s->pp) % s->ep != 0)
+            return hl_fail(err, HL_EINVAL, "parallel: ep = %lld does not divide the %lld GPUs of a pipeline stage",
+                           (long long)s->ep, (long long)(s->G / s->pp));
+        s->etp = j->etp > 0 ? j->etp : s->G / (s->pp * s->ep);
+        if (s->ep * s->etp * s->pp != s->G)
+            return hl_fail(err, HL_EINVAL, "parallel: ep*etp*pp = %lld*%lld*%lld must equal gpus = %lld",
+                           (long long)s->ep, (long long)s->etp, (long long)s->pp, (long long)s->G);
+    } else {
+        if (s->ep != 1)
+            return hl_fail(err, HL_EINVAL, "model '%s' is dense: ep = %lld needs experts", m->name, (long long)s->ep);
+        if (j->redundant_experts != 0)
+            return hl_fail(err, HL_EINVAL, "model '%s' is dense: field 'redundant_experts' = %lld needs experts",
+                           m->name, (long long)j->redundant_experts);
+        s->etp = 1;
+    }
+    if (fmod(j->batch, (double)s->dp) != 0)
+        return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
+                       (long long)s->dp);
+    if ((st = place(j, s, err)))
+        return st;
+    s->stage_layers = (double)m->layers / (double)s->pp;
+    s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
+    s->b_local = j->batch / (double)s->dp;
+    return HL_OK;
+}

@@ -1,0 +1,39 @@
+/* The mapping of a job onto its GPUs (core/src/mapping.c): the resolved
+ * parallel sizes, placement and bytes per element every per-layer builder,
+ * the memory model and the step timer read. */
+#ifndef HL_MAPPING_INT_H
+#define HL_MAPPING_INT_H
+#include "hbdlab/sim.h"
+
+enum {
+    HL_TRUST_MODEL = 1,          /* the job's model was validated by the caller and not changed since */
+    HL_TRUST_CLUSTER = 2,        /* likewise for the cluster (and its GPU) */
+    HL_TRUST_CLUSTER_FIELDS = 4, /* cluster fields were range-checked by their setters: check only the
+                                   cross-field rules (a sweep axis on hbd, gpus, ...) */
+    HL_TRUST_JOB_FIELDS = 8      /* the job's own fields were range-checked (the sweep's base once, axes by
+                                   their setters) */
+};
+
+/* Everything the per-layer builders and the memory model need, resolved once
+ * from a job (hl_sim_resolve). */
+typedef struct hl_sim_ctx {
+    const hl_job *j;
+    const hl_model *m;
+    const hl_cluster *c;
+    double wb, ab, kvb, wireb; /* bytes per element: weights, activations, KV, MoE dispatch payload */
+    int64_t G, tp, pp, ep, dp, etp;
+    double slots;        /* expert slots: experts + redundant_experts (replicas of hot experts) */
+    double decode_q;     /* new tokens per sequence in a decode step: 1, or 1 + spec_tokens */
+    double stage_layers; /* layers per pipeline stage */
+    double dense_frac;   /* fraction of layers with a dense FFN */
+    double b_local;      /* sequences per attention data-parallel group */
+    int64_t rph_tp;      /* members of a TP group inside one HBD (placement) */
+    int64_t rph_domain;  /* members of a stage's expert domain inside one HBD */
+    int64_t pp_stride;   /* rank distance between pipeline neighbours */
+} hl_sim_ctx;
+
+/* Validates the job (skipping what `trust` names) and resolves its mapping into
+ * *s; s->j, s->m, s->c point into *job, which must outlive *s. */
+hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
+
+#endif

@@ -1,0 +1,298 @@
+/* The serving step timer: the time of one continuous-batching iteration (some
+ * sequences decoding, chunks of other prompts prefilling) from the same
+ * operators, attention kernels, collectives, overlap rule and pipeline fill as
+ * hl_sim_run's phases (layer.c), for the serving scheduler (serve.c).
+ * Formulas: docs/MODEL.md, "Serving". */
+#include "step_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_int.h"
+#include "framework_int.h"
+#include "hbdlab/kvcache.h"
+#include "layer_int.h"
+#include "mapping_int.h"
+
+/* The parts of a step that depend only on its token count (every GEMM, norm,
+ * MoE exchange and TP collective: hl_layer_ops) and on its sampled rows
+ * (hl_io_ops) are cached per count; the attention kernels, which depend on
+ * each sequence's context, are built per step. A step with only decodes is one
+ * step of hl_sim_run's decode phase, a step with prefill chunks its prefill pass. */
+struct hl_stepper {
+    hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
+    hl_sim_ctx s; /* resolved against job */
+    double full, sliding, window;
+    int64_t cap;         /* counts 0..cap are cached */
+    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass */
+    hl_phase *io;        /* [rows]: hl_io_ops of one step */
+    unsigned char *have; /* (2 + 1) * (cap + 1) flags */
+    struct dline *dl;    /* [sequences]: decode-only steps, NULL until first used */
+};
+
+/* A decode-only step of n sequences as a function of their mean context c:
+ * base (every operator but attention, and the sampling ops) plus one attention
+ * kernel per layer of time max(ac + bc c, am + bm c) + lat (its compute and
+ * memory times are linear in c: section 6's closed form uses the same fact). */
+struct dline {
+    hl_phase base;
+    double ac, bc, am, bm, lat;
+    int have;
+};
+
+hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
+{
+    *out = NULL;
+    if (max_tokens < 1 || max_tokens > 100000000)
+        return hl_fail(err, HL_EINVAL, "stepper: max_tokens %lld is out of range (1..1e8)", (long long)max_tokens);
+    hl_stepper *st = calloc(1, sizeof *st);
+    if (!st)
+        return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+    if (job->spec_tokens > 0) {
+        free(st);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_tokens': %g; speculative decoding is modelled by hl.simulate, not yet by the "
+                       "serving step timer (use spec_tokens = 0 here)",
+                       job->spec_tokens);
+    }
+    hl_job fw;
+    st->job = *hl_job_with_framework(job, &fw); /* the framework's efficiencies and step overhead */
+    st->job.summary_only = 1;
+    st->job.batch = 1; /* hl_sim_resolve() checks batch against dp: any multiple of dp would do */
+    hl_status s0 = HL_OK;
+    /* dp is resolved from the mapping; make batch a multiple of it for the check */
+    hl_job probe = st->job;
+    int64_t G = probe.gpus > 0 ? probe.gpus : probe.cluster.gpus;
+    if (probe.tp > 0 && probe.pp > 0 && G % (probe.tp * probe.pp) == 0)
+        st->job.batch = (double)(probe.dp > 0 ? probe.dp : G / (probe.tp * probe.pp));
+    if ((s0 = hl_sim_resolve(&st->job, &st->s, 0, err))) {
+        free(st);
+        return s0;
+    }
+    hl_layer_split(&st->s, &st->full, &st->sliding);
+    st->window = (double)st->job.model.sliding_window;
+    st->cap = max_tokens;
+    size_t n = (size_t)max_tokens + 1;
+    st->lin[0] = calloc(n, sizeof(hl_phase));
+    st->lin[1] = calloc(n, sizeof(hl_phase));
+    st->io = calloc(n, sizeof(hl_phase));
+    st->have = calloc(3 * n, 1);
+    if (!st->lin[0] || !st->lin[1] || !st->io || !st->have) {
+        hl_stepper_free(st);
+        return hl_fail(err, HL_ENOMEM, "stepper: out of memory for %lld cached counts", (long long)max_tokens);
+    }
+    *out = st;
+    return HL_OK;
+}
+
+void hl_stepper_free(hl_stepper *st)
+{
+    if (!st)
+        return;
+    free(st->lin[0]);
+    free(st->lin[1]);
+    free(st->io);
+    free(st->have);
+    free(st->dl);
+    free(st);
+}
+
+double hl_stepper_kv_token_bytes(const hl_stepper *st)
+{
+    const hl_model *m = &st->job.model;
+    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, st->s.tp) / (double)m->kv_heads;
+    return hl_kv_bytes_per_token(m, (hl_precision)hl_job_kv_precision(&st->job)) * share / (double)st->s.pp;
+}
+
+int64_t hl_stepper_gpus(const hl_stepper *st) { return st->s.G; }
+int64_t hl_stepper_dp(const hl_stepper *st) { return st->s.dp; }
+double hl_stepper_window(const hl_stepper *st) { return st->sliding > 0 ? st->window : 0; }
+
+static void phase_add(hl_phase *a, const hl_phase *b, double k)
+{
+    a->time_s += b->time_s * k;
+    a->compute_s += b->compute_s * k;
+    a->memory_s += b->memory_s * k;
+    a->comm_s += b->comm_s * k;
+    a->overhead_s += b->overhead_s * k;
+    a->scaleup_comm_s += b->scaleup_comm_s * k;
+    a->scaleout_comm_s += b->scaleout_comm_s * k;
+    a->latency_comm_s += b->latency_comm_s * k;
+    a->flops += b->flops * k;
+    a->hbm_bytes += b->hbm_bytes * k;
+}
+
+/* hl_layer_ops of one pass over `tokens` tokens of the whole instance (decode: all
+ * stages in turn, as hl_sim_run's decode; prefill: one stage, scaled later). */
+static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase *out, hl_err *err)
+{
+    int64_t k = (int64_t)tokens;
+    int cached = tokens == (double)k && k <= st->cap;
+    size_t slot = (size_t)decode * (size_t)(st->cap + 1) + (size_t)k;
+    if (cached && st->have[slot]) {
+        *out = st->lin[decode][k];
+        return HL_OK;
+    }
+    hl_acc a;
+    memset(&a, 0, sizeof a);
+    a.summary = 1;
+    /* every token of the instance is routed to the experts of its stage (q = 1) */
+    hl_status rc =
+        hl_layer_ops(&st->s, &a, tokens / (double)st->s.dp, 1, tokens, decode ? (double)st->s.pp : 1, decode, err);
+    if (rc)
+        return rc;
+    *out = a.ph;
+    if (cached) {
+        st->lin[decode][k] = a.ph;
+        st->have[slot] = 1;
+    }
+    return HL_OK;
+}
+
+/* hl_io_ops of one step: `tokens` tokens of which `rows` sample (cached by count
+ * when every token samples, as in a decode-only step). */
+static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *out, hl_err *err)
+{
+    int64_t k = (int64_t)rows;
+    int cached = rows == tokens && rows == (double)k && k <= st->cap;
+    size_t slot = 2 * (size_t)(st->cap + 1) + (size_t)k;
+    if (cached && st->have[slot]) {
+        *out = st->io[k];
+        return HL_OK;
+    }
+    hl_acc a;
+    memset(&a, 0, sizeof a);
+    a.summary = 1;
+    hl_status rc = hl_io_ops(&st->s, &a, rows / (double)st->s.dp, tokens / (double)st->s.dp, 1, err);
+    if (rc)
+        return rc;
+    *out = a.ph;
+    if (cached) {
+        st->io[k] = a.ph;
+        st->have[slot] = 1;
+    }
+    return HL_OK;
+}
+
+/* The decode line of n sequences (cached for n <= cap). */
+static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err *err)
+{
+    int64_t k = (int64_t)n;
+    if (st->dl && st->dl[k].have) {
+        *out = st->dl[k];
+        return HL_OK;
+    }
+    struct dline d;
+    memset(&d, 0, sizeof d);
+    hl_status rc = step_linear(st, 1, n, &d.base, err);
+    hl_phase io;
+    if (!rc)
+        rc = step_io(st, n, n, &io, err);
+    if (rc)
+        return rc;
+    phase_add(&d.base, &io, 1);
+    hl_op op;
+    hl_op_time t0, t1;
+    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 0, 0);
+    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
+        return rc;
+    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 1, 0);
+    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
+        return rc;
+    d.ac = t0.compute_s;
+    d.bc = t1.compute_s - t0.compute_s;
+    d.am = t0.memory_s;
+    d.bm = t1.memory_s - t0.memory_s;
+    d.lat = st->job.cluster.gpu.kernel_latency;
+    d.have = 1;
+    if (!st->dl)
+        st->dl = calloc((size_t)st->cap + 1, sizeof *st->dl);
+    if (st->dl)
+        st->dl[k] = d;
+    *out = d;
+    return HL_OK;
+}
+
+hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
+{
+    int64_t nd = (int64_t)it->decode_seqs;
+    if (it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
+        it->logits_rows == it->decode_seqs) { /* decode only: evaluate the cached line (hot path) */
+        struct dline d;
+        hl_status rc = decode_line(st, it->decode_seqs, &d, err);
+        if (rc)
+            return rc;
+        double stages = (double)st->s.pp;
+        double c = it->decode_ctx_mean, w = it->decode_win_mean;
+        double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
+                     (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
+        double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
+        *time_s = time - hl_comm_hidden(st->job.overlap_decode, d.base.comm_s, ops) + st->job.step_overhead;
+        if (!isfinite(*time_s) || *time_s < 0)
+            return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
+        return HL_OK;
+    }
+    *time_s = 0;
+    double tokens = it->decode_seqs;
+    for (int32_t i = 0; i < it->n_chunks; i++)
+        tokens += it->chunks[i].tokens;
+    if (tokens <= 0)
+        return HL_OK;
+    const hl_sim_ctx *s = &st->s;
+    int decode = it->n_chunks == 0;
+    double stages = decode ? (double)s->pp : 1, dp = (double)s->dp;
+    hl_acc a;
+    memset(&a, 0, sizeof a);
+    a.summary = 1;
+    a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
+    hl_status rc = step_linear(st, decode, tokens, &a.ph, err);
+    if (rc)
+        return rc;
+    hl_op op;
+    if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
+        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean, 0);
+        if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
+            return rc;
+        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_win_mean, 0);
+        if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
+            return rc;
+    }
+    if (it->n_chunks > 0) { /* one variable-length prefill kernel over every chunk of the group */
+        for (int w = 0; w < 2; w++) {
+            double layers = w ? st->sliding : st->full;
+            if (layers <= 0)
+                continue;
+            hl_op sum;
+            memset(&sum, 0, sizeof sum);
+            for (int32_t i = 0; i < it->n_chunks; i++) {
+                hl_attn_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
+                if (i == 0)
+                    sum = op;
+                else {
+                    sum.flops += op.flops;
+                    sum.bytes_read += op.bytes_read;
+                    sum.bytes_written += op.bytes_written;
+                }
+            }
+            sum.flops /= dp; /* the chunks spread over the data-parallel groups */
+            sum.bytes_read /= dp;
+            sum.bytes_written /= dp;
+            if ((rc = hl_acc_op(s, &a, &sum, layers, err)))
+                return rc;
+        }
+        hl_pipeline_fill(s, &a.ph); /* pipelined over micro-batches, as hl_sim_run's prefill */
+    }
+    /* embedding and stage hand-offs for every token; LM head, logits gather,
+     * token broadcast only for the sequences that sample */
+    hl_phase io;
+    if ((rc = step_io(st, it->logits_rows, tokens, &io, err)))
+        return rc;
+    phase_add(&a.ph, &io, 1);
+    hl_acc_finish(&a);
+    *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
+    if (!isfinite(*time_s) || *time_s < 0)
+        return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
+    return HL_OK;
+}
+
