@@ -15,8 +15,8 @@
 #include "hbdlab/precision.h"
 #include "job_int.h"
 
-_Static_assert(sizeof(((hl_job *)0)->expert_freq) / sizeof(double) == HL_EXPERTS_MAX,
-               "hl_job.expert_freq holds HL_EXPERTS_MAX shares");
+_Static_assert(sizeof(((hl_job *)0)->expert_freq) / sizeof(double) == HL_EXPERTS_MAX, "hl_job.expert_freq holds "
+                                                                                      "HL_EXPERTS_MAX shares");
 _Static_assert((int)HL_PRECISION_AS_ACT == (int)HL_PRECISION_COUNT, "\"act\" is the name after the last precision");
 
 #define PRECISIONS "fp32|bf16|fp16|fp8|fp4|int8"

@@ -12,8 +12,8 @@
 #include "mapping_int.h"
 
 enum { HL_ITEM_SLOTS = 2 * HL_SIM_MAX_ITEMS }; /* at most half full: probes end at an empty slot */
-_Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256,
-               "HL_ITEM_SLOTS: a power of 2 that fits uint8_t");
+_Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256, "HL_ITEM_SLOTS: a power of 2 that "
+                                                                                   "fits uint8_t");
 
 /* The sums of one phase, with its breakdown rows and event log (both optional). */
 typedef struct hl_acc {
@@ -26,8 +26,9 @@ typedef struct hl_acc {
     uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
-    int summary;    /* skip items and events */
-    int memo_valid; /* last collective, for reuse */
+    int summary;          /* skip items and events */
+    double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
+    int memo_valid;       /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } hl_acc;

@@ -24,11 +24,12 @@ struct hl_stepper {
     hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
     hl_sim_ctx s; /* resolved against job */
     double full, sliding, window;
-    int64_t cap;         /* counts 0..cap are cached */
-    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass */
-    hl_phase *io;        /* [rows]: hl_io_ops of one step */
-    unsigned char *have; /* (2 + 1) * (cap + 1) flags */
-    struct dline *dl;    /* [sequences]: decode-only steps, NULL until first used */
+    int64_t cap;              /* counts 0..cap are cached */
+    hl_phase *lin[2];         /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass */
+    hl_phase *io;             /* [rows]: hl_io_ops of one step */
+    unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
+    struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
+    hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
 };
 
 /* A decode-only step of n sequences as a function of their mean context c:
@@ -70,6 +71,14 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         free(st);
         return s0;
     }
+    if (st->s.layout) { /* the resolver's per-thread cache changes with the next job resolved */
+        if (!(st->layout = malloc(sizeof *st->layout))) {
+            free(st);
+            return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+        }
+        *st->layout = *st->s.layout;
+        st->s.layout = st->layout;
+    }
     hl_layer_split(&st->s, &st->full, &st->sliding);
     st->window = (double)st->job.model.sliding_window;
     st->cap = max_tokens;
@@ -95,6 +104,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->io);
     free(st->have);
     free(st->dl);
+    free(st->layout);
     free(st);
 }
 
@@ -295,4 +305,3 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return HL_OK;
 }
-

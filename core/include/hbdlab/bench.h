@@ -33,7 +33,6 @@ hl_status hl_bench_sweep(const hl_sweep_in *in, int64_t chunk, double *wall_s, d
 hl_status hl_bench_reference_sweep(const hl_job *job, int64_t n_inputs, int32_t threads, double *wall_s,
                                    double *points_per_s, int64_t *points, hl_err *err);
 
-
 #ifdef __cplusplus
 }
 #endif
