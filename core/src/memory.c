@@ -29,12 +29,20 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
                                   p.shared / (double)s->tp + p.router) /
                                      (double)s->pp
                                : 0) + /* the router is replicated on every rank */
-               (p.embedding + p.lm_head) / (double)s->tp / (double)s->pp;
-    out->weights_bytes = w * s->wb;
+               (p.embedding + p.lm_head + p.vision) / (double)s->tp / (double)s->pp;
+    /* routed experts may be stored narrower (gpt-oss: MXFP4) than the rest */
+    double experts_gpu =
+        moe_layers > 0 ? p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp / (double)s->pp
+                       : 0;
+    out->weights_bytes = w * s->wb + experts_gpu * (hl_model_expert_weight_bytes(m, s->wb) - s->wb);
     double b = s->b_local;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
+    /* linear-attention state: one per sequence, whatever its context, at the
+     * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
+    double state = hl_kv_state_bytes(m, (hl_precision)j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
     out->kv_bytes =
-        b * hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share / (double)s->pp;
+        b * (hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share + state) /
+        (double)s->pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
     out->workspace_bytes =

@@ -1,8 +1,9 @@
 /* core.sweep(base, axes, opts): a sweep evaluated in C on threads.
  *   base: hl.simulate fields; axes: array of {name = "hbd", values = {...}}
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
- * Returns rows (axes + flattened result fields, or an `error` field), and a
- * second value: true when Ctrl-C stopped the sweep (the rows done are kept). */
+ * Returns rows (axes + flattened result fields, or an `error` field), a second
+ * value: true when Ctrl-C stopped the sweep (the rows done are kept), and the
+ * sweep's number of points (the rows are this shard's block of them). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -441,7 +442,8 @@ static int l_sweep(lua_State *L)
     if (status != LUA_OK)
         return lua_error(L);
     lua_pushboolean(L, interrupted);
-    return 2;
+    lua_pushinteger(L, (lua_Integer)n); /* every point of the sweep, of which the rows are this process's block */
+    return 3;
 }
 
 /* Appends the CSV rows of points[0..count) (global indices first..) to csv (the core's
@@ -550,6 +552,7 @@ static int l_sweep_to_csv(lua_State *L)
     int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
     int64_t begin = 0, end = total;
     char shard_path[4200];
+    const char *given = path;
     if (!d.mpi && d.count > 1) {
         hl_dist_block(total, d.index, d.count, &begin, &end);
         if (hl_dist_shard_path(path, shard_path, sizeof shard_path) >= (int)sizeof shard_path) {
@@ -577,6 +580,10 @@ static int l_sweep_to_csv(lua_State *L)
     hl_csv_init(&csv);
     if (writer) {
         errno = 0;
+        char line[1024]; /* a shard's fingerprint for hbdlab merge ("" when not a shard) */
+        hl_dist_shard_line(given, begin, end, total, 0, line, sizeof line);
+        if (line[0] && fputs(line, f) == EOF)
+            failed = 1;
         for (int32_t a = 0; a < na; a++)
             hl_csv_text(&csv, mem.axes[a].name);
         for (int c = 0; c < ncols; c++)

@@ -20,6 +20,7 @@ hl.simulate = require("hbdlab.simulate").simulate
 hl.serve = require("hbdlab.serve").serve
 hl.serve_capacity = require("hbdlab.serve").serve_capacity
 hl.serve_pd_ratio = require("hbdlab.serve").serve_pd_ratio
+hl.serve_sweep = require("hbdlab.serve").serve_sweep
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
 hl.sweep = require("hbdlab.sweep").sweep

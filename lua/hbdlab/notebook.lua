@@ -319,6 +319,12 @@ function M.main(...)
     i = i + 1
   end
   if not input then io.stderr:write("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]\n"); return 2 end
+  local d = core.dist()
+  if d.count > 1 and not d.mpi then -- a shard would render its block of every sweep and exit 0
+    io.stderr:write("notebook: a notebook renders whole sweeps; it cannot run as one shard (--shard ",
+      d.index, "/", d.count, ")\n")
+    return 2
+  end
   local ok_read, text = pcall(core.read_file, input) -- a regular file within the input limit
   if not ok_read then io.stderr:write("notebook: cannot read ", tostring(text), "\n"); return 1 end
   output = output or input:gsub("%.md$", "") .. ".html"

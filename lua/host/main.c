@@ -182,7 +182,7 @@ static void print_usage(FILE *out)
                  "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
                  "  -i           enter the REPL after running the script or -e chunks\n"
                  "  -            run standard input as a script\n"
-                 "  --shard I/N  run only block I (0..N-1) of every sweep; CSV files get _shardIofN\n"
+                 "  --shard I/N  run only block I (0..N-1) of every sweep; every file gets _shardIofN\n"
                  "               (also accepted after the script name; merge with `hbdlab merge`)\n"
                  "  --traceback  errors show the Lua stack (also HBDLAB_TRACEBACK=1)\n"
                  "  -v, --version  print the version\n"
@@ -328,6 +328,18 @@ int main(int argc, char **argv)
     if (!(argc > 1 && is_subcommand(argv[1])) && take_shard_option(&argc, argv) != 0) {
         hl_dist_mpi_stop(EXIT_FAILURE);
         return EXIT_FAILURE;
+    }
+    if (!mpi && hl_bind_dist.count > 1) {
+        /* a subcommand is one job, not a script's sweeps: half a notebook's sweeps rendered and
+         * exit 0 is a silent loss (issue 22) */
+        if (argc > 1 && is_subcommand(argv[1])) {
+            fprintf(stderr,
+                    "%s: --shard splits the sweeps of a script (hbdlab --shard I/N script.lua); "
+                    "it does not apply to '%s'\n",
+                    progname, argv[1]);
+            return 2;
+        }
+        hl_bind_dist.run = hl_dist_run_id(argc, argv, hl_bind_dist.count);
     }
     if (mpi && hl_bind_dist.count > 1) {
         if (!hl_bind_dist.mpi) {
