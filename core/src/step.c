@@ -115,6 +115,13 @@ double hl_stepper_kv_token_bytes(const hl_stepper *st)
     return hl_kv_bytes_per_token(m, (hl_precision)hl_job_kv_precision(&st->job)) * share / (double)st->s.pp;
 }
 
+double hl_stepper_state_bytes(const hl_stepper *st)
+{
+    const hl_model *m = &st->job.model;
+    return hl_kv_state_bytes(m, (hl_precision)st->job.act_precision) * hl_kv_state_share_per_gpu(m, st->s.tp) /
+           (double)st->s.pp;
+}
+
 int64_t hl_stepper_gpus(const hl_stepper *st) { return st->s.G; }
 int64_t hl_stepper_dp(const hl_stepper *st) { return st->s.dp; }
 double hl_stepper_window(const hl_stepper *st) { return st->sliding > 0 ? st->window : 0; }
