@@ -11,6 +11,7 @@
 #include "step_int.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/kvcache.h"
+#include "hbdlab/router.h"
 #include "hbdlab/memory.h"
 
 void hl_serve_result_free(hl_serve_result *r)
@@ -59,6 +60,7 @@ typedef struct sched {
     double blocks_total, blocks_free, block;
     double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
     int64_t preempted;   /* in this step */
+    double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -94,6 +96,7 @@ static void preempt_last(sched *s)
     s->blocks_free += x->blocks;
     x->blocks = 0;
     x->kv = 0;
+    s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
     x->prefilled = 0;
     x->prompt = x->input + x->gen;
     x->preempt++;
@@ -195,21 +198,22 @@ typedef struct recorder {
     int64_t steps, samp_cap, stride, max_samples;
 } recorder;
 
-/* Accounts one iteration [t, t + dt]: time integrals, and a KV sample every
+/* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
+ * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
  * and the stride doubles). */
 static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
-                        double kv_util, double tokens, double emitted, hl_err *err)
+                        double kv_part, double kv_util, double tokens, double emitted, double weight, hl_err *err)
 {
     hl_serve_result *r = rc->r;
-    if (waiting > 0) {
+    if (waiting > 0) { /* weight: 1 / the groups stepping side by side (their times overlap) */
         rc->sat_tokens += emitted;
-        rc->sat_time += dt;
+        rc->sat_time += dt * weight;
     }
     rc->little += in_system * dt;
     rc->run += running * dt;
     rc->wait += waiting * dt;
-    rc->kv += kv_util * dt;
+    rc->kv += kv_part * dt; /* this group's blocks in use / the pool's */
     rc->kv_max = fmax(rc->kv_max, kv_util);
     rc->tokens += tokens;
     if (rc->steps % rc->stride == 0 && r->n_samples == rc->max_samples) {
@@ -228,7 +232,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 }
 
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
-                           recorder *rec, hl_err *err)
+                           recorder *rec, double weight, double blocks_all, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
     const hl_serve_cfg *c = s->cfg;
@@ -256,19 +260,20 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
         if (need > s->blocks_free)
             break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m};
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0};
         double dt;
         hl_status rc = hl_stepper_time(st, &it, &dt, err);
         if (rc)
             return rc;
         s->blocks_free -= need;
-        double util = (s->blocks_total - s->blocks_free) / s->blocks_total;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, (double)m, (double)m, err)))
+        double util = (s->blocks_total - s->blocks_free) / blocks_all;
+        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, (double)m, weight, err)))
             return rc;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
     }
+    s->out_tok -= j * (double)m;
     for (int64_t k = 0; k < m && j > 0; k++) {
         rq *x = &s->q[s->run[k]];
         x->kv += j;
@@ -322,12 +327,24 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     return n * per;
 }
 
+/* One scheduler per data-parallel rank of every instance (a "unit"); the
+ * units of an instance of an MoE model share its EP group and step in
+ * lock-step (one "group"); otherwise each unit steps alone. */
+typedef struct group {
+    int64_t first, count; /* units [first, first + count) */
+    double t;             /* when its next step may start: the end of its last one */
+} group;
+
 /* Everything run() allocates, freed in one place. */
 typedef struct owned {
     hl_stepper *st;
     hl_trace_req *reqs;
     rq *q;
-    int64_t *wait, *run;
+    sched *units;
+    group *groups;
+    hl_router *rank_routers; /* one per instance: the DP rank of a request */
+    hl_router_load *loads;   /* scratch, max(instances, dp) */
+    int64_t *wait, *run;     /* per unit: n + 1 and max_seqs entries */
     plan *plan;
     hl_iter_chunk *chunks;
     hl_itl_hist *itl;
@@ -339,6 +356,10 @@ static void owned_free(owned *o)
     hl_stepper_free(o->st);
     free(o->reqs);
     free(o->q);
+    free(o->units);
+    free(o->groups);
+    free(o->rank_routers);
+    free(o->loads);
     free(o->wait);
     free(o->run);
     free(o->plan);
@@ -353,10 +374,10 @@ static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
     hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
-    hl_iter pre = {0, 0, 0, 1, &ch, 1};
+    hl_iter pre = {0, 0, 0, 1, &ch, 1, 0};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1};
+    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
@@ -394,48 +415,162 @@ static void release_next(sched *s, int64_t next, int64_t r, double t, double thi
     }
 }
 
-/* One pool of GPUs (the whole instance, or a disaggregated prefill or decode
- * pool) serving reqs[0..n): its stepper, KV cache and scheduler. A request of
- * a decode pool (first_tok != NULL) arrives with its prompt's KV and its first
- * token (at first_tok[i]). Fills o->q (one rq per request), rec, *preempts and
- * *blocks; the step log and samples go to r. */
-static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const hl_trace_req *reqs, int64_t n,
-                               const double *first_tok, owned *o, recorder *rec, hl_serve_result *r, int64_t *preempts,
-                               double *blocks_out, hl_err *err)
+/* Sends request r, arrived at t_arr, to an instance and one of its DP ranks
+ * by the router (docs/MODEL.md 12, deployment); the unit's group, idle until
+ * now, starts at the arrival. Returns the unit. */
+static int64_t route_request(owned *o, int64_t instances, int64_t dp, hl_router *inst_router, int64_t r, double t_arr,
+                             const int64_t *group_of)
+{
+    int64_t inst = 0;
+    if (instances > 1) {
+        for (int64_t i = 0; i < instances; i++) {
+            hl_router_load l = {0, 0};
+            for (int64_t k = 0; k < dp; k++) {
+                l.tokens += o->units[i * dp + k].out_tok;
+                l.free_blocks += o->units[i * dp + k].blocks_free;
+            }
+            o->loads[i] = l;
+        }
+        inst = hl_router_pick(inst_router, o->loads, instances);
+    }
+    int64_t rank = 0;
+    if (dp > 1) {
+        for (int64_t k = 0; k < dp; k++)
+            o->loads[k] = (hl_router_load){o->units[inst * dp + k].out_tok, o->units[inst * dp + k].blocks_free};
+        rank = hl_router_pick(&o->rank_routers[inst], o->loads, dp);
+    }
+    int64_t u = inst * dp + rank;
+    sched *s = &o->units[u];
+    group *g = &o->groups[group_of[u]];
+    int idle = 1;
+    for (int64_t k = g->first; k < g->first + g->count; k++)
+        idle &= o->units[k].n_run == 0 && o->units[k].w_len == 0;
+    if (idle)
+        g->t = fmax(g->t, t_arr);
+    const rq *x = &s->q[r];
+    s->out_tok += x->prompt - x->prefilled + x->output - x->gen;
+    wait_push_back(s, r);
+    return u;
+}
+
+/* Plans one unit's iteration at time t into its plan and it (a DP rank's
+ * counts); 0 when it schedules nothing. */
+static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
+                         int64_t *first_chunk)
+{
+    const hl_serve_cfg *c = s->cfg;
+    s->n_plan = 0;
+    s->preempted = 0;
+    memset(it, 0, sizeof *it);
+    *step_tok = 0;
+    *first_chunk = -1;
+    if (s->n_run == 0 && s->w_len == 0)
+        return 0;
+    double budget = (double)c->token_budget;
+    if (c->chunked_prefill) {
+        schedule_running(s, &budget, chunk);
+        if (s->preempted == 0) /* vLLM v1: no new requests in a step that preempted */
+            admit_waiting(s, &budget, chunk, t);
+    } else {
+        admit_waiting(s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
+        if (s->n_plan == 0)
+            schedule_running(s, &budget, chunk);
+    }
+    it->chunks = s->chunks;
+    double ctx = 0, win = 0;
+    for (int64_t k = 0; k < s->n_plan; k++) {
+        const plan *p = &s->plan[k];
+        const rq *x = &s->q[p->r];
+        *step_tok += p->tokens;
+        if (p->decode) {
+            it->decode_seqs++;
+            ctx += x->kv;
+            win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
+            it->logits_rows++;
+        } else {
+            if (*first_chunk < 0)
+                *first_chunk = p->r;
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+            it->logits_rows += x->prefilled + p->tokens >= x->prompt;
+        }
+    }
+    if (it->decode_seqs > 0) {
+        it->decode_ctx_mean = ctx / it->decode_seqs;
+        it->decode_win_mean = win / it->decode_seqs;
+    }
+    return s->n_plan;
+}
+
+/* One pool of GPUs (the whole deployment, or a disaggregated prefill or decode
+ * pool) serving reqs[0..n): `instances` copies of `job`'s mapping behind the
+ * router, each with one scheduler (its own queue, max_seqs, token_budget and
+ * KV blocks) per data-parallel rank; the ranks of an MoE instance step in
+ * lock-step, each pass as long as its slowest rank's (docs/MODEL.md 12). A
+ * request of a decode pool (first_tok != NULL) arrives with its prompt's KV
+ * and its first token (at first_tok[i]). Fills o->q (one rq per request), rec,
+ * *preempts and *blocks (the deployment's); the step log and samples go to r. */
+static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, int64_t instances, const hl_trace_req *reqs,
+                               int64_t n, const double *first_tok, owned *o, recorder *rec, hl_serve_result *r,
+                               int64_t *preempts, double *blocks_out, hl_err *err)
 {
     hl_status rc;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    if ((rc = hl_stepper_new(job, cap, &o->st, err)))
+    if ((rc = hl_stepper_new_rank(job, cap, &o->st, err)))
         return rc;
     hl_serve_cfg cj = *c;
     cj.job = *job;
     double blocks = 0;
     if ((rc = hl_serve_kv_blocks(&cj, o->st, &blocks, err)))
         return rc;
-    *blocks_out = blocks;
-    sched s = {0};
-    s.cfg = c;
-    s.n = n;
-    s.block = (double)c->block_tokens;
-    s.state_blocks = ceil(hl_stepper_state_bytes(o->st) / (s.block * hl_stepper_kv_token_bytes(o->st)));
-    s.blocks_total = s.blocks_free = blocks;
-    double group_blocks = floor(blocks / (double)hl_stepper_dp(o->st));
+    int64_t dp = hl_stepper_dp(o->st), U = instances * dp;
+    int lockstep = job->model.experts > 0 && dp > 1;
+    int64_t G = lockstep ? instances : U;
+    double unit_blocks = floor(blocks / (double)dp); /* each DP rank its own share of the instance's cache */
+    *blocks_out = unit_blocks * (double)U;
     o->q = calloc((size_t)n, sizeof *o->q);
-    o->wait = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    o->run = malloc(sizeof(int64_t) * (size_t)c->max_seqs);
-    o->plan = malloc(sizeof(plan) * (size_t)c->max_seqs);
-    o->chunks = malloc(sizeof(hl_iter_chunk) * (size_t)c->max_seqs);
+    o->units = calloc((size_t)U, sizeof *o->units);
+    o->groups = calloc((size_t)G, sizeof *o->groups);
+    o->rank_routers = calloc((size_t)instances, sizeof *o->rank_routers);
+    o->loads = calloc((size_t)(instances > dp ? instances : dp), sizeof *o->loads);
+    o->wait = malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)U);
+    o->run = malloc(sizeof(int64_t) * (size_t)c->max_seqs * (size_t)U);
+    o->plan = malloc(sizeof(plan) * (size_t)c->max_seqs * (size_t)U);
+    o->chunks = malloc(sizeof(hl_iter_chunk) * (size_t)c->max_seqs * (size_t)U);
     o->itl = calloc(1, sizeof *o->itl);
-    if (!o->q || !o->wait || !o->run || !o->plan || !o->chunks || !o->itl)
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
-    s.q = o->q;
-    s.wait = o->wait;
-    s.w_cap = n + 1;
-    s.run = o->run;
-    s.plan = o->plan;
-    s.chunks = o->chunks;
+    int64_t *group_of = malloc(sizeof(int64_t) * (size_t)U);
+    hl_iter *its = malloc(sizeof(hl_iter) * (size_t)U);
+    double *toks = malloc(sizeof(double) * (size_t)U);
+    int64_t *firsts = malloc(sizeof(int64_t) * (size_t)U);
+    if (!o->q || !o->units || !o->groups || !o->rank_routers || !o->loads || !o->wait || !o->run || !o->plan ||
+        !o->chunks || !o->itl || !group_of || !its || !toks || !firsts) {
+        rc = hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests on %lld schedulers", (long long)n,
+                     (long long)U);
+        goto out;
+    }
+    double state_blocks =
+        ceil(hl_stepper_state_bytes(o->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(o->st)));
+    for (int64_t u = 0; u < U; u++) {
+        sched *s = &o->units[u];
+        s->cfg = c;
+        s->n = n;
+        s->q = o->q;
+        s->block = (double)c->block_tokens;
+        s->state_blocks = state_blocks;
+        s->blocks_total = s->blocks_free = unit_blocks;
+        s->wait = o->wait + (size_t)u * (size_t)(n + 1);
+        s->w_cap = n + 1;
+        s->run = o->run + (size_t)u * (size_t)c->max_seqs;
+        s->plan = o->plan + (size_t)u * (size_t)c->max_seqs;
+        s->chunks = o->chunks + (size_t)u * (size_t)c->max_seqs;
+        group_of[u] = lockstep ? u / dp : u;
+    }
+    for (int64_t g = 0; g < G; g++)
+        o->groups[g] = (group){lockstep ? g * dp : g, lockstep ? dp : 1, 0};
+    for (int64_t i = 0; i < instances; i++)
+        o->rank_routers[i].kind = c->router;
+    hl_router inst_router = {c->router, 0, 0};
     for (int64_t i = 0; i < n; i++) {
-        rq *x = &s.q[i];
+        rq *x = &o->q[i];
         const hl_trace_req *t = &reqs[i];
         x->arrival = t->arrival_s;
         x->input = x->prompt = t->input;
@@ -446,154 +581,196 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
             x->gen = 1;
             x->first_tok = x->last_tok = first_tok[i];
         }
-        double most = blocks_for(&s, t->input + t->output - 1);
-        if (most > group_blocks)
-            return hl_fail(err, HL_ENOFIT,
-                           "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel group holds "
-                           "%g; fewer tokens, more memory or a larger mapping would help",
-                           (long long)i + 1, t->input, t->output, most, (long long)c->block_tokens, group_blocks);
+        double most = blocks_for(&o->units[0], t->input + t->output - 1);
+        if (most > unit_blocks) {
+            rc = hl_fail(err, HL_ENOFIT,
+                         "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel rank holds "
+                         "%g; fewer tokens, more memory or a larger mapping would help",
+                         (long long)i + 1, t->input, t->output, most, (long long)c->block_tokens, unit_blocks);
+            goto out;
+        }
     }
     int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
-    if (closed && (rc = start_clients(c, o->st, s.q, released, &clients, err)))
-        return rc;
+    if (closed && (rc = start_clients(c, o->st, o->q, released, &clients, err)))
+        goto out;
     double chunk = c->chunk > 0 ? (double)c->chunk : (double)c->token_budget;
     double window = hl_stepper_window(o->st);
-    double t = 0;
+    double used_all = 0, blocks_all = unit_blocks * (double)U; /* KV blocks held over the whole pool */
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
+    double t_now = 0; /* start of the last step */
     int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536;
-    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens))) {
+        rc = hl_fail(err, HL_ENOMEM, "serve: out of memory");
+        goto out;
+    }
     while (done < n) {
-        if (hl_interrupt_pending()) /* Ctrl-C / SIGTERM: a long run must not trap the caller */
-            return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t,
-                           (long long)done, (long long)n);
-        while (next < released && s.q[next].arrival <= t) {
-            rec->little += t - s.q[next].arrival;
-            wait_push_back(&s, next++);
+        if (hl_interrupt_pending()) { /* Ctrl-C / SIGTERM: a long run must not trap the caller */
+            rc = hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t_now,
+                         (long long)done, (long long)n);
+            goto out;
         }
-        if (s.n_run == 0 && s.w_len == 0) {
-            t = s.q[next].arrival; /* idle until the next arrival (next < released: done < n) */
+        /* the group whose next step starts first; arrivals up to then are routed before it */
+        int64_t gb = -1;
+        for (int64_t g = 0; g < G; g++) {
+            const group *gr = &o->groups[g];
+            int busy = 0;
+            for (int64_t k = gr->first; k < gr->first + gr->count && !busy; k++)
+                busy = o->units[k].n_run > 0 || o->units[k].w_len > 0;
+            if (busy && (gb < 0 || gr->t < o->groups[gb].t))
+                gb = g;
+        }
+        if (next < released && (gb < 0 || o->q[next].arrival <= o->groups[gb].t)) {
+            int64_t u = route_request(o, instances, dp, &inst_router, next, o->q[next].arrival, group_of);
+            rec->little += fmax(0, o->groups[group_of[u]].t - o->q[next].arrival); /* in system until its first step */
+            next++;
             continue;
         }
-        s.n_plan = 0;
-        s.preempted = 0;
-        double budget = (double)c->token_budget;
-        if (c->chunked_prefill) {
-            schedule_running(&s, &budget, chunk);
-            if (s.preempted == 0) /* vLLM v1: no new requests in a step that preempted */
-                admit_waiting(&s, &budget, chunk, t);
-        } else {
-            admit_waiting(&s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
-            if (s.n_plan == 0)
-                schedule_running(&s, &budget, chunk);
+        if (gb < 0) { /* nothing runs, nothing arrives (cannot happen while done < n) */
+            rc = hl_fail(err, HL_EINVAL, "serve: %lld of %lld requests done and none pending", (long long)done,
+                         (long long)n);
+            goto out;
         }
-        if (s.n_plan == 0)
-            return hl_fail(err, HL_EINVAL,
-                           "serve: no request could be scheduled at t = %g s (%lld running, %lld "
-                           "waiting); the KV cache or the budget is too small",
-                           t, (long long)s.n_run, (long long)s.w_len);
-        hl_iter it = {0};
-        it.chunks = s.chunks;
-        double ctx = 0, win = 0, step_tok = 0;
-        int64_t first_chunk = -1;
-        for (int64_t k = 0; k < s.n_plan; k++) {
-            const plan *p = &s.plan[k];
-            const rq *x = &s.q[p->r];
-            step_tok += p->tokens;
-            if (p->decode) {
-                it.decode_seqs++;
-                ctx += x->kv;
-                win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
-                it.logits_rows++;
-            } else {
-                if (first_chunk < 0)
-                    first_chunk = p->r;
-                s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
-                it.logits_rows += x->prefilled + p->tokens >= x->prompt;
-            }
+        group *gr = &o->groups[gb];
+        t_now = gr->t;
+        double t = gr->t, dt = 0, routed = 0, step_tok = 0, in_system = 0, running = 0, waiting = 0;
+        int64_t planned = 0, decodes = 0, n_chunks = 0, first_chunk = -1, preempted = 0;
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &o->units[gr->first + k];
+            in_system += (double)(s->n_run + s->w_len);
+            planned += plan_unit(s, t, chunk, window, &its[k], &toks[k], &firsts[k]);
+            routed += toks[k];
         }
-        if (it.decode_seqs > 0) {
-            it.decode_ctx_mean = ctx / it.decode_seqs;
-            it.decode_win_mean = win / it.decode_seqs;
+        if (planned == 0) {
+            rc = hl_fail(err, HL_EINVAL,
+                         "serve: no request could be scheduled at t = %g s (%g in the system); the KV cache or the "
+                         "budget of a data-parallel rank is too small",
+                         t, in_system);
+            goto out;
         }
-        double dt;
-        if ((rc = hl_stepper_time(o->st, &it, &dt, err)))
-            return rc;
-        double t_end = t + dt, same = 0, emitted = 0;
-        int64_t in_system = s.n_run + s.w_len;
-        for (int64_t k = 0; k < s.n_plan; k++) {
-            const plan *p = &s.plan[k];
-            rq *x = &s.q[p->r];
-            int emits = 1;
-            if (p->decode) {
-                x->kv += 1;
-            } else {
-                x->prefilled += p->tokens;
-                x->kv = x->prefilled;
-                emits = x->prefilled >= x->prompt;
-            }
-            if (!emits)
+        /* lock-step: every MoE layer waits for the slowest rank; a rank with nothing
+         * planned still runs its (empty) pass, never the slowest one */
+        for (int64_t k = 0; k < gr->count; k++) {
+            if (o->units[gr->first + k].n_plan == 0)
                 continue;
-            emitted++;
-            x->gen += 1;
-            if (x->first_tok < 0)
-                x->first_tok = t_end;
-            else if (x->last_tok == t)
-                same++;
-            else
-                hl_itl_add(o->itl, t_end - x->last_tok, 1);
-            x->last_tok = t_end;
-            if (x->gen >= x->output) {
-                x->done = 1;
-                x->finish = t_end;
-                s.blocks_free += x->blocks;
-                x->blocks = 0;
-                done++;
-                if (closed && released < n)
-                    release_next(&s, next, released++, t_end, c->think_s, &clients);
-            }
+            double dk;
+            its[k].routed = gr->count > 1 ? routed : 0;
+            if ((rc = hl_stepper_time(o->st, &its[k], &dk, err)))
+                goto out;
+            dt = fmax(dt, dk);
         }
-        hl_itl_add(o->itl, dt, same);
-        int64_t m = 0; /* drop finished requests, keep admission order */
-        for (int64_t k = 0; k < s.n_run; k++)
-            if (!s.q[s.run[k]].done)
-                s.run[m++] = s.run[k];
-        double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
-        if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok, emitted,
-                         err)))
-            return rc;
-        preempt_total += s.preempted;
+        double t_end = t + dt, emitted = 0;
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &o->units[gr->first + k];
+            double same = 0;
+            for (int64_t p = 0; p < s->n_plan; p++) {
+                const plan *pl = &s->plan[p];
+                rq *x = &s->q[pl->r];
+                int emits = 1;
+                if (pl->decode) {
+                    x->kv += 1;
+                } else {
+                    x->prefilled += pl->tokens;
+                    x->kv = x->prefilled;
+                    s->out_tok -= pl->tokens;
+                    emits = x->prefilled >= x->prompt;
+                }
+                if (!emits)
+                    continue;
+                emitted++;
+                s->out_tok -= 1;
+                x->gen += 1;
+                if (x->first_tok < 0)
+                    x->first_tok = t_end;
+                else if (x->last_tok == t)
+                    same++;
+                else
+                    hl_itl_add(o->itl, t_end - x->last_tok, 1);
+                x->last_tok = t_end;
+                if (x->gen >= x->output) {
+                    x->done = 1;
+                    x->finish = t_end;
+                    s->blocks_free += x->blocks;
+                    x->blocks = 0;
+                    done++;
+                    if (closed && released < n)
+                        release_next(s, next, released++, t_end, c->think_s, &clients);
+                }
+            }
+            hl_itl_add(o->itl, dt, same);
+            decodes += (int64_t)its[k].decode_seqs;
+            n_chunks += its[k].n_chunks;
+            if (first_chunk < 0)
+                first_chunk = firsts[k];
+            step_tok += toks[k];
+            preempted += s->preempted;
+            running += (double)s->n_run;
+            waiting += (double)s->w_len;
+        }
+        double used = 0;
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &o->units[gr->first + k];
+            used += s->blocks_total - s->blocks_free;
+        }
+        /* the pool's KV in use: this group's now, the others' as they stand */
+        used_all = 0;
+        for (int64_t u = 0; u < U && G > 1; u++)
+            used_all += o->units[u].blocks_total - o->units[u].blocks_free;
+        if (G == 1)
+            used_all = used;
+        if ((rc = record(rec, t, dt, in_system, running, waiting, used / blocks_all, used_all / blocks_all, step_tok,
+                         emitted, 1.0 / (double)G, err)))
+            goto out;
+        preempt_total += preempted;
         if (c->keep_steps) {
-            if (r->n_steps_log >= HL_SERVE_MAX_LOG_STEPS)
-                return hl_fail(err, HL_EINVAL,
-                               "field 'keep_steps': the step log passed %lld iterations (the most "
-                               "kept); keep_steps is for short runs: fewer requests or shorter outputs",
-                               (long long)HL_SERVE_MAX_LOG_STEPS);
-            if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
-                return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
+            if (r->n_steps_log >= HL_SERVE_MAX_LOG_STEPS) {
+                rc = hl_fail(err, HL_EINVAL,
+                             "field 'keep_steps': the step log passed %lld iterations (the most "
+                             "kept); keep_steps is for short runs: fewer requests or shorter outputs",
+                             (long long)HL_SERVE_MAX_LOG_STEPS);
+                goto out;
+            }
+            if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log)) {
+                rc = hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
+                goto out;
+            }
             r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
                                                              dt,
-                                                             (int32_t)it.decode_seqs,
-                                                             it.n_chunks,
-                                                             step_tok - it.decode_seqs,
+                                                             (int32_t)decodes,
+                                                             (int32_t)n_chunks,
+                                                             step_tok - (double)decodes,
                                                              (int32_t)(first_chunk + 1),
-                                                             (int32_t)s.preempted,
-                                                             s.blocks_total - s.blocks_free};
+                                                             (int32_t)preempted,
+                                                             used};
         }
-        int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
-        s.n_run = m;
-        t = t_end;
-        if (fast && all_decoded && m > 0) {
-            double t_arr = next < released ? s.q[next].arrival : INFINITY;
-            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, rec, err)))
-                return rc;
+        gr->t = t_end;
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &o->units[gr->first + k];
+            int all_decoded = its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
+            int64_t m = 0; /* drop finished requests, keep admission order */
+            for (int64_t j = 0; j < s->n_run; j++)
+                if (!s->q[s->run[j]].done)
+                    s->run[m++] = s->run[j];
+            s->n_run = m;
+            if (fast && gr->count == 1 && all_decoded && m > 0) {
+                /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
+                double t_arr = next < released ? o->q[next].arrival : INFINITY;
+                double tu = gr->t;
+                if ((rc = run_ahead(s, o->st, o->itl, t_arr, &tu, o->cnt, rec, 1.0 / (double)G, blocks_all, err)))
+                    goto out;
+                gr->t = tu;
+            }
         }
     }
     *preempts += preempt_total;
-    return HL_OK;
+out:
+    free(group_of);
+    free(its);
+    free(toks);
+    free(firsts);
+    return rc;
 }
 
 /* Sums of a pool's run: what the result reports over both pools. */
@@ -718,9 +895,9 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     int64_t preempts = 0;
     double blocks = 0;
     if (!c->disagg) {
-        if ((rc = simulate_pool(c, &c->job, o->reqs, n, NULL, o, &rec, r, &preempts, &blocks, err)))
+        if ((rc = simulate_pool(c, &c->job, c->replicas, o->reqs, n, NULL, o, &rec, r, &preempts, &blocks, err)))
             return rc;
-        r->gpus = hl_stepper_gpus(o->st);
+        r->gpus = hl_stepper_gpus(o->st) * c->replicas;
         r->kv_blocks_total = blocks;
         r->preemptions = preempts;
         return summarise(c, o->q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
@@ -747,7 +924,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         pre[i] = o->reqs[i];
         pre[i].output = 1;
     }
-    if ((rc = simulate_pool(c, &c->job, pre, n, NULL, o, &rec_p, &scratch, &preempts, &blocks_p, err)))
+    if ((rc = simulate_pool(c, &c->job, 1, pre, n, NULL, o, &rec_p, &scratch, &preempts, &blocks_p, err)))
         goto out;
     r->gpus = hl_stepper_gpus(o->st);
     double kvtok = hl_stepper_kv_token_bytes(o->st);
@@ -773,7 +950,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     for (int64_t k = 0; k < nd; k++)
         xmap[dmap[k]] = k;
     if (nd > 0) {
-        if ((rc = simulate_pool(c, &c->decode_job, dec, nd, first, &od, &rec, r, &preempts, &blocks, err)))
+        if ((rc = simulate_pool(c, &c->decode_job, 1, dec, nd, first, &od, &rec, r, &preempts, &blocks, err)))
             goto out;
         r->gpus += hl_stepper_gpus(od.st);
     }

@@ -14,6 +14,7 @@
 #include "fields_int.h"
 #include "hbdlab/io.h"
 #include "hbdlab/plan.h"
+#include "hbdlab/router.h"
 #include "serve_int.h"
 
 #define DISTS "fixed|uniform|normal|trace|auto"
@@ -100,6 +101,11 @@ static const hl_field serve_fields[] = {
     TABLE(disagg, "disagg_decode", "disagg.decode", "disaggregated: the decode pool's instance fields"),
     ENUM(kv_link, "kv_link", "disagg.kv_link", "auto|scaleup|scaleout", HL_KV_LINK_AUTO,
          "disaggregated: the KV transfer's links (auto: scale-up when both pools sit in one HBD)"),
+    INT(replicas, "replicas", NULL, 1, 1e6, 0, 1,
+        "instances of the mapping behind the router (each parallel.gpus GPUs; default: the cluster split evenly)"),
+    ENUM(router, "router", NULL, "round_robin|least_loaded|kv_aware", HL_ROUTER_ROUND_ROBIN,
+         "where a request goes, among the instances and the DP ranks of one: in turn, the fewest outstanding "
+         "tokens, the most free KV blocks"),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS};
@@ -229,8 +235,7 @@ hl_status hl_serve_set_number(hl_serve_cfg *c, const char *name, double v, hl_er
         return is_group(name) ? hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of %s.* fields", name, name)
                               : unknown(name, err);
     if (f->type == HL_FIELD_TABLE)
-        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a number",
-                       shown(f));
+        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a number", shown(f));
     if (f->type == HL_FIELD_STRING)
         return hl_fail(err, HL_EINVAL, "serve field '%s': expected a string, got a number", shown(f));
     hl_field g = as_shown(f);
@@ -252,8 +257,7 @@ hl_status hl_serve_set_string(hl_serve_cfg *c, const char *name, const char *v, 
         return is_group(name) ? hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of %s.* fields", name, name)
                               : unknown(name, err);
     if (f->type == HL_FIELD_TABLE)
-        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a string",
-                       shown(f));
+        return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a string", shown(f));
     hl_field_set one = {"serve", f, 1};
     hl_field g = as_shown(f);
     one.fields = &g;
@@ -343,7 +347,10 @@ static hl_status check_dist(const hl_len_dist *d, const char *which, int trace, 
             return hl_fail(err, HL_EINVAL,
                            "serve field '%s': {dist = \"uniform\"} needs both min and max (%s is missing; no "
                            "default fills in a bound)",
-                           which, d->lo == 0 && d->hi == 0 ? "each" : d->lo == 0 ? "min" : "max");
+                           which,
+                           d->lo == 0 && d->hi == 0 ? "each"
+                           : d->lo == 0             ? "min"
+                                                    : "max");
         break;
     case HL_LEN_NORMAL:
         if (d->mean == 0 || d->std == 0)
@@ -438,10 +445,10 @@ static hl_status check_arrival(const hl_serve_cfg *c, int *trace_out, hl_err *er
         return hl_fail(err, HL_EINVAL, "serve field 'trace': the trace is empty (no requests)");
     if ((a == HL_ARRIVAL_POISSON || a == HL_ARRIVAL_CONSTANT) && !rate)
         return hl_fail(err, HL_EINVAL,
-                       c->arrival == HL_ARRIVAL_AUTO
-                           ? "serve: an arrival process is required: rate (requests/s, Poisson), concurrency "
-                             "(clients of a closed loop) or trace (a file)"
-                           : "serve field 'rate' is required with arrival = \"%s\"",
+                       c->arrival == HL_ARRIVAL_AUTO ? "serve: an arrival process is required: rate (requests/s, "
+                                                       "Poisson), concurrency "
+                                                       "(clients of a closed loop) or trace (a file)"
+                                                     : "serve field 'rate' is required with arrival = \"%s\"",
                        arrival_name(a));
     if (a == HL_ARRIVAL_CONCURRENCY && !conc)
         return hl_fail(err, HL_EINVAL, "serve field 'concurrency' is required with arrival = \"concurrency\"");
@@ -505,6 +512,25 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
                            "serve field 'disagg': mode = \"analytical\" is for one instance (disaggregation is "
                            "simulated)");
     }
+    if (c->disagg && c->replicas > 1)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'replicas': %lld with disagg (each pool is one instance; give the pools their "
+                       "GPUs)",
+                       (long long)c->replicas);
+    if (c->replicas > 1 && c->mode == HL_SERVE_ANALYTICAL)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'replicas' has no effect with mode = \"analytical\" (the steady state of one "
+                       "instance); simulate instead");
+    if (c->replicas > 1) { /* the instances side by side on the cluster */
+        int64_t per = c->job.gpus > 0 ? c->job.gpus : c->job.cluster.gpus / c->replicas;
+        if (per < 1 || per * c->replicas > c->job.cluster.gpus ||
+            (c->job.gpus == 0 && c->job.cluster.gpus % c->replicas))
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'replicas': %lld instances of %lld GPUs do not fit the cluster's %lld GPUs "
+                           "(fewer replicas, parallel.gpus, or a larger cluster)",
+                           (long long)c->replicas, (long long)(c->job.gpus > 0 ? c->job.gpus : per),
+                           (long long)c->job.cluster.gpus);
+    }
     if (!c->disagg && given(c, "kv_link"))
         return hl_fail(err, HL_EINVAL, "serve field 'disagg.kv_link' has no effect without disagg (one instance)");
     if (c->disagg) {
@@ -535,11 +561,11 @@ hl_status hl_serve_resolve(const hl_serve_cfg *c, hl_serve_cfg *out, hl_err *err
     if (st)
         return st;
     *out = *c;
+    if (c->replicas > 1 && c->job.gpus == 0) /* the cluster split evenly over the instances */
+        out->job.gpus = c->job.cluster.gpus / c->replicas;
     int has_trace = c->trace != NULL && c->n_trace > 0;
     if (out->arrival == HL_ARRIVAL_AUTO)
-        out->arrival = has_trace              ? HL_ARRIVAL_TRACE
-                       : c->concurrency > 0 ? HL_ARRIVAL_CONCURRENCY
-                                            : HL_ARRIVAL_POISSON;
+        out->arrival = has_trace ? HL_ARRIVAL_TRACE : c->concurrency > 0 ? HL_ARRIVAL_CONCURRENCY : HL_ARRIVAL_POISSON;
     int trace = out->arrival == HL_ARRIVAL_TRACE;
     out->requests = requests_of(c, trace);
     hl_len_dist *d[2] = {&out->input, &out->output};
@@ -578,19 +604,20 @@ hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err
 
 /* ---- result tables ---------------------------------------------------------------- */
 
-#define R(T, NM, TYPE, M, UNIT, NAMES, HELP)                   \
-    {                                                          \
+#define R(T, NM, TYPE, M, UNIT, NAMES, HELP)                 \
+    {                                                        \
         NM, TYPE, (int32_t)offsetof(T, M), UNIT, HELP, NAMES \
     }
 #define RN(T, NM, M, UNIT, HELP) R(T, NM, HL_VALUE_NUMBER, M, UNIT, NULL, HELP)
 #define RI(T, NM, M, HELP) R(T, NM, HL_VALUE_INTEGER, M, "", NULL, HELP)
 #define RI32(T, NM, M, HELP) R(T, NM, HL_VALUE_INT32, M, "", NULL, HELP)
 #define RB(T, NM, M, HELP) R(T, NM, HL_VALUE_BOOL, M, "", NULL, HELP)
-#define STATS(NM, M, WHAT)                                                                                     \
-    RN(hl_serve_result, NM ".mean", M.mean, "s", "mean " WHAT), RN(hl_serve_result, NM ".p50", M.p50, "s", "median " WHAT), \
-        RN(hl_serve_result, NM ".p90", M.p90, "s", "90th percentile " WHAT),                                       \
-        RN(hl_serve_result, NM ".p99", M.p99, "s", "99th percentile " WHAT),                                       \
-        RN(hl_serve_result, NM ".max", M.max, "s", "largest " WHAT),                                               \
+#define STATS(NM, M, WHAT)                                                   \
+    RN(hl_serve_result, NM ".mean", M.mean, "s", "mean " WHAT),              \
+        RN(hl_serve_result, NM ".p50", M.p50, "s", "median " WHAT),          \
+        RN(hl_serve_result, NM ".p90", M.p90, "s", "90th percentile " WHAT), \
+        RN(hl_serve_result, NM ".p99", M.p99, "s", "99th percentile " WHAT), \
+        RN(hl_serve_result, NM ".max", M.max, "s", "largest " WHAT),         \
         RI(hl_serve_result, NM ".n", M.n, "requests counted for " NM)
 
 /* THE serve result tables: the only place a serve result field is named. To
@@ -634,7 +661,8 @@ static const hl_result_field result_rows[] = {
        "prefill share of the run's cost per million prompt tokens (nil: no price)"),
     RN(hl_serve_result, "usd_per_mtok_out", usd_per_mtok_out, "USD",
        "decode share of the run's cost per million generated tokens (nil: no price)"),
-    RN(hl_serve_result, "usd_per_mtok", usd_per_mtok, "USD", "the run's cost per million generated tokens (nil: no price)"),
+    RN(hl_serve_result, "usd_per_mtok", usd_per_mtok, "USD",
+       "the run's cost per million generated tokens (nil: no price)"),
     RN(hl_serve_result, "joules_per_token", joules_per_token, "J", "energy at the wall per generated token"),
     RN(hl_serve_result, "joules_per_token_in", joules_per_token_in, "J", "prefill energy per prompt token"),
     RN(hl_serve_result, "joules_per_token_out", joules_per_token_out, "J", "decode energy per generated token"),

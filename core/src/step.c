@@ -30,6 +30,7 @@ struct hl_stepper {
     unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
     struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
+    int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
 };
 
 /* A decode-only step of n sequences as a function of their mean context c:
@@ -95,6 +96,14 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     return HL_OK;
 }
 
+hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
+{
+    hl_status rc = hl_stepper_new(job, max_tokens, out, err);
+    if (!rc)
+        (*out)->per_rank = 1;
+    return rc;
+}
+
 void hl_stepper_free(hl_stepper *st)
 {
     if (!st)
@@ -140,12 +149,17 @@ static void phase_add(hl_phase *a, const hl_phase *b, double k)
     a->hbm_bytes += b->hbm_bytes * k;
 }
 
-/* hl_layer_ops of one pass over `tokens` tokens of the whole instance (decode: all
- * stages in turn, as hl_sim_run's decode; prefill: one stage, scaled later). */
-static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase *out, hl_err *err)
+/* hl_layer_ops of one pass over `tokens` tokens of the whole instance, or of one
+ * DP rank with `routed` tokens at the experts (0: the rank's tokens times dp)
+ * (decode: all stages in turn, as hl_sim_run's decode; prefill: one stage, scaled later). */
+static hl_status step_linear(hl_stepper *st, int decode, double tokens, double routed, hl_phase *out, hl_err *err)
 {
     int64_t k = (int64_t)tokens;
-    int cached = tokens == (double)k && k <= st->cap;
+    double dp = (double)st->s.dp, group = st->per_rank ? tokens : tokens / dp;
+    double alike = st->per_rank ? tokens * dp : tokens; /* routed when every rank has the same tokens */
+    if (!(routed > 0))
+        routed = alike;
+    int cached = tokens == (double)k && k <= st->cap && routed == alike;
     size_t slot = (size_t)decode * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->lin[decode][k];
@@ -155,8 +169,7 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase
     memset(&a, 0, sizeof a);
     a.summary = 1;
     /* every token of the instance is routed to the experts of its stage (q = 1) */
-    hl_status rc =
-        hl_layer_ops(&st->s, &a, tokens / (double)st->s.dp, 1, tokens, decode ? (double)st->s.pp : 1, decode, err);
+    hl_status rc = hl_layer_ops(&st->s, &a, group, 1, routed, decode ? (double)st->s.pp : 1, decode, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -181,7 +194,8 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
-    hl_status rc = hl_io_ops(&st->s, &a, rows / (double)st->s.dp, tokens / (double)st->s.dp, 1, err);
+    double per = st->per_rank ? 1 : (double)st->s.dp; /* a rank's share */
+    hl_status rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -202,7 +216,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     }
     struct dline d;
     memset(&d, 0, sizeof d);
-    hl_status rc = step_linear(st, 1, n, &d.base, err);
+    hl_status rc = step_linear(st, 1, n, 0, &d.base, err);
     hl_phase io;
     if (!rc)
         rc = step_io(st, n, n, &io, err);
@@ -211,10 +225,11 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     phase_add(&d.base, &io, 1);
     hl_op op;
     hl_op_time t0, t1;
-    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 0, 0);
+    double per = st->per_rank ? 1 : (double)st->s.dp;
+    hl_attn_op(&st->s, &op, n / per, 1, 0, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
         return rc;
-    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 1, 0);
+    hl_attn_op(&st->s, &op, n / per, 1, 1, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
@@ -234,8 +249,10 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
+    double per = st->per_rank ? 1 : (double)st->s.dp; /* divisor of the counts: one rank's share */
+    int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
     if (it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
-        it->logits_rows == it->decode_seqs) { /* decode only: evaluate the cached line (hot path) */
+        it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
         struct dline d;
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
         if (rc)
@@ -258,12 +275,12 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return HL_OK;
     const hl_sim_ctx *s = &st->s;
     int decode = it->n_chunks == 0;
-    double stages = decode ? (double)s->pp : 1, dp = (double)s->dp;
+    double stages = decode ? (double)s->pp : 1, dp = per;
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
-    hl_status rc = step_linear(st, decode, tokens, &a.ph, err);
+    hl_status rc = step_linear(st, decode, tokens, it->routed, &a.ph, err);
     if (rc)
         return rc;
     hl_op op;

@@ -103,6 +103,8 @@ typedef struct hl_serve_cfg {
     int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
     int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
+    int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
+    int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
