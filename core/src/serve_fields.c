@@ -523,8 +523,12 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
                        "instance); simulate instead");
     if (c->replicas > 1) { /* the instances side by side on the cluster */
         int64_t per = c->job.gpus > 0 ? c->job.gpus : c->job.cluster.gpus / c->replicas;
-        if (per < 1 || per * c->replicas > c->job.cluster.gpus ||
-            (c->job.gpus == 0 && c->job.cluster.gpus % c->replicas))
+        if (c->job.gpus == 0 && (per < 1 || c->job.cluster.gpus % c->replicas))
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'replicas': %lld instances do not split the cluster's %lld GPUs evenly (give "
+                           "parallel.gpus per instance, or another count)",
+                           (long long)c->replicas, (long long)c->job.cluster.gpus);
+        if (per * c->replicas > c->job.cluster.gpus)
             return hl_fail(err, HL_EINVAL,
                            "serve field 'replicas': %lld instances of %lld GPUs do not fit the cluster's %lld GPUs "
                            "(fewer replicas, parallel.gpus, or a larger cluster)",

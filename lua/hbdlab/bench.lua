@@ -92,6 +92,14 @@ function M.run(opts)
     r["serve_" .. load[1] .. "_wall_s"] = core.clock() - t0
     r["serve_" .. load[1] .. "_steps"] = sr.steps
   end
+  -- the same requests on 8 replicas (one H100 each, Llama-3.1-8B) behind a least-loaded router:
+  -- eight schedulers on one event clock
+  t0 = core.clock()
+  local sr8 = hl.serve { model = "llama-3.1-8b", cluster = "hgx-h100", replicas = 8, router = "least_loaded",
+    rate = 8 * 6, requests = r.serve_requests, input = { dist = "uniform", min = 128, max = 2048 },
+    output = { dist = "uniform", min = 16, max = 512 } }
+  r.serve_replicas_wall_s = core.clock() - t0
+  r.serve_replicas_steps = sr8.steps
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
   local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
   r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
@@ -117,6 +125,8 @@ function M.print_table(r)
       string.format("%.3f s", r.serve_light_wall_s) },
     { string.format("hl.serve, %d requests, near saturation (%d iterations)", r.serve_requests, r.serve_heavy_steps),
       string.format("%.3f s", r.serve_heavy_wall_s) },
+    { string.format("hl.serve, %d requests on 8 replicas (%d iterations)", r.serve_requests, r.serve_replicas_steps),
+      string.format("%.3f s", r.serve_replicas_wall_s) },
   }
   for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
   if r.cpu_roofline_text then print("\n" .. r.cpu_roofline_text) end
