@@ -154,6 +154,97 @@ static void test_littles_law_replicas(void **state)
     }
 }
 
+/* A disaggregated Llama-3.1-8B deployment on 2 H100s of one HBD: a prefill
+ * GPU and a decode GPU, 300 Poisson requests. */
+static hl_serve_cfg disagg_cfg(hl_job *j, double rate)
+{
+    *j = job_for("llama-3.1-8b", "H100-SXM", 2, 2);
+    j->gpus = 1;
+    hl_serve_cfg c;
+    hl_serve_init(&c, j);
+    c.disagg = 1;
+    c.decode_job = *j;
+    c.rate = rate;
+    c.requests = 300;
+    c.seed = 5;
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
+    c.input.lo = 256;
+    c.input.hi = 2048;
+    c.output.lo = 16;
+    c.output.hi = 256;
+    c.keep_requests = 1;
+    return c;
+}
+
+/* With free transfers (scale-up bandwidth 1e15 B/s, no latency) and decode room
+ * for everything, one clock over both pools gives what running the prefill
+ * pool and then the decode pool gives: every request's TTFT and end-to-end time. */
+static void test_concurrent_equals_sequential(void **state)
+{
+    (void)state;
+    hl_job j;
+    hl_serve_cfg c = disagg_cfg(&j, 6);
+    for (hl_job *p = &c.job; p; p = p == &c.job ? &c.decode_job : NULL) {
+        p->cluster.scaleup_bw = p->cluster.gpu.scaleup_bw = 1e15; /* the largest prompt's KV in 0.3 us */
+        p->cluster.scaleup_latency = p->cluster.gpu.scaleup_latency = 0;
+    }
+    c.kv_blocks = 1e7; /* 1.6e8 tokens in each pool */
+    hl_serve_result a, b;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &a, &e), &e);
+    c.disagg_clock = HL_DISAGG_SEQUENTIAL;
+    assert_ok(hl_serve_run(&c, &b, &e), &e);
+    for (int64_t i = 0; i < a.requests; i++) {
+        assert_rel(a.reqs[i].ttft_s, b.reqs[i].ttft_s, 1e-9, "TTFT, concurrent = sequential");
+        assert_rel(a.reqs[i].e2e_s, b.reqs[i].e2e_s, 1e-9, "end-to-end, concurrent = sequential");
+    }
+    assert_rel(a.tpot_s.mean, b.tpot_s.mean, 1e-9, "mean TPOT");
+    assert_rel(a.duration_s, b.duration_s, 1e-9, "duration");
+    hl_serve_result_free(&a);
+    hl_serve_result_free(&b);
+}
+
+/* An undersized decode pool (its GPU keeps 24% of HBM: 1,378 blocks of KV after
+ * 16 GB of weights, room for about 19 mean requests; the prefill GPU likewise) at 20 requests/s: decode
+ * room runs out, the prefill GPU keeps finished prompts' KV until the decode
+ * side admits them, and with its own cache full of them it stalls: prefill
+ * steps in the step log (pool 1) carry stall time. A closed loop (8 clients)
+ * runs on the same deployment. */
+static void test_backpressure_and_closed_loop(void **state)
+{
+    (void)state;
+    hl_job j;
+    hl_serve_cfg c = disagg_cfg(&j, 20);
+    c.decode_job.mem_util = 0.24;
+    c.job.mem_util = 0.24;
+    c.keep_steps = 1;
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    double stalled = 0;
+    int64_t prefill_steps = 0;
+    for (int64_t i = 0; i < r.n_steps_log; i++)
+        if (r.steps_log[i].pool == 1) {
+            prefill_steps++;
+            stalled += r.steps_log[i].stall_s;
+        }
+    printf("prefill steps %lld, stalled %.3f s of %.3f s; decode KV blocks %g\n", (long long)prefill_steps, stalled,
+           r.duration_s, r.kv_blocks_total);
+    assert_true(prefill_steps > 0);
+    assert_true(stalled > 0.05 * r.duration_s);
+    assert_int_equal(r.requests, 300);
+    hl_serve_result_free(&r);
+    c = disagg_cfg(&j, 1);
+    c.rate = 0;
+    c.arrival = HL_ARRIVAL_CONCURRENCY;
+    c.concurrency = 8;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_int_equal(r.requests, 300);
+    printf("closed loop: %.3g requests in the system on average\n", r.mean_in_system);
+    assert_true(r.mean_in_system > 6 && r.mean_in_system <= 8 + 1e-9);
+    hl_serve_result_free(&r);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -178,10 +269,9 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lone_request_is_one_replica),
-        cmocka_unit_test(test_lockstep_dp_moe),
-        cmocka_unit_test(test_littles_law_replicas),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_lone_request_is_one_replica),  cmocka_unit_test(test_lockstep_dp_moe),
+        cmocka_unit_test(test_littles_law_replicas),         cmocka_unit_test(test_concurrent_equals_sequential),
+        cmocka_unit_test(test_backpressure_and_closed_loop), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
