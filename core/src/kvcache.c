@@ -5,26 +5,61 @@
 
 #include "err_int.h"
 
-/* Elements per token per layer for the whole model (all KV heads). */
+/* Elements per token per softmax-attention layer for the whole model (all KV
+ * heads); DSA adds the indexer's key (index_dim) to MLA's latent. */
+static double index_elems(const hl_model *m) { return m->index_topk > 0 ? (double)m->index_dim : 0; }
+
 static double kv_elems_per_layer(const hl_model *m)
 {
     if (m->attn == HL_ATTN_MLA)
-        return (double)(m->kv_lora_rank + m->qk_rope_dim);
-    return 2.0 * (double)m->kv_heads * (double)m->head_dim;
+        return (double)(m->kv_lora_rank + m->qk_rope_dim) + index_elems(m);
+    return 2.0 * (double)m->kv_heads * (double)m->head_dim + index_elems(m);
 }
+
+/* Layers that cache keys per token: all but the linear-attention ones. */
+static double attention_layers(const hl_model *m) { return (double)(m->layers - hl_model_linear_layers(m)); }
 
 double hl_kv_bytes_per_token(const hl_model *m, hl_precision kv)
 {
-    return kv_elems_per_layer(m) * (double)m->layers * hl_precision_bytes(kv);
+    return kv_elems_per_layer(m) * attention_layers(m) * hl_precision_bytes(kv);
 }
 
 double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context)
 {
     double per_layer = kv_elems_per_layer(m) * hl_precision_bytes(kv);
-    double sliding = m->sliding_window > 0 ? m->sliding_fraction * (double)m->layers : 0;
-    double full = (double)m->layers - sliding;
+    double local = (double)hl_model_local_layers(m);
+    double full = attention_layers(m) - local;
+    /* a sliding layer keeps the last window; a chunked one at most one chunk */
     double win = m->sliding_window > 0 ? fmin(context, (double)m->sliding_window) : context;
-    return per_layer * (full * context + sliding * win);
+    return per_layer * (full * context + local * win);
+}
+
+double hl_kv_index_bytes_sequence(const hl_model *m, hl_precision kv, double context)
+{
+    return index_elems(m) * attention_layers(m) * context * hl_precision_bytes(kv);
+}
+
+double hl_kv_state_elems_layer(const hl_model *m)
+{
+    if (hl_model_linear_layers(m) <= 0)
+        return 0;
+    double Vh = (double)m->linear_v_heads, dk = (double)m->linear_k_dim, dv = (double)m->linear_v_dim;
+    double conv_channels = 2 * (double)m->linear_k_heads * dk + Vh * dv; /* q, k, v go through the conv */
+    double conv_keep = m->linear_conv > 1 ? (double)(m->linear_conv - 1) : 0;
+    return Vh * dk * dv + conv_channels * conv_keep;
+}
+
+double hl_kv_state_bytes(const hl_model *m, hl_precision state)
+{
+    return hl_kv_state_elems_layer(m) * (double)hl_model_linear_layers(m) * hl_precision_bytes(state);
+}
+
+double hl_kv_state_share_per_gpu(const hl_model *m, int64_t tp)
+{
+    if (tp <= 1 || m->linear_v_heads <= 0)
+        return 1;
+    /* heads split over TP (vLLM shards the DeltaNet heads); replicated past one head per GPU */
+    return tp >= m->linear_k_heads ? 1.0 / (double)m->linear_k_heads : 1.0 / (double)tp;
 }
 
 double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp)
@@ -39,8 +74,8 @@ double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp)
 double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp)
 {
     double b = hl_precision_bytes(kv);
-    if (m->attn == HL_ATTN_MLA)
-        return kv_elems_per_layer(m) * b;
+    if (m->attn == HL_ATTN_MLA) /* the attention's latent; the indexer's key is read by the indexer */
+        return (kv_elems_per_layer(m) - index_elems(m)) * b;
     return 2.0 * hl_kv_heads_per_gpu(m, tp) * (double)m->head_dim * b;
 }
 

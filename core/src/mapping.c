@@ -125,6 +125,12 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     if (s->tp * s->pp * s->dp != s->G)
         return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
                        (long long)s->pp, (long long)s->dp, (long long)s->G);
+    if (j->image_tokens > 0 && m->vision_layers <= 0)
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g needs a model with a vision encoder ('%s' has none)",
+                       j->image_tokens, m->name);
+    if (j->image_tokens > j->input || j->image_tokens != floor(j->image_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g must be a whole number of tokens <= input (%g)",
+                       j->image_tokens, j->input);
     s->slots = (double)(m->experts + j->redundant_experts);
     s->decode_q = 1;
     if (j->spec_tokens > 0) {

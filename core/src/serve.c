@@ -80,10 +80,17 @@ typedef struct sched {
     int64_t n_plan;
     hl_iter_chunk *chunks;
     double blocks_total, blocks_free, block;
-    int64_t preempted; /* in this step */
+    double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
+    int64_t preempted;   /* in this step */
 } sched;
 
-static double blocks_for(const sched *s, double tokens) { return ceil(tokens / s->block); }
+/* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
+ * linear-attention state counted in whole blocks (vLLM's hybrid allocator
+ * gives a Mamba-style state pages of the attention page size). */
+static double blocks_for(const sched *s, double tokens)
+{
+    return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
+}
 
 static void wait_push_back(sched *s, int64_t r) { s->wait[(s->w_head + s->w_len++) % s->w_cap] = r; }
 static void wait_push_front(sched *s, int64_t r)
@@ -420,6 +427,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
     s.cfg = c;
     s.n = n;
     s.block = (double)c->block_tokens;
+    s.state_blocks = ceil(hl_stepper_state_bytes(o->st) / (s.block * hl_stepper_kv_token_bytes(o->st)));
     s.blocks_total = s.blocks_free = blocks;
     double group_blocks = floor(blocks / (double)hl_stepper_dp(o->st));
     o->q = calloc((size_t)n, sizeof *o->q);

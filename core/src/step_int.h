@@ -37,6 +37,8 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
 /* B of KV cache one GPU holds per token of a sequence, all its layers (no window); and
  * the mapping's GPU count and data-parallel groups. */
 double hl_stepper_kv_token_bytes(const hl_stepper *st);
+/* B of linear-attention state one GPU holds per sequence (0 without linear layers). */
+double hl_stepper_state_bytes(const hl_stepper *st);
 int64_t hl_stepper_gpus(const hl_stepper *st);
 int64_t hl_stepper_dp(const hl_stepper *st);
 double hl_stepper_window(const hl_stepper *st);

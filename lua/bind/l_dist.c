@@ -14,7 +14,7 @@
 #include <mpi.h>
 #endif
 
-hl_dist hl_bind_dist = {0, 1, 0};
+hl_dist hl_bind_dist = {0, 1, 0, 0};
 
 void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t *hi)
 {
@@ -24,14 +24,60 @@ void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t
     *hi = (int64_t)((long double)n * (index + 1) / count);
 }
 
+/* Where the extension of path starts (its length when it has none). */
+static size_t stem_length(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    return dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+}
+
 int hl_dist_shard_path(const char *path, char *out, size_t n)
 {
     hl_dist d = hl_bind_dist;
     if (d.mpi || d.count <= 1)
         return snprintf(out, n, "%s", path);
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
-    return snprintf(out, n, "%.*s_shard%dof%d%s", (int)stem, path, (int)d.index, (int)d.count, path + stem);
+    size_t stem = stem_length(path);
+    char mark[48];
+    int m = snprintf(mark, sizeof mark, "_shard%dof%d", (int)d.index, (int)d.count);
+    /* already this shard's name (every writer applies the rule; a name passes through it twice) */
+    if (stem >= (size_t)m && memcmp(path + stem - (size_t)m, mark, (size_t)m) == 0)
+        return snprintf(out, n, "%s", path);
+    return snprintf(out, n, "%.*s%s%s", (int)stem, path, mark, path + stem);
+}
+
+uint64_t hl_dist_hash(uint64_t h, const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int hl_dist_shard_line(const char *path, int64_t lo, int64_t hi, int64_t total, int filtered, char *out, size_t n)
+{
+    hl_dist d = hl_bind_dist;
+    if (d.mpi || d.count <= 1)
+        return snprintf(out, n, "%s", "");
+    char rows[80], name[3 * 256 + 1];
+    if (lo < 0)
+        snprintf(rows, sizeof rows, "-");
+    else
+        snprintf(rows, sizeof rows, "%lld-%lld/%lld%s", (long long)lo, (long long)hi, (long long)total,
+                 filtered ? "f" : "");
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)base; *c && k + 4 < sizeof name; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._+-", *c))
+            name[k++] = (char)*c;
+        else
+            k += (size_t)snprintf(name + k, sizeof name - k, "%%%02X", *c);
+    }
+    name[k] = '\0';
+    return snprintf(out, n, "#hbdlab-shard %d/%d run=%016llx rows=%s file=%s\n", (int)d.index, (int)d.count,
+                    (unsigned long long)d.run, rows, name);
 }
 
 #ifdef HBDLAB_HAVE_MPI
@@ -128,6 +174,10 @@ static int l_dist(lua_State *L)
     lua_setfield(L, -2, "mpi");
     lua_pushboolean(L, hl_dist_have_mpi());
     lua_setfield(L, -2, "have_mpi");
+    char run[17];
+    snprintf(run, sizeof run, "%016llx", (unsigned long long)hl_bind_dist.run);
+    lua_pushstring(L, run);
+    lua_setfield(L, -2, "run");
     return 1;
 }
 
@@ -151,6 +201,19 @@ static int l_shard_path(lua_State *L)
     char *out = luaL_buffinitsize(L, &b, need);
     hl_dist_shard_path(path, out, need);
     luaL_pushresultsize(&b, need - 1);
+    return 1;
+}
+
+/* core.shard_line(path, lo, hi, total, filtered) -> the fingerprint line of a shard's CSV file
+ * (hl_dist_shard_line; lo = nil: rows that are not a sweep's block), "" when not a shard. */
+static int l_shard_line(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int64_t lo = lua_isnoneornil(L, 2) ? -1 : (int64_t)luaL_checkinteger(L, 2);
+    int64_t hi = lo < 0 ? 0 : (int64_t)luaL_checkinteger(L, 3), total = lo < 0 ? 0 : (int64_t)luaL_checkinteger(L, 4);
+    char line[1024];
+    hl_dist_shard_line(path, lo, hi, total, lua_toboolean(L, 5), line, sizeof line);
+    lua_pushstring(L, line);
     return 1;
 }
 
@@ -194,6 +257,7 @@ void hl_bind_dist_fns(lua_State *L)
     static const luaL_Reg fns[] = {{"dist", l_dist},
                                    {"dist_block", l_dist_block},
                                    {"shard_path", l_shard_path},
+                                   {"shard_line", l_shard_line},
                                    {"dist_allgather", l_dist_allgather},
                                    {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "dist.h"
 #include "hbdlab/csv.h"
 
 enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
@@ -137,13 +138,28 @@ void hl_files_discard(const char *tmp)
     forget(tmp);
 }
 
-/* write_atomic(path, text) -> path; raises "cannot write PATH: reason" and leaves no temp
+/* The name a file written to path gets in this process (issue 22): in a sharded run (--shard I/N)
+ * every output carries _shardIofN (hl_dist_shard_path), so shards never overwrite each other's
+ * JSON, figures, traces or reports; pushed on the stack. */
+static const char *own_path(lua_State *L, int idx)
+{
+    const char *path = luaL_checkstring(L, idx);
+    int need = hl_dist_shard_path(path, NULL, 0);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, (size_t)need + 1);
+    hl_dist_shard_path(path, out, (size_t)need + 1);
+    luaL_pushresultsize(&b, (size_t)need);
+    return lua_tostring(L, -1);
+}
+
+/* write_atomic(path, text) -> the path written (path, or its shard name); raises "cannot write PATH: reason" and leaves no temp
  * file and the old PATH untouched on any failure (full disk, file size limit, no folder). */
 static int l_write_atomic(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
     size_t len;
     const char *text = luaL_checklstring(L, 2, &len);
+    lua_settop(L, 2);
+    const char *path = own_path(L, 1); /* at 3 */
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
@@ -170,7 +186,6 @@ static int l_write_atomic(lua_State *L)
     forget(tmp);
     if (e)
         return luaL_error(L, "cannot write %s: %s", path, strerror(e));
-    lua_settop(L, 1);
     return 1;
 }
 
@@ -178,7 +193,7 @@ static int l_write_atomic(lua_State *L)
  * fill (gnuplot); then commit_temp(tmp, path) renames it or discard_temp(tmp) removes it. */
 static int l_temp_beside(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = own_path(L, 1);
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
@@ -196,7 +211,7 @@ static int l_temp_beside(lua_State *L)
 
 static int l_commit_temp(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1), *path = luaL_checkstring(L, 2);
+    const char *tmp = luaL_checkstring(L, 1), *path = own_path(L, 2);
     int e = put_in_place(tmp, path) != 0 ? errno : 0;
     if (e)
         unlink(tmp);
@@ -254,8 +269,8 @@ static int csv_buffer_gc(lua_State *L)
     return 0;
 }
 
-/* The cell of the value at idx: nil empty, integers in full, other numbers %.17g, booleans
- * true/false, strings as they are (NUL bytes kept), anything else as tostring gives it (a
+/* The cell of the value at idx: nil empty, integers in full, other numbers the shortest decimal
+ * that reads back exactly (hl_csv_format_number), booleans true/false, strings as they are (NUL bytes kept), anything else as tostring gives it (a
  * table without __tostring is refused by l_to_csv). */
 static void csv_value(lua_State *L, hl_csv *c, int idx)
 {

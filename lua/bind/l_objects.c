@@ -289,14 +289,14 @@ static int l_params(lua_State *L)
     hl_err err;
     if (hl_model_params(m, &p, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, 11);
+    lua_createtable(L, 0, 12);
     const struct {
         const char *k;
         double v;
-    } kv[] = {{"total", p.total},     {"active", p.active},        {"embedding", p.embedding},
-              {"lm_head", p.lm_head}, {"attention", p.attention},  {"dense_ffn", p.dense_ffn},
-              {"experts", p.experts}, {"shared", p.shared},        {"router", p.router},
-              {"norms", p.norms},     {"per_expert", p.per_expert}};
+    } kv[] = {{"total", p.total},     {"active", p.active},         {"embedding", p.embedding},
+              {"lm_head", p.lm_head}, {"attention", p.attention},   {"dense_ffn", p.dense_ffn},
+              {"experts", p.experts}, {"shared", p.shared},         {"router", p.router},
+              {"norms", p.norms},     {"per_expert", p.per_expert}, {"vision", p.vision}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         lua_pushnumber(L, kv[i].v);
         lua_setfield(L, -2, kv[i].k);
@@ -325,6 +325,15 @@ static int l_kv_bytes_per_token(lua_State *L)
         luaL_argcheck(L, ctx >= 0 && ctx < 1e12, 3, "context must be in 0..1e12 tokens");
         lua_pushnumber(L, hl_kv_bytes_sequence(m, p, ctx) / (ctx > 0 ? ctx : 1));
     }
+    return 1;
+}
+
+/* m:state_bytes(precision = "bf16"): linear-attention state of one sequence, B */
+static int l_state_bytes(lua_State *L)
+{
+    hl_model *m = luaL_checkudata(L, 1, HL_MT_MODEL);
+    hl_precision p = lua_isnoneornil(L, 2) ? HL_BF16 : hl_check_precision(L, 2);
+    lua_pushnumber(L, hl_kv_state_bytes(m, p));
     return 1;
 }
 
@@ -485,8 +494,10 @@ static void new_metatable(lua_State *L, const objtype *t, const luaL_Reg *method
 
 void hl_bind_objects(lua_State *L)
 {
-    static const luaL_Reg model_methods[] = {
-        {"params", l_params}, {"kv_bytes_per_token", l_kv_bytes_per_token}, {NULL, NULL}};
+    static const luaL_Reg model_methods[] = {{"params", l_params},
+                                             {"kv_bytes_per_token", l_kv_bytes_per_token},
+                                             {"state_bytes", l_state_bytes},
+                                             {NULL, NULL}};
     new_metatable(L, &T_GPU, NULL);
     new_metatable(L, &T_CLUSTER, NULL);
     new_metatable(L, &T_MODEL, model_methods);

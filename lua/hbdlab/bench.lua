@@ -76,6 +76,7 @@ function M.run(opts)
   local code2, _, rss = core.spawn { exe(), "-e", script, stdout = "/dev/null" }
   r.stream_points = npts
   r.stream_wall_s = core.clock() - t0
+  r.stream_points_per_s = npts / r.stream_wall_s -- hl.sweep_to_csv throughput, child start included
   r.stream_ok = code2 == 0
   r.stream_10m_rss_bytes = rss
   local f = io.open(csv, "rb")
@@ -91,6 +92,22 @@ function M.run(opts)
       output = { dist = "uniform", min = 16, max = 512 } }
     r["serve_" .. load[1] .. "_wall_s"] = core.clock() - t0
     r["serve_" .. load[1] .. "_steps"] = sr.steps
+  end
+  -- the frontier: a full aggregated + disaggregated search (with its confirming simulations) of
+  -- Llama-3.1-70B on 8 H200 and DeepSeek-V3 on 64 B200 (the first only in --quick)
+  local searches = {
+    { "frontier_8gpu", "llama-3.1-70b", { gpu = "H200", gpus = 8, hbd = 8 } },
+    { "frontier_64gpu", "deepseek-v3", { gpu = "B200", gpus = 64, hbd = 8 } },
+  }
+  for i, sch in ipairs(searches) do
+    if not quick or i == 1 then
+      t0 = core.clock()
+      local fr = hl.frontier { model = sch[2], systems = { sch[3] }, precision = "fp8", input = 1024, output = 1024 }
+      r[sch[1] .. "_wall_s"] = core.clock() - t0
+      local sims = 0
+      for _, p in ipairs(fr.points) do if p.simulated then sims = sims + 1 end end
+      r[sch[1] .. "_points"], r[sch[1] .. "_simulated"] = #fr.points, sims
+    end
   end
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
   local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
@@ -112,12 +129,19 @@ function M.print_table(r)
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
+    { "streamed sweep: points per second (hl.sweep_to_csv)", string.format("%.0f points/s", r.stream_points_per_s) },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
     { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
       string.format("%.3f s", r.serve_light_wall_s) },
     { string.format("hl.serve, %d requests, near saturation (%d iterations)", r.serve_requests, r.serve_heavy_steps),
       string.format("%.3f s", r.serve_heavy_wall_s) },
   }
+  for _, sch in ipairs { { "frontier_8gpu", "Llama-3.1-70B, 8 H200" }, { "frontier_64gpu", "DeepSeek-V3, 64 B200" } } do
+    if r[sch[1] .. "_wall_s"] then
+      rows[#rows + 1] = { string.format("hl.frontier %s (%d points, %d simulated)", sch[2], r[sch[1] .. "_points"],
+        r[sch[1] .. "_simulated"]), string.format("%.3f s", r[sch[1] .. "_wall_s"]) }
+    end
+  end
   for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
   if r.cpu_roofline_text then print("\n" .. r.cpu_roofline_text) end
 end

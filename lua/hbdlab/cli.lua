@@ -62,6 +62,7 @@ end
 
 --- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
 function M.eval(path, extra)
+  if path == "-h" or path == "--help" then print("usage: hbdlab eval CONFIG.json (or - for stdin)"); return 0 end
   if path == nil or extra ~= nil then
     return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
   end
@@ -75,6 +76,11 @@ end
 --- (or the result as JSON with --json).
 function M.serve(path, opt, extra)
   local as_json = opt == "--json"
+  if path == "-h" or path == "--help" then -- read as a file name before
+    print("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]: the fields of hl.serve as JSON " ..
+      "(notebooks/serving.md and scripts/serving_hbd.lua show them)")
+    return 0
+  end
   if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
     return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
   end
@@ -84,74 +90,208 @@ function M.serve(path, opt, extra)
   return 0
 end
 
+--- hbdlab walkthrough CONFIG.json|- -o WALK.html: the simulate fields as JSON; writes the
+--- step-by-step communication page of that job (hl.walkthrough).
+function M.walkthrough(...)
+  local args, path, out = { ... }, nil, nil
+  local usage = "usage: hbdlab walkthrough CONFIG.json (or - for stdin) -o WALK.html"
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then print(usage); return 0
+    elseif a == "-o" and out == nil and args[i + 1] then out = args[i + 1]; i = i + 2
+    elseif path == nil and (a == "-" or a:sub(1, 1) ~= "-") then path = a; i = i + 1
+    else io.stderr:write("hbdlab walkthrough: unexpected argument '", a, "'; ", usage, "\n"); return 2 end
+  end
+  if not path or not out then io.stderr:write("hbdlab walkthrough: ", usage, "\n"); return 2 end
+  local r, code = run_config(path, "simulate", "simulate fields")
+  if not r then return code end
+  local ok, err = pcall(require("hbdlab.walkthrough").walkthrough, r, out)
+  if not ok then return fail_json(tostring(err):gsub("^[^:]*:%d+: ", ""), 1) end
+  io.stderr:write("hbdlab walkthrough: wrote ", out, "\n")
+  return 0
+end
+
+--- hbdlab frontier CONFIG.json|- [-o STEM] [--json]: the fields of hl.frontier as JSON (systems as
+--- a list of cluster objects or preset names); prints the summary, or every point, the Pareto sets
+--- and the best points as JSON with --json; -o STEM writes STEM_points.csv, STEM.json and the figures.
+--- Under --shard I/N each shard writes its block of points (merge them with hbdlab merge).
+function M.frontier(path, ...)
+  local rest, stem, as_json = { ... }, nil, false
+  local i = 1
+  while i <= #rest do
+    if rest[i] == "-o" and rest[i + 1] and not stem then stem = rest[i + 1]; i = i + 2
+    elseif rest[i] == "--json" then as_json = true; i = i + 1
+    else return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2) end
+  end
+  if path == nil or path == "--help" or path == "-h" then
+    return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2)
+  end
+  local hl = require "hbdlab"
+  local text, origin = read_all(path)
+  if not text then return fail_json("cannot read " .. tostring(origin), 1) end
+  local ok, cfg = pcall(core.json_decode, text, origin)
+  if not ok then return fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of frontier fields", 1) end
+  if stem then cfg.out = stem end
+  local ok2, r = pcall(hl.frontier, cfg)
+  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  if as_json then
+    local plain = { points = {}, pareto = {}, best = {}, ratios = r.ratios, launch = r.launch }
+    local fr = require "hbdlab.frontier"
+    local function row(p)
+      local o = {}
+      for _, c in ipairs(fr.columns) do o[c] = p[c] end
+      return o
+    end
+    for j, p in ipairs(r.points) do plain.points[j] = row(p) end
+    for k, list in pairs(r.pareto) do
+      plain.pareto[k] = {}
+      for j, p in ipairs(list) do plain.pareto[k][j] = row(p) end
+    end
+    for k, p in pairs(r.best) do plain.best[k] = row(p) end
+    io.write(core.json_encode(plain, true), "\n")
+  else
+    print(r)
+  end
+  return 0
+end
+
 --- hbdlab merge A.csv B.csv ... -o ALL.csv: the CSV files of a sharded run as one.
---- Files named *_shardIofN* are ordered by I and must all be there (0..N-1);
---- others keep the order given. Headers must agree; the header is written once.
+--- A shard's file starts with a fingerprint line (rows.shard_fingerprint: run, shard I/N,
+--- its block of the sweep, the file's name): every shard of one run and one file must be
+--- there once, their blocks must tile the sweep and each hold its block's rows, and the
+--- fingerprint lines are dropped, so the result is the single run's file byte for byte.
+--- Files without fingerprints (not shards) are joined in the order given. Headers must agree;
+--- the header is written once.
+local function merge_fail(code, ...)
+  io.stderr:write("hbdlab merge: ", ...)
+  io.stderr:write("\n")
+  return code
+end
+
+-- Orders and checks the shards of one run (issue 22: shards of two sweeps, of two files, or
+-- with rows lost were joined silently). files: { path, fp } with fp the fingerprint or nil.
+local function check_shards(files)
+  for _, f in ipairs(files) do
+    if not f.fp then
+      local other
+      for _, g in ipairs(files) do if g.fp then other = g.path end end
+      return nil, f.path .. " has no shard fingerprint line" .. (other and (" (" .. other .. " has one)") or "") ..
+        ": shard files come from one hbdlab --shard run (other CSV files are joined when none is a shard)"
+    end
+  end
+  table.sort(files, function(a, b) return a.fp.index < b.fp.index end)
+  local a = files[1].fp
+  for j, f in ipairs(files) do
+    local fp = f.fp
+    if fp.run ~= a.run then
+      return nil, string.format("%s comes from another run than %s (run %s, not %s): shards of one run only",
+        f.path, files[1].path, fp.run, a.run)
+    end
+    if fp.file ~= a.file then
+      return nil, string.format("%s is a shard of %s, %s of %s", f.path, fp.file, files[1].path, a.file)
+    end
+    if fp.count ~= a.count then
+      return nil, string.format("%s is a shard of %d, the others of %d", f.path, fp.count, a.count)
+    end
+    local name_k, name_n = f.path:match("_shard(%d+)of(%d+)[^/]*$")
+    if name_k and (tonumber(name_k) ~= fp.index or tonumber(name_n) ~= fp.count) then
+      return nil, string.format("%s is named shard %s of %s but holds shard %d of %d (renamed?)", f.path, name_k,
+        name_n, fp.index, fp.count)
+    end
+    if fp.index ~= j - 1 then
+      return nil, string.format("shard %d of %d is %s", j - 1, a.count, fp.index == j - 2 and "given twice" or "missing")
+    end
+  end
+  if #files ~= a.count then return nil, string.format("%d of %d shards given", #files, a.count) end
+  for j, f in ipairs(files) do
+    local fp = f.fp
+    if not fp.lo then
+      return nil, f.path .. " holds rows that are not a block of a sweep (every shard computed the same rows; " ..
+        "merging would repeat them): use one shard's file"
+    end
+    if fp.total ~= a.total then
+      return nil, string.format("%s is a block of a sweep of %d points, %s of %d", f.path, fp.total, files[1].path, a.total)
+    end
+    local want_lo = j == 1 and 0 or files[j - 1].fp.hi
+    if fp.lo ~= want_lo or (j == #files and fp.hi ~= fp.total) then
+      return nil, string.format("%s holds points %d-%d of %d; the shards must hold the blocks in order", f.path, fp.lo,
+        fp.hi, fp.total)
+    end
+  end
+  return files
+end
+
 function M.merge(...)
   local args, inputs, out = { ... }, {}, nil
   local i = 1
   while i <= #args do
     if args[i] == "-o" and out then
-      io.stderr:write("hbdlab merge: -o is given twice (", out, ", ", tostring(args[i + 1]), ")\n")
-      return 2
+      return merge_fail(2, "-o is given twice (", out, ", ", tostring(args[i + 1]), ")")
     elseif args[i] == "-o" then out = args[i + 1]; i = i + 2
     else inputs[#inputs + 1] = args[i]; i = i + 1 end
   end
   local usage = "usage: hbdlab merge OUT_shard0of4.csv OUT_shard1of4.csv ... -o ALL.csv"
-  if not out or #inputs == 0 then io.stderr:write("hbdlab merge: ", usage, "\n"); return 2 end
-  local shards, named = {}, 0
-  for _, p in ipairs(inputs) do
-    local k, n = p:match("_shard(%d+)of(%d+)[^/]*$")
-    if k then named = named + 1; shards[#shards + 1] = { path = p, k = tonumber(k), n = tonumber(n) } end
-  end
-  if named == #inputs then
-    table.sort(shards, function(a, b) return a.k < b.k end)
-    local n = shards[1].n
-    for j, s in ipairs(shards) do
-      if s.n ~= n then io.stderr:write("hbdlab merge: ", s.path, " is a shard of ", s.n, ", the others of ", n, "\n"); return 1 end
-      if s.k ~= j - 1 then
-        io.stderr:write(string.format("hbdlab merge: shard %d of %d is %s\n", j - 1, n,
-          s.k == j - 2 and "given twice" or "missing")); return 1
-      end
-    end
-    if #shards ~= n then io.stderr:write(string.format("hbdlab merge: %d of %d shards given\n", #shards, n)); return 1 end
-    inputs = {}
-    for j, s in ipairs(shards) do inputs[j] = s.path end
-  end
+  if not out or #inputs == 0 then return merge_fail(2, usage) end
   -- the output must not replace an input, nor one file count twice (its rows would be doubled)
   for j, p in ipairs(inputs) do
     if p == out or core.same_file(out, p) then
-      io.stderr:write("hbdlab merge: the output ", out, " would overwrite the input ", p, "; choose another -o\n")
-      return 2
+      return merge_fail(2, "the output ", out, " would overwrite the input ", p, "; choose another -o")
     end
     for k = 1, j - 1 do
       if p == inputs[k] or core.same_file(p, inputs[k]) then
-        io.stderr:write("hbdlab merge: ", p, " is given twice (its rows would be counted twice)\n")
-        return 2
+        return merge_fail(2, p, " is given twice (its rows would be counted twice)")
       end
     end
   end
-  local header, body = nil, {}
-  for _, p in ipairs(inputs) do
+  local rows = require "hbdlab.rows"
+  local files, any_fp = {}, false
+  for j, p in ipairs(inputs) do
     local text, err = read_all(p)
     if not text then -- err names the file already
-      io.stderr:write("hbdlab merge: cannot read ", err:find(p, 1, true) and "" or p .. ": ", tostring(err), "\n")
-      return 1
+      return merge_fail(1, "cannot read ", err:find(p, 1, true) and "" or p .. ": ", tostring(err))
     end
+    local fp = rows.shard_fingerprint(text)
+    if text:sub(1, 14) == "#hbdlab-shard " and not fp then
+      return merge_fail(1, p, ": the shard fingerprint line is damaged")
+    end
+    any_fp = any_fp or fp ~= nil
+    files[j] = { path = p, fp = fp, text = fp and text:sub(fp.len + 1) or text }
+  end
+  local named = 0
+  for _, f in ipairs(files) do if f.path:match("_shard%d+of%d+[^/]*$") then named = named + 1 end end
+  if any_fp or named > 0 then
+    local why
+    files, why = check_shards(files)
+    if not files then return merge_fail(1, why) end
+  end
+  local header, head_from, head_empty, body = nil, nil, false, {}
+  for _, f in ipairs(files) do
+    local p, text = f.path, f.text
     -- every row whole and as wide as the header: a cut or broken shard must not run into the next
-    local head_end, why = require("hbdlab.rows").csv_check(text, true)
-    if not head_end then io.stderr:write("hbdlab merge: ", p, ": ", why, "\n"); return 1 end
-    local head, rest = text:sub(1, head_end), text:sub(head_end + 1)
-    if header and head ~= header then
-      local function bare(h) return (h:gsub("^\239\187\191", ""):gsub("\r", "")) end
-      io.stderr:write("hbdlab merge: ", p, " has other columns than ", inputs[1], bare(head) == bare(header)
-        and " (the same names, but a byte-order mark or CRLF line ends in one of them)" or "", "\n")
-      return 1
+    local head_end, why = rows.csv_check(text, true)
+    if not head_end then return merge_fail(1, p, ": ", why) end
+    local records = why
+    local fp = f.fp
+    if fp and not fp.filtered and records ~= fp.hi - fp.lo then
+      return merge_fail(1, string.format("%s holds %d rows, its block of the sweep %d (points %d-%d of %d): " ..
+        "the shard stopped early or was cut", p, records, fp.hi - fp.lo, fp.lo, fp.hi, fp.total))
     end
-    header = header or head
+    local head, rest = text:sub(1, head_end), text:sub(head_end + 1)
+    -- an empty block has no rows to name its columns (a function-form sweep's header comes from its rows)
+    if fp and records == 0 then
+      if not header then header, head_from, head_empty = head, p, true end
+    elseif not header or head_empty then
+      header, head_from, head_empty = head, p, false
+    elseif head ~= header then
+      local function bare(h) return (h:gsub("^\239\187\191", ""):gsub("\r", "")) end
+      return merge_fail(1, p, " has other columns than ", head_from, bare(head) == bare(header)
+        and " (the same names, but a byte-order mark or CRLF line ends in one of them)" or "")
+    end
     body[#body + 1] = rest
   end
-  require("hbdlab.rows").write_atomic(out, header .. table.concat(body))
+  rows.write_atomic(out, header .. table.concat(body))
   return 0
 end
 

@@ -95,8 +95,10 @@ function M.check(t)
   add("FLOPs, prefill (1 rank)", ref.stats.prefill_flops[1], s1.prefill.flops)
   add("FLOPs, decode (1 rank, all steps)", ref.stats.decode_flops[1], s1.decode.flops)
   add("weight bytes (1 rank)", ref.stats.weight_bytes[1], s1.memory.weights_bytes)
-  local kv_pred = B * m:kv_bytes_per_token("fp32") * (P + N - 1)
-  add("KV bytes (1 rank, P+N-1 tokens cached)", ref.stats.kv_bytes[1], kv_pred)
+  -- the KV of P + N - 1 cached tokens, and one linear-attention state per sequence
+  local state = m:state_bytes("fp32")
+  local kv_pred = B * (m:kv_bytes_per_token("fp32") * (P + N - 1) + state)
+  add("KV bytes (1 rank, P+N-1 tokens cached, + state)", ref.stats.kv_bytes[1], kv_pred)
 
   local h, V = m.hidden, m.vocab
   local function ring(op, bytes, n)
@@ -117,7 +119,8 @@ function M.check(t)
         add(name .. ": FLOPs, decode, all ranks", sum(st.decode_flops), s.decode.flops * st.ranks)
       end
       add(name .. ": weight bytes per rank", st.weight_bytes[1], s.memory.weights_bytes)
-      add(name .. ": KV bytes per rank", st.kv_bytes[1], s.memory.kv_bytes * (P + N - 1) / (P + N))
+      local st_gpu = (B // n_ep) * state / n_tp -- the state's heads split over TP
+      add(name .. ": KV bytes per rank", st.kv_bytes[1], (s.memory.kv_bytes - st_gpu) * (P + N - 1) / (P + N) + st_gpu)
     else -- stages: the pp = 1 mapping's per-GPU figures times its ranks, summed over the stages
       local s1l = sim { tp = n_tp, ep = n_ep }
       add(name .. ": FLOPs, all ranks", sum(st.prefill_flops) + sum(st.decode_flops),

@@ -184,6 +184,8 @@ function M.run(cells, opts)
         return io.stdout
       end
       local before = #plot.made
+      c.warnings = {}
+      require("hbdlab.warn").sink = function(msg) c.warnings[#c.warnings + 1] = msg end
       local fn, lerr = load(c.text, "=" .. (opts.name or "notebook") .. ":cell" .. (c.index or "?"), "t", env)
       local ok, err
       -- os.exit in a cell ends that cell, not the run: the report is still written, the cell marked
@@ -205,6 +207,7 @@ function M.run(cells, opts)
         c.exited = true
       end
       _G.print, io.write = old_print, old_write
+      require("hbdlab.warn").sink = nil
       env.print = nil
       c.ran = true
       c.output = table.concat(chunks)
@@ -225,6 +228,7 @@ local CSS = [[
 body { font-family: 'Liberation Sans', Arial, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.5; }
 pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; border-radius: 4px; font-size: 0.88em; }
 pre.output { background: #fff; border-left: 3px solid #1f77b4; }
+pre.warning { background: #fffbea; border-left: 3px solid #d4a017; color: #6b5200; white-space: pre-wrap; }
 pre.error { background: #fff5f5; border-left: 3px solid #d62728; color: #a00; }
 code { font-family: 'DejaVu Sans Mono', monospace; }
 table { border-collapse: collapse; margin: 1em 0; } th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; }
@@ -243,12 +247,16 @@ function M.html(cells, title)
     else
       out[#out + 1] = '<pre class="code"><code>' .. esc(c.text) .. "</code></pre>"
       if c.output and c.output ~= "" then out[#out + 1] = '<pre class="output">' .. esc(c.output) .. "</pre>" end
+      for _, w in ipairs(c.warnings or {}) do out[#out + 1] = '<pre class="warning">warning: ' .. esc(w) .. "</pre>" end
       for _, f in ipairs(c.figures or {}) do
         local data = read_file(f)
         if data then
           nfig = nfig + 1
           local mime = f:match("%.svg$") and "image/svg+xml" or f:match("%.pdf$") and "application/pdf" or "image/png"
-          if mime == "application/pdf" then
+          if f:match("%.html$") then -- an hl.walkthrough page: its own document, scripts kept inside the frame
+            out[#out + 1] = '<iframe class="page" sandbox="allow-scripts" title="' .. esc(f) .. '" srcdoc="' ..
+              esc(data) .. '" style="width:100%;height:1150px;border:1px solid #ccc"></iframe>'
+          elseif mime == "application/pdf" then
             out[#out + 1] = '<p><a href="' .. esc(f) .. '">figure: ' .. esc(f) .. "</a></p>"
           else
             out[#out + 1] = string.format('<img class="figure" alt="%s" src="data:%s;base64,%s">', esc(f), mime, M.base64(data))
@@ -293,8 +301,10 @@ function M.markdown(cells)
     else
       out[#out + 1] = fenced(c.lang, printable(c.text))
       if c.output and c.output ~= "" then out[#out + 1] = fenced("text", printable(c.output:gsub("\n$", ""))) end
+      for _, w in ipairs(c.warnings or {}) do out[#out + 1] = "> **warning:** " .. printable(w):gsub("[\n<>]", " ") end
       for _, f in ipairs(c.figures or {}) do
-        out[#out + 1] = "![" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
+        local bang = f:match("%.html$") and "" or "!" -- a page is linked, not shown as an image
+        out[#out + 1] = bang .. "[" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
       end
       if c.error then out[#out + 1] = "**This cell failed:**\n\n" .. fenced("text", printable(c.error)) end
     end
@@ -319,6 +329,12 @@ function M.main(...)
     i = i + 1
   end
   if not input then io.stderr:write("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]\n"); return 2 end
+  local d = core.dist()
+  if d.count > 1 and not d.mpi then -- a shard would render its block of every sweep and exit 0
+    io.stderr:write("notebook: a notebook renders whole sweeps; it cannot run as one shard (--shard ",
+      d.index, "/", d.count, ")\n")
+    return 2
+  end
   local ok_read, text = pcall(core.read_file, input) -- a regular file within the input limit
   if not ok_read then io.stderr:write("notebook: cannot read ", tostring(text), "\n"); return 1 end
   output = output or input:gsub("%.md$", "") .. ".html"

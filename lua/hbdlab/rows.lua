@@ -7,6 +7,10 @@ local M = {}
 
 -- The axis names of rows a sweep returned (weak keys: a side table, so rows stay plain arrays).
 M.axes_of = setmetatable({}, { __mode = "k" })
+-- The block of its sweep a sweep's rows are, { lo, hi, total [, filtered = true] } (0-based,
+-- [lo, hi) of total points): in a sharded run (--shard I/N) it goes into the fingerprint line
+-- of the CSV file (core.shard_line), which `hbdlab merge` checks.
+M.block_of = setmetatable({}, { __mode = "k" })
 -- Rows of a simulate sweep (hl.sweep with base/axes): their files carry every result
 -- field and the `error` column whatever the data (a shard without failing points
 -- has the same columns as one with them, so `hbdlab merge` joins them).
@@ -20,6 +24,8 @@ function M.filter(rows, pred)
   end
   for _, r in ipairs(rows) do if pred(r) then out[#out + 1] = r end end
   M.axes_of[out] = M.axes_of[rows]
+  local b = M.block_of[rows]
+  if b then M.block_of[out] = { b[1], b[2], b[3], filtered = true } end
   M.result_rows[out] = M.result_rows[rows]
   return out
 end
@@ -167,20 +173,46 @@ function M.write_atomic(path, text)
   if d.mpi and d.index > 0 then return path end -- under MPI every rank has every row; rank 0 writes
   M.ensure_dir(path:match("^(.*)/[^/]*$"))
   -- a mkstemp temp file beside path, renamed over it when complete (core.write_atomic, l_files.c)
-  local ok, err = pcall(core.write_atomic, path, text)
-  if not ok then error(err, 3) end
-  return path
+  -- in a sharded run the file is the shard's own (_shardIofN before the extension)
+  local ok, written = pcall(core.write_atomic, path, text)
+  if not ok then error(written, 3) end
+  return written
 end
 
 --- CSV text of rows: a header of cols, one line per row (the core's CSV writer, hbdlab/csv.h,
---- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers %.17g).
+--- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers the shortest decimal
+--- that reads back to the same double).
 function M.to_csv(rows, cols) return core.to_csv(rows, M.columns(rows, cols, M.result_rows[rows])) end
 
 --- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension
 --- (core.shard_path, the name hl.sweep_to_csv uses too).
 function M.shard_path(path) return core.shard_path(path) end
 
-function M.write_csv(rows, path, cols) return M.write_atomic(M.shard_path(path), M.to_csv(rows, cols)) end
+--- In a sharded run the file starts with a fingerprint line (core.shard_line: the run, the
+--- shard, the block of the sweep the rows are, the file's name) that `hbdlab merge` checks
+--- and drops, so the merged file is the single run's.
+function M.write_csv(rows, path, cols)
+  local b = M.block_of[rows]
+  local line = b and core.shard_line(path, b[1], b[2], b[3], b.filtered) or core.shard_line(path)
+  return M.write_atomic(path, line .. M.to_csv(rows, cols))
+end
+
+--- The fingerprint line of a shard's CSV text, parsed: { index, count, run, lo, hi, total,
+--- filtered, file, len = bytes of the line }, or nil when text has none.
+function M.shard_fingerprint(text)
+  if text:sub(1, 14) ~= "#hbdlab-shard " then return nil end
+  local line = text:match("^[^\n]*\n")
+  if not line then return nil end
+  local i, n, run, rows, file = line:match("^#hbdlab%-shard (%d+)/(%d+) run=(%x+) rows=(%S+) file=(%S+)\n$")
+  if not i then return nil end
+  local f = { index = tonumber(i), count = tonumber(n), run = run, file = file, len = #line }
+  if rows ~= "-" then
+    local lo, hi, total, filtered = rows:match("^(%d+)%-(%d+)/(%d+)(f?)$")
+    if not lo then return nil end
+    f.lo, f.hi, f.total, f.filtered = tonumber(lo), tonumber(hi), tonumber(total), filtered == "f"
+  end
+  return f
+end
 
 -- Parses CSV text (RFC 4180 quoting); numbers and true/false come back typed. A leading
 -- UTF-8 byte-order mark (spreadsheets write one) is skipped: it is not part of the first name.
@@ -236,9 +268,9 @@ end
 --- Where the first record (the header) of CSV text (RFC 4180) ends when the text is whole:
 --- every quoted cell closed, no record wider than the header; when strict (shards given to
 --- `hbdlab merge`) every record exactly as wide and the last one ended by a line end. Else
---- nil and what is wrong, with its line number.
+--- nil and what is wrong, with its line number. Second result: the number of records after the header.
 function M.csv_check(text, strict)
-  local line, cells, want, head_end, i = 1, 1, nil, nil, 1
+  local line, cells, want, head_end, i, ends = 1, 1, nil, nil, 1, 0
   while true do
     local at = text:find('[",\n]', i)
     if not at then break end
@@ -259,18 +291,21 @@ function M.csv_check(text, strict)
       if cells > want or strict and cells ~= want then
         return nil, string.format("line %d has %d cells, the header %d", line, cells, want)
       end
-      cells, line = 1, line + 1
+      cells, line, ends = 1, line + 1, ends + 1
     end
     i = at + 1
   end
   if strict and not head_end then return nil, "no header line" end
   if strict and text:sub(-1) ~= "\n" then return nil, string.format("line %d is cut short (no line end)", line) end
   if want and cells > want then return nil, string.format("line %d has %d cells, the header %d", line, cells, want) end
-  return head_end or #text
+  -- records after the header: every line end counted (strict: the last record has one)
+  return head_end or #text, head_end and ends - 1 + (text:sub(-1) ~= "\n" and 1 or 0) or 0
 end
 
 function M.read_csv(path)
   local text = read_file(path)
+  local fp = M.shard_fingerprint(text) -- a shard's file reads as its rows
+  if fp then text = text:sub(fp.len + 1) end
   local ok, why = M.csv_check(text)
   if not ok then error(path .. ": " .. why, 2) end
   return M.parse_csv(text)

@@ -187,6 +187,7 @@ function M.sweep(a, fn)
     local names = {}
     for i, ax in ipairs(list) do names[i] = ax.name end
     require("hbdlab.rows").axes_of[rows] = names
+    require("hbdlab.rows").block_of[rows] = { lo, hi, #points }
     return rows, false
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
@@ -196,7 +197,7 @@ function M.sweep(a, fn)
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
   end
-  local rows, interrupted = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+  local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
   -- friendly axes keep their friendly name and values in the rows
   for _, ax in ipairs(relabel) do
@@ -209,6 +210,8 @@ function M.sweep(a, fn)
   local names = {} -- hl.rows.print / columns put them first
   for i, ax in ipairs(core_axes) do names[i] = ax.label or ax.name end
   require("hbdlab.rows").axes_of[rows] = names
+  local lo, hi = core.dist_block(total)
+  require("hbdlab.rows").block_of[rows] = { lo, hi, total }
   require("hbdlab.rows").result_rows[rows] = true
   return rows, note_interrupt(interrupted)
 end

@@ -8,6 +8,7 @@ function M.warn(msg)
   if not M.enabled or M.seen[msg] then return end
   M.seen[msg] = true
   io.stderr:write("hbdlab: warning: ", msg, "\n")
+  if M.sink then M.sink(msg) end -- the notebook runner shows a cell's warnings in its report
 end
 
 local mapping_keys = { "parallel", "tp", "pp", "ep", "dp", "etp", "instance_gpus" }

@@ -2,6 +2,7 @@
 #ifndef HL_HOST_H
 #define HL_HOST_H
 #include <lua.h>
+#include <stdint.h>
 
 #include "dist.h"
 
@@ -23,6 +24,11 @@ void hl_report(lua_State *L, const char *progname);
 
 /* Parses "i/n" (0 <= i < n <= 100000) into *d; 0 on success, else -1. */
 int hl_dist_parse_shard(const char *text, hl_dist *d);
+
+/* The fingerprint of a sharded run (hl_dist.run): a hash of the shard count, the command line
+ * without --shard, and the bytes of every regular file (up to 64 MiB) it names (the script,
+ * its inputs), so the shards of one run share it and shards of two runs differ. */
+uint64_t hl_dist_run_id(int argc, char **argv, int32_t count);
 
 /* Starts MPI when the process was launched by mpirun (Open MPI / PMIx
  * environment) and sets hl_bind_dist from the communicator; returns 1 when

@@ -5,7 +5,10 @@
 #include "host.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #ifdef HBDLAB_HAVE_MPI
 #include <mpi.h>
@@ -27,6 +30,25 @@ int hl_dist_parse_shard(const char *text, hl_dist *d)
     return 0;
 }
 
+uint64_t hl_dist_run_id(int argc, char **argv, int32_t count)
+{
+    uint64_t h = hl_dist_hash(HL_DIST_HASH_START, &count, sizeof count);
+    for (int i = 1; i < argc; i++) {
+        h = hl_dist_hash(h, argv[i], strlen(argv[i]) + 1); /* the NUL separates the arguments */
+        struct stat st;
+        FILE *f =
+            stat(argv[i], &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20) ? fopen(argv[i], "rb") : NULL;
+        if (!f)
+            continue;
+        char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            h = hl_dist_hash(h, buf, n);
+        fclose(f);
+    }
+    return h;
+}
+
 #ifdef HBDLAB_HAVE_MPI
 int hl_dist_mpi_start(int *argc, char ***argv)
 {
@@ -38,7 +60,7 @@ int hl_dist_mpi_start(int *argc, char ***argv)
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    hl_bind_dist = (hl_dist){rank, size, 1};
+    hl_bind_dist = (hl_dist){rank, size, 1, 0};
     return 1;
 }
 

@@ -6,9 +6,11 @@ cd "$TMP" || exit 1
 
 # ---- hbdlab merge: a shard that is cut or broken must not be glued into the output ----
 # merge_fails NAME EXPECTED SHARD0 SHARD1: merging the two shard texts exits 1 naming EXPECTED
+# (each after a shard fingerprint line, as hbdlab --shard writes them; "f": filtered rows, not counted)
+fp() { printf '#hbdlab-shard %s run=00000000000000a1 rows=%s file=%s\n' "$1" "$2" "$3"; }
 merge_fails() {
-    printf '%b' "$3" > s_shard0of2.csv
-    printf '%b' "$4" > s_shard1of2.csv
+    { fp 0/2 0-1/2f s.csv; printf '%b' "$3"; } > s_shard0of2.csv
+    { fp 1/2 1-2/2f s.csv; printf '%b' "$4"; } > s_shard1of2.csv
     expect_fail "merge: $1" "$2" "$HBDLAB" merge s_shard0of2.csv s_shard1of2.csv -o all.csv
 }
 # the quote never closes: before, merged as is, exit 0
@@ -26,14 +28,14 @@ expect_fail "merge: missing input named once" 'hbdlab merge: cannot read nope.cs
     "$HBDLAB" merge s_shard1of2.csv nope.csv -o all.csv
 check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: nope.csv' '$TMP/err'"
 # -o twice: the first output was dropped without a word
-printf 'a,b\n3,4\n' > s_shard0of2.csv
+{ fp 0/2 0-1/2 s.csv; printf 'a,b\n3,4\n'; } > s_shard0of2.csv
 "$HBDLAB" merge s_shard0of2.csv -o o1.csv s_shard1of2.csv -o o2.csv 2> "$TMP/err"
 rc=$?
 check "merge: -o twice is a usage error (rc $rc)" [ "$rc" -eq 2 ]
 check "merge: -o twice names both" grep -qF -- "-o is given twice (o1.csv, o2.csv)" "$TMP/err"
 # quoted cells holding commas, quotes and line ends (header too) merge byte for byte
-printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n' > q_shard0of2.csv
-printf 'a,"b\n,x"\n"",""""\n' > q_shard1of2.csv
+{ fp 0/2 0-1/2 q.csv; printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n'; } > q_shard0of2.csv
+{ fp 1/2 1-2/2 q.csv; printf 'a,"b\n,x"\n"",""""\n'; } > q_shard1of2.csv
 "$HBDLAB" merge q_shard0of2.csv q_shard1of2.csv -o q.csv
 printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n"",""""\n' > q_want.csv
 check "merge: quoted cells with , \" and line ends kept byte for byte" cmp -s q.csv q_want.csv
@@ -68,7 +70,7 @@ check "rows to a FIFO: still a FIFO" [ -p fifo.csv ]
 check "rows to a FIFO: the reader got the CSV" [ "$(cat fifo.out)" = "$(printf 'a\n1')" ]
 check "rows to a FIFO: no temp file left" sh -c "! ls | grep -q 'fifo.csv.tmp-'"
 if mknod null.csv c 1 3 2> /dev/null; then # a /dev/null of our own (root only)
-    printf 'a,b\n1,2\n' > n_shard0of1.csv
+    { fp 0/1 0-1/1 n.csv; printf 'a,b\n1,2\n'; } > n_shard0of1.csv
     "$HBDLAB" merge n_shard0of1.csv -o null.csv
     rc=$?
     check "merge -o a device: exit 0 (rc $rc)" [ "$rc" -eq 0 ]

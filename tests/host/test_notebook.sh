@@ -10,6 +10,19 @@ nfig=$(grep -o 'class="figure"' "$out" | wc -l)
 check "figures inlined" [ "$nfig" -ge 2 ]
 check "prose rendered" grep -q "<h2>2. One simulation</h2>" "$out"
 check "printed output captured" grep -q "TTFT" "$out"
+check "quickstart prints no warning" sh -c "! grep -q 'warning' '$TMP/nb.err'"
+check "quickstart shows no raw SI float (7700000000000.0)" sh -c "! grep -Eq '[0-9]{10,}\.[0-9]' '$out'"
+cat > "$TMP/warn.md" <<'MD'
+# A warning in a cell
+
+```lua
+r = hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, input = 200000 }
+```
+MD
+"$HBDLAB" notebook "$TMP/warn.md" -o "$TMP/warn.html" 2> /dev/null
+check "a cell's warning is in the report" grep -q '<pre class="warning">warning: input + output = 200128 tokens' "$TMP/warn.html"
+"$HBDLAB" notebook "$TMP/warn.md" -o "$TMP/warn_report.md" 2> /dev/null
+check "and in the Markdown report" grep -q '^> \*\*warning:\*\* input + output' "$TMP/warn_report.md"
 
 "$HBDLAB" notebook notebooks/quickstart.md -o "$TMP/quickstart.md" 2> /dev/null
 check "markdown report" grep -q '!\[plots/out/quickstart_ttft.png\]' "$TMP/quickstart.md"

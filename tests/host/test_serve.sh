@@ -42,4 +42,9 @@ for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-C for 30 s" >&2; }
 wait "$pid"; rc=$?
 check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
+for sub in serve eval walkthrough; do
+    "$HBDLAB" $sub --help > "$TMP/help.out" 2>&1; rc=$?
+    check "hbdlab $sub --help prints its usage, exit 0 (was read as a file name; rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && grep -q 'usage: hbdlab $sub' '$TMP/help.out'"
+done
 finish

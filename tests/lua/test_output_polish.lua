@@ -54,11 +54,11 @@ T.test("axis labels and legends follow the unit scaling; y from 0 unless asked",
   local rows = { { hbd = 8, ttft_s = 0.5, bw = 5e10 }, { hbd = 16, ttft_s = 0.4, bw = 5e10 } }
   hl.plot.line { data = rows, x = "hbd", y = "ttft_s", yscale = 1e3, by = "bw", out = dir .. "/a.png" }
   local gp = io.open(dir .. "/a.gp"):read("a")
-  T.ok(gp:find("set ylabel 'ttft %(ms%)'"), "ylabel follows yscale")
+  T.ok(gp:find('set ylabel "ttft %(ms%)"'), "ylabel follows yscale")
   T.ok(gp:find("set yrange %[0:%*%]"), "y from 0")
   hl.plot.line { data = rows, x = "hbd", y = "ttft_s", ymin = 0.25, ylabel = "mine", out = dir .. "/b.png" }
   gp = io.open(dir .. "/b.gp"):read("a")
-  T.ok(gp:find("set yrange %[0.25:%*%]") and gp:find("set ylabel 'mine'"), "ymin and ylabel as asked")
+  T.ok(gp:find("set yrange %[0.25:%*%]") and gp:find('set ylabel "mine"'), "ymin and ylabel as asked")
   hl.plot.line { data = { { x = 1, y = -1 }, { x = 2, y = 1 } }, x = "x", y = "y", out = dir .. "/c.png" }
   gp = io.open(dir .. "/c.gp"):read("a")
   T.ok(not gp:find("set yrange"), "data below 0: no forced 0")

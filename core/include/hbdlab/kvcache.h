@@ -11,19 +11,39 @@
 extern "C" {
 #endif
 
-/* Bytes per token over all layers at full context:
- * GQA: 2 * layers * kv_heads * head_dim * bytes; MLA: (kv_lora + rope) * layers * bytes. */
+/* Bytes per token over the softmax-attention layers (all but linear ones) at full context:
+ * GQA: 2 * kv_heads * head_dim * bytes per layer; MLA: (kv_lora + rope) * bytes,
+ * plus index_dim with sparse attention (the indexer's key). */
 double hl_kv_bytes_per_token(const hl_model *m, hl_precision kv);
 
-/* Bytes of one sequence of `context` tokens over all layers, with sliding-window
- * layers holding at most `sliding_window` tokens. */
+/* Bytes of one sequence of `context` tokens over the attention layers, with
+ * sliding-window (or chunked) layers holding at most `sliding_window` tokens.
+ * The linear-attention state is apart: hl_kv_state_bytes. */
 double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context);
+
+/* The part of hl_kv_bytes_sequence that is sparse attention's indexer keys
+ * (index_dim per token per attention layer); whole on every TP rank. */
+double hl_kv_index_bytes_sequence(const hl_model *m, hl_precision kv, double context);
+
+/* Linear attention's state per sequence per layer, elements: the recurrent
+ * state linear_v_heads * k_dim * v_dim plus the convolution's last
+ * (linear_conv - 1) inputs of its 2 k_heads * k_dim + v_heads * v_dim channels. */
+double hl_kv_state_elems_layer(const hl_model *m);
+
+/* Bytes of one sequence's linear-attention state over all linear layers, at
+ * precision `state`: constant in the context. 0 without linear layers. */
+double hl_kv_state_bytes(const hl_model *m, hl_precision state);
+
+/* Fraction of a sequence's linear-attention state one GPU holds under tensor
+ * parallelism tp: 1/tp, or 1/linear_k_heads when tp exceeds the key heads. */
+double hl_kv_state_share_per_gpu(const hl_model *m, int64_t tp);
 
 /* KV heads one GPU holds under tensor parallelism tp: kv_heads/tp, or 1 when
  * tp > kv_heads (each KV head then replicated on tp/kv_heads GPUs). MLA: 1 latent. */
 double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp);
 
-/* Bytes per token per layer on one GPU under tensor parallelism tp. */
+/* Bytes per token per layer on one GPU under tensor parallelism tp that the
+ * attention kernel reads (K and V, or MLA's latent; not the indexer's key). */
 double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp);
 
 typedef struct hl_kv_capacity_in {

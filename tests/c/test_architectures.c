@@ -1,0 +1,457 @@
+/* Current architectures (issue 29): gpt-oss, Kimi-K2, Qwen3-Next, Llama-4,
+ * GLM-4.5, Gemma-3, DeepSeek-V3.2-Exp, Qwen2.5-VL. Their Hugging Face configs
+ * (tests/data/hf, hand-written from the published config.json) import to the
+ * presets; parameter counts meet the published figures; KV and linear-attention
+ * state bytes equal hand-worked values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "jobs.h"
+#include "hbdlab/hbdlab.h"
+
+static hl_model hf(const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/hf/%s", getenv("HBDLAB_SOURCE_DIR"), file);
+    char *text;
+    hl_err e;
+    hl_model m;
+    memset(&m, 0, sizeof m);
+    if (hl_read_file(path, &text, &e) != HL_OK)
+        fail_msg("%s", e.msg);
+    hl_status s = hl_model_from_hf_json(text, file, &m, &e);
+    hl_free(text);
+    if (s)
+        fail_msg("%s", e.msg);
+    return m;
+}
+
+static hl_model preset(const char *name)
+{
+    hl_model m;
+    hl_err e;
+    memset(&m, 0, sizeof m);
+    if (hl_model_preset(name, &m, &e))
+        fail_msg("%s: %s", name, e.msg);
+    return m;
+}
+
+static hl_params params(const hl_model *m)
+{
+    hl_params p;
+    hl_err e;
+    memset(&p, 0, sizeof p);
+    if (hl_model_params(m, &p, &e))
+        fail_msg("%s: %s", m->name, e.msg);
+    return p;
+}
+
+static const char *const names[][2] = {
+    {"gpt-oss-20b.json", "gpt-oss-20b"},
+    {"gpt-oss-120b.json", "gpt-oss-120b"},
+    {"kimi-k2.json", "kimi-k2"},
+    {"deepseek-v3.2-exp.json", "deepseek-v3.2-exp"},
+    {"qwen3-next-80b-a3b.json", "qwen3-next-80b-a3b"},
+    {"llama-4-scout.json", "llama-4-scout"},
+    {"llama-4-maverick.json", "llama-4-maverick"},
+    {"glm-4.5.json", "glm-4.5"},
+    {"glm-4.5-air.json", "glm-4.5-air"},
+    {"gemma-3-27b.json", "gemma-3-27b"},
+    {"qwen2.5-vl-7b.json", "qwen2.5-vl-7b"},
+};
+
+/* Each config imports to what its preset says: same counts, same KV bytes,
+ * same layer pattern. */
+static void test_hf_matches_presets(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        hl_model a = hf(names[i][0]), b = preset(names[i][1]);
+        hl_params pa = params(&a), pb = params(&b);
+        assert_rel(pa.total, pb.total, 1e-12, names[i][1]);
+        assert_rel(pa.active, pb.active, 1e-12, names[i][1]);
+        assert_rel(hl_kv_bytes_sequence(&a, HL_BF16, 100000), hl_kv_bytes_sequence(&b, HL_BF16, 100000), 1e-12,
+                   names[i][1]);
+        assert_rel(hl_kv_state_bytes(&a, HL_BF16), hl_kv_state_bytes(&b, HL_BF16), 1e-12, names[i][1]);
+        assert_int_equal(hl_model_moe_layers(&a), hl_model_moe_layers(&b));
+        assert_int_equal(hl_model_local_layers(&a), hl_model_local_layers(&b));
+        assert_int_equal(hl_model_linear_layers(&a), hl_model_linear_layers(&b));
+        assert_int_equal(a.local_chunked, b.local_chunked);
+        assert_int_equal(a.attn_sinks, b.attn_sinks);
+        assert_int_equal(a.attn_gate, b.attn_gate);
+        assert_int_equal(a.expert_precision, b.expert_precision);
+        assert_int_equal(a.index_topk, b.index_topk);
+    }
+}
+
+/* The layer patterns the configs describe:
+ * gpt-oss: layer_types alternate sliding/full (12 of 24, 18 of 36 sliding);
+ * Qwen3-Next: full_attention_interval 4 -> layers 3, 7, ..., 47 full, 36 of 48 linear;
+ * Llama-4: attention_chunk_size 8192; NoPE (global) every 4th layer -> 36 of 48
+ *   chunked; Maverick interleave_moe_layer_step 2 -> layers 1, 3, ..., 47 MoE (24);
+ * Gemma-3 27B: sliding_window_pattern 6 -> layers 5, 11, ..., 59 global (10), 52 local;
+ * GLM-4.5: first_k_dense_replace 3 -> 89 of 92 MoE; Air 1 -> 45 of 46. */
+static void test_layer_patterns(void **state)
+{
+    (void)state;
+    hl_model m = hf("gpt-oss-20b.json");
+    assert_int_equal(hl_model_local_layers(&m), 12);
+    assert_int_equal(m.attn_sinks, 1);
+    assert_int_equal(m.expert_precision, HL_EXPERT_MXFP4);
+    m = hf("qwen3-next-80b-a3b.json");
+    assert_int_equal(hl_model_linear_layers(&m), 36);
+    assert_int_equal(hl_model_moe_layers(&m), 48);
+    assert_int_equal(m.attn_gate, 1);
+    m = hf("llama-4-scout.json");
+    assert_int_equal(hl_model_local_layers(&m), 36);
+    assert_int_equal(m.local_chunked, 1);
+    assert_int_equal(m.sliding_window, 8192);
+    assert_int_equal(hl_model_moe_layers(&m), 48);
+    m = hf("llama-4-maverick.json");
+    assert_int_equal(hl_model_moe_layers(&m), 24);
+    m = hf("gemma-3-27b.json");
+    assert_int_equal(hl_model_local_layers(&m), 52);
+    assert_int_equal(m.vocab, 262208); /* absent from text_config: Gemma3TextConfig's default */
+    assert_int_equal(m.tied_embeddings, 1);
+    m = hf("glm-4.5.json");
+    assert_int_equal(hl_model_moe_layers(&m), 89);
+    m = hf("glm-4.5-air.json");
+    assert_int_equal(hl_model_moe_layers(&m), 45);
+    m = hf("deepseek-v3.2-exp.json");
+    assert_int_equal(m.index_topk, 2048);
+    m = hf("qwen2.5-vl-7b.json");
+    assert_int_equal(m.vision_layers, 32);
+    assert_int_equal(m.vision_window, 8); /* window_size 112 px / patch 14 */
+    assert_int_equal(m.vision_full, 4);   /* fullatt_block_indexes [7, 15, 23, 31] */
+}
+
+/* Published counts, each with its source and the convention it counts by.
+ * "Exact" figures (to 0.5%):
+ *   gpt-oss-120b 116.83B total / 5.13B active, gpt-oss-20b 20.91B / 3.61B
+ *     (OpenAI gpt-oss model card, arXiv:2508.10925, table 1; the active figure
+ *     leaves out the embedding table, the unembedding is in);
+ *   Qwen2.5-VL-7B-Instruct 8,292,166,656 (Hugging Face model page, safetensors);
+ *     by hand: the Qwen2-7B text model 7,615,616,512 + vision 676,550,144:
+ *     patch embedding 3*2*14*14*1280 = 1,505,280; a block 2*1280 + (1280*3840 +
+ *     3840) + (1280^2 + 1280) + 2*(1280*3420 + 3420) + (3420*1280 + 1280) =
+ *     19,702,200, 32 blocks 630,470,400; merger 1280 + (5120^2 + 5120) +
+ *     (5120*3584 + 3584) = 44,574,464.
+ *   Qwen3-Next-80B-A3B non-embedding total 79B (model card "Number of
+ *     Parameters (Non-Embedding): 79B").
+ * Rounded headlines (to 3%):
+ *   Kimi-K2 1T total / 32B active (moonshotai/Kimi-K2-Instruct model card);
+ *   Llama-4 Scout 109B / 17B, Maverick 400B / 17B (Meta Llama 4 model card;
+ *     the vision encoder is not modelled and not counted here);
+ *   GLM-4.5 355B / 32B, GLM-4.5-Air 106B / 12B (zai-org model cards,
+ *     arXiv:2508.06471; active figures without embedding and LM head:
+ *     with them they would be 33.6B and 13.4B);
+ *   Gemma-3-27B 27B (Gemma 3 technical report; the text model: the SigLIP
+ *     vision tower is not modelled);
+ *   DeepSeek-V3.2-Exp 671B total (deepseek-ai model card: 685B = 671B main
+ *     model + 14B MTP module; MTP is not modelled);
+ *   Qwen3-Next-80B-A3B 80B total (model card). */
+static void test_published_counts(void **state)
+{
+    (void)state;
+    hl_params p;
+    hl_model m = preset("gpt-oss-120b");
+    p = params(&m);
+    assert_rel(p.total, 116.83e9, 0.005, "gpt-oss-120b total 116.83B");
+    assert_rel(p.active - p.embedding, 5.13e9, 0.005, "gpt-oss-120b active 5.13B");
+    m = preset("gpt-oss-20b");
+    p = params(&m);
+    assert_rel(p.total, 20.91e9, 0.005, "gpt-oss-20b total 20.91B");
+    assert_rel(p.active - p.embedding, 3.61e9, 0.005, "gpt-oss-20b active 3.61B");
+    m = preset("qwen2.5-vl-7b");
+    p = params(&m);
+    assert_rel(p.total, 8292166656.0, 1e-12, "qwen2.5-vl-7b total (hand)");
+    assert_rel(p.vision, 676550144.0, 1e-12, "qwen2.5-vl-7b vision (hand)");
+    m = preset("qwen3-next-80b-a3b");
+    p = params(&m);
+    assert_rel(p.total - p.embedding - p.lm_head, 79e9, 0.005, "qwen3-next non-embedding 79B");
+    assert_rel(p.total, 80e9, 0.03, "qwen3-next 80B");
+    m = preset("kimi-k2");
+    p = params(&m);
+    assert_rel(p.total, 1e12, 0.03, "kimi-k2 1T");
+    assert_rel(p.active, 32e9, 0.03, "kimi-k2 32B active");
+    m = preset("llama-4-scout");
+    p = params(&m);
+    assert_rel(p.total, 109e9, 0.03, "llama-4-scout 109B");
+    assert_rel(p.active, 17e9, 0.03, "llama-4-scout 17B active");
+    m = preset("llama-4-maverick");
+    p = params(&m);
+    assert_rel(p.total, 400e9, 0.03, "llama-4-maverick 400B");
+    assert_rel(p.active, 17e9, 0.03, "llama-4-maverick 17B active");
+    m = preset("glm-4.5");
+    p = params(&m);
+    assert_rel(p.total, 355e9, 0.03, "glm-4.5 355B");
+    assert_rel(p.active - p.embedding - p.lm_head, 32e9, 0.03, "glm-4.5 32B active");
+    m = preset("glm-4.5-air");
+    p = params(&m);
+    assert_rel(p.total, 106e9, 0.03, "glm-4.5-air 106B");
+    assert_rel(p.active - p.embedding - p.lm_head, 12e9, 0.03, "glm-4.5-air 12B active");
+    m = preset("gemma-3-27b");
+    p = params(&m);
+    assert_rel(p.total, 27e9, 0.03, "gemma-3-27b 27B");
+    m = preset("deepseek-v3.2-exp");
+    p = params(&m);
+    assert_rel(p.total, 671e9, 0.005, "deepseek-v3.2-exp 671B main model");
+}
+
+/* Headline active counts the 3% rule cannot hold, checked as what they are.
+ * DeepSeek-V3.2-Exp keeps V3's "37B activated" while its lightning indexer adds,
+ * per layer (q_lora 1536, 64 heads of 128, hidden 7168): wq_b 1536*8192 =
+ * 12,582,912, wk 7168*128 = 917,504, LayerNorm 2*128 = 256, head weights
+ * 7168*64 = 458,752: 13,959,424; 61 layers 851,524,864, all active. So
+ * V3.2's active count is V3's plus exactly that (38.40B with embeddings,
+ * 36.55B without). Qwen3-Next "A3B" (3B activated) truncates like Qwen3-30B-A3B:
+ * our count without embeddings is 3.25B, inside [3, 4). */
+static void test_active_counts_by_construction(void **state)
+{
+    (void)state;
+    hl_model v3 = preset("deepseek-v3"), v32 = preset("deepseek-v3.2-exp");
+    assert_rel(params(&v32).active - params(&v3).active, 851524864.0, 1e-12, "DSA indexer params");
+    assert_rel(params(&v32).total - params(&v3).total, 851524864.0, 1e-12, "DSA indexer params (total)");
+    hl_model q = preset("qwen3-next-80b-a3b");
+    hl_params p = params(&q);
+    double a = p.active - p.embedding - p.lm_head;
+    assert_true(a >= 3e9 && a < 4e9);
+}
+
+/* Qwen3-Next per layer by hand (hidden 2048).
+ * Gated DeltaNet (16 key heads of 128, 32 value heads of 128, conv 4):
+ *   in_proj_qkvz 2048*(2*2048 + 2*4096) = 25,165,824; in_proj_ba 2048*64 = 131,072;
+ *   conv (2*2048 + 4096)*4 = 32,768; dt_bias + A_log 64; norm 128;
+ *   out_proj 4096*2048 = 8,388,608; sum 33,718,464.
+ * Gated attention (16 heads, 2 KV heads, head_dim 256):
+ *   q (with gate) 2048*16*256*2 = 16,777,216; k, v 2*2048*2*256 = 2,097,152;
+ *   o 16*256*2048 = 8,388,608; sum 27,262,976.
+ * 36 linear + 12 full layers: 1,213,864,704 + 327,155,712 = 1,541,020,416. */
+static void test_qwen3_next_attention_by_hand(void **state)
+{
+    (void)state;
+    hl_model m = preset("qwen3-next-80b-a3b");
+    assert_rel(params(&m).attention, 1541020416.0, 1e-12, "qwen3-next attention + linear attention");
+}
+
+/* KV bytes per token and per sequence at BF16, by hand:
+ *   Qwen3-Next: only the 12 full layers cache keys: 12 * 2 * 2 heads * 256 * 2 B = 24,576 B/token.
+ *     State per linear layer: 32 heads * 128 * 128 = 524,288 plus the conv's
+ *     last 3 inputs of 2*2048 + 4096 = 8,192 channels = 24,576: 548,864
+ *     elements; 36 layers * 2 B = 39,518,208 B per sequence, whatever its length.
+ *   DeepSeek-V3.2-Exp: (512 + 64 + 128 indexer key) * 61 * 2 B = 85,888 B/token.
+ *   gpt-oss-20b: 2*8*64*2 B = 2,048 B per layer; 24 layers 49,152 B/token; at
+ *     1,000 tokens 2,048 * (12*1000 + 12*128) = 27,721,728 B.
+ *   Llama-4 Scout: 2*8*128*2 = 4,096 B per layer, 48 layers 196,608 B/token;
+ *     at 100,000 tokens 12 global layers hold all, 36 chunked ones one chunk:
+ *     4,096 * (12*100,000 + 36*8,192) = 6,123,159,552 B.
+ *   Gemma-3-27B: 2*16*128*2 = 8,192 B per layer, 62 layers 507,904 B/token;
+ *     at 32,768 tokens 8,192 * (10*32,768 + 52*1,024) = 3,120,562,176 B.
+ *   Kimi-K2: (512 + 64) * 61 * 2 = 70,272 B/token. GLM-4.5: 2*8*128*2 * 92 =
+ *     376,832; Air * 46 = 188,416. Qwen2.5-VL-7B: 2*4*128*2 * 28 = 57,344. */
+static void test_kv_and_state_bytes_by_hand(void **state)
+{
+    (void)state;
+    hl_model m = preset("qwen3-next-80b-a3b");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 24576, 1e-12, "qwen3-next per token");
+    assert_rel(hl_kv_state_bytes(&m, HL_BF16), 39518208, 1e-12, "qwen3-next state per sequence");
+    assert_rel(hl_kv_bytes_sequence(&m, HL_BF16, 1000), 24576000, 1e-12, "qwen3-next 1000 tokens");
+    m = preset("deepseek-v3.2-exp");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 85888, 1e-12, "dsa per token");
+    m = preset("gpt-oss-20b");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 49152, 1e-12, "gpt-oss-20b per token");
+    assert_rel(hl_kv_bytes_sequence(&m, HL_BF16, 1000), 27721728, 1e-12, "gpt-oss-20b 1000 tokens");
+    m = preset("llama-4-scout");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 196608, 1e-12, "scout per token");
+    assert_rel(hl_kv_bytes_sequence(&m, HL_BF16, 100000), 6123159552.0, 1e-12, "scout 100k tokens");
+    m = preset("gemma-3-27b");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 507904, 1e-12, "gemma per token");
+    assert_rel(hl_kv_bytes_sequence(&m, HL_BF16, 32768), 3120562176.0, 1e-12, "gemma 32k tokens");
+    m = preset("kimi-k2");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 70272, 1e-12, "kimi per token");
+    m = preset("glm-4.5");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 376832, 1e-12, "glm-4.5 per token");
+    m = preset("glm-4.5-air");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 188416, 1e-12, "glm-4.5-air per token");
+    m = preset("qwen2.5-vl-7b");
+    assert_rel(hl_kv_bytes_per_token(&m, HL_BF16), 57344, 1e-12, "qwen2.5-vl per token");
+    assert_rel(hl_kv_state_bytes(&m, HL_BF16), 0, 0, "no state without linear layers");
+}
+
+/* A Qwen3-Next request's memory: the KV grows with the context only through
+ * the 12 full-attention layers, the linear state stays. One GPU (tp = pp = 1),
+ * batch 1: from 1,000 to 101,000 tokens of input the KV grows by
+ * 100,000 * 24,576 B = 2,457,600,000 B, and at any length it is
+ * 24,576 B * context + 39,518,208 B. */
+static void test_qwen3_next_state_does_not_grow(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen3-next-80b-a3b", "h200", 1, 1);
+    j.batch = 1;
+    j.output = 1;
+    hl_memory a, b;
+    hl_err e;
+    j.input = 1000;
+    assert_ok(hl_memory_per_gpu(&j, &a, &e), &e);
+    j.input = 101000;
+    assert_ok(hl_memory_per_gpu(&j, &b, &e), &e);
+    assert_rel(b.kv_bytes - a.kv_bytes, 2457600000.0, 1e-12, "growth from full layers only");
+    assert_rel(a.kv_bytes, 24576.0 * 1001 + 39518208, 1e-12, "kv + state at 1,001 tokens");
+}
+
+/* gpt-oss-120b stores its routed experts in MXFP4 (4.25 bits per weight: 32
+ * E2M1 values share an 8-bit scale): the weights on one GPU shrink from BF16
+ * by experts * (2 - 0.53125) B. Experts: 36 layers * 128 * (3*2880*2880 +
+ * 2*2880 + 2880) = 4,608 * 24,891,840 = 114,701,598,720 parameters. */
+static void test_mxfp4_expert_weights(void **state)
+{
+    (void)state;
+    hl_job j = job_for("gpt-oss-120b", "h200", 1, 1);
+    hl_memory mx, bf;
+    hl_err e;
+    assert_ok(hl_memory_per_gpu(&j, &mx, &e), &e);
+    j.model.expert_precision = HL_EXPERT_SAME;
+    assert_ok(hl_memory_per_gpu(&j, &bf, &e), &e);
+    assert_rel(bf.weights_bytes - mx.weights_bytes, 114701598720.0 * (2 - 0.53125), 1e-12, "mxfp4 experts");
+}
+
+static hl_result *sim(hl_job *j)
+{
+    hl_result *r = calloc(1, sizeof *r);
+    hl_err e;
+    if (!r)
+        fail_msg("out of memory");
+    if (hl_sim_run(j, r, &e) != HL_OK)
+        fail_msg("%s", e.msg);
+    return r;
+}
+
+/* FLOPs of the prefill rows whose name starts with `prefix`. */
+static double item_flops(const hl_result *r, const char *prefix)
+{
+    double f = 0;
+    for (int i = 0; i < r->n_prefill_items; i++)
+        if (strncmp(r->prefill_items[i].name, prefix, strlen(prefix)) == 0)
+            f += r->prefill_items[i].flops;
+    return f;
+}
+
+/* Llama-4 Scout, one GPU, one sequence of 20,000 tokens. 12 global layers see
+ * every earlier key: 20,000 * 20,001 / 2 = 200,010,000 pairs; 36 chunked layers
+ * attend inside chunks of 8,192: two whole chunks 8,192 * 8,193 / 2 each and a
+ * last one of 3,616 (3,616 * 3,617 / 2): 73,656,592 pairs. FLOP per pair and
+ * layer 2 * 40 heads * (128 + 128) = 20,480: 20,480 * (12 * 200,010,000 +
+ * 36 * 73,656,592) = 103,459,989,749,760. */
+static void test_chunked_prefill_by_hand(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-4-scout", "b200", 1, 1);
+    j.input = 20000;
+    j.output = 2;
+    j.ignore_memory = 1;
+    hl_result *r = sim(&j);
+    assert_rel(item_flops(r, "attention"), 103459989749760.0, 1e-12, "chunked + global attention FLOPs");
+    free(r);
+}
+
+/* The closed-form decode sums equal the step-by-step reference for chunked
+ * layers across a chunk boundary (context 10,000 -> 18,999 passes 16,384), for
+ * sparse attention past its top-k (2,048) with its indexer, and for the
+ * hybrid gated DeltaNet model. */
+static void test_decode_closed_form_equals_steps(void **state)
+{
+    (void)state;
+    const char *models[] = {"llama-4-scout", "deepseek-v3.2-exp", "qwen3-next-80b-a3b", "gpt-oss-20b"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        hl_job j = job_for(models[i], "b200", 1, 1);
+        j.input = 10000;
+        j.output = 9000;
+        j.batch = 4;
+        j.ignore_memory = 1;
+        j.summary_only = 1;
+        hl_result *a = sim(&j);
+        j.exact_steps = 1;
+        hl_result *b = sim(&j);
+        assert_rel(a->decode.flops, b->decode.flops, 1e-9, models[i]);
+        assert_rel(a->decode.hbm_bytes, b->decode.hbm_bytes, 1e-9, models[i]);
+        assert_rel(a->decode.time_s, b->decode.time_s, 1e-9, models[i]);
+        free(a);
+        free(b);
+    }
+}
+
+/* Qwen2.5-VL-7B, one sequence with 256 image tokens = 1,024 patches (2 x 2
+ * merge), one GPU. Vision encoder FLOPs by hand (V = 1280, F = 3420):
+ *   patch embedding 2 * 1024 * 1280 * (3*2*14*14 = 1176)           =     3,082,813,440
+ *   32 blocks of GEMMs 2 * 1024 * (4 V^2 + 3 F V)                    = 1,290,167,910,400
+ *   attention 4 V FLOP per pair: 28 windowed blocks, 8 x 8 = 64 keys,
+ *     4 full blocks, 1,024 keys: 4*1024*1280*(28*64 + 4*1024)       =    30,870,077,440
+ *   merger 2 * 256 * 5120 * 5120 + 2 * 256 * 3584 * 5120             =    22,817,013,760
+ *   sum                                                               = 1,346,937,815,040 */
+static void test_vision_encoder_by_hand(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen2.5-vl-7b", "h200", 1, 1);
+    j.input = 1000;
+    j.image_tokens = 256;
+    j.output = 2;
+    hl_result *r = sim(&j);
+    assert_rel(item_flops(r, "vision"), 1346937815040.0, 1e-12, "vision encoder FLOPs");
+    double with = r->prefill.flops;
+    free(r);
+    j.image_tokens = 0;
+    r = sim(&j);
+    assert_rel(with - r->prefill.flops, 1346937815040.0, 1e-12, "prefill grows by the encoder");
+    free(r);
+    hl_err e;
+    hl_memory mem;
+    j.image_tokens = 2000;
+    assert_fails_with(hl_memory_per_gpu(&j, &mem, &e), HL_EINVAL, &e, "field 'image_tokens': 2000 must be");
+    hl_job t = job_for("llama-3.1-8b", "h200", 1, 1);
+    t.image_tokens = 10;
+    assert_fails_with(hl_memory_per_gpu(&t, &mem, &e), HL_EINVAL, &e, "needs a model with a vision encoder");
+}
+
+/* Gated DeltaNet decode: per token the same work at any context. Qwen3-Next on
+ * one GPU, batch 1: the rows that are not attention (linear layers, MoE, ...)
+ * cost the same per step at 1,000 and 100,000 tokens of context. */
+static void test_linear_attention_constant_per_token(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen3-next-80b-a3b", "b200", 1, 1);
+    j.output = 101;
+    j.ignore_memory = 1;
+    double f[2];
+    for (int k = 0; k < 2; k++) {
+        j.input = k ? 100000 : 1000;
+        hl_result *r = sim(&j);
+        f[k] = 0;
+        for (int i = 0; i < r->n_decode_items; i++)
+            if (strcmp(r->decode_items[i].name, "linear_attention") == 0)
+                f[k] = r->decode_items[i].flops;
+        free(r);
+    }
+    /* 36 layers x 100 steps x (7*128*128*32 + 2*4*(2*2048 + 4096)) per token */
+    assert_rel(f[0], 36.0 * 100 * (7.0 * 128 * 128 * 32 + 2.0 * 4 * 8192), 1e-12, "recurrence FLOPs");
+    assert_rel(f[1], f[0], 1e-12, "independent of context");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hf_matches_presets),
+        cmocka_unit_test(test_layer_patterns),
+        cmocka_unit_test(test_published_counts),
+        cmocka_unit_test(test_active_counts_by_construction),
+        cmocka_unit_test(test_qwen3_next_attention_by_hand),
+        cmocka_unit_test(test_kv_and_state_bytes_by_hand),
+        cmocka_unit_test(test_qwen3_next_state_does_not_grow),
+        cmocka_unit_test(test_mxfp4_expert_weights),
+        cmocka_unit_test(test_chunked_prefill_by_hand),
+        cmocka_unit_test(test_decode_closed_form_equals_steps),
+        cmocka_unit_test(test_vision_encoder_by_hand),
+        cmocka_unit_test(test_linear_attention_constant_per_token),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
