@@ -171,9 +171,16 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
                            m->name, (long long)j->redundant_experts);
         s->etp = 1;
     }
-    if (fmod(j->batch, (double)s->dp) != 0)
-        return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
-                       (long long)s->dp);
+    if (fmod(j->batch, (double)s->dp) != 0) {
+        if (j->dp > 0)
+            return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
+                           (long long)s->dp);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'batch': %g sequences do not split over dp = %lld groups (dp = gpus / (tp * pp) = "
+                       "%lld / (%lld * %lld) when not given: give a batch that is a multiple of dp, or "
+                       "parallel.gpus (instance_gpus) to run on fewer GPUs)",
+                       j->batch, (long long)s->dp, (long long)s->G, (long long)s->tp, (long long)s->pp);
+    }
     if ((st = place(j, s, err)))
         return st;
     s->stage_layers = (double)m->layers / (double)s->pp;

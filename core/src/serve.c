@@ -13,29 +13,6 @@
 #include "hbdlab/kvcache.h"
 #include "hbdlab/memory.h"
 
-void hl_serve_init(hl_serve_cfg *c, const hl_job *job)
-{
-    memset(c, 0, sizeof *c);
-    c->job = *job;
-    c->arrival = HL_ARRIVAL_POISSON;
-    c->rate = 1;
-    c->concurrency = 1;
-    c->requests = 1000;
-    c->seed = 1;
-    c->input.kind = c->output.kind = HL_LEN_FIXED;
-    c->input.mean = 1024;
-    c->output.mean = 128;
-    c->input.lo = c->output.lo = 1;
-    c->input.hi = c->output.hi = 1e8;
-    c->max_seqs = 256;
-    c->token_budget = 8192;
-    c->chunked_prefill = 1;
-    c->block_tokens = 16;
-    c->slo_ttft_s = INFINITY;
-    c->slo_tpot_s = INFINITY;
-    c->max_samples = 256;
-}
-
 void hl_serve_result_free(hl_serve_result *r)
 {
     if (!r)
@@ -332,45 +309,11 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     return HL_OK;
 }
 
-hl_status hl_serve_check_cfg(const hl_serve_cfg *c, hl_err *err)
-{
-    hl_status st = hl_serve_check_workload(c, err);
-    if (st)
-        return st;
-    if (!(c->warmup >= 0 && (c->arrival == HL_ARRIVAL_TRACE || c->warmup < c->requests)))
-        return hl_fail(err, HL_EINVAL, "field 'warmup': %lld is not allowed (0 <= warmup < requests = %lld)",
-                       (long long)c->warmup, (long long)c->requests);
-    if (!(c->max_seqs >= 1 && c->max_seqs <= 1000000))
-        return hl_fail(err, HL_EINVAL, "field 'max_seqs': %lld is not allowed (1..1e6)", (long long)c->max_seqs);
-    if (!(c->token_budget >= 1 && c->token_budget <= 10000000))
-        return hl_fail(err, HL_EINVAL, "field 'token_budget': %lld is not allowed (1..1e7)",
-                       (long long)c->token_budget);
-    if (!(c->chunk >= 0 && c->chunk <= 10000000))
-        return hl_fail(err, HL_EINVAL, "field 'chunk': %lld is not allowed (0 = token_budget, or 1..1e7)",
-                       (long long)c->chunk);
-    if (!(c->block_tokens >= 1 && c->block_tokens <= 1000000))
-        return hl_fail(err, HL_EINVAL, "field 'block_tokens': %lld is not allowed (1..1e6)",
-                       (long long)c->block_tokens);
-    if (!(c->kv_blocks >= 0 && c->kv_blocks <= 1e12))
-        return hl_fail(err, HL_EINVAL, "field 'kv_blocks': %g is not allowed (0 = from memory, or 1..1e12)",
-                       c->kv_blocks);
-    if (!(c->slo_ttft_s > 0))
-        return hl_fail(err, HL_EINVAL, "field 'slo.ttft_s': %g is not allowed (must be > 0; omit it for no limit)",
-                       c->slo_ttft_s);
-    if (!(c->slo_tpot_s > 0))
-        return hl_fail(err, HL_EINVAL, "field 'slo.tpot_s': %g is not allowed (must be > 0; omit it for no limit)",
-                       c->slo_tpot_s);
-    if (!(c->max_samples >= 2 && c->max_samples <= 1000000))
-        return hl_fail(err, HL_EINVAL, "field 'max_samples': %d is not allowed (2..1e6)", (int)c->max_samples);
-    if (c->chunked_prefill != 0 && c->chunked_prefill != 1)
-        return hl_fail(err, HL_EINVAL, "field 'chunked_prefill': %d is not 0 or 1", (int)c->chunked_prefill);
-    return HL_OK;
-}
-
 double hl_serve_memory_bytes(const hl_serve_cfg *c)
 {
-    double n = c->arrival == HL_ARRIVAL_TRACE ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
-                                              : c->requests;
+    int trace = c->arrival == HL_ARRIVAL_TRACE || (c->arrival == HL_ARRIVAL_AUTO && c->trace && c->n_trace > 0);
+    double n = trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
+                     : (c->requests > 0 ? c->requests : 1000);
     /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
      * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
@@ -402,6 +345,53 @@ static void owned_free(owned *o)
     free(o->chunks);
     free(o->itl);
     free(o->cnt);
+}
+
+/* Seconds one request of mean lengths takes alone: its prompt in one step,
+ * then output - 1 decode steps at its mean context (docs/MODEL.md 12). */
+static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl_err *err)
+{
+    double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
+    hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
+    hl_iter pre = {0, 0, 0, 1, &ch, 1};
+    hl_status rc = hl_stepper_time(st, &pre, t, err);
+    double ctx = in + out / 2, w = hl_stepper_window(st);
+    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1};
+    if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
+        *t += (out - 1) * dt;
+    return rc;
+}
+
+/* The closed loop's first requests: client k's at a uniform time in [0,
+ * start_jitter_s) (default: one request's time alone), in time order. Clients
+ * that start together with identical requests would prefill together forever. */
+static hl_status start_clients(const hl_serve_cfg *c, hl_stepper *st, rq *q, int64_t clients, hl_rng *rng, hl_err *err)
+{
+    double jitter = c->start_jitter_s;
+    hl_status rc = jitter < 0 ? time_alone(c, st, &jitter, err) : HL_OK;
+    for (int64_t i = 0; !rc && i < clients; i++) {
+        q[i].arrival = jitter > 0 ? hl_rng_uniform(rng) * jitter : 0;
+        for (int64_t k = i; k > 0 && q[k - 1].arrival > q[k].arrival; k--) { /* insertion: time order */
+            rq x = q[k];
+            q[k] = q[k - 1];
+            q[k - 1] = x;
+        }
+    }
+    return rc;
+}
+
+/* A client whose request ended at t sends request `r` after its think time
+ * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
+ * in time order (none is queued yet, so they may move). */
+static void release_next(sched *s, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+{
+    rq *q = s->q;
+    q[r].arrival = t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0);
+    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
+        rq x = q[k];
+        q[k] = q[k - 1];
+        q[k - 1] = x;
+    }
 }
 
 /* One pool of GPUs (the whole instance, or a disaggregated prefill or decode
@@ -465,6 +455,10 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
     }
     int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
+    hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
+    hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
+    if (closed && (rc = start_clients(c, o->st, s.q, released, &clients, err)))
+        return rc;
     double chunk = c->chunk > 0 ? (double)c->chunk : (double)c->token_budget;
     double window = hl_stepper_window(o->st);
     double t = 0;
@@ -558,10 +552,8 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                 s.blocks_free += x->blocks;
                 x->blocks = 0;
                 done++;
-                if (closed && released < n) {
-                    s.q[released].arrival = t_end;
-                    released++;
-                }
+                if (closed && released < n)
+                    release_next(&s, next, released++, t_end, c->think_s, &clients);
             }
         }
         hl_itl_add(o->itl, dt, same);
@@ -587,7 +579,7 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                                                              (int32_t)it.decode_seqs,
                                                              it.n_chunks,
                                                              step_tok - it.decode_seqs,
-                                                             (int32_t)first_chunk,
+                                                             (int32_t)(first_chunk + 1),
                                                              (int32_t)s.preempted,
                                                              s.blocks_total - s.blocks_free};
         }
@@ -689,22 +681,15 @@ static int by_decode_arrival(const void *a, const void *b)
 
 static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_err *err)
 {
-    hl_status rc = hl_serve_check_cfg(c0, err);
+    hl_serve_cfg cc;
+    hl_status rc = hl_serve_resolve(c0, &cc, err);
     if (rc)
         return rc;
-    hl_serve_cfg cc = *c0;
     const hl_serve_cfg *c = &cc;
-    if (c->disagg && strcmp(c->job.model.name, c->decode_job.model.name) != 0)
+    if (c->mode != HL_SERVE_SIMULATE)
         return hl_fail(err, HL_EINVAL,
-                       "field 'disagg': the decode pool serves model '%s', the prefill pool '%s' (one "
-                       "model for both)",
-                       c->decode_job.model.name, c->job.model.name);
-    if (c->disagg && c->arrival == HL_ARRIVAL_CONCURRENCY)
-        return hl_fail(err, HL_EINVAL,
-                       "field 'concurrency': a closed loop is not supported with disaggregation (the "
-                       "pools are simulated one after the other); give a rate or a trace");
-    if (c->disagg && (unsigned)c->kv_link > HL_KV_LINK_SCALEOUT)
-        return hl_fail(err, HL_EINVAL, "field 'kv_link': %d is not one of auto, scaleup, scaleout", (int)c->kv_link);
+                       "serve field 'mode': hl_serve_run simulates; the steady state is "
+                       "hl_serve_steady_run");
     if (cc.disagg) {
         /* Pools described by the same cluster share it (unless kv_link =
          * scaleout says they are apart): they must fit in it side by side.
@@ -818,6 +803,10 @@ out:
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err)
 {
     memset(out, 0, sizeof *out);
+    out->kv_transfer_s = NAN; /* set when disaggregated */
+    out->usd_per_hour = out->usd_per_mtok_in = out->usd_per_mtok_out = out->usd_per_mtok = NAN;
+    out->joules_per_token = out->joules_per_token_in = out->joules_per_token_out = NAN;
+    out->power_w = out->peak_power_w = out->tokens_per_mw = NAN;
     owned o = {0};
     hl_status rc = run(cfg, out, &o, err);
     owned_free(&o);

@@ -12,8 +12,10 @@ typedef struct hl_rng {
 void hl_rng_seed(hl_rng *r, uint64_t seed);
 double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
 
-/* Checks every field of cfg (workload, scheduler, SLO), naming the field. */
-hl_status hl_serve_check_cfg(const hl_serve_cfg *cfg, hl_err *err);
+/* hl_serve_check, then *out = cfg with the defaults that depend on other
+ * fields resolved: a concrete arrival, the request count, concrete length
+ * kinds and bounds (core/src/serve_fields.c). */
+hl_status hl_serve_resolve(const hl_serve_cfg *cfg, hl_serve_cfg *out, hl_err *err);
 
 /* KV blocks of the instance (cfg->kv_blocks, or from HBM). */
 struct hl_stepper;
@@ -22,10 +24,7 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *s
 /* Mean of a length distribution (the trace's mean for "trace"; `which` 0 input, 1 output). */
 double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
 
-/* Checks the workload fields of cfg (rate, lengths, trace), naming the field. */
-hl_status hl_serve_check_workload(const hl_serve_cfg *cfg, hl_err *err);
-
-/* The requests of an open-loop workload (poisson, constant, trace) or the
+/* The requests (cfg resolved by hl_serve_resolve) of an open-loop workload (poisson, constant, trace) or the
  * lengths of a closed loop (concurrency: arrival_s unset), in arrival order.
  * *out is malloc'd, *n entries. */
 hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, int64_t *n, hl_err *err);

@@ -102,6 +102,8 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
     r->slo_attainment = n > 0 ? good / (double)n : 0;
     r->goodput_rps = good / T;
     r->goodput_tps_per_gpu = good_tok / T / G;
+    if (isinf(cfg->slo_ttft_s) && isinf(cfg->slo_tpot_s)) /* no SLO: no attainment, not a silent 100% */
+        r->slo_attainment = r->goodput_rps = r->goodput_tps_per_gpu = NAN;
     int64_t k;
     for (int w = 0; w < 4; w++) {
         k = 0;

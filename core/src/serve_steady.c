@@ -26,12 +26,14 @@ static hl_status iter_time(hl_stepper *st, double decodes, const double ctx[2], 
     return hl_stepper_time(st, &it, t, err);
 }
 
-hl_status hl_serve_steady_run(const hl_serve_cfg *c, hl_serve_steady *out, hl_err *err)
+hl_status hl_serve_steady_run(const hl_serve_cfg *c0, hl_serve_steady *out, hl_err *err)
 {
     memset(out, 0, sizeof *out);
-    hl_status rc = hl_serve_check_cfg(c, err);
+    hl_serve_cfg cc;
+    hl_status rc = hl_serve_resolve(c0, &cc, err);
     if (rc)
         return rc;
+    const hl_serve_cfg *c = &cc;
     if (c->arrival == HL_ARRIVAL_TRACE)
         return hl_fail(err, HL_EINVAL,
                        "field 'mode': the analytical mode takes a rate or a concurrency, not a trace "
@@ -105,5 +107,6 @@ hl_status hl_serve_steady_run(const hl_serve_cfg *c, hl_serve_steady *out, hl_er
     out->output_tps_per_gpu = out->output_tps / gpus;
     out->iterations = k + 1;
     out->stable = k < 500 && D + P <= B && D <= (double)c->max_seqs && out->kv_util <= 1 && isfinite(T);
+    out->meets_slo = out->stable && out->ttft_s <= c->slo_ttft_s && out->tpot_s <= c->slo_tpot_s;
     return HL_OK;
 }

@@ -38,66 +38,6 @@ double hl_rng_uniform(hl_rng *r)
     return ((double)(out >> 11) + 0.5) * 0x1.0p-53; /* 53 random bits, never 0 or 1 */
 }
 
-static hl_status check_dist(const hl_len_dist *d, const char *name, int trace, hl_err *err)
-{
-    switch (d->kind) {
-    case HL_LEN_FIXED:
-        if (!(d->mean >= 1 && d->mean <= 1e8 && d->mean == floor(d->mean)))
-            return hl_fail(err, HL_EINVAL, "field '%s': %g is not a whole number of tokens in 1..1e8", name, d->mean);
-        return HL_OK;
-    case HL_LEN_UNIFORM:
-    case HL_LEN_NORMAL:
-        if (!(d->lo >= 1 && d->hi >= d->lo && d->hi <= 1e8))
-            return hl_fail(err, HL_EINVAL, "field '%s': bounds min %g, max %g must satisfy 1 <= min <= max <= 1e8",
-                           name, d->lo, d->hi);
-        if (d->kind == HL_LEN_NORMAL && !(d->mean >= 1 && d->mean <= 1e8 && d->std >= 0 && d->std <= 1e8))
-            return hl_fail(err, HL_EINVAL, "field '%s': normal needs mean in 1..1e8 and std >= 0 (got %g, %g)", name,
-                           d->mean, d->std);
-        return HL_OK;
-    case HL_LEN_TRACE:
-        if (!trace)
-            return hl_fail(err, HL_EINVAL, "field '%s': lengths \"trace\" need a trace", name);
-        return HL_OK;
-    default:
-        return hl_fail(err, HL_EINVAL, "field '%s': distribution %d is not one of fixed, uniform, normal, trace", name,
-                       (int)d->kind);
-    }
-}
-
-hl_status hl_serve_check_workload(const hl_serve_cfg *c, hl_err *err)
-{
-    int trace = c->arrival == HL_ARRIVAL_TRACE;
-    if ((unsigned)c->arrival > HL_ARRIVAL_TRACE)
-        return hl_fail(err, HL_EINVAL, "field 'arrival': %d is not one of poisson, constant, concurrency, trace",
-                       (int)c->arrival);
-    if ((c->arrival == HL_ARRIVAL_POISSON || c->arrival == HL_ARRIVAL_CONSTANT) && !(c->rate > 0 && c->rate <= 1e9))
-        return hl_fail(err, HL_EINVAL, "field 'rate': %g requests/s is not allowed (must be > 0 and <= 1e9)", c->rate);
-    if (c->arrival == HL_ARRIVAL_CONCURRENCY && !(c->concurrency >= 1 && c->concurrency <= 10000000))
-        return hl_fail(err, HL_EINVAL, "field 'concurrency': %lld is not allowed (1..1e7)", (long long)c->concurrency);
-    if (trace && (!c->trace || c->n_trace < 1))
-        return hl_fail(err, HL_EINVAL, "field 'trace': the trace is empty (no requests)");
-    if (!trace && !(c->requests >= 1 && c->requests <= 100000000))
-        return hl_fail(err, HL_EINVAL, "field 'requests': %lld is not allowed (1..1e8)", (long long)c->requests);
-    if (trace && !(c->requests >= 0))
-        return hl_fail(err, HL_EINVAL, "field 'requests': %lld is negative", (long long)c->requests);
-    hl_status st = check_dist(&c->input, "input", trace, err);
-    if (!st)
-        st = check_dist(&c->output, "output", trace, err);
-    if (st)
-        return st;
-    if (trace)
-        for (int64_t i = 0; i < c->n_trace; i++) {
-            const hl_trace_req *q = &c->trace[i];
-            if (!(q->arrival_s >= 0 && q->arrival_s < 1e12) || !(q->input >= 1 && q->input <= 1e8) ||
-                !(q->output >= 1 && q->output <= 1e8) || q->input != floor(q->input) || q->output != floor(q->output))
-                return hl_fail(err, HL_EINVAL,
-                               "field 'trace': request %lld has arrival_s %g, input %g, output %g (need arrival >= 0, "
-                               "whole lengths >= 1)",
-                               (long long)i + 1, q->arrival_s, q->input, q->output);
-        }
-    return HL_OK;
-}
-
 /* One draw of a length (the trace value when kind is trace). */
 static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
 {

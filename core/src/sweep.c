@@ -242,30 +242,21 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
     return HL_OK;
 }
 
-/* batch = "max" and parallel = "auto" of one point, as hl.simulate resolves them:
- * the best mapping of the search (at its largest batch when both), or the largest
- * batch that fits under the job's mapping. */
+/* batch = "max" and parallel = "auto" of one point, through hl.simulate's
+ * resolver (hl_job_resolve): the same batch, mapping and limits. */
 static hl_status resolve_searches(const hl_sweep_in *in, int flags, hl_job *job, hl_err *err)
 {
-    if (flags & POINT_AUTO) {
-        hl_plan_in pin;
-        memset(&pin, 0, sizeof pin);
-        pin.job = *job;
-        pin.objective = in->objective;
-        pin.max_tpot = in->max_tpot;
-        pin.max_ttft = in->max_ttft;
-        pin.max_batch = (flags & POINT_BATCH_MAX) != 0;
-        hl_candidate best;
-        int32_t n = 0;
-        hl_status st = hl_plan_search(&pin, &best, 1, &n, err);
-        if (st)
-            return st;
-        hl_candidate_apply(&best, job);
+    if (!(flags & (POINT_AUTO | POINT_BATCH_MAX)))
         return HL_OK;
-    }
-    if (flags & POINT_BATCH_MAX)
-        return hl_sim_max_batch(job, &job->batch, err);
-    return HL_OK;
+    hl_plan_in pin;
+    memset(&pin, 0, sizeof pin);
+    pin.job = *job;
+    pin.objective = in->objective;
+    pin.max_tpot = in->max_tpot;
+    pin.max_ttft = in->max_ttft;
+    pin.max_batch = (flags & POINT_BATCH_MAX) != 0;
+    pin.auto_plan = (flags & POINT_AUTO) != 0;
+    return hl_job_resolve(&pin, job, NULL, 0, NULL, err);
 }
 
 hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)

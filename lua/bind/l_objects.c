@@ -402,11 +402,11 @@ static int l_models(lua_State *L) { return list_presets(L, HL_PRESET_MODEL); }
  * for help text; kind is gpu, cluster, model, job or plan (the search options). */
 static int l_fields(lua_State *L)
 {
-    static const char *const kinds[] = {"gpu", "cluster", "model", "job", "plan", NULL};
-    const hl_field_set *(*const sets[])(void) = {hl_gpu_fields, hl_cluster_fields, hl_model_fields, hl_job_fields,
-                                                 hl_plan_fields};
+    static const char *const kinds[] = {"gpu", "cluster", "model", "job", "plan", "serve", NULL};
+    const hl_field_set *(*const sets[])(void) = {hl_gpu_fields, hl_cluster_fields, hl_model_fields,
+                                                 hl_job_fields, hl_plan_fields,    hl_serve_fields};
     const hl_field_set *set = sets[luaL_checkoption(L, 1, NULL, kinds)]();
-    static const char *const tnames[] = {"number", "integer", "boolean", "string", "enum"};
+    static const char *const tnames[] = {"number", "integer", "boolean", "string", "enum", "table"};
     lua_createtable(L, set->count, 0);
     for (int32_t i = 0; i < set->count; i++) {
         const hl_field *f = &set->fields[i];
@@ -427,9 +427,12 @@ static int l_fields(lua_State *L)
             lua_pushstring(L, f->path);
             lua_setfield(L, -2, "path");
         }
-        if (set == hl_job_fields()) { /* only the job's table carries defaults */
+        /* the job's and serve's tables carry defaults */
+        if ((set == hl_job_fields() || set == hl_serve_fields()) && f->type != HL_FIELD_TABLE &&
+            f->type != HL_FIELD_STRING) {
             if (f->type == HL_FIELD_ENUM || f->type == HL_FIELD_BOOL) {
-                hl_job probe;
+                hl_serve_cfg probe; /* large enough for either struct's int32 at f->offset */
+                _Static_assert(sizeof(hl_serve_cfg) >= sizeof(hl_job), "probe holds a job");
                 memset(&probe, 0, sizeof probe);
                 *(int32_t *)((char *)&probe + f->offset) = (int32_t)f->def;
                 if (f->type == HL_FIELD_ENUM)

@@ -1,7 +1,8 @@
-/* Binding of the serving model: core.serve(job_fields, serve_fields) -> result
- * table. The Lua library (hbdlab/serve.lua) checks field names, converts
- * friendly units and reads trace files; this file maps fields onto
- * hl_serve_cfg and the result onto tables (names: docs/LUA_API.md). */
+/* Binding of the serving model: core.serve{fields} -> result table. Reading
+ * the table and building the result are loops over the core's serve field and
+ * result tables (core/src/serve_fields.c); every check is the core's
+ * (hl_serve_check). Here: the table's shape (groups, the disagg pools over the
+ * top level's instance fields, "_ms" aliases) and the memory budget. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,140 +27,355 @@ static int owned_gc(lua_State *L)
     return 0;
 }
 
-static const char *const arrivals[] = {"poisson", "constant", "concurrency", "trace", NULL};
-static const char *const dists[] = {"fixed", "uniform", "normal", "trace", NULL};
-static const char *const kv_links[] = {"auto", "scaleup", "scaleout", NULL};
+/* ---- reading a configuration: one loop over the serve field table ---------------- */
 
-/* A length field: a number (fixed), "trace", or {dist =, mean =, std =, min =, max =}. */
-static void len_field(lua_State *L, int idx, const char *name, hl_len_dist *d)
+/* Whether k is a key of an hl.simulate table (the instance): a job field or its
+ * group ("parallel", "overlap"), a search option, model or cluster. */
+static int is_job_key(const char *k)
 {
-    int t = lua_getfield(L, idx, name);
-    if (t == LUA_TNUMBER) {
-        d->kind = HL_LEN_FIXED;
-        d->mean = lua_tonumber(L, -1);
-    } else if (t == LUA_TSTRING) {
-        if (strcmp(lua_tostring(L, -1), "trace") != 0)
-            luaL_error(L, "field '%s': '%s' is not a number, \"trace\" or {dist = ...}", name, lua_tostring(L, -1));
-        d->kind = HL_LEN_TRACE;
-    } else if (t == LUA_TTABLE) {
-        int ti = lua_gettop(L);
-        lua_getfield(L, ti, "dist");
-        d->kind = luaL_checkoption(L, -1, "fixed", dists);
-        lua_pop(L, 1);
-        d->mean = hl_opt_number_field(L, ti, "mean", d->mean);
-        d->std = hl_opt_number_field(L, ti, "std", 0);
-        d->lo = hl_opt_number_field(L, ti, "min", 1);
-        d->hi = hl_opt_number_field(L, ti, "max", d->kind == HL_LEN_UNIFORM ? d->mean : 1e8);
-    } else if (t != LUA_TNIL) {
-        luaL_error(L, "field '%s': expected a number, \"trace\" or {dist = ...}, got %s", name, luaL_typename(L, -1));
+    const hl_field_set *js = hl_job_fields();
+    if (hl_field_find(js, k) || hl_field_find(hl_plan_fields(), k) || !strcmp(k, "model") || !strcmp(k, "cluster") ||
+        !strcmp(k, "parallel"))
+        return 1;
+    size_t n = strlen(k);
+    for (int32_t i = 0; i < js->count; i++)
+        if (js->fields[i].path && strncmp(js->fields[i].path, k, n) == 0 && js->fields[i].path[n] == '.')
+            return 1;
+    return 0;
+}
+
+/* The top-level keys of hl.serve: each row's name, and each group of paths ("input", "slo", "disagg"). */
+static int is_serve_key(const char *k)
+{
+    const hl_field_set *ss = hl_serve_fields();
+    size_t n = strlen(k);
+    for (int32_t i = 0; i < ss->count; i++) {
+        const hl_field *f = &ss->fields[i];
+        if (strcmp(f->name, k) == 0 || (f->path && strncmp(f->path, k, n) == 0 && f->path[n] == '.'))
+            return 1;
     }
+    return 0;
+}
+
+/* Raises "serve: unknown field 'k' (did you mean 'x'?)": serve's own names first, then the instance's. */
+static void unknown_key(lua_State *L, const char *where, const char *k, int serve_too)
+{
+    const hl_field_set *ss = hl_serve_fields(), *js = hl_job_fields();
+    const char *names[256];
+    int n = 0;
+    for (int32_t i = 0; serve_too && i < ss->count && n < 120; i++) {
+        const char *p = ss->fields[i].path;
+        names[n++] = p && strncmp(p, "disagg.", 7) != 0 ? p : ss->fields[i].name;
+    }
+    static const char *const groups[] = {"input", "output", "slo", "disagg"};
+    for (int i = 0; serve_too && i < 4; i++)
+        names[n++] = groups[i];
+    names[n] = NULL;
+    const char *near = hl_nearest_name(k, names);
+    if (!near) {
+        n = 0;
+        for (int32_t i = 0; i < js->count && n < 250; i++)
+            names[n++] = js->fields[i].name;
+        names[n] = NULL;
+        near = hl_nearest_name(k, names);
+    }
+    if (near)
+        luaL_error(L, "%s: unknown field '%s' (did you mean '%s'?; hl.help \"serve\" lists them)", where, k, near);
+    luaL_error(L,
+               "%s: unknown field '%s' (hl.help \"serve\" lists the serve fields, hl.help \"simulate\" the "
+               "instance's)",
+               where, k);
+}
+
+/* Sets serve field `name` (a row's name or path) from the Lua value at the top of the stack. */
+static void set_serve_value(lua_State *L, hl_serve_cfg *c, const char *name)
+{
+    const hl_field *f = hl_serve_field(name);
+    int t = lua_type(L, -1);
+    hl_err err;
+    hl_status st = HL_OK;
+    if (f && f->type == HL_FIELD_BOOL && t != LUA_TBOOLEAN) /* 0 and "no" are true in Lua: no guessing */
+        luaL_error(L, "serve field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
+    if ((!f || f->type != HL_FIELD_BOOL) && t == LUA_TBOOLEAN)
+        luaL_error(L, "serve field '%s': expected a %s, got %s", name,
+                   f && (f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING) ? "string" : "number",
+                   lua_toboolean(L, -1) ? "true" : "false");
+    if (f && f->type == HL_FIELD_ENUM && t != LUA_TSTRING)
+        luaL_error(L, "serve field '%s': expected one of %s, got %s", name, f->enum_names, luaL_typename(L, -1));
+    if (t == LUA_TNUMBER)
+        st = hl_serve_set_number(c, name, lua_tonumber(L, -1), &err);
+    else if (t == LUA_TBOOLEAN)
+        st = hl_serve_set_number(c, name, lua_toboolean(L, -1), &err);
+    else if (t == LUA_TSTRING) {
+        size_t len;
+        const char *v = lua_tolstring(L, -1, &len);
+        if (strlen(v) != len) /* "poisson\0junk" must not read as poisson */
+            luaL_error(L, "serve field '%s': the string holds a NUL byte", name);
+        st = hl_serve_set_string(c, name, v, &err);
+    } else
+        luaL_error(L, "serve field '%s': expected a %s, got %s", name,
+                   !f || f->type == HL_FIELD_DOUBLE || f->type == HL_FIELD_INT64 ? "number" : "string",
+                   luaL_typename(L, -1));
+    if (st)
+        hl_raise(L, &err);
+}
+
+/* Sets group g's fields ("input", "output", "slo") from the table at the top of the stack. The
+ * table is the whole group: its fields start unset. "_ms" keys are friendly aliases of "_s" ones. */
+static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
+{
+    int t = lua_gettop(L);
+    hl_serve_clear_group(c, g);
+    lua_pushnil(L);
+    while (lua_next(L, t)) { /* [.. group key value] */
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "serve field '%s': keys must be names (got a %s key)", g, luaL_typename(L, -2));
+        const char *k = lua_tostring(L, -2);
+        char path[96], alias[96];
+        snprintf(path, sizeof path, "%s.%s", g, k);
+        size_t kl = strlen(k);
+        const hl_field *f = hl_serve_field(path);
+        if (!f && kl > 3 && strcmp(k + kl - 3, "_ms") == 0) { /* ttft_ms -> ttft_s x 1e-3 */
+            snprintf(alias, sizeof alias, "%s.%.*s_s", g, (int)(kl - 3), k);
+            const hl_field *a = hl_serve_field(alias);
+            if (a && strcmp(a->unit, "s") == 0 && lua_type(L, -1) == LUA_TNUMBER) {
+                lua_getfield(L, t, alias + strlen(g) + 1);
+                if (!lua_isnil(L, -1))
+                    luaL_error(L, "serve field '%s': %s and %s give the same limit twice (in s and in ms)", g,
+                               alias + strlen(g) + 1, k);
+                lua_pop(L, 1);
+                lua_pushnumber(L, lua_tonumber(L, -1) * 1e-3);
+                set_serve_value(L, c, alias);
+                lua_pop(L, 2);
+                continue;
+            }
+        }
+        if (!f || f->path == NULL || strncmp(f->path, g, strlen(g)) != 0) {
+            const hl_field_set *ss = hl_serve_fields();
+            const char *members[40];
+            int n = 0;
+            char list[400] = "";
+            size_t gl = strlen(g);
+            for (int32_t i = 0; i < ss->count && n < 39; i++) {
+                const char *p = ss->fields[i].path;
+                if (p && strncmp(p, g, gl) == 0 && p[gl] == '.') {
+                    members[n++] = p + gl + 1;
+                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n > 1 ? ", " : "", p + gl + 1);
+                }
+            }
+            members[n] = NULL;
+            const char *near = hl_nearest_name(k, members);
+            if (near)
+                luaL_error(L, "serve field '%s': unknown key '%s' (did you mean '%s'?; allowed: %s)", g, k, near, list);
+            luaL_error(L, "serve field '%s': unknown key '%s' (allowed: %s)", g, k, list);
+        }
+        set_serve_value(L, c, path);
+        lua_pop(L, 1);
+    }
+}
+
+/* The instance fields of a disaggregated pool: a copy of the top level's (at jt) with the
+ * pool's table (at the top of the stack) over them; leaves the merged table on the stack. */
+static void pool_table(lua_State *L, int jt, const char *which)
+{
+    int p = lua_gettop(L);
+    lua_newtable(L);
+    int m = lua_gettop(L);
+    for (lua_pushnil(L); lua_next(L, jt); lua_pop(L, 1)) {
+        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, m);
+    }
+    for (lua_pushnil(L); lua_next(L, p); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "serve field 'disagg.%s': keys must be names", which);
+        const char *k = lua_tostring(L, -2);
+        if (!is_job_key(k)) {
+            if (is_serve_key(k))
+                luaL_error(L,
+                           "serve field 'disagg.%s': '%s' is a serve field, not an instance field (give it at "
+                           "the top level)",
+                           which, k);
+            char where[64];
+            snprintf(where, sizeof where, "serve field 'disagg.%s'", which);
+            unknown_key(L, where, k, 0);
+        }
+        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, m);
+    }
+}
+
+/* hl_check_job on the table at the top of the stack, for serving: an explicit mapping and no
+ * search option. `pool` prefixes messages. Pops the table. */
+static hl_job instance(lua_State *L, const char *pool)
+{
+    hl_plan_in pin;
+    int batch_max, auto_plan;
+    hl_check_job(L, -1, &pin, &batch_max, &auto_plan);
+    if (batch_max || auto_plan)
+        luaL_error(L,
+                   "%sserve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
+                   "scheduler (max_seqs)",
+                   pool);
+    hl_err err;
+    if (hl_serve_check_plan(&pin, pool, &err) || hl_serve_check_instance(&pin.job, pool, &err))
+        hl_raise(L, &err);
     lua_pop(L, 1);
+    return pin.job;
 }
 
-static int64_t count_field(lua_State *L, int idx, const char *name, int64_t def)
+/* Reads an hl.serve table (at idx) into *c: each key a serve field (a row's name or a group),
+ * else an instance field (hl.simulate's, read by hl_check_job); a trace file is read and owned
+ * by o. Raises naming the field on bad input; the checks across fields are hl_serve_check's. */
+static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
 {
-    double v = hl_opt_number_field(L, idx, name, (double)def);
-    if (!(v == floor(v)))
-        luaL_error(L, "field '%s': %f is not a whole number", name, v);
-    if (!(fabs(v) <= 1e15)) /* 2^63 is whole: it was called "not a whole number" */
-        luaL_error(L, "field '%s': %f is out of range (a whole number up to 1e15)", name, v);
-    return (int64_t)v;
+    idx = lua_absindex(L, idx);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_newtable(L);
+    int jt = lua_gettop(L);
+    for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "serve: field names must be strings (got a %s key)", luaL_typename(L, -2));
+        const char *k = lua_tostring(L, -2);
+        if (is_serve_key(k))
+            continue;
+        if (!is_job_key(k))
+            unknown_key(L, "serve", k, 1);
+        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, jt);
+    }
+    lua_pushvalue(L, jt);
+    hl_job job = instance(L, "");
+    hl_serve_init(c, &job);
+    for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+        const char *k = lua_tostring(L, -2);
+        if (!is_serve_key(k))
+            continue;
+        int t = lua_type(L, -1);
+        if (strcmp(k, "disagg") == 0) {
+            if (t != LUA_TTABLE)
+                luaL_error(L, "serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}, got %s",
+                           luaL_typename(L, -1));
+            int d = lua_gettop(L);
+            for (lua_pushnil(L); lua_next(L, d); lua_pop(L, 1)) {
+                const char *dk = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+                if (strcmp(dk, "prefill") && strcmp(dk, "decode") && strcmp(dk, "kv_link"))
+                    luaL_error(L, "serve field 'disagg': unknown key '%s' (allowed: prefill, decode, kv_link)", dk);
+            }
+            for (int w = 0; w < 2; w++) {
+                const char *which = w ? "decode" : "prefill";
+                if (lua_getfield(L, d, which) != LUA_TTABLE)
+                    luaL_error(L,
+                               "serve field 'disagg.%s': expected a table of instance fields (parallel = {tp =, "
+                               "gpus =}, ...), got %s",
+                               which, luaL_typename(L, -1));
+                pool_table(L, jt, which); /* [.. pool merged] */
+                char pre[40];
+                snprintf(pre, sizeof pre, "disagg.%s: ", which);
+                hl_job pj = instance(L, pre);
+                lua_pop(L, 1);
+                if (w)
+                    c->decode_job = pj;
+                else
+                    c->job = pj;
+            }
+            c->disagg = 1;
+            if (lua_getfield(L, d, "kv_link") != LUA_TNIL)
+                set_serve_value(L, c, "disagg.kv_link");
+            lua_pop(L, 1);
+        } else if (t == LUA_TTABLE && (strcmp(k, "input") == 0 || strcmp(k, "output") == 0 || !strcmp(k, "slo"))) {
+            set_group(L, c, k);
+        } else if (t == LUA_TTABLE) {
+            luaL_error(L, "serve field '%s': expected a %s, got a table", k,
+                       hl_serve_field(k) && hl_serve_field(k)->type == HL_FIELD_STRING ? "string" : "number");
+        } else if (strcmp(k, "slo") == 0) {
+            luaL_error(L, "serve field 'slo': expected {ttft_s =, tpot_s =} (or ttft_ms, tpot_ms), got %s",
+                       luaL_typename(L, -1));
+        } else {
+            set_serve_value(L, c, k);
+        }
+    }
+    lua_pop(L, 1); /* jt */
+    hl_err err;
+    if (hl_serve_load_trace(c, &o->trace, &err))
+        hl_raise(L, &err);
 }
 
-/* A boolean field: nil keeps def; anything but true/false raises (0 and "no" are true in Lua,
- * so chunked_prefill = 0 used to leave chunking on). */
-static int bool_field(lua_State *L, int idx, const char *name, int def)
+/* ---- results: loops over the serve result tables ---------------------------------- */
+
+/* t[path] = the value of row f of rec, nesting at dots ("ttft_s.p99"); NaN and "" are nil. */
+static void push_row(lua_State *L, const hl_result_field *f, const void *rec)
 {
-    int t = lua_getfield(L, idx, name);
-    int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
-    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
-        luaL_error(L, "field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return v;
+    double v = hl_serve_record_value(f, rec);
+    const char *name = f->name, *dot;
+    int depth = 0;
+    while ((dot = strchr(name, '.')) != NULL) { /* [.. t] -> [.. t sub] */
+        lua_pushlstring(L, name, (size_t)(dot - name));
+        if (lua_rawget(L, -2) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+            lua_pushlstring(L, name, (size_t)(dot - name));
+            lua_pushvalue(L, -2);
+            lua_rawset(L, -4);
+        }
+        name = dot + 1;
+        depth++;
+    }
+    switch (f->type) {
+    case HL_VALUE_INTEGER:
+    case HL_VALUE_INT32: lua_pushinteger(L, (lua_Integer)v); break;
+    case HL_VALUE_BOOL: lua_pushboolean(L, v != 0); break;
+    case HL_VALUE_NAME: {
+        const char *p = f->names;
+        for (int k = 0; k < (int)v && p; k++)
+            p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL;
+        size_t len = p ? strcspn(p, "|") : 0;
+        if (len)
+            lua_pushlstring(L, p, len);
+        else
+            lua_pushnil(L);
+        break;
+    }
+    default:
+        if (isnan(v))
+            lua_pushnil(L);
+        else
+            lua_pushnumber(L, v);
+    }
+    lua_setfield(L, -2, name);
+    lua_pop(L, depth);
 }
 
-static void push_stats(lua_State *L, const char *name, const hl_stats *s)
+/* A table of every row of a record kind. */
+static void push_record(lua_State *L, int32_t kind, const void *rec)
 {
-    lua_createtable(L, 0, 6);
-    hl_set_num(L, "mean", s->mean);
-    hl_set_num(L, "p50", s->p50);
-    hl_set_num(L, "p90", s->p90);
-    hl_set_num(L, "p99", s->p99);
-    hl_set_num(L, "max", s->max);
-    hl_set_num(L, "n", (double)s->n);
-    lua_setfield(L, -2, name); /* [result] */
+    int32_t n = hl_serve_result_field_count(kind);
+    lua_createtable(L, 0, n);
+    for (int32_t i = 0; i < n; i++)
+        push_row(L, hl_serve_result_field_at(kind, i), rec);
 }
 
 static void push_result(lua_State *L, const hl_serve_result *r)
 {
-    lua_createtable(L, 0, 40);
-    const struct {
-        const char *k;
-        double v;
-    } f[] = {{"requests", (double)r->requests},
-             {"steps", (double)r->steps},
-             {"preemptions", (double)r->preemptions},
-             {"gpus", (double)r->gpus},
-             {"duration_s", r->duration_s},
-             {"rps", r->rps},
-             {"input_tps", r->input_tps},
-             {"output_tps", r->output_tps},
-             {"input_tps_per_gpu", r->input_tps_per_gpu},
-             {"output_tps_per_gpu", r->output_tps_per_gpu},
-             {"slo_attainment", r->slo_attainment},
-             {"goodput_rps", r->goodput_rps},
-             {"goodput_tps_per_gpu", r->goodput_tps_per_gpu},
-             {"mean_in_system", r->mean_in_system},
-             {"mean_running", r->mean_running},
-             {"mean_waiting", r->mean_waiting},
-             {"mean_step_tokens", r->mean_step_tokens},
-             {"kv_blocks_total", r->kv_blocks_total},
-             {"kv_block_tokens", r->kv_block_tokens},
-             {"kv_util_mean", r->kv_util_mean},
-             {"kv_util_max", r->kv_util_max},
-             {"saturated_output_tps", r->saturated_output_tps}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        hl_set_num(L, f[i].k, f[i].v);
-    if (r->kv_link) {
-        hl_set_num(L, "kv_transfer_s", r->kv_transfer_s);
-        lua_pushstring(L, kv_links[r->kv_link]);
-        lua_setfield(L, -2, "kv_link");
-    }
-    push_stats(L, "ttft_s", &r->ttft_s);
-    push_stats(L, "tpot_s", &r->tpot_s);
-    push_stats(L, "itl_s", &r->itl_s);
-    push_stats(L, "e2e_s", &r->e2e_s);
-    push_stats(L, "queue_s", &r->queue_s);
-    const char *cols[] = {"t_s", "kv_util", "running", "waiting"};
-    lua_createtable(L, 0, 4); /* [result samples] columns of the KV-utilisation series */
-    for (int c = 0; c < 4; c++) {
+    push_record(L, HL_SERVE_REC_RESULT, r);
+    int32_t ns = hl_serve_result_field_count(HL_SERVE_REC_SAMPLE);
+    lua_createtable(L, 0, ns); /* [result series] one column per sample row */
+    for (int32_t c = 0; c < ns; c++) {
+        const hl_result_field *f = hl_serve_result_field_at(HL_SERVE_REC_SAMPLE, c);
         lua_createtable(L, (int)r->n_samples, 0);
         for (int64_t i = 0; i < r->n_samples; i++) {
-            const hl_serve_sample *s = &r->samples[i];
-            lua_pushnumber(L, c == 0 ? s->t_s : c == 1 ? s->kv_util : c == 2 ? s->running : s->waiting);
+            lua_pushnumber(L, hl_serve_record_value(f, &r->samples[i]));
             lua_rawseti(L, -2, i + 1);
         }
-        lua_setfield(L, -2, cols[c]);
+        lua_setfield(L, -2, f->name);
     }
     lua_setfield(L, -2, "kv_series");
     if (r->reqs) {
         lua_createtable(L, (int)r->requests, 0);
         for (int64_t i = 0; i < r->requests; i++) {
-            const hl_serve_req *q = &r->reqs[i];
-            lua_createtable(L, 0, 11);
-            hl_set_num(L, "arrival_s", q->arrival_s);
-            hl_set_num(L, "input", q->input);
-            hl_set_num(L, "output", q->output);
-            hl_set_num(L, "first_token_s", q->first_token_s);
-            hl_set_num(L, "finish_s", q->finish_s);
-            hl_set_num(L, "queue_s", q->queue_s);
-            hl_set_num(L, "ttft_s", q->ttft_s);
-            hl_set_num(L, "tpot_s", q->tpot_s);
-            hl_set_num(L, "e2e_s", q->e2e_s);
-            hl_set_num(L, "preemptions", q->preemptions);
-            hl_set_num(L, "kv_transfer_s", q->kv_transfer_s);
-            lua_pushboolean(L, q->good);
-            lua_setfield(L, -2, "good");
+            push_record(L, HL_SERVE_REC_REQUEST, &r->reqs[i]);
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "per_request");
@@ -167,82 +383,10 @@ static void push_result(lua_State *L, const hl_serve_result *r)
     if (r->steps_log) {
         lua_createtable(L, (int)r->n_steps_log, 0);
         for (int64_t i = 0; i < r->n_steps_log; i++) {
-            const hl_serve_step *s = &r->steps_log[i];
-            lua_createtable(L, 0, 8);
-            hl_set_num(L, "t_s", s->t_s);
-            hl_set_num(L, "dt_s", s->dt_s);
-            hl_set_num(L, "decodes", s->decodes);
-            hl_set_num(L, "chunks", s->chunks);
-            hl_set_num(L, "prefill_tokens", s->prefill_tokens);
-            hl_set_num(L, "first_req", s->first_req + 1); /* 1-based; 0 = none */
-            hl_set_num(L, "preempted", s->preempted);
-            hl_set_num(L, "kv_used", s->kv_used);
+            push_record(L, HL_SERVE_REC_STEP, &r->steps_log[i]);
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "step_log");
-    }
-}
-
-/* Reads core.serve's two tables (job fields at 1, serve fields at 2) into *c;
- * a parsed trace is owned by o. Raises on bad input. */
-static void read_cfg(lua_State *L, hl_serve_cfg *c, owned *o)
-{
-    luaL_checktype(L, 2, LUA_TTABLE);
-    hl_plan_in pin;
-    int batch_max, auto_plan;
-    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    if (batch_max || auto_plan)
-        luaL_error(L, "serve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
-                      "scheduler (max_seqs)");
-    hl_serve_init(c, &pin.job);
-    int S = 2;
-    lua_getfield(L, S, "arrival");
-    c->arrival = luaL_checkoption(L, -1, "poisson", arrivals);
-    lua_pop(L, 1);
-    c->rate = hl_opt_number_field(L, S, "rate", c->rate);
-    c->concurrency = count_field(L, S, "concurrency", c->concurrency);
-    c->requests = count_field(L, S, "requests", c->arrival == HL_ARRIVAL_TRACE ? 0 : c->requests);
-    c->seed = (uint64_t)count_field(L, S, "seed", (int64_t)c->seed);
-    if (c->arrival == HL_ARRIVAL_TRACE)
-        c->input.kind = c->output.kind = HL_LEN_TRACE;
-    len_field(L, S, "input", &c->input);
-    len_field(L, S, "output", &c->output);
-    if (lua_getfield(L, S, "trace_text") == LUA_TSTRING) {
-        size_t len;
-        const char *text = lua_tolstring(L, -1, &len);
-        const char *origin = hl_opt_string_field(L, S, "trace_origin");
-        hl_err err;
-        if (hl_serve_trace_parse(text, len, origin ? origin : "trace", &o->trace, &c->n_trace, &err))
-            hl_raise(L, &err);
-        c->trace = o->trace;
-    }
-    lua_pop(L, 1);
-    c->max_seqs = count_field(L, S, "max_seqs", c->max_seqs);
-    c->token_budget = count_field(L, S, "token_budget", c->token_budget);
-    c->chunked_prefill = bool_field(L, S, "chunked_prefill", c->chunked_prefill);
-    c->chunk = count_field(L, S, "chunk", c->chunk);
-    c->block_tokens = count_field(L, S, "block_tokens", c->block_tokens);
-    c->kv_blocks = hl_opt_number_field(L, S, "kv_blocks", c->kv_blocks);
-    c->slo_ttft_s = hl_opt_number_field(L, S, "slo_ttft_s", c->slo_ttft_s);
-    c->slo_tpot_s = hl_opt_number_field(L, S, "slo_tpot_s", c->slo_tpot_s);
-    int64_t samples = count_field(L, S, "max_samples", c->max_samples);
-    if (!(samples >= 2 && samples <= 1000000))
-        luaL_error(L, "field 'max_samples': %I is not allowed (2..1e6)", (lua_Integer)samples);
-    c->max_samples = (int32_t)samples;
-    c->warmup = count_field(L, S, "warmup", 0);
-    c->reserve = bool_field(L, S, "reserve", 0);
-    c->keep_requests = bool_field(L, S, "keep_requests", 0);
-    c->keep_steps = bool_field(L, S, "keep_steps", 0);
-    if (lua_type(L, 3) == LUA_TTABLE) { /* disaggregated: the decode pool's instance */
-        hl_plan_in dpin;
-        hl_check_job(L, 3, &dpin, &batch_max, &auto_plan);
-        if (batch_max || auto_plan)
-            luaL_error(L, "serve: the decode pool needs an explicit mapping (parallel = {tp =, ...})");
-        c->disagg = 1;
-        c->decode_job = dpin.job;
-        lua_getfield(L, S, "kv_link");
-        c->kv_link = luaL_checkoption(L, -1, "auto", kv_links);
-        lua_pop(L, 1);
     }
 }
 
@@ -259,7 +403,9 @@ static double memory_budget(void)
  * per_request tables (about 640 B each in Lua), would exceed the budget. */
 static void check_memory(lua_State *L, const hl_serve_cfg *c)
 {
-    double n = c->arrival == HL_ARRIVAL_TRACE ? (double)c->n_trace : (double)c->requests;
+    int trace = c->trace != NULL && c->n_trace > 0;
+    double n = trace ? (double)(c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
+                     : (double)(c->requests > 0 ? c->requests : 1000);
     double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget();
     if (need > budget) {
         char msg[300];
@@ -279,14 +425,24 @@ static owned *push_owned(lua_State *L)
     return o;
 }
 
-/* core.serve(job_fields, serve_fields): fields as documented in hl.help "serve". */
+/* core.serve(fields): one hl.serve table (serve fields and the instance's, as documented in hl.help
+ * "serve") -> the result table, or the steady state with mode = "analytical". */
 static int l_serve(lua_State *L)
 {
     owned *o = push_owned(L);
     hl_serve_cfg c;
-    read_cfg(L, &c, o);
-    check_memory(L, &c);
+    read_cfg(L, 1, &c, o);
     hl_err err;
+    if (c.mode == HL_SERVE_ANALYTICAL) {
+        hl_serve_steady s;
+        if (hl_serve_steady_run(&c, &s, &err))
+            return hl_raise(L, &err);
+        push_record(L, HL_SERVE_REC_STEADY, &s);
+        return 1;
+    }
+    if (hl_serve_check(&c, &err)) /* before the memory estimate, which reads the resolved fields */
+        return hl_raise(L, &err);
+    check_memory(L, &c);
     if (hl_serve_run(&c, &o->res, &err))
         return hl_raise(L, &err);
     push_result(L, &o->res);
@@ -294,40 +450,32 @@ static int l_serve(lua_State *L)
     return 1;
 }
 
-/* core.serve_steady(job_fields, serve_fields): the analytical steady state. */
-static int l_serve_steady(lua_State *L)
+/* core.serve_fields(kind): the rows of the serve result tables ("result", "request", "step",
+ * "sample", "steady") as {name, type, unit, help, values}. The field table is core.fields("serve"). */
+static int l_serve_result_fields(lua_State *L)
 {
-    owned *o = push_owned(L);
-    hl_serve_cfg c;
-    read_cfg(L, &c, o);
-    hl_serve_steady s;
-    hl_err err;
-    if (hl_serve_steady_run(&c, &s, &err))
-        return hl_raise(L, &err);
-    lua_createtable(L, 0, 16);
-    const struct {
-        const char *k;
-        double v;
-    } f[] = {{"rate", s.rate},
-             {"iter_s", s.iter_s},
-             {"ttft_s", s.ttft_s},
-             {"tpot_s", s.tpot_s},
-             {"e2e_s", s.e2e_s},
-             {"running", s.running},
-             {"decodes", s.decodes},
-             {"prefill_tokens", s.prefill_tokens},
-             {"budget_util", s.budget_util},
-             {"kv_util", s.kv_util},
-             {"input_tps", s.input_tps},
-             {"output_tps", s.output_tps},
-             {"output_tps_per_gpu", s.output_tps_per_gpu},
-             {"iterations", s.iterations}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        hl_set_num(L, f[i].k, f[i].v);
-    lua_pushboolean(L, s.stable);
-    lua_setfield(L, -2, "stable");
-    lua_pushboolean(L, s.stable && s.ttft_s <= c.slo_ttft_s && s.tpot_s <= c.slo_tpot_s);
-    lua_setfield(L, -2, "meets_slo");
+    static const char *const kinds[] = {"result", "request", "step", "sample", "steady", NULL};
+    static const char *const types[] = {"number", "integer", "boolean", "name", "integer"};
+    int32_t kind = luaL_checkoption(L, 1, "result", kinds);
+    int32_t n = hl_serve_result_field_count(kind);
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        const hl_result_field *f = hl_serve_result_field_at(kind, i);
+        lua_createtable(L, 0, 5);
+        lua_pushstring(L, f->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, types[f->type]);
+        lua_setfield(L, -2, "type");
+        lua_pushstring(L, f->unit);
+        lua_setfield(L, -2, "unit");
+        lua_pushstring(L, f->help);
+        lua_setfield(L, -2, "help");
+        if (f->names) {
+            lua_pushstring(L, f->names);
+            lua_setfield(L, -2, "values");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
     return 1;
 }
 
@@ -337,6 +485,6 @@ void hl_bind_serve(lua_State *L)
     lua_pushcfunction(L, owned_gc);
     lua_setfield(L, -2, "__gc");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"serve", l_serve}, {"serve_steady", l_serve_steady}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"serve", l_serve}, {"serve_result_fields", l_serve_result_fields}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

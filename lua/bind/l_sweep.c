@@ -322,6 +322,28 @@ static int build_rows(lua_State *L)
     return 1;
 }
 
+/* A hash of a sweep's axes (names, kinds, values; objects by name) and zip: MPI ranks check
+ * they run the same sweep before gathering its points (hl_dist_agree). */
+static uint64_t axes_hash(const axes_mem *mem, int zip)
+{
+    uint64_t h = hl_dist_hash(HL_DIST_HASH_START, &zip, sizeof zip);
+    for (int32_t a = 0; a < mem->n; a++) {
+        const hl_axis *ax = &mem->axes[a];
+        h = hl_dist_hash(h, ax->name, strlen(ax->name) + 1);
+        h = hl_dist_hash(h, &ax->kind, sizeof ax->kind);
+        h = hl_dist_hash(h, &ax->n, sizeof ax->n);
+        for (int32_t i = 0; i < ax->n; i++) {
+            const char *name = ax->kind == HL_AXIS_STRING    ? ax->strings[i]
+                               : ax->kind == HL_AXIS_MODEL   ? ax->models[i].name
+                               : ax->kind == HL_AXIS_GPU     ? ax->gpus[i].name
+                               : ax->kind == HL_AXIS_CLUSTER ? ax->clusters[i].name
+                                                             : NULL;
+            h = name ? hl_dist_hash(h, name, strlen(name) + 1) : hl_dist_hash(h, &ax->numbers[i], sizeof(double));
+        }
+    }
+    return h;
+}
+
 static int l_sweep(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -377,6 +399,13 @@ static int l_sweep(lua_State *L)
                  (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
         return luaL_error(L, "%s", msg);
     }
+    /* MPI: every rank runs this same sweep, else they all stop here with one message */
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_SWEEP, n, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        free(ctx);
+        return luaL_error(L, "sweep: %s", agree_msg);
+    }
     /* this process's block of the points (all of them when alone); under MPI the
      * array holds every point so the blocks can be gathered in place */
     hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
@@ -400,14 +429,23 @@ static int l_sweep(lua_State *L)
     }
     ctx->points = mine;
     if (hl_bind_dist.mpi && hl_bind_dist.count > 1) {
-        if (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0) {
+        /* gathered only when every rank's block ran (an error or Ctrl-C on one rank alone must not
+         * leave the others in the gather) */
+        int agreed = hl_dist_agree(HL_DIST_GATHER, ctx->status == HL_OK ? 0 : 1, 0, agree_msg, sizeof agree_msg) == 0;
+        if (!agreed || (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0)) {
+            hl_status st = ctx->status;
+            hl_err own = ctx->err;
             free(ctx->points);
             free_axes(&mem);
             free(ctx);
-            return luaL_error(L, "sweep: gathering the points of the MPI ranks failed");
+            if (!agreed && st != HL_OK && st != HL_EINTR) /* this rank's own error says more */
+                return hl_raise(L, &own);
+            return luaL_error(L, "sweep: %s", agreed ? "gathering the points of the MPI ranks failed" : agree_msg);
         }
-        lo = 0;
-        hi = n;
+        if (ctx->status == HL_OK) { /* gathered: every rank holds every point; else (interrupted) its own block */
+            lo = 0;
+            hi = n;
+        }
     }
     int interrupted = cancel != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
@@ -455,6 +493,7 @@ typedef struct csv_out {
     int show, test_sig;
     int64_t test_after, done, shown_total;
     double t0, last;
+    char agree_msg[400]; /* MPI: why the ranks stopped (hl_dist_agree), "" otherwise */
 } csv_out;
 
 static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t points_done)
@@ -464,6 +503,12 @@ static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t point
     size_t n = (size_t)len;
     if (o->gather) {
         size_t all_len = 0;
+        /* every rank hands this block over, or none gathers: a rank stopped (Ctrl-C, an error) is
+         * met at its next agreement, not waited for in the gather (issue 22) */
+        if (hl_dist_agree(HL_DIST_CHUNK, hl_bind_interrupt != 0, 0, o->agree_msg, sizeof o->agree_msg) != 0) {
+            o->failed = 1;
+            return -1;
+        }
         if (hl_dist_allgather_text(text, n, &all, &all_len) != 0) {
             o->failed = 1;
             return -1;
@@ -546,6 +591,11 @@ static int l_sweep_to_csv(lua_State *L)
      * and rank 0 writes the gathered text, so the file is the single run's. */
     hl_dist d = hl_bind_dist;
     int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_STREAM, total, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        return luaL_error(L, "sweep_to_csv: %s", agree_msg);
+    }
     int64_t begin = 0, end = total;
     char shard_path[4200];
     const char *given = path;
@@ -636,13 +686,18 @@ static int l_sweep_to_csv(lua_State *L)
         bad |= ferror(f);
         bad |= fclose(f) != 0;
     }
+    if (f && out.agree_msg[0]) { /* the ranks stopped together: no file, the one message */
+        hl_files_discard(tmp);
+        return luaL_error(L, "sweep_to_csv: %s", out.agree_msg);
+    }
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
         int e = errno;
         hl_files_discard(tmp);
         return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
     }
     if (bad)
-        return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
+        return luaL_error(L, "sweep_to_csv: %s",
+                          out.agree_msg[0] ? out.agree_msg : "gathering the rows of the MPI ranks failed");
     if (gather) /* rows written by all ranks together */
         written = end - begin;
     if (terminated) {

@@ -27,11 +27,18 @@ end
 
 -- Converts a decoded JSON config into hl.simulate fields: presets by name,
 -- inline objects as tables (a cluster object may name its gpu preset).
+-- A disaggregated serve config's pools are instances too (hl.serve takes the same tables).
 local function to_simulate_fields(hl, cfg)
   local t = {}
   for k, v in pairs(cfg) do t[k] = v end
   if type(cfg.model) == "table" then t.model = hl.model(cfg.model) end
   if type(cfg.cluster) == "table" then t.cluster = hl.cluster(cfg.cluster) end
+  if type(cfg.disagg) == "table" then
+    local d = {}
+    for k, v in pairs(cfg.disagg) do d[k] = (k == "prefill" or k == "decode") and type(v) == "table" and #v == 0 and
+      to_simulate_fields(hl, v) or v end
+    t.disagg = d
+  end
   return t
 end
 

@@ -24,9 +24,18 @@ local topics = {
     "Prefill/decode disaggregation: every split of N GPUs into prefill and decode instances, each split's capacity; the best split.",
     'local r = hl.serve_pd_ratio { model = "llama-3.1-70b", cluster = c, gpus = 16, prefill = { parallel = { tp = 4 } },\n' ..
     '                              decode = { parallel = { tp = 4 } }, input = 2048, output = 256, slo = { ttft_s = 1, tpot_s = 0.03 } }' },
+  { "serve_sweep", "hl.serve_sweep{base = {<hl.serve fields>}, axes = {name = {values}}, zip} -> rows",
+    "A serving sweep: hl.serve at every combination of the axes. An axis is any serve field (rate, concurrency, max_seqs,\n" ..
+    "token_budget, chunk, block_tokens, input.mean, slo.ttft_s, ...) or any instance field (tp, precision, cluster, ...);\n" ..
+    "rows hold the axes and the result's fields flat (\"ttft_s.p99\"). mode = \"analytical\" in base: steady-state rows.",
+    'local rows = hl.serve_sweep { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1 }, output = 128 },\n' ..
+    '                              axes = { rate = { 5, 10, 20 }, max_seqs = { 64, 256 } } }\n' ..
+    'hl.rows.print(rows, { "rate", "max_seqs", "ttft_s.p99", "tpot_s.p99" })' },
   { "serve_capacity", "hl.serve_capacity{<hl.serve fields>, slo =, target = 0.9, tolerance = 0.02, "
-      .. "mode = \"simulate\" | \"analytical\"} -> {rate, result, probes}",
-    "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection; analytical mode: steady state within the SLO).",
+      .. "mode = \"simulate\" | \"analytical\", min_duration = 60, max_requests = 1e5} -> {rate, result, probes, lower_bound}",
+    "The highest Poisson arrival rate whose SLO attainment reaches `target` (bisection to tolerance >= 1e-3; analytical mode:\n" ..
+    "steady state within the SLO). Each simulated probe offers min_duration s of arrivals, at most max_requests requests;\n" ..
+    "when that stops the search, rate is a lower bound and lower_bound says why.",
     'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
     '                              input = 1024, output = 256, slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(c.rate, c.result.goodput_rps)' },
   { "frontier", "hl.frontier{model, systems, precision, input, output, slo, modes, ...} -> {points, pareto, best, ratios, launch}",
@@ -155,23 +164,29 @@ local function result_text()
   return table.concat(lines, "\n")
 end
 
+-- Serving's fields come from the core's serve field table and its result
+-- tables (core/src/serve_fields.c): nothing here repeats a field name.
 local function serve_text()
-  return [[
-  model, cluster, parallel (explicit), precision, overlap, ...   the instance, as hl.simulate
-  rate        requests/s (Poisson; arrival = "constant" for even gaps)
-  concurrency requests in flight (closed loop)      trace   CSV (arrival_s,input,output) or JSONL file
-  requests    how many (1000; a trace: all)         seed    RNG seed (1)
-  input, output  tokens: N | {dist = "uniform", min, max} | {dist = "normal", mean, std, min, max} | "trace"
-  max_seqs (256), token_budget (8192), chunked_prefill (true), chunk (budget), block_tokens (16), kv_blocks
-  slo         {ttft_s =, tpot_s =} or {ttft_ms =, tpot_ms =}, each > 0
-  reserve     true: admission reserves the whole sequence's KV (no preemption; TensorRT-LLM)
-  warmup      first N requests left out of the statistics
-  keep_requests / keep_steps   add per_request / step_log
-  mode        "simulate" (default) or "analytical" (steady state: iter_s, ttft_s, tpot_s, running, stable)
-  disagg      {prefill = {parallel = {tp =, gpus =}, ...}, decode = {...}, kv_link = "auto"|"scaleup"|"scaleout"}
-Result: requests, duration_s, rps, input_tps, output_tps, *_per_gpu, ttft_s/tpot_s/itl_s/e2e_s/queue_s
-  .{mean, p50, p90, p99, max}, slo_attainment, goodput_rps, goodput_tps_per_gpu, mean_in_system,
-  mean_running, mean_waiting, steps, preemptions, kv_util_mean, kv_util_max, kv_series]]
+  local lines = {
+    "  model, cluster, parallel (explicit), precision, overlap, ...   the instance: hl.simulate's fields (hl.help \"simulate\")",
+    "  Each field below by name (input_min = 100) or in its group (input = {dist = \"uniform\", min = 100, max = 900});",
+    "  input/output = N is a fixed length, \"trace\" the trace's; slo = {ttft_ms =, tpot_ms =} in ms too.",
+  }
+  for _, f in ipairs(core.fields("serve")) do
+    lines[#lines + 1] = field_line(f, f.path and (f.name .. ", " .. f.path) or f.name)
+  end
+  local function result_lines(kind, title)
+    lines[#lines + 1] = title
+    for _, f in ipairs(core.serve_result_fields(kind)) do
+      lines[#lines + 1] = string.format("  %-26s %-8s %-4s %s", f.name, f.type, f.unit ~= "" and f.unit or "-", f.help)
+    end
+  end
+  result_lines("result", "Result (r.ttft_s.p99, ...; kv_series columns t_s, kv_util, running, waiting):")
+  result_lines("request", "per_request rows (keep_requests = true):")
+  result_lines("step", "step_log rows (keep_steps = true):")
+  result_lines("steady", "mode = \"analytical\" result:")
+  lines[#lines + 1] = "Sweeps: hl.serve_sweep{base = {...}, axes = {rate = {...}, max_seqs = {...}, tp = {...}}} (hl.help \"serve_sweep\")"
+  return table.concat(lines, "\n")
 end
 
 local function fields_text(kind)

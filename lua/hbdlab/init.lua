@@ -27,6 +27,7 @@ hl.simulate = require("hbdlab.simulate").simulate
 hl.serve = lazy("hbdlab.serve", "serve")
 hl.serve_capacity = lazy("hbdlab.serve", "serve_capacity")
 hl.serve_pd_ratio = lazy("hbdlab.serve", "serve_pd_ratio")
+hl.serve_sweep = lazy("hbdlab.serve", "serve_sweep")
 hl.frontier = lazy("hbdlab.frontier", "frontier")
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"

@@ -1,69 +1,41 @@
 -- hl.serve: requests over time on one model instance, scheduled iteration by
--- iteration (continuous batching) in the C core; results print as a summary.
+-- iteration (continuous batching) in the C core; hl.serve_capacity and
+-- hl.serve_pd_ratio search over it; hl.serve_sweep runs it over axes. Every
+-- field, default and check is the core's (core/src/serve_fields.c); this file
+-- prints results and drives the searches.
 local core = require "hbdlab.core"
 
 local M = {}
 
--- Every other field describes the instance and goes to the job parser of
--- hl.simulate (core/src/job.c's field table), which rejects unknown names.
-local not_for_serve = { batch = "the batch comes from the scheduler (max_seqs, token_budget)",
-                        exact_steps = "iterations are always timed one by one" }
--- Fields of the workload and the scheduler (SI units; slo converted below).
-local serve_keys = {
-  arrival = true, rate = true, concurrency = true, requests = true, seed = true, input = true,
-  output = true, trace = true, max_seqs = true, token_budget = true, chunked_prefill = true,
-  chunk = true, block_tokens = true, kv_blocks = true, slo = true, keep_requests = true,
-  keep_steps = true, max_samples = true, mode = true, disagg = true, reserve = true, warmup = true,
-}
-local slo_keys = { ttft_s = 1, tpot_s = 1, ttft_ms = 1e-3, tpot_ms = 1e-3 }
+local function ms(s) return s and string.format("%.4g", s * 1e3) or "-" end
+local function pct(x) return string.format("%.1f%%", x * 100) end
 
--- Splits hl.serve fields into (job fields, serve fields for core.serve).
-function M.split(t, level)
-  level = (level or 1) + 1
-  local job, sv = {}, {}
-  for k, v in pairs(t) do
-    if serve_keys[k] then sv[k] = v
-    elseif not_for_serve[k] then error("hl.serve field '" .. k .. "': not a serve field (" .. not_for_serve[k] .. ")", level)
-    else job[k] = v end
+local per_request_mt = {}
+per_request_mt.__tostring = function(rows)
+  local lines = { string.format("%d requests (per_request):", #rows),
+                  "       #  arrival_s  input  output   queue_ms    ttft_ms    tpot_ms     e2e_ms  preempt  good" }
+  local n = #rows
+  local function line(i)
+    local q = rows[i]
+    lines[#lines + 1] = string.format("  %6d %10.4g %6d %7d %10s %10s %10s %10s %8d  %s", i, q.arrival_s, q.input,
+      q.output, ms(q.queue_s), ms(q.ttft_s), ms(q.tpot_s), ms(q.e2e_s), q.preemptions, tostring(q.good))
   end
-  if sv.slo ~= nil then
-    if type(sv.slo) ~= "table" then error("hl.serve field 'slo': expected {ttft_s =, tpot_s =}", level) end
-    for k, v in pairs(sv.slo) do
-      local scale = slo_keys[k]
-      if not scale then error("hl.serve field 'slo': unknown key '" .. tostring(k) .. "' (allowed: ttft_s, tpot_s, ttft_ms, tpot_ms)", level) end
-      if type(v) ~= "number" then error("hl.serve field 'slo." .. k .. "': expected a number, got " .. type(v), level) end
-      if not (v > 0) then
-        error(string.format("hl.serve field 'slo.%s': %g is not allowed (must be > 0; omit it for no limit)", k, v), level)
-      end
-      local key = k:match("^(%a+)_") == "ttft" and "slo_ttft_s" or "slo_tpot_s"
-      if sv[key] ~= nil then -- ttft_s and ttft_ms both given: which one was meant?
-        error("hl.serve field 'slo." .. k .. "': the " .. key:sub(5, 8) .. " limit is given twice (in s and in ms)", level)
-      end
-      sv[key] = v * scale
-    end
-    sv.slo = nil
-  end
-  if sv.trace ~= nil then
-    if type(sv.trace) ~= "string" then error("hl.serve field 'trace': expected a file name (CSV or JSONL)", level) end
-    -- a regular file within the input limit: a FIFO or /dev/zero must not hang or fill memory
-    local ok, text = pcall(core.read_file, sv.trace)
-    if not ok then error("hl.serve field 'trace': cannot read " .. tostring(text), level) end
-    sv.trace_text, sv.trace_origin = text, sv.trace
-    sv.trace = nil
-    sv.arrival = sv.arrival or "trace"
-  elseif sv.arrival == nil and sv.concurrency ~= nil then
-    sv.arrival = "concurrency"
-  end
-  if type(sv.rate) == "number" and not (sv.rate > 0) then
-    error(string.format("hl.serve field 'rate': %g requests/s is not allowed (must be > 0)", sv.rate), level)
-  end
-  return job, sv
+  for i = 1, math.min(n, 10) do line(i) end
+  if n > 20 then lines[#lines + 1] = string.format("  ... %d more ...", n - 20) end
+  for i = math.max(11, n - 9), n do line(i) end
+  return table.concat(lines, "\n")
 end
 
 local result_mt = {}
 result_mt.__index = result_mt
 
-local function ms(s) return string.format("%.4g", s * 1e3) end
+-- The cost line: USD fields are nil when a GPU has no price (a warning said so).
+local function cost_line(r)
+  local usd = r.usd_per_mtok_in and string.format("$%.4g/Mtok in, $%.4g/Mtok out ($%.4g/h)", r.usd_per_mtok_in,
+    r.usd_per_mtok_out or 0, r.usd_per_hour) or "no price (the GPU has no capex_usd)"
+  return string.format("  cost %s; %.4g J/token, %.4g kW mean of %.4g kW provisioned, %.4g output tok/s per MW",
+    usd, r.joules_per_token or 0, (r.power_w or 0) / 1e3, (r.peak_power_w or 0) / 1e3, r.tokens_per_mw or 0)
+end
 
 result_mt.__tostring = function(r)
   local lines = {
@@ -78,18 +50,17 @@ result_mt.__tostring = function(r)
   if r.kv_link then
     lines[#lines + 1] = string.format("  disaggregated: KV transfer %s ms per request over %s", ms(r.kv_transfer_s), r.kv_link)
   end
-  lines[#lines + 1] = string.format("  SLO attainment %.1f%%, goodput %.4g req/s (%.4g output tok/s per GPU)",
-    r.slo_attainment * 100, r.goodput_rps, r.goodput_tps_per_gpu)
-  lines[#lines + 1] = string.format("  %d steps, %.4g tokens/step, %.4g running, %.4g waiting, KV %.1f%% mean (%.1f%% max of %d blocks), %d preemptions",
-    r.steps, r.mean_step_tokens, r.mean_running, r.mean_waiting, r.kv_util_mean * 100, r.kv_util_max * 100,
+  if r.slo_attainment then -- nil without an SLO: no "100%" of nothing
+    lines[#lines + 1] = string.format("  SLO attainment %s, goodput %.4g req/s (%.4g output tok/s per GPU)",
+      pct(r.slo_attainment), r.goodput_rps, r.goodput_tps_per_gpu)
+  end
+  lines[#lines + 1] = string.format("  %d steps, %.4g tokens/step, %.4g running, %.4g waiting, KV %s mean (%s max of %d blocks), %d preemptions",
+    r.steps, r.mean_step_tokens, r.mean_running, r.mean_waiting, pct(r.kv_util_mean), pct(r.kv_util_max),
     r.kv_blocks_total, r.preemptions)
+  if r.joules_per_token then lines[#lines + 1] = cost_line(r) end
   return table.concat(lines, "\n")
 end
 
---- hl.serve{ model =, cluster =, parallel = {tp = 8}, rate = 10 | concurrency = 4 | trace = "t.csv",
----           requests = 1000, input = 1024 | {dist = "uniform", min =, max =}, output = 128,
----           max_seqs = 256, token_budget = 8192, chunked_prefill = true, chunk = 0,
----           slo = { ttft_s = 2, tpot_s = 0.1 } } -> result (see hl.help "serve")
 local steady_mt = {}
 steady_mt.__index = steady_mt
 steady_mt.__tostring = function(r)
@@ -98,108 +69,138 @@ steady_mt.__tostring = function(r)
     ms(r.ttft_s), ms(r.tpot_s), r.running, r.budget_util * 100, r.kv_util * 100, r.output_tps_per_gpu)
 end
 
--- disagg = { prefill = {job fields: parallel (with gpus), cluster, ...}, decode = {...}, kv_link = "auto" }:
--- the two pools' job tables (each the top-level instance fields overridden by its own).
-local function pools(job, d, level)
-  if type(d) ~= "table" then error("hl.serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}", level) end
-  local out = {}
-  for k in pairs(d) do
-    if k ~= "prefill" and k ~= "decode" and k ~= "kv_link" then
-      error("hl.serve field 'disagg': unknown key '" .. tostring(k) .. "' (allowed: prefill, decode, kv_link)", level)
-    end
+-- A GPU without a price: the USD fields are nil, and one warning says why.
+local function warn_price(r, t)
+  if r.joules_per_token and r.usd_per_mtok == nil then
+    local warn = require "hbdlab.warn"
+    warn.warn("hl.serve: the GPU has no price (capex_usd = 0), so the USD fields are nil; give the GPU capex_usd " ..
+      "(and the cluster scaleup_usd, scaleout_usd) for costs" .. (type(t.cluster) == "string" and " (cluster " .. t.cluster .. ")" or ""))
   end
-  for _, which in ipairs { "prefill", "decode" } do
-    local p = d[which]
-    if type(p) ~= "table" then error("hl.serve field 'disagg." .. which .. "': expected a table of instance fields (parallel = {tp =, gpus =}, ...)", level) end
-    local j = {}
-    for k, v in pairs(job) do j[k] = v end
-    for k, v in pairs(p) do j[k] = v end
-    out[which] = j
-  end
-  return out.prefill, out.decode, d.kv_link
 end
 
-local function run(job, sv)
-  local mode = sv.mode or "simulate"
-  sv.mode = nil
-  local djob
-  if sv.disagg ~= nil then
-    job, djob, sv.kv_link = pools(job, sv.disagg, 4)
-    sv.disagg = nil
-    if mode ~= "simulate" then error("hl.serve: the analytical mode is for one instance (disaggregation is simulated)", 3) end
-  end
-  if mode == "analytical" then return setmetatable(core.serve_steady(job, sv), steady_mt) end
-  if mode ~= "simulate" then error("hl.serve field 'mode': '" .. tostring(mode) .. "' is not one of simulate, analytical", 3) end
-  return setmetatable(core.serve(job, sv, djob), result_mt)
-end
-
+--- hl.serve{ model =, cluster =, parallel = {tp = 8}, rate = 10 | concurrency = 4 | trace = "t.csv", ... }
+--- -> result (fields: hl.help "serve")
 function M.serve(t)
   if type(t) ~= "table" then error("hl.serve expects a table of fields", 2) end
-  local job, sv = M.split(t, 2)
-  return run(job, sv)
+  local ok, r = pcall(core.serve, t)
+  if not ok then error(r, 2) end
+  if t.mode == "analytical" then return setmetatable(r, steady_mt) end
+  if r.per_request then setmetatable(r.per_request, per_request_mt) end
+  warn_price(r, t)
+  return setmetatable(r, result_mt)
+end
+
+local function copy(t)
+  local o = {}
+  for k, v in pairs(t) do o[k] = v end
+  return o
+end
+
+-- Fields a steady state has no use for (the core refuses them with mode = "analytical").
+local simulate_only = { "requests", "seed", "warmup", "keep_requests", "keep_steps", "max_samples" }
+
+local capacity_mt = {}
+capacity_mt.__tostring = function(c)
+  local slo = {}
+  if c.slo then
+    for k, v in pairs(c.slo) do slo[#slo + 1] = k .. " " .. tostring(v) end
+    table.sort(slo)
+  end
+  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; analytical estimate %.4g req/s, %d probes)",
+    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "), c.analytical_rate, #c.probes) }
+  if c.lower_bound then lines[#lines + 1] = "  a lower bound: " .. c.lower_bound end
+  if c.result then lines[#lines + 1] = tostring(c.result) else lines[#lines + 1] = "  no rate meets the SLO" end
+  return table.concat(lines, "\n")
 end
 
 --- hl.serve_capacity{ <hl.serve fields>, slo = {...}, target = 0.9, tolerance = 0.02,
----                    mode = "simulate" | "analytical", min_duration = 60 } -> {rate, result, probes, ...}
+---                    mode = "simulate" | "analytical", min_duration = 60, max_requests = 1e5 }
+--- -> {rate, result, probes, lower_bound, ...}
 --- The highest Poisson arrival rate whose SLO attainment is at least `target`
 --- (simulate) or whose steady state is stable and within the SLO (analytical):
 --- bracketed by doubling from the analytical estimate, then bisected to `tolerance`.
+--- The search always ends: tolerance >= 1e-3, at most 60 doublings (and rates
+--- up to 1e9/s), and in simulate mode at most max_requests requests per probe
+--- (the answer is then a lower bound, and says so).
 function M.serve_capacity(t)
   if type(t) ~= "table" then error("hl.serve_capacity expects a table of fields", 2) end
-  local base = {}
-  for k, v in pairs(t) do if v ~= false or k == "chunked_prefill" or k == "reserve" then base[k] = v end end
+  local base = copy(t)
   local target, tol, mode = base.target or 0.9, base.tolerance or 0.02, base.mode or "simulate"
-  local min_duration = base.min_duration or 60
-  base.target, base.tolerance, base.mode, base.min_duration = nil, nil, nil, nil
-  if type(min_duration) ~= "number" or not (min_duration >= 0) then
-    error("hl.serve_capacity field 'min_duration': " .. tostring(min_duration) .. " is not a number of seconds >= 0", 2)
+  local min_duration, max_requests = base.min_duration or 60, base.max_requests or 1e5
+  base.target, base.tolerance, base.mode, base.min_duration, base.max_requests = nil, nil, nil, nil, nil
+  if type(min_duration) ~= "number" or not (min_duration >= 0 and min_duration <= 1e6) then
+    error("hl.serve_capacity field 'min_duration': " .. tostring(min_duration) .. " is not a number of seconds in 0..1e6", 2)
+  end
+  if type(max_requests) ~= "number" or not (max_requests >= 100 and max_requests <= 1e7) or max_requests % 1 ~= 0 then
+    error("hl.serve_capacity field 'max_requests': " .. tostring(max_requests) .. " is not a whole number in 100..1e7", 2)
   end
   if type(target) ~= "number" or not (target > 0 and target <= 1) then
     error("hl.serve_capacity field 'target': " .. tostring(target) .. " is not a fraction in (0, 1]", 2)
   end
-  if type(tol) ~= "number" or not (tol > 0 and tol < 1) then
-    error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in (0, 1)", 2)
+  if type(tol) ~= "number" or not (tol >= 1e-3 and tol <= 0.5) then
+    error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
+      "rate bracket; below 1e-3 the attainment of a finite run is noise)", 2)
   end
   if base.slo == nil then error("hl.serve_capacity: field 'slo' is required ({ttft_s =, tpot_s =})", 2) end
-  if base.rate ~= nil or base.concurrency ~= nil or base.trace ~= nil then
-    error("hl.serve_capacity: the rate is what it searches; give no rate, concurrency or trace", 2)
+  if base.rate ~= nil or base.concurrency ~= nil or base.trace ~= nil or base.arrival ~= nil then
+    error("hl.serve_capacity: the rate is what it searches; give no rate, concurrency, trace or arrival", 2)
   end
   if mode ~= "simulate" and mode ~= "analytical" then
     error("hl.serve_capacity field 'mode': '" .. tostring(mode) .. "' is not one of simulate, analytical", 2)
   end
-  if base.requests == nil and mode == "simulate" then base.requests = 2000 end
-  local job, sv0 = M.split(base, 2)
-  local probes = {}
-  local function probe(rate, how)
-    local sv = {}
-    for k, v in pairs(sv0) do sv[k] = v end
-    sv.rate, sv.mode = rate, how
-    -- a finite run hides overload when its whole backlog clears within the SLO: offer at least
-    -- min_duration seconds of arrivals, so a rate the instance cannot carry builds a queue
-    if how == "simulate" then sv.requests = math.max(sv.requests or 0, math.ceil(rate * min_duration)) end
-    local r = run(job, sv)
-    local ok
-    if how == "analytical" then ok = r.meets_slo else ok = r.slo_attainment >= target end
-    probes[#probes + 1] = { rate = rate, ok = ok, mode = how,
-                            attainment = r.slo_attainment, ttft_s = r.ttft_s, tpot_s = r.tpot_s }
-    return ok, r
+  if mode == "analytical" and base.disagg ~= nil then
+    error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
   end
+  local given_requests = base.requests
+  if given_requests ~= nil and type(given_requests) == "number" and given_requests > max_requests then
+    error(string.format("hl.serve_capacity field 'requests': %g is more than max_requests = %g", given_requests, max_requests), 2)
+  end
+  base.requests = nil
+  local probes, stopped = {}, nil
+  local function probe(rate, how)
+    local sv = copy(base)
+    sv.rate = rate
+    if how == "analytical" then
+      sv.mode = "analytical"
+      for _, k in ipairs(simulate_only) do sv[k] = nil end
+    else
+      -- a finite run hides overload when its whole backlog clears within the SLO: offer at least
+      -- min_duration seconds of arrivals, so a rate the instance cannot carry builds a queue
+      sv.requests = math.max(given_requests or 2000, math.ceil(rate * min_duration))
+      if sv.requests > max_requests then
+        stopped = string.format("at %.4g req/s a probe of min_duration = %g s needs %d requests, more than " ..
+          "max_requests = %d (raise max_requests, or lower min_duration)", rate, min_duration, sv.requests, max_requests)
+        return nil
+      end
+    end
+    local ok, r = pcall(M.serve, sv)
+    if not ok then error(r, 0) end
+    local good
+    if how == "analytical" then good = r.meets_slo else good = (r.slo_attainment or 1) >= target end
+    probes[#probes + 1] = { rate = rate, ok = good, mode = how,
+                            attainment = r.slo_attainment, ttft_s = r.ttft_s, tpot_s = r.tpot_s }
+    return good, r
+  end
+  local RATE_MAX = 1e9 -- the rate field's upper bound
   local function search(how, start)
     local lo, hi, best = 0, nil, nil
-    local r0 = start
-    local ok, res = probe(r0, how)
+    local ok, res = probe(start, how)
+    if ok == nil then return 0, nil end
     if ok then
-      lo, best = r0, res
-      for _ = 1, 40 do
-        local r = lo * 2
+      lo, best = start, res
+      for _ = 1, 60 do
+        local r = math.min(lo * 2, RATE_MAX)
+        if r <= lo then stopped = stopped or "the SLO holds up to the largest rate (1e9 req/s)"; break end
         local ok2, res2 = probe(r, how)
+        if ok2 == nil then break end
         if not ok2 then hi = r break end
         lo, best = r, res2
       end
     else
-      hi = r0
-      for _ = 1, 40 do
+      hi = start
+      for _ = 1, 60 do
         local r = hi / 2
+        if r < 1e-6 then return 0, nil end -- the rate field's lower bound: nothing meets the SLO
         local ok2, res2 = probe(r, how)
         if ok2 then lo, best = r, res2 break end
         hi = r
@@ -214,15 +215,50 @@ function M.serve_capacity(t)
     end
     return lo, best
   end
-  local est = sv0.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
-  local rate, best = est
-  if mode == "analytical" and sv0.disagg ~= nil then
-    error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
+  local est = base.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
+  local rate, best = est, nil
+  if mode == "simulate" then
+    stopped = nil
+    rate, best = search("simulate", est > 0 and est or 1)
+  else
+    if est > 0 then best = select(2, probe(est, "analytical")) end
   end
-  if mode == "simulate" then rate, best = search("simulate", est > 0 and est or 1)
-  else best = select(2, probe(est, "analytical")) end
-  return { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
-           goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
+  return setmetatable({ rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
+           slo = t.slo, lower_bound = stopped,
+           goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }, capacity_mt)
+end
+
+local pd_mt = {}
+pd_mt.__tostring = function(p)
+  local lines = { string.format("best split: %d prefill + %d decode GPUs, %.4g req/s (%.4g per GPU)", p.best.prefill_gpus,
+    p.best.decode_gpus, p.best.rate, p.best.rate_per_gpu),
+    "  prefill  decode      req/s  req/s/GPU  ttft_p99_ms  tpot_p99_ms" }
+  for _, r in ipairs(p.rows) do
+    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s%s", r.prefill_gpus, r.decode_gpus, r.rate,
+      r.rate_per_gpu, ms(r.ttft_p99_s), ms(r.tpot_p99_s), r == p.best and "  <- best" or "")
+  end
+  return table.concat(lines, "\n")
+end
+
+-- GPUs of one instance of a pool: tp x pp, each checked against the job field table's range.
+local function instance_size(p, which)
+  local q = p.parallel
+  if q ~= nil and type(q) ~= "table" then
+    error("hl.serve_pd_ratio field '" .. which .. ".parallel': expected a table {tp =, pp =}, got " .. type(q), 3)
+  end
+  q = q or {}
+  local n = 1
+  for _, k in ipairs { "tp", "pp" } do
+    local v = q[k] or p[k] or 1
+    local f
+    for _, x in ipairs(core.fields("job")) do if x.name == k then f = x end end
+    if type(v) ~= "number" or v ~= v or v % 1 ~= 0 or v < f.min or v > f.max then
+      error(string.format("hl.serve_pd_ratio field '%s.parallel.%s': %s is not a whole number in %g..%g", which, k,
+        tostring(v), f.min, f.max), 3)
+    end
+    n = n * v
+  end
+  return n
 end
 
 --- hl.serve_pd_ratio{ <hl.serve fields without rate>, gpus = N, prefill = {parallel = {tp =}, ...},
@@ -233,15 +269,13 @@ end
 function M.serve_pd_ratio(t)
   if type(t) ~= "table" then error("hl.serve_pd_ratio expects a table of fields", 2) end
   local N, pre, dec = t.gpus, t.prefill, t.decode
-  if type(N) ~= "number" or N < 2 or N % 1 ~= 0 then error("hl.serve_pd_ratio field 'gpus': expected a whole number >= 2", 2) end
+  if type(N) ~= "number" or not (N >= 2 and N <= 1e6) or N % 1 ~= 0 then
+    error("hl.serve_pd_ratio field 'gpus': " .. tostring(N) .. " is not a whole number in 2..1e6", 2)
+  end
   if type(pre) ~= "table" or type(dec) ~= "table" then
     error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
   end
-  local function size(p)
-    local q = p.parallel or {}
-    return (q.tp or 1) * (q.pp or 1)
-  end
-  local sp, sd = size(pre), size(dec)
+  local sp, sd = instance_size(pre, "prefill"), instance_size(dec, "decode")
   local rows, best = {}, nil
   for np = sp, N - sd, sp do
     local nd = N - np
@@ -249,16 +283,15 @@ function M.serve_pd_ratio(t)
       local base = {}
       for k, v in pairs(t) do if k ~= "gpus" and k ~= "prefill" and k ~= "decode" and k ~= "kv_link" then base[k] = v end end
       local function pool(p, g)
-        local o = {}
-        for k, v in pairs(p) do o[k] = v end
-        local q = {}
-        for k, v in pairs(p.parallel or {}) do q[k] = v end
+        local o = copy(p)
+        local q = copy(p.parallel or {})
         q.gpus = g
         o.parallel = q
         return o
       end
       base.disagg = { prefill = pool(pre, np), decode = pool(dec, nd), kv_link = t.kv_link }
-      local c = M.serve_capacity(base)
+      local ok, c = pcall(M.serve_capacity, base)
+      if not ok then error(c, 2) end
       local row = { prefill_gpus = np, decode_gpus = nd, rate = c.rate, rate_per_gpu = c.rate / N,
                     ttft_p99_s = c.result and c.result.ttft_s.p99, tpot_p99_s = c.result and c.result.tpot_s.p99 }
       rows[#rows + 1] = row
@@ -269,7 +302,102 @@ function M.serve_pd_ratio(t)
     error(string.format("hl.serve_pd_ratio: %d GPUs do not split into prefill instances of %d and decode instances of %d GPUs",
       N, sp, sd), 2)
   end
-  return { best = best, rows = rows }
+  return setmetatable({ best = best, rows = rows }, pd_mt)
+end
+
+--- hl.serve_sweep{ base = {<hl.serve fields>}, axes = {rate = {1, 2, 4}, max_seqs = {64, 256}, tp = {4, 8}},
+---                 zip = false } -> rows
+--- A serving sweep: hl.serve at every combination of the axes (or, with zip, at
+--- the i-th value of each). An axis is any serve field (its name or path:
+--- "input.mean", "slo.ttft_s") or any instance field of hl.simulate (tp,
+--- precision, cluster, ...). Each row holds the axes' values and the result's
+--- fields flat ("ttft_s.p99", "usd_per_mtok_out"); mode = "analytical" in base
+--- gives steady-state rows.
+function M.serve_sweep(t)
+  if type(t) ~= "table" or type(t.base) ~= "table" or type(t.axes) ~= "table" then
+    error("hl.serve_sweep expects {base = {hl.serve fields}, axes = {name = {values}}}", 2)
+  end
+  for k in pairs(t) do
+    if k ~= "base" and k ~= "axes" and k ~= "zip" then
+      error("hl.serve_sweep: unknown field '" .. tostring(k) .. "' (allowed: base, axes, zip)", 2)
+    end
+  end
+  local names = {}
+  for k, v in pairs(t.axes) do
+    if type(k) ~= "string" then error("hl.serve_sweep: axis names must be strings", 2) end
+    if type(v) ~= "table" or #v == 0 then error("hl.serve_sweep axis '" .. k .. "': expected a non-empty list of values", 2) end
+    names[#names + 1] = k
+  end
+  table.sort(names)
+  if #names == 0 then error("hl.serve_sweep: no axes", 2) end
+  local points = {}
+  if t.zip then
+    local n = #t.axes[names[1]]
+    for _, k in ipairs(names) do
+      if #t.axes[k] ~= n then
+        error(string.format("hl.serve_sweep: zip needs axes of one length ('%s' has %d, '%s' %d)", k, #t.axes[k], names[1], n), 2)
+      end
+    end
+    for i = 1, n do
+      local p = {}
+      for _, k in ipairs(names) do p[k] = t.axes[k][i] end
+      points[#points + 1] = p
+    end
+  else
+    points[1] = {}
+    for _, k in ipairs(names) do
+      local nxt = {}
+      for _, p in ipairs(points) do
+        for _, v in ipairs(t.axes[k]) do
+          local q = copy(p)
+          q[k] = v
+          nxt[#nxt + 1] = q
+        end
+      end
+      points = nxt
+    end
+  end
+  -- an axis given by path ("input.mean", "slo.ttft_s") sets that key of its group in the base
+  -- (input.mean: the base's input table, or a fixed length made a table; parallel.tp alike)
+  local function set(cfg, k, v)
+    local g, key = k:match("^(%a+)%.([%w_]+)$")
+    if g then
+      local sub = type(cfg[g]) == "table" and copy(cfg[g]) or (type(cfg[g]) == "number" and { mean = cfg[g] }) or {}
+      sub[key] = v
+      cfg[g] = sub
+    else
+      cfg[k] = v
+    end
+  end
+  local rows = {}
+  local function flatten(row, prefix, r)
+    for k, v in pairs(r) do
+      if type(v) == "table" and k ~= "kv_series" and k ~= "per_request" and k ~= "step_log" then
+        flatten(row, prefix .. k .. ".", v)
+      elseif type(v) ~= "table" then
+        row[prefix .. k] = v
+      end
+    end
+  end
+  for i, p in ipairs(points) do
+    local cfg = copy(t.base)
+    for _, k in ipairs(names) do set(cfg, k, p[k]) end
+    local ok, r = pcall(core.serve, cfg)
+    if not ok then
+      local parts = {}
+      for _, k in ipairs(names) do parts[#parts + 1] = k .. " = " .. tostring(p[k]) end
+      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
+    end
+    local row = {}
+    flatten(row, "", r)
+    for _, k in ipairs(names) do
+      local v = p[k]
+      row[k] = (type(v) == "userdata" and v.name) or v
+    end
+    rows[#rows + 1] = row
+  end
+  require("hbdlab.rows").axes_of[rows] = names
+  return rows
 end
 
 M.result_mt = result_mt

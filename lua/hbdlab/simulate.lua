@@ -64,6 +64,7 @@ function M.simulate(t)
     error(r, 0)
   end
   warn.check_job(t, r)
+  warn.check_limits(t, r)
   M.job_of[r] = job
   local okc, c = pcall(objects.coerce, "cluster", job.cluster)
   warn.check_cost(okc and type(c) == "userdata" and c.gpu or nil, r)

@@ -331,8 +331,7 @@ int main(int argc, char **argv)
     /* a frontier search splits like a sweep: it takes --shard too */
     int shardable = !(argc > 1 && is_subcommand(argv[1])) || strcmp(argv[1], "frontier") == 0;
     if (shardable && take_shard_option(&argc, argv) != 0) {
-        hl_dist_mpi_stop(EXIT_FAILURE);
-        return EXIT_FAILURE;
+        return hl_dist_mpi_stop(EXIT_FAILURE);
     }
     if (!mpi && hl_bind_dist.count > 1) {
         /* a subcommand is one job, not a script's sweeps: half a notebook's sweeps rendered and
@@ -349,15 +348,13 @@ int main(int argc, char **argv)
     if (mpi && hl_bind_dist.count > 1) {
         if (!hl_bind_dist.mpi) {
             fprintf(stderr, "%s: --shard cannot be combined with mpirun (the ranks split the sweeps)\n", progname);
-            hl_dist_mpi_stop(EXIT_FAILURE);
-            return EXIT_FAILURE;
+            return hl_dist_mpi_stop(EXIT_FAILURE);
         }
         if (hl_bind_dist.index > 0 && !freopen("/dev/null", "w", stdout)) /* rank 0 prints for all */
             return EXIT_FAILURE;
     }
     int code = run_main(argc, argv);
-    hl_dist_mpi_stop(code);
-    return code;
+    return hl_dist_mpi_stop(code);
 }
 
 static int run_main(int argc, char **argv)

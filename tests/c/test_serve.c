@@ -29,7 +29,7 @@ static hl_serve_cfg three_requests(const hl_job *j, hl_trace_req *tr, int chunke
     c.n_trace = 3;
     c.input.kind = c.output.kind = HL_LEN_TRACE;
     c.token_budget = 8;
-    c.chunk = 8;
+    c.chunk = chunked ? 8 : 0; /* a chunk has no effect without chunking (refused) */
     c.chunked_prefill = chunked;
     c.block_tokens = 4;
     c.kv_blocks = 100;
@@ -441,28 +441,34 @@ static void test_bad_input(void **state)
     c.rate = -1;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'rate': -1");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.slo_ttft_s = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'slo.ttft_s': 0");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.slo_tpot_s = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'slo.tpot_s': 0");
     hl_serve_init(&c, &j);
     c.arrival = HL_ARRIVAL_TRACE;
-    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "trace is empty");
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "\"trace\" needs field 'trace'");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.input.kind = HL_LEN_UNIFORM;
     c.input.lo = 10;
     c.input.hi = 5;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'input'");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.token_budget = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'token_budget'");
     hl_serve_init(&c, &j);
     c.disagg = 1;
     c.decode_job = j;
     c.arrival = HL_ARRIVAL_CONCURRENCY;
+    c.concurrency = 2;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "closed loop");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.kv_blocks = 10; /* 160 tokens < 1024 + 128 */
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_ENOFIT, &e, "request 1");
 }
@@ -511,6 +517,7 @@ static void test_limits(void **state)
     /* an interrupt requested before the run stops it at its first iteration (it used to run on) */
     volatile int32_t flag = 1;
     hl_serve_init(&c, &j);
+    c.rate = 1;
     hl_set_interrupt_flag(&flag);
     hl_status st = hl_serve_run(&c, &r, &e);
     hl_set_interrupt_flag(NULL);
@@ -525,12 +532,14 @@ static void test_limits(void **state)
     c.keep_steps = 1;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'keep_steps': the step log passed 1000000");
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.max_samples = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'max_samples': 0");
     /* memory per request, worked out from the structs: two trace copies 2 x 24 B, the
      * scheduler's state 12 doubles + 2 int32 = 104 B, the queue 8 B, the summary record
      * 10 doubles + 2 int32 = 88 B, a sorted metric 8 B: 256 B; 1e8 requests = 2.56e10 B */
     hl_serve_init(&c, &j);
+    c.rate = 1;
     c.requests = 100000000;
     assert_rel(hl_serve_memory_bytes(&c), 2.56e10, 1e-12, "serve memory of 1e8 requests");
 }

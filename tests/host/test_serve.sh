@@ -25,7 +25,7 @@ check "the error names the rate" contains "$(cat "$TMP/err")" "field 'rate': -3"
 check "serve without a config is a usage error" [ "$rc" -eq 2 ]
 # Hostile sizes: 1e8 requests (~25.6 GB of state) are refused before anything is allocated, naming
 # the field and the budget (the run used to eat all memory).
-echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "requests": 1e8}' |
+echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1, "requests": 1e8}' |
     timeout 60 "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
 check "1e8 requests are refused ($rc)" [ "$rc" -eq 1 ]
 check "the refusal names requests and the budget" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 25.6 GB, more than the budget of 8 GB"

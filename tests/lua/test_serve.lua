@@ -78,7 +78,7 @@ T.test("capacity: the highest rate meeting the SLO", function()
   T.raises(function() hl.serve_capacity(with { slo = { ttft_s = 1 }, target = 2 }) end, "field 'target'")
   local s = hl.serve(with { rate = 2, mode = "analytical" })
   T.ok(s.stable and s.tpot_s > 0, "analytical mode of hl.serve")
-  T.raises(function() hl.serve(with { rate = 2, mode = "fast" }) end, "field 'mode': 'fast'")
+  T.raises(function() hl.serve(with { rate = 2, mode = "fast" }) end, "serve field 'mode': 'fast' is not one of simulate, analytical")
 end)
 
 T.test("disaggregated pools and the best split", function()
@@ -114,9 +114,9 @@ T.test("disaggregated pools and the best split", function()
 end)
 
 T.test("bad input", function()
-  T.raises(function() hl.serve(with { rate = -1 }) end, "field 'rate': -1 requests/s is not allowed")
-  T.raises(function() hl.serve(with { slo = { ttft_s = 0 } }) end, "field 'slo.ttft_s': 0 is not allowed")
-  T.raises(function() hl.serve(with { slo = { tpot_ms = 0 } }) end, "field 'slo.tpot_ms': 0 is not allowed")
+  T.raises(function() hl.serve(with { rate = -1 }) end, "serve field 'rate': -1 is out of range")
+  T.raises(function() hl.serve(with { rate = 1, slo = { ttft_s = 0 } }) end, "serve field 'slo.ttft_s': 0 is out of range")
+  T.raises(function() hl.serve(with { rate = 1, slo = { tpot_ms = 0 } }) end, "serve field 'slo.tpot_s': 0 is out of range")
   T.raises(function() hl.serve(with { slo = { ttft = 1 } }) end, "unknown key 'ttft'")
   T.raises(function() hl.serve(with { bogus = 1 }) end, "unknown field 'bogus'")
   -- 0 and "yes" are true in Lua: chunked_prefill = 0 left chunking on without a word
@@ -124,13 +124,49 @@ T.test("bad input", function()
   T.raises(function() hl.serve(with { keep_requests = "yes" }) end, "field 'keep_requests': expected true or false, got string")
   T.raises(function() hl.serve(with { keep_steps = 1 }) end, "field 'keep_steps': expected true or false")
   -- one limit in s and in ms: which was meant? (the later key in table order won)
-  T.raises(function() hl.serve(with { slo = { ttft_ms = 1, ttft_s = 2 } }) end, "the ttft limit is given twice")
-  T.raises(function() hl.serve(with { requests = 2 ^ 63 }) end, "field 'requests': 9.2233720368548e+18 is out of range")
-  T.raises(function() hl.serve(with { requests = 10.5 }) end, "field 'requests': 10.5 is not a whole number")
-  T.raises(function() hl.serve(with { input = { dist = "zipf" } }) end, "invalid option 'zipf'")
+  T.raises(function() hl.serve(with { slo = { ttft_ms = 1, ttft_s = 2 } }) end, "ttft_s and ttft_ms give the same limit twice")
+  T.raises(function() hl.serve(with { requests = 2 ^ 63 }) end, "serve field 'requests': 9.22337e+18 is out of range")
+  T.raises(function() hl.serve(with { requests = 10.5 }) end, "serve field 'requests': 10.5 is not an integer")
+  T.raises(function() hl.serve(with { input = { dist = "zipf" } }) end, "serve field 'input.dist': 'zipf' is not one of fixed, uniform, normal, trace, auto")
   T.raises(function() hl.serve(with { max_seqs = 0 }) end, "field 'max_seqs': 0")
-  T.raises(function() hl.serve(with { trace = "/nonexistent/t.csv" }) end, "cannot read")
+  T.raises(function() hl.serve(with { trace = "/nonexistent/t.csv" }) end, "serve field 'trace': cannot read")
   T.raises(function() hl.serve(with { parallel = "auto" }) end, "explicit mapping")
+end)
+
+T.test("the serve schema: help, suggestions, sweep axes", function()
+  local help = require("hbdlab.help").text "serve" -- what hl.help "serve" prints
+  for _, f in ipairs(require("hbdlab.core").fields("serve")) do
+    T.ok(help:find("  " .. f.name, 1, true), "hl.help \"serve\" prints field " .. f.name)
+  end
+  for _, f in ipairs(require("hbdlab.core").serve_result_fields("result")) do
+    T.ok(help:find("  " .. f.name .. " ", 1, true), "hl.help \"serve\" prints result field " .. f.name)
+  end
+  -- a misspelt serve field was reported as a 'simulate' error listing only the job's fields
+  T.raises(function() hl.serve(with { rte = 5 }) end, "serve: unknown field 'rte' (did you mean 'rate'?")
+  T.raises(function() hl.serve(with { rate = 5, max_seq = 8 }) end, "did you mean 'max_seqs'?")
+  T.raises(function() hl.serve(with { rate = 5, token_budjet = 8 }) end, "did you mean 'token_budget'?")
+  T.raises(function() hl.serve(with { rate = 5, slo = { tpot = 1 } }) end, "unknown key 'tpot' (did you mean 'tpot_s'?")
+  -- serve fields as sweep axes (they were 'job: unknown field rate'); each row is hl.serve's run
+  local rows = hl.serve_sweep { base = with { requests = 60, input = 512, output = 16 },
+                                axes = { rate = { 2, 8 }, max_seqs = { 4, 64 }, ["input.mean"] = { 256 } } }
+  T.eq(#rows, 4, "2 x 2 x 1 points")
+  for _, row in ipairs(rows) do
+    local r = hl.serve(with { requests = 60, input = 256, output = 16, rate = row.rate, max_seqs = row.max_seqs })
+    T.eq(row["ttft_s.p99"], r.ttft_s.p99, "row = hl.serve at rate " .. row.rate .. ", max_seqs " .. row.max_seqs)
+    T.eq(row.steps, r.steps, "same steps")
+  end
+  T.raises(function() hl.serve_sweep { base = with {}, axes = { rte = { 1 } } } end, "did you mean 'rate'?")
+end)
+
+T.test("serve-result manners: no silent rate, no SLO line without an SLO", function()
+  -- hl.serve ran Poisson at 1 request/s when no arrival process was given
+  T.raises(function() hl.serve(with { requests = 10 }) end, "an arrival process is required: rate")
+  local r = hl.serve(with { rate = 4, requests = 20, input = 256, output = 8 })
+  T.eq(r.slo_attainment, nil, "no SLO: no attainment (it printed 100%)")
+  T.eq(r.goodput_rps, nil, "no SLO: no goodput")
+  T.ok(not tostring(r):find("SLO attainment"), "no SLO line")
+  local g = hl.serve(with { rate = 4, requests = 20, input = 256, output = 8, slo = { ttft_s = 10 } })
+  T.eq(g.slo_attainment, 1, "a loose SLO: every request meets it")
 end)
 
 T.done()

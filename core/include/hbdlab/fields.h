@@ -16,7 +16,8 @@ typedef enum hl_field_type {
     HL_FIELD_INT64 = 1,
     HL_FIELD_BOOL = 2,   /* stored as int32_t 0/1 */
     HL_FIELD_STRING = 3, /* char buffer of `size` bytes */
-    HL_FIELD_ENUM = 4    /* stored as int32_t; names in enum_names, '|'-separated */
+    HL_FIELD_ENUM = 4,   /* stored as int32_t; names in enum_names, '|'-separated */
+    HL_FIELD_TABLE = 5   /* a nested table of other fields (serve's disagg pools); no generic setter */
 } hl_field_type;
 
 typedef struct hl_field {

@@ -15,7 +15,8 @@ typedef enum hl_value_type {
     HL_VALUE_NUMBER = 0,  /* double */
     HL_VALUE_INTEGER = 1, /* int64_t */
     HL_VALUE_BOOL = 2,    /* int32_t 0/1 */
-    HL_VALUE_NAME = 3     /* int32_t index into `names` ('|'-separated) */
+    HL_VALUE_NAME = 3,    /* int32_t index into `names` ('|'-separated) */
+    HL_VALUE_INT32 = 4    /* int32_t count (serve's per-request and per-step records) */
 } hl_value_type;
 
 typedef struct hl_result_field {

@@ -7,8 +7,11 @@
 #define HBDLAB_SERVE_H
 #include <stddef.h>
 #include <stdint.h>
-#include "hbdlab/status.h"
+#include "hbdlab/fields.h"
+#include "hbdlab/plan.h"
+#include "hbdlab/result.h"
 #include "hbdlab/sim.h"
+#include "hbdlab/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,14 +21,19 @@ typedef enum hl_arrival {
     HL_ARRIVAL_POISSON = 0,     /* exponential gaps at `rate` requests/s */
     HL_ARRIVAL_CONSTANT = 1,    /* one request every 1/rate s */
     HL_ARRIVAL_CONCURRENCY = 2, /* closed loop: `concurrency` requests in flight, a new one when one ends */
-    HL_ARRIVAL_TRACE = 3        /* arrival times (and lengths) from a trace */
+    HL_ARRIVAL_TRACE = 3,       /* arrival times (and lengths) from a trace */
+    HL_ARRIVAL_AUTO = 4         /* the default: trace if one is given, else concurrency if given, else poisson */
 } hl_arrival;
+
+/* What hl.serve computes: the scheduler iteration by iteration, or the steady state. */
+typedef enum hl_serve_mode { HL_SERVE_SIMULATE = 0, HL_SERVE_ANALYTICAL = 1 } hl_serve_mode;
 
 typedef enum hl_len_kind {
     HL_LEN_FIXED = 0,   /* always `mean` */
     HL_LEN_UNIFORM = 1, /* whole numbers uniform in [lo, hi] */
-    HL_LEN_NORMAL = 2,  /* round(N(mean, std)) clamped to [lo, hi] */
-    HL_LEN_TRACE = 3    /* the trace's value */
+    HL_LEN_NORMAL = 2,  /* round(N(mean, std)) clamped to [lo, hi] (unset: 1 .. 1e8) */
+    HL_LEN_TRACE = 3,   /* the trace's value */
+    HL_LEN_AUTO = 4     /* the default: the trace's value with a trace, else `mean` */
 } hl_len_kind;
 
 /* Where a disaggregated request's KV cache travels from the prefill to the decode pool. */
@@ -40,12 +48,12 @@ enum hl_serve_limits {
     HL_SERVE_MAX_LOG_STEPS = 1000000 /* iterations kept by keep_steps; a longer run fails */
 };
 
-/* A token-length distribution (tokens). */
+/* A token-length distribution (tokens); 0 = not given for std, lo and hi. */
 typedef struct hl_len_dist {
     int32_t kind; /* hl_len_kind */
     double mean;  /* fixed value, or normal mean */
     double std;   /* normal standard deviation */
-    double lo;    /* uniform / clamp bounds, >= 1 */
+    double lo;    /* uniform bounds (both required), normal clamp (default 1 .. 1e8); whole numbers >= 1 */
     double hi;
 } hl_len_dist;
 
@@ -56,15 +64,26 @@ typedef struct hl_trace_req {
     double output;
 } hl_trace_req;
 
+/* A serving run. Every member set by name is a row of the serve field table
+ * (core/src/serve_fields.c: name, type, unit, range, default, help); set them
+ * with hl_serve_set_number / hl_serve_set_string, or directly and let
+ * hl_serve_run check them (hl_serve_check). A member at its default is "not
+ * given": the checks refuse a given field that has no effect. */
 typedef struct hl_serve_cfg {
     hl_job job;                /* model, cluster, mapping, precisions, overlap; batch/input/output unused */
+    int32_t mode;              /* hl_serve_mode */
     int32_t arrival;           /* hl_arrival */
-    double rate;               /* requests/s (poisson, constant) */
-    int64_t concurrency;       /* requests in flight (concurrency) */
-    int64_t requests;          /* requests to simulate (trace: 0 = all of it) */
+    double rate;               /* requests/s (poisson, constant); 0 = not given */
+    int64_t concurrency;       /* requests in flight (closed loop); 0 = not given */
+    double think_s;            /* closed loop: mean think time between a reply and the client's next request
+                                  (exponential; 0 = none), s */
+    double start_jitter_s;     /* closed loop: each client's first request at a uniform time in [0, this) s;
+                                  -1 = one request's run time alone (the default, docs/MODEL.md 12) */
+    int64_t requests;          /* requests to simulate; 0 = 1000, or the whole trace */
     uint64_t seed;             /* RNG seed of arrivals and lengths */
     hl_len_dist input;         /* prompt tokens */
     hl_len_dist output;        /* generated tokens (the first comes from the prefill) */
+    char trace_file[1024];     /* a trace to read (hl_serve_load_trace), "" = none; also its name in errors */
     const hl_trace_req *trace; /* n_trace entries, caller-owned, arrival order not required */
     int64_t n_trace;
     int64_t max_seqs;        /* sequences in one iteration (vLLM max_num_seqs), default 256 */
@@ -80,7 +99,7 @@ typedef struct hl_serve_cfg {
     int64_t warmup;          /* the first `warmup` requests (arrival order) run but are left out of the statistics */
     int32_t keep_requests;   /* 1: fill result.reqs */
     int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
-    int32_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
+    int64_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
     int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
     int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
@@ -110,7 +129,7 @@ typedef struct hl_serve_step {
     int32_t decodes;       /* sequences that decoded one token */
     int32_t chunks;        /* prompt chunks prefilled */
     double prefill_tokens; /* tokens of those chunks */
-    int32_t first_req;     /* index of the first chunk's request, -1 if none */
+    int32_t first_req;     /* the first chunk's request, 1-based in arrival order; 0 if none */
     int32_t preempted;     /* requests preempted while scheduling this step */
     double kv_used;        /* blocks in use after the step */
 } hl_serve_step;
@@ -145,8 +164,20 @@ typedef struct hl_serve_result {
     hl_serve_step *steps_log;    /* owned, when keep_steps (disaggregated: the decode pool's) */
     double saturated_output_tps; /* output tokens / time over the iterations during which requests waited
                                     (the instance at its limit: offline throughput without the ramp-down) */
-    double kv_transfer_s;        /* disaggregated: mean KV transfer per request */
-    int32_t kv_link;             /* disaggregated: hl_kv_link used (resolved) */
+    double kv_transfer_s;        /* disaggregated: mean KV transfer per request (NaN when not disaggregated) */
+    int32_t kv_link;             /* disaggregated: hl_kv_link used (resolved; 0 when not disaggregated) */
+    /* Cost and energy at the served rate (hl_cost_compute of cost.h over the run; docs/MODEL.md 12).
+     * USD fields are NaN when a GPU has no price (capex_usd = 0). */
+    double usd_per_hour;         /* the GPUs' amortised capex per hour (USD/h) */
+    double usd_per_mtok_in;      /* prefill share of the run's cost per million prompt tokens (USD) */
+    double usd_per_mtok_out;     /* decode share per million generated tokens (USD) */
+    double usd_per_mtok;         /* the whole run per million generated tokens (USD) */
+    double joules_per_token;     /* energy at the wall per generated token (J) */
+    double joules_per_token_in;  /* prefill energy per prompt token (J) */
+    double joules_per_token_out; /* decode energy per generated token (J) */
+    double power_w;              /* mean power at the wall over the run (W) */
+    double peak_power_w;         /* provisioned power: every GPU at load, PUE included (W) */
+    double tokens_per_mw;        /* output tokens/s per MW of provisioned power (1/(s MW)) */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,
@@ -163,12 +194,73 @@ typedef struct hl_serve_steady {
     double input_tps, output_tps, output_tps_per_gpu;
     int32_t stable;     /* 0: the load exceeds the token budget, max_seqs or the KV cache */
     int32_t iterations; /* fixed-point iterations used */
+    int32_t meets_slo;  /* stable, and TTFT and TPOT within the SLO */
 } hl_serve_steady;
 
-/* Defaults: Poisson at 1 request/s, 1000 requests, seed 1, input 1024 and
- * output 128 fixed, max_seqs 256, token_budget 8192, chunked prefill, blocks
- * of 16 tokens, no SLO. */
+/* The serve result tables (core/src/serve_fields.c): the fields of each
+ * record a run returns, once, with unit and help; the Lua result, `hbdlab
+ * serve --json`, serving sweep rows and hl.help "serve" are built from them. */
+typedef enum hl_serve_record {
+    HL_SERVE_REC_RESULT = 0,  /* hl_serve_result (stats nested: "ttft_s.p99") */
+    HL_SERVE_REC_REQUEST = 1, /* hl_serve_req: per_request rows */
+    HL_SERVE_REC_STEP = 2,    /* hl_serve_step: step_log rows */
+    HL_SERVE_REC_SAMPLE = 3,  /* hl_serve_sample: kv_series columns */
+    HL_SERVE_REC_STEADY = 4,  /* hl_serve_steady: mode = "analytical" */
+    HL_SERVE_RECORDS = 5
+} hl_serve_record;
+
+/* Rows of one record's table, and row i (NULL out of range). */
+int32_t hl_serve_result_field_count(int32_t record);
+const hl_result_field *hl_serve_result_field_at(int32_t record, int32_t i);
+
+/* The value of row f in a record of its kind, as a double. */
+double hl_serve_record_value(const hl_result_field *f, const void *record);
+
+/* Applies every row's default (core/src/serve_fields.c) and copies the job.
+ * No arrival process is a default: give rate, concurrency or a trace. */
 void hl_serve_init(hl_serve_cfg *cfg, const hl_job *job);
+
+/* The serve field table: every field of hl.serve, `hbdlab serve` JSON and
+ * serving sweep axes, once (name, type, unit, range, default, help; `path`
+ * "input.min" when it is also given nested, as input = {min = ...}). */
+const hl_field_set *hl_serve_fields(void);
+
+/* The row called `name` (its name or its path), or NULL. */
+const hl_field *hl_serve_field(const char *name);
+
+/* Sets a serve field by name or path after its range check. A group name
+ * ("input", "output") given a number means a fixed length; given the string
+ * "trace", the trace's lengths. Unknown names fail with a suggestion among
+ * serve's own fields. */
+hl_status hl_serve_set_number(hl_serve_cfg *cfg, const char *name, double value, hl_err *err);
+hl_status hl_serve_set_string(hl_serve_cfg *cfg, const char *name, const char *value, hl_err *err);
+
+/* Resets the fields of a group ("input", "output", "slo") to "not given",
+ * before a table gives them ({dist = "uniform", min =, max =} is the whole
+ * distribution: no default fills in a bound). */
+void hl_serve_clear_group(hl_serve_cfg *cfg, const char *group);
+
+/* Whether a row holds a value other than its default (a given field). */
+int hl_serve_field_given(const hl_serve_cfg *cfg, const hl_field *f);
+
+/* Checks every field and every pair of fields: ranges, whole numbers, each
+ * field that has no effect with the others (naming both) and contradictions.
+ * hl_serve_run and hl_serve_steady_run call it first. */
+hl_status hl_serve_check(const hl_serve_cfg *cfg, hl_err *err);
+
+/* Refuses an instance's job field that serving does not read (batch, input,
+ * output, exact_steps, ignore_memory) when it is not at its default: for
+ * instances read from a user's table (hl.serve, a disagg pool); `pool`
+ * prefixes the message. hl_serve_run itself ignores those fields. */
+hl_status hl_serve_check_instance(const hl_job *job, const char *pool, hl_err *err);
+
+/* Refuses a search option of hl.simulate (objective, max_tpot_s, ...) given to
+ * a serving run, which takes an explicit mapping; `pool` prefixes the message. */
+hl_status hl_serve_check_plan(const hl_plan_in *plan, const char *pool, hl_err *err);
+
+/* Reads and parses cfg->trace_file into *owned (free with
+ * hl_serve_trace_free) and points cfg->trace at it; nothing when no file is named. */
+hl_status hl_serve_load_trace(hl_serve_cfg *cfg, hl_trace_req **owned, hl_err *err);
 
 /* Runs the workload. On success *out owns its arrays (hl_serve_result_free);
  * on failure nothing is left allocated. */
