@@ -105,7 +105,7 @@ static const hl_field job_fields[] = {
         "Zipf exponent of expert popularity: share of the i-th most popular expert ~ i^-skew (0 = uniform)"),
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
 };
-static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
+static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 
 const hl_field_set *hl_job_fields(void) { return &job_set; }
 

@@ -63,7 +63,8 @@ static const hl_field model_fields[] = {
     HL_FI0(hl_model, vision_full, "vision_full", 1, 1e4, "vision blocks with full attention"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
 };
-static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0])};
+static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0]),
+                                       NULL};
 
 const hl_field_set *hl_model_fields(void) { return &model_set; }
 

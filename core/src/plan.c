@@ -18,7 +18,8 @@ static const hl_field plan_fields[] = {
     HL_FD0(hl_plan_in, max_tpot, "max_tpot_s", 1e-9, 1e6, "s", "parallel = \"auto\": TPOT limit (0 = none)"),
     HL_FD0(hl_plan_in, max_ttft, "max_ttft_s", 1e-9, 1e6, "s", "parallel = \"auto\": TTFT limit (0 = none)"),
 };
-static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0])};
+static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0]),
+                                      NULL};
 
 const hl_field_set *hl_plan_fields(void) { return &plan_set; }
 

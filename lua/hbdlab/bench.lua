@@ -6,7 +6,8 @@ local M = {}
 
 local function reference(hl)
   return {
-    model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 },
+    -- the HBD study's job: 32K prompt + 1K output on a context extended like the experts (as scripts/hbd/study.lua)
+    model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2, max_position = 65536 },
     cluster = hl.cluster { gpu = "B200", gpus = 128, hbd = 64 },
     precision = "fp8", batch = 16, input = 32768, output = 1024, parallel = { tp = 8, ep = 16 },
   }
@@ -34,25 +35,37 @@ local function exe()
   return (a and a ~= "" and a) or "hbdlab"
 end
 
+-- One progress line per phase on stderr (the full run takes over a minute; stdout stays the report).
+local phases = 9
+local function phase(i, what)
+  io.stderr:write(string.format("bench %d/%d: %s\n", i, phases, what))
+  io.stderr:flush()
+end
+
 function M.run(opts)
   local hl = require "hbdlab"
   local quick = opts.quick
+  if opts.progress == false then phase = function() end end
   local job = reference(hl)
   local r = {}
+  phase(1, "hl_sim_run latency")
   local lat = core.bench_latency(job, quick and 2000 or 400000, 100)
   r.sim_latency_median_s, r.sim_latency_p99_s = lat.median_s, lat.p99_s
   local n_inputs = quick and 200 or 66667 -- x 15 (HBD x precision) = 3,000 or 1,000,005 points
+  phase(2, "sweep throughput, 1 thread and all cores")
   local _, pps1, points = core.bench_sweep(job, n_inputs, 1)
   local _, ppsall = core.bench_sweep(job, n_inputs, 0)
   r.sweep_points = points
   r.sweep_points_per_s_1thread, r.sweep_points_per_s_all = pps1, ppsall
   -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work (medians;
   -- hl.simulate runs in summary mode and builds the breakdown only when read)
+  phase(3, "hl.simulate from Lua")
   local c = core.bench_latency(job, quick and 2000 or 200000, 100, true).median_s
   r.sim_latency_summary_median_s = c
   local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
   r.lua_call_s, r.lua_call_overhead_s = l, l - c
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
+  phase(4, "the HBD reproduction (scripts/hbd/reproduce.lua)")
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
   local t0 = core.clock()
   local outdir = os.tmpname()
@@ -72,6 +85,7 @@ function M.run(opts)
       precision = "fp8", batch = 16, output = 1024, parallel = { tp = 8, ep = 16 } },
       axes = { { "hbd", { 8, 16, 32, 64, 128 } }, { "input", inputs } }, out = %q }
     assert(n == %d, "rows written: " .. n)]], npts // 5, csv, npts)
+  phase(5, string.format("%d points streamed to CSV", npts))
   t0 = core.clock()
   local code2, _, rss = core.spawn { exe(), "-e", script, stdout = "/dev/null" }
   r.stream_points = npts
@@ -85,7 +99,8 @@ function M.run(opts)
   -- serving: 100,000 Poisson requests (5,000 in --quick) through the continuous-batching
   -- scheduler, at a light load (many small iterations) and near saturation (full batches)
   r.serve_requests = quick and 5000 or 100000
-  for _, load in ipairs { { "light", 2 }, { "heavy", 14 } } do
+  for k, load in ipairs { { "light", 2 }, { "heavy", 14 } } do
+    phase(5 + k, string.format("hl.serve, %d requests, %s load", r.serve_requests, load[1]))
     t0 = core.clock()
     local sr = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = load[2],
       requests = r.serve_requests, input = { dist = "uniform", min = 128, max = 2048 },
@@ -101,6 +116,7 @@ function M.run(opts)
   }
   for i, sch in ipairs(searches) do
     if not quick or i == 1 then
+      if i == 1 then phase(8, "hl.frontier searches") end
       t0 = core.clock()
       local fr = hl.frontier { model = sch[2], systems = { sch[3] }, precision = "fp8", input = 1024, output = 1024 }
       r[sch[1] .. "_wall_s"] = core.clock() - t0
@@ -110,6 +126,7 @@ function M.run(opts)
     end
   end
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
+  phase(9, "the CPU roofline of the mini-transformer")
   local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
   r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
   r.minitf_prefill_predicted_s, r.minitf_prefill_measured_s = cr.prefill_predicted_s, cr.prefill_measured_s

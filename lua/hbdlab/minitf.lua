@@ -6,6 +6,18 @@ local core = require "hbdlab.core"
 
 local M = {}
 
+--- hl.simulate on this CPU as a "GPU": it has no price or power, and the check only reads times,
+--- so the unknown-cost warning (meant for GPU presets and user GPUs) is not printed.
+function M.simulate_on_cpu(hl, t)
+  local warn = require "hbdlab.warn"
+  local was = warn.enabled
+  warn.enabled = false
+  local ok, r = pcall(hl.simulate, t)
+  warn.enabled = was
+  if not ok then error(r, 0) end
+  return r
+end
+
 M.default_model = { name = "minitf-moe", hidden = 256, layers = 4, heads = 8, kv_heads = 2, head_dim = 32, ffn = 512,
                     vocab = 512, experts = 8, topk = 2 }
 
@@ -87,9 +99,9 @@ function M.check(t)
   -- not the expected busiest rank of its routing model.
   local function sim(lay)
     local ranks = (lay.tp or 1) * (lay.ep or 1) * (lay.pp or 1)
-    return hl.simulate { model = m, cluster = cpu_cluster(hl, ranks), precision = "fp32", act_precision = "fp32",
+    return M.simulate_on_cpu(hl, { model = m, cluster = cpu_cluster(hl, ranks), precision = "fp32", act_precision = "fp32",
                          kv_precision = "fp32", wire_precision = "fp32", batch = B, input = P, output = N, imbalance = 1,
-                         parallel = { tp = lay.tp or 1, ep = lay.ep or 1, pp = lay.pp or 1 } }
+                         parallel = { tp = lay.tp or 1, ep = lay.ep or 1, pp = lay.pp or 1 } })
   end
   local s1 = sim {}
   add("FLOPs, prefill (1 rank)", ref.stats.prefill_flops[1], s1.prefill.flops)
@@ -175,8 +187,8 @@ function M.cpu_roofline(t)
   local cpu = hl.gpu { name = "this-cpu", fp32_flops = flops, bf16_flops = flops, hbm_bytes = 16e9, hbm_bw = bw,
                        scaleup_bw = 1e9, scaleout_bw = 1e9, eff_gemm = 1, eff_attn = 1, eff_mem = 1,
                        kernel_latency = 0, gemm_tile_rows = 1 }
-  local r = hl.simulate { model = m, cluster = hl.cluster { gpu = cpu, gpus = 1 }, precision = "fp32",
-                          act_precision = "fp32", kv_precision = "fp32", batch = B, input = P, output = N }
+  local r = M.simulate_on_cpu(hl, { model = m, cluster = hl.cluster { gpu = cpu, gpus = 1 }, precision = "fp32",
+                          act_precision = "fp32", kv_precision = "fp32", batch = B, input = P, output = N })
   local run = core.minitf_run { model = m, batch = B, prompt = P, new = N, seed = 1 }
   local hz = cpu_hz()
   return {

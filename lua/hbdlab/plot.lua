@@ -441,7 +441,7 @@ function M.timeline(t)
   need(t, "timeline", { "events", "out" })
   local lines = { "# gpu\tstart_ms\tend_ms\tclass\tname" }
   local class = { op = 1, ["scale-up"] = 2, ["scale-out"] = 3 }
-  local max_gpu = 0
+  local max_gpu, min_gpu, t_lo, t_hi = 0, math.huge, math.huge, -math.huge
   if type(t.events) ~= "table" then error("plot.timeline: field 'events' must be an array of events", 2) end
   for i, e in ipairs(t.events) do
     if type(e) ~= "table" then error(string.format("plot.timeline: events[%d] is a %s, not a table", i, type(e)), 2) end
@@ -453,7 +453,11 @@ function M.timeline(t)
     lines[#lines + 1] = string.format("%d\t%s\t%s\t%d\t%s", e.gpu, num(e.ts_s * 1e3), num((e.ts_s + e.dur_s) * 1e3), c,
       datq(e.name))
     if e.gpu > max_gpu then max_gpu = e.gpu end
+    if e.gpu < min_gpu then min_gpu = e.gpu end
+    t_lo, t_hi = math.min(t_lo, e.ts_s), math.max(t_hi, e.ts_s + e.dur_s)
   end
+  -- operator names on the first GPU's row (the mapping is symmetric), on bars wide enough to hold one
+  local min_label_ms = t_hi > t_lo and (t_hi - t_lo) * 1e3 * 0.045 or 0
   t.xlabel = t.xlabel or "time (ms)"
   t.ylabel = t.ylabel or "GPU"
   local gp = {
@@ -461,7 +465,10 @@ function M.timeline(t)
     "set ytics 1",
     "set style fill solid 0.9 border -1",
     "plot for [c=1:3] datafile using (($2+$3)/2):($4==c ? $1 : 1/0):(($3-$2)/2):(0.35) with boxxyerror lt c " ..
-      "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')",
+      "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')" ..
+      (t.labels == false and "" or string.format(", \\\n     datafile using (($2+$3)/2):($1==%s && ($3-$2)>=%s ? " ..
+        "$1-0.5 : 1/0):5 with labels rotate by 35 left font ',8' textcolor rgb '#222222' notitle",
+        num(min_gpu == math.huge and 0 or min_gpu), num(min_label_ms))),
   }
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end

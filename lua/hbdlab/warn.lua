@@ -6,6 +6,8 @@ local M = { enabled = true, seen = {} }
 
 function M.warn(msg)
   if not M.enabled or M.seen[msg] then return end
+  local d = require("hbdlab.core").dist()
+  if d.mpi and d.index > 0 then return end -- under mpirun every rank runs the script: rank 0 speaks
   M.seen[msg] = true
   io.stderr:write("hbdlab: warning: ", msg, "\n")
   if M.sink then M.sink(msg) end -- the notebook runner shows a cell's warnings in its report

@@ -24,6 +24,12 @@ check "rank 0 prints once, with every row gathered" [ "$(grep -c 'rows 105, fn r
 for f in rows stream fn; do
     check "$f: 4 MPI ranks = the single run, byte for byte" cmp -s "$TMP/mpi/$f.csv" "$TMP/one/$f.csv"
 done
+# a warning is printed by rank 0 only (every rank runs the script)
+timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$HBDLAB" \
+    -e 'hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, input = 200000 }' \
+    > "$TMP/warn.out" 2>&1
+check "a warning under mpirun -n 2 is printed once ($(grep -c 'context limit' "$TMP/warn.out"))" \
+    [ "$(grep -c 'context limit' "$TMP/warn.out")" -eq 1 ]
 # a failing rank stops them all with its status instead of leaving them waiting
 timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$HBDLAB" -e 'error("boom")' > "$TMP/fail.out" 2>&1
 rc=$?

@@ -48,4 +48,19 @@ T.test("GPU presets carry prices: H200 is no longer 22x cheaper than H100", func
   end
 end)
 
+T.test("two imported HF models of one model_type do not share a name", function()
+  local src = (os.getenv("HBDLAB_SOURCE_DIR") or ".") .. "/tests/data/hf/"
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir .. "/Qwen2.5-72B-Instruct && cp " .. src .. "qwen2.5-72b.json " .. dir ..
+    "/Qwen2.5-72B-Instruct/config.json"))
+  local a = hl.model.from_hf(src .. "qwen2.5-72b.json")     -- model_type qwen2, no _name_or_path
+  local b = hl.model.from_hf(dir .. "/Qwen2.5-72B-Instruct") -- the same config in a folder
+  T.eq(a.name, "qwen2.5-72b", "named after the file")
+  T.eq(b.name, "Qwen2.5-72B-Instruct", "named after the folder")
+  T.eq(hl.model.from_hf(src .. "qwen2.5-72b.json", { name = "mine" }).name, "mine", "name = overrides")
+  T.eq(a:params().total, b:params().total, "the same model otherwise")
+  os.execute("rm -rf " .. dir)
+end)
+
 T.done()
