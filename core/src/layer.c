@@ -473,7 +473,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
                          j->precision,
                          (up.flops + down.flops) * El,
                          (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
-                             3 * Fe * h * s->wb * active,
+                             3 * Fe * h * hl_model_expert_weight_bytes(m, s->wb) *
+                                 active, /* MXFP4 experts: 4.25 bits */
                          (up.bytes_written + down.bytes_written) * El,
                          up.rows};
         TRY(add_op(s, a, &grouped, Lmoe, err));

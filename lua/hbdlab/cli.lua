@@ -144,20 +144,7 @@ function M.frontier(path, ...)
   local ok2, r = pcall(hl.frontier, cfg)
   if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
   if as_json then
-    local plain = { points = {}, pareto = {}, best = {}, ratios = r.ratios, launch = r.launch }
-    local fr = require "hbdlab.frontier"
-    local function row(p)
-      local o = {}
-      for _, c in ipairs(fr.columns) do o[c] = p[c] end
-      return o
-    end
-    for j, p in ipairs(r.points) do plain.points[j] = row(p) end
-    for k, list in pairs(r.pareto) do
-      plain.pareto[k] = {}
-      for j, p in ipairs(list) do plain.pareto[k][j] = row(p) end
-    end
-    for k, p in pairs(r.best) do plain.best[k] = row(p) end
-    io.write(core.json_encode(plain, true), "\n")
+    io.write(core.json_encode(require("hbdlab.frontier").plain(r), true), "\n")
   else
     print(r)
   end

@@ -578,6 +578,24 @@ local function flat(p)
   return r
 end
 
+--- A result as plain values (the JSON of `hbdlab frontier --json` and of STEM.json): every point
+--- with its pareto flag and its hl.serve fields, the Pareto sets and best points, ratios, launch options.
+function M.plain(res)
+  local function plain(p)
+    local o = flat(p)
+    o.pareto, o.config = p.pareto, M.plain_config(p.config)
+    return o
+  end
+  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch }
+  for i, p in ipairs(res.points) do js.points[i] = plain(p) end
+  for k, list in pairs(res.pareto) do
+    js.pareto[k] = {}
+    for i, p in ipairs(list) do js.pareto[k][i] = plain(p) end
+  end
+  for k, p in pairs(res.best) do js.best[k] = plain(p) end
+  return js
+end
+
 local function write_outputs(hl, res, stem)
   local rows = require "hbdlab.rows"
   local flat_rows = {}
@@ -587,18 +605,7 @@ local function write_outputs(hl, res, stem)
   rows.write_csv(flat_rows, stem .. "_points.csv", M.columns)
   local d = core.dist()
   if d.count > 1 and not d.mpi then return end -- a shard writes its points only (hbdlab merge joins them)
-  local function plain(p)
-    local o = flat(p)
-    o.pareto, o.config = p.pareto, M.plain_config(p.config)
-    return o
-  end
-  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios }
-  for i, p in ipairs(res.points) do js.points[i] = plain(p) end
-  for k, list in pairs(res.pareto) do
-    js.pareto[k] = {}
-    for i, p in ipairs(list) do js.pareto[k][i] = plain(p) end
-  end
-  for k, p in pairs(res.best) do js.best[k] = plain(p) end
+  local js = M.plain(res)
   rows.write_atomic(stem .. ".json", core.json_encode(js, true) .. "\n")
   local plot = require "hbdlab.plot"
   plot.frontier { points = res.points, x = "tps_per_user", y = "tps_per_gpu", out = stem .. ".png",
@@ -618,7 +625,7 @@ function M.frontier(t)
   local o = check(t)
   local hl = require "hbdlab"
   local model = o.model
-  if type(model) == "string" then
+  if type(model) == "string" or (type(model) == "table" and getmetatable(model) == nil) then
     local ok, m = pcall(hl.model, model)
     if not ok then fail("field 'model': " .. tostring(m), 2) end
     model = m

@@ -343,6 +343,29 @@ static double item_flops(const hl_result *r, const char *prefix)
  * last one of 3,616 (3,616 * 3,617 / 2): 73,656,592 pairs. FLOP per pair and
  * layer 2 * 40 heads * (128 + 128) = 20,480: 20,480 * (12 * 200,010,000 +
  * 36 * 73,656,592) = 103,459,989,749,760. */
+/* Decode reads the experts at their storage width: gpt-oss-120b, one GPU, one
+ * sequence; a token reaches 4 distinct experts per layer, each 3 * 2880 *
+ * 2880 weights: MXFP4 reads (2 - 0.53125) B fewer per weight than BF16,
+ * 36 layers * 4 * 24,883,200 * 1.46875 = 5,262,796,800 B less per step. */
+static void test_mxfp4_expert_reads(void **state)
+{
+    (void)state;
+    hl_job j = job_for("gpt-oss-120b", "h200", 1, 1);
+    j.output = 11;
+    j.ignore_memory = 1;
+    double by[2];
+    for (int k = 0; k < 2; k++) {
+        j.model.expert_precision = k ? HL_EXPERT_SAME : HL_EXPERT_MXFP4;
+        hl_result *r = sim(&j);
+        by[k] = 0;
+        for (int i = 0; i < r->n_decode_items; i++)
+            if (strcmp(r->decode_items[i].name, "experts") == 0)
+                by[k] = r->decode_items[i].bytes;
+        free(r);
+    }
+    assert_rel(by[1] - by[0], 10 * 5262796800.0, 1e-9, "expert weight reads over 10 steps");
+}
+
 static void test_chunked_prefill_by_hand(void **state)
 {
     (void)state;
@@ -437,6 +460,37 @@ static void test_linear_attention_constant_per_token(void **state)
     assert_rel(f[1], f[0], 1e-12, "independent of context");
 }
 
+/* Configs the import refuses name the file, the field and what is allowed. */
+static void test_hf_errors(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"{\"model_type\": \"qwen3_next\", \"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 16, \"mlp_only_layers\": [1], \"linear_num_key_heads\": 2, "
+         "\"linear_num_value_heads\": 2, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8}",
+         "x.json: field 'mlp_only_layers': dense layers at listed positions are not supported"},
+        {"{\"model_type\": \"gpt_oss\", \"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"sliding_window\": 8, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+         "x.json: field 'layer_types': 2 entries, expected one per layer (4)"},
+        {"{\"model_type\": \"llama4\", \"hidden_size\": 64}", "x.json: required field 'text_config' is missing"},
+        {"{\"model_type\": \"gemma3\", \"text_config\": 3}", "x.json: field 'text_config': expected an object"},
+        {"{\"model_type\": \"deepseek_v32\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
+         "4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, "
+         "\"v_head_dim\": 8}",
+         "x.json: required field 'index_topk' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hl_model m;
+        hl_err e;
+        hl_status want = i == 0 ? HL_EUNSUPPORTED : HL_EPARSE;
+        assert_fails_with(hl_model_from_hf_json(cases[i][0], "x.json", &m, &e), want, &e, cases[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,10 +502,12 @@ int main(void)
         cmocka_unit_test(test_kv_and_state_bytes_by_hand),
         cmocka_unit_test(test_qwen3_next_state_does_not_grow),
         cmocka_unit_test(test_mxfp4_expert_weights),
+        cmocka_unit_test(test_mxfp4_expert_reads),
         cmocka_unit_test(test_chunked_prefill_by_hand),
         cmocka_unit_test(test_decode_closed_form_equals_steps),
         cmocka_unit_test(test_vision_encoder_by_hand),
         cmocka_unit_test(test_linear_attention_constant_per_token),
+        cmocka_unit_test(test_hf_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
