@@ -9,7 +9,7 @@ print(string.format("%-6s %5s %12s %12s %14s %10s", "prec", "hbd", "TTFT (ms)", 
 for _, prec in ipairs { "fp16", "fp8", "fp4" } do
   for _, hbd in ipairs { 8, 16, 32, 64, 128 } do
     local r = hl.simulate {
-      model = model, precision = prec, batch = 16, input = 32768, output = 1024,
+      model = model, precision = prec, batch = 16, input = 31744, output = 1024, -- 32K context in all
       cluster = hl.cluster { gpu = "B200", gpus = 128, hbd = hbd, scaleout_gbps = 800 },
       parallel = { tp = 8, ep = 16 },
     }
@@ -19,7 +19,7 @@ for _, prec in ipairs { "fp16", "fp8", "fp4" } do
   end
 end
 hl.plot.line { data = rows, x = "hbd", y = "ttft_s", by = "precision", yscale = 1e3, logx = true,
-  xtics = { 8, 16, 32, 64, 128 }, title = "TTFT vs HBD size (128 x B200, batch 16, 32K input)",
+  xtics = { 8, 16, 32, 64, 128 }, title = "TTFT vs HBD size (128 x B200, batch 16, 31K input + 1K output)",
   xlabel = "HBD size (GPUs)", ylabel = "TTFT (ms)", out = "plots/out/example_ttft.png" }
 hl.plot.line { data = rows, x = "hbd", y = "tps_per_gpu", by = "precision", logx = true,
   xtics = { 8, 16, 32, 64, 128 }, title = "Per-GPU throughput vs HBD size (128 x B200)",

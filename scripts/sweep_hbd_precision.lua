@@ -6,7 +6,7 @@ local P = hl.params {
   experts = { 16, "routed experts added to the model (0 = dense)" },
   topk = { 2, "experts per token" },
   batch = { 16, "sequences" },
-  input = { 32768, "prompt tokens" },
+  input = { 31744, "prompt tokens (32K context of qwen1.5-110b minus the 1,024 generated)" },
   output = { 1024, "generated tokens" },
   scaleout_gbps = { 800, "NIC rate per GPU, Gbit/s" },
   out = { "plots/out/sweep", "output prefix for figures and CSV" },

@@ -35,13 +35,8 @@ local function row(res, phase, name)
   error(string.format("walkthrough: the simulator counted no '%s' in %s", name, phase))
 end
 -- Time of one stage's pass over its layers: the operator rows inside the layers (one pass, whole batch).
-local function layer_ops_s(res, phase)
-  local t = 0
-  for _, it in ipairs(res[phase].breakdown) do
-    if it.kind == "op" and not it.per_pass then t = t + it.time_s end
-  end
-  return t
-end
+local walk = require "hbdlab.walkthrough" -- the same helpers hl.walkthrough's page uses
+local layer_ops_s = walk.layer_ops_s
 
 print(string.format("Model %s (%d layers), %s, 4 GPUs = TP2 x PP2 on 2 servers of 2 (HBD 2)", m.name, L, P.gpu))
 print(string.format("Batch %d, prompt %d tokens, %d generated; stage 1 = layers 1-%d on GPU0/1, stage 2 = layers %d-%d on GPU2/3",
@@ -106,20 +101,9 @@ print(string.format("(exposed after overlap: prefill comm %.1f%%, decode comm %.
 local x = P.share
 local ep = hl.simulate { model = hl.model "mixtral-8x7b", cluster = hl.cluster { gpu = P.gpu, gpus = 4, hbd = 2 },
                          precision = prec, batch = P.batch, input = P.input, output = 2, parallel = { tp = 1, ep = 4 } }
--- A traffic class: rows of one tier, `per` steps, compute C of one step. Several rows become one
--- class of count = sum of calls with the mean bytes and latency per call (the same total time).
-local function need(name, res, phase, names, tier, per, C)
-  local n, S, sent, alpha = 0, 0, 0, 0
-  for _, nm in ipairs(names) do
-    local it = row(res, phase, nm)
-    local k = it.calls / per
-    n, S, alpha = n + k, S + k * it.call_bytes, alpha + k * it.call_latency_s
-    sent = sent + k * (tier == "scale-out" and it.call_scaleout_bytes or it.call_scaleup_bytes)
-  end
-  local q = hl.net_requirement { count = n, bytes = S / n, factor = sent / S, compute_s = C, latency_s = alpha / n,
-                                 share = x }
-  return { name, tier, n, S / n, sent / n, C, q.bandwidth, q.max_latency_s }
-end
+-- A traffic class: rows of one tier, `per` steps, compute C of one step (hbdlab.walkthrough.need:
+-- several rows become one class of count = sum of calls with the mean bytes and latency per call).
+local function need(name, res, phase, names, tier, per, C) return walk.need(name, res, phase, names, tier, per, C, x) end
 local decode_step = (r.decode.compute_s + r.decode.memory_s) / steps
 local ep_pass = layer_ops_s(ep, "prefill") -- pp = 1: the whole pass
 local rows = {

@@ -1,7 +1,7 @@
-/* The one CSV writer (hbdlab/csv.h): RFC 4180 cells and rows into a growing buffer. */
+/* The one CSV writer (hbdlab/csv.h): RFC 4180 cells and rows into a growing buffer (numbers
+ * by hl_csv_format_number, core/src/shortest.c). */
 #include "hbdlab/csv.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,19 +91,23 @@ void hl_csv_empty(hl_csv *c) { next_cell(c); }
 
 void hl_csv_integer(hl_csv *c, int64_t v)
 {
-    char b[32];
+    char b[24], *e = b + sizeof b, *p = e; /* digits from the end, then the sign */
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
     next_cell(c);
-    put(c, b, snprintf(b, sizeof b, "%lld", (long long)v));
+    put(c, p, e - p);
 }
 
 void hl_csv_number(hl_csv *c, double v)
 {
-    char b[40];
+    char b[32];
     next_cell(c);
-    if (isnan(v)) /* printf's sign of a NaN ("-nan") carries no meaning */
-        put(c, "nan", 3);
-    else
-        put(c, b, snprintf(b, sizeof b, "%.17g", v));
+    put(c, b, hl_csv_format_number(v, b)); /* a NaN is "nan": printf's "-nan" sign carries no meaning */
 }
 
 void hl_csv_bool(hl_csv *c, int32_t v)

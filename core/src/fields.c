@@ -123,11 +123,23 @@ static int enum_name(const char *names, int32_t i, char *buf, size_t n)
     return 1;
 }
 
+const hl_field_alias *hl_field_alias_find(const hl_field_set *set, const char *name)
+{
+    for (const hl_field_alias *a = set->aliases; a && a->name; a++)
+        if (strcmp(a->name, name) == 0)
+            return a;
+    return NULL;
+}
+
 hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double v, hl_err *err)
 {
     const hl_field *f = hl_field_find(set, name);
-    if (!f)
+    if (!f) {
+        const hl_field_alias *a = hl_field_alias_find(set, name);
+        if (a && (f = hl_field_find(set, a->field)))
+            return hl_field_set_number_at(set, f, obj, v * a->factor, err);
         return hl_unknown_field(set, name, err);
+    }
     return hl_field_set_number_at(set, f, obj, v, err);
 }
 

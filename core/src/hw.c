@@ -48,7 +48,29 @@ static const hl_field gpu_fields[] = {
     HL_FS(hl_gpu, cost_source, "cost_source", "where the cost and power numbers come from"),
     HL_FS(hl_gpu, source, "source", "where the numbers come from"),
 };
-static const hl_field_set gpu_set = {"gpu", gpu_fields, (int32_t)(sizeof gpu_fields / sizeof gpu_fields[0])};
+/* Friendly names with their unit in the name, in Lua tables and JSON files alike
+ * (GB = 1e9 B, TB/s = 1e12 B/s, Gbit/s = 1e9 / 8 B/s, us = 1e-6 s). */
+#define HL_LINK_ALIASES                                                                        \
+    {"scaleup_gbs", "scaleup_bw", 1e9}, {"scaleout_gbps", "scaleout_bw", 1e9 / 8},             \
+        {"scaleout_gbs", "scaleout_bw", 1e9}, {"scaleup_latency_us", "scaleup_latency", 1e-6}, \
+        {"scaleout_latency_us", "scaleout_latency", 1e-6},                                     \
+    {                                                                                          \
+        "coll_launch_us", "coll_launch", 1e-6                                                  \
+    }
+static const hl_field_alias gpu_aliases[] = {{"fp32_tflops", "fp32_flops", 1e12},
+                                             {"bf16_tflops", "bf16_flops", 1e12},
+                                             {"fp16_tflops", "fp16_flops", 1e12},
+                                             {"fp8_tflops", "fp8_flops", 1e12},
+                                             {"fp4_tflops", "fp4_flops", 1e12},
+                                             {"int8_tops", "int8_flops", 1e12},
+                                             {"hbm_gb", "hbm_bytes", 1e9},
+                                             {"hbm_tbs", "hbm_bw", 1e12},
+                                             {"kernel_latency_us", "kernel_latency", 1e-6},
+                                             HL_LINK_ALIASES,
+                                             {NULL, NULL, 0}};
+static const hl_field_alias cluster_aliases[] = {{"peer_cost_us", "peer_cost", 1e-6}, HL_LINK_ALIASES, {NULL, NULL, 0}};
+static const hl_field_set gpu_set = {"gpu", gpu_fields, (int32_t)(sizeof gpu_fields / sizeof gpu_fields[0]),
+                                     gpu_aliases};
 
 const hl_field_set *hl_gpu_fields(void) { return &gpu_set; }
 
@@ -128,7 +150,7 @@ static const hl_field cluster_fields[] = {
     HL_FD(hl_cluster, usd_per_kwh, "usd_per_kwh", 0, 100, "USD/kWh", "electricity price"),
 };
 static const hl_field_set cluster_set = {"cluster", cluster_fields,
-                                         (int32_t)(sizeof cluster_fields / sizeof cluster_fields[0])};
+                                         (int32_t)(sizeof cluster_fields / sizeof cluster_fields[0]), cluster_aliases};
 
 const hl_field_set *hl_cluster_fields(void) { return &cluster_set; }
 

@@ -99,11 +99,13 @@ static const hl_field job_fields[] = {
         "speculative decoding: acceptance probability of each draft token (needed when spec_tokens > 0)"),
     NUM(spec_draft_layers, "spec_draft_layers", NULL, 0, 1e3, 0, "", 1,
         "speculative decoding: target-shaped layers run per draft token (MTP module / EAGLE head: 1)"),
+    NUM(image_tokens, "image_tokens", NULL, 0, 1e9, 0, "", 0,
+        "prompt tokens per sequence that come from images (vision-language models; part of input)"),
     NUM(routing_skew, "routing_skew", NULL, 0, 100, 0, "", 0,
         "Zipf exponent of expert popularity: share of the i-th most popular expert ~ i^-skew (0 = uniform)"),
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
 };
-static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0])};
+static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 
 const hl_field_set *hl_job_fields(void) { return &job_set; }
 

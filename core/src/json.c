@@ -213,6 +213,9 @@ hl_status hl_json_set_field(const hl_field_set *set, void *obj, const cJSON *ite
 {
     const char *key = item->string;
     const hl_field *f = hl_field_find(set, key);
+    if (!f && hl_field_alias_find(set, key)) /* a friendly alias (hbm_gb, ...): a number, set as its field */
+        return cJSON_IsNumber(item) ? hl_field_set_number(set, obj, key, item->valuedouble, err)
+                                    : hl_fail(err, HL_EINVAL, "%s field '%s': expected a number", set->kind, key);
     if (!f)
         return hl_unknown_field(set, key, err);
     if (f->type == HL_FIELD_BOOL && !cJSON_IsBool(item)) /* 0 or "false" must not be guessed at */

@@ -7,11 +7,13 @@
 
 /* Elements per token per softmax-attention layer for the whole model (all KV
  * heads); DSA adds the indexer's key (index_dim) to MLA's latent. */
+static double index_elems(const hl_model *m) { return m->index_topk > 0 ? (double)m->index_dim : 0; }
+
 static double kv_elems_per_layer(const hl_model *m)
 {
     if (m->attn == HL_ATTN_MLA)
-        return (double)(m->kv_lora_rank + m->qk_rope_dim + (m->index_topk > 0 ? m->index_dim : 0));
-    return 2.0 * (double)m->kv_heads * (double)m->head_dim;
+        return (double)(m->kv_lora_rank + m->qk_rope_dim) + index_elems(m);
+    return 2.0 * (double)m->kv_heads * (double)m->head_dim + index_elems(m);
 }
 
 /* Layers that cache keys per token: all but the linear-attention ones. */
@@ -30,6 +32,11 @@ double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context)
     /* a sliding layer keeps the last window; a chunked one at most one chunk */
     double win = m->sliding_window > 0 ? fmin(context, (double)m->sliding_window) : context;
     return per_layer * (full * context + local * win);
+}
+
+double hl_kv_index_bytes_sequence(const hl_model *m, hl_precision kv, double context)
+{
+    return index_elems(m) * attention_layers(m) * context * hl_precision_bytes(kv);
 }
 
 double hl_kv_state_elems_layer(const hl_model *m)
@@ -67,8 +74,8 @@ double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp)
 double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp)
 {
     double b = hl_precision_bytes(kv);
-    if (m->attn == HL_ATTN_MLA)
-        return kv_elems_per_layer(m) * b;
+    if (m->attn == HL_ATTN_MLA) /* the attention's latent; the indexer's key is read by the indexer */
+        return (kv_elems_per_layer(m) - index_elems(m)) * b;
     return 2.0 * hl_kv_heads_per_gpu(m, tp) * (double)m->head_dim * b;
 }
 

@@ -369,35 +369,66 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
     double Tn = j->sequence_parallel ? T / tp : T;
     hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * Tn * h, 2 * 2 * Tn * h * s->ab, 2 * Tn * h * s->ab, 0};
     TRY(add_op(s, a, &norm, Lst, err));
+    /* softmax-attention layers and gated DeltaNet layers of this stage */
+    double Llin = Lst * (double)hl_model_linear_layers(m) / (double)m->layers, Latt = Lst - Llin;
     if (m->attn == HL_ATTN_MLA) {
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, v = (double)m->v_head_dim;
         double kvl = (double)m->kv_lora_rank, ql = (double)m->q_lora_rank;
         if (ql > 0) {
             gemm(&op, s, "q_proj", T, ql, h);
-            TRY(add_op(s, a, &op, Lst, err));
+            TRY(add_op(s, a, &op, Latt, err));
             gemm(&op, s, "q_proj", T, Hl * (nope + rope), ql);
         } else {
             gemm(&op, s, "q_proj", T, Hl * (nope + rope), h);
         }
-        TRY(add_op(s, a, &op, Lst, err));
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "kv_proj", T, kvl + rope, h);
-        TRY(add_op(s, a, &op, Lst, err));
+        TRY(add_op(s, a, &op, Latt, err));
         if (decode) { /* absorbed: q_nope x W_UK per head, output x W_UV per head */
             gemm(&op, s, "mla_absorb", T, Hl * kvl, nope);
-            TRY(add_op(s, a, &op, Lst, err));
+            TRY(add_op(s, a, &op, Latt, err));
             gemm(&op, s, "mla_absorb", T, Hl * v, kvl);
         } else { /* expand K and V for the prompt tokens */
             gemm(&op, s, "kv_proj", T, Hl * (nope + v), kvl);
         }
-        TRY(add_op(s, a, &op, Lst, err));
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "o_proj", T, h, Hl * v);
     } else {
         double Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
-        gemm(&op, s, "qkv_proj", T, (Hl + 2 * Kl) * d, h);
-        TRY(add_op(s, a, &op, Lst, err));
+        /* a gated attention's q_proj also emits the output gate (Qwen3-Next) */
+        gemm(&op, s, "qkv_proj", T, ((m->attn_gate ? 2 : 1) * Hl + 2 * Kl) * d, h);
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "o_proj", T, h, Hl * d);
     }
-    TRY(add_op(s, a, &op, Lst, err));
+    TRY(add_op(s, a, &op, Latt, err));
+    if (m->index_topk > 0) { /* the lightning indexer's projections, whole on every TP rank */
+        double Hi = (double)m->index_heads, di = (double)m->index_dim;
+        gemm(&op, s, "indexer_proj", T, Hi * di, m->q_lora_rank > 0 ? (double)m->q_lora_rank : h);
+        TRY(add_op(s, a, &op, Latt, err));
+        gemm(&op, s, "indexer_proj", T, di, h);
+        TRY(add_op(s, a, &op, Latt, err));
+        gemm(&op, s, "indexer_proj", T, Hi, h);
+        TRY(add_op(s, a, &op, Latt, err));
+    }
+    if (Llin > 0) { /* gated DeltaNet (docs/MODEL.md 6.4) */
+        double kt = m->linear_k_heads >= s->tp ? (double)m->linear_k_heads / tp : 1;
+        double vt = kt * (double)(m->linear_v_heads / m->linear_k_heads);
+        double dk = (double)m->linear_k_dim, dv = (double)m->linear_v_dim, c = (double)m->linear_conv;
+        double chans = 2 * kt * dk + vt * dv;                           /* q, k, v through the conv */
+        gemm(&op, s, "linear_in_proj", T, chans + vt * dv + 2 * vt, h); /* q, k, v, z and the a, b gates */
+        TRY(add_op(s, a, &op, Llin, err));
+        double state = vt * dk * dv + chans * (c > 1 ? c - 1 : 0); /* elements per sequence */
+        hl_op rec = {"linear_attention",
+                     HL_OP_ATTENTION,
+                     j->act_precision,
+                     T * (7 * dk * dv * vt + 2 * c * chans),
+                     T * (chans + 2 * vt) * s->ab + b * state * s->ab,
+                     T * vt * dv * s->ab + b * state * s->ab,
+                     0};
+        TRY(add_op(s, a, &rec, Llin, err));
+        gemm(&op, s, "linear_out_proj", T, h, vt * dv);
+        TRY(add_op(s, a, &op, Llin, err));
+    }
     double ar_bytes = T * h * s->ab;
     TRY(tp_reduce(s, a, ar_bytes, s->tp, Lst, err));
     if (Ldense > 0) {
@@ -442,7 +473,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
                          j->precision,
                          (up.flops + down.flops) * El,
                          (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
-                             3 * Fe * h * s->wb * active,
+                             3 * Fe * h * hl_model_expert_weight_bytes(m, s->wb) *
+                                 active, /* MXFP4 experts: 4.25 bits */
                          (up.bytes_written + down.bytes_written) * El,
                          up.rows};
         TRY(add_op(s, a, &grouped, Lmoe, err));
@@ -502,6 +534,76 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
         sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
     }
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+}
+
+hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
+{
+    const hl_model *m = s->m;
+    const hl_job *j = s->j;
+    if (m->vision_layers <= 0 || j->image_tokens <= 0)
+        return HL_OK;
+    double tp = (double)s->tp, V = (double)m->vision_hidden, F = (double)m->vision_ffn;
+    double M2 = (double)(m->vision_merge * m->vision_merge), P = j->image_tokens * M2; /* patches per sequence */
+    double N = b * P, patch_in = 3 * (double)(m->vision_temporal * m->vision_patch * m->vision_patch);
+    double L = (double)m->vision_layers, Lfull = (double)m->vision_full, Lwin = L - Lfull;
+    double win = m->vision_window > 0 ? fmin(P, (double)(m->vision_window * m->vision_window)) : P;
+    hl_op op;
+    hl_status st;
+    a->layer_kind = 3;
+#define TRY(x)                   \
+    do {                         \
+        if ((st = (x)) != HL_OK) \
+            return st;           \
+    } while (0)
+    gemm(&op, s, "vision_patch_embed", N, V, patch_in);
+    TRY(add_op(s, a, &op, 1, err));
+    gemm(&op, s, "vision_qkv", N, 3 * V / tp, V);
+    TRY(add_op(s, a, &op, L, err));
+    gemm(&op, s, "vision_proj", N, V, V / tp);
+    TRY(add_op(s, a, &op, L, err));
+    gemm(&op, s, "vision_mlp", N, 2 * F / tp, V);
+    TRY(add_op(s, a, &op, L, err));
+    gemm(&op, s, "vision_mlp", N, V, F / tp);
+    TRY(add_op(s, a, &op, L, err));
+    /* bidirectional attention: each patch sees its window (win patches) or the whole image (P);
+     * q.k and p.v over V/tp channels: 4 V/tp FLOP per pair */
+    for (int full = 0; full < 2; full++) {
+        double keys = full ? P : win, layers = full ? Lfull : Lwin;
+        hl_op at = {"vision_attention",
+                    HL_OP_ATTENTION,
+                    j->act_precision,
+                    4 * N * keys * V / tp,
+                    3 * N * V / tp * s->ab,
+                    N * V / tp * s->ab,
+                    0};
+        if (layers > 0)
+            TRY(add_op(s, a, &at, layers, err));
+    }
+    TRY(tp_reduce(s, a, N * V * s->ab, s->tp, 2 * L, err)); /* after attention and MLP, as a text layer */
+    gemm(&op, s, "vision_merger", N / M2, V * M2, V * M2);
+    TRY(add_op(s, a, &op, 1, err));
+    gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V * M2);
+    TRY(add_op(s, a, &op, 1, err));
+    a->layer_kind = 0;
+    return HL_OK;
+#undef TRY
+}
+
+void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx)
+{
+    const hl_model *m = s->m;
+    hl_attn_shape sh;
+    sh.batch = b;
+    sh.new_tokens = q;
+    sh.context = ctx;
+    sh.heads = (double)m->index_heads;
+    sh.kv_heads = 1;
+    sh.qk_dim = (double)m->index_dim;
+    sh.v_dim = 1; /* the weighted sum over heads: 2 FLOP per head per pair */
+    sh.kv_token_bytes = (double)m->index_dim * s->kvb;
+    sh.act_bytes = s->ab;
+    sh.window = 0; /* it scores every key */
+    hl_op_attention(op, "indexer", &sh, (hl_precision)s->j->act_precision);
 }
 
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:

@@ -10,6 +10,7 @@
 #include "hbdlab/roofline.h"
 #include "hbdlab/sim.h"
 #include "mapping_int.h"
+#include "model_int.h"
 
 enum { HL_ITEM_SLOTS = 2 * HL_SIM_MAX_ITEMS }; /* at most half full: probes end at an empty slot */
 _Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 256, "HL_ITEM_SLOTS: a power of 2 that "
@@ -102,12 +103,35 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones (window w, 0 = none). */
 void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window);
 
-/* Layers of one stage split by attention kind: full, and sliding-window. */
+/* The vision encoder of a vision-language model over the image tokens of b
+ * sequences (job image_tokens): patch embedding, vision_layers ViT blocks
+ * (windowed or full attention), the patch merger (docs/MODEL.md 6.4). */
+hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err);
+
+/* The lightning indexer of sparse attention (DeepSeek-V3.2-Exp): an
+ * attention-shaped scoring of every cached key by index_heads heads of
+ * index_dim, weighted over the heads (d_v = 1); replicated on every TP rank. */
+void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx);
+
+/* Layers of one stage split by attention kind: full, and local (a window of
+ * hl_local_window keys: sliding, chunked, or sparse attention's top-k, where
+ * every attention layer is local). Linear-attention layers are in neither:
+ * they have no attention kernel (their recurrence is part of hl_layer_ops). */
 static inline void hl_layer_split(const hl_sim_ctx *s, double *full, double *sliding)
 {
-    double sl = s->m->sliding_window > 0 ? s->m->sliding_fraction : 0;
-    *sliding = s->stage_layers * sl;
-    *full = s->stage_layers - *sliding;
+    const hl_model *m = s->m;
+    double L = (double)m->layers;
+    double lin = (double)hl_model_linear_layers(m) / L, loc = (double)hl_model_local_layers(m) / L;
+    if (m->index_topk > 0)
+        loc = 1 - lin;
+    *sliding = s->stage_layers * loc;
+    *full = fmax(0, s->stage_layers * (1 - lin - loc));
+}
+
+/* Keys a local layer's query sees at most: sparse attention's top-k, or the sliding window / chunk. */
+static inline double hl_local_window(const hl_sim_ctx *s)
+{
+    return s->m->index_topk > 0 ? (double)s->m->index_topk : (double)s->m->sliding_window;
 }
 
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:

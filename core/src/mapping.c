@@ -125,6 +125,12 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     if (s->tp * s->pp * s->dp != s->G)
         return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
                        (long long)s->pp, (long long)s->dp, (long long)s->G);
+    if (j->image_tokens > 0 && m->vision_layers <= 0)
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g needs a model with a vision encoder ('%s' has none)",
+                       j->image_tokens, m->name);
+    if (j->image_tokens > j->input || j->image_tokens != floor(j->image_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g must be a whole number of tokens <= input (%g)",
+                       j->image_tokens, j->input);
     s->slots = (double)(m->experts + j->redundant_experts);
     s->decode_q = 1;
     if (j->spec_tokens > 0) {
@@ -165,9 +171,16 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
                            m->name, (long long)j->redundant_experts);
         s->etp = 1;
     }
-    if (fmod(j->batch, (double)s->dp) != 0)
-        return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
-                       (long long)s->dp);
+    if (fmod(j->batch, (double)s->dp) != 0) {
+        if (j->dp > 0)
+            return hl_fail(err, HL_EINVAL, "field 'batch': %g sequences do not split over dp = %lld groups", j->batch,
+                           (long long)s->dp);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'batch': %g sequences do not split over dp = %lld groups (dp = gpus / (tp * pp) = "
+                       "%lld / (%lld * %lld) when not given: give a batch that is a multiple of dp, or "
+                       "parallel.gpus (instance_gpus) to run on fewer GPUs)",
+                       j->batch, (long long)s->dp, (long long)s->G, (long long)s->tp, (long long)s->pp);
+    }
     if ((st = place(j, s, err)))
         return st;
     s->stage_layers = (double)m->layers / (double)s->pp;

@@ -16,14 +16,22 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     if (st)
         return st;
     double moe_layers = (double)hl_model_moe_layers(m);
-    double per_layer_attn = p.attention / (double)m->layers;
-    double attn_gpu = per_layer_attn / (double)s->tp;
+    double lin_layers = (double)hl_model_linear_layers(m), full_layers = (double)m->layers - lin_layers;
+    double lin_layer = hl_model_linear_params_layer(m), idx = hl_model_indexer_params(m);
+    double per_layer_attn = full_layers > 0 ? (p.attention - lin_layers * lin_layer) / full_layers : 0;
+    /* the lightning indexer is replicated on every TP rank (DeepSeek's reference code) */
+    double full_gpu = (per_layer_attn - idx) / (double)s->tp + idx;
     if (m->attn == HL_ATTN_GQA) {
         /* K and V projections follow the KV heads: split over TP, or replicated
          * (one head per GPU) when TP exceeds them; Q and O split over TP */
         double kv_w = 2.0 * (double)m->hidden * (double)m->head_dim + (m->qkv_bias ? 2.0 * (double)m->head_dim : 0);
-        attn_gpu = (per_layer_attn - kv_w * (double)m->kv_heads) / (double)s->tp + kv_w * hl_kv_heads_per_gpu(m, s->tp);
+        full_gpu = (per_layer_attn - kv_w * (double)m->kv_heads - idx) / (double)s->tp +
+                   kv_w * hl_kv_heads_per_gpu(m, s->tp) + idx;
     }
+    /* gated DeltaNet: heads split over TP; the gated norm's weight (v_dim) is shared by all heads */
+    double lin_gpu =
+        lin_layer > 0 ? (lin_layer - (double)m->linear_v_dim) / (double)s->tp + (double)m->linear_v_dim : 0;
+    double attn_gpu = (full_layers * full_gpu + lin_layers * lin_gpu) / (double)m->layers;
     double w = attn_gpu * s->stage_layers + p.norms / (double)s->pp + p.dense_ffn / (double)s->tp / (double)s->pp +
                (moe_layers > 0 ? (p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp +
                                   p.shared / (double)s->tp + p.router) /
@@ -40,9 +48,9 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     /* linear-attention state: one per sequence, whatever its context, at the
      * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
     double state = hl_kv_state_bytes(m, (hl_precision)j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
-    out->kv_bytes =
-        b * (hl_kv_bytes_sequence(m, (hl_precision)hl_job_kv_precision(j), j->input + j->output) * share + state) /
-        (double)s->pp;
+    hl_precision kvp = (hl_precision)hl_job_kv_precision(j);
+    double ctx = j->input + j->output, index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
+    out->kv_bytes = b * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * share + index + state) / (double)s->pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
     out->workspace_bytes =

@@ -63,7 +63,8 @@ static const hl_field model_fields[] = {
     HL_FI0(hl_model, vision_full, "vision_full", 1, 1e4, "vision blocks with full attention"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
 };
-static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0])};
+static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0]),
+                                       NULL};
 
 const hl_field_set *hl_model_fields(void) { return &model_set; }
 
@@ -80,6 +81,37 @@ int64_t hl_model_moe_layers(const hl_model *m)
 }
 
 int64_t hl_model_linear_layers(const hl_model *m) { return llround(m->linear_fraction * (double)m->layers); }
+
+int hl_model_layer_is_linear(const hl_model *m, int64_t i)
+{
+    int64_t L = m->layers, full = L - hl_model_linear_layers(m);
+    if (full >= L)
+        return 0;
+    /* the full layers spread evenly, each closing a group: 3 linear then 1 full at 3/4 */
+    return (i + 1) * full / L == i * full / L;
+}
+
+double hl_model_indexer_params(const hl_model *m)
+{
+    if (m->index_topk <= 0)
+        return 0;
+    /* DeepSeek-V3.2-Exp Indexer: wq_b (q latent -> heads x dim), wk, a LayerNorm on
+     * the key (weight, bias), weights_proj (one weight per head); on a model
+     * without a q latent the query comes from the hidden state */
+    double h = (double)m->hidden, Hi = (double)m->index_heads, di = (double)m->index_dim;
+    double qin = m->q_lora_rank > 0 ? (double)m->q_lora_rank : h;
+    return qin * Hi * di + h * di + 2 * di + h * Hi;
+}
+
+double hl_model_linear_params_layer(const hl_model *m)
+{
+    if (hl_model_linear_layers(m) <= 0)
+        return 0;
+    double h = (double)m->hidden, Vh = (double)m->linear_v_heads;
+    double kd = (double)(m->linear_k_heads * m->linear_k_dim), vd = Vh * (double)m->linear_v_dim;
+    return h * (2 * kd + 2 * vd) + h * 2 * Vh + (2 * kd + vd) * (double)m->linear_conv + 2 * Vh +
+           (double)m->linear_v_dim + vd * h;
+}
 
 int64_t hl_model_local_layers(const hl_model *m)
 {
@@ -147,13 +179,11 @@ hl_status hl_model_validate(const hl_model *m, hl_err *err)
     if (m->linear_fraction >= 1 - 1e-12)
         return hl_fail(err, HL_EINVAL,
                        "model '%s': linear_fraction = 1 leaves no attention layer (at most 1 - 1/layers)", n);
-    if (m->index_topk > 0 && (m->attn != HL_ATTN_MLA || m->index_heads <= 0 || m->index_dim <= 0))
+    if (m->index_topk > 0 && (m->index_heads <= 0 || m->index_dim <= 0))
         return hl_fail(err, HL_EINVAL,
-                       "model '%s': index_topk > 0 (sparse attention) needs attn = mla, index_heads and index_dim > 0",
-                       n);
-    if (m->index_topk > 0 && m->q_lora_rank <= 0)
-        return hl_fail(err, HL_EINVAL,
-                       "model '%s': sparse attention's indexer reads the q latent: needs q_lora_rank > 0", n);
+                       "model '%s': index_topk > 0 (sparse attention) needs index_heads and index_dim > 0", n);
+    if (m->index_topk > 0 && m->sliding_fraction > 0)
+        return hl_fail(err, HL_EINVAL, "model '%s': sparse attention with sliding-window layers is not modelled", n);
     if (m->vision_layers > 0 && (m->vision_hidden <= 0 || m->vision_ffn <= 0 || m->vision_heads <= 0 ||
                                  m->vision_patch <= 0 || m->vision_temporal <= 0 || m->vision_merge <= 0))
         return hl_fail(err, HL_EINVAL,
@@ -175,10 +205,7 @@ static double attention_params(const hl_model *m)
 {
     double h = (double)m->hidden, H = (double)m->heads;
     double extra = (m->attn_sinks ? H : 0); /* one sink logit per head */
-    if (m->index_topk > 0) {                /* indexer: wq_b, wk, k LayerNorm (weight, bias), head weights */
-        double Hi = (double)m->index_heads, di = (double)m->index_dim;
-        extra += (double)m->q_lora_rank * Hi * di + h * di + 2 * di + h * Hi;
-    }
+    extra += hl_model_indexer_params(m);
     if (m->attn == HL_ATTN_MLA) {
         double qk = (double)(m->qk_nope_dim + m->qk_rope_dim);
         double q =
@@ -198,13 +225,7 @@ static double attention_params(const hl_model *m)
 /* Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz h x (2 Kh dk + 2 Vh dv),
  * in_proj_ba h x 2 Vh, depthwise conv over q, k, v ((2 Kh dk + Vh dv) x conv),
  * dt_bias and A_log (Vh each), gated RMSNorm (dv), out_proj Vh dv x h. */
-static double linear_attention_params(const hl_model *m)
-{
-    double h = (double)m->hidden, Vh = (double)m->linear_v_heads;
-    double kd = (double)(m->linear_k_heads * m->linear_k_dim), vd = Vh * (double)m->linear_v_dim;
-    return h * (2 * kd + 2 * vd) + h * 2 * Vh + (2 * kd + vd) * (double)m->linear_conv + 2 * Vh +
-           (double)m->linear_v_dim + vd * h;
-}
+static double linear_attention_params(const hl_model *m) { return hl_model_linear_params_layer(m); }
 
 /* Qwen2.5-VL vision tower: Conv3d patch embedding (3 x temporal x patch^2 -> V,
  * no bias); per block two RMSNorms, qkv and proj with biases, a SwiGLU with

@@ -18,7 +18,8 @@ static const hl_field plan_fields[] = {
     HL_FD0(hl_plan_in, max_tpot, "max_tpot_s", 1e-9, 1e6, "s", "parallel = \"auto\": TPOT limit (0 = none)"),
     HL_FD0(hl_plan_in, max_ttft, "max_ttft_s", 1e-9, 1e6, "s", "parallel = \"auto\": TTFT limit (0 = none)"),
 };
-static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0])};
+static const hl_field_set plan_set = {"simulate", plan_fields, (int32_t)(sizeof plan_fields / sizeof plan_fields[0]),
+                                      NULL};
 
 const hl_field_set *hl_plan_fields(void) { return &plan_set; }
 
@@ -164,7 +165,8 @@ void hl_candidate_apply(const hl_candidate *c, hl_job *job)
     job->batch = c->batch;
 }
 
-hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
+/* The search options' own checks, before any search. */
+static hl_status check_options(const hl_plan_in *in, hl_err *err)
 {
     if ((unsigned)in->objective > HL_OBJ_THROUGHPUT)
         return hl_fail(err, HL_EINVAL, "plan: objective %d is not valid", (int)in->objective);
@@ -175,6 +177,62 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
     if (!(in->max_ttft >= 0 && in->max_ttft <= 1e6))
         return hl_fail(err, HL_EINVAL, "field 'max_ttft_s': %g is out of range (allowed: 0..1e6 s, 0 = no limit)",
                        isnan(in->max_ttft) ? fabs(in->max_ttft) : in->max_ttft);
+    return HL_OK;
+}
+
+int32_t hl_plan_meets_limits(const hl_plan_in *in, const hl_result *r)
+{
+    return (in->max_ttft <= 0 || r->ttft_s <= in->max_ttft) && (in->max_tpot <= 0 || r->tpot_s <= in->max_tpot);
+}
+
+hl_status hl_job_resolve(const hl_plan_in *in, hl_job *job, hl_candidate *cands, int32_t cap, int32_t *ncand,
+                         hl_err *err)
+{
+    if (ncand)
+        *ncand = 0;
+    hl_status st = check_options(in, err);
+    if (st)
+        return st;
+    *job = in->job;
+    if (in->auto_plan) {
+        hl_candidate best;
+        int32_t n = 0;
+        if ((st = cap > 0 ? hl_plan_search(in, cands, cap, &n, err) : hl_plan_search(in, &best, 1, &n, err)))
+            return st;
+        hl_candidate_apply(cap > 0 ? &cands[0] : &best, job);
+        if (ncand)
+            *ncand = cap > 0 ? n : 0;
+        return HL_OK;
+    }
+    if (!in->max_batch)
+        return HL_OK;
+    if (in->max_ttft <= 0 && in->max_tpot <= 0)
+        return hl_sim_max_batch(job, &job->batch, err);
+    int32_t within = 1;
+    if ((st = hl_sim_max_batch_within(job, in->max_ttft, in->max_tpot, &job->batch, &within, err)))
+        return st;
+    if (within)
+        return HL_OK;
+    hl_job t = *job;
+    t.summary_only = 1;
+    t.ignore_memory = 1;
+    hl_result *r = malloc(sizeof *r);
+    if (!r)
+        return hl_fail(err, HL_ENOMEM, "batch = \"max\": out of memory");
+    if ((st = hl_sim_run(&t, r, err)) == HL_OK)
+        st = hl_fail(err, HL_ENOFIT,
+                     "batch = \"max\": even batch %.14g misses the limits (max_ttft_s %.14g, max_tpot_s %.14g): "
+                     "TTFT %.14g s, TPOT %.14g s",
+                     t.batch, in->max_ttft, in->max_tpot, r->ttft_s, r->tpot_s);
+    free(r);
+    return st;
+}
+
+hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
+{
+    hl_status cst = check_options(in, err);
+    if (cst)
+        return cst;
     const hl_job *base = &in->job;
     const hl_model *m = &base->model;
     int64_t G = base->gpus > 0 ? base->gpus : base->cluster.gpus;
@@ -245,8 +303,7 @@ hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, i
                 c->tps_per_gpu = r.tps_per_gpu;
                 c->decode_tps = r.decode_tps;
                 c->fits = r.fits;
-                c->meets_limits =
-                    (in->max_tpot <= 0 || r.tpot_s <= in->max_tpot) && (in->max_ttft <= 0 || r.ttft_s <= in->max_ttft);
+                c->meets_limits = hl_plan_meets_limits(in, &r);
                 c->score = score_of(in, &r);
             }
         }

@@ -268,13 +268,48 @@ static hl_status load_object(const hl_field_set *set, void *obj, const cJSON *ro
             skipped = strcmp(item->string, skip[i]) == 0;
         if (skipped)
             continue;
-        s = hl_json_set_field(set, obj, item, err);
+        const hl_field_alias *alias = hl_field_alias_find(set, item->string);
+        s = alias ? hl_field_alias_check(set, alias, cJSON_GetObjectItemCaseSensitive(root, alias->field) != NULL, err)
+                  : HL_OK;
+        if (!s)
+            s = hl_json_set_field(set, obj, item, err);
         if (s) {
             hl_err_prefix(err, origin);
             return s;
         }
     }
     return HL_OK;
+}
+
+void hl_gpu_complete(hl_gpu *g)
+{
+    if (!g->name[0])
+        strcpy(g->name, "custom");
+}
+
+void hl_model_complete(hl_model *m)
+{
+    if (m->attn == HL_ATTN_GQA && m->head_dim == 0 && m->heads > 0)
+        m->head_dim = m->hidden / m->heads;
+    if (m->kv_heads == 0)
+        m->kv_heads = m->heads;
+    if (!m->name[0])
+        strcpy(m->name, "custom");
+}
+
+void hl_cluster_complete(hl_cluster *c, int32_t hbd_given, int32_t name_given)
+{
+    if (!hbd_given)
+        c->hbd = c->gpus; /* default: the whole cluster is one HBD */
+    if (!name_given)
+        snprintf(c->name, sizeof c->name, "%.20s x%lld hbd%lld", c->gpu.name, (long long)c->gpus, (long long)c->hbd);
+}
+
+hl_status hl_field_alias_check(const hl_field_set *set, const hl_field_alias *alias, int32_t also_given, hl_err *err)
+{
+    if (!also_given)
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL, "%s: both '%s' and '%s' given; use one", set->kind, alias->name, alias->field);
 }
 
 static hl_status gpu_base(const char *name, void *out, hl_err *err) { return hl_gpu_preset(name, out, err); }
@@ -295,8 +330,8 @@ static hl_status gpu_from_object(const cJSON *root, const char *origin, void *ou
     hl_gpu g;
     hl_gpu_init_defaults(&g);
     hl_status s = load_object(hl_gpu_fields(), &g, root, origin, NULL, gpu_base, err);
-    if (!s && !g.name[0])
-        s = hl_fail(err, HL_EINVAL, "%s: gpu field 'name' is missing", origin);
+    if (!s)
+        hl_gpu_complete(&g);
     if (!s)
         s = with_origin(hl_gpu_validate(&g, err), origin, err);
     if (!s)
@@ -309,12 +344,8 @@ static hl_status model_from_object(const cJSON *root, const char *origin, void *
     hl_model m;
     memset(&m, 0, sizeof m);
     hl_status s = load_object(hl_model_fields(), &m, root, origin, NULL, model_base, err);
-    if (!s && m.attn == HL_ATTN_GQA && m.head_dim == 0 && m.heads > 0)
-        m.head_dim = m.hidden / m.heads;
-    if (!s && m.kv_heads == 0)
-        m.kv_heads = m.heads;
-    if (!s && !m.name[0])
-        s = hl_fail(err, HL_EINVAL, "%s: model field 'name' is missing", origin);
+    if (!s)
+        hl_model_complete(&m);
     if (!s)
         s = with_origin(hl_model_validate(&m, err), origin, err);
     if (!s)
@@ -339,23 +370,16 @@ static hl_status cluster_from_object(const cJSON *root, const char *origin, void
     hl_status s = cluster_gpu(cJSON_GetObjectItemCaseSensitive(root, "gpu"), origin, &gpu, err);
     if (s)
         return s;
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "gpus");
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "hbd");
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "gpus")))
+        return with_origin(hl_fail(err, HL_EINVAL, "cluster field 'gpus' is required (number of GPUs)"), origin, err);
     hl_cluster c;
-    if (!cJSON_IsNumber(n) || !cJSON_IsNumber(h)) {
-        s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' and 'hbd' are required numbers");
-    } else {
-        double gv = n->valuedouble, hv = h->valuedouble;
-        if (!(gv >= 1 && gv <= 1e7 && gv == (double)(int64_t)gv) ||
-            !(hv >= 1 && hv <= 1e7 && hv == (double)(int64_t)hv))
-            s = hl_fail(err, HL_EINVAL, "cluster fields 'gpus' = %g and 'hbd' = %g must be integers in 1..1e7", gv, hv);
-        else
-            s = hl_cluster_init(&c, &gpu, (int64_t)gv, (int64_t)hv, err);
-    }
-    if (s)
+    if ((s = hl_cluster_init(&c, &gpu, 1, 1, err))) /* link fields from the GPU; sizes set and checked below */
         return with_origin(s, origin, err);
     static const char *const skip[] = {"gpu", NULL};
     s = load_object(hl_cluster_fields(), &c, root, origin, skip, NULL, err);
+    if (!s)
+        hl_cluster_complete(&c, cJSON_GetObjectItemCaseSensitive(root, "hbd") != NULL,
+                            cJSON_GetObjectItemCaseSensitive(root, "name") != NULL);
     if (!s)
         s = with_origin(hl_cluster_validate(&c, err), origin, err);
     if (!s)

@@ -10,6 +10,7 @@
 #include "serve_int.h"
 #include "step_int.h"
 #include "hbdlab/coll.h"
+#include "hbdlab/cost.h"
 #include "hbdlab/kvcache.h"
 #include "hbdlab/router.h"
 #include "hbdlab/memory.h"
@@ -198,6 +199,8 @@ typedef struct recorder {
     hl_serve_result *r;
     double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
     double sat_tokens, sat_time;                  /* tokens emitted and time spent while requests waited (saturated) */
+    double busy, busy_prefill; /* s of iterations, and their prefill share (each step split by its tokens) */
+    double t_end;              /* s: end of the last iteration */
     int64_t steps, samp_cap, stride, max_samples;
 } recorder;
 
@@ -206,10 +209,14 @@ typedef struct recorder {
  * `stride` iterations (when the series is full, every other sample is dropped
  * and the stride doubles). */
 static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
-                        double kv_part, double kv_util, double tokens, double emitted, double weight, hl_err *err)
+                        double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
+                        double weight, hl_err *err)
 {
     hl_serve_result *r = rc->r;
-    if (waiting > 0) { /* weight: 1 / the groups stepping side by side (their times overlap) */
+    rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
+    rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
+    rc->t_end = fmax(rc->t_end, t + dt);
+    if (waiting > 0) {
         rc->sat_tokens += emitted;
         rc->sat_time += dt * weight;
     }
@@ -270,7 +277,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             return rc;
         s->blocks_free -= need;
         double util = (s->blocks_total - s->blocks_free) / blocks_all;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, (double)m, weight, err)))
+        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             return rc;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
@@ -932,8 +939,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t u = 0; u < K->U; u++)
             used_all += K->units[u].blocks_total - K->units[u].blocks_free;
         double part = P == K ? used / blocks_kv : 0;
-        if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok, emitted,
-                         1.0 / (double)G_all, err)))
+        if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
+                         step_tok - (double)decodes, emitted, 1.0 / (double)G_all, err)))
             return rc;
         preempt_total += preempted;
         if (c->keep_steps && (npools > 1 || P->kind != POOL_PREFILL)) {
@@ -1064,6 +1071,60 @@ static int by_decode_arrival(const void *a, const void *b)
     return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
 }
 
+/* Tokens of a run: prompts, first tokens (one per request) and later ones. */
+typedef struct run_tokens {
+    double input, first, decode;
+} run_tokens;
+
+static run_tokens count_tokens(const hl_trace_req *q, int64_t n)
+{
+    run_tokens k = {0, (double)n, 0};
+    for (int64_t i = 0; i < n; i++) {
+        k.input += q[i].input;
+        k.decode += q[i].output - 1;
+    }
+    return k;
+}
+
+/* Cost and energy of the run at its served rate (docs/MODEL.md 12): each pool's GPUs are
+ * provisioned for the whole run, span_s; hl_cost_compute (cost.h, the cost model of
+ * hl.simulate) charges a pool's time to prefill and decode in the shares of its busy time
+ * (a step split by its tokens: prefill tokens against decodes); a disaggregated prefill pool
+ * is all prefill, its decode pool all decode. Unknown prices and powers stay NaN. */
+static void serve_cost(const hl_job *pj, int64_t gp, const recorder *rp, const hl_job *dj, int64_t gd,
+                       const recorder *rd, double span_s, run_tokens tok, hl_serve_result *r)
+{
+    hl_cost cp, cd = {0};
+    double fp = rp->busy > 0 ? rp->busy_prefill / rp->busy : 1;
+    hl_cost_phase pre = {span_s * fp, rp->busy * fp, tok.input};
+    hl_cost_phase dec = {span_s * (1 - fp), rp->busy * (1 - fp), dj ? 0 : tok.decode};
+    hl_cost_compute(&pj->cluster, gp, dj ? 0 : tok.first, &pre, &dec, &cp);
+    double usd = cp.prefill_usd + cp.decode_usd, usd_in = cp.prefill_usd, usd_out = cp.decode_usd;
+    double j_in = cp.prefill_j, j_out = cp.decode_j, peak = cp.peak_power_w, per_hour = cp.usd_per_gpu_hour * gp;
+    if (dj) { /* the decode pool: all of it decode */
+        hl_cost_phase none = {0, 0, 0}, d = {span_s, rd->busy, tok.decode};
+        hl_cost_compute(&dj->cluster, gd, tok.first, &none, &d, &cd);
+        usd_in = usd; /* the prefill pool serves the prompts */
+        usd_out = cd.decode_usd;
+        usd += cd.decode_usd;
+        j_in = cp.prefill_j + cp.decode_j;
+        j_out = cd.decode_j;
+        peak += cd.peak_power_w;
+        per_hour += cd.usd_per_gpu_hour * gd;
+    }
+    double generated = tok.first + tok.decode;
+    r->usd_per_hour = per_hour;
+    r->usd_per_mtok_in = tok.input > 0 ? usd_in / tok.input * 1e6 : NAN;
+    r->usd_per_mtok_out = tok.decode > 0 ? usd_out / tok.decode * 1e6 : NAN;
+    r->usd_per_mtok = generated > 0 ? usd / generated * 1e6 : NAN;
+    r->joules_per_token = generated > 0 ? (j_in + j_out) / generated : NAN;
+    r->joules_per_token_in = tok.input > 0 ? j_in / tok.input : NAN;
+    r->joules_per_token_out = tok.decode > 0 ? j_out / tok.decode : NAN;
+    r->power_w = span_s > 0 ? (j_in + j_out) / span_s : NAN;
+    r->peak_power_w = peak;
+    r->tokens_per_mw = peak > 0 ? r->output_tps / (peak / 1e6) : NAN;
+}
+
 /* Concurrent disaggregation: one clock over the prefill and the decode pool,
  * KV transfers as flows sharing the links they cross, back-pressure from the
  * decode pool's KV room (docs/MODEL.md 12). */
@@ -1109,6 +1170,9 @@ static hl_status run_concurrent(const hl_serve_cfg *c, hl_serve_result *r, owned
     r->preemptions = preempts;
     rc = summarise(c, P->q, D->q, dmap, n, o->xfer, o->itl, rec, 0, r, err);
     r->kv_transfer_s = n > 0 ? xsum / (double)n : 0;
+    if (!rc) /* one recorder over both pools: each pool charged the run's busy time (an upper bound) */
+        serve_cost(&c->job, hl_stepper_gpus(P->st), rec, &c->decode_job, hl_stepper_gpus(D->st), rec, rec->t_end,
+                   count_tokens(o->reqs, n), r);
     free(dmap);
     return rc;
 }
@@ -1159,7 +1223,10 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         r->gpus = hl_stepper_gpus(o->pools[0].st) * c->replicas;
         r->kv_blocks_total = o->pools[0].blocks_all;
         r->preemptions = preempts;
-        return summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        if (!rc)
+            serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, count_tokens(o->reqs, n), r);
+        return rc;
     }
     if (c->disagg_clock == HL_DISAGG_CONCURRENT)
         return run_concurrent(c, r, o, n, &rec, err);
@@ -1190,6 +1257,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         goto out;
     pool *P = &o->pools[0];
     r->gpus = hl_stepper_gpus(P->st);
+    int64_t gpus_prefill = r->gpus;
     double kvtok = hl_stepper_kv_token_bytes(P->st);
     for (int64_t i = 0; i < n; i++) {
         dmap[i] = -1;
@@ -1233,9 +1301,16 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         P->q[i].output = o->reqs[i].output;
     r->kv_blocks_total = nd > 0 ? od.pools[0].blocks_all : 0;
     r->preemptions = preempts;
+    double busy_d = rec.busy, end_d = rec.t_end;
     rc = summarise(c, P->q, nd > 0 ? od.pools[0].q : NULL, xmap, n, xfer, nd > 0 ? od.itl : o->itl, &rec, xfer_sum, r,
                    err);
     r->kv_transfer_s = n > 0 ? xfer_sum / (double)n : 0;
+    if (!rc) {
+        recorder dpool = {0};
+        dpool.busy = busy_d;
+        serve_cost(&c->job, gpus_prefill, &rec_p, &c->decode_job, r->gpus - gpus_prefill, &dpool,
+                   fmax(end_d, rec_p.t_end), count_tokens(o->reqs, n), r);
+    }
 out:
     free(pre);
     free(dec);

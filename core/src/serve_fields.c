@@ -110,7 +110,7 @@ static const hl_field serve_fields[] = {
          "tokens, the most free KV blocks"),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
-static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS};
+static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};
 
 const hl_field_set *hl_serve_fields(void) { return &serve_set; }
 
@@ -260,7 +260,7 @@ hl_status hl_serve_set_string(hl_serve_cfg *c, const char *name, const char *v, 
                               : unknown(name, err);
     if (f->type == HL_FIELD_TABLE)
         return hl_fail(err, HL_EINVAL, "serve field '%s': expected a table of instance fields, got a string", shown(f));
-    hl_field_set one = {"serve", f, 1};
+    hl_field_set one = {"serve", f, 1, NULL};
     hl_field g = as_shown(f);
     one.fields = &g;
     hl_status st = hl_field_set_string(&one, c, g.name, v, err);
@@ -282,7 +282,7 @@ static hl_status check_rows(const hl_serve_cfg *c, hl_err *err)
         if (pl > 5 && strcmp(f->path + pl - 5, ".mean") == 0 && *(const double *)((const char *)c + f->offset) == 0)
             continue; /* a group's part a table left out (hl_serve_clear_group): check_dist says if it is needed */
         hl_field g = as_shown(f);
-        hl_field_set one = {"serve", &g, 1};
+        hl_field_set one = {"serve", &g, 1, NULL};
         hl_status st = hl_field_check_all(&one, c, err);
         if (st)
             return st;

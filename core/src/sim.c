@@ -43,8 +43,8 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
 
 /* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
  * per layer plus one kernel latency per step, times `layers`. */
-static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, double sum, double steps, int mem_bound,
-                              double flops, double bytes)
+static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, double layers, double sum, double steps,
+                              int mem_bound, double flops, double bytes)
 {
     double total = (sum + s->c->gpu.kernel_latency * steps) * layers;
     a->ph.time_s += total;
@@ -56,7 +56,7 @@ static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, dou
     a->ph.hbm_bytes += bytes * layers;
     if (a->summary)
         return;
-    hl_item *it = hl_acc_item(a, "attention", NULL, NULL);
+    hl_item *it = hl_acc_item(a, name, NULL, NULL);
     it->calls += steps * layers;
     it->time_s += total;
     it->flops += flops * layers;
@@ -69,12 +69,24 @@ static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, dou
  * and memory times are each linear in i until then, constant after: the sum of
  * their max is taken in closed form, split where the two lines cross (derived;
  * plain decode is q = tau = 1). */
-static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, double w, double q, double tau, double n,
-                               hl_err *err)
+/* The kernel summed: the attention itself, or sparse attention's indexer. */
+enum { PART_ATTENTION = 0, PART_INDEXER = 1 };
+
+static void part_op(const hl_sim_ctx *s, int part, hl_op *op, double b, double q, double ctx)
+{
+    if (part == PART_INDEXER)
+        hl_indexer_op(s, op, b, q, ctx);
+    else
+        hl_attn_op(s, op, b, q, ctx, 0);
+}
+
+/* attention_sum from `in` cached keys at step 0, of kernel `part`. */
+static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, double layers, double w, double q,
+                                    double tau, double n, double in, hl_err *err)
 {
     if (layers <= 0 || n <= 0)
         return HL_OK;
-    double b = s->b_local, in = s->j->input, i_grow = n - 1; /* last index still growing */
+    double b = s->b_local, i_grow = n - 1; /* last index still growing */
     if (w > 0)
         i_grow = fmin(i_grow, floor((w - 1 - in) / tau));
     hl_op op;
@@ -85,7 +97,7 @@ static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, do
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
         for (int x = 0; x < 2; x++) {
-            hl_attn_op(s, &op, b, q, in + tau * x, 0);
+            part_op(s, part, &op, b, q, in + tau * x);
             if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
                 return st;
             c[x] = t.compute_s;
@@ -101,7 +113,7 @@ static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, do
     }
     double n_flat = n - n_grow;
     if (n_flat > 0) { /* context fixed at the window */
-        hl_attn_op(s, &op, b, q, w - 1, 0);
+        part_op(s, part, &op, b, q, w - 1);
         if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
             return st;
         sum += n_flat * fmax(t.compute_s, t.memory_s);
@@ -110,26 +122,53 @@ static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, do
         if (n_grow == 0)
             mem_bound = t.memory_s >= t.compute_s;
     }
-    add_attention_sum(s, a, layers, sum, n, mem_bound, flops, bytes);
+    add_attention_sum(s, a, part == PART_INDEXER ? "indexer" : "attention", layers, sum, n, mem_bound, flops, bytes);
     return HL_OK;
+}
+
+static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, double w, double q, double tau, double n,
+                               hl_err *err)
+{
+    return attention_sum_from(s, a, PART_ATTENTION, layers, w, q, tau, n, s->j->input, err);
+}
+
+/* Decode attention of chunked local layers (Llama-4): the step after c cached
+ * keys attends to the c mod C of its own chunk. The steps split at the chunk
+ * boundaries into runs whose context grows by one per step from 0 (from
+ * input mod C for the first): the first run, the whole chunks (all equal:
+ * summed once, times their count), and the last. */
+static hl_status chunked_decode_sum(const hl_sim_ctx *s, hl_acc *a, double layers, double C, double n, hl_err *err)
+{
+    double c0 = fmod(s->j->input, C), first = fmin(n, C - c0);
+    hl_status st = attention_sum_from(s, a, PART_ATTENTION, layers, 0, 1, 1, first, c0, err);
+    double rest = n - first, whole = floor(rest / C), last = rest - whole * C;
+    if (!st && whole > 0)
+        st = attention_sum_from(s, a, PART_ATTENTION, layers * whole, 0, 1, 1, C, 0, err);
+    if (!st && last > 0)
+        st = attention_sum_from(s, a, PART_ATTENTION, layers, 0, 1, 1, last, 0, err);
+    return st;
 }
 
 /* Decode attention over all steps for `layers` layers with window w (0 = none):
  * step j sees keys k = input + j, j = 1..output-1; closed form, or step by step
  * with exact_steps (the reference the closed form is tested against). */
-static hl_status decode_attention(const hl_sim_ctx *s, hl_acc *a, double layers, double w, hl_err *err)
+static hl_status decode_attention(const hl_sim_ctx *s, hl_acc *a, double layers, double w, int chunked, hl_err *err)
 {
     double b = s->b_local, in = s->j->input, steps = s->j->output - 1;
     if (layers <= 0 || steps <= 0)
         return HL_OK;
     if (!s->j->exact_steps)
-        return attention_sum(s, a, layers, w, 1, 1, steps, err);
+        return chunked ? chunked_decode_sum(s, a, layers, w, steps, err)
+                       : attention_sum(s, a, layers, w, 1, 1, steps, err);
     hl_op op;
     hl_status st;
     for (double k = in + 1; k <= in + steps; k++) {
         if (fmod(k - in, 4096) == 0 && hl_interrupt_pending()) /* Ctrl-C: a huge output must not trap us */
             return hl_fail(err, HL_EINTR, "interrupted after %.0f of %.0f exact decode steps", k - in - 1, steps);
-        hl_attn_op(s, &op, b, 1, k - 1, w);
+        if (chunked)
+            hl_attn_op(s, &op, b, 1, fmod(k - 1, w), 0);
+        else
+            hl_attn_op(s, &op, b, 1, k - 1, w);
         if ((st = hl_acc_op(s, a, &op, layers, err)))
             return st;
     }
@@ -158,7 +197,8 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     const hl_job *j = s->j;
     double full, sliding;
     hl_layer_split(s, &full, &sliding);
-    double window = (double)s->m->sliding_window, b = s->b_local, stages = (double)s->pp;
+    /* chunked layers are summed as a sliding window of a chunk here (an upper bound) */
+    double window = hl_local_window(s), b = s->b_local, stages = (double)s->pp;
     double g = j->spec_tokens, q = g + 1, tau = spec_tokens_per_step(j), n = steps / tau;
     double draft_layers = g * j->spec_draft_layers; /* per verify step */
     hl_status st;
@@ -170,7 +210,9 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     dec->ev = NULL; /* closed-form sums are not single events */
     if ((st = attention_sum(s, dec, full * stages, 0, q, tau, n, err)) ||
         (st = attention_sum(s, dec, sliding * stages, window, q, tau, n, err)) ||
-        (st = attention_sum(s, dec, draft_layers, 0, 1, tau, n, err)))
+        (st = attention_sum(s, dec, draft_layers, 0, 1, tau, n, err)) ||
+        (s->m->index_topk > 0 &&
+         (st = attention_sum_from(s, dec, PART_INDEXER, sliding * stages, 0, q, tau, n, j->input, err))))
         return st;
     dec->ev = saved;
     if ((st = hl_io_ops(s, dec, b * q, b * q, n, err)) || (g > 0 && (st = hl_io_ops(s, dec, b, b, n * g, err))))
@@ -199,7 +241,7 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     const hl_job *j = s->j;
     double full, sliding;
     hl_layer_split(s, &full, &sliding);
-    double window = (double)s->m->sliding_window;
+    double window = hl_local_window(s);
     hl_status st;
     start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
     double b = s->b_local, in = j->input;
@@ -209,13 +251,30 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     hl_attn_op(s, &op, b, in, 0, 0);
     if ((st = hl_acc_op(s, pre, &op, full, err)))
         return st;
-    hl_attn_op(s, &op, b, in, 0, window);
-    if ((st = hl_acc_op(s, pre, &op, sliding, err)))
-        return st;
+    if (s->m->local_chunked) { /* whole chunks of `window` tokens, then the rest, each attending within itself */
+        double whole = floor(in / window), rest = in - whole * window;
+        hl_attn_op(s, &op, b, window, 0, 0);
+        if (whole > 0 && (st = hl_acc_op(s, pre, &op, sliding * whole, err)))
+            return st;
+        hl_attn_op(s, &op, b, rest, 0, 0);
+        if (rest > 0 && (st = hl_acc_op(s, pre, &op, sliding, err)))
+            return st;
+    } else {
+        hl_attn_op(s, &op, b, in, 0, window);
+        if ((st = hl_acc_op(s, pre, &op, sliding, err)))
+            return st;
+    }
+    if (s->m->index_topk > 0) { /* the indexer scores every key of every attention layer */
+        hl_indexer_op(s, &op, b, in, 0);
+        if ((st = hl_acc_op(s, pre, &op, sliding, err)))
+            return st;
+    }
     double scale = hl_pipeline_fill(s, &pre->ph);
     for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
         pre->items[i].path_factor = scale;
     if ((st = hl_io_ops(s, pre, b, b * in, 1, err))) /* b sequences of `in` tokens; the last token of each samples */
+        return st;
+    if ((st = hl_vision_ops(s, pre, b, err))) /* once, before the first stage: outside the pipeline fill */
         return st;
     hl_acc_overhead(pre, j->step_overhead, 1);
     hl_acc_finish(pre);
@@ -276,7 +335,7 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
     const hl_job *j = s->j;
     double full, sliding;
     hl_layer_split(s, &full, &sliding);
-    double window = (double)s->m->sliding_window;
+    double window = hl_local_window(s);
     hl_status st;
     start_phase(j, dec, r->decode_events, r->decode_items, j->overlap_decode);
     double steps = j->output - 1, b = s->b_local;
@@ -297,9 +356,12 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         }
         hl_event *saved = dec->ev;
         dec->ev = NULL; /* the closed-form sums below are not single events */
-        if ((st = decode_attention(s, dec, full * stages, 0, err)))
+        if ((st = decode_attention(s, dec, full * stages, 0, 0, err)))
             return st;
-        if ((st = decode_attention(s, dec, sliding * stages, window, err)))
+        if ((st = decode_attention(s, dec, sliding * stages, window, s->m->local_chunked, err)))
+            return st;
+        if (s->m->index_topk > 0 &&
+            (st = attention_sum_from(s, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))

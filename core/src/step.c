@@ -81,7 +81,7 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         st->s.layout = st->layout;
     }
     hl_layer_split(&st->s, &st->full, &st->sliding);
-    st->window = (double)st->job.model.sliding_window;
+    st->window = hl_local_window(&st->s); /* a chunked layer is taken as a window of its chunk (an upper bound) */
     st->cap = max_tokens;
     size_t n = (size_t)max_tokens + 1;
     st->lin[0] = calloc(n, sizeof(hl_phase));
@@ -121,7 +121,9 @@ double hl_stepper_kv_token_bytes(const hl_stepper *st)
 {
     const hl_model *m = &st->job.model;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, st->s.tp) / (double)m->kv_heads;
-    return hl_kv_bytes_per_token(m, (hl_precision)hl_job_kv_precision(&st->job)) * share / (double)st->s.pp;
+    hl_precision kv = (hl_precision)hl_job_kv_precision(&st->job);
+    double index = hl_kv_index_bytes_sequence(m, kv, 1); /* the indexer's keys are whole on every rank */
+    return ((hl_kv_bytes_per_token(m, kv) - index) * share + index) / (double)st->s.pp;
 }
 
 double hl_stepper_state_bytes(const hl_stepper *st)
@@ -249,9 +251,10 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
+    int indexer = st->job.model.index_topk > 0;       /* sparse attention: the indexer's sum below, no cached line */
     double per = st->per_rank ? 1 : (double)st->s.dp; /* divisor of the counts: one rank's share */
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
-    if (it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
+    if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
         it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
         struct dline d;
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
@@ -291,16 +294,24 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_win_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
             return rc;
+        if (indexer) { /* the indexer scores every key: the mean context */
+            hl_indexer_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean);
+            if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
+                return rc;
+        }
     }
-    if (it->n_chunks > 0) { /* one variable-length prefill kernel over every chunk of the group */
-        for (int w = 0; w < 2; w++) {
+    if (it->n_chunks > 0) {           /* one variable-length prefill kernel over every chunk of the group */
+        for (int w = 0; w < 3; w++) { /* full layers, local layers, sparse attention's indexer */
             double layers = w ? st->sliding : st->full;
-            if (layers <= 0)
+            if (layers <= 0 || (w == 2 && !indexer))
                 continue;
             hl_op sum;
             memset(&sum, 0, sizeof sum);
             for (int32_t i = 0; i < it->n_chunks; i++) {
-                hl_attn_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
+                if (w == 2)
+                    hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
+                else
+                    hl_attn_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
                 if (i == 0)
                     sum = op;
                 else {

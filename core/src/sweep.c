@@ -15,6 +15,7 @@
 #include "hbdlab/result.h"
 #include "job_int.h"
 #include "sim_int.h"
+#include "sweep_int.h"
 
 _Static_assert(sizeof(((hl_point *)0)->error) == sizeof(((hl_err *)0)->msg), "a point keeps the whole message");
 
@@ -78,12 +79,14 @@ enum { POINT_BATCH_MAX = 1, POINT_AUTO = 2 };
 
 enum { MAX_AXES = HL_SWEEP_MAX_AXES };
 
-typedef struct plan {
+typedef struct hl_sweep_plan plan;
+
+struct hl_sweep_plan {
     bound_axis axes[MAX_AXES];
     int trust; /* objects no axis touches, validated once */
     int reuse; /* every axis only writes its own field and no point searches: a worker's job
                              can go from one point to the next by applying the axes again (no copy) */
-} plan;
+};
 
 /* Frees the enum value tables; safe to call again (pointers are cleared). */
 static void free_plan(plan *p, int32_t n)
@@ -239,30 +242,21 @@ static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, 
     return HL_OK;
 }
 
-/* batch = "max" and parallel = "auto" of one point, as hl.simulate resolves them:
- * the best mapping of the search (at its largest batch when both), or the largest
- * batch that fits under the job's mapping. */
+/* batch = "max" and parallel = "auto" of one point, through hl.simulate's
+ * resolver (hl_job_resolve): the same batch, mapping and limits. */
 static hl_status resolve_searches(const hl_sweep_in *in, int flags, hl_job *job, hl_err *err)
 {
-    if (flags & POINT_AUTO) {
-        hl_plan_in pin;
-        memset(&pin, 0, sizeof pin);
-        pin.job = *job;
-        pin.objective = in->objective;
-        pin.max_tpot = in->max_tpot;
-        pin.max_ttft = in->max_ttft;
-        pin.max_batch = (flags & POINT_BATCH_MAX) != 0;
-        hl_candidate best;
-        int32_t n = 0;
-        hl_status st = hl_plan_search(&pin, &best, 1, &n, err);
-        if (st)
-            return st;
-        hl_candidate_apply(&best, job);
+    if (!(flags & (POINT_AUTO | POINT_BATCH_MAX)))
         return HL_OK;
-    }
-    if (flags & POINT_BATCH_MAX)
-        return hl_sim_max_batch(job, &job->batch, err);
-    return HL_OK;
+    hl_plan_in pin;
+    memset(&pin, 0, sizeof pin);
+    pin.job = *job;
+    pin.objective = in->objective;
+    pin.max_tpot = in->max_tpot;
+    pin.max_ttft = in->max_ttft;
+    pin.max_batch = (flags & POINT_BATCH_MAX) != 0;
+    pin.auto_plan = (flags & POINT_AUTO) != 0;
+    return hl_job_resolve(&pin, job, NULL, 0, NULL, err);
 }
 
 hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err *err)
@@ -283,6 +277,29 @@ hl_status hl_sweep_job(const hl_sweep_in *in, int64_t index, hl_job *job, hl_err
     return st;
 }
 
+hl_status hl_sweep_plan_new(const hl_sweep_in *in, plan **out, hl_err *err)
+{
+    *out = NULL;
+    plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return hl_fail(err, HL_ENOMEM, "sweep: out of memory");
+    hl_status st = bind_axes(in, pl, err);
+    if (st) {
+        free(pl);
+        return st;
+    }
+    *out = pl;
+    return HL_OK;
+}
+
+void hl_sweep_plan_free(plan *pl, int32_t n_axes)
+{
+    if (!pl)
+        return;
+    free_plan(pl, n_axes);
+    free(pl);
+}
+
 typedef struct worker {
     const hl_sweep_in *in;
     const plan *plan;
@@ -291,6 +308,22 @@ typedef struct worker {
 } worker;
 
 enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so no two write one cache line */
+
+void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_job *job, int *have, hl_point *p)
+{
+    hl_err err;
+    int flags;
+    int fresh = !(pl->reuse && *have);
+    *have = 0;
+    if (bound_job(in, pl, i, job, &flags, fresh, &err) || resolve_searches(in, flags, job, &err)) {
+        memset(p, 0, sizeof *p);
+        p->status = HL_EINVAL;
+        snprintf(p->error, sizeof p->error, "%s", err.msg);
+    } else {
+        *have = 1;
+        point_from_job(job, p, pl->trust);
+    }
+}
 
 static void *work(void *arg)
 {
@@ -307,19 +340,7 @@ static void *work(void *arg)
                 w->out[i - w->base].status = HL_EINTR;
                 continue;
             }
-            hl_err err;
-            hl_point *p = &w->out[i - w->base];
-            int flags;
-            int fresh = !(w->plan->reuse && have);
-            have = 0;
-            if (bound_job(w->in, w->plan, i, &job, &flags, fresh, &err) || resolve_searches(w->in, flags, &job, &err)) {
-                memset(p, 0, sizeof *p);
-                p->status = HL_EINVAL;
-                snprintf(p->error, sizeof p->error, "%s", err.msg);
-            } else {
-                have = 1;
-                point_from_job(&job, p, w->plan->trust);
-            }
+            hl_sweep_eval_point(w->in, w->plan, i, &job, &have, &w->out[i - w->base]);
             if (w->in->progress)
                 __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
         }

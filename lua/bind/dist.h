@@ -46,6 +46,29 @@ int hl_dist_shard_line(const char *path, int64_t lo, int64_t hi, int64_t total, 
 /* 1 when built with MPI. */
 int hl_dist_have_mpi(void);
 
+/* What a rank is about to do, for hl_dist_agree. */
+typedef enum hl_dist_step {
+    HL_DIST_SWEEP = 1,  /* start a C sweep (hl.sweep with base/axes): count = points, hash = axes */
+    HL_DIST_STREAM = 2, /* start hl.sweep_to_csv: count = points, hash = axes */
+    HL_DIST_FN = 3,     /* start a function-form hl.sweep: count = points, hash = axes */
+    HL_DIST_GATHER = 4, /* gather a sweep's rows: count = 0 when this rank's block ran, else 1 */
+    HL_DIST_CHUNK = 5,  /* sweep_to_csv, after each chunk: count = 0 to go on, else 1 */
+    HL_DIST_END = 9     /* the script ended: count = 0 on success, 1 after an error */
+} hl_dist_step;
+
+/* MPI (issue 22): every collective the bindings make is preceded by this agreement, so ranks
+ * that disagree on a sweep's size or axes, or that are at different steps (one rank runs one
+ * more sweep, another ended the script), fail together instead of corrupting memory in a
+ * gather or waiting forever. One allreduce of (step, count, hash) with their minima and maxima;
+ * 0 when every rank gave the same, else -1 with msg (n bytes) the same sentence on every rank.
+ * After a disagreement every later call fails at once without MPI (the ranks are out of step).
+ * Waits poll the interrupt flag: Ctrl-C or SIGTERM while a rank waits ends the job
+ * (MPI_Abort). Without MPI, or alone: 0. */
+int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n);
+
+/* 1 once hl_dist_agree has failed (the host then ends MPI without another collective). */
+int hl_dist_out_of_step(void);
+
 /* MPI: every rank holds its block [lo, hi) of all[0..n) (hl_dist_block of n);
  * afterwards every rank holds all n points. 0 on success. */
 int hl_dist_allgather_points(hl_point *all, int64_t n);

@@ -12,6 +12,7 @@
 
 #ifdef HBDLAB_HAVE_MPI
 #include <mpi.h>
+#include <time.h>
 #endif
 
 hl_dist hl_bind_dist = {0, 1, 0, 0};
@@ -80,8 +81,87 @@ int hl_dist_shard_line(const char *path, int64_t lo, int64_t hi, int64_t total, 
                     (unsigned long long)d.run, rows, name);
 }
 
+static int out_of_step = 0;
+
+int hl_dist_out_of_step(void) { return out_of_step; }
+
+static const char *step_name(long long step)
+{
+    switch (step) {
+    case HL_DIST_SWEEP: return "start an hl.sweep";
+    case HL_DIST_STREAM: return "start an hl.sweep_to_csv";
+    case HL_DIST_FN: return "start a function-form hl.sweep";
+    case HL_DIST_GATHER: return "gather a sweep's rows";
+    case HL_DIST_CHUNK: return "write the next rows of an hl.sweep_to_csv";
+    case HL_DIST_END: return "end the script";
+    default: return "do something else";
+    }
+}
+
+/* The sentence every rank reports, from the minima and maxima of (step, count, hash) over the
+ * ranks: the same on all of them. */
+static void disagreement(const long long *lo, const long long *hi, char *msg, size_t n)
+{
+    const char *rule = "every MPI rank must run the same sweeps, with the same axes, in the same order";
+    if (lo[0] != hi[0])
+        snprintf(msg, n, "MPI ranks out of step: some ranks %s while others %s (%s)", step_name(lo[0]),
+                 step_name(hi[0]), rule);
+    else if (lo[0] == HL_DIST_END)
+        snprintf(msg, n, "an MPI rank failed (its error is above) while the others ended the script");
+    else if (lo[0] == HL_DIST_GATHER || lo[0] == HL_DIST_CHUNK)
+        snprintf(msg, n, "a sweep failed or was interrupted on some MPI ranks only, so its rows cannot be gathered");
+    else if (lo[1] != hi[1])
+        snprintf(msg, n, "MPI ranks disagree on a sweep's size: %lld to %lld points (%s)", lo[1], hi[1], rule);
+    else
+        snprintf(msg, n, "MPI ranks disagree on a sweep's axes: %lld points each, other values (%s)", lo[1], rule);
+}
+
 #ifdef HBDLAB_HAVE_MPI
 int hl_dist_have_mpi(void) { return 1; }
+
+int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n)
+{
+    if (!hl_bind_dist.mpi || hl_bind_dist.count <= 1)
+        return 0;
+    if (out_of_step) {
+        snprintf(msg, n, "the MPI ranks are out of step since an earlier disagreement; no more sweeps run");
+        return -1;
+    }
+    /* minima of (step, count, hash halves) and of their negations (the maxima), in one allreduce */
+    long long mine[8] = {step, count, (long long)(hash >> 32), (long long)(hash & 0xffffffffu)}, all[8];
+    for (int i = 0; i < 4; i++)
+        mine[4 + i] = -mine[i];
+    MPI_Request req;
+    if (MPI_Iallreduce(mine, all, 8, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+        out_of_step = 1;
+        snprintf(msg, n, "MPI: the agreement between ranks failed");
+        return -1;
+    }
+    for (int done = 0;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            break;
+        if (hl_bind_interrupt) { /* a collective cannot be cancelled: the whole job ends */
+            fprintf(stderr, "hbdlab: interrupted while MPI rank %d waited for the others; ending every rank\n",
+                    (int)hl_bind_dist.index);
+            MPI_Abort(MPI_COMM_WORLD, 130);
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    long long lo[4], hi[4];
+    int same = 1;
+    for (int i = 0; i < 4; i++) {
+        lo[i] = all[i];
+        hi[i] = -all[4 + i];
+        same &= lo[i] == hi[i];
+    }
+    if (same)
+        return 0;
+    out_of_step = 1;
+    disagreement(lo, hi, msg, n);
+    return -1;
+}
 
 int hl_dist_allgather_points(hl_point *all, int64_t n)
 {
@@ -146,6 +226,17 @@ out:
 }
 #else
 int hl_dist_have_mpi(void) { return 0; }
+int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n)
+{
+    (void)step;
+    (void)count;
+    (void)hash;
+    (void)msg;
+    (void)n;
+    (void)disagreement;
+    (void)out_of_step;
+    return 0;
+}
 int hl_dist_allgather_points(hl_point *all, int64_t n)
 {
     (void)all;
@@ -217,6 +308,23 @@ static int l_shard_line(lua_State *L)
     return 1;
 }
 
+/* core.dist_agree(step, count[, text]) -> nothing, or raises the disagreement (hl_dist_agree);
+ * step: "fn" (a function-form sweep starts: count points, text its axes) or "gather" (count 0:
+ * this rank's block ran, 1: it failed). */
+static int l_dist_agree(lua_State *L)
+{
+    static const char *const steps[] = {"fn", "gather", NULL};
+    static const hl_dist_step codes[] = {HL_DIST_FN, HL_DIST_GATHER};
+    int which = luaL_checkoption(L, 1, NULL, steps);
+    lua_Integer count = luaL_checkinteger(L, 2);
+    size_t len = 0;
+    const char *text = luaL_optlstring(L, 3, "", &len);
+    char msg[400];
+    if (hl_dist_agree(codes[which], (int64_t)count, hl_dist_hash(HL_DIST_HASH_START, text, len), msg, sizeof msg))
+        return luaL_error(L, "%s", msg);
+    return 0;
+}
+
 /* core.dist_allgather(text) -> array of every rank's text, in rank order (MPI only). */
 static int l_dist_allgather(lua_State *L)
 {
@@ -259,6 +367,7 @@ void hl_bind_dist_fns(lua_State *L)
                                    {"shard_path", l_shard_path},
                                    {"shard_line", l_shard_line},
                                    {"dist_allgather", l_dist_allgather},
+                                   {"dist_agree", l_dist_agree},
                                    {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -269,8 +269,8 @@ static int csv_buffer_gc(lua_State *L)
     return 0;
 }
 
-/* The cell of the value at idx: nil empty, integers in full, other numbers %.17g, booleans
- * true/false, strings as they are (NUL bytes kept), anything else as tostring gives it (a
+/* The cell of the value at idx: nil empty, integers in full, other numbers the shortest decimal
+ * that reads back exactly (hl_csv_format_number), booleans true/false, strings as they are (NUL bytes kept), anything else as tostring gives it (a
  * table without __tostring is refused by l_to_csv). */
 static void csv_value(lua_State *L, hl_csv *c, int idx)
 {

@@ -9,6 +9,8 @@
 #include "bind.h"
 #include "lua_library.h"
 
+static int l_embedded_chunks(lua_State *L);
+
 typedef void (*binder)(lua_State *L);
 static const binder binders[] = {
     hl_bind_util,  hl_bind_objects, hl_bind_roofline, hl_bind_coll,  hl_bind_sim,   hl_bind_json,     hl_bind_sweep,
@@ -20,16 +22,51 @@ static int open_core(lua_State *L)
     lua_newtable(L); /* [core] */
     for (size_t i = 0; i < sizeof binders / sizeof binders[0]; i++)
         binders[i](L);
+    static const luaL_Reg own[] = {{"embedded_chunks", l_embedded_chunks}, {NULL, NULL}};
+    luaL_setfuncs(L, own, 0);
     return 1;
+}
+
+/* Pushes the function of embedded file f: its precompiled chunk, or (when this liblua refuses
+ * the chunk: another Lua version or number format than the build's) its source. */
+static int load_file(lua_State *L, const hl_lua_file *f)
+{
+    char chunkname[256];
+    snprintf(chunkname, sizeof chunkname, "@%s", f->name);
+    if (luaL_loadbufferx(L, f->chunk, f->chunk_size, chunkname, "b") == LUA_OK)
+        return LUA_OK;
+    lua_pop(L, 1);
+    return luaL_loadbufferx(L, f->data, f->size, chunkname, "t");
+}
+
+/* core.embedded_chunks() -> the release the chunks were built with, and per embedded file
+ * {name =, loads = whether this liblua loads its precompiled chunk, error = why not} (tests). */
+static int l_embedded_chunks(lua_State *L)
+{
+    lua_pushstring(L, hl_embedded_lua_release);
+    lua_createtable(L, hl_embedded_lua_count, 0);
+    for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
+        const hl_lua_file *f = &hl_embedded_lua[i];
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, f->name);
+        lua_setfield(L, -2, "name");
+        int ok = luaL_loadbufferx(L, f->chunk, f->chunk_size, f->name, "b") == LUA_OK;
+        if (!ok)
+            lua_setfield(L, -2, "error");
+        else
+            lua_pop(L, 1);
+        lua_pushboolean(L, ok);
+        lua_setfield(L, -2, "loads");
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 2;
 }
 
 /* Loader for an embedded Lua file; upvalue 1 = index in hl_embedded_lua. */
 static int load_embedded(lua_State *L)
 {
     const hl_lua_file *f = &hl_embedded_lua[lua_tointeger(L, lua_upvalueindex(1))];
-    char chunkname[256];
-    snprintf(chunkname, sizeof chunkname, "@%s", f->name);
-    if (luaL_loadbuffer(L, f->data, f->size, chunkname) != LUA_OK)
+    if (load_file(L, f) != LUA_OK)
         return lua_error(L);
     lua_pushvalue(L, 1); /* module name */
     lua_call(L, 1, 1);
@@ -72,7 +109,7 @@ int luaopen_hbdlab(lua_State *L)
     for (int32_t i = 0; i < hl_embedded_lua_count; i++) {
         if (strcmp(hl_embedded_lua[i].name, "hbdlab/init.lua") == 0) {
             const hl_lua_file *f = &hl_embedded_lua[i];
-            if (luaL_loadbuffer(L, f->data, f->size, "@hbdlab/init.lua") != LUA_OK)
+            if (load_file(L, f) != LUA_OK)
                 return lua_error(L);
             lua_pushliteral(L, "hbdlab");
             lua_call(L, 1, 1);

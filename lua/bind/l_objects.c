@@ -70,6 +70,18 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
         int skipped = 0;
         for (int i = 0; skip && skip[i]; i++)
             skipped |= strcmp(key, skip[i]) == 0;
+        const hl_field_alias *alias = skipped ? NULL : hl_field_alias_find(set, key);
+        if (alias) { /* hbm_gb = 80: the core's alias, refused beside its own field */
+            int also = lua_getfield(L, idx, alias->field) != LUA_TNIL;
+            lua_pop(L, 1);
+            if (hl_field_alias_check(set, alias, also, &err))
+                hl_raise(L, &err);
+            if (lua_type(L, -1) != LUA_TNUMBER) {
+                snprintf(err.msg, sizeof err.msg, "%s field '%s': expected a number, got %s", t->kind, key,
+                         luaL_typename(L, -1));
+                hl_raise(L, &err);
+            }
+        }
         if (!skipped) {
             hl_status s;
             switch (lua_type(L, -1)) {
@@ -136,19 +148,14 @@ static int make_object(lua_State *L, const objtype *t)
         return luaL_error(L, "%s field 'base': expected a %s preset name or %s object", t->kind, t->kind, t->kind);
     } else if (t == &T_GPU) {
         hl_gpu_init_defaults(&buf.g); /* the documented defaults JSON loading also starts from */
-        strcpy(buf.g.name, "custom");
     }
     lua_pop(L, 1);
     static const char *const skip[] = {"base", NULL};
     apply_table(L, t, &buf, 1, skip);
-    if (t == &T_MODEL) {
-        if (buf.m.attn == HL_ATTN_GQA && buf.m.head_dim == 0 && buf.m.heads > 0)
-            buf.m.head_dim = buf.m.hidden / buf.m.heads;
-        if (buf.m.kv_heads == 0)
-            buf.m.kv_heads = buf.m.heads;
-        if (!buf.m.name[0])
-            strcpy(buf.m.name, "custom");
-    }
+    if (t == &T_MODEL) /* the completion rules JSON loading applies too (core/src/presets.c) */
+        hl_model_complete(&buf.m);
+    else if (t == &T_GPU)
+        hl_gpu_complete(&buf.g);
     validate_or_raise(L, t, &buf);
     push_obj(L, t, &buf);
     return 1;
@@ -182,12 +189,9 @@ static int l_cluster(lua_State *L)
     hl_cluster_init(&c, &gpu, 1, 1, &err); /* fill link fields; sizes set and checked below */
     static const char *const skip[] = {"gpu", NULL};
     apply_table(L, &T_CLUSTER, &c, 1, skip);
-    if (lua_getfield(L, 1, "hbd") == LUA_TNIL)
-        c.hbd = c.gpus; /* default: the whole cluster is one HBD */
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "name") == LUA_TNIL)
-        snprintf(c.name, sizeof c.name, "%.20s x%lld hbd%lld", gpu.name, (long long)c.gpus, (long long)c.hbd);
-    lua_pop(L, 1);
+    int hbd_given = lua_getfield(L, 1, "hbd") != LUA_TNIL, name_given = lua_getfield(L, 1, "name") != LUA_TNIL;
+    lua_pop(L, 2);
+    hl_cluster_complete(&c, hbd_given, name_given); /* as JSON loading does (core/src/presets.c) */
     validate_or_raise(L, &T_CLUSTER, &c);
     push_obj(L, &T_CLUSTER, &c);
     return 1;
@@ -328,6 +332,15 @@ static int l_kv_bytes_per_token(lua_State *L)
     return 1;
 }
 
+/* m:state_bytes(precision = "bf16"): linear-attention state of one sequence, B */
+static int l_state_bytes(lua_State *L)
+{
+    hl_model *m = luaL_checkudata(L, 1, HL_MT_MODEL);
+    hl_precision p = lua_isnoneornil(L, 2) ? HL_BF16 : hl_check_precision(L, 2);
+    lua_pushnumber(L, hl_kv_state_bytes(m, p));
+    return 1;
+}
+
 static int l_from_hf(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
@@ -388,6 +401,25 @@ static int list_presets(lua_State *L, hl_preset_kind kind)
 static int l_gpus(lua_State *L) { return list_presets(L, HL_PRESET_GPU); }
 static int l_clusters(lua_State *L) { return list_presets(L, HL_PRESET_CLUSTER); }
 static int l_models(lua_State *L) { return list_presets(L, HL_PRESET_MODEL); }
+
+/* aliases(kind): {alias = {field, factor}} of the gpu or cluster friendly names
+ * (core/src/hw.c: the one table the Lua and JSON loaders both accept). */
+static int l_aliases(lua_State *L)
+{
+    static const char *const kinds[] = {"gpu", "cluster", "model", NULL};
+    const hl_field_set *(*const sets[])(void) = {hl_gpu_fields, hl_cluster_fields, hl_model_fields};
+    const hl_field_set *set = sets[luaL_checkoption(L, 1, NULL, kinds)]();
+    lua_newtable(L);
+    for (const hl_field_alias *a = set->aliases; a && a->name; a++) {
+        lua_createtable(L, 2, 0);
+        lua_pushstring(L, a->field);
+        lua_rawseti(L, -2, 1);
+        lua_pushnumber(L, a->factor);
+        lua_rawseti(L, -2, 2);
+        lua_setfield(L, -2, a->name);
+    }
+    return 1;
+}
 
 /* fields(kind): array of {name, type, unit, help, min, max, values, path, default}
  * for help text; kind is gpu, cluster, model, job or plan (the search options). */
@@ -488,8 +520,10 @@ static void new_metatable(lua_State *L, const objtype *t, const luaL_Reg *method
 
 void hl_bind_objects(lua_State *L)
 {
-    static const luaL_Reg model_methods[] = {
-        {"params", l_params}, {"kv_bytes_per_token", l_kv_bytes_per_token}, {NULL, NULL}};
+    static const luaL_Reg model_methods[] = {{"params", l_params},
+                                             {"kv_bytes_per_token", l_kv_bytes_per_token},
+                                             {"state_bytes", l_state_bytes},
+                                             {NULL, NULL}};
     new_metatable(L, &T_GPU, NULL);
     new_metatable(L, &T_CLUSTER, NULL);
     new_metatable(L, &T_MODEL, model_methods);
@@ -501,6 +535,7 @@ void hl_bind_objects(lua_State *L)
                                    {"clusters", l_clusters},
                                    {"models", l_models},
                                    {"fields", l_fields},
+                                   {"aliases", l_aliases},
                                    {"metatable", l_metatable},
                                    {"with", l_with},
                                    {"from_json", l_from_json},

@@ -391,35 +391,13 @@ static int l_simulate(lua_State *L)
     hl_err err;
     int batch_max, auto_plan;
     hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    hl_job j = pin.job;
+    hl_job j;
     hl_candidate cands[32];
     int32_t ncand = 0;
-    if (auto_plan) {
-        /* the chosen mapping is checked against memory below, as any other */
-        pin.max_batch = batch_max;
-        if (hl_plan_search(&pin, cands, 32, &ncand, &err))
-            return hl_raise(L, &err);
-        hl_candidate_apply(&cands[0], &j);
-    } else if (batch_max) {
-        int32_t within = 1;
-        if (pin.max_ttft > 0 || pin.max_tpot > 0) {
-            if (hl_sim_max_batch_within(&j, pin.max_ttft, pin.max_tpot, &j.batch, &within, &err))
-                return hl_raise(L, &err);
-            if (!within) {
-                hl_result b;
-                j.summary_only = 1;
-                j.ignore_memory = 1;
-                if (hl_sim_run(&j, &b, &err))
-                    return hl_raise(L, &err);
-                return luaL_error(L,
-                                  "batch = \"max\": even batch %f misses the limits (max_ttft_s %f, max_tpot_s %f): "
-                                  "TTFT %f s, TPOT %f s",
-                                  j.batch, pin.max_ttft, pin.max_tpot, b.ttft_s, b.tpot_s);
-            }
-        } else if (hl_sim_max_batch(&j, &j.batch, &err)) {
-            return hl_raise(L, &err);
-        }
-    }
+    pin.max_batch = batch_max; /* the chosen job is checked against memory below, as any other */
+    pin.auto_plan = auto_plan;
+    if (hl_job_resolve(&pin, &j, cands, 32, &ncand, &err)) /* core/src/plan.c: the one resolver */
+        return hl_raise(L, &err);
     hl_job *kept = lua_newuserdatauv(L, sizeof(hl_job), 0); /* [.. ud] the job, for lazy fields */
     *kept = j;
     int ud = lua_gettop(L);
@@ -455,6 +433,9 @@ static int l_simulate(lua_State *L)
         lua_setfield(L, -2, "meets_limits");
         lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
         lua_setfield(L, -2, "objective");
+    } else if (pin.max_ttft > 0 || pin.max_tpot > 0) { /* a fixed or "max" batch under limits */
+        lua_pushboolean(L, hl_plan_meets_limits(&pin, rp));
+        lua_setfield(L, -2, "meets_limits");
     }
     double v[HL_POINT_VALUES];
     hl_result_values(rp, v);

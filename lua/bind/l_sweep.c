@@ -322,6 +322,28 @@ static int build_rows(lua_State *L)
     return 1;
 }
 
+/* A hash of a sweep's axes (names, kinds, values; objects by name) and zip: MPI ranks check
+ * they run the same sweep before gathering its points (hl_dist_agree). */
+static uint64_t axes_hash(const axes_mem *mem, int zip)
+{
+    uint64_t h = hl_dist_hash(HL_DIST_HASH_START, &zip, sizeof zip);
+    for (int32_t a = 0; a < mem->n; a++) {
+        const hl_axis *ax = &mem->axes[a];
+        h = hl_dist_hash(h, ax->name, strlen(ax->name) + 1);
+        h = hl_dist_hash(h, &ax->kind, sizeof ax->kind);
+        h = hl_dist_hash(h, &ax->n, sizeof ax->n);
+        for (int32_t i = 0; i < ax->n; i++) {
+            const char *name = ax->kind == HL_AXIS_STRING    ? ax->strings[i]
+                               : ax->kind == HL_AXIS_MODEL   ? ax->models[i].name
+                               : ax->kind == HL_AXIS_GPU     ? ax->gpus[i].name
+                               : ax->kind == HL_AXIS_CLUSTER ? ax->clusters[i].name
+                                                             : NULL;
+            h = name ? hl_dist_hash(h, name, strlen(name) + 1) : hl_dist_hash(h, &ax->numbers[i], sizeof(double));
+        }
+    }
+    return h;
+}
+
 static int l_sweep(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -377,6 +399,13 @@ static int l_sweep(lua_State *L)
                  (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
         return luaL_error(L, "%s", msg);
     }
+    /* MPI: every rank runs this same sweep, else they all stop here with one message */
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_SWEEP, n, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        free(ctx);
+        return luaL_error(L, "sweep: %s", agree_msg);
+    }
     /* this process's block of the points (all of them when alone); under MPI the
      * array holds every point so the blocks can be gathered in place */
     hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
@@ -400,14 +429,23 @@ static int l_sweep(lua_State *L)
     }
     ctx->points = mine;
     if (hl_bind_dist.mpi && hl_bind_dist.count > 1) {
-        if (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0) {
+        /* gathered only when every rank's block ran (an error or Ctrl-C on one rank alone must not
+         * leave the others in the gather) */
+        int agreed = hl_dist_agree(HL_DIST_GATHER, ctx->status == HL_OK ? 0 : 1, 0, agree_msg, sizeof agree_msg) == 0;
+        if (!agreed || (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0)) {
+            hl_status st = ctx->status;
+            hl_err own = ctx->err;
             free(ctx->points);
             free_axes(&mem);
             free(ctx);
-            return luaL_error(L, "sweep: gathering the points of the MPI ranks failed");
+            if (!agreed && st != HL_OK && st != HL_EINTR) /* this rank's own error says more */
+                return hl_raise(L, &own);
+            return luaL_error(L, "sweep: %s", agreed ? "gathering the points of the MPI ranks failed" : agree_msg);
         }
-        lo = 0;
-        hi = n;
+        if (ctx->status == HL_OK) { /* gathered: every rank holds every point; else (interrupted) its own block */
+            lo = 0;
+            hi = n;
+        }
     }
     int interrupted = cancel != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
@@ -446,47 +484,53 @@ static int l_sweep(lua_State *L)
     return 3;
 }
 
-/* Appends the CSV rows of points[0..count) (global indices first..) to csv (the core's
- * CSV writer, hbdlab/csv.h); column c is result field cols[c] times scales[c] (friendly
- * aliases); returns the number of rows (points stopped by Ctrl-C are left out). */
-static int64_t format_rows(hl_csv *csv, const axes_mem *mem, int zip, int ncols, const int *cols, const double *scales,
-                           const hl_point *points, int64_t first, int64_t count)
+/* Where the core's CSV stream goes: the file (rank 0 under MPI, after gathering every rank's
+ * text of the block), the progress bar, the test hook. */
+typedef struct csv_out {
+    FILE *f;
+    int gather;
+    int failed;
+    int show, test_sig;
+    int64_t test_after, done, shown_total;
+    double t0, last;
+    char agree_msg[400]; /* MPI: why the ranks stopped (hl_dist_agree), "" otherwise */
+} csv_out;
+
+static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t points_done)
 {
-    int32_t na = mem->n;
-    int64_t lines = 0;
-    for (int64_t i = 0; i < count; i++) {
-        const hl_point *p = &points[i];
-        if (p->status == HL_EINTR)
-            continue;
-        int64_t value_index[HL_SWEEP_MAX_AXES];
-        hl_sweep_value_indices(mem->axes, na, zip, first + i, value_index);
-        for (int32_t a = 0; a < na; a++) {
-            int64_t k = value_index[a];
-            const hl_axis *ax = &mem->axes[a];
-            if (ax->kind == HL_AXIS_NUMBER && ax->numbers[k] == 0 && strcmp(ax->name, "batch") == 0)
-                hl_csv_text(csv, "max"); /* a batch axis value "max" travels as 0 */
-            else if (ax->kind == HL_AXIS_NUMBER)
-                hl_csv_number(csv, ax->numbers[k]);
-            else
-                hl_csv_text(csv, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
-                                 : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
-                                 : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
-                                                             : ax->clusters[k].name);
+    csv_out *o = user;
+    char *all = NULL;
+    size_t n = (size_t)len;
+    if (o->gather) {
+        size_t all_len = 0;
+        /* every rank hands this block over, or none gathers: a rank stopped (Ctrl-C, an error) is
+         * met at its next agreement, not waited for in the gather (issue 22) */
+        if (hl_dist_agree(HL_DIST_CHUNK, hl_bind_interrupt != 0, 0, o->agree_msg, sizeof o->agree_msg) != 0) {
+            o->failed = 1;
+            return -1;
         }
-        for (int c = 0; c < ncols; c++) {
-            if (p->status == HL_OK)
-                hl_csv_result(csv, cols[c], p->v[cols[c]] * scales[c]);
-            else
-                hl_csv_empty(csv);
+        if (hl_dist_allgather_text(text, n, &all, &all_len) != 0) {
+            o->failed = 1;
+            return -1;
         }
-        if (p->status != HL_OK)
-            hl_csv_text(csv, p->error);
-        else
-            hl_csv_empty(csv); /* the error column */
-        hl_csv_end_row(csv);
-        lines++;
+        text = all;
+        n = all_len;
     }
-    return lines;
+    int bad = o->f && n && fwrite(text, 1, n, o->f) != n;
+    free(all);
+    o->done = points_done;
+    if (o->test_sig && o->done >= o->test_after) {
+        raise(o->test_sig);
+        o->test_sig = 0;
+    }
+    double t = hl_clock_s();
+    if (o->show && t - o->last > 0.1) {
+        draw_progress(o->done, o->shown_total, t - o->t0);
+        o->last = t;
+    }
+    if (bad)
+        o->failed = 1;
+    return bad ? -1 : 0;
 }
 
 /* sweep_to_csv(base, axes, opts, path, columns): streams a sweep of any size to
@@ -509,7 +553,7 @@ static int l_sweep_to_csv(lua_State *L)
     }
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
-    int cols[HL_POINT_VALUES];
+    int32_t cols[HL_POINT_VALUES];
     double scales[HL_POINT_VALUES];
     const char *col_names[HL_POINT_VALUES]; /* as asked (a friendly alias stays itself); alive in the table */
     if (ncols < 1 || ncols > HL_POINT_VALUES)
@@ -527,29 +571,31 @@ static int l_sweep_to_csv(lua_State *L)
     axes_mem mem;
     read_sweep_args(L, "sweep_to_csv", &in, &mem); /* last: on success it owns memory */
     int32_t na = mem.n;
-    volatile int32_t cancel = 0;
     in.axes = mem.axes;
     in.n_axes = na;
     in.zip = zip;
     in.threads = threads;
-    in.cancel = &cancel;
     hl_err err;
     int64_t total;
     if (hl_sweep_count(&in, &total, &err)) {
         free_axes(&mem);
         return hl_raise(L, &err);
     }
-    /* a CSV row: ~24 characters per %.17g number and per axis value */
-    double expect = (double)total * (24.0 * (ncols + na) + 2);
+    /* a CSV row: ~20 characters per number and per axis value */
+    double expect = (double)total * (20.0 * (ncols + na) + 2);
     if (expect > 10e9)
         fprintf(stderr, "sweep_to_csv: %lld rows, about %.3g GB expected in %s\n", (long long)total, expect / 1e9,
                 path);
-    enum { CHUNK = 65536 };
     /* Shards write their own file (path with _shard<i>of<n> before the extension)
-     * holding their block of the points; MPI ranks each run a block of every chunk
+     * holding their block of the points; MPI ranks each run a part of every block
      * and rank 0 writes the gathered text, so the file is the single run's. */
     hl_dist d = hl_bind_dist;
     int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
+    char agree_msg[400];
+    if (hl_dist_agree(HL_DIST_STREAM, total, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+        free_axes(&mem);
+        return luaL_error(L, "sweep_to_csv: %s", agree_msg);
+    }
     int64_t begin = 0, end = total;
     char shard_path[4200];
     const char *given = path;
@@ -561,24 +607,22 @@ static int l_sweep_to_csv(lua_State *L)
         }
         path = shard_path;
     }
-    hl_point *buf = malloc(sizeof *buf * CHUNK);
     char tmp[4300];
-    int fd = buf && writer ? hl_files_temp(path, tmp, sizeof tmp) : -1; /* mkstemp, listed for cleanup */
+    int fd = writer ? hl_files_temp(path, tmp, sizeof tmp) : -1; /* mkstemp, listed for cleanup */
     int open_errno = errno;
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!buf || (writer && !f)) {
+    if (writer && !f) {
         if (fd >= 0) {
             close(fd);
             hl_files_discard(tmp);
         }
-        free(buf);
         free_axes(&mem);
-        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, buf ? strerror(open_errno) : "out of memory");
+        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(open_errno));
     }
-    int interrupted = 0, terminated = 0, failed = 0;
-    hl_csv csv; /* the text of the header, then of each chunk */
-    hl_csv_init(&csv);
+    int failed = 0;
     if (writer) {
+        hl_csv csv; /* the header */
+        hl_csv_init(&csv);
         errno = 0;
         char line[1024]; /* a shard's fingerprint for hbdlab merge ("" when not a shard) */
         hl_dist_shard_line(given, begin, end, total, 0, line, sizeof line);
@@ -592,71 +636,68 @@ static int l_sweep_to_csv(lua_State *L)
         hl_csv_end_row(&csv);
         if (csv.failed || fwrite(csv.text, 1, (size_t)csv.len, f) != (size_t)csv.len)
             failed = 1;
+        hl_csv_free(&csv);
     }
-    int64_t written = 0, done_before = 0, shown_total = gather ? (end - begin + d.count - 1) / d.count : end - begin;
-    int show = progress && isatty(STDERR_FILENO) && shown_total >= 2000;
-    double t0 = hl_clock_s();
-    for (int64_t first = begin; first < end && !interrupted && !failed; first += CHUNK) {
-        int64_t clen = end - first < CHUNK ? end - first : CHUNK, lo = 0, hi = clen;
-        if (gather)
-            hl_dist_block(clen, d.index, d.count, &lo, &hi);
-        in.first = first + lo;
-        in.count = hi - lo;
-        hl_status rs = hi > lo ? run_polled(&in, buf, &err, show, done_before, shown_total, t0) : HL_OK;
-        done_before += hi - lo;
-        if (rs != HL_OK && rs != HL_EINTR) {
-            if (f) {
-                fclose(f);
-                hl_files_discard(tmp);
-            }
-            free(buf);
-            hl_csv_free(&csv);
-            free_axes(&mem);
-            return hl_raise(L, &err);
-        }
-        hl_csv_clear(&csv);
-        written += format_rows(&csv, &mem, zip, ncols, cols, scales, buf, in.first, in.count);
-        failed |= csv.failed;
-        const char *text = csv.text;
-        size_t text_len = (size_t)csv.len;
-        char *all = NULL;
-        if (gather) {
-            size_t all_len = 0;
-            failed |= hl_dist_allgather_text(text ? text : "", text_len, &all, &all_len) != 0;
-            text = all;
-            text_len = all_len;
-        }
-        if (f && text_len && fwrite(text, 1, text_len, f) != text_len)
-            failed = 1;
-        free(all);
-        if (hl_bind_interrupt || cancel) {
-            interrupted = 1;
-            terminated = hl_bind_interrupt == 2;
-            if (!terminated) { /* Ctrl-C: the rows done are the result; SIGTERM: kept too, then raised */
-                lua_sethook(L, NULL, 0, 0);
-                hl_bind_interrupt = 0;
-            }
-        }
-    }
-    if (show) {
-        draw_progress(done_before, shown_total, hl_clock_s() - t0);
+    /* the core streams the rows (formatted on its worker threads) to csv_sink, in order; the
+     * workers stop on Ctrl-C / SIGTERM themselves: they read the host's interrupt flag */
+    csv_out out;
+    memset(&out, 0, sizeof out);
+    out.f = f;
+    out.gather = gather;
+    out.shown_total = end - begin;
+    out.show = progress && isatty(STDERR_FILENO) && out.shown_total >= 2000;
+    out.t0 = hl_clock_s();
+    out.test_sig = test_interrupt(&out.test_after);
+    in.first = begin;
+    in.count = end - begin;
+    in.cancel = &hl_bind_interrupt;
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    o.columns = cols;
+    o.scales = scales;
+    o.n_columns = ncols;
+    o.part = gather ? d.index : 0;
+    o.parts = gather ? d.count : 0;
+    o.sink = csv_sink;
+    o.user = &out;
+    int64_t written = 0;
+    hl_status rs = failed || end == begin ? HL_OK : hl_sweep_csv(&in, &o, &written, &err);
+    failed |= out.failed;
+    if (out.show) {
+        draw_progress(out.done, out.shown_total, hl_clock_s() - out.t0);
         fputc('\n', stderr);
     }
-    int bad = failed;
+    int interrupted = hl_bind_interrupt != 0, terminated = hl_bind_interrupt == 2;
+    if (rs != HL_OK && rs != HL_EINTR && !failed) { /* the sweep itself failed (an unknown axis, ...) */
+        if (f) {
+            fclose(f);
+            hl_files_discard(tmp);
+        }
+        free_axes(&mem);
+        return hl_raise(L, &err);
+    }
+    free_axes(&mem);
+    if (interrupted && !terminated) { /* Ctrl-C: the rows done are the result; SIGTERM: kept too, then raised */
+        lua_sethook(L, NULL, 0, 0);
+        hl_bind_interrupt = 0;
+    }
+    int bad = failed || (rs != HL_OK && rs != HL_EINTR);
     if (f) {
         bad |= ferror(f);
         bad |= fclose(f) != 0;
     }
-    free(buf);
-    hl_csv_free(&csv);
-    free_axes(&mem);
+    if (f && out.agree_msg[0]) { /* the ranks stopped together: no file, the one message */
+        hl_files_discard(tmp);
+        return luaL_error(L, "sweep_to_csv: %s", out.agree_msg);
+    }
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
         int e = errno;
         hl_files_discard(tmp);
         return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
     }
     if (bad)
-        return luaL_error(L, "sweep_to_csv: gathering the rows of the MPI ranks failed");
+        return luaL_error(L, "sweep_to_csv: %s",
+                          out.agree_msg[0] ? out.agree_msg : "gathering the rows of the MPI ranks failed");
     if (gather) /* rows written by all ranks together */
         written = end - begin;
     if (terminated) {

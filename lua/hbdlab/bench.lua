@@ -6,7 +6,8 @@ local M = {}
 
 local function reference(hl)
   return {
-    model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 },
+    -- the HBD study's job: 32K prompt + 1K output on a context extended like the experts (as scripts/hbd/study.lua)
+    model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2, max_position = 65536 },
     cluster = hl.cluster { gpu = "B200", gpus = 128, hbd = 64 },
     precision = "fp8", batch = 16, input = 32768, output = 1024, parallel = { tp = 8, ep = 16 },
   }
@@ -34,25 +35,37 @@ local function exe()
   return (a and a ~= "" and a) or "hbdlab"
 end
 
+-- One progress line per phase on stderr (the full run takes over a minute; stdout stays the report).
+local phases = 9
+local function phase(i, what)
+  io.stderr:write(string.format("bench %d/%d: %s\n", i, phases, what))
+  io.stderr:flush()
+end
+
 function M.run(opts)
   local hl = require "hbdlab"
   local quick = opts.quick
+  if opts.progress == false then phase = function() end end
   local job = reference(hl)
   local r = {}
+  phase(1, "hl_sim_run latency")
   local lat = core.bench_latency(job, quick and 2000 or 400000, 100)
   r.sim_latency_median_s, r.sim_latency_p99_s = lat.median_s, lat.p99_s
   local n_inputs = quick and 200 or 66667 -- x 15 (HBD x precision) = 3,000 or 1,000,005 points
+  phase(2, "sweep throughput, 1 thread and all cores")
   local _, pps1, points = core.bench_sweep(job, n_inputs, 1)
   local _, ppsall = core.bench_sweep(job, n_inputs, 0)
   r.sweep_points = points
   r.sweep_points_per_s_1thread, r.sweep_points_per_s_all = pps1, ppsall
   -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work (medians;
   -- hl.simulate runs in summary mode and builds the breakdown only when read)
+  phase(3, "hl.simulate from Lua")
   local c = core.bench_latency(job, quick and 2000 or 200000, 100, true).median_s
   r.sim_latency_summary_median_s = c
   local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
   r.lua_call_s, r.lua_call_overhead_s = l, l - c
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
+  phase(4, "the HBD reproduction (scripts/hbd/reproduce.lua)")
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
   local t0 = core.clock()
   local outdir = os.tmpname()
@@ -72,10 +85,12 @@ function M.run(opts)
       precision = "fp8", batch = 16, output = 1024, parallel = { tp = 8, ep = 16 } },
       axes = { { "hbd", { 8, 16, 32, 64, 128 } }, { "input", inputs } }, out = %q }
     assert(n == %d, "rows written: " .. n)]], npts // 5, csv, npts)
+  phase(5, string.format("%d points streamed to CSV", npts))
   t0 = core.clock()
   local code2, _, rss = core.spawn { exe(), "-e", script, stdout = "/dev/null" }
   r.stream_points = npts
   r.stream_wall_s = core.clock() - t0
+  r.stream_points_per_s = npts / r.stream_wall_s -- hl.sweep_to_csv throughput, child start included
   r.stream_ok = code2 == 0
   r.stream_10m_rss_bytes = rss
   local f = io.open(csv, "rb")
@@ -84,7 +99,8 @@ function M.run(opts)
   -- serving: 100,000 Poisson requests (5,000 in --quick) through the continuous-batching
   -- scheduler, at a light load (many small iterations) and near saturation (full batches)
   r.serve_requests = quick and 5000 or 100000
-  for _, load in ipairs { { "light", 2 }, { "heavy", 14 } } do
+  for k, load in ipairs { { "light", 2 }, { "heavy", 14 } } do
+    phase(5 + k, string.format("hl.serve, %d requests, %s load", r.serve_requests, load[1]))
     t0 = core.clock()
     local sr = hl.serve { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 }, rate = load[2],
       requests = r.serve_requests, input = { dist = "uniform", min = 128, max = 2048 },
@@ -100,7 +116,25 @@ function M.run(opts)
     output = { dist = "uniform", min = 16, max = 512 } }
   r.serve_replicas_wall_s = core.clock() - t0
   r.serve_replicas_steps = sr8.steps
+  -- the frontier: a full aggregated + disaggregated search (with its confirming simulations) of
+  -- Llama-3.1-70B on 8 H200 and DeepSeek-V3 on 64 B200 (the first only in --quick)
+  local searches = {
+    { "frontier_8gpu", "llama-3.1-70b", { gpu = "H200", gpus = 8, hbd = 8 } },
+    { "frontier_64gpu", "deepseek-v3", { gpu = "B200", gpus = 64, hbd = 8 } },
+  }
+  for i, sch in ipairs(searches) do
+    if not quick or i == 1 then
+      if i == 1 then phase(8, "hl.frontier searches") end
+      t0 = core.clock()
+      local fr = hl.frontier { model = sch[2], systems = { sch[3] }, precision = "fp8", input = 1024, output = 1024 }
+      r[sch[1] .. "_wall_s"] = core.clock() - t0
+      local sims = 0
+      for _, p in ipairs(fr.points) do if p.simulated then sims = sims + 1 end end
+      r[sch[1] .. "_points"], r[sch[1] .. "_simulated"] = #fr.points, sims
+    end
+  end
   -- the CPU roofline check of the mini-transformer (predicted vs measured on this CPU)
+  phase(9, "the CPU roofline of the mini-transformer")
   local cr = require("hbdlab.minitf").cpu_roofline(quick and { prompt = 16, new = 4, gemm_n = 128, triad_bytes = 4e6 } or nil)
   r.cpu_gemm_flops, r.cpu_mem_bw, r.cpu_gemm_peak_fraction = cr.gemm_flops, cr.mem_bw, cr.peak_fraction
   r.minitf_prefill_predicted_s, r.minitf_prefill_measured_s = cr.prefill_predicted_s, cr.prefill_measured_s
@@ -120,6 +154,7 @@ function M.print_table(r)
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
+    { "streamed sweep: points per second (hl.sweep_to_csv)", string.format("%.0f points/s", r.stream_points_per_s) },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
     { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
       string.format("%.3f s", r.serve_light_wall_s) },
@@ -128,6 +163,12 @@ function M.print_table(r)
     { string.format("hl.serve, %d requests on 8 replicas (%d iterations)", r.serve_requests, r.serve_replicas_steps),
       string.format("%.3f s", r.serve_replicas_wall_s) },
   }
+  for _, sch in ipairs { { "frontier_8gpu", "Llama-3.1-70B, 8 H200" }, { "frontier_64gpu", "DeepSeek-V3, 64 B200" } } do
+    if r[sch[1] .. "_wall_s"] then
+      rows[#rows + 1] = { string.format("hl.frontier %s (%d points, %d simulated)", sch[2], r[sch[1] .. "_points"],
+        r[sch[1] .. "_simulated"]), string.format("%.3f s", r[sch[1] .. "_wall_s"]) }
+    end
+  end
   for _, row in ipairs(rows) do print(string.format("%-52s %s", row[1], row[2])) end
   if r.cpu_roofline_text then print("\n" .. r.cpu_roofline_text) end
 end

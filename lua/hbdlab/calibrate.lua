@@ -158,6 +158,19 @@ function M.calibrate(t)
   local after = predict_all(res.x)
   local out = { params = params_of(res.x), rms_log = res.rms_log, converged = res.converged,
                 iterations = res.iterations, cases = {}, names = t.params }
+  -- a parameter the fit left on a bound: the data pull it past the range searched (its value is the
+  -- bound's, not a fit); within 1e-6 of the range from it counts as on it
+  out.at_bound = {}
+  for i, name in ipairs(t.params) do
+    local tol = 1e-6 * (hi[i] - lo[i])
+    local side = res.x[i] <= lo[i] + tol and "lower" or res.x[i] >= hi[i] - tol and "upper" or nil
+    if side then
+      out.at_bound[name] = side
+      require("hbdlab.warn").warn(string.format("calibrate: '%s' = %.6g is on its %s bound (bounds %g..%g): the cases " ..
+        "pull it further, so this value is the bound's, not a fit; widen the bound or check the cases", name,
+        res.x[i], side, lo[i], hi[i]))
+    end
+  end
   local eb, ea, el, eh = {}, {}, {}, {}
   for i = 1, #t.cases do
     local fitted = use == nil or use[i]
@@ -182,7 +195,11 @@ function M.print(res, write)
   write = write or io.write
   write("fitted parameters (", res.converged and "converged" or "not converged", ", ", res.iterations,
         " iterations, rms log error ", string.format("%.4f", res.rms_log), "):\n")
-  for _, name in ipairs(res.names) do write(string.format("  %-16s %.6g\n", name, res.params[name])) end
+  for _, name in ipairs(res.names) do
+    local side = res.at_bound and res.at_bound[name]
+    write(string.format("  %-16s %.6g%s\n", name, res.params[name],
+      side and ("   ON ITS " .. side:upper() .. " BOUND: not a fit (widen the bound)") or ""))
+  end
   write(string.format("%-40s %11s %11s %8s %11s %8s %8s\n", "case", "measured", "before", "error", "after", "error",
                       "LOO"))
   for _, c in ipairs(res.cases) do

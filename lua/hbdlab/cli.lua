@@ -69,6 +69,7 @@ end
 
 --- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
 function M.eval(path, extra)
+  if path == "-h" or path == "--help" then print("usage: hbdlab eval CONFIG.json (or - for stdin)"); return 0 end
   if path == nil or extra ~= nil then
     return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
   end
@@ -82,12 +83,71 @@ end
 --- (or the result as JSON with --json).
 function M.serve(path, opt, extra)
   local as_json = opt == "--json"
+  if path == "-h" or path == "--help" then -- read as a file name before
+    print("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]: the fields of hl.serve as JSON " ..
+      "(notebooks/serving.md and scripts/serving_hbd.lua show them)")
+    return 0
+  end
   if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
     return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
   end
   local r, code = run_config(path, "serve", "serve fields")
   if not r then return code end
   if as_json then write_json(r) else print(r) end
+  return 0
+end
+
+--- hbdlab walkthrough CONFIG.json|- -o WALK.html: the simulate fields as JSON; writes the
+--- step-by-step communication page of that job (hl.walkthrough).
+function M.walkthrough(...)
+  local args, path, out = { ... }, nil, nil
+  local usage = "usage: hbdlab walkthrough CONFIG.json (or - for stdin) -o WALK.html"
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then print(usage); return 0
+    elseif a == "-o" and out == nil and args[i + 1] then out = args[i + 1]; i = i + 2
+    elseif path == nil and (a == "-" or a:sub(1, 1) ~= "-") then path = a; i = i + 1
+    else io.stderr:write("hbdlab walkthrough: unexpected argument '", a, "'; ", usage, "\n"); return 2 end
+  end
+  if not path or not out then io.stderr:write("hbdlab walkthrough: ", usage, "\n"); return 2 end
+  local r, code = run_config(path, "simulate", "simulate fields")
+  if not r then return code end
+  local ok, err = pcall(require("hbdlab.walkthrough").walkthrough, r, out)
+  if not ok then return fail_json(tostring(err):gsub("^[^:]*:%d+: ", ""), 1) end
+  io.stderr:write("hbdlab walkthrough: wrote ", out, "\n")
+  return 0
+end
+
+--- hbdlab frontier CONFIG.json|- [-o STEM] [--json]: the fields of hl.frontier as JSON (systems as
+--- a list of cluster objects or preset names); prints the summary, or every point, the Pareto sets
+--- and the best points as JSON with --json; -o STEM writes STEM_points.csv, STEM.json and the figures.
+--- Under --shard I/N each shard writes its block of points (merge them with hbdlab merge).
+function M.frontier(path, ...)
+  local rest, stem, as_json = { ... }, nil, false
+  local i = 1
+  while i <= #rest do
+    if rest[i] == "-o" and rest[i + 1] and not stem then stem = rest[i + 1]; i = i + 2
+    elseif rest[i] == "--json" then as_json = true; i = i + 1
+    else return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2) end
+  end
+  if path == nil or path == "--help" or path == "-h" then
+    return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2)
+  end
+  local hl = require "hbdlab"
+  local text, origin = read_all(path)
+  if not text then return fail_json("cannot read " .. tostring(origin), 1) end
+  local ok, cfg = pcall(core.json_decode, text, origin)
+  if not ok then return fail_json(tostring(cfg), 1) end
+  if type(cfg) ~= "table" or #cfg > 0 then return fail_json(origin .. ": expected a JSON object of frontier fields", 1) end
+  if stem then cfg.out = stem end
+  local ok2, r = pcall(hl.frontier, cfg)
+  if not ok2 then return fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
+  if as_json then
+    io.write(core.json_encode(require("hbdlab.frontier").plain(r), true), "\n")
+  else
+    print(r)
+  end
   return 0
 end
 

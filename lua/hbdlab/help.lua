@@ -9,7 +9,7 @@ local topics = {
     'local g = hl.gpu { base = "H100-SXM", hbm_gb = 96, scaleup_gbs = 600 }', "gpu" },
   { "cluster", "hl.cluster(name | {gpu =, gpus =, hbd =, ...}) -> cluster", "GPUs in HBDs of `hbd` (default: one HBD); link fields override the GPU's.",
     'local c = hl.cluster { gpu = "B200", gpus = 128, hbd = 64, scaleout_gbps = 800 }', "cluster" },
-  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); hl.model.from_hf(path)",
+  { "model", "hl.model(name | {fields}) -> model; m:with{...}; m:params(); m:kv_bytes_per_token(prec); m:state_bytes(prec); hl.model.from_hf(path)",
     "A decoder-only transformer (GQA/MHA, MLA, MoE).", 'local m = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 }', "model" },
   { "simulate", "hl.simulate{...} -> result", "One inference job: prefill + decode on a cluster.",
     'local r = hl.simulate { model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,\n' ..
@@ -38,6 +38,12 @@ local topics = {
     "when that stops the search, rate is a lower bound and lower_bound says why.",
     'local c = hl.serve_capacity { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 8 },\n' ..
     '                              input = 1024, output = 256, slo = { ttft_s = 1, tpot_s = 0.05 } }\nprint(c.rate, c.result.goodput_rps)' },
+  { "frontier", "hl.frontier{model, systems, precision, input, output, slo, modes, ...} -> {points, pareto, best, ratios, launch}",
+    "Pareto frontier of output tokens/s per GPU vs tokens/s per user over every mapping, load and prefill/decode split " ..
+    "of each system (docs/MODEL.md section 14); `hbdlab frontier cfg.json` takes the same fields as JSON.",
+    'local r = hl.frontier { model = "llama-3.1-70b", systems = { { gpu = "H200", gpus = 8, hbd = 8 } },\n' ..
+    '                        precision = "fp8", input = 1024, output = 1024, slo = { ttft_s = 2 } }\nprint(r)',
+    "frontier" },
   { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
@@ -84,6 +90,12 @@ local topics = {
     'local P = hl.params { gpus = { 128, "cluster size" } }' },
   { "trace", "r:trace() -> events; hl.trace.write(r, 'x.json')", "Per-GPU events of one prefill layer and one decode step; Chrome/Perfetto JSON.",
     'hl.trace.write(r, "trace.json")  -- open in ui.perfetto.dev' },
+  { "walkthrough", "hl.walkthrough(r | {simulate fields}, 'walk.html' [, {share = 0.10}]) -> path",
+    "The job's communication flow as a self-contained HTML page: GPUs by HBD and stage, Next/Previous through\n" ..
+    "prompt, each stage's prefill, PP hand-offs, MoE All-to-All, logits AllGather, sampling, a decode step; the\n" ..
+    "nine primitives; the network each traffic class needs. Numbers are the result's breakdown rows. CLI:\n" ..
+    "hbdlab walkthrough CONFIG.json -o walk.html. Examples: docs/walkthrough/ (scripts/walkthrough_pages.lua).",
+    'hl.walkthrough(r, "walk.html")  -- inside a notebook the page is embedded in the report' },
   { "cost", "r.usd_per_mtok_in, r.usd_per_mtok_out, r.usd_per_mtok, r.joules_per_token, r.power_w, r.cost.{...}",
     "Cost and energy per token of every result (docs/MODEL.md section 11). Prices are estimates with sources in each\n" ..
     "GPU preset's cost_source; override gpu capex_usd, scaleup_usd, scaleout_usd, power_w, idle_w and cluster\n" ..
@@ -181,6 +193,15 @@ local function fields_text(kind)
   if kind == "job" then return job_text() end
   if kind == "serve" then return serve_text() end
   if kind == "result" then return result_text() end
+  if kind == "frontier" then
+    local lines = {}
+    for _, f in ipairs(require("hbdlab.frontier").fields) do
+      local d = f[2]
+      if type(d) == "table" then d = table.concat(d, ", ") end
+      lines[#lines + 1] = string.format("  %-13s %s%s", f[1], f[3], d ~= nil and (" (default " .. tostring(d) .. ")") or "")
+    end
+    return table.concat(lines, "\n")
+  end
   local lines = {}
   for _, f in ipairs(core.fields(kind)) do lines[#lines + 1] = field_line(f) end
   return table.concat(lines, "\n")

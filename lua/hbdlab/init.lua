@@ -16,13 +16,22 @@ for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "r
   hl[k] = objects[k]
 end
 
+-- Modules a script may never use are loaded on the first call (startup time, docs/PERFORMANCE.md):
+-- hl.X is a wrapper that tail-calls the module's function, so error levels still point at the
+-- caller and hl.X stays one value for hl.help(hl.X).
+local function lazy(module, name)
+  return function(...) return require(module)[name](...) end
+end
+
 hl.simulate = require("hbdlab.simulate").simulate
-hl.serve = require("hbdlab.serve").serve
-hl.serve_capacity = require("hbdlab.serve").serve_capacity
-hl.serve_pd_ratio = require("hbdlab.serve").serve_pd_ratio
-hl.serve_sweep = require("hbdlab.serve").serve_sweep
+hl.serve = lazy("hbdlab.serve", "serve")
+hl.serve_capacity = lazy("hbdlab.serve", "serve_capacity")
+hl.serve_pd_ratio = lazy("hbdlab.serve", "serve_pd_ratio")
+hl.serve_sweep = lazy("hbdlab.serve", "serve_sweep")
+hl.frontier = lazy("hbdlab.frontier", "frontier")
 hl.plot = require "hbdlab.plot"
 hl.trace = require "hbdlab.trace"
+hl.walkthrough = require("hbdlab.walkthrough").walkthrough
 hl.sweep = require("hbdlab.sweep").sweep
 hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
 --- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
@@ -36,10 +45,10 @@ hl.warnings = function(on)
 end
 hl.interrupted = function() return core.take_interrupted() end
 hl.rows = require "hbdlab.rows"
-hl.params = require("hbdlab.params").params
+hl.params = lazy("hbdlab.params", "params")
 hl.minitf = require "hbdlab.minitf"
-hl.help = require("hbdlab.help").help
-hl.calibrate = require("hbdlab.calibrate").calibrate
+hl.help = lazy("hbdlab.help", "help")
+hl.calibrate = lazy("hbdlab.calibrate", "calibrate")
 if _G.help == nil then _G.help = hl.help end
 
 --- hl.net_requirement{ count, bytes, factor, compute_s, latency_s, share } -> { budget_s, bandwidth,

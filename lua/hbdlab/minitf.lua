@@ -6,6 +6,18 @@ local core = require "hbdlab.core"
 
 local M = {}
 
+--- hl.simulate on this CPU as a "GPU": it has no price or power, and the check only reads times,
+--- so the unknown-cost warning (meant for GPU presets and user GPUs) is not printed.
+function M.simulate_on_cpu(hl, t)
+  local warn = require "hbdlab.warn"
+  local was = warn.enabled
+  warn.enabled = false
+  local ok, r = pcall(hl.simulate, t)
+  warn.enabled = was
+  if not ok then error(r, 0) end
+  return r
+end
+
 M.default_model = { name = "minitf-moe", hidden = 256, layers = 4, heads = 8, kv_heads = 2, head_dim = 32, ffn = 512,
                     vocab = 512, experts = 8, topk = 2 }
 
@@ -87,16 +99,18 @@ function M.check(t)
   -- not the expected busiest rank of its routing model.
   local function sim(lay)
     local ranks = (lay.tp or 1) * (lay.ep or 1) * (lay.pp or 1)
-    return hl.simulate { model = m, cluster = cpu_cluster(hl, ranks), precision = "fp32", act_precision = "fp32",
+    return M.simulate_on_cpu(hl, { model = m, cluster = cpu_cluster(hl, ranks), precision = "fp32", act_precision = "fp32",
                          kv_precision = "fp32", wire_precision = "fp32", batch = B, input = P, output = N, imbalance = 1,
-                         parallel = { tp = lay.tp or 1, ep = lay.ep or 1, pp = lay.pp or 1 } }
+                         parallel = { tp = lay.tp or 1, ep = lay.ep or 1, pp = lay.pp or 1 } })
   end
   local s1 = sim {}
   add("FLOPs, prefill (1 rank)", ref.stats.prefill_flops[1], s1.prefill.flops)
   add("FLOPs, decode (1 rank, all steps)", ref.stats.decode_flops[1], s1.decode.flops)
   add("weight bytes (1 rank)", ref.stats.weight_bytes[1], s1.memory.weights_bytes)
-  local kv_pred = B * m:kv_bytes_per_token("fp32") * (P + N - 1)
-  add("KV bytes (1 rank, P+N-1 tokens cached)", ref.stats.kv_bytes[1], kv_pred)
+  -- the KV of P + N - 1 cached tokens, and one linear-attention state per sequence
+  local state = m:state_bytes("fp32")
+  local kv_pred = B * (m:kv_bytes_per_token("fp32") * (P + N - 1) + state)
+  add("KV bytes (1 rank, P+N-1 tokens cached, + state)", ref.stats.kv_bytes[1], kv_pred)
 
   local h, V = m.hidden, m.vocab
   local function ring(op, bytes, n)
@@ -117,7 +131,8 @@ function M.check(t)
         add(name .. ": FLOPs, decode, all ranks", sum(st.decode_flops), s.decode.flops * st.ranks)
       end
       add(name .. ": weight bytes per rank", st.weight_bytes[1], s.memory.weights_bytes)
-      add(name .. ": KV bytes per rank", st.kv_bytes[1], s.memory.kv_bytes * (P + N - 1) / (P + N))
+      local st_gpu = (B // n_ep) * state / n_tp -- the state's heads split over TP
+      add(name .. ": KV bytes per rank", st.kv_bytes[1], (s.memory.kv_bytes - st_gpu) * (P + N - 1) / (P + N) + st_gpu)
     else -- stages: the pp = 1 mapping's per-GPU figures times its ranks, summed over the stages
       local s1l = sim { tp = n_tp, ep = n_ep }
       add(name .. ": FLOPs, all ranks", sum(st.prefill_flops) + sum(st.decode_flops),
@@ -172,8 +187,8 @@ function M.cpu_roofline(t)
   local cpu = hl.gpu { name = "this-cpu", fp32_flops = flops, bf16_flops = flops, hbm_bytes = 16e9, hbm_bw = bw,
                        scaleup_bw = 1e9, scaleout_bw = 1e9, eff_gemm = 1, eff_attn = 1, eff_mem = 1,
                        kernel_latency = 0, gemm_tile_rows = 1 }
-  local r = hl.simulate { model = m, cluster = hl.cluster { gpu = cpu, gpus = 1 }, precision = "fp32",
-                          act_precision = "fp32", kv_precision = "fp32", batch = B, input = P, output = N }
+  local r = M.simulate_on_cpu(hl, { model = m, cluster = hl.cluster { gpu = cpu, gpus = 1 }, precision = "fp32",
+                          act_precision = "fp32", kv_precision = "fp32", batch = B, input = P, output = N })
   local run = core.minitf_run { model = m, batch = B, prompt = P, new = N, seed = 1 }
   local hz = cpu_hz()
   return {

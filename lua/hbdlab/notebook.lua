@@ -6,28 +6,52 @@ local core = require "hbdlab.core"
 local M = {}
 
 -- ---- parsing -----------------------------------------------------------------
---- Splits Markdown into { {kind = "prose", text}, {kind = "code", lang, text} }.
+-- A fence line: three or more backticks or tildes, then an info string (for backticks, without a
+-- backtick). Returns the fence and the info's first word, or nil. Anchored, single-pass matches
+-- only ("^```%s*([%w_+-]*)%s*$" backtracked quadratically on a long run of spaces).
+local function fence_open(line)
+  local fence = line:match("^(```+)") or line:match("^(~~~+)")
+  if not fence then return nil end
+  local info = line:sub(#fence + 1)
+  if fence:sub(1, 1) == "`" and info:find("`", 1, true) then return nil end
+  return fence, info:match("^%s*(%S*)")
+end
+
+-- A closing fence for `fence`: the same character, at least as long, then only spaces.
+local function fence_closes(line, fence)
+  local run = line:match("^(" .. fence:sub(1, 1):rep(3) .. "+)")
+  return run ~= nil and #run >= #fence and line:find("^%s*$", #run + 1) ~= nil
+end
+
+--- Splits Markdown into { {kind = "prose", text}, {kind = "code", lang, text, line} } (CommonMark
+--- fences: ``` or ~~~, three or more, closed by a fence of the same character at least as long).
+--- lang is the info string's first word, lower-cased (```Lua runs as lua). A fence never closed
+--- gives a cell with unterminated = true (M.main refuses the notebook).
 function M.parse(text)
-  local cells, prose, code, lang = {}, {}, nil, nil
+  local cells, prose, code, lang, fence, at = {}, {}, nil, nil, nil, nil
+  local n = 0
   for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    n = n + 1
     if code then
-      if line:match("^```%s*$") then
-        cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n") }
+      if fence_closes(line, fence) then
+        cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n"), line = at }
         code = nil
       else
         code[#code + 1] = line
       end
     else
-      local l = line:match("^```%s*([%w_+-]*)%s*$")
-      if l then
+      local f, info = fence_open(line)
+      if f then
         if #prose > 0 then cells[#cells + 1] = { kind = "prose", text = table.concat(prose, "\n") }; prose = {} end
-        code, lang = {}, l
+        code, lang, fence, at = {}, info:lower(), f, n
       else
         prose[#prose + 1] = line
       end
     end
   end
-  if code then cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n"), unterminated = true } end
+  if code then
+    cells[#cells + 1] = { kind = "code", lang = lang, text = table.concat(code, "\n"), line = at, unterminated = true }
+  end
   if #prose > 0 then cells[#cells + 1] = { kind = "prose", text = table.concat(prose, "\n") } end
   return cells
 end
@@ -55,38 +79,109 @@ function printable(s)
 end
 M.printable = printable
 
-local function inline(s)
-  s = esc(printable(s))
-  local codes = {}
-  s = s:gsub("`([^`]+)`", function(c) codes[#codes + 1] = c; return "\1" .. #codes .. "\1" end)
-  s = s:gsub("!%[([^%]]*)%]%(([^%)%s]+)%)", function(alt, u)
-    return safe_url(u) and ('<img alt="' .. alt .. '" src="' .. u .. '">') or alt
-  end)
-  s = s:gsub("%[([^%]]+)%]%(([^%)%s]+)%)", function(text, u)
-    return safe_url(u) and ('<a href="' .. u .. '">' .. text .. "</a>") or text
-  end)
-  s = s:gsub("%*%*([^%*]+)%*%*", "<strong>%1</strong>")
-  s = s:gsub("%*([^%*%s][^%*]-)%*", "<em>%1</em>")
-  s = s:gsub("\1(%d+)\1", function(i) return "<code>" .. codes[tonumber(i)] .. "</code>" end)
-  return s
+-- Inline Markdown (code spans, images, links, strong, emphasis) in one left-to-right pass
+-- (issue 22: nested gsub patterns took quadratic time, 14 s for a 40 KB line of `[`, and a
+-- Ctrl-C waited for the whole gsub). Each search for a closing delimiter is remembered
+-- (`next_of`), so a line of n bytes costs O(n) however its brackets fall, and the loop is
+-- Lua code, so an interrupt stops it at once.
+local scan
+local function inline(s) return scan(esc(printable(s))) end
+
+-- s: text already escaped for HTML
+function scan(s)
+  local n, out, i = #s, {}, 1
+  local memo = {} -- [delimiter] = { searched from, found at (false: none after) }
+  local function next_of(c, from)
+    local m = memo[c]
+    if m and from >= m[1] and (not m[2] or from <= m[2]) then return m[2] or nil end
+    local at = s:find(c, from, true)
+    memo[c] = { from, at or false }
+    return at
+  end
+  local url_memo = {} -- [position of "]"] = the url after it and where it ends, or false
+  local function url_after(close)
+    local u = url_memo[close]
+    if u == nil then
+      u = false
+      if s:byte(close + 1) == 40 then -- "("
+        local q = next_of(")", close + 2)
+        if q and q > close + 2 and not s:sub(close + 2, q - 1):find("%s") then u = { s:sub(close + 2, q - 1), q } end
+      end
+      url_memo[close] = u
+    end
+    return u
+  end
+  while i <= n do
+    local at = s:find("[`!%[%*]", i)
+    if not at then out[#out + 1] = s:sub(i); break end
+    if at > i then out[#out + 1] = s:sub(i, at - 1) end
+    local c, done = s:sub(at, at), false
+    if c == "`" then
+      local close = next_of("`", at + 1)
+      if close and close > at + 1 then
+        out[#out + 1] = "<code>" .. s:sub(at + 1, close - 1) .. "</code>"
+        i, done = close + 1, true
+      end
+    elseif c == "!" or c == "[" then
+      local open = c == "!" and at + 1 or at
+      if s:byte(open) == 91 then -- "["
+        local close = next_of("]", open + 1)
+        local u = close and (c == "!" or close > open + 1) and url_after(close)
+        if u then
+          local text = s:sub(open + 1, close - 1)
+          if c == "!" then
+            out[#out + 1] = safe_url(u[1]) and ('<img alt="' .. text .. '" src="' .. u[1] .. '">') or text
+          else
+            text = scan(text)
+            out[#out + 1] = safe_url(u[1]) and ('<a href="' .. u[1] .. '">' .. text .. "</a>") or text
+          end
+          i, done = u[2] + 1, true
+        end
+      end
+    else -- "*"
+      local star = next_of("*", at + 1)
+      if s:byte(at + 1) == 42 then -- "**text**": text without a star
+        local close = next_of("*", at + 2)
+        if close and close > at + 2 and s:byte(close + 1) == 42 then
+          out[#out + 1] = "<strong>" .. scan(s:sub(at + 2, close - 1)) .. "</strong>"
+          i, done = close + 2, true
+        end
+      elseif star and not s:sub(at + 1, at + 1):find("%s") then -- "*text*": text without a star, not starting with a space
+        out[#out + 1] = "<em>" .. scan(s:sub(at + 1, star - 1)) .. "</em>"
+        i, done = star + 1, true
+      end
+    end
+    if not done then out[#out + 1] = c; i = at + 1 end
+  end
+  return table.concat(out)
 end
 
 local function table_row(line)
   local cells = {}
   local body = line:gsub("^%s*|", ""):gsub("|%s*$", "")
-  for c in (body .. "|"):gmatch("(.-)|") do cells[#cells + 1] = c:match("^%s*(.-)%s*$") end
+  -- trimmed without "^%s*(.-)%s*$", which is quadratic in a run of spaces
+  for c in (body .. "|"):gmatch("([^|]*)|") do cells[#cells + 1] = c:match("^%s*(.*%S)") or "" end
   return cells
 end
 
 --- A small Markdown-to-HTML converter: headings, paragraphs, lists, block
 --- quotes, pipe tables, inline code, emphasis, links and images.
 function M.markdown_html(text)
-  local out, para, list = {}, {}, nil
+  local out, para, list, item = {}, {}, nil, nil
   local lines = {}
   for l in (text .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = l end
+  -- a list item's parts (its line, then continuation lines) are joined when it ends: appending
+  -- to the item already written copied it once per line (quadratic)
+  local function end_item()
+    if item then out[#out + 1] = "<li>" .. table.concat(item, " ") .. "</li>"; item = nil end
+  end
+  local function end_list()
+    end_item()
+    if list then out[#out + 1] = "</" .. list .. ">"; list = nil end
+  end
   local function flush()
     if #para > 0 then out[#out + 1] = "<p>" .. inline(table.concat(para, " ")) .. "</p>"; para = {} end
-    if list then out[#out + 1] = "</" .. list .. ">"; list = nil end
+    end_list()
   end
   local i = 1
   while i <= #lines do
@@ -95,7 +190,7 @@ function M.markdown_html(text)
     if hashes and #hashes <= 6 then
       flush()
       out[#out + 1] = string.format("<h%d>%s</h%d>", #hashes, inline(title), #hashes)
-    elseif l:match("^%s*|") and lines[i + 1] and lines[i + 1]:match("^%s*|[%s:|-]+|?%s*$") then
+    elseif l:match("^%s*|") and lines[i + 1] and lines[i + 1]:match("^%s*|[%s:|-]+$") then
       flush()
       local head = table_row(l)
       local head_cells = {}
@@ -114,21 +209,22 @@ function M.markdown_html(text)
     elseif l:match("^%s*[-*]%s+") or l:match("^%s*%d+[.)]%s+") then
       local kind = l:match("^%s*[-*]%s+") and "ul" or "ol"
       if #para > 0 then out[#out + 1] = "<p>" .. inline(table.concat(para, " ")) .. "</p>"; para = {} end
+      end_item()
       if list ~= kind then
-        if list then out[#out + 1] = "</" .. list .. ">" end
+        end_list()
         out[#out + 1] = "<" .. kind .. ">"
         list = kind
       end
-      out[#out + 1] = "<li>" .. inline(l:gsub("^%s*[-*]%s+", ""):gsub("^%s*%d+[.)]%s+", "")) .. "</li>"
+      item = { inline(l:gsub("^%s*[-*]%s+", ""):gsub("^%s*%d+[.)]%s+", "")) }
     elseif l:match("^>%s?") then
       flush()
       out[#out + 1] = "<blockquote>" .. inline(l:gsub("^>%s?", "")) .. "</blockquote>"
     elseif l:match("^%s*$") then
       flush()
-    elseif list and l:match("^%s+%S") then
-      out[#out] = out[#out]:gsub("</li>$", " " .. inline(l:match("^%s*(.*)$")) .. "</li>")
+    elseif item and l:match("^%s+%S") then
+      item[#item + 1] = inline(l:match("^%s*(.*)$"))
     else
-      if list then out[#out + 1] = "</" .. list .. ">"; list = nil end
+      end_list()
       para[#para + 1] = l
     end
     i = i + 1
@@ -184,6 +280,8 @@ function M.run(cells, opts)
         return io.stdout
       end
       local before = #plot.made
+      c.warnings = {}
+      require("hbdlab.warn").sink = function(msg) c.warnings[#c.warnings + 1] = msg end
       local fn, lerr = load(c.text, "=" .. (opts.name or "notebook") .. ":cell" .. (c.index or "?"), "t", env)
       local ok, err
       -- os.exit in a cell ends that cell, not the run: the report is still written, the cell marked
@@ -205,6 +303,7 @@ function M.run(cells, opts)
         c.exited = true
       end
       _G.print, io.write = old_print, old_write
+      require("hbdlab.warn").sink = nil
       env.print = nil
       c.ran = true
       c.output = table.concat(chunks)
@@ -212,7 +311,11 @@ function M.run(cells, opts)
       for k = before + 1, #plot.made do c.figures[#c.figures + 1] = plot.made[k] end
       c.ok = ok
       if not ok then
-        c.error = tostring(err)
+        -- an error object whose __tostring raises (or returns no string) must not stop the report
+        local shown, text = pcall(tostring, err)
+        c.error = shown and type(text) == "string" and text
+          or string.format("(an error object of type %s that cannot be shown: its __tostring %s)", type(err),
+            shown and "returned no string" or "raised: " .. (type(text) == "string" and text or type(text)))
         failures = failures + 1
       end
       if c.exited then break end
@@ -225,6 +328,7 @@ local CSS = [[
 body { font-family: 'Liberation Sans', Arial, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.5; }
 pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; border-radius: 4px; font-size: 0.88em; }
 pre.output { background: #fff; border-left: 3px solid #1f77b4; }
+pre.warning { background: #fffbea; border-left: 3px solid #d4a017; color: #6b5200; white-space: pre-wrap; }
 pre.error { background: #fff5f5; border-left: 3px solid #d62728; color: #a00; }
 code { font-family: 'DejaVu Sans Mono', monospace; }
 table { border-collapse: collapse; margin: 1em 0; } th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; }
@@ -243,12 +347,16 @@ function M.html(cells, title)
     else
       out[#out + 1] = '<pre class="code"><code>' .. esc(c.text) .. "</code></pre>"
       if c.output and c.output ~= "" then out[#out + 1] = '<pre class="output">' .. esc(c.output) .. "</pre>" end
+      for _, w in ipairs(c.warnings or {}) do out[#out + 1] = '<pre class="warning">warning: ' .. esc(w) .. "</pre>" end
       for _, f in ipairs(c.figures or {}) do
         local data = read_file(f)
         if data then
           nfig = nfig + 1
           local mime = f:match("%.svg$") and "image/svg+xml" or f:match("%.pdf$") and "application/pdf" or "image/png"
-          if mime == "application/pdf" then
+          if f:match("%.html$") then -- an hl.walkthrough page: its own document, scripts kept inside the frame
+            out[#out + 1] = '<iframe class="page" sandbox="allow-scripts" title="' .. esc(f) .. '" srcdoc="' ..
+              esc(data) .. '" style="width:100%;height:1150px;border:1px solid #ccc"></iframe>'
+          elseif mime == "application/pdf" then
             out[#out + 1] = '<p><a href="' .. esc(f) .. '">figure: ' .. esc(f) .. "</a></p>"
           else
             out[#out + 1] = string.format('<img class="figure" alt="%s" src="data:%s;base64,%s">', esc(f), mime, M.base64(data))
@@ -293,8 +401,10 @@ function M.markdown(cells)
     else
       out[#out + 1] = fenced(c.lang, printable(c.text))
       if c.output and c.output ~= "" then out[#out + 1] = fenced("text", printable(c.output:gsub("\n$", ""))) end
+      for _, w in ipairs(c.warnings or {}) do out[#out + 1] = "> **warning:** " .. printable(w):gsub("[\n<>]", " ") end
       for _, f in ipairs(c.figures or {}) do
-        out[#out + 1] = "![" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
+        local bang = f:match("%.html$") and "" or "!" -- a page is linked, not shown as an image
+        out[#out + 1] = bang .. "[" .. printable(f):gsub("[%[%]]", "") .. "](" .. md_target(f) .. ")"
       end
       if c.error then out[#out + 1] = "**This cell failed:**\n\n" .. fenced("text", printable(c.error)) end
     end
@@ -333,6 +443,13 @@ function M.main(...)
     return 2
   end
   local cells = M.parse(text)
+  for _, c in ipairs(cells) do -- the rest of the notebook would be one cell, silently
+    if c.unterminated then
+      io.stderr:write(string.format("notebook: %s:%d: the code fence opened here is never closed (no cell ran)\n",
+        input, c.line))
+      return 1
+    end
+  end
   local n = 0
   for _, c in ipairs(cells) do if c.kind == "code" then n = n + 1; c.index = n end end
   local _, failures = M.run(cells, { keep_going = keep, name = input:match("[^/]*$") })

@@ -5,48 +5,10 @@ local core = require "hbdlab.core"
 
 local M = {}
 
--- Friendly aliases: name -> { SI field, factor to SI }.
-local link_aliases = {
-  scaleup_gbs = { "scaleup_bw", 1e9 },        -- GB/s per direction per GPU
-  scaleout_gbps = { "scaleout_bw", 1e9 / 8 }, -- Gbit/s per GPU (NIC rate)
-  scaleout_gbs = { "scaleout_bw", 1e9 },      -- GB/s per GPU
-  scaleup_latency_us = { "scaleup_latency", 1e-6 },
-  scaleout_latency_us = { "scaleout_latency", 1e-6 },
-  coll_launch_us = { "coll_launch", 1e-6 },
-}
-M.aliases = {
-  gpu = {
-    fp32_tflops = { "fp32_flops", 1e12 }, bf16_tflops = { "bf16_flops", 1e12 },
-    fp16_tflops = { "fp16_flops", 1e12 }, fp8_tflops = { "fp8_flops", 1e12 },
-    fp4_tflops = { "fp4_flops", 1e12 }, int8_tops = { "int8_flops", 1e12 },
-    hbm_gb = { "hbm_bytes", 1e9 }, hbm_tbs = { "hbm_bw", 1e12 },
-    kernel_latency_us = { "kernel_latency", 1e-6 },
-  },
-  cluster = { peer_cost_us = { "peer_cost", 1e-6 } },
-  model = {},
-}
-for k, v in pairs(link_aliases) do M.aliases.gpu[k] = v; M.aliases.cluster[k] = v end
-
---- Returns a copy of t with friendly aliases converted to SI fields.
-function M.to_si(kind, t)
-  local aliases = M.aliases[kind]
-  local out = {}
-  for k, v in pairs(t) do
-    local a = aliases[k]
-    if a then
-      if type(v) ~= "number" then
-        error(string.format("%s field '%s': expected a number, got %s", kind, k, type(v)), 3)
-      end
-      if t[a[1]] ~= nil then
-        error(string.format("%s: both '%s' and '%s' given; use one", kind, k, a[1]), 3)
-      end
-      out[a[1]] = v * a[2]
-    else
-      out[k] = v
-    end
-  end
-  return out
-end
+-- Friendly aliases (hbm_gb, scaleout_gbps, ...): name -> { SI field, factor to SI }, the
+-- core's table (core/src/hw.c), which the Lua tables and JSON files of objects both accept;
+-- kept here for the sweep's friendly axes.
+M.aliases = { gpu = core.aliases("gpu"), cluster = core.aliases("cluster"), model = core.aliases("model") }
 
 -- A name ending in .json is a file holding the object (the same fields as a preset).
 local function from_file(kind, path)
@@ -59,7 +21,6 @@ local function wrap(kind, ctor)
   return function(x)
     if type(x) == "string" and x:match("%.json$") then return from_file(kind, x) end
     if type(x) == "table" then
-      x = M.to_si(kind, x)
       -- a cluster's gpu may be a plain table of GPU fields too
       if kind == "cluster" and type(x.gpu) == "table" then
         local c = {}
@@ -95,16 +56,34 @@ end
 
 M.gpu = wrap("gpu", core.gpu)
 M.cluster = wrap("cluster", core.cluster)
-M.model = setmetatable({ from_hf = core.model_from_hf }, {
+-- The name of an imported Hugging Face model whose config has no _name_or_path: its folder
+-- (".../Qwen2.5-7B/config.json" or the folder itself) or its file ("qwen2.5-72b.json"), so two
+-- imports of one model_type ("qwen2") do not share a name in rows and legends.
+local function hf_name(path)
+  local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
+  local dir, file = full:match("^(.-)/?([^/]+)$")
+  local nm = file == "config.json" and (dir or ""):match("([^/]+)$") or file:gsub("%.json$", "")
+  if nm == nil or nm == "" or nm == "." or nm == ".." then return nil end
+  return nm
+end
+
+--- hl.model.from_hf(path [, {name = "..."}]): a model from a Hugging Face config.json.
+local function from_hf(path, opts)
+  local m = core.model_from_hf(path)
+  if opts ~= nil and type(opts) ~= "table" then error("hl.model.from_hf: options must be a table {name = ...}", 2) end
+  if opts and opts.name ~= nil then return m:with { name = opts.name } end
+  local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
+  local ok, cfg = pcall(function() return core.json_decode(core.read_file(full), full) end)
+  local given = ok and type(cfg) == "table" and cfg._name_or_path
+  local nm = hf_name(path)
+  if (type(given) ~= "string" or given == "") and nm then m = m:with { name = nm } end
+  return m
+end
+
+M.model = setmetatable({ from_hf = from_hf }, {
   __call = function(_, x) return wrap("model", core.model)(x) end,
 })
 
--- :with{} accepts aliases too.
-for _, kind in ipairs { "gpu", "cluster", "model" } do
-  local methods = core.metatable(kind).__methods
-  local with = methods.with
-  methods.with = function(self, t) return with(self, M.to_si(kind, t)) end
-end
 
 local function si(v, unit)
   local prefixes = { { 1e15, "P" }, { 1e12, "T" }, { 1e9, "G" }, { 1e6, "M" }, { 1e3, "k" } }

@@ -1,23 +1,40 @@
 -- Charts with gnuplot: each call writes NAME.dat (the data), NAME.gp (a
 -- self-contained script with the style embedded) and renders NAME.png/.svg/.pdf
 -- by running gnuplot with an argument vector (never through a shell). User text
--- reaches the .gp only inside single quotes (M.quote) or as checked numbers.
+-- reaches the .gp only as escaped double-quoted strings (M.quote) or as checked numbers.
 local core = require "hbdlab.core"
 
 local M = {}
 
---- Quotes a string for gnuplot. Single quotes: gnuplot substitutes backquoted
---- commands and escape sequences inside double quotes, never inside single
---- quotes, where '' is the only escape. Newlines become spaces.
-function M.quote(s)
-  s = tostring(s):gsub("[\r\n]", " "):gsub("'", "''")
-  return "'" .. s .. "'"
+--- User text as one line of plain characters: every control byte (0-31 and 127: NUL, CR, LF,
+--- tab, escape, ...) becomes a space. gnuplot stops reading a line at a NUL byte, so a kept NUL
+--- could end a line in a backslash that joins the next line (issue 22): no control byte reaches
+--- a .gp or .dat file.
+function M.text(s)
+  return (tostring(s):gsub("[%z\1-\31\127]", " "))
 end
+
+--- Quotes a string for gnuplot. A double-quoted string in which every byte but letters, digits,
+--- space, . , : _ + - = / ( ) [ ] < > and UTF-8 (bytes >= 128) is an octal escape (\047 for an
+--- apostrophe, \140 for a backquote, \100 for @, \043 for #, \073 for ;): gnuplot's scanners
+--- (backquote substitution, @macros, comments, command separators, the string parser) then all
+--- see one string with no quote, backquote, @, # or ; inside, and the escapes give the exact text
+--- back. Single quotes with '' were not sure to hold (gnuplot 5.4 misreads `'''x'`, and its macro
+--- scanner disagrees with its parser once a quote is doubled). Control bytes become spaces
+--- (M.text): a NUL ended gnuplot's line (issue 22).
+function M.quote(s)
+  return '"' .. M.text(s):gsub("[^%w .,:_+%-=/()%[%]<>\128-\255]", function(c)
+    return string.format("\\%03o", c:byte())
+  end) .. '"'
+end
+
+--- A tic label: gnuplot reads it as a format for the tic's value, so a % is doubled.
+function M.tic_label(s) return M.quote(M.text(s):gsub("%%", "%%%%")) end
 
 -- A string column in a .dat file: gnuplot data files recognise double quotes
 -- only (no substitution happens there); embedded quotes become apostrophes.
 local function datq(s)
-  return '"' .. tostring(s):gsub('[\r\n"]', function(c) return c == '"' and "'" or " " end) .. '"'
+  return '"' .. M.text(s):gsub('"', "'") .. '"'
 end
 
 local rows = require "hbdlab.rows"
@@ -126,6 +143,22 @@ local function need(t, kind, fields)
   end
 end
 
+-- A value that must be a finite number (a coordinate, a scale): anything else raises
+-- "plot.KIND: field 'F' of row I is "abc" (a string), not a number" instead of an arithmetic
+-- error inside the plot code (issue 22).
+local function number(kind, what, v, i)
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+    local shown = type(v) == "string" and string.format("%q", v) or tostring(v)
+    error(string.format("plot.%s: field '%s'%s is %s (a %s), not a finite number", kind, what,
+      i and (" of row " .. i) or "", shown, type(v)), 4)
+  end
+  return v
+end
+local function scale_of(kind, t, f)
+  if t[f] == nil then return 1 end
+  return number(kind, f, t[f])
+end
+
 -- A category label: integral numbers without ".0".
 local function label(v)
   if type(v) == "number" and v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
@@ -152,10 +185,13 @@ function M.legend_value(by, v)
 end
 
 -- Groups rows by t.by (or one series), each sorted by x.
-local function series(t)
+local function series(t, kind)
   local order, groups = {}, {}
-  for _, row in ipairs(t.data) do
+  for i, row in ipairs(t.data) do
+    if type(row) ~= "table" then error(string.format("plot.%s: data[%d] is a %s, not a row table", kind, i, type(row)), 4) end
     if row[t.x] ~= nil and row[t.y] ~= nil and not row.error then
+      number(kind, t.x, row[t.x], i)
+      number(kind, t.y, row[t.y], i)
       local key = t.by and M.legend_value(t.by, row[t.by]) or (t.label or t.y)
       if not groups[key] then groups[key] = {}; order[#order + 1] = key end
       local g = groups[key]
@@ -186,14 +222,17 @@ function M.axis_label(name, scale)
 end
 
 local function xy_plot(t, mark)
-  need(t, mark == "points" and "scatter" or "line", { "data", "x", "y", "out" })
-  local order, groups = series(t)
+  local kind = mark == "points" and "scatter" or "line"
+  need(t, kind, { "data", "x", "y", "out" })
+  local xscale, yscale = scale_of(kind, t, "xscale"), scale_of(kind, t, "yscale")
+  if type(t.data) ~= "table" then error("plot." .. kind .. ": field 'data' must be an array of rows", 3) end
+  local order, groups = series(t, kind)
   if #order == 0 then error("plot: no rows have both '" .. t.x .. "' and '" .. t.y .. "'", 3) end
   local lines = {}
   for _, key in ipairs(order) do
-    lines[#lines + 1] = "# series " .. key
+    lines[#lines + 1] = "# series " .. M.text(key)
     for _, row in ipairs(groups[key]) do
-      lines[#lines + 1] = num(row[t.x] * (t.xscale or 1)) .. "\t" .. num(row[t.y] * (t.yscale or 1))
+      lines[#lines + 1] = num(row[t.x] * xscale) .. "\t" .. num(row[t.y] * yscale)
     end
     lines[#lines + 1] = "\n"
   end
@@ -243,24 +282,27 @@ function M.scatter(t) return xy_plot(t, "points") end
 ---              stacked = true|false, ... }: grouped or stacked bars per x category.
 function M.bar(t)
   need(t, "bar", { "data", "x", "y", "out" })
+  local ys = scale_of("bar", t, "yscale")
   local cols, cats, values = {}, {}, {}
   if type(t.y) == "table" then
     cols = t.y
-    for _, row in ipairs(t.data) do
+    for i, row in ipairs(t.data) do
       local c = label(row[t.x])
       if not values[c] then values[c] = {}; cats[#cats + 1] = c end
-      for _, y in ipairs(cols) do values[c][y] = (row[y] or 0) * (t.yscale or 1) end
+      for _, y in ipairs(cols) do values[c][y] = number("bar", y, row[y] or 0, i) * ys end
     end
   else -- one column split by series
     local seen = {}
-    for _, row in ipairs(t.data) do
+    for i, row in ipairs(t.data) do
       local c, s = label(row[t.x]), label(row[t.by] or t.y)
       if not values[c] then values[c] = {}; cats[#cats + 1] = c end
       if not seen[s] then seen[s] = true; cols[#cols + 1] = s end
-      values[c][s] = (row[t.y] or 0) * (t.yscale or 1)
+      values[c][s] = number("bar", t.y, row[t.y] or 0, i) * ys
     end
   end
-  local lines = { "# category\t" .. table.concat(cols, "\t") }
+  local heads = {}
+  for j, y in ipairs(cols) do heads[j] = M.text(y) end
+  local lines = { "# category\t" .. table.concat(heads, "\t") }
   for _, c in ipairs(cats) do
     local parts = { datq(c) }
     for _, y in ipairs(cols) do parts[#parts + 1] = num(values[c][y] or 0) end
@@ -287,18 +329,19 @@ end
 --- over two categorical axes, each cell labelled with its value.
 function M.heatmap(t)
   need(t, "heatmap", { "data", "x", "y", "z", "out" })
+  local zs = scale_of("heatmap", t, "zscale")
   local xs, ys, xi, yi, z = {}, {}, {}, {}, {}
-  for _, row in ipairs(t.data) do
+  for i, row in ipairs(t.data) do
     local xv, yv = row[t.x], row[t.y]
     if xv ~= nil and yv ~= nil and row[t.z] ~= nil then
       if not xi[xv] then xs[#xs + 1] = xv; xi[xv] = true end
       if not yi[yv] then ys[#ys + 1] = yv; yi[yv] = true end
-      z[tostring(xv) .. "\0" .. tostring(yv)] = row[t.z] * (t.zscale or 1)
+      z[tostring(xv) .. "\0" .. tostring(yv)] = number("heatmap", t.z, row[t.z], i) * zs
     end
   end
   local function sorted(a) table.sort(a, function(p, q) if type(p) == type(q) then return p < q end return tostring(p) < tostring(q) end) end
   sorted(xs); sorted(ys)
-  local lines = { "# i j value (x = " .. t.x .. ", y = " .. t.y .. ")" }
+  local lines = { "# i j value (x = " .. M.text(t.x) .. ", y = " .. M.text(t.y) .. ")" }
   for i, xv in ipairs(xs) do
     for j, yv in ipairs(ys) do
       local v = z[tostring(xv) .. "\0" .. tostring(yv)]
@@ -307,8 +350,8 @@ function M.heatmap(t)
     lines[#lines + 1] = ""
   end
   local xt, yt = {}, {}
-  for i, v in ipairs(xs) do xt[i] = M.quote(label(v)) .. " " .. (i - 1) end
-  for j, v in ipairs(ys) do yt[j] = M.quote(label(v)) .. " " .. (j - 1) end
+  for i, v in ipairs(xs) do xt[i] = M.tic_label(label(v)) .. " " .. (i - 1) end
+  for j, v in ipairs(ys) do yt[j] = M.tic_label(label(v)) .. " " .. (j - 1) end
   local gp = {
     "set xtics (" .. table.concat(xt, ", ") .. ")",
     "set ytics (" .. table.concat(yt, ", ") .. ")",
@@ -330,6 +373,16 @@ function M.roofline(t)
   need(t, "roofline", { "gpu", "ops", "out" })
   local g = require("hbdlab.objects").coerce("gpu", t.gpu) -- an object, a preset name or a table of fields
   local prec = t.precision or "bf16"
+  local precs = { "fp32", "bf16", "fp16", "fp8", "int8", "fp4" }
+  local known = false
+  for _, p in ipairs(precs) do known = known or p == prec end
+  if not known then
+    error(string.format("plot.roofline: field 'precision' is %s (allowed: %s)", type(prec) == "string" and
+      string.format("%q", prec) or tostring(prec), table.concat(precs, ", ")), 2)
+  end
+  if not (g[prec .. "_flops"] > 0) then
+    error(string.format("plot.roofline: gpu '%s' has no %s compute (%s_flops = 0)", M.text(g.name), prec, prec), 2)
+  end
   local peak = g[prec .. "_flops"] * g.eff_gemm
   local bw = g.hbm_bw * g.eff_mem
   local lines = { "# name\tintensity FLOP/B\tattained FLOP/s\tlabel x\tlabel y" }
@@ -338,7 +391,12 @@ function M.roofline(t)
   -- (0.16 decade, about one line at this scale) while it would collide with a
   -- label already placed within half a decade of intensity.
   local pts = {}
-  for _, op in ipairs(t.ops) do
+  if type(t.ops) ~= "table" then error("plot.roofline: field 'ops' must be an array of operators", 2) end
+  for i, op in ipairs(t.ops) do
+    if type(op) ~= "table" then error(string.format("plot.roofline: ops[%d] is a %s, not a table", i, type(op)), 2) end
+    for _, f in ipairs({ "flops", "bytes", "time_s" }) do
+      if op[f] ~= nil then number("roofline", f, op[f], i) end
+    end
     if (op.kind == nil or op.kind == "op") and (op.flops or 0) > 0 and (op.bytes or 0) > 0 and (op.time_s or 0) > 0 then
       pts[#pts + 1] = { name = op.name, x = op.flops / op.bytes, y = op.flops / op.time_s }
     end
@@ -383,13 +441,23 @@ function M.timeline(t)
   need(t, "timeline", { "events", "out" })
   local lines = { "# gpu\tstart_ms\tend_ms\tclass\tname" }
   local class = { op = 1, ["scale-up"] = 2, ["scale-out"] = 3 }
-  local max_gpu = 0
-  for _, e in ipairs(t.events) do
+  local max_gpu, min_gpu, t_lo, t_hi = 0, math.huge, math.huge, -math.huge
+  if type(t.events) ~= "table" then error("plot.timeline: field 'events' must be an array of events", 2) end
+  for i, e in ipairs(t.events) do
+    if type(e) ~= "table" then error(string.format("plot.timeline: events[%d] is a %s, not a table", i, type(e)), 2) end
+    number("timeline", "gpu", e.gpu, i); number("timeline", "ts_s", e.ts_s, i); number("timeline", "dur_s", e.dur_s, i)
     local c = e.kind == "op" and 1 or class[e.tier or "scale-up"]
+    if not c then
+      error(string.format("plot.timeline: field 'tier' of event %d is %s (allowed: scale-up, scale-out)", i, tostring(e.tier)), 2)
+    end
     lines[#lines + 1] = string.format("%d\t%s\t%s\t%d\t%s", e.gpu, num(e.ts_s * 1e3), num((e.ts_s + e.dur_s) * 1e3), c,
       datq(e.name))
     if e.gpu > max_gpu then max_gpu = e.gpu end
+    if e.gpu < min_gpu then min_gpu = e.gpu end
+    t_lo, t_hi = math.min(t_lo, e.ts_s), math.max(t_hi, e.ts_s + e.dur_s)
   end
+  -- operator names on the first GPU's row (the mapping is symmetric), on bars wide enough to hold one
+  local min_label_ms = t_hi > t_lo and (t_hi - t_lo) * 1e3 * 0.045 or 0
   t.xlabel = t.xlabel or "time (ms)"
   t.ylabel = t.ylabel or "GPU"
   local gp = {
@@ -397,7 +465,10 @@ function M.timeline(t)
     "set ytics 1",
     "set style fill solid 0.9 border -1",
     "plot for [c=1:3] datafile using (($2+$3)/2):($4==c ? $1 : 1/0):(($3-$2)/2):(0.35) with boxxyerror lt c " ..
-      "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')",
+      "title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out')" ..
+      (t.labels == false and "" or string.format(", \\\n     datafile using (($2+$3)/2):($1==%s && ($3-$2)>=%s ? " ..
+        "$1-0.5 : 1/0):5 with labels rotate by 35 left font ',8' textcolor rgb '#222222' notitle",
+        num(min_gpu == math.huge and 0 or min_gpu), num(min_label_ms))),
   }
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end
@@ -409,8 +480,12 @@ function M.tornado(t)
   need(t, "tornado", { "data", "name", "low", "high", "out" })
   local base = t.base or 0
   local items = {}
-  for _, r in ipairs(t.data) do
-    if r[t.low] and r[t.high] then items[#items + 1] = r end
+  number("tornado", "base", base)
+  for i, r in ipairs(t.data) do
+    if r[t.low] and r[t.high] then
+      number("tornado", t.low, r[t.low], i); number("tornado", t.high, r[t.high], i)
+      items[#items + 1] = r
+    end
   end
   table.sort(items, function(a, b)
     return math.abs(a[t.high] - a[t.low]) < math.abs(b[t.high] - b[t.low])
@@ -419,7 +494,7 @@ function M.tornado(t)
   local tics = {}
   for i, r in ipairs(items) do
     lines[#lines + 1] = string.format("%d\t%s\t%s\t%s", i - 1, num(r[t.low]), num(r[t.high]), datq(r[t.name]))
-    tics[#tics + 1] = M.quote(tostring(r[t.name])) .. " " .. (i - 1)
+    tics[#tics + 1] = M.tic_label(tostring(r[t.name])) .. " " .. (i - 1)
   end
   t.ylabel = t.ylabel or ""
   local gp = {
@@ -434,6 +509,56 @@ function M.tornado(t)
     string.format("     '' using ((%s+$3)/2):($1+0.18):(abs($3-%s)/2):(0.17) with boxxyerror lt 2 title %s", num(base), num(base),
       M.quote(t.high_label or "high value")),
   }
+  return render(t, table.concat(lines, "\n") .. "\n", gp)
+end
+
+--- hl.plot.frontier{ points = r.points, x = "tps_per_user", y = "tps_per_gpu", out = ..., lower = false }:
+--- every point faint, the Pareto points of each system x precision x mode joined as a curve
+--- (hl.frontier's figure). lower = true: smaller y is better (cost), the curve joins the lowest y.
+function M.frontier(t)
+  need(t, "frontier", { "points", "x", "y", "out" })
+  local order, groups = {}, {}
+  for _, p in ipairs(t.points) do
+    local x, y = p[t.x], p[t.y]
+    if type(x) == "number" and type(y) == "number" and x == x and y == y then
+      local key = p.system .. " " .. p.precision .. " " .. p.mode
+      if not groups[key] then groups[key] = {}; order[#order + 1] = key end
+      table.insert(groups[key], p)
+    end
+  end
+  if #order == 0 then error("plot.frontier: no point has both '" .. t.x .. "' and '" .. t.y .. "'", 2) end
+  local lines = {}
+  for _, key in ipairs(order) do
+    local g = groups[key]
+    table.sort(g, function(a, b) return a[t.x] > b[t.x] end)
+    lines[#lines + 1] = "# all points: " .. key
+    for _, p in ipairs(g) do lines[#lines + 1] = num(p[t.x]) .. "\t" .. num(p[t.y]) end
+    lines[#lines + 1] = "\n"
+    -- the curve: from the most interactive point, each point that betters every one before it
+    lines[#lines + 1] = "# frontier: " .. key
+    local best
+    for _, p in ipairs(g) do
+      local y = p[t.y]
+      if best == nil or (t.lower and y < best) or (not t.lower and y > best) then
+        lines[#lines + 1] = num(p[t.x]) .. "\t" .. num(y)
+        best = y
+      end
+    end
+    lines[#lines + 1] = "\n"
+  end
+  t.xlabel = t.xlabel or "tokens/s per user"
+  t.ylabel = t.ylabel or (t.y == "tps_per_gpu" and "output tokens/s per GPU" or t.y)
+  -- dominated points faint: each curve's colour (the style's linetypes) at 75% transparency
+  local faint = { "#C01f77b4", "#C0d62728", "#C02ca02c", "#C0ff7f0e", "#C09467bd", "#C08c564b" }
+  local plots = {}
+  for i, key in ipairs(order) do
+    plots[#plots + 1] = string.format("%s index %d using 1:2 with points pt 7 ps 0.6 lc rgb '%s' notitle",
+      i == 1 and "datafile" or "''", 2 * (i - 1), faint[(i - 1) % #faint + 1])
+    plots[#plots + 1] = string.format("'' index %d using 1:2 with linespoints lt %d lw 2.5 title %s",
+      2 * i - 1, (i - 1) % #faint + 1, M.quote(key))
+  end
+  local gp = { "set offsets 0, graph 0.03, graph 0.05, 0", "set xrange [0:*]", "set yrange [0:*]" }
+  gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
   return render(t, table.concat(lines, "\n") .. "\n", gp)
 end
 

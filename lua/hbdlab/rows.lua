@@ -180,7 +180,8 @@ function M.write_atomic(path, text)
 end
 
 --- CSV text of rows: a header of cols, one line per row (the core's CSV writer, hbdlab/csv.h,
---- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers %.17g).
+--- also hl.sweep_to_csv's: RFC 4180 quoting, integers in full, other numbers the shortest decimal
+--- that reads back to the same double).
 function M.to_csv(rows, cols) return core.to_csv(rows, M.columns(rows, cols, M.result_rows[rows])) end
 
 --- The path a CSV of a sharded run (--shard I/N) goes to: _shardIofN before the extension

@@ -31,10 +31,13 @@ result_mt.__index = result_mt
 
 -- The cost line: USD fields are nil when a GPU has no price (a warning said so).
 local function cost_line(r)
-  local usd = r.usd_per_mtok_in and string.format("$%.4g/Mtok in, $%.4g/Mtok out ($%.4g/h)", r.usd_per_mtok_in,
-    r.usd_per_mtok_out or 0, r.usd_per_hour) or "no price (the GPU has no capex_usd)"
-  return string.format("  cost %s; %.4g J/token, %.4g kW mean of %.4g kW provisioned, %.4g output tok/s per MW",
-    usd, r.joules_per_token or 0, (r.power_w or 0) / 1e3, (r.peak_power_w or 0) / 1e3, r.tokens_per_mw or 0)
+  local usd = r.usd_per_mtok_in and string.format("$%.4g/Mtok in, %s/Mtok out ($%.4g/h)", r.usd_per_mtok_in,
+    r.usd_per_mtok_out and string.format("$%.4g", r.usd_per_mtok_out) or "-", r.usd_per_hour)
+    or "unknown (the GPU has no price)"
+  local energy = r.joules_per_token and string.format("%.4g J/token, %.4g kW mean of %.4g kW provisioned, %.4g output " ..
+    "tok/s per MW", r.joules_per_token, r.power_w / 1e3, r.peak_power_w / 1e3, r.tokens_per_mw) or
+    "energy unknown (the GPU has no power)"
+  return string.format("  cost %s; %s", usd, energy)
 end
 
 result_mt.__tostring = function(r)
@@ -57,7 +60,7 @@ result_mt.__tostring = function(r)
   lines[#lines + 1] = string.format("  %d steps, %.4g tokens/step, %.4g running, %.4g waiting, KV %s mean (%s max of %d blocks), %d preemptions",
     r.steps, r.mean_step_tokens, r.mean_running, r.mean_waiting, pct(r.kv_util_mean), pct(r.kv_util_max),
     r.kv_blocks_total, r.preemptions)
-  if r.joules_per_token then lines[#lines + 1] = cost_line(r) end
+  lines[#lines + 1] = cost_line(r)
   return table.concat(lines, "\n")
 end
 
@@ -69,13 +72,13 @@ steady_mt.__tostring = function(r)
     ms(r.ttft_s), ms(r.tpot_s), r.running, r.budget_util * 100, r.kv_util * 100, r.output_tps_per_gpu)
 end
 
--- A GPU without a price: the USD fields are nil, and one warning says why.
-local function warn_price(r, t)
-  if r.joules_per_token and r.usd_per_mtok == nil then
-    local warn = require "hbdlab.warn"
-    warn.warn("hl.serve: the GPU has no price (capex_usd = 0), so the USD fields are nil; give the GPU capex_usd " ..
-      "(and the cluster scaleup_usd, scaleout_usd) for costs" .. (type(t.cluster) == "string" and " (cluster " .. t.cluster .. ")" or ""))
-  end
+-- A GPU without a price or a power: those fields are nil, and one warning says why (warn.lua's
+-- rule, the same as hl.simulate's).
+local function check_cost(r, t)
+  if r.usd_per_mtok ~= nil and r.joules_per_token ~= nil then return end
+  local objects = require "hbdlab.objects"
+  local ok, c = pcall(objects.coerce, "cluster", t.cluster)
+  require("hbdlab.warn").check_cost(ok and type(c) == "userdata" and c.gpu or nil, r)
 end
 
 --- hl.serve{ model =, cluster =, parallel = {tp = 8}, rate = 10 | concurrency = 4 | trace = "t.csv", ... }
@@ -86,7 +89,7 @@ function M.serve(t)
   if not ok then error(r, 2) end
   if t.mode == "analytical" then return setmetatable(r, steady_mt) end
   if r.per_request then setmetatable(r.per_request, per_request_mt) end
-  warn_price(r, t)
+  check_cost(r, t)
   return setmetatable(r, result_mt)
 end
 
@@ -98,6 +101,9 @@ end
 
 -- Fields a steady state has no use for (the core refuses them with mode = "analytical").
 local simulate_only = { "requests", "seed", "warmup", "keep_requests", "keep_steps", "max_samples" }
+
+local cost_fields = { "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "usd_per_hour", "joules_per_token",
+                      "joules_per_token_in", "joules_per_token_out", "power_w", "peak_power_w", "tokens_per_mw" }
 
 local capacity_mt = {}
 capacity_mt.__tostring = function(c)
@@ -200,7 +206,9 @@ function M.serve_capacity(t)
       hi = start
       for _ = 1, 60 do
         local r = hi / 2
-        if r < 1e-6 then return 0, nil end -- the rate field's lower bound: nothing meets the SLO
+        -- the lowest rate a probe can take (the rate field's bound, and arrivals within 1e9 s of the
+        -- clock): below it nothing meets the SLO
+        if r < math.max(1e-6, (given_requests or 2000) / 5e8) then return 0, nil end
         local ok2, res2 = probe(r, how)
         if ok2 then lo, best = r, res2 break end
         hi = r
@@ -223,19 +231,23 @@ function M.serve_capacity(t)
   else
     if est > 0 then best = select(2, probe(est, "analytical")) end
   end
-  return setmetatable({ rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
-           slo = t.slo, lower_bound = stopped,
-           goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }, capacity_mt)
+  local out = { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
+                slo = t.slo, lower_bound = stopped,
+                goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
+  -- cost and energy at the capacity: the simulated run's (nil when unknown, or for the analytical mode)
+  for _, k in ipairs(cost_fields) do out[k] = best and best[k] end
+  return setmetatable(out, capacity_mt)
 end
 
 local pd_mt = {}
 pd_mt.__tostring = function(p)
   local lines = { string.format("best split: %d prefill + %d decode GPUs, %.4g req/s (%.4g per GPU)", p.best.prefill_gpus,
     p.best.decode_gpus, p.best.rate, p.best.rate_per_gpu),
-    "  prefill  decode      req/s  req/s/GPU  ttft_p99_ms  tpot_p99_ms" }
+    "  prefill  decode      req/s  req/s/GPU  ttft_p99_ms  tpot_p99_ms  $/Mtok_out  J/token" }
   for _, r in ipairs(p.rows) do
-    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s%s", r.prefill_gpus, r.decode_gpus, r.rate,
-      r.rate_per_gpu, ms(r.ttft_p99_s), ms(r.tpot_p99_s), r == p.best and "  <- best" or "")
+    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s %11s %8s%s", r.prefill_gpus, r.decode_gpus, r.rate,
+      r.rate_per_gpu, ms(r.ttft_p99_s), ms(r.tpot_p99_s), r.usd_per_mtok_out and string.format("%.4g", r.usd_per_mtok_out) or "-",
+      r.joules_per_token and string.format("%.4g", r.joules_per_token) or "-", r == p.best and "  <- best" or "")
   end
   return table.concat(lines, "\n")
 end
@@ -254,7 +266,7 @@ local function instance_size(p, which)
     for _, x in ipairs(core.fields("job")) do if x.name == k then f = x end end
     if type(v) ~= "number" or v ~= v or v % 1 ~= 0 or v < f.min or v > f.max then
       error(string.format("hl.serve_pd_ratio field '%s.parallel.%s': %s is not a whole number in %g..%g", which, k,
-        tostring(v), f.min, f.max), 3)
+        v ~= v and "nan" or tostring(v), f.min, f.max), 3)
     end
     n = n * v
   end
@@ -270,7 +282,7 @@ function M.serve_pd_ratio(t)
   if type(t) ~= "table" then error("hl.serve_pd_ratio expects a table of fields", 2) end
   local N, pre, dec = t.gpus, t.prefill, t.decode
   if type(N) ~= "number" or not (N >= 2 and N <= 1e6) or N % 1 ~= 0 then
-    error("hl.serve_pd_ratio field 'gpus': " .. tostring(N) .. " is not a whole number in 2..1e6", 2)
+    error("hl.serve_pd_ratio field 'gpus': " .. (N ~= N and "nan" or tostring(N)) .. " is not a whole number in 2..1e6", 2)
   end
   if type(pre) ~= "table" or type(dec) ~= "table" then
     error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
@@ -294,6 +306,7 @@ function M.serve_pd_ratio(t)
       if not ok then error(c, 2) end
       local row = { prefill_gpus = np, decode_gpus = nd, rate = c.rate, rate_per_gpu = c.rate / N,
                     ttft_p99_s = c.result and c.result.ttft_s.p99, tpot_p99_s = c.result and c.result.tpot_s.p99 }
+      for _, k in ipairs(cost_fields) do row[k] = c[k] end
       rows[#rows + 1] = row
       if not best or row.rate > best.rate then best = row end
     end

@@ -7,6 +7,8 @@ local M = {}
 local trace = require "hbdlab.trace"
 
 local result_mt = {}
+-- The simulate fields each result was run from (weak keys), for hl.walkthrough.
+M.job_of = setmetatable({}, { __mode = "k" })
 result_mt.__index = result_mt
 
 --- r:trace(): per-GPU events of one prefill layer pass and one decode step.
@@ -62,6 +64,8 @@ function M.simulate(t)
     error(r, 0)
   end
   warn.check_job(t, r)
+  warn.check_limits(t, r)
+  M.job_of[r] = job
   local okc, c = pcall(objects.coerce, "cluster", job.cluster)
   warn.check_cost(okc and type(c) == "userdata" and c.gpu or nil, r)
   return setmetatable(r, result_mt)

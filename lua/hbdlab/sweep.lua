@@ -156,6 +156,20 @@ function M.check_cost(base, rows)
   end
 end
 
+-- The silent-default warnings of a sweep's base, as its axes complete it: an axis on a
+-- mapping field (tp, pp, ep, ...) is a mapping, so "'parallel' is not given" does not apply.
+function M.check_base(base, list)
+  local warn = require "hbdlab.warn"
+  if type(base) ~= "table" then return warn.check_job(base) end
+  local seen = {}
+  for k, v in pairs(base) do seen[k] = v end
+  for _, ax in ipairs(list) do
+    if seen[ax.name] == nil and warn.is_mapping_key(ax.name) then seen[ax.name] = ax.values[1] end
+  end
+  warn.check_job(seen)
+  warn.check_sweep_limits(base, list)
+end
+
 --- hl.sweep{ base = {simulate fields}, axes = {hbd = {...}, ...}, zip = false, threads = 0,
 ---           strict = false } -> rows, interrupted
 --- hl.sweep(axes, function(p) return {...} end) -> rows (the function's table flattened, plus the axes)
@@ -166,11 +180,21 @@ function M.sweep(a, fn)
     local list = axis_list(a.axes or a)
     local rows = {}
     local points = product_points(list, a.zip)
+    local mpi = core.dist().mpi
+    if mpi then -- every rank runs this same sweep, else all stop here with one message (issue 22)
+      local text = { a.zip and "zip" or "product" }
+      for _, ax in ipairs(list) do
+        text[#text + 1] = ax.name
+        for _, v in ipairs(ax.values) do text[#text + 1] = type(v) .. ":" .. tostring(type(v) == "userdata" and v.name or v) end
+      end
+      core.dist_agree("fn", #points, table.concat(text, "\0"))
+    end
     local lo, hi = core.dist_block(#points) -- this shard's or rank's block (all points when alone)
     for i = lo + 1, hi do
       local p = points[i]
       local ok, res = xpcall(fn, debug.traceback, p)
       if not ok then
+        if mpi then pcall(core.dist_agree, "gather", 1) end -- the other ranks stop too, not wait in the gather
         if tostring(res):find("interrupted!", 1, true) then
           io.stderr:write(string.format("sweep interrupted: %d points done\n", i - 1 - lo))
           rows.interrupted = true
@@ -183,7 +207,10 @@ function M.sweep(a, fn)
       if type(res) == "table" then M.flatten(res, row) end
       rows[#rows + 1] = row
     end
-    if core.dist().mpi then rows = M.gather_rows(rows) end
+    if mpi then
+      core.dist_agree("gather", 0)
+      rows = M.gather_rows(rows)
+    end
     local names = {}
     for i, ax in ipairs(list) do names[i] = ax.name end
     require("hbdlab.rows").axes_of[rows] = names
@@ -192,7 +219,7 @@ function M.sweep(a, fn)
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
   check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
-  require("hbdlab.warn").check_job(a.base)
+  M.check_base(a.base, axis_list(a.axes))
   local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
   for _, ax in ipairs(core_axes) do
     if ax.label then relabel[#relabel + 1] = ax end
@@ -226,7 +253,7 @@ function M.sweep_to_csv(a)
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
   check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
-  require("hbdlab.warn").check_job(a.base)
+  M.check_base(a.base, axis_list(a.axes))
   local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}), core_axes_of(axis_list(a.axes)),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
   return n, note_interrupt(interrupted)

@@ -6,8 +6,11 @@ local M = { enabled = true, seen = {} }
 
 function M.warn(msg)
   if not M.enabled or M.seen[msg] then return end
+  local d = require("hbdlab.core").dist()
+  if d.mpi and d.index > 0 then return end -- under mpirun every rank runs the script: rank 0 speaks
   M.seen[msg] = true
   io.stderr:write("hbdlab: warning: ", msg, "\n")
+  if M.sink then M.sink(msg) end -- the notebook runner shows a cell's warnings in its report
 end
 
 local mapping_keys = { "parallel", "tp", "pp", "ep", "dp", "etp", "instance_gpus" }
@@ -46,6 +49,31 @@ function M.check_cost(gpu, r)
     M.warn(string.format("GPU '%s' has no price (capex_usd): the USD fields (usd_per_mtok*, r.cost.*_usd) are nil " ..
       "(unknown), not 0; set it with hl.gpu{base = \"%s\", capex_usd = ...} (docs/MODEL.md section 11)", name, name))
   end
+end
+
+--- A fixed batch is not searched: max_ttft_s / max_tpot_s only steer batch = "max" and
+--- parallel = "auto". A result that misses them says so (r.meets_limits = false, set by the core).
+function M.check_limits(t, r)
+  if not M.enabled or type(r) ~= "table" or r.meets_limits ~= false then return end
+  M.warn(string.format("batch %g misses the limits (max_ttft_s %s, max_tpot_s %s): TTFT %.4g s, TPOT %.4g s; " ..
+    "r.meets_limits = false. The limits choose the batch only with batch = \"max\" (or the mapping with " ..
+    "parallel = \"auto\")", r.batch, tostring(t.max_ttft_s or 0), tostring(t.max_tpot_s or 0), r.ttft_s, r.tpot_s))
+end
+
+--- A sweep whose base has limits but no search: its rows are not checked against them.
+function M.check_sweep_limits(base, axes)
+  if not M.enabled or type(base) ~= "table" then return end
+  if not (base.max_ttft_s or base.max_tpot_s) or base.batch == "max" or base.parallel == "auto" then return end
+  for _, ax in ipairs(axes or {}) do
+    if ax.name == "batch" or ax.name == "parallel" then return end -- a point may search
+  end
+  M.warn("hl.sweep: max_ttft_s / max_tpot_s are given with a fixed batch and mapping: they choose the batch only " ..
+    "with batch = \"max\" (or the mapping with parallel = \"auto\"), so the rows are not checked against them")
+end
+
+function M.is_mapping_key(name)
+  for _, k in ipairs(mapping_keys) do if k == name then return true end end
+  return false
 end
 
 function M.check_mapping(t, r)

@@ -35,8 +35,9 @@ uint64_t hl_dist_run_id(int argc, char **argv, int32_t count);
  * MPI runs. Without MPI support or launcher, returns 0 and changes nothing. */
 int hl_dist_mpi_start(int *argc, char ***argv);
 
-/* Ends MPI (after a failed script: aborts every rank with `code`). */
-void hl_dist_mpi_stop(int code);
+/* Ends MPI after the ranks agree that the script ended (hl_dist_agree, HL_DIST_END): returns
+ * the exit status, `code` or 1 when another rank failed or is still at an earlier step. */
+int hl_dist_mpi_stop(int code);
 
 /* Runs the interactive loop until end of input. Returns the process exit status. */
 int hl_repl(lua_State *L);

@@ -64,13 +64,24 @@ int hl_dist_mpi_start(int *argc, char ***argv)
     return 1;
 }
 
-void hl_dist_mpi_stop(int code)
+int hl_dist_mpi_stop(int code)
 {
     if (!hl_bind_dist.mpi)
-        return;
-    if (code != 0 && hl_bind_dist.count > 1)
-        MPI_Abort(MPI_COMM_WORLD, code); /* the other ranks may wait in a collective */
+        return code;
+    /* The end of the script is a step the ranks agree on, as each sweep is (issue 22): a rank that
+     * ran one more sweep, or failed while the others succeeded, is met here and every rank exits
+     * non-zero with one message, instead of MPI_Abort killing ranks mid-sentence or one rank
+     * waiting forever in a sweep the others never start. */
+    if (hl_bind_dist.count > 1 && !hl_dist_out_of_step()) {
+        char msg[400];
+        if (hl_dist_agree(HL_DIST_END, code != 0, 0, msg, sizeof msg) != 0) {
+            fprintf(stderr, "hbdlab: %s\n", msg);
+            if (code == 0)
+                code = EXIT_FAILURE;
+        }
+    }
     MPI_Finalize();
+    return code;
 }
 #else
 int hl_dist_mpi_start(int *argc, char ***argv)
@@ -80,5 +91,5 @@ int hl_dist_mpi_start(int *argc, char ***argv)
     return 0;
 }
 
-void hl_dist_mpi_stop(int code) { (void)code; }
+int hl_dist_mpi_stop(int code) { return code; }
 #endif

@@ -1,5 +1,5 @@
 /* hbdlab: the host executable. Runs scripts, -e chunks, stdin, the REPL and
- * the subcommands (notebook, eval, bench, serve, calibrate), all through protected calls. */
+ * the subcommands (notebook, eval, bench, serve, calibrate, merge, walkthrough), all through protected calls. */
 #include "host.h"
 
 #include <errno.h>
@@ -177,7 +177,9 @@ static void print_usage(FILE *out)
                  "       hbdlab calibrate CASES.json\n"
                  "       hbdlab bench [--json] [--quick]\n"
                  "       hbdlab serve CONFIG.json|- [--json]\n"
+                 "       hbdlab frontier CONFIG.json|- [-o STEM] [--json] [--shard I/N]\n"
                  "       hbdlab merge OUT_shard*.csv -o ALL.csv\n"
+                 "       hbdlab walkthrough CONFIG.json|- -o WALK.html\n"
                  "Options:\n"
                  "  -e CODE      run the Lua chunk CODE (may be repeated)\n"
                  "  -i           enter the REPL after running the script or -e chunks\n"
@@ -243,7 +245,8 @@ static int run_main(int argc, char **argv);
 static int is_subcommand(const char *s)
 {
     return strcmp(s, "notebook") == 0 || strcmp(s, "eval") == 0 || strcmp(s, "bench") == 0 || strcmp(s, "serve") == 0 ||
-           strcmp(s, "merge") == 0 || strcmp(s, "calibrate") == 0;
+           strcmp(s, "merge") == 0 || strcmp(s, "calibrate") == 0 || strcmp(s, "frontier") == 0 ||
+           strcmp(s, "walkthrough") == 0;
 }
 
 /* Takes `--shard I/N` (or --shard=I/N) and `--traceback` out of argv wherever
@@ -325,14 +328,15 @@ int main(int argc, char **argv)
      * the process dying with a half-written file; children get the default back (l_spawn) */
     signal(SIGXFSZ, SIG_IGN);
     int mpi = hl_dist_mpi_start(&argc, &argv);
-    if (!(argc > 1 && is_subcommand(argv[1])) && take_shard_option(&argc, argv) != 0) {
-        hl_dist_mpi_stop(EXIT_FAILURE);
-        return EXIT_FAILURE;
+    /* a frontier search splits like a sweep: it takes --shard too */
+    int shardable = !(argc > 1 && is_subcommand(argv[1])) || strcmp(argv[1], "frontier") == 0;
+    if (shardable && take_shard_option(&argc, argv) != 0) {
+        return hl_dist_mpi_stop(EXIT_FAILURE);
     }
     if (!mpi && hl_bind_dist.count > 1) {
         /* a subcommand is one job, not a script's sweeps: half a notebook's sweeps rendered and
-         * exit 0 is a silent loss (issue 22) */
-        if (argc > 1 && is_subcommand(argv[1])) {
+         * exit 0 is a silent loss (issue 22); a frontier search is split like a sweep */
+        if (argc > 1 && is_subcommand(argv[1]) && strcmp(argv[1], "frontier") != 0) {
             fprintf(stderr,
                     "%s: --shard splits the sweeps of a script (hbdlab --shard I/N script.lua); "
                     "it does not apply to '%s'\n",
@@ -344,15 +348,13 @@ int main(int argc, char **argv)
     if (mpi && hl_bind_dist.count > 1) {
         if (!hl_bind_dist.mpi) {
             fprintf(stderr, "%s: --shard cannot be combined with mpirun (the ranks split the sweeps)\n", progname);
-            hl_dist_mpi_stop(EXIT_FAILURE);
-            return EXIT_FAILURE;
+            return hl_dist_mpi_stop(EXIT_FAILURE);
         }
         if (hl_bind_dist.index > 0 && !freopen("/dev/null", "w", stdout)) /* rank 0 prints for all */
             return EXIT_FAILURE;
     }
     int code = run_main(argc, argv);
-    hl_dist_mpi_stop(code);
-    return code;
+    return hl_dist_mpi_stop(code);
 }
 
 static int run_main(int argc, char **argv)

@@ -4,6 +4,7 @@
 
 #include "hbdlab/status.h"
 
+#include <ctype.h>
 #include <lauxlib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -260,6 +261,86 @@ static int incomplete(lua_State *L, int status)
     return len >= ml && strcmp(msg + len - ml, mark) == 0;
 }
 
+/* Names a line declared with `local` (each REPL line is its own chunk, so they are
+ * gone on the next line), and the last line when it is one bare name: typing that
+ * name and getting nil earns a hint instead of a silent nil. */
+enum { MAX_LOCAL_NAMES = 64, NAME_CAP = 64 };
+static char local_names[MAX_LOCAL_NAMES][NAME_CAP];
+static int n_local_names;
+static char bare_name[NAME_CAP]; /* the line, when it is a single identifier; else "" */
+
+static size_t ident_len(const char *s)
+{
+    size_t n = 0;
+    if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    while (isalnum((unsigned char)s[n]) || s[n] == '_')
+        n++;
+    return n;
+}
+
+static const char *skip_space(const char *p)
+{
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+static void remember_local(const char *s, size_t n)
+{
+    if (n == 0 || n >= NAME_CAP)
+        return;
+    for (int i = 0; i < n_local_names; i++)
+        if (strlen(local_names[i]) == n && memcmp(local_names[i], s, n) == 0)
+            return;
+    int slot = n_local_names < MAX_LOCAL_NAMES ? n_local_names++ : (int)(n % MAX_LOCAL_NAMES);
+    memcpy(local_names[slot], s, n);
+    local_names[slot][n] = '\0';
+}
+
+static int was_local(const char *name)
+{
+    for (int i = 0; i < n_local_names; i++)
+        if (strcmp(local_names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void note_line(const char *line)
+{
+    const char *p = skip_space(line);
+    size_t n = ident_len(p);
+    bare_name[0] = '\0';
+    if (n > 0 && n < NAME_CAP && *skip_space(p + n) == '\0') {
+        memcpy(bare_name, p, n);
+        bare_name[n] = '\0';
+    }
+    if (strncmp(p, "local", 5) != 0 || !isspace((unsigned char)p[5]))
+        return;
+    p = skip_space(p + 5);
+    if (strncmp(p, "function", 8) == 0 && isspace((unsigned char)p[8])) {
+        p = skip_space(p + 8);
+        remember_local(p, ident_len(p));
+        return;
+    }
+    for (;;) { /* local a, b <const>, c = ... */
+        size_t k = ident_len(p);
+        if (k == 0)
+            return;
+        remember_local(p, k);
+        p = skip_space(p + k);
+        if (*p == '<') {
+            const char *e = strchr(p, '>');
+            if (!e)
+                return;
+            p = skip_space(e + 1);
+        }
+        if (*p != ',')
+            return;
+        p = skip_space(p + 1);
+    }
+}
+
 /* Tries "return <line>" so that expressions print without `return`. */
 static int try_expression(lua_State *L, const char *line)
 {
@@ -279,6 +360,7 @@ static int read_chunk(lua_State *L)
     if (!line)
         return -1;
     save_line(line);
+    note_line(line);
     if (try_expression(L, line) == LUA_OK) {
         free(line);
         return LUA_OK;
@@ -343,9 +425,15 @@ int hl_repl(lua_State *L)
             break;
         if (status == LUA_OK)
             status = hl_docall(L, 0, LUA_MULTRET);
-        if (status == LUA_OK)
-            print_results(L, lua_gettop(L) - top);
-        else
+        if (status == LUA_OK) {
+            int n = lua_gettop(L) - top;
+            int hint = n == 1 && lua_isnil(L, -1) && bare_name[0] && was_local(bare_name);
+            print_results(L, n);
+            if (hint)
+                printf("(%s is nil here: `local %s` lived only in its own line, each REPL line is a chunk; "
+                       "write `%s = ...` without local to keep it)\n",
+                       bare_name, bare_name, bare_name);
+        } else
             hl_report(L, "hbdlab");
         lua_settop(L, top);
     }

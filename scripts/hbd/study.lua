@@ -68,8 +68,11 @@ function M.job(v, gpus, hbd, precision, extra)
     eff_scaleout = v.eff_scaleout,
   }
   local base = hl.model(v.base_model)
+  -- the article's 32K prompt + its output exceed Qwen1.5-110B's 32,768-token context: like the experts,
+  -- the context is taken as extended (max_position only gates the context-limit warning)
   local model = base:with { experts = v.experts, topk = v.topk,
-                            expert_ffn = math.floor(base.ffn * v.expert_ffn_ratio / 64) * 64 }
+                            expert_ffn = math.floor(base.ffn * v.expert_ffn_ratio / 64) * 64,
+                            max_position = math.max(base.max_position, v.input + v.output) }
   local job = {
     model = model, cluster = cluster, precision = precision, act_precision = precision == "fp16" and "fp16" or "bf16",
     kv_precision = v.kv_precision, wire_precision = wider(precision, v.wire_floor),

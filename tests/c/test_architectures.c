@@ -316,6 +316,181 @@ static void test_mxfp4_expert_weights(void **state)
     assert_rel(bf.weights_bytes - mx.weights_bytes, 114701598720.0 * (2 - 0.53125), 1e-12, "mxfp4 experts");
 }
 
+static hl_result *sim(hl_job *j)
+{
+    hl_result *r = calloc(1, sizeof *r);
+    hl_err e;
+    if (!r)
+        fail_msg("out of memory");
+    if (hl_sim_run(j, r, &e) != HL_OK)
+        fail_msg("%s", e.msg);
+    return r;
+}
+
+/* FLOPs of the prefill rows whose name starts with `prefix`. */
+static double item_flops(const hl_result *r, const char *prefix)
+{
+    double f = 0;
+    for (int i = 0; i < r->n_prefill_items; i++)
+        if (strncmp(r->prefill_items[i].name, prefix, strlen(prefix)) == 0)
+            f += r->prefill_items[i].flops;
+    return f;
+}
+
+/* Llama-4 Scout, one GPU, one sequence of 20,000 tokens. 12 global layers see
+ * every earlier key: 20,000 * 20,001 / 2 = 200,010,000 pairs; 36 chunked layers
+ * attend inside chunks of 8,192: two whole chunks 8,192 * 8,193 / 2 each and a
+ * last one of 3,616 (3,616 * 3,617 / 2): 73,656,592 pairs. FLOP per pair and
+ * layer 2 * 40 heads * (128 + 128) = 20,480: 20,480 * (12 * 200,010,000 +
+ * 36 * 73,656,592) = 103,459,989,749,760. */
+/* Decode reads the experts at their storage width: gpt-oss-120b, one GPU, one
+ * sequence; a token reaches 4 distinct experts per layer, each 3 * 2880 *
+ * 2880 weights: MXFP4 reads (2 - 0.53125) B fewer per weight than BF16,
+ * 36 layers * 4 * 24,883,200 * 1.46875 = 5,262,796,800 B less per step. */
+static void test_mxfp4_expert_reads(void **state)
+{
+    (void)state;
+    hl_job j = job_for("gpt-oss-120b", "h200", 1, 1);
+    j.output = 11;
+    j.ignore_memory = 1;
+    double by[2];
+    for (int k = 0; k < 2; k++) {
+        j.model.expert_precision = k ? HL_EXPERT_SAME : HL_EXPERT_MXFP4;
+        hl_result *r = sim(&j);
+        by[k] = 0;
+        for (int i = 0; i < r->n_decode_items; i++)
+            if (strcmp(r->decode_items[i].name, "experts") == 0)
+                by[k] = r->decode_items[i].bytes;
+        free(r);
+    }
+    assert_rel(by[1] - by[0], 10 * 5262796800.0, 1e-9, "expert weight reads over 10 steps");
+}
+
+static void test_chunked_prefill_by_hand(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-4-scout", "b200", 1, 1);
+    j.input = 20000;
+    j.output = 2;
+    j.ignore_memory = 1;
+    hl_result *r = sim(&j);
+    assert_rel(item_flops(r, "attention"), 103459989749760.0, 1e-12, "chunked + global attention FLOPs");
+    free(r);
+}
+
+/* The closed-form decode sums equal the step-by-step reference for chunked
+ * layers across a chunk boundary (context 10,000 -> 18,999 passes 16,384), for
+ * sparse attention past its top-k (2,048) with its indexer, and for the
+ * hybrid gated DeltaNet model. */
+static void test_decode_closed_form_equals_steps(void **state)
+{
+    (void)state;
+    const char *models[] = {"llama-4-scout", "deepseek-v3.2-exp", "qwen3-next-80b-a3b", "gpt-oss-20b"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        hl_job j = job_for(models[i], "b200", 1, 1);
+        j.input = 10000;
+        j.output = 9000;
+        j.batch = 4;
+        j.ignore_memory = 1;
+        j.summary_only = 1;
+        hl_result *a = sim(&j);
+        j.exact_steps = 1;
+        hl_result *b = sim(&j);
+        assert_rel(a->decode.flops, b->decode.flops, 1e-9, models[i]);
+        assert_rel(a->decode.hbm_bytes, b->decode.hbm_bytes, 1e-9, models[i]);
+        assert_rel(a->decode.time_s, b->decode.time_s, 1e-9, models[i]);
+        free(a);
+        free(b);
+    }
+}
+
+/* Qwen2.5-VL-7B, one sequence with 256 image tokens = 1,024 patches (2 x 2
+ * merge), one GPU. Vision encoder FLOPs by hand (V = 1280, F = 3420):
+ *   patch embedding 2 * 1024 * 1280 * (3*2*14*14 = 1176)           =     3,082,813,440
+ *   32 blocks of GEMMs 2 * 1024 * (4 V^2 + 3 F V)                    = 1,290,167,910,400
+ *   attention 4 V FLOP per pair: 28 windowed blocks, 8 x 8 = 64 keys,
+ *     4 full blocks, 1,024 keys: 4*1024*1280*(28*64 + 4*1024)       =    30,870,077,440
+ *   merger 2 * 256 * 5120 * 5120 + 2 * 256 * 3584 * 5120             =    22,817,013,760
+ *   sum                                                               = 1,346,937,815,040 */
+static void test_vision_encoder_by_hand(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen2.5-vl-7b", "h200", 1, 1);
+    j.input = 1000;
+    j.image_tokens = 256;
+    j.output = 2;
+    hl_result *r = sim(&j);
+    assert_rel(item_flops(r, "vision"), 1346937815040.0, 1e-12, "vision encoder FLOPs");
+    double with = r->prefill.flops;
+    free(r);
+    j.image_tokens = 0;
+    r = sim(&j);
+    assert_rel(with - r->prefill.flops, 1346937815040.0, 1e-12, "prefill grows by the encoder");
+    free(r);
+    hl_err e;
+    hl_memory mem;
+    j.image_tokens = 2000;
+    assert_fails_with(hl_memory_per_gpu(&j, &mem, &e), HL_EINVAL, &e, "field 'image_tokens': 2000 must be");
+    hl_job t = job_for("llama-3.1-8b", "h200", 1, 1);
+    t.image_tokens = 10;
+    assert_fails_with(hl_memory_per_gpu(&t, &mem, &e), HL_EINVAL, &e, "needs a model with a vision encoder");
+}
+
+/* Gated DeltaNet decode: per token the same work at any context. Qwen3-Next on
+ * one GPU, batch 1: the rows that are not attention (linear layers, MoE, ...)
+ * cost the same per step at 1,000 and 100,000 tokens of context. */
+static void test_linear_attention_constant_per_token(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen3-next-80b-a3b", "b200", 1, 1);
+    j.output = 101;
+    j.ignore_memory = 1;
+    double f[2];
+    for (int k = 0; k < 2; k++) {
+        j.input = k ? 100000 : 1000;
+        hl_result *r = sim(&j);
+        f[k] = 0;
+        for (int i = 0; i < r->n_decode_items; i++)
+            if (strcmp(r->decode_items[i].name, "linear_attention") == 0)
+                f[k] = r->decode_items[i].flops;
+        free(r);
+    }
+    /* 36 layers x 100 steps x (7*128*128*32 + 2*4*(2*2048 + 4096)) per token */
+    assert_rel(f[0], 36.0 * 100 * (7.0 * 128 * 128 * 32 + 2.0 * 4 * 8192), 1e-12, "recurrence FLOPs");
+    assert_rel(f[1], f[0], 1e-12, "independent of context");
+}
+
+/* Configs the import refuses name the file, the field and what is allowed. */
+static void test_hf_errors(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"{\"model_type\": \"qwen3_next\", \"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 16, \"mlp_only_layers\": [1], \"linear_num_key_heads\": 2, "
+         "\"linear_num_value_heads\": 2, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8}",
+         "x.json: field 'mlp_only_layers': dense layers at listed positions are not supported"},
+        {"{\"model_type\": \"gpt_oss\", \"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"sliding_window\": 8, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+         "x.json: field 'layer_types': 2 entries, expected one per layer (4)"},
+        {"{\"model_type\": \"llama4\", \"hidden_size\": 64}", "x.json: required field 'text_config' is missing"},
+        {"{\"model_type\": \"gemma3\", \"text_config\": 3}", "x.json: field 'text_config': expected an object"},
+        {"{\"model_type\": \"deepseek_v32\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
+         "4, "
+         "\"vocab_size\": 64, \"intermediate_size\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, "
+         "\"v_head_dim\": 8}",
+         "x.json: required field 'index_topk' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hl_model m;
+        hl_err e;
+        hl_status want = i == 0 ? HL_EUNSUPPORTED : HL_EPARSE;
+        assert_fails_with(hl_model_from_hf_json(cases[i][0], "x.json", &m, &e), want, &e, cases[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +502,12 @@ int main(void)
         cmocka_unit_test(test_kv_and_state_bytes_by_hand),
         cmocka_unit_test(test_qwen3_next_state_does_not_grow),
         cmocka_unit_test(test_mxfp4_expert_weights),
+        cmocka_unit_test(test_mxfp4_expert_reads),
+        cmocka_unit_test(test_chunked_prefill_by_hand),
+        cmocka_unit_test(test_decode_closed_form_equals_steps),
+        cmocka_unit_test(test_vision_encoder_by_hand),
+        cmocka_unit_test(test_linear_attention_constant_per_token),
+        cmocka_unit_test(test_hf_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

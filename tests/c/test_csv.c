@@ -1,6 +1,8 @@
 /* The CSV writer (hbdlab/csv.h): each cell form and the RFC 4180 quoting, compared with text
  * written out by hand. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +33,10 @@ static void test_cells(void **state)
     hl_csv_end_row(&c);
     hl_csv_end_row(&c); /* an empty row is a bare newline */
     assert_false(c.failed);
-    /* 0.1 to 17 significant digits is 0.10000000000000001 */
+    /* numbers: the shortest decimal that reads back to the same double; the double nearest 0.1
+     * (0.1000000000000000055511151231257827) reads back from "0.1" */
     const char *want = "plain,\"a,b\",\"say \"\"hi\"\"\",\" lead\",\"tab\t\",\"two\nlines\",\n"
-                       "-9007199254740993,0.10000000000000001,4096,true,false,nan,-inf\n"
+                       "-9007199254740993,0.1,4096,true,false,nan,-inf\n"
                        "\n";
     assert_string_equal(c.text, want);
     assert_int_equal(c.len, (int64_t)strlen(want));
@@ -111,9 +114,112 @@ static void test_result_cells(void **state)
     hl_csv_free(&c);
 }
 
+/* Significant digits of a formatted number (leading and trailing zeros of the digits not counted). */
+static int significant_digits(const char *s)
+{
+    char d[40];
+    int n = 0, lead = 1;
+    for (; *s && *s != 'e'; s++)
+        if (*s >= '0' && *s <= '9' && !(lead && *s == '0')) {
+            lead = 0;
+            d[n++] = *s;
+        }
+    while (n > 1 && d[n - 1] == '0')
+        n--;
+    return n > 0 ? n : 1;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t next_random(void) /* xorshift64 */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* v's text reads back to v exactly, is laid out as %.17g lays it out (an exponent exactly when
+ * %.17g writes one), and is shortest: `full` tries every shorter length with printf's nearest
+ * decimal (the check for powers of two, whose interval is lopsided), else only one digit fewer. */
+static void check_number(double v, int full)
+{
+    char out[32], ref[40], shorter[40];
+    int32_t len = hl_csv_format_number(v, out);
+    assert_int_equal(len, (int32_t)strlen(out));
+    assert_true(len <= 25);
+    double back = strtod(out, NULL);
+    if (memcmp(&back, &v, sizeof v) != 0)
+        fail_msg("%.17g wrote %s, which reads back as %.17g", v, out, back);
+    snprintf(ref, sizeof ref, "%.17g", v);
+    if ((strchr(out, 'e') != NULL) != (strchr(ref, 'e') != NULL))
+        fail_msg("%.17g wrote %s: not laid out as %%.17g (%s)", v, out, ref);
+    int d = significant_digits(out);
+    for (int digits = full ? 1 : d - 1; digits >= 1 && digits < d; digits++) {
+        snprintf(shorter, sizeof shorter, "%.*e", digits - 1, v);
+        if (strtod(shorter, NULL) == v)
+            fail_msg("%.17g wrote %s (%d digits), but %s reads back too", v, out, d, shorter);
+    }
+}
+
+static void test_shortest_numbers(void **state)
+{
+    (void)state;
+    static const struct {
+        double v;
+        const char *text;
+    } exact[] = {
+        {0.1, "0.1"}, /* the double nearest 0.1 is 0.1000000000000000055511151231257827 */
+        {0.3, "0.3"},
+        {2.0 / 3.0, "0.6666666666666666"}, /* 0.66666666666666662966; 16 digits read back */
+        {1024, "1024"},
+        {-7, "-7"},
+        {1e17, "1e+17"},                          /* decimal exponent 17: %.17g's switch to e-form */
+        {1e16, "10000000000000000"},              /* exponent 16: fixed */
+        {9007199254740993.0, "9007199254740992"}, /* 2^53 + 1 rounds to 2^53 */
+        {1e23, "1e+23"},                          /* the double is 9.9999999999999991611e22 */
+        {1e-5, "1e-05"},                          /* exponent -5: e-form, two exponent digits */
+        {1e-4, "0.0001"},                         /* exponent -4: fixed */
+        {1.234e-5, "1.234e-05"},
+        {1e300, "1e+300"},
+        {5e-324, "5e-324"}, /* 2^-1074, the least subnormal */
+        {1e-323, "1e-323"}, /* 2^-1073 */
+        {2.2250738585072014e-308, "2.2250738585072014e-308"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {0.0, "0"},
+        {-0.0, "-0"},
+        {INFINITY, "inf"},
+        {-INFINITY, "-inf"},
+        {NAN, "nan"},
+        {-NAN, "nan"},
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        char out[32];
+        hl_csv_format_number(exact[i].v, out);
+        assert_string_equal(out, exact[i].text);
+    }
+    for (int e = -1074; e <= 1023; e++) /* every power of two: the lopsided rounding interval */
+        check_number(ldexp(1.0, e), 1);
+    for (int i = 0; i < 200000; i++) {
+        uint64_t bits = next_random();
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        if (i % 4 == 1) /* short decimals (ratios of small integers) */
+            v = (double)(next_random() % 100000) / (double)(1 + next_random() % 1000);
+        else if (i % 4 == 2) /* integers and their halves, quarters ... */
+            v = ldexp((double)(next_random() >> 11), -(int)(next_random() % 60));
+        else if (i % 4 == 3) { /* subnormals */
+            bits &= 0x800FFFFFFFFFFFFFull;
+            memcpy(&v, &bits, sizeof v);
+        }
+        if (isnan(v) || isinf(v))
+            continue;
+        check_number(v, i < 3000);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_cells), cmocka_unit_test(test_long_cell_not_cut),
-                                       cmocka_unit_test(test_result_cells)};
+                                       cmocka_unit_test(test_result_cells), cmocka_unit_test(test_shortest_numbers)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,49 @@ static void test_minitf_by_hand(void **state)
     hl_minitf_free(NULL); /* safe */
 }
 
+/* tiny() with 4 layers, 3 of them gated DeltaNet (linear_fraction 0.75: layers
+ * 0-2 linear, layer 3 full), 2 key heads and 4 value heads of width 4, conv 4.
+ * Weights per linear layer: norms 64, in_proj_qkvz 32 x (2*8 + 2*16) = 1,536,
+ * in_proj_ba 32 x 8 = 256, conv 32 channels x 4 = 128, dt_bias + A_log 8,
+ * gated norm 4, out_proj 16 x 32 = 512, SwiGLU 6,144: 8,652. The full layer
+ * 9,280 (above). Total 2,048 + 3 x 8,652 + 9,280 + 32 + 2,048 = 39,364 = 157,456 B.
+ * KV: the full layer caches 7 tokens x 2 sequences x (K, V) x 2 heads x 8 x 4 B
+ * = 1,792 B; the state per sequence per linear layer is 4 x 4 x 4 = 64 plus the
+ * conv's last 3 inputs of 32 channels = 96: 160 floats x 3 layers x 2
+ * sequences x 4 B = 3,840 B, whatever the length. Total 5,632 B. */
+static void test_minitf_linear_attention_by_hand(void **state)
+{
+    (void)state;
+    hl_model m = tiny();
+    m.layers = 4;
+    m.linear_fraction = 0.75;
+    m.linear_k_heads = 2;
+    m.linear_v_heads = 4;
+    m.linear_k_dim = 4;
+    m.linear_v_dim = 4;
+    m.linear_conv = 4;
+    hl_err e;
+    hl_minitf *tf = NULL;
+    assert_ok(hl_minitf_new(&m, 42, &tf, &e), &e);
+    int32_t t1[B * N], t2[B * N], t3[B * N];
+    static float l1[B * N * V], l2[B * N * V], l3[B * N * V];
+    hl_minitf_stats s1, s2, s3;
+    run(tf, 1, 1, 1, 1, t1, l1, &s1);
+    assert_rel(s1.weight_bytes[0], 157456, 0, "weight bytes, one rank");
+    assert_rel(s1.kv_bytes[0], 5632, 0, "KV + state bytes, one rank");
+    run(tf, 1, 1, 1, 0, t2, l2, &s2); /* the recurrence restarted from position 0 every step */
+    assert_memory_equal(t1, t2, sizeof t1);
+    for (int i = 0; i < B * N * V; i++)
+        assert_rel(l2[i], l1[i], 1e-4, "recompute = cached state");
+    run(tf, 2, 1, 1, 1, t3, l3, &s3); /* one key head, two value heads per rank */
+    assert_memory_equal(t1, t3, sizeof t1);
+    for (int i = 0; i < B * N * V; i++)
+        assert_rel(l3[i], l1[i], 1e-4, "tp2 = unsharded");
+    /* per rank: the full layer's KV halves (896 B), the state halves (1,920 B) */
+    assert_rel(s3.kv_bytes[0], 2816, 0, "KV + state per rank at tp2");
+    hl_minitf_free(tf);
+}
+
 static void test_minitf_rejects(void **state)
 {
     (void)state;
@@ -89,6 +132,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minitf_by_hand),
+        cmocka_unit_test(test_minitf_linear_attention_by_hand),
         cmocka_unit_test(test_minitf_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

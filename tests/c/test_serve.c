@@ -1,6 +1,7 @@
 /* Serving scheduler: a hand-worked schedule step by step, concurrency 1 equal
  * to hl_sim_run, Little's law, goodput monotone in the SLO, preemption,
  * traces and bad input. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -545,6 +546,109 @@ static void test_limits(void **state)
     assert_rel(hl_serve_memory_bytes(&c), 2.64e10, 1e-12, "serve memory of 1e8 requests");
 }
 
+/* A closed loop of identical requests: with the default jittered starts the five clients never
+ * prefill in one iteration; started together (start_jitter_s = 0, the old behaviour) every round
+ * of five prompts is one iteration. Think time: a closed loop's throughput is clients / (e2e +
+ * think), Little's law over the clients. */
+static void test_closed_loop_desynchronises(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_result r;
+    hl_err e;
+    for (int jitter = 0; jitter < 2; jitter++) {
+        hl_serve_init(&c, &j);
+        c.concurrency = 5;
+        c.requests = 200;
+        c.input.mean = 1024;
+        c.output.mean = 64;
+        c.keep_steps = 1;
+        if (!jitter)
+            c.start_jitter_s = 0;
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        int64_t together = 0, alone = 0;
+        for (int64_t i = 0; i < r.n_steps_log; i++) {
+            together += r.steps_log[i].chunks == 5;
+            alone += r.steps_log[i].chunks == 1;
+        }
+        printf("start jitter %s: %lld iterations prefill 5 prompts, %lld one\n", jitter ? "default" : "0",
+               (long long)together, (long long)alone);
+        if (jitter) {
+            assert_int_equal(together, 0);
+            assert_true(alone >= 150); /* most prompts alone in their iteration */
+        } else {
+            assert_int_equal(together, 40); /* 200 requests in 40 rounds of 5 */
+        }
+        hl_serve_result_free(&r);
+    }
+    hl_serve_init(&c, &j);
+    c.concurrency = 4;
+    c.requests = 400;
+    c.input.mean = 512;
+    c.output.mean = 32;
+    c.think_s = 0.5;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    double little = 4 / (r.e2e_s.mean + 0.5); /* requests/s of 4 clients each cycling e2e + think */
+    printf("think 0.5 s: %.4g req/s, Little %.4g\n", r.rps, little);
+    assert_rel(r.rps, little, 0.1, "closed loop with think time");
+    hl_serve_result_free(&r);
+    hl_serve_init(&c, &j);
+    c.rate = 2;
+    c.think_s = 1;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "'think_s' has no effect without a closed loop");
+}
+
+/* Cost and energy at the served rate, recomputed from the step log: the GPU is provisioned
+ * over the whole run (span = end of the last iteration) and busy during iterations, so
+ *   energy = n pue (idle span + (load - idle) busy),
+ *   USD    = n usd_per_gpu_hour span / 3600 + usd_per_kwh energy / 3.6e6,
+ * and the in and out shares add up to it. A GPU without a price: USD fields NaN, energy kept. */
+static void test_serve_cost(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_result r;
+    hl_err e;
+    hl_serve_init(&c, &j);
+    c.arrival = HL_ARRIVAL_CONSTANT;
+    c.rate = 2;
+    c.requests = 40;
+    c.input.mean = 512;
+    c.output.mean = 32;
+    c.keep_steps = 1;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    double busy = 0, span = 0;
+    for (int64_t i = 0; i < r.n_steps_log; i++) {
+        busy += r.steps_log[i].dt_s;
+        span = r.steps_log[i].t_s + r.steps_log[i].dt_s;
+    }
+    const hl_cluster *cl = &j.cluster;
+    double load = cl->gpu.power_w > 0 ? cl->gpu.power_w : cl->gpu.tdp_w;
+    double energy = cl->pue * (cl->gpu.idle_w * span + (load - cl->gpu.idle_w) * busy);
+    double per_hour = (cl->gpu.capex_usd + cl->scaleup_usd + cl->scaleout_usd) / (cl->amort_years * 8766.0);
+    double usd = per_hour * span / 3600 + cl->usd_per_kwh * energy / 3.6e6;
+    double generated = 40.0 * 32, in = 40.0 * 512, later = 40.0 * 31;
+    printf("cost: %.6g USD over %.4g s (%.4g busy), %.4g J; $%.4g/Mtok in, $%.4g/Mtok out\n", usd, span, busy, energy,
+           r.usd_per_mtok_in, r.usd_per_mtok_out);
+    assert_true(cl->gpu.capex_usd > 0 && load > cl->gpu.idle_w && busy < span);
+    assert_rel(r.usd_per_mtok * generated / 1e6, usd, 1e-9, "USD of the run");
+    assert_rel(r.usd_per_mtok_in * in / 1e6 + r.usd_per_mtok_out * later / 1e6, usd, 1e-9, "in + out = the run");
+    assert_rel(r.joules_per_token * generated, energy, 1e-9, "energy of the run");
+    assert_rel(r.power_w, energy / span, 1e-9, "mean power");
+    assert_rel(r.peak_power_w, load * cl->pue, 1e-12, "provisioned power");
+    assert_rel(r.tokens_per_mw, r.output_tps / (load * cl->pue / 1e6), 1e-12, "tokens per MW");
+    assert_rel(r.usd_per_hour, per_hour, 1e-12, "USD per hour");
+    hl_serve_result_free(&r);
+    c.job.cluster.gpu.capex_usd = 0; /* no price: unknown, never 0 */
+    c.keep_steps = 0;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_true(isnan(r.usd_per_mtok) && isnan(r.usd_per_mtok_in) && isnan(r.usd_per_mtok_out));
+    assert_rel(r.joules_per_token * generated, energy, 1e-9, "energy without a price");
+    hl_serve_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +665,8 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_trace_hostile),
+        cmocka_unit_test(test_closed_loop_desynchronises),
+        cmocka_unit_test(test_serve_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,5 +34,31 @@ return function(ffi, lib, check)
   end
   check(ar and ar.call_bytes == 8192 and ar.calls == 12736 and ar.ranks == 2 and ar.op == lib.HL_ALLREDUCE,
     "tp_allreduce row through the FFI")
+  -- a sweep streamed to a CSV file through the FFI (hl_sweep_csv_file): batch {1, 2} x input
+  -- {100, 200, 300}, columns ttft_s and tpot_s: a header and 6 rows of 2 + 2 + 1 cells
+  local ax = ffi.new("hl_axis[2]")
+  local batches, inputs = ffi.new("double[2]", { 1, 2 }), ffi.new("double[3]", { 100, 200, 300 })
+  ffi.copy(ax[0].name, "batch")
+  ax[0].kind, ax[0].n, ax[0].numbers = lib.HL_AXIS_NUMBER, 2, batches
+  ffi.copy(ax[1].name, "input")
+  ax[1].kind, ax[1].n, ax[1].numbers = lib.HL_AXIS_NUMBER, 3, inputs
+  local sin = ffi.new("hl_sweep_in")
+  sin.base = job
+  sin.axes, sin.n_axes = ax, 2
+  local o = ffi.new("hl_sweep_csv_opts")
+  local cols = ffi.new("int32_t[2]", { lib.hl_result_field_index("ttft_s"), lib.hl_result_field_index("tpot_s") })
+  o.columns, o.n_columns = cols, 2
+  local rows = ffi.new("int64_t[1]")
+  local path = os.tmpname()
+  check(lib.hl_sweep_csv_file(sin, o, path, rows, err) == 0, ffi.string(err.msg))
+  local fh = assert(io.open(path, "rb"))
+  local text = fh:read("*a")
+  fh:close()
+  os.remove(path)
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  check(tonumber(rows[0]) == 6 and #lines == 7, "sweep csv through the FFI: " .. tonumber(rows[0]) .. " rows")
+  check(lines[1] == "batch,input,ttft_s,tpot_s,error", "header: " .. lines[1])
+  check(lines[2]:match("^1,100,[%d.e+-]+,[%d.e+-]+,$") and lines[7]:match("^2,300,"), "rows: " .. lines[2] .. " / " .. lines[7])
   print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", tpot * 1e3, floor * 1e3))
 end

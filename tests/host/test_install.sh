@@ -19,8 +19,9 @@ cc=${HBDLAB_CC:-cc}
 # shellcheck disable=SC2086
 "$cc" -std=c11 -pedantic ${HBDLAB_SAN_FLAGS:-} -Wall -Wextra -Werror "$HBDLAB_SOURCE_DIR/tests/install/consumer.c" $flags -o "$TMP/consumer"
 check "consumer builds with pkg-config" [ $? -eq 0 ]
-out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/consumer")
-check "consumer runs" contains "$out" "consumer ok"
+# no LD_LIBRARY_PATH: the pkg-config flags carry an rpath to the prefix's lib folder
+out=$(env -u LD_LIBRARY_PATH LD_PRELOAD="${HBDLAB_PRELOAD:-}" "$TMP/consumer")
+check "consumer runs without LD_LIBRARY_PATH (rpath)" contains "$out" "consumer ok"
 
 mkdir -p "$TMP/cm"
 cat > "$TMP/cm/CMakeLists.txt" <<CM
@@ -34,9 +35,9 @@ cmake -S "$TMP/cm" -B "$TMP/cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_CO
       "-DCMAKE_C_FLAGS=${HBDLAB_SAN_FLAGS:-}" > "$TMP/cm.log" 2>&1 &&
     cmake --build "$TMP/cm/build" >> "$TMP/cm.log" 2>&1
 check "consumer builds with find_package(hbdlab)" [ $? -eq 0 ] || cat "$TMP/cm.log"
-out=$(LD_PRELOAD="${HBDLAB_PRELOAD:-}" LD_LIBRARY_PATH="$libdir" "$TMP/cm/build/consumer")
-check "find_package consumer runs" contains "$out" "consumer ok"
+out=$(env -u LD_LIBRARY_PATH LD_PRELOAD="${HBDLAB_PRELOAD:-}" "$TMP/cm/build/consumer")
+check "find_package consumer runs without LD_LIBRARY_PATH (CMake's rpath)" contains "$out" "consumer ok"
 
-out=$(LD_LIBRARY_PATH="$libdir" "$prefix/bin/hbdlab" -e 'print(hl.version)')
+out=$(env -u LD_LIBRARY_PATH "$prefix/bin/hbdlab" -e 'print(hl.version)')
 check "installed hbdlab runs" [ -n "$out" ]
 finish

@@ -24,6 +24,8 @@ T send-keys -t "$sess" '1 + 41' Enter
 check "expression printed without return" wait_for "42"
 T send-keys -t "$sess" '{b = 2, a = {1, 2}}' Enter
 check "table pretty-printed with sorted keys" wait_for "{ a = { 1, 2 }, b = 2 }"
+T send-keys -t "$sess" 'local lonely = 7' Enter 'lonely' Enter
+check "a name declared local on an earlier line: nil with a hint" wait_for "lonely is nil here: \`local lonely\` lived only"
 T send-keys -t "$sess" 'function sq(x)' Enter
 check "continuation prompt" wait_for ">>"
 T send-keys -t "$sess" 'return x * x end' Enter 'sq(12)' Enter

@@ -21,6 +21,22 @@ check "the error names the trace line" contains "$(cat "$TMP/err")" "bad.csv lin
 echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "rate": -3}' | "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
 check "a negative rate fails" [ "$rc" -eq 1 ]
 check "the error names the rate" contains "$(cat "$TMP/err")" "field 'rate': -3"
+# hbdlab serve cfg.json and hl.serve read the same fields the same way (issue 22 item 10): a
+# disaggregated config whose pools carry cluster tables was refused from JSON ("expected a cluster
+# object") and ran from Lua; both now print the same summary.
+cat > "$TMP/pd.json" <<'J'
+{"model": "llama-3.1-8b", "cluster": {"gpu": "H100-SXM", "gpus": 4, "hbd": 4}, "rate": 5, "requests": 40,
+ "disagg": {"prefill": {"parallel": {"tp": 1, "gpus": 1}},
+            "decode": {"parallel": {"tp": 1, "gpus": 2}, "cluster": {"gpu": "H100-SXM", "gpus": 4, "hbd": 4}}}}
+J
+out_json=$("$HBDLAB" serve "$TMP/pd.json" 2> "$TMP/err"); rc=$?
+check "a disaggregated JSON config with pool clusters runs ($rc)" [ "$rc" -eq 0 ] || cat "$TMP/err" >&2
+out_lua=$("$HBDLAB" -e 'local c = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 }
+print(hl.serve { model = "llama-3.1-8b", cluster = c, rate = 5, requests = 40,
+  disagg = { prefill = { parallel = { tp = 1, gpus = 1 } }, decode = { parallel = { tp = 1, gpus = 2 }, cluster = c } } })' 2>&1)
+check "JSON and hl.serve print the same run" [ "$out_json" = "$out_lua" ]
+echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rte": 5}' | "$HBDLAB" serve - > /dev/null 2> "$TMP/err"
+check "a misspelt field in JSON gets serve's suggestion" contains "$(cat "$TMP/err")" "serve: unknown field 'rte' (did you mean 'rate'?"
 "$HBDLAB" serve > /dev/null 2>&1; rc=$?
 check "serve without a config is a usage error" [ "$rc" -eq 2 ]
 # Hostile sizes: 1e8 requests (~25.6 GB of state) are refused before anything is allocated, naming
@@ -42,4 +58,9 @@ for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-C for 30 s" >&2; }
 wait "$pid"; rc=$?
 check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
+for sub in serve eval walkthrough; do
+    "$HBDLAB" $sub --help > "$TMP/help.out" 2>&1; rc=$?
+    check "hbdlab $sub --help prints its usage, exit 0 (was read as a file name; rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && grep -q 'usage: hbdlab $sub' '$TMP/help.out'"
+done
 finish

@@ -53,4 +53,23 @@ T.test("a Qwen3-Next request's state does not grow with its context", function()
   T.near(kv(101000) - kv(1000), 100000 * 24576, 1e-12, "growth: full layers only")
 end)
 
+-- batch = "max" counts the state once per sequence. Qwen3-Next on one H200 (150,754,820,096 B,
+-- 90 % usable), FP8 weights (79,674,286,848 parameters = B), workspace 8,192 * 2,048 * 2 B * 16 +
+-- 0.5 GB = 1,036,870,912 B: 54,968,180,326.4 B for sequences of 10,000 + 1 tokens, each
+-- 24,576 * 10,001 + 39,518,208 = 285,302,784 B: 192 of them (223 if the state were left out).
+T.test("batch = max leaves room for each sequence's linear-attention state", function()
+  local r = hl.simulate { model = "qwen3-next-80b-a3b", cluster = hl.cluster { gpu = "H200", gpus = 1, hbd = 1 },
+                          precision = "fp8", act_precision = "bf16", batch = "max", input = 10000, output = 1 }
+  T.eq(r.batch, 192, "largest batch")
+  T.near(r.memory.kv_bytes / r.batch, 285302784, 1e-12, "KV + state per sequence")
+end)
+
+T.test("hl.frontier runs every model", function()
+  for _, n in ipairs(models) do
+    local r = hl.frontier { model = n, systems = { gpu = "B200", gpus = 16, hbd = 8 }, input = 2000, output = 200,
+                            modes = { "agg" }, simulate = 0, max_pp = 1, concurrency = { 1, 16 } }
+    T.ok(#r.points > 0, n .. " frontier points")
+  end
+end)
+
 T.done()

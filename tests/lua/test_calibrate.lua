@@ -141,4 +141,19 @@ T.test("hbdlab calibrate CASES.json", function()
   os.remove(path)
 end)
 
+T.test("a parameter fitted onto its bound is flagged", function()
+  -- truth eff_gemm 0.5 searched in [0.6, 1]: the fit can only reach 0.6, its lower bound
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "coll_launch", "step_overhead" },
+                             bounds = { eff_gemm = { 0.6, 1 }, coll_launch = bounds.coll_launch,
+                                        step_overhead = bounds.step_overhead } }
+  T.near(res.params.eff_gemm, 0.6, 1e-6, "stopped on the bound")
+  T.eq(res.at_bound.eff_gemm, "lower", "flagged as on its lower bound")
+  T.ok(res.at_bound.coll_launch == nil, "an interior parameter is not flagged")
+  local text = {}
+  calibrate.print(res, function(...) for _, x in ipairs { ... } do text[#text + 1] = tostring(x) end end)
+  T.ok(table.concat(text):find("eff_gemm.-ON ITS LOWER BOUND"), "the printed table says so")
+  local ok = hl.calibrate { cases = cases, params = { "eff_gemm" }, bounds = bounds }
+  T.ok(next(ok.at_bound) == nil, "a fit inside its bounds flags nothing")
+end)
+
 T.done()

@@ -38,4 +38,50 @@ T.test("nothing meets the limits: an error naming the best", function()
   T.raises(function() hl.simulate(with { parallel = { tp = 8 }, max_ttft_s = 1e-4 }) end, "misses the limits")
 end)
 
+-- the warnings are read from hbdlab.warn's record of what it printed
+local warn = require "hbdlab.warn"
+local function warned(fragment)
+  for msg in pairs(warn.seen) do if msg:find(fragment, 1, true) then return msg end end
+end
+
+T.test("a fixed batch under limits is not searched: meets_limits = false and a warning", function()
+  warn.seen = {}
+  local r = hl.simulate(with { parallel = { tp = 8 }, batch = 64, max_tpot_s = 1e-3 })
+  T.eq(r.batch, 64, "the batch stays as given")
+  T.ok(r.tpot_s > 1e-3, "its TPOT misses the 1 ms limit")
+  T.eq(r.meets_limits, false, "meets_limits = false (was nil: the limit was ignored silently)")
+  T.ok(warned("batch 64 misses the limits"), "a warning says so")
+  local ok = hl.simulate(with { parallel = { tp = 8 }, batch = 8, max_tpot_s = 10 })
+  T.eq(ok.meets_limits, true, "a batch within the limits meets them")
+  local none = hl.simulate(with { parallel = { tp = 8 }, batch = 8 })
+  T.eq(none.meets_limits, nil, "no limits: no meets_limits")
+end)
+
+T.test("hl.simulate and hl.sweep resolve batch = max under a TPOT limit alike", function()
+  -- the same job once gave batch 18 from hl.simulate and 95 (limit ignored) from hl.sweep
+  local job = with { parallel = { tp = 8 }, max_tpot_s = 0.012 }
+  local r = hl.simulate(job)
+  local rows = hl.sweep { base = job, axes = { input = { job.input } }, progress = false }
+  T.eq(rows[1].batch, r.batch, "same batch")
+  T.eq(rows[1].tpot_s, r.tpot_s, "same TPOT")
+  T.ok(rows[1].tpot_s <= 0.012, "the row keeps the limit")
+  local miss = hl.sweep { base = with { parallel = { tp = 8 }, max_ttft_s = 1e-4 }, axes = { input = { 8192 } },
+                          progress = false }
+  T.ok(miss[1].error and miss[1].error:find("misses the limits", 1, true), "an unmeetable limit is an error row")
+  warn.seen = {}
+  hl.sweep { base = with { parallel = { tp = 8 }, batch = 8, max_tpot_s = 1e-3 }, axes = { input = { 1024 } },
+             progress = false }
+  T.ok(warned("rows are not checked against them"), "a sweep with limits and no search warns")
+end)
+
+T.test("a tp sweep axis is a mapping: no 'parallel is not given' warning; dp's rule named", function()
+  warn.seen = {}
+  local rows = hl.sweep { base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "B200", gpus = 64 }, batch = 8,
+                                   input = 1024, output = 64 }, axes = { tp = { 1, 8 } }, progress = false }
+  T.ok(not warned("'parallel' is not given"), "no whole-copy warning for a tp axis")
+  T.ok(rows[1].error:find("dp = gpus / (tp * pp) = 64 / (1 * 1)", 1, true), "the error row says how dp was chosen")
+  T.ok(rows[1].error:find("parallel.gpus", 1, true), "and names parallel.gpus")
+  T.eq(rows[2].batch, 8, "tp 8: dp 8 takes the batch")
+end)
+
 T.done()

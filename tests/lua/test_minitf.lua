@@ -41,6 +41,47 @@ T.test("MoE with shared experts and a leading dense layer", function()
   T.ok(r.ok, "report ok")
 end)
 
+-- Issue 29's mechanisms: each run cached = recomputed, sharded (TP2, PP2, TP2 x PP2) =
+-- unsharded, and its counted FLOPs, weights, KV (and state) bytes equal hl.simulate's
+-- operators exactly. 26 checks each, as the dense TP/PP case above (tp2 instead of tp4).
+local function all_pass(m, t)
+  t = t or { tp = 2, ep = 1, pp = 2, batch = 2, prompt = 6, new = 4 }
+  t.model = m
+  local r = hl.minitf.check(t)
+  for _, c in ipairs(r.checks) do T.ok(c.ok, m.name .. ": " .. c.name .. ": counted " .. tostring(c.counted) ..
+    " predicted " .. tostring(c.predicted)) end
+  T.ok(r.ok, m.name .. " report ok")
+  return r
+end
+
+T.test("attention sinks (gpt-oss): exact counts, cache = recompute, sharded = unsharded", function()
+  local r = all_pass(hl.model { name = "sinks", hidden = 64, layers = 2, heads = 4, kv_heads = 2, head_dim = 16,
+                                ffn = 128, vocab = 128, attn_sinks = true })
+  T.eq(#r.checks, 26, "number of checks")
+end)
+
+T.test("sparse attention (DSA: indexer, then top-k keys) with keys past k", function()
+  -- top-3 of up to 9 cached keys: most rows attend to fewer keys than they could
+  local r = all_pass(hl.model { name = "dsa", hidden = 64, layers = 2, heads = 4, kv_heads = 2, head_dim = 16,
+                                ffn = 128, vocab = 128, index_topk = 3, index_heads = 2, index_dim = 8 })
+  T.eq(#r.checks, 26, "number of checks")
+end)
+
+T.test("gated DeltaNet linear attention in a 3:1 hybrid, its state per sequence", function()
+  local r = all_pass(hl.model { name = "gdn", hidden = 64, layers = 4, heads = 4, kv_heads = 2, head_dim = 16,
+                                ffn = 128, vocab = 128, linear_fraction = 0.75, linear_k_heads = 2, linear_v_heads = 4,
+                                linear_k_dim = 8, linear_v_dim = 8, linear_conv = 4 })
+  T.eq(#r.checks, 26, "number of checks")
+end)
+
+T.test("hybrid linear attention + MoE + sinks, TP2, EP2, PP2", function()
+  local m = hl.model { name = "gdn-moe", hidden = 64, layers = 4, heads = 4, kv_heads = 2, head_dim = 16, ffn = 128,
+                       vocab = 128, experts = 4, topk = 2, shared_experts = 1, expert_ffn = 32, linear_fraction = 0.75,
+                       linear_k_heads = 2, linear_v_heads = 4, linear_k_dim = 8, linear_v_dim = 8, linear_conv = 4,
+                       attn_sinks = true }
+  all_pass(m, { tp = 2, ep = 2, pp = 2, batch = 2, prompt = 6, new = 4 })
+end)
+
 T.test("unsupported configurations are errors", function()
   T.raises(function() hl.minitf.run { model = hl.model "deepseek-v3" } end, "MLA")
   local m = hl.model(hl.minitf.default_model)

@@ -95,6 +95,7 @@ T.test("disaggregated pools and the best split", function()
                                           decode = { parallel = { tp = 1 } }, slo = { ttft_s = 0.5, tpot_s = 0.02 },
                                           requests = 200, tolerance = 0.1 }))
   T.eq(#r.rows, 3, "1:3, 2:2, 3:1")
+  T.ok(tostring(r):find("best split:", 1, true) and tostring(r):find("<- best", 1, true), "a P/D result prints")
   for _, row in ipairs(r.rows) do T.ok(row.rate <= r.best.rate, "best is the highest rate") end
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {} } })) end, "disagg.decode")
   T.raises(function() hl.serve(with(job, { disagg = { prefill = {}, decode = {}, bogus = 1 } })) end, "unknown key 'bogus'")
@@ -167,6 +168,118 @@ T.test("serve-result manners: no silent rate, no SLO line without an SLO", funct
   T.ok(not tostring(r):find("SLO attainment"), "no SLO line")
   local g = hl.serve(with { rate = 4, requests = 20, input = 256, output = 8, slo = { ttft_s = 10 } })
   T.eq(g.slo_attainment, 1, "a loose SLO: every request meets it")
+end)
+
+-- issue 22 item 8: serving inputs that were silently ignored or contradictory are refused, naming
+-- both fields; each case below ran before (and dropped, clamped or defaulted something).
+T.test("serving inputs: no silent acceptance", function()
+  local csv = tmpfile("arrival_s,input,output\n0,500,20\n0.01,300,10\n0.5,100,5\n")
+  T.raises(function() hl.serve(with { trace = csv, arrival = "poisson", rate = 3 }) end,
+           "serve field 'arrival': \"poisson\" contradicts field 'trace'") -- the trace was dropped
+  T.raises(function() hl.serve(with { trace = csv, rate = 3 }) end, "serve field 'rate' has no effect with field 'trace'")
+  T.raises(function() hl.serve(with { trace = csv, concurrency = 2 }) end,
+           "serve field 'concurrency' has no effect with field 'trace'")
+  T.raises(function() hl.serve(with { trace = csv, requests = 10 }) end,
+           "serve field 'requests': 10, but the trace holds 3 requests")
+  T.raises(function() hl.serve(with { trace = csv, warmup = 3 }) end, "serve field 'warmup': 3 leaves no request of 3")
+  T.eq(hl.serve(with { trace = csv, requests = 2 }).requests, 2, "a trace's first requests")
+  os.remove(csv)
+  T.raises(function() hl.serve(with { rate = 5, input = { dist = "uniform", min = 1.5, max = 2.5 } }) end,
+           "serve field 'input.min': 1.5 is not a whole number of tokens")
+  T.raises(function() hl.serve(with { rate = 5, input = { dist = "uniform", min = 600 } }) end,
+           "{dist = \"uniform\"} needs both min and max (max is missing") -- max was the mean, 1,024
+  T.raises(function() hl.serve(with { rate = 5, input = { min = 600 } }) end,
+           "serve field 'input.min': 600 has no effect with input.dist = \"fixed\"")
+  T.raises(function() hl.serve(with { rate = 5, output = { dist = "normal", mean = 100 } }) end, "std is missing")
+  T.raises(function() hl.serve(with { rate = 5, output = { dist = "uniform", min = 2, max = 9, mean = 5 } }) end,
+           "serve field 'output.mean': 5 has no effect with output.dist = \"uniform\"")
+  T.raises(function() hl.serve(with { rate = 5, input = { dist = "uniform", min = 6, max = 9, mx = 10 } }) end,
+           "serve field 'input': unknown key 'mx' (did you mean 'max'?")
+  -- 1e-300 req/s put every arrival where a step no longer moves the clock: every latency read 0
+  T.raises(function() hl.serve(with { rate = 1e-300 }) end, "serve field 'rate': 1e-300 is out of range")
+  T.raises(function() hl.serve(with { rate = 1e-6, requests = 2000 }) end, "past 1e9 s where the clock")
+  T.raises(function() hl.serve(with { rate = 5, concurrency = 3 }) end, "serve fields 'rate' and 'concurrency' contradict")
+  local unchunked = with { rate = 5, chunk = 512 }
+  unchunked.chunked_prefill = false -- (with() drops false values)
+  T.raises(function() hl.serve(unchunked) end, "serve field 'chunk' has no effect with chunked_prefill = false")
+  T.raises(function() hl.serve(with { rate = 5, think_s = 1 }) end, "serve field 'think_s' has no effect without a closed loop")
+  T.raises(function() hl.serve(with { rate = 5, kv_link = "scaleup" }) end, "'disagg.kv_link' has no effect without disagg")
+  T.raises(function() hl.serve(with { rate = 5, mode = "analytical", requests = 100 }) end,
+           "serve field 'requests' has no effect with mode = \"analytical\"")
+  T.raises(function() hl.serve(with { rate = 5, batch = 8 }) end, "field 'batch' has no effect in serving")
+  T.raises(function() hl.serve(with { rate = 5, objective = "ttft" }) end, "field 'objective' has no effect in serving")
+  local c = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 }
+  local pools = function(p, d) return { prefill = p, decode = d, kv_link = "scaleup" } end
+  T.raises(function() hl.serve(with { cluster = c, rate = 5, disagg = pools({ parallel = { tp = 1, gpus = 1 }, batch = 4 },
+                                                                          { parallel = { tp = 1, gpus = 1 } }) }) end,
+           "disagg.prefill: field 'batch' has no effect in serving")
+  T.raises(function() hl.serve(with { cluster = c, rate = 5, disagg = pools({ parallel = { tp = 1, gpus = 1 } },
+                                                                          { parallel = { tp = 1, gpus = 1 }, rate = 2 }) }) end,
+           "serve field 'disagg.decode': 'rate' is a serve field")
+  -- the transfer was timed at the prefill pool's KV bytes whatever the decode pool keeps
+  T.raises(function() hl.serve(with { cluster = c, rate = 5, disagg = pools({ parallel = { tp = 1, gpus = 1 }, kv_precision = "fp8" },
+                                                                          { parallel = { tp = 1, gpus = 1 } }) }) end,
+           "the prefill pool keeps KV in fp8 and the decode pool in bf16")
+  -- enum values: a clear message, not "bad argument #-1 to 'serve' (invalid option 'Poisson')"
+  T.eq(hl.serve(with { arrival = "Poisson", rate = 5, requests = 5 }).requests, 5, "enum names in any letter case")
+  T.raises(function() hl.serve(with { arrival = "Poison", rate = 5 }) end,
+           "serve field 'arrival': 'Poison' is not one of poisson, constant, concurrency, trace, auto")
+  T.raises(function() hl.serve(with { rate = 5, arrival = 1 }) end, "serve field 'arrival': expected one of")
+end)
+
+-- issue 24: readable results and cost at the served rate
+T.test("serve-result manners: printing and cost", function()
+  local r = hl.serve(with { rate = 4, requests = 30, input = 256, output = 8, keep_requests = true })
+  local pr = tostring(r.per_request)
+  T.ok(pr:find("30 requests (per_request)", 1, true) and pr:find("ttft_ms", 1, true), "per_request prints a table")
+  T.ok(not pr:find("table: 0x", 1, true), "not an address")
+  T.ok(r.usd_per_mtok_out > 0 and r.usd_per_mtok_in > 0 and r.joules_per_token > 0 and r.tokens_per_mw > 0,
+       "cost and energy at the served rate")
+  T.ok(tostring(r):find("/Mtok in", 1, true), "printed")
+  -- a GPU with no price: nil USD fields (never a silent 0) and a warning
+  local g = hl.gpu { base = "H100-SXM", capex_usd = 0 }
+  local np = hl.serve(with { cluster = hl.cluster { gpu = g, gpus = 1, hbd = 1 }, rate = 4, requests = 10,
+                             input = 256, output = 8 })
+  T.eq(np.usd_per_mtok_out, nil, "no price: nil")
+  T.ok(np.joules_per_token > 0, "energy still known")
+  T.ok(tostring(np):find("cost unknown", 1, true), "printed as unknown")
+  local c = hl.serve_capacity(with { input = 256, output = 16, slo = { ttft_ms = 200, tpot_ms = 20 }, tolerance = 0.2,
+                                     requests = 300 })
+  T.ok(c.usd_per_mtok_out and c.usd_per_mtok_out > 0 and c.joules_per_token > 0, "capacity carries cost at its rate")
+  local cp = tostring(c)
+  T.ok(cp:find("^capacity ") and not cp:find("table: 0x", 1, true), "capacity prints: " .. cp:sub(1, 80))
+end)
+
+-- issue 22 item 4: every accepted tolerance and SLO ends the search.
+T.test("capacity search terminates", function()
+  T.raises(function() hl.serve_capacity(with { slo = { ttft_s = 1 }, tolerance = 1e-300 }) end,
+           "hl.serve_capacity field 'tolerance': 1e-300 is not in 1e-3..0.5")
+  T.raises(function() hl.serve_capacity(with { slo = { ttft_s = 1 }, max_requests = 5 }) end,
+           "hl.serve_capacity field 'max_requests': 5")
+  -- a very loose SLO doubled the rate until 'requests' passed the memory budget (28 s, then an error
+  -- about a field the user never set); now the probe size stops it with a lower bound that says why
+  local c = hl.serve_capacity(with { input = 512, output = 32, slo = { ttft_s = 1e6, tpot_s = 1e6 }, max_requests = 5000 })
+  T.ok(c.rate > 0 and c.lower_bound, "a lower bound")
+  T.ok(c.lower_bound:find("more than max_requests = 5000", 1, true), "names the capacity parameter: " .. c.lower_bound)
+  T.ok(tostring(c):find("or more", 1, true), "printed as a lower bound")
+  local a = hl.serve_capacity(with { input = 512, output = 32, slo = { ttft_s = 1e6, tpot_s = 1e6 }, mode = "analytical" })
+  T.ok(a.rate > 0 and #a.probes <= 200, "analytical: bracketed by stability")
+  local tight = hl.serve_capacity(with { input = 512, output = 32, slo = { ttft_s = 1e-9 }, tolerance = 0.5 })
+  T.eq(tight.rate, 0, "nothing meets a 1 ns TTFT")
+  T.ok(tostring(tight):find("no rate meets the SLO", 1, true), "and says so")
+end)
+
+-- issue 22 item 9: P/D ratio inputs that raised internal Lua errors
+T.test("serve_pd_ratio: clear messages", function()
+  local t = with { gpus = 4, decode = { parallel = { tp = 1 } }, slo = { ttft_s = 1 } }
+  t.prefill = { parallel = { tp = 0 } }
+  T.raises(function() hl.serve_pd_ratio(t) end, "hl.serve_pd_ratio field 'prefill.parallel.tp': 0 is not a whole number")
+  t.prefill = { parallel = { tp = 0 / 0 } }
+  T.raises(function() hl.serve_pd_ratio(t) end, "'prefill.parallel.tp': nan is not a whole number")
+  t.prefill = { parallel = 4 }
+  T.raises(function() hl.serve_pd_ratio(t) end, "'prefill.parallel': expected a table")
+  t.prefill, t.gpus = { parallel = { tp = 1 } }, 0 / 0
+  T.raises(function() hl.serve_pd_ratio(t) end, "hl.serve_pd_ratio field 'gpus': nan")
 end)
 
 T.done()

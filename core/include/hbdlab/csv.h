@@ -3,8 +3,8 @@
  * script writing rows), so a value has one form in every file:
  *   - text cells per RFC 4180: quoted when they hold a comma, a quote, CR or LF, or start or
  *     end with white space; quotes doubled; never cut;
- *   - integers in full ("%lld"), booleans true/false, other numbers "%.17g" (they read back
- *     exactly), an absent value as an empty cell;
+ *   - integers in full ("%lld"), booleans true/false, other numbers as the shortest decimal
+ *     that reads back to the same double (hl_csv_format_number), an absent value as an empty cell;
  *   - cells joined by ',', each row ended by "\n".
  * The text is built in memory; the caller writes it (result files: a temp file renamed into
  * place, so no half-written file is ever left). */
@@ -41,6 +41,12 @@ void hl_csv_bool(hl_csv *c, int32_t v);
 /* Value v of result field `field` (hbdlab/result.h) by its type: integer, boolean, the name
  * a name index stands for, or a number. */
 void hl_csv_result(hl_csv *c, int32_t field, double v);
+
+/* The shortest decimal text of v that strtod reads back to v exactly (Schubfach; among the
+ * shortest, the closest to v), laid out as "%.17g" lays out its digits (fixed notation for a
+ * decimal exponent in [-4, 17), else d.ddde+XX); "nan", "inf", "-inf", "0", "-0" for the
+ * special values. Writes at most 25 bytes and a NUL into out; returns the length. Thread-safe. */
+int32_t hl_csv_format_number(double v, char *out);
 
 /* Ends the row being written ("\n"). */
 void hl_csv_end_row(hl_csv *c);

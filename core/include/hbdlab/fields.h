@@ -35,17 +35,29 @@ typedef struct hl_field {
     double def;             /* default value (job fields; enums: the index), applied by hl_job_init */
 } hl_field;
 
+/* A friendly name of a field whose name carries its unit (hbm_gb = hbm_bytes / 1e9):
+ * accepted wherever the field is (Lua tables, JSON files, :with), set as value * factor. */
+typedef struct hl_field_alias {
+    const char *name;  /* "hbm_gb" */
+    const char *field; /* the SI field it sets: "hbm_bytes" */
+    double factor;     /* SI value = alias value * factor */
+} hl_field_alias;
+
 typedef struct hl_field_set {
     const char *kind; /* "gpu", "cluster", "model" */
     const hl_field *fields;
     int32_t count;
+    const hl_field_alias *aliases; /* NULL-name terminated; NULL = none */
 } hl_field_set;
+
+/* The alias `name` of the set; NULL when it is not one. */
+const hl_field_alias *hl_field_alias_find(const hl_field_set *set, const char *name);
 
 /* Looks a field up by name; NULL when absent. */
 const hl_field *hl_field_find(const hl_field_set *set, const char *name);
 
 /* Sets a numeric (double, int64, bool, enum-by-index) field after checking its
- * type, integrality and range. */
+ * type, integrality and range; an alias (hl_field_alias) sets its field. */
 hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double value, hl_err *err);
 
 /* hl_field_set_number for a descriptor already looked up in `set` (same checks). */

@@ -102,6 +102,8 @@ typedef struct hl_job {
     double spec_tokens;       /* draft tokens proposed per decode step (gamma) */
     double spec_accept;       /* probability that each draft token is accepted (alpha, i.i.d. per position) */
     double spec_draft_layers; /* target-shaped layers the drafter runs per draft token (MTP module / EAGLE head: 1) */
+    double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
+                                 the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
     /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
     double routing_skew;      /* Zipf exponent of expert popularity (0 = uniform) */
     int32_t eplb;             /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */

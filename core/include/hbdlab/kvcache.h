@@ -21,6 +21,10 @@ double hl_kv_bytes_per_token(const hl_model *m, hl_precision kv);
  * The linear-attention state is apart: hl_kv_state_bytes. */
 double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context);
 
+/* The part of hl_kv_bytes_sequence that is sparse attention's indexer keys
+ * (index_dim per token per attention layer); whole on every TP rank. */
+double hl_kv_index_bytes_sequence(const hl_model *m, hl_precision kv, double context);
+
 /* Linear attention's state per sequence per layer, elements: the recurrent
  * state linear_v_heads * k_dim * v_dim plus the convolution's last
  * (linear_conv - 1) inputs of its 2 k_heads * k_dim + v_heads * v_dim channels. */
@@ -38,7 +42,8 @@ double hl_kv_state_share_per_gpu(const hl_model *m, int64_t tp);
  * tp > kv_heads (each KV head then replicated on tp/kv_heads GPUs). MLA: 1 latent. */
 double hl_kv_heads_per_gpu(const hl_model *m, int64_t tp);
 
-/* Bytes per token per layer on one GPU under tensor parallelism tp. */
+/* Bytes per token per layer on one GPU under tensor parallelism tp that the
+ * attention kernel reads (K and V, or MLA's latent; not the indexer's key). */
 double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64_t tp);
 
 typedef struct hl_kv_capacity_in {

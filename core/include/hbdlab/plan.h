@@ -24,6 +24,7 @@ typedef struct hl_plan_in {
     double max_ttft;   /* s; 0 = no limit */
     int32_t max_batch; /* 1: each candidate runs at the largest batch that fits */
     int64_t max_tp;    /* 0 = up to the HBD size */
+    int32_t auto_plan; /* 1: parallel = "auto" (hl_job_resolve searches the mapping) */
 } hl_plan_in;
 
 typedef struct hl_candidate {
@@ -51,6 +52,22 @@ void hl_candidate_apply(const hl_candidate *c, hl_job *job);
  * sequence per data-parallel group misses them (*batch is then that minimum). */
 hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch, int32_t *meets,
                                   hl_err *err);
+
+/* The one resolver of a job's searches (hl.simulate, every point of hl.sweep,
+ * hbdlab eval): with in->auto_plan (parallel = "auto") the best mapping of
+ * hl_plan_search, each candidate at its largest batch within the limits when
+ * in->max_batch; else with in->max_batch (batch = "max") the largest batch that
+ * fits and, with max_ttft/max_tpot, keeps within them: HL_ENOFIT naming the
+ * times when even one sequence per data-parallel group misses them; else the
+ * job as given (a fixed batch is not searched: check its result with
+ * hl_plan_meets_limits). *job receives the job to run. The search's candidates
+ * go best first into cands (cap of them; cands may be NULL when cap = 0),
+ * their count into *ncand (0 without a search; ncand may be NULL). */
+hl_status hl_job_resolve(const hl_plan_in *in, hl_job *job, hl_candidate *cands, int32_t cap, int32_t *ncand,
+                         hl_err *err);
+
+/* 1 when the result keeps TTFT <= in->max_ttft and TPOT <= in->max_tpot (0 = no limit). */
+int32_t hl_plan_meets_limits(const hl_plan_in *in, const hl_result *r);
 
 /* Enumerates valid mappings (powers of two, dividing heads, experts, GPUs),
  * simulates each, and writes up to `cap` candidates best first into out.

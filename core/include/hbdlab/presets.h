@@ -27,6 +27,21 @@ hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err);
 hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err);
 hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err);
 
+/* The completion rules of an object built from fields, the one owner of what a
+ * Lua table (hl.gpu{...}, hl.cluster{...}, hl.model{...}) and a JSON object or
+ * file leave out; both loaders apply them after the fields:
+ * - gpu: name "custom" when none;
+ * - model: head_dim = hidden / heads (GQA) and kv_heads = heads when 0; name "custom" when none;
+ * - cluster: hbd = gpus when not given (the whole cluster one HBD); the name
+ *   "<gpu> xN hbdH" when none. `gpus` is required (hl_cluster_require_gpus). */
+void hl_gpu_complete(hl_gpu *g);
+void hl_model_complete(hl_model *m);
+void hl_cluster_complete(hl_cluster *c, int32_t hbd_given, int32_t name_given);
+
+/* The error of a table or file giving both a friendly alias and the field it sets
+ * (hbm_gb and hbm_bytes): HL_EINVAL when `also_given`, else HL_OK. */
+hl_status hl_field_alias_check(const hl_field_set *set, const hl_field_alias *alias, int32_t also_given, hl_err *err);
+
 /* Parses JSON text into an object; `origin` (a file name) prefixes errors.
  * Unknown keys are errors. A "base" key names a preset to start from. The text goes
  * through the JSON front end (hbdlab/json.h); a boolean field takes true/false only. */

@@ -80,6 +80,45 @@ void hl_point_from_job(const hl_job *job, hl_point *out);
  * not reached get status HL_EINTR). */
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
 
+/* ---- Streaming a sweep to CSV (core/src/sweep_csv.c) ------------------------------------
+ * Points are evaluated and their rows formatted (hbdlab/csv.h) on worker threads started once
+ * per call, in blocks of HL_SWEEP_CSV_BLOCK points; the calling thread hands the blocks' text to
+ * the sink in point order while the workers go on (at most a few blocks ahead, so memory stays
+ * bounded whatever the sweep's size). Row: the axis values (a batch axis value 0 as "max", a
+ * model/cluster/gpu by its name), then the columns, then an `error` cell (empty unless the point
+ * failed; a failed point's columns are empty). Points stopped by *in->cancel are left out. */
+enum { HL_SWEEP_CSV_BLOCK = 4096 };
+
+/* Receives consecutive text in order on the calling thread: the header row (when asked), then
+ * the rows of each block; points_done counts the points whose rows were handed over so far.
+ * Returns 0 to go on; anything else stops the stream (hl_sweep_csv then fails with HL_EIO). */
+typedef int32_t (*hl_csv_sink)(void *user, const char *text, int64_t len, int64_t points_done);
+
+typedef struct hl_sweep_csv_opts {
+    const int32_t *columns;   /* result field indices (hl_result_field_index); NULL: every field */
+    const double *scales;     /* per column factor (a friendly alias's unit); NULL: all 1 */
+    const char *const *names; /* header name per column; NULL: the fields' names */
+    int32_t n_columns;        /* entries in columns (ignored when columns is NULL) */
+    int32_t header;           /* 1: the header row first */
+    /* Ranks: evaluate only part `part` of `parts` (points [len part / parts, len (part + 1) /
+     * parts) of each block of len points); the sink is still called once per block, so every
+     * rank calls it equally often. 0 and 0: the whole block. */
+    int32_t part, parts;
+    hl_csv_sink sink;
+    void *user;
+} hl_sweep_csv_opts;
+
+/* Streams the points [in->first, in->first + in->count) (count 0: all from first) to
+ * o->sink; *rows receives the rows handed over. HL_EINTR when *in->cancel stopped it (the rows
+ * done were handed over), HL_EIO when the sink refused text. */
+hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_t *rows, hl_err *err);
+
+/* The same into the file `path` (o->sink and o->user are ignored): written to a temp file beside
+ * it and renamed into place, so no half-written file is left; the header row is always written.
+ * When cancelled, the rows done are kept (the file is renamed) and HL_EINTR returned. */
+hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, const char *path, int64_t *rows,
+                            hl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

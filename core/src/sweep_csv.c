@@ -1,0 +1,341 @@
+/* Streaming a sweep to CSV (hbdlab/sweep.h, hl_sweep_csv): a pool of worker threads, started
+ * once per call, claims blocks of points in order, evaluates each point and formats its row
+ * into the block's slot; the calling thread waits on a condition variable (no polling) for the
+ * next block in order, hands its text to the sink and frees the slot. At most SLOTS_PER_THREAD
+ * blocks per worker are in flight, so memory is bounded by the slots, not by the sweep. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err_int.h"
+#include "hbdlab/csv.h"
+#include "hbdlab/result.h"
+#include "sweep_int.h"
+
+enum { SLOTS_PER_THREAD = 3, MAX_THREADS = 256 };
+
+typedef struct slot {
+    hl_csv csv;     /* the rows of the block */
+    int64_t rows;   /* rows in csv */
+    int64_t points; /* points of this process in the block */
+    int ready;      /* 1: formatted, waiting for the writer */
+} slot;
+
+typedef struct stream {
+    const hl_sweep_in *in;
+    const hl_sweep_plan *plan;
+    const hl_sweep_csv_opts *o;
+    const int32_t *cols; /* o->columns, or every field */
+    int32_t ncols;
+    int64_t first, n, nblocks;
+    slot *slots;
+    int64_t nslots;
+    pthread_mutex_t mu;
+    pthread_cond_t ready_cv; /* a slot became ready, or a worker left */
+    pthread_cond_t free_cv;  /* the writer freed a slot, or the stream stops */
+    int64_t next_claim;      /* the next block a worker takes */
+    int64_t next_write;      /* the next block the writer hands over */
+    int active;              /* workers still in their loop */
+    int stop;                /* the sink refused text or memory ran out: everyone stops */
+} stream;
+
+static int cancelled(const stream *s) { return s->in->cancel && *s->in->cancel; }
+
+/* One axis value cell of point `index`'s row. */
+static void axis_cell(hl_csv *csv, const hl_axis *ax, int64_t k)
+{
+    if (ax->kind == HL_AXIS_NUMBER && ax->numbers[k] == 0 && strcmp(ax->name, "batch") == 0)
+        hl_csv_text(csv, "max"); /* a batch axis value "max" travels as 0 */
+    else if (ax->kind == HL_AXIS_NUMBER)
+        hl_csv_number(csv, ax->numbers[k]);
+    else
+        hl_csv_text(csv, ax->kind == HL_AXIS_STRING  ? ax->strings[k]
+                         : ax->kind == HL_AXIS_MODEL ? ax->models[k].name
+                         : ax->kind == HL_AXIS_GPU   ? ax->gpus[k].name
+                                                     : ax->clusters[k].name);
+}
+
+static void format_row(const stream *s, int64_t index, const hl_point *p, hl_csv *csv)
+{
+    const hl_sweep_in *in = s->in;
+    int64_t value_index[HL_SWEEP_MAX_AXES];
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
+    for (int32_t a = 0; a < in->n_axes; a++)
+        axis_cell(csv, &in->axes[a], value_index[a]);
+    for (int32_t c = 0; c < s->ncols; c++) {
+        if (p->status == HL_OK)
+            hl_csv_result(csv, s->cols[c], p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1));
+        else
+            hl_csv_empty(csv);
+    }
+    if (p->status != HL_OK)
+        hl_csv_text(csv, p->error);
+    else
+        hl_csv_empty(csv); /* the error column */
+    hl_csv_end_row(csv);
+}
+
+/* This process's points of block b: [*lo, *hi). */
+static void block_range(const stream *s, int64_t b, int64_t *lo, int64_t *hi)
+{
+    int64_t start = s->first + b * HL_SWEEP_CSV_BLOCK;
+    int64_t len = s->first + s->n - start < HL_SWEEP_CSV_BLOCK ? s->first + s->n - start : HL_SWEEP_CSV_BLOCK;
+    if (s->o->parts > 1) {
+        *lo = start + len * s->o->part / s->o->parts;
+        *hi = start + len * (s->o->part + 1) / s->o->parts;
+    } else {
+        *lo = start;
+        *hi = start + len;
+    }
+}
+
+/* Evaluates and formats block b into sl (job/have: the thread's reusable job). */
+static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, int *have, hl_point *p)
+{
+    int64_t lo, hi;
+    block_range(s, b, &lo, &hi);
+    hl_csv_clear(&sl->csv);
+    sl->rows = 0;
+    sl->points = hi - lo;
+    for (int64_t i = lo; i < hi; i++) {
+        if (cancelled(s))
+            break; /* the points not reached are left out */
+        hl_sweep_eval_point(s->in, s->plan, i, job, have, p);
+        format_row(s, i, p, &sl->csv);
+        sl->rows++;
+        if (s->in->progress)
+            __atomic_add_fetch(s->in->progress, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *worker(void *arg)
+{
+    stream *s = arg;
+    hl_job job;
+    hl_point point;
+    int have = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->stop && !cancelled(s) && s->next_claim < s->nblocks && s->next_claim >= s->next_write + s->nslots)
+            pthread_cond_wait(&s->free_cv, &s->mu);
+        if (s->stop || cancelled(s) || s->next_claim >= s->nblocks) {
+            s->active--;
+            pthread_cond_broadcast(&s->ready_cv);
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        int64_t b = s->next_claim++;
+        slot *sl = &s->slots[b % s->nslots];
+        pthread_mutex_unlock(&s->mu);
+        produce(s, b, sl, &job, &have, &point);
+        pthread_mutex_lock(&s->mu);
+        sl->ready = 1;
+        pthread_cond_broadcast(&s->ready_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Hands slot text to the sink; 0 on success (else the stream stops). */
+static int deliver(stream *s, const slot *sl, int64_t *rows, int64_t *done)
+{
+    *rows += sl->rows;
+    *done += sl->points;
+    if (sl->csv.failed)
+        return -1;
+    return s->o->sink(s->o->user, sl->csv.text ? sl->csv.text : "", sl->csv.len, *done) != 0 ? -2 : 0;
+}
+
+static hl_status write_header(const stream *s, hl_err *err)
+{
+    hl_csv h;
+    hl_csv_init(&h);
+    for (int32_t a = 0; a < s->in->n_axes; a++)
+        hl_csv_text(&h, s->in->axes[a].name);
+    for (int32_t c = 0; c < s->ncols; c++)
+        hl_csv_text(&h, s->o->names ? s->o->names[c] : hl_result_field_at(s->cols[c])->name);
+    hl_csv_text(&h, "error");
+    hl_csv_end_row(&h);
+    int bad = h.failed ? 1 : s->o->sink(s->o->user, h.text, h.len, 0) != 0 ? 2 : 0;
+    hl_csv_free(&h);
+    if (bad)
+        return bad == 1 ? hl_fail(err, HL_ENOMEM, "sweep csv: out of memory")
+                        : hl_fail(err, HL_EIO, "sweep csv: the output refused the header");
+    return HL_OK;
+}
+
+hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_t *rows, hl_err *err)
+{
+    *rows = 0;
+    int64_t total;
+    hl_status st = hl_sweep_count(in, &total, err);
+    if (st)
+        return st;
+    if (!o->sink)
+        return hl_fail(err, HL_EINVAL, "sweep csv: no sink");
+    int32_t all[HL_POINT_VALUES];
+    int32_t ncols = o->columns ? o->n_columns : HL_POINT_VALUES;
+    if (ncols < 1 || ncols > HL_POINT_VALUES)
+        return hl_fail(err, HL_EINVAL, "sweep csv: %d columns; allowed 1..%d", (int)ncols, HL_POINT_VALUES);
+    for (int32_t c = 0; c < ncols; c++) {
+        all[c] = o->columns ? o->columns[c] : c;
+        if (!hl_result_field_at(all[c]))
+            return hl_fail(err, HL_EINVAL, "sweep csv: column %d is field %d; allowed 0..%d", (int)c, (int)all[c],
+                           HL_POINT_VALUES - 1);
+    }
+    if (o->parts < 0 || (o->parts > 0 && (o->part < 0 || o->part >= o->parts)))
+        return hl_fail(err, HL_EINVAL, "sweep csv: part %d of %d is not allowed", (int)o->part, (int)o->parts);
+    int64_t first = in->first, n = in->count > 0 ? in->count : total - first;
+    if (first < 0 || first > total || n < 0 || first + n > total)
+        return hl_fail(err, HL_EINVAL, "sweep csv: range [%lld, %lld) is outside the %lld points", (long long)first,
+                       (long long)(first + n), (long long)total);
+    stream s;
+    memset(&s, 0, sizeof s);
+    s.in = in;
+    s.o = o;
+    s.cols = all;
+    s.ncols = ncols;
+    s.first = first;
+    s.n = n;
+    s.nblocks = (n + HL_SWEEP_CSV_BLOCK - 1) / HL_SWEEP_CSV_BLOCK;
+    if (o->header && (st = write_header(&s, err)))
+        return st;
+    if (s.nblocks == 0)
+        return HL_OK;
+    hl_sweep_plan *pl;
+    if ((st = hl_sweep_plan_new(in, &pl, err)))
+        return st;
+    s.plan = pl;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = in->threads > 0 ? in->threads : (cpus > 0 ? cpus : 1);
+    threads = threads > MAX_THREADS ? MAX_THREADS : threads > s.nblocks ? s.nblocks : threads;
+    s.nslots = SLOTS_PER_THREAD * threads;
+    s.slots = calloc((size_t)s.nslots, sizeof *s.slots);
+    if (!s.slots) {
+        hl_sweep_plan_free(pl, in->n_axes);
+        return hl_fail(err, HL_ENOMEM, "sweep csv: out of memory");
+    }
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.ready_cv, NULL);
+    pthread_cond_init(&s.free_cv, NULL);
+    pthread_t tids[MAX_THREADS];
+    int started = 0;
+    for (int64_t t = 0; t < threads; t++) {
+        pthread_mutex_lock(&s.mu);
+        s.active++;
+        pthread_mutex_unlock(&s.mu);
+        if (pthread_create(&tids[started], NULL, worker, &s) == 0) {
+            started++;
+        } else {
+            pthread_mutex_lock(&s.mu);
+            s.active--;
+            pthread_mutex_unlock(&s.mu);
+        }
+    }
+    int64_t done = 0;
+    int bad = 0;        /* -1 out of memory, -2 the sink refused */
+    if (started == 0) { /* no thread could start: everything on this one, block by block */
+        hl_job job;
+        hl_point point;
+        int have = 0;
+        for (int64_t b = 0; b < s.nblocks && !bad && !cancelled(&s); b++) {
+            produce(&s, b, &s.slots[0], &job, &have, &point);
+            bad = deliver(&s, &s.slots[0], rows, &done);
+        }
+    } else {
+        for (int64_t b = 0; b < s.nblocks && !bad; b++) {
+            slot *sl = &s.slots[b % s.nslots];
+            pthread_mutex_lock(&s.mu);
+            /* block b is coming when it was claimed, or may still be while workers are left */
+            while (!sl->ready && (b < s.next_claim || s.active > 0))
+                pthread_cond_wait(&s.ready_cv, &s.mu);
+            int ready = sl->ready;
+            pthread_mutex_unlock(&s.mu);
+            if (!ready)
+                break; /* cancelled before anyone took it */
+            bad = deliver(&s, sl, rows, &done);
+            pthread_mutex_lock(&s.mu);
+            sl->ready = 0;
+            s.next_write = b + 1;
+            if (bad)
+                s.stop = 1;
+            pthread_cond_broadcast(&s.free_cv);
+            pthread_mutex_unlock(&s.mu);
+        }
+        pthread_mutex_lock(&s.mu);
+        s.stop = 1;
+        pthread_cond_broadcast(&s.free_cv);
+        pthread_mutex_unlock(&s.mu);
+        for (int t = 0; t < started; t++)
+            pthread_join(tids[t], NULL);
+    }
+    for (int64_t i = 0; i < s.nslots; i++)
+        hl_csv_free(&s.slots[i].csv);
+    free(s.slots);
+    pthread_cond_destroy(&s.free_cv);
+    pthread_cond_destroy(&s.ready_cv);
+    pthread_mutex_destroy(&s.mu);
+    hl_sweep_plan_free(pl, in->n_axes);
+    if (bad == -1)
+        return hl_fail(err, HL_ENOMEM, "sweep csv: out of memory");
+    if (bad)
+        return hl_fail(err, HL_EIO, "sweep csv: the output refused the rows");
+    if (cancelled(&s))
+        return hl_fail(err, HL_EINTR, "sweep interrupted");
+    return HL_OK;
+}
+
+/* ---- into a file ---- */
+
+static int32_t file_sink(void *user, const char *text, int64_t len, int64_t points_done)
+{
+    (void)points_done;
+    return len > 0 && fwrite(text, 1, (size_t)len, (FILE *)user) != (size_t)len ? -1 : 0;
+}
+
+hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, const char *path, int64_t *rows,
+                            hl_err *err)
+{
+    *rows = 0;
+    if (!path || !*path)
+        return hl_fail(err, HL_EINVAL, "sweep csv: no file name");
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return hl_fail(err, HL_ENOMEM, "sweep csv: out of memory");
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        return hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
+    }
+    hl_sweep_csv_opts fo = *o;
+    fo.header = 1;
+    fo.sink = file_sink;
+    fo.user = f;
+    hl_status st = hl_sweep_csv(in, &fo, rows, err);
+    int e = 0;
+    if (ferror(f) && !e)
+        e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !e)
+        e = errno ? errno : EIO;
+    if ((st == HL_OK || st == HL_EINTR) && !e && rename(tmp, path) != 0)
+        e = errno;
+    if ((st != HL_OK && st != HL_EINTR) || e) {
+        unlink(tmp);
+        free(tmp);
+        return st != HL_OK && st != HL_EINTR
+                   ? st
+                   : hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
+    }
+    free(tmp);
+    return st;
+}

@@ -1,0 +1,19 @@
+/* A sweep's bound axes (the plan, made once per sweep) and the evaluation of one point,
+ * shared by the in-memory sweep (sweep.c) and the CSV stream (sweep_csv.c). */
+#ifndef HL_SWEEP_INT_H
+#define HL_SWEEP_INT_H
+#include "hbdlab/sweep.h"
+
+typedef struct hl_sweep_plan hl_sweep_plan;
+
+/* Binds each axis to its field and checks every value once; *out is malloc'd
+ * (hl_sweep_plan_free(*out, in->n_axes)). */
+hl_status hl_sweep_plan_new(const hl_sweep_in *in, hl_sweep_plan **out, hl_err *err);
+void hl_sweep_plan_free(hl_sweep_plan *pl, int32_t n_axes);
+
+/* Evaluates point i into *p (its status and message on failure). *job is the calling
+ * thread's job, *have 1 when it holds the previous point bound without error (then it is
+ * reused when the plan allows); both start 0 on a new thread. */
+void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, int *have,
+                         hl_point *p);
+#endif

@@ -1,0 +1,949 @@
+-- hl.frontier: the Pareto frontier of output tokens/s per GPU against tokens/s per user
+-- (interactivity) over every serving configuration of one or more systems, aggregated and
+-- disaggregated. The search enumerates mappings and loads, evaluates each with the analytical
+-- steady state of hl.serve (and hl.simulate for decode pools), keeps the non-dominated points and
+-- confirms those on or near the frontier with hl.serve's simulation. docs/MODEL.md section 13.
+local core = require "hbdlab.core"
+
+local M = {}
+
+-- The frontier's field table: one row per field (name, default, help). Checking a call, the
+-- defaults, hl.help "frontier" and the JSON form (hbdlab frontier cfg.json) all read it.
+M.fields = {
+  { "model", nil, "model: a preset name or object (required)" },
+  { "systems", nil, "a cluster (object, preset name, or hl.cluster fields with an optional name) or a list of them (required)" },
+  { "precision", "fp8", "a precision or a list of them (each system x precision is its own curve)" },
+  { "framework", nil, "serving framework profile (trtllm, vllm, sglang); none = the ideal roofline" },
+  { "input", 1024, "prompt tokens: a number or a length distribution as in hl.serve" },
+  { "output", 1024, "output tokens: a number or a length distribution as in hl.serve" },
+  { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },
+  { "modes", { "agg", "disagg" }, "serving modes to search: agg (one pool per instance), disagg (prefill and decode instances)" },
+  { "max_tp", 0, "largest tensor-parallel size (0 = the system's HBD size)" },
+  { "max_pp", 1, "largest pipeline-parallel size (1: a serving step with pipeline stages and prompt chunks is timed " ..
+    "optimistically today, docs/MODEL.md section 14)" },
+  { "concurrency", nil, "per-instance concurrencies to try (default 1, 2, 4, ... until the instance is full)" },
+  { "prefill_load", { 0.3, 0.5, 0.7, 0.85, 0.95 }, "prefill instance utilisations to try (fractions of its saturation rate)" },
+  { "serve", nil, "extra hl.serve fields applied to every configuration (max_seqs, token_budget, chunk, block_tokens, ...)" },
+  { "simulate", 24, "how many points on or near each frontier hl.serve simulates to confirm (0 = none)" },
+  { "near", 0.05, "a point within this fraction of the frontier's tokens/s per GPU is 'near' it (simulated too)" },
+  { "requests", 600, "requests per confirming simulation (per instance for agg)" },
+  { "out", nil, "path stem: writes STEM_points.csv, STEM.json, STEM.png (frontier) and STEM_cost.png" },
+  { "progress", false, "a progress line on stderr" },
+}
+
+local field_names, field_default = {}, {}
+for i, f in ipairs(M.fields) do
+  field_names[i] = f[1]
+  field_default[f[1]] = f[2]
+end
+
+-- Columns of a point in CSV (and flat rows): the search's result fields first, then the configuration.
+-- Membership of a Pareto set is a property of the whole search, not of a shard's points: it is in
+-- the JSON and the Lua result (p.pareto, r.pareto), not in the points CSV that shards merge into.
+M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
+              "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
+              "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
+              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "redundant_experts" }
+
+local function fail(msg, level) error("hl.frontier: " .. msg, (level or 1) + 1) end
+
+local function list_of(v)
+  if type(v) == "table" and getmetatable(v) == nil and #v > 0 then return v end
+  return { v }
+end
+
+local function pow2_upto(n)
+  local out, v = {}, 1
+  while v <= n do out[#out + 1] = v; v = v * 2 end
+  return out
+end
+
+local function copy(t)
+  local o = {}
+  for k, v in pairs(t or {}) do o[k] = v end
+  return o
+end
+
+-- A system: a cluster object and its display name.
+local function system_of(hl, s, i)
+  local name
+  if type(s) == "table" and getmetatable(s) == nil then
+    local t = copy(s)
+    name, t.name = t.name, nil
+    local ok, c = pcall(hl.cluster, t)
+    if not ok then fail(string.format("systems[%d]: %s", i, tostring(c)), 3) end
+    s = c
+  elseif type(s) == "string" then
+    local ok, c = pcall(hl.cluster, s)
+    if not ok then fail(string.format("systems[%d]: %s", i, tostring(c)), 3) end
+    name, s = s, c
+  elseif type(s) ~= "userdata" then
+    fail(string.format("systems[%d]: expected a cluster, a preset name or a table of cluster fields, got %s", i, type(s)), 3)
+  end
+  name = name or string.format("%dx%s HBD%d", s.gpus, s.gpu.name, s.hbd)
+  return { cluster = s, name = name, gpus = s.gpus, hbd = s.hbd }
+end
+
+-- Instance mappings of a model on a system: TP (powers of two up to max_tp, dividing the heads) x
+-- PP (powers of two) x, for MoE models, attention DP (powers of two) with EP = 1 (experts sharded
+-- by TP) or EP = TP x DP (wide EP: every GPU of a stage holds its own experts, as vLLM's
+-- --enable-expert-parallel and SGLang's DP attention deploy it). Experts that do not divide EP get
+-- the fewest redundant experts that make them divide (at most a quarter more; DeepSeek-V3's own
+-- deployment adds 32 to 256).
+local function mappings(model, sys, opt)
+  local G, out = sys.gpus, {}
+  local max_tp = opt.max_tp > 0 and opt.max_tp or sys.hbd
+  local experts = model.experts or 0
+  for _, tp in ipairs(pow2_upto(math.min(G, max_tp))) do
+    if model.heads % tp == 0 then
+      for _, pp in ipairs(pow2_upto(math.min(opt.max_pp, G // tp))) do
+        if pp <= model.layers then
+          local dps = experts > 0 and pow2_upto(G // (tp * pp)) or { 1 }
+          for _, dp in ipairs(dps) do
+            local eps = experts > 0 and (tp * dp > 1 and { 1, tp * dp } or { 1 }) or { 1 }
+            for _, ep in ipairs(eps) do
+              local r = 0
+              if experts > 0 and experts % ep ~= 0 then
+                r = ep - experts % ep
+                if r > experts / 4 then r = nil end
+              end
+              -- TP-sharded experts with attention DP would be a second copy of a mapping
+              if r and not (ep == 1 and dp > 1) then
+                out[#out + 1] = { tp = tp, pp = pp, dp = dp, ep = ep, gpus = tp * pp * dp, redundant = r }
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+local function parallel_of(m)
+  return { tp = m.tp, pp = m.pp, dp = m.dp, ep = m.ep, gpus = m.gpus }
+end
+
+-- The hl.serve fields of one instance of mapping m (everything a re-run needs).
+local function instance_fields(base, sys, m)
+  local t = copy(base)
+  t.cluster = sys.cluster
+  t.parallel = parallel_of(m)
+  if m.redundant and m.redundant > 0 then t.redundant_experts = m.redundant end
+  return t
+end
+
+-- Cost of a served point: USD per GPU-second and watts per GPU of the cost model (core/src/cost.c,
+-- docs/MODEL.md section 11) at the point's mapping and batch, from the static job of the same shape:
+-- the job's whole bill over its GPU-seconds. nil when the GPU's price or power is unknown.
+local function cost_rates(hl, fields, batch)
+  local t = copy(fields)
+  t.mode, t.concurrency, t.rate, t.requests, t.max_seqs, t.token_budget, t.chunk = nil, nil, nil, nil, nil, nil, nil
+  t.block_tokens, t.chunked_prefill, t.warmup, t.slo, t.arrival, t.seed = nil, nil, nil, nil, nil, nil
+  t.batch = math.max(1, math.floor(batch))
+  if type(t.input) == "table" then t.input = math.floor(t.input.mean or t.input.max or 1024) end
+  if type(t.output) == "table" then t.output = math.floor(t.output.mean or t.output.max or 1024) end
+  local ok, r = pcall(hl.simulate, t)
+  if not ok or r.usd_per_mtok == nil or r.usd_per_mtok ~= r.usd_per_mtok then return nil end
+  local tokens = t.batch * t.output
+  local gpu_s = r.total_s * t.parallel.gpus
+  if not (gpu_s > 0) then return nil end
+  local usd = r.usd_per_mtok * tokens / 1e6
+  local joules = r.joules_per_token and r.joules_per_token * tokens
+  return { usd_per_gpu_s = usd / gpu_s, w_per_gpu = joules and joules / gpu_s }
+end
+
+local function priced(p, rates)
+  if rates and p.tps_per_gpu > 0 then
+    p.usd_per_mtok = rates.usd_per_gpu_s / p.tps_per_gpu * 1e6
+    p.joules_per_token = rates.w_per_gpu and rates.w_per_gpu / p.tps_per_gpu
+  end
+  return p
+end
+
+local last_progress = 0
+local function progress_line(on, done, total, what)
+  if not on then return end
+  local now = os.clock()
+  if done < total and now - last_progress < 0.2 then return end
+  last_progress = now
+  io.stderr:write(string.format("\rfrontier: %d/%d %s   ", done, total, what))
+  if done == total then io.stderr:write("\n") end
+end
+
+-- A configuration that cannot run (does not fit, a mapping the model refuses) is skipped; its
+-- message is counted so that a search with nothing to show says why (an input error repeats
+-- on every configuration). Ctrl-C goes through.
+local function note_error(ctx, msg)
+  msg = tostring(msg)
+  if msg:find("interrupted!", 1, true) then error(msg, 0) end
+  msg = msg:gsub("^[^:]*:%d+: ", "")
+  ctx.errors[msg] = (ctx.errors[msg] or 0) + 1
+end
+
+local function most_frequent(errors)
+  local best, n = nil, 0
+  for m, k in pairs(errors) do if k > n or (k == n and m < best) then best, n = m, k end end
+  return best
+end
+
+local function mean_length(v)
+  if type(v) == "number" then return v end
+  if type(v) == "table" then
+    if v.mean then return v.mean end
+    if v.min and v.max then return (v.min + v.max) / 2 end
+  end
+  return nil
+end
+
+-- A prefill instance: its saturation rate (the highest Poisson rate whose analytical steady state of
+-- prompt-only requests is stable, by doubling and bisection) and TTFT at each load of opt.prefill_load.
+local function prefill_profile(hl, ctx, sys, prec, m)
+  local fields = instance_fields(ctx.base, sys, m)
+  fields.precision, fields.mode, fields.output = prec, "analytical", 1
+  local function at(rate)
+    local f = copy(fields)
+    f.rate = rate
+    local ok, r = pcall(hl.serve, f)
+    if not ok then
+      note_error(ctx, r)
+      return nil
+    end
+    return r
+  end
+  local lo, hi = 0, 1e-3
+  local r = at(hi)
+  if not r or not r.stable then return nil end
+  for _ = 1, 60 do
+    r = at(hi * 2)
+    if not r or not r.stable then break end
+    lo, hi = hi * 2, hi * 4
+  end
+  lo = math.max(lo, 1e-3)
+  hi = math.max(hi, lo * 2)
+  for _ = 1, 30 do
+    if (hi - lo) <= 1e-3 * hi then break end
+    local mid = (lo + hi) / 2
+    r = at(mid)
+    if r and r.stable then lo = mid else hi = mid end
+  end
+  local prof = { m = m, sat = lo, loads = {} }
+  for _, u in ipairs(ctx.prefill_load) do
+    local rr = at(u * lo)
+    if rr and rr.stable then prof.loads[#prof.loads + 1] = { u = u, ttft_s = rr.ttft_s } end
+  end
+  if #prof.loads == 0 then return nil end
+  -- the KV hand-off of one mean prompt (serve.c's kv_transfer_time, through a one-request run)
+  local probe = copy(ctx.base)
+  probe.precision, probe.requests, probe.concurrency = prec, 1, 1
+  probe.input, probe.output = math.floor(ctx.input_mean + 0.5), 2
+  local pool = instance_fields({}, sys, m)
+  probe.disagg = { prefill = { parallel = pool.parallel, redundant_experts = pool.redundant_experts },
+                   decode = { parallel = pool.parallel, redundant_experts = pool.redundant_experts } }
+  probe.cluster = sys.cluster
+  local ok, pr = pcall(hl.serve, probe)
+  prof.kv_transfer_s = ok and pr.kv_transfer_s or nil
+  return prof
+end
+
+-- TTFT of a prefill instance at utilisation u: linear between the measured loads, the first below.
+local function ttft_at(prof, u)
+  local L = prof.loads
+  if u <= L[1].u then return L[1].ttft_s end
+  for i = 2, #L do
+    if u <= L[i].u then
+      local a, b = L[i - 1], L[i]
+      return a.ttft_s + (b.ttft_s - a.ttft_s) * (u - a.u) / (b.u - a.u)
+    end
+  end
+  return nil -- above the highest stable load tried
+end
+
+-- A decode instance at concurrency c: TPOT of c sequences decoding at the workload's context
+-- (hl.simulate's decode phase, which hl.serve equals at concurrency 1), its request rate
+-- c / ((output - 1) TPOT).
+local function decode_point(hl, ctx, sys, prec, m, c)
+  local t = instance_fields(ctx.base, sys, m)
+  t.precision, t.batch = prec, c
+  t.input, t.output = math.floor(ctx.input_mean + 0.5), math.max(2, math.floor(ctx.output_mean + 0.5))
+  for _, k in ipairs { "max_seqs", "token_budget", "chunk", "block_tokens", "chunked_prefill", "warmup", "seed", "slo" } do t[k] = nil end
+  local ok, r = pcall(hl.simulate, t)
+  if not ok then
+    note_error(ctx, r)
+    return nil
+  end
+  if not r.memory.fits then return nil end
+  return { m = m, c = c, tpot_s = r.tpot_s, rate = c / ((t.output - 1) * r.tpot_s), fields = t }
+end
+
+-- Aggregated points of one instance mapping: per-instance closed loops at concurrency c (analytical
+-- steady state); the system runs floor(G / instance GPUs) such instances behind a router, each with
+-- its own share of the users (a round-robin router of a closed population: every instance alike).
+local function agg_points(hl, ctx, sys, prec, m, out)
+  local fields = instance_fields(ctx.base, sys, m)
+  fields.precision = prec
+  fields.mode = "analytical"
+  local instances = sys.gpus // m.gpus
+  local loads = ctx.concurrency or pow2_upto(4096)
+  local rates = nil
+  for _, c in ipairs(loads) do
+    local f = copy(fields)
+    f.concurrency = c
+    -- the scheduler admits the whole population (max_seqs >= the concurrency, and at least the
+    -- default 256: the steady state counts the request itself beside c others decoding)
+    if not ctx.base.max_seqs then f.max_seqs = math.max(256, c + m.dp) end
+    local ok, r = pcall(hl.serve, f)
+    if not ok then
+      note_error(ctx, r)
+      break
+    end
+    if not r.stable then break end
+    -- a physical bound: c users decoding one token per TPOT of a decode-only batch of c cannot
+    -- produce more than c / TPOT(c) tokens/s (prefill work only slows them). An analytical point
+    -- above it (the steady state's known weakness with pipeline stages and chunks) is replaced by
+    -- hl.serve's simulation of the same configuration when the search simulates, else dropped.
+    local dec = decode_point(hl, ctx, sys, prec, m, c)
+    local bound = dec and c / dec.tpot_s
+    local suspect = bound and r.output_tps > 1.02 * bound
+    if suspect then
+      ctx.suspect = (ctx.suspect or 0) + 1
+      if ctx.simulate then
+        local sf = copy(f)
+        sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
+        local ok2, s2 = pcall(hl.serve, sf)
+        if not ok2 then
+          if tostring(s2):find("interrupted!", 1, true) then error(s2, 0) end
+          goto continue
+        end
+        rates = rates or cost_rates(hl, fields, c)
+        out[#out + 1] = priced({
+          system = sys.name, precision = prec, mode = "agg", tps_per_gpu = s2.output_tps_per_gpu,
+          tps_per_user = 1 / s2.tpot_s.mean, ttft_p50_s = s2.ttft_s.p50, ttft_p90_s = s2.ttft_s.p90,
+          tpot_s = s2.tpot_s.mean, rps = s2.rps * instances, gpus_used = m.gpus * instances, simulated = true,
+          tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
+          redundant_experts = m.redundant, config = sf,
+        }, rates)
+      end
+      goto continue
+    end
+    rates = rates or cost_rates(hl, fields, c)
+    out[#out + 1] = priced({
+      system = sys.name, precision = prec, mode = "agg", tps_per_gpu = r.output_tps_per_gpu,
+      tps_per_user = 1 / r.tpot_s, ttft_p50_s = r.ttft_s, ttft_p90_s = r.ttft_s, tpot_s = r.tpot_s,
+      rps = r.rate * instances, gpus_used = m.gpus * instances, simulated = false,
+      tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
+      redundant_experts = m.redundant, config = f,
+    }, rates)
+    ::continue::
+  end
+end
+
+-- Disaggregated points: for each decode candidate (mapping, concurrency), the prefill profile and
+-- instance counts that give the most tokens/s per GPU (x prefill instances at rate <= x u sat,
+-- y decode instances at y rate_d, x g_p + y g_d <= G), once overall and once within the SLO's TTFT.
+-- The prefill choices tried are the best few by GPU-seconds per request (the continuous optimum
+-- does not depend on the decode candidate); what this pruning can miss: docs/MODEL.md 13.
+local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
+  local G = sys.gpus
+  local best_any, best_slo
+  local limit = ctx.slo and ctx.slo.ttft_s
+  for _, pr in ipairs(profiles) do
+    local gp, gd = pr.m.gpus, d.m.gpus
+    for x = 1, (G - gd) // gp do
+      local pcap = x * pr.sat
+      local y0 = math.max(1, math.floor(pcap / d.rate))
+      for y = y0, y0 + 1 do
+        if x * gp + y * gd <= G then
+          local rate = math.min(pcap * pr.loads[#pr.loads].u, y * d.rate)
+          local u = rate / pcap
+          local ttft = ttft_at(pr, u)
+          if ttft and rate > 0 then
+            ttft = ttft + (pr.kv_transfer_s or 0)
+            local used = x * gp + y * gd
+            local p = {
+              system = sys.name, precision = prec, mode = "disagg",
+              tps_per_gpu = rate * ctx.output_mean / used, tps_per_user = 1 / d.tpot_s,
+              ttft_p50_s = ttft, ttft_p90_s = ttft, tpot_s = d.tpot_s, rps = rate, gpus_used = used,
+              simulated = false, tp = d.m.tp, pp = d.m.pp, ep = d.m.ep, dp = d.m.dp, instance_gpus = gd,
+              instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
+              p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
+              _prefill = pr, _decode = d,
+            }
+            if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end
+            if limit and ttft <= limit and (not best_slo or p.tps_per_gpu > best_slo.tps_per_gpu) then best_slo = p end
+          end
+        end
+      end
+    end
+  end
+  if best_any then out[#out + 1] = best_any end
+  if best_slo and best_slo ~= best_any then out[#out + 1] = best_slo end
+end
+
+-- hl.serve fields that reproduce a disaggregated point: y decode instances and x prefill instances
+-- as the two pools (each pool's GPUs its instances together), at the point's rate.
+local function disagg_config(ctx, sys, p, requests)
+  local pr, d = p._prefill, p._decode
+  local f = copy(ctx.base)
+  f.cluster, f.precision = sys.cluster, p.precision
+  local pp = parallel_of(pr.m)
+  pp.gpus, pp.dp = pr.m.gpus * p.p_instances, pr.m.dp * p.p_instances
+  local dp = parallel_of(d.m)
+  dp.gpus, dp.dp = d.m.gpus * p.d_instances, d.m.dp * p.d_instances
+  f.disagg = { prefill = { parallel = pp }, decode = { parallel = dp } }
+  if pr.m.redundant > 0 then f.disagg.prefill.redundant_experts = pr.m.redundant end
+  if d.m.redundant > 0 then f.disagg.decode.redundant_experts = d.m.redundant end
+  f.rate, f.requests = p.rps, requests
+  if not ctx.base.max_seqs then f.max_seqs = math.max(256, (p.concurrency + 1) * p.d_instances) end
+  return f
+end
+
+-- Pareto set of a group: the points no other point of the group dominates (at least as many
+-- tokens/s per user and per GPU, more of one). Sorted by tokens/s per user descending, a point is
+-- kept when its tokens/s per GPU beats every point before it (equal points are all kept).
+function M.pareto(points)
+  local idx = {}
+  for i = 1, #points do idx[i] = i end
+  table.sort(idx, function(a, b)
+    local pa, pb = points[a], points[b]
+    if pa.tps_per_user ~= pb.tps_per_user then return pa.tps_per_user > pb.tps_per_user end
+    if pa.tps_per_gpu ~= pb.tps_per_gpu then return pa.tps_per_gpu > pb.tps_per_gpu end
+    return a < b
+  end)
+  local keep, best_y, last = {}, -math.huge, nil
+  for _, i in ipairs(idx) do
+    local p = points[i]
+    if p.tps_per_gpu > best_y then
+      keep[#keep + 1] = p
+      best_y, last = p.tps_per_gpu, p
+    elseif last and p.tps_per_gpu == last.tps_per_gpu and p.tps_per_user == last.tps_per_user then
+      keep[#keep + 1] = p
+    end
+  end
+  return keep
+end
+
+local function group_key(p) return p.system .. "|" .. p.precision .. "|" .. p.mode end
+
+local function meets(p, slo)
+  if not slo then return true end
+  if slo.ttft_s and not (p.ttft_p90_s <= slo.ttft_s) then return false end
+  if slo.tpot_s and not (p.tpot_s <= slo.tpot_s) then return false end
+  if slo.tps_per_user and not (p.tps_per_user >= slo.tps_per_user) then return false end
+  return true
+end
+
+-- The best tokens/s per GPU a frontier reaches at interactivity >= x (nil beyond its reach).
+local function reach(front, x)
+  local y
+  for _, p in ipairs(front) do
+    if p.tps_per_user >= x and (not y or p.tps_per_gpu > y) then y = p.tps_per_gpu end
+  end
+  return y
+end
+
+-- Confirms a point by simulation: its numbers become hl.serve's (percentiles included).
+local function confirm(hl, ctx, sys, p)
+  p._rates = p._rates or (p.usd_per_mtok and { usd_per_gpu_s = p.usd_per_mtok * p.tps_per_gpu / 1e6,
+                                                w_per_gpu = p.joules_per_token and p.joules_per_token * p.tps_per_gpu })
+  local f
+  if p.mode == "agg" then
+    f = copy(p.config)
+    f.mode, f.requests = nil, ctx.requests
+  else
+    f = disagg_config(ctx, sys, p, ctx.requests)
+  end
+  local ok, r = pcall(hl.serve, f)
+  if not ok then
+    if tostring(r):find("interrupted!", 1, true) then error(r, 0) end
+    p.sim_error = tostring(r)
+    return
+  end
+  local scale = p.mode == "agg" and p.instances or 1
+  p.tps_per_gpu = r.output_tps_per_gpu
+  p.tps_per_user = 1 / r.tpot_s.mean
+  p.tpot_s = r.tpot_s.mean
+  p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
+  p.rps = r.rps * scale
+  p.simulated = true
+  p.config = f
+  if p.usd_per_mtok and p._rates then priced(p, p._rates) end
+end
+
+local function check(t)
+  if type(t) ~= "table" then fail("expects a table of fields", 3) end
+  core.check_fields(t, field_names, "hl.frontier")
+  if t.model == nil then fail("field 'model' is required (a preset name or a model object)", 3) end
+  if t.systems == nil then fail("field 'systems' is required (a cluster or a list of clusters)", 3) end
+  local o = {}
+  for _, n in ipairs(field_names) do
+    local v = t[n]
+    if v == nil then v = field_default[n] end
+    o[n] = v
+  end
+  for _, n in ipairs { "max_tp", "max_pp", "simulate", "requests" } do
+    local v = o[n]
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 1e6 then
+      fail(string.format("field '%s': %s is not allowed (a whole number in 0..1e6)", n, tostring(v)), 3)
+    end
+  end
+  if o.max_pp < 1 then fail("field 'max_pp': 0 is not allowed (at least 1)", 3) end
+  for _, n in ipairs { "max_tp", "max_pp" } do
+    local v = o[n]
+    if v > 0 and 2 ^ math.floor(math.log(v, 2) + 0.5) ~= v then
+      fail(string.format("field '%s': %d is not a power of two (the search tries powers of two)", n, v), 3)
+    end
+  end
+  if type(o.output) == "number" and o.output < 2 then
+    fail("field 'output': " .. tostring(o.output) .. " is not allowed (at least 2: tokens/s per user is 1 / TPOT)", 3)
+  end
+  if type(o.systems) == "table" and getmetatable(o.systems) == nil and next(o.systems) == nil then
+    fail("field 'systems': an empty list (give at least one cluster)", 3)
+  end
+  if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
+    fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
+  end
+  o.modes = list_of(o.modes)
+  for i, m in ipairs(o.modes) do
+    if m ~= "agg" and m ~= "disagg" then
+      fail(string.format("field 'modes'[%d]: '%s' is not one of agg, disagg", i, tostring(m)), 3)
+    end
+  end
+  if o.concurrency ~= nil then
+    o.concurrency = list_of(o.concurrency)
+    for i, c in ipairs(o.concurrency) do
+      if type(c) ~= "number" or c ~= math.floor(c) or c < 1 or c > 1e7 then
+        fail(string.format("field 'concurrency'[%d]: %s is not a whole number in 1..1e7", i, tostring(c)), 3)
+      end
+    end
+  end
+  o.prefill_load = list_of(o.prefill_load)
+  for i, u in ipairs(o.prefill_load) do
+    if type(u) ~= "number" or not (u > 0 and u < 1) then
+      fail(string.format("field 'prefill_load'[%d]: %s is not a fraction in (0, 1)", i, tostring(u)), 3)
+    end
+    if i > 1 and u <= o.prefill_load[i - 1] then fail("field 'prefill_load': must increase", 3) end
+  end
+  if o.slo ~= nil then
+    if type(o.slo) ~= "table" then fail("field 'slo': expected {ttft_s =, tpot_s =, tps_per_user =}", 3) end
+    core.check_fields(o.slo, { "ttft_s", "tpot_s", "tps_per_user" }, "hl.frontier field 'slo'")
+    for k, v in pairs(o.slo) do
+      if type(v) ~= "number" or not (v > 0 and v < math.huge) then
+        fail(string.format("field 'slo.%s': %s is not allowed (a number > 0)", k, tostring(v)), 3)
+      end
+    end
+  end
+  if o.serve ~= nil and type(o.serve) ~= "table" then fail("field 'serve': expected a table of hl.serve fields", 3) end
+  for _, k in ipairs { "model", "cluster", "parallel", "precision", "rate", "concurrency", "trace", "mode", "disagg", "input", "output" } do
+    if o.serve and o.serve[k] ~= nil then
+      fail("field 'serve." .. k .. "': the search sets it (give " .. k .. " at the top level, or not at all)", 3)
+    end
+  end
+  if o.out ~= nil and type(o.out) ~= "string" then fail("field 'out': expected a path stem (a string)", 3) end
+  return o
+end
+
+--- A point's hl.serve fields as plain values (JSON): the model by preset name (or its fields), the
+--- cluster as its fields (every cluster field of the core's table, the GPU by preset name).
+function M.plain_config(cfg)
+  if type(cfg) ~= "table" then return cfg end
+  local function object_fields(kind, obj)
+    local t = {}
+    for _, f in ipairs(core.fields(kind)) do
+      local v = obj[f.name]
+      if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then t[f.name] = v end
+    end
+    return t
+  end
+  local o = {}
+  for k, v in pairs(cfg) do
+    if type(v) == "userdata" and k == "cluster" then
+      o[k] = object_fields("cluster", v)
+      o[k].gpu = v.gpu.name
+    elseif type(v) == "userdata" and k == "model" then
+      o[k] = object_fields("model", v)
+    elseif type(v) == "table" then
+      o[k] = M.plain_config(v)
+    else
+      o[k] = v
+    end
+  end
+  return o
+end
+
+-- A flat row of a point (M.columns), for CSV.
+local function flat(p)
+  local r = {}
+  for _, c in ipairs(M.columns) do r[c] = p[c] end
+  return r
+end
+
+--- A result as plain values (the JSON of `hbdlab frontier --json` and of STEM.json): every point
+--- with its pareto flag and its hl.serve fields, the Pareto sets and best points, ratios, launch options.
+function M.plain(res)
+  local function plain(p)
+    local o = flat(p)
+    o.pareto, o.config = p.pareto, M.plain_config(p.config)
+    return o
+  end
+  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch }
+  for i, p in ipairs(res.points) do js.points[i] = plain(p) end
+  for k, list in pairs(res.pareto) do
+    js.pareto[k] = {}
+    for i, p in ipairs(list) do js.pareto[k][i] = plain(p) end
+  end
+  for k, p in pairs(res.best) do js.best[k] = plain(p) end
+  return js
+end
+
+local function write_outputs(hl, res, stem)
+  local rows = require "hbdlab.rows"
+  local flat_rows = {}
+  for i, p in ipairs(res.points) do flat_rows[i] = flat(p) end
+  -- the shard's block of the work list, for the fingerprint `hbdlab merge` checks
+  rows.block_of[flat_rows] = res.block
+  rows.write_csv(flat_rows, stem .. "_points.csv", M.columns)
+  local d = core.dist()
+  if d.count > 1 and not d.mpi then return end -- a shard writes its points only (hbdlab merge joins them)
+  local js = M.plain(res)
+  rows.write_atomic(stem .. ".json", core.json_encode(js, true) .. "\n")
+  local plot = require "hbdlab.plot"
+  plot.frontier { points = res.points, x = "tps_per_user", y = "tps_per_gpu", out = stem .. ".png",
+                  title = "Output tokens/s per GPU vs tokens/s per user" }
+  local priced_pts = {}
+  for _, p in ipairs(res.points) do if p.usd_per_mtok then priced_pts[#priced_pts + 1] = p end end
+  if #priced_pts > 0 then
+    plot.frontier { points = priced_pts, x = "tps_per_user", y = "usd_per_mtok", out = stem .. "_cost.png",
+                    title = "USD per million output tokens vs tokens/s per user", lower = true }
+  end
+end
+
+--- hl.frontier{ model =, systems = {...}, precision =, framework =, input =, output =, slo =,
+---              modes = {"agg", "disagg"}, ... } -> { points, pareto, best, ratios, launch }
+--- (hl.help "frontier" lists every field).
+function M.frontier(t)
+  local o = check(t)
+  local hl = require "hbdlab"
+  local model = o.model
+  if type(model) == "string" or (type(model) == "table" and getmetatable(model) == nil) then
+    local ok, m = pcall(hl.model, model)
+    if not ok then fail("field 'model': " .. tostring(m), 2) end
+    model = m
+  end
+  local systems = {}
+  local sys_list = (type(o.systems) == "table" and getmetatable(o.systems) == nil and #o.systems > 0) and o.systems or { o.systems }
+  for i, s in ipairs(sys_list) do systems[i] = system_of(hl, s, i) end
+  local precs = list_of(o.precision)
+  for i, pr in ipairs(precs) do
+    local ok = type(pr) == "string" and pcall(core.precision_bytes, pr)
+    if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, tostring(pr)), 2) end
+  end
+  -- system names are the curves' keys: a repeated name gets #2, #3, ...
+  local seen_names = {}
+  for _, sy in ipairs(systems) do
+    local nm, k = sy.name, 1
+    while seen_names[sy.name] do k = k + 1; sy.name = nm .. " #" .. k end
+    seen_names[sy.name] = true
+  end
+  local base = copy(o.serve)
+  base.model, base.input, base.output, base.framework = model, o.input, o.output, o.framework
+  local ctx = { base = base, concurrency = o.concurrency, prefill_load = o.prefill_load, slo = o.slo,
+                requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
+                input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {} }
+  if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
+  -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
+  local work = {}
+  local want = {}
+  for _, m in ipairs(o.modes) do want[m] = true end
+  for _, sys in ipairs(systems) do
+    local maps = mappings(model, sys, o)
+    for _, prec in ipairs(precs) do
+      for _, m in ipairs(maps) do
+        if want.agg and sys.gpus % m.gpus == 0 then work[#work + 1] = { sys = sys, prec = prec, mode = "agg", m = m } end
+        if want.disagg and 2 * m.gpus <= sys.gpus then work[#work + 1] = { sys = sys, prec = prec, mode = "disagg", m = m } end
+      end
+    end
+  end
+  local lo, hi = core.dist_block(#work)
+  local points, interrupted = {}, false
+  local profiles = {} -- per system|precision: prefill profiles (evaluated in every shard: they are few)
+  local function prefill_profiles(sys, prec)
+    local key = sys.name .. "|" .. prec
+    if profiles[key] then return profiles[key] end
+    local list = {}
+    for _, m in ipairs(mappings(model, sys, o)) do
+      if 2 * m.gpus <= sys.gpus then
+        local p = prefill_profile(hl, ctx, sys, prec, m)
+        if p then list[#list + 1] = p end
+      end
+    end
+    -- GPU-seconds per request at the highest load: the best few prefill choices
+    table.sort(list, function(a, b)
+      local ca, cb = a.m.gpus / (a.sat * a.loads[#a.loads].u), b.m.gpus / (b.sat * b.loads[#b.loads].u)
+      if ca ~= cb then return ca < cb end
+      return a.m.gpus < b.m.gpus
+    end)
+    local keep = {}
+    for i = 1, math.min(4, #list) do keep[i] = list[i] end
+    -- and the fastest prompt (lowest TTFT at the lightest load), for tight TTFT limits
+    local fastest
+    for _, p in ipairs(list) do if not fastest or p.loads[1].ttft_s < fastest.loads[1].ttft_s then fastest = p end end
+    if fastest then
+      local seen = false
+      for _, p in ipairs(keep) do if p == fastest then seen = true end end
+      if not seen then keep[#keep + 1] = fastest end
+    end
+    profiles[key] = keep
+    return keep
+  end
+  local ok, err = pcall(function()
+    for i = lo + 1, hi do
+      local w = work[i]
+      if w.mode == "agg" then
+        agg_points(hl, ctx, w.sys, w.prec, w.m, points)
+      else
+        local profs = prefill_profiles(w.sys, w.prec)
+        if #profs > 0 then
+          for _, c in ipairs(ctx.concurrency or pow2_upto(4096)) do
+            local d = decode_point(hl, ctx, w.sys, w.prec, w.m, c)
+            if not d then break end
+            disagg_points(hl, ctx, w.sys, w.prec, profs, d, points)
+          end
+        end
+      end
+      progress_line(o.progress, i - lo, hi - lo, "configurations")
+    end
+  end)
+  if not ok then
+    if tostring(err):find("interrupted!", 1, true) then
+      interrupted = true
+      io.stderr:write(string.format("\nfrontier interrupted: %d points kept\n", #points))
+      core.note_interrupted_sweep()
+    else
+      error(err, 0)
+    end
+  end
+  local d = core.dist()
+  if d.mpi then
+    -- every rank's points on every rank (in rank order), as a function-form sweep gathers rows
+    local mine = {}
+    for i, p in ipairs(points) do mine[i] = flat(p) end
+    local all = require("hbdlab.sweep").gather_rows(mine)
+    points = all
+  end
+  local sharded = d.count > 1 and not d.mpi
+  -- Pareto sets per system x precision x mode; then confirm the points on or near them
+  local groups, order = {}, {}
+  for _, p in ipairs(points) do
+    local k = group_key(p)
+    if not groups[k] then groups[k] = {}; order[#order + 1] = k end
+    table.insert(groups[k], p)
+  end
+  local function fronts()
+    local pareto = {}
+    for _, k in ipairs(order) do
+      pareto[k] = M.pareto(groups[k])
+    end
+    return pareto
+  end
+  local pareto = fronts()
+  if o.simulate > 0 and not sharded and not interrupted and not d.mpi then
+    local sys_by_name = {}
+    for _, s in ipairs(systems) do sys_by_name[s.name] = s end
+    local todo = {}
+    for _, k in ipairs(order) do
+      local front, picked = pareto[k], {}
+      for _, p in ipairs(front) do picked[p] = true end
+      -- near: within `near` of the frontier's tokens/s per GPU at the point's interactivity
+      for _, p in ipairs(groups[k]) do
+        local y = reach(front, p.tps_per_user)
+        if not picked[p] and y and p.tps_per_gpu >= (1 - o.near) * y then picked[p] = true end
+      end
+      local list = {}
+      for _, p in ipairs(groups[k]) do if picked[p] then list[#list + 1] = p end end
+      table.sort(list, function(a, b) return a.tps_per_user > b.tps_per_user end)
+      -- at most `simulate` per group, spread over the curve
+      local n = #list
+      local step = n > o.simulate and n / o.simulate or 1
+      local j = 1
+      while j <= n + 1e-9 do
+        todo[#todo + 1] = list[math.floor(j)]
+        j = j + step
+      end
+    end
+    local ok2, err2 = pcall(function()
+      for i, p in ipairs(todo) do
+        confirm(hl, ctx, sys_by_name[p.system], p)
+        progress_line(o.progress, i, #todo, "simulations")
+      end
+    end)
+    if not ok2 then
+      if tostring(err2):find("interrupted!", 1, true) then
+        interrupted = true
+        core.note_interrupted_sweep()
+      else
+        error(err2, 0)
+      end
+    end
+    pareto = fronts()
+  end
+  for _, p in ipairs(points) do p.pareto = false end
+  for _, k in ipairs(order) do for _, p in ipairs(pareto[k]) do p.pareto = true end end
+  -- the best point under the SLO per group: the highest tokens/s per GPU that meets it, confirmed
+  -- by simulation when the search simulates (the analytical TTFT is optimistic near saturation):
+  -- candidates are tried best first until a simulated one still meets the SLO (at most `simulate`)
+  local best, missing, overall = {}, {}, nil
+  local sys_of = {}
+  for _, s in ipairs(systems) do sys_of[s.name] = s end
+  local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
+  for _, k in ipairs(order) do
+    for _, p in ipairs(groups[k]) do
+      if not overall or p.tps_per_gpu > overall.tps_per_gpu then overall = p end
+    end
+    local b
+    local tries, skip = 0, {}
+    while true do
+      -- the point that meets the SLO with the most tokens/s per GPU, by the numbers known now
+      local top, top_sim
+      for _, p in ipairs(groups[k]) do
+        if meets(p, o.slo) and not skip[p] then
+          if not top or p.tps_per_gpu > top.tps_per_gpu then top = p end
+          if p.simulated and (not top_sim or p.tps_per_gpu > top_sim.tps_per_gpu) then top_sim = p end
+        end
+      end
+      if not top or top.simulated or not can_simulate then b = top; break end
+      if tries >= o.simulate then b = top_sim or top; break end
+      tries = tries + 1
+      local ok3, e3 = pcall(confirm, hl, ctx, sys_of[top.system], top)
+      if not ok3 then
+        if tostring(e3):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); b = top_sim; break end
+        error(e3, 0)
+      end
+      if not top.simulated then skip[top] = true end -- its simulation failed (p.sim_error): not a candidate
+    end
+    if b then best[k] = b else missing[#missing + 1] = k end
+  end
+  if can_simulate then
+    pareto = fronts()
+    for _, p in ipairs(points) do p.pareto = false end
+    for _, k in ipairs(order) do for _, p in ipairs(pareto[k]) do p.pareto = true end end
+  end
+  for _, p in ipairs(points) do
+    if p.mode == "disagg" and p._prefill and not p.config then p.config = disagg_config(ctx, sys_of[p.system], p, o.requests) end
+    p._prefill, p._decode, p._rates = nil, nil, nil
+  end
+  if next(best) == nil and not interrupted and not sharded then
+    if not overall then
+      fail("no configuration of " .. tostring(model.name) .. " could be evaluated on any system; the most frequent reason: " ..
+        tostring(most_frequent(ctx.errors) or "none of its mappings fits"), 2)
+    end
+    fail(string.format("no configuration meets the SLO (ttft_s %s, tpot_s %s, tps_per_user %s); the best found is %s %s %s " ..
+      "tp %d pp %d ep %d dp %d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g s, TPOT %.4g s",
+      tostring(o.slo and o.slo.ttft_s), tostring(o.slo and o.slo.tpot_s), tostring(o.slo and o.slo.tps_per_user),
+      overall.system, overall.precision, overall.mode, overall.tp, overall.pp, overall.ep, overall.dp,
+      overall.concurrency, overall.tps_per_gpu, overall.tps_per_user, overall.ttft_p90_s, overall.tpot_s), 2)
+  end
+  -- ratios at equal interactivity: disagg/agg per system x precision, and each system against the first
+  local ratios = {}
+  local xs = {}
+  if o.slo and o.slo.tps_per_user then xs[1] = o.slo.tps_per_user end
+  for _, v in ipairs { 10, 20, 50, 100, 200 } do if v ~= xs[1] then xs[#xs + 1] = v end end
+  for _, sys in ipairs(systems) do
+    for _, prec in ipairs(precs) do
+      local a, g = pareto[sys.name .. "|" .. prec .. "|agg"], pareto[sys.name .. "|" .. prec .. "|disagg"]
+      if a and g then
+        for _, x in ipairs(xs) do
+          local ya, yg = reach(a, x), reach(g, x)
+          if ya and yg then ratios[#ratios + 1] = { what = "disagg/agg", system = sys.name, precision = prec, tps_per_user = x, ratio = yg / ya } end
+        end
+      end
+    end
+  end
+  if #systems > 1 then
+    for _, prec in ipairs(precs) do
+      for _, mode in ipairs(o.modes) do
+        local ref = pareto[systems[1].name .. "|" .. prec .. "|" .. mode]
+        for s = 2, #systems do
+          local other = pareto[systems[s].name .. "|" .. prec .. "|" .. mode]
+          if ref and other then
+            for _, x in ipairs(xs) do
+              local y0, y1 = reach(ref, x), reach(other, x)
+              if y0 and y1 then
+                ratios[#ratios + 1] = { what = systems[s].name .. " / " .. systems[1].name, precision = prec, mode = mode,
+                                        tps_per_user = x, ratio = y1 / y0 }
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  local launch = {}
+  for k, p in pairs(best) do launch[k] = M.launch(p, model) end
+  local res = setmetatable({ points = points, pareto = pareto, best = best, missing = missing, ratios = ratios,
+                             launch = launch, interrupted = interrupted or nil, groups = order,
+                             -- a configuration yields any number of points: the count is not checked
+                             block = { lo, hi, #work, filtered = true } }, M.result_mt)
+  if o.out then write_outputs(hl, res, o.out) end
+  return res
+end
+
+--- The launch options a user would type for a point, in vLLM, SGLang and TensorRT-LLM terms: a
+--- translation of the point's configuration (names from each engine's documentation), not a guarantee.
+function M.launch(p, model)
+  local name = type(model) == "userdata" and model.name or tostring(model)
+  local moe = (p.ep or 1) > 1
+  local function one(tp, pp, dp, ep, conc)
+    local v = { string.format("vllm serve %s --tensor-parallel-size %d --pipeline-parallel-size %d", name, tp, pp) }
+    if dp > 1 then v[#v + 1] = string.format("--data-parallel-size %d", dp) end
+    if moe then v[#v + 1] = "--enable-expert-parallel" end
+    v[#v + 1] = string.format("--max-num-seqs %d --enable-chunked-prefill", math.max(1, math.ceil(conc / dp)))
+    local s = { string.format("python -m sglang.launch_server --model-path %s --tp-size %d", name, tp * dp) }
+    if pp > 1 then s[#s + 1] = string.format("--pp-size %d", pp) end
+    if dp > 1 then s[#s + 1] = string.format("--dp-size %d --enable-dp-attention", dp) end
+    if moe then s[#s + 1] = string.format("--ep-size %d", ep) end
+    s[#s + 1] = string.format("--max-running-requests %d", conc)
+    local t = { string.format("trtllm-serve %s --tp_size %d --pp_size %d", name, tp * dp, pp) }
+    if moe then t[#t + 1] = string.format("--ep_size %d", ep) end
+    t[#t + 1] = string.format("--max_batch_size %d", math.max(1, math.ceil(conc / dp)))
+    if dp > 1 then t[#t + 1] = "(extra_llm_api_options: enable_attention_dp: true)" end
+    return { vllm = table.concat(v, " "), sglang = table.concat(s, " "), trtllm = table.concat(t, " ") }
+  end
+  local out = { note = "a translation of the configuration into each engine's options, not a guarantee" }
+  if p.mode == "agg" then
+    out.instance = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    out.instances = p.instances
+  else
+    out.decode = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    out.prefill = one(p.p_tp, p.p_pp, p.p_dp, p.p_ep, 1)
+    out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
+    out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"
+    out.prefill_instances, out.decode_instances = p.p_instances, p.d_instances
+  end
+  return out
+end
+
+M.result_mt = {}
+M.result_mt.__index = M.result_mt
+M.result_mt.__tostring = function(r)
+  local lines = { string.format("frontier: %d points in %d curves%s", #r.points, #r.groups,
+    r.interrupted and " (interrupted: the points so far)" or "") }
+  for _, k in ipairs(r.groups) do
+    local f, b = r.pareto[k], r.best[k]
+    lines[#lines + 1] = string.format("  %-40s %3d on the frontier", k:gsub("|", " "), #f)
+    if b then
+      lines[#lines + 1] = string.format("    best: tp %d pp %d ep %d dp %d x%d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g ms%s",
+        b.tp, b.pp, b.ep, b.dp, b.instances, b.concurrency, b.tps_per_gpu, b.tps_per_user, b.ttft_p90_s * 1e3,
+        b.simulated and " (simulated)" or " (analytical)")
+    else
+      lines[#lines + 1] = "    best: none meets the SLO"
+    end
+  end
+  for _, q in ipairs(r.ratios) do
+    lines[#lines + 1] = string.format("  %s %s%s at %g tok/s/user: %.3gx", q.what, q.system and (q.system .. " ") or "",
+      q.precision .. (q.mode and (" " .. q.mode) or ""), q.tps_per_user, q.ratio)
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

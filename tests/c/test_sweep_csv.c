@@ -1,0 +1,260 @@
+/* Streaming a sweep to CSV (hl_sweep_csv, core/src/sweep_csv.c): the text equals the points of
+ * hl_sweep_run written row by row, in point order, over several blocks and threads; every number
+ * reads back to the point's double; error rows; a refusing sink, cancellation, ranks' parts, and
+ * the file form. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "jobs.h"
+
+enum { MAX_CALLS = 8 };
+
+/* What a sink was handed: all the text, and each call's text apart. */
+typedef struct text_sink {
+    char *all;
+    int64_t len;
+    char *call_text[MAX_CALLS];
+    int64_t call_len[MAX_CALLS];
+    int32_t calls;
+    int32_t refuse_at; /* refuse the call with this number (1-based); 0 never */
+    int64_t last_done;
+} text_sink;
+
+static void append(char **buf, int64_t *len, const char *text, int64_t n)
+{
+    char *t = realloc(*buf, (size_t)(*len + n + 1));
+    assert_non_null(t);
+    memcpy(t + *len, text, (size_t)n);
+    *len += n;
+    t[*len] = '\0';
+    *buf = t;
+}
+
+static int32_t collect(void *user, const char *text, int64_t len, int64_t points_done)
+{
+    text_sink *s = user;
+    s->calls++;
+    if (s->refuse_at && s->calls == s->refuse_at)
+        return -1;
+    if (points_done < s->last_done)
+        fail_msg("points_done went back: %lld after %lld", (long long)points_done, (long long)s->last_done);
+    s->last_done = points_done;
+    append(&s->all, &s->len, text, len);
+    if (s->calls <= MAX_CALLS) {
+        int64_t l = 0;
+        append(&s->call_text[s->calls - 1], &l, text, len);
+        s->call_len[s->calls - 1] = l;
+    }
+    return 0;
+}
+
+static void sink_free(text_sink *s)
+{
+    free(s->all);
+    for (int i = 0; i < MAX_CALLS; i++)
+        free(s->call_text[i]);
+    memset(s, 0, sizeof *s);
+}
+
+/* Llama-3.1-8B TP8 on 8 H100, batch 8; axes tp {8, 3} x input 1..5000: 10,000 points, three
+ * blocks of 4,096; tp = 3 does not divide the 32 heads, so half the points are error rows. */
+static const double TPS[] = {8, 3};
+static double inputs[5000];
+
+static hl_sweep_in sweep_in(hl_axis *axes)
+{
+    for (int i = 0; i < 5000; i++)
+        inputs[i] = 1 + i;
+    memset(axes, 0, 2 * sizeof *axes);
+    snprintf(axes[0].name, sizeof axes[0].name, "tp");
+    axes[0].kind = HL_AXIS_NUMBER;
+    axes[0].numbers = TPS;
+    axes[0].n = 2;
+    snprintf(axes[1].name, sizeof axes[1].name, "input");
+    axes[1].kind = HL_AXIS_NUMBER;
+    axes[1].numbers = inputs;
+    axes[1].n = 5000;
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = job_for("llama-3.1-8b", "H100-SXM", 8, 8);
+    in.base.batch = 8;
+    in.base.tp = 8;
+    in.base.output = 16;
+    in.axes = axes;
+    in.n_axes = 2;
+    in.threads = 2;
+    return in;
+}
+
+/* The expected text: a header, then per point its axis values, the columns, the error cell. */
+static void expected_text(const hl_sweep_in *in, const hl_point *pts, int64_t n, const int32_t *cols, int ncols,
+                          hl_csv *want)
+{
+    hl_csv_text(want, "tp");
+    hl_csv_text(want, "input");
+    for (int c = 0; c < ncols; c++)
+        hl_csv_text(want, hl_result_field_at(cols[c])->name);
+    hl_csv_text(want, "error");
+    hl_csv_end_row(want);
+    for (int64_t i = 0; i < n; i++) {
+        hl_csv_number(want, TPS[i / 5000]);
+        hl_csv_number(want, inputs[i % 5000]);
+        for (int c = 0; c < ncols; c++) {
+            if (pts[i].status == HL_OK)
+                hl_csv_result(want, cols[c], pts[i].v[cols[c]]);
+            else
+                hl_csv_empty(want);
+        }
+        if (pts[i].status == HL_OK)
+            hl_csv_empty(want);
+        else
+            hl_csv_text(want, pts[i].error);
+        hl_csv_end_row(want);
+    }
+    (void)in;
+}
+
+static void test_stream_equals_points(void **state)
+{
+    (void)state;
+    hl_axis axes[2];
+    hl_sweep_in in = sweep_in(axes);
+    int64_t n = 10000;
+    hl_point *pts = malloc(sizeof *pts * (size_t)n);
+    hl_err e;
+    assert_non_null(pts);
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    const int32_t cols[] = {hl_result_field_index("ttft_s"), hl_result_field_index("tps_per_gpu"),
+                            hl_result_field_index("memory.fits")};
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    o.columns = cols;
+    o.n_columns = 3;
+    o.header = 1;
+    o.sink = collect;
+    text_sink s;
+    memset(&s, 0, sizeof s);
+    o.user = &s;
+    int64_t rows = 0;
+    assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
+    assert_int_equal(rows, n);
+    assert_int_equal(s.calls, 1 + 3); /* the header, then 10,000 points in blocks of 4,096 */
+    assert_int_equal(s.last_done, n);
+    hl_csv want;
+    hl_csv_init(&want);
+    expected_text(&in, pts, n, cols, 3, &want);
+    assert_int_equal(s.len, want.len);
+    assert_string_equal(s.all, want.text);
+    /* every ttft_s cell reads back to the point's double, bit for bit */
+    const char *line = strchr(s.all, '\n') + 1;
+    for (int64_t i = 0; i < n; i++, line = strchr(line, '\n') + 1) {
+        const char *cell = strchr(strchr(line, ',') + 1, ',') + 1;
+        if (pts[i].status == HL_OK && strtod(cell, NULL) != pts[i].v[cols[0]])
+            fail_msg("point %lld: %.40s reads back as %.17g, not %.17g", (long long)i, cell, strtod(cell, NULL),
+                     pts[i].v[cols[0]]);
+        if (i == 5000) /* tp = 3: the error row */
+            assert_non_null(strstr(line, ",,,"));
+    }
+    hl_csv_free(&want);
+    sink_free(&s);
+    free(pts);
+}
+
+static void test_refusal_cancel_and_parts(void **state)
+{
+    (void)state;
+    hl_axis axes[2];
+    hl_sweep_in in = sweep_in(axes);
+    const int32_t cols[] = {hl_result_field_index("ttft_s")};
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    o.columns = cols;
+    o.n_columns = 1;
+    o.sink = collect;
+    text_sink s;
+    memset(&s, 0, sizeof s);
+    o.user = &s;
+    int64_t rows = 0;
+    hl_err e;
+    /* the sink refuses the second block: the stream stops there, HL_EIO */
+    s.refuse_at = 2;
+    assert_fails_with(hl_sweep_csv(&in, &o, &rows, &e), HL_EIO, &e, "refused");
+    assert_int_equal(s.calls, 2);
+    sink_free(&s);
+    /* cancelled before it starts: nothing handed over, HL_EINTR */
+    volatile int32_t cancel = 1;
+    in.cancel = &cancel;
+    assert_fails_with(hl_sweep_csv(&in, &o, &rows, &e), HL_EINTR, &e, "interrupted");
+    assert_int_equal(rows, 0);
+    assert_int_equal(s.len, 0);
+    in.cancel = NULL;
+    /* two ranks' parts: each sink is called once per block (3), and part 0 then part 1 of each
+     * block, block after block, is the whole text */
+    text_sink whole, part[2];
+    memset(&whole, 0, sizeof whole);
+    o.user = &whole;
+    assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
+    int64_t part_rows = 0;
+    for (int p = 0; p < 2; p++) {
+        memset(&part[p], 0, sizeof part[p]);
+        o.part = p;
+        o.parts = 2;
+        o.user = &part[p];
+        assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
+        assert_int_equal(part[p].calls, 3);
+        part_rows += rows;
+    }
+    assert_int_equal(part_rows, 10000);
+    char *joined = NULL;
+    int64_t jl = 0;
+    for (int b = 0; b < 3; b++)
+        for (int p = 0; p < 2; p++)
+            append(&joined, &jl, part[p].call_text[b], part[p].call_len[b]);
+    assert_int_equal(jl, whole.len);
+    assert_string_equal(joined, whole.all);
+    free(joined);
+    sink_free(&part[0]);
+    sink_free(&part[1]);
+    sink_free(&whole);
+    o.part = 2; /* not a part of 2 */
+    assert_fails_with(hl_sweep_csv(&in, &o, &rows, &e), HL_EINVAL, &e, "part 2 of 2");
+}
+
+static void test_file(void **state)
+{
+    (void)state;
+    hl_axis axes[2];
+    hl_sweep_in in = sweep_in(axes);
+    in.count = 100; /* the first 100 points */
+    char dir[] = "/tmp/hl_sweep_csv_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.csv", dir);
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o); /* every result field */
+    int64_t rows = 0;
+    hl_err e;
+    assert_ok(hl_sweep_csv_file(&in, &o, path, &rows, &e), &e);
+    assert_int_equal(rows, 100);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    assert_int_equal(lines, 101); /* the header and 100 rows */
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0); /* no temp file left beside it */
+    snprintf(path, sizeof path, "%s/no/such/dir.csv", dir);
+    assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EIO, &e, "cannot write");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_stream_equals_points),
+                                       cmocka_unit_test(test_refusal_cancel_and_parts), cmocka_unit_test(test_file)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

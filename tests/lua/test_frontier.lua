@@ -1,0 +1,151 @@
+-- hl.frontier: the Pareto sets are exactly the non-dominated points (on random point sets and on
+-- random searches), frontier points re-run through hl.serve reproduce their numbers, the best
+-- point meets the SLO, an impossible SLO names the best configuration found, bad input is named.
+local T = require "testlib"
+local hl = require "hbdlab"
+local F = require "hbdlab.frontier"
+
+local function dominates(a, b)
+  return a.tps_per_user >= b.tps_per_user and a.tps_per_gpu >= b.tps_per_gpu and
+         (a.tps_per_user > b.tps_per_user or a.tps_per_gpu > b.tps_per_gpu)
+end
+
+-- every kept point is dominated by none of the group; every dropped point by at least one
+local function check_pareto(points, kept, label)
+  local on = {}
+  for _, p in ipairs(kept) do on[p] = true end
+  for _, p in ipairs(points) do
+    local by
+    for _, q in ipairs(points) do if dominates(q, p) then by = q; break end end
+    if on[p] then
+      T.ok(by == nil, string.format("%s: a Pareto point (%g, %g) is dominated by (%g, %g)", label, p.tps_per_user,
+        p.tps_per_gpu, by and by.tps_per_user or 0, by and by.tps_per_gpu or 0))
+    else
+      T.ok(by ~= nil, string.format("%s: dropped point (%g, %g) is not dominated", label, p.tps_per_user, p.tps_per_gpu))
+    end
+  end
+end
+
+T.test("Pareto set of random point sets (ties and duplicates included)", function()
+  math.randomseed(7)
+  for trial = 1, 200 do
+    local pts = {}
+    for i = 1, math.random(1, 40) do
+      -- coarse values so that ties in one or both coordinates happen often
+      pts[i] = { tps_per_user = math.random(1, 8) * 10, tps_per_gpu = math.random(1, 8) * 100 }
+    end
+    check_pareto(pts, F.pareto(pts), "trial " .. trial)
+  end
+end)
+
+T.test("a hand-worked Pareto set", function()
+  -- (x, y): (10, 500) (20, 400) (20, 300) (30, 100) (5, 400) (30, 100)
+  -- (20, 300) is dominated by (20, 400); (5, 400) by (10, 500); the two (30, 100) are equal: both kept
+  local p = { { tps_per_user = 10, tps_per_gpu = 500 }, { tps_per_user = 20, tps_per_gpu = 400 },
+              { tps_per_user = 20, tps_per_gpu = 300 }, { tps_per_user = 30, tps_per_gpu = 100 },
+              { tps_per_user = 5, tps_per_gpu = 400 }, { tps_per_user = 30, tps_per_gpu = 100 } }
+  local k = F.pareto(p)
+  T.eq(#k, 4, "kept")
+  local set = {}
+  for _, q in ipairs(k) do set[q] = true end
+  T.ok(set[p[1]] and set[p[2]] and set[p[4]] and set[p[6]], "the non-dominated four")
+  T.ok(not set[p[3]] and not set[p[5]], "the dominated two")
+end)
+
+local systems = {
+  { gpu = "H100-SXM", gpus = 4, hbd = 4 },
+  { gpu = "H200", gpus = 8, hbd = 8 },
+  { gpu = "B200", gpus = 8, hbd = 4, name = "two HBDs of 4" },
+}
+local models = { "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b" }
+
+T.test("random searches: Pareto sets exact within each system x mode; re-runs reproduce", function()
+  math.randomseed(11)
+  for trial = 1, 4 do
+    local sys = systems[math.random(#systems)]
+    local model = models[math.random(#models)]
+    local r = hl.frontier { model = model, systems = { sys }, precision = ({ "fp8", "bf16" })[math.random(2)],
+                            input = ({ 512, 2048 })[math.random(2)], output = 256, simulate = 3, requests = 120 }
+    T.ok(#r.points > 0, "points evaluated")
+    for _, k in ipairs(r.groups) do
+      local group = {}
+      for _, p in ipairs(r.points) do
+        if p.system .. "|" .. p.precision .. "|" .. p.mode == k then group[#group + 1] = p end
+      end
+      check_pareto(group, r.pareto[k], model .. " " .. k)
+      local on = {}
+      for _, p in ipairs(r.pareto[k]) do on[p] = true end
+      for _, p in ipairs(group) do T.eq(p.pareto, on[p] == true, "the point's pareto flag") end
+    end
+    -- up to five random Pareto points re-run through hl.serve with their configuration
+    local front = {}
+    for _, k in ipairs(r.groups) do for _, p in ipairs(r.pareto[k]) do front[#front + 1] = p end end
+    for _ = 1, math.min(5, #front) do
+      local p = front[math.random(#front)]
+      local s = hl.serve(p.config)
+      if p.simulated then
+        T.near(s.output_tps_per_gpu, p.tps_per_gpu, 1e-12, "re-run tokens/s per GPU")
+        T.near(1 / s.tpot_s.mean, p.tps_per_user, 1e-12, "re-run tokens/s per user")
+        T.near(s.ttft_s.p90, p.ttft_p90_s, 1e-12, "re-run TTFT p90")
+      elseif p.mode == "agg" then -- analytical steady state
+        T.near(s.output_tps_per_gpu, p.tps_per_gpu, 1e-12, "re-run tokens/s per GPU (analytical)")
+        T.near(1 / s.tpot_s, p.tps_per_user, 1e-12, "re-run tokens/s per user (analytical)")
+      end
+    end
+  end
+end)
+
+T.test("the best point meets the SLO; an impossible SLO names the best found", function()
+  local slo = { ttft_s = 1.0, tpot_s = 0.03 }
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8",
+                          input = 1024, output = 256, slo = slo, simulate = 4, requests = 150 }
+  local n = 0
+  for k, b in pairs(r.best) do
+    n = n + 1
+    T.ok(b.ttft_p90_s <= slo.ttft_s, k .. ": TTFT within the SLO")
+    T.ok(b.tpot_s <= slo.tpot_s, k .. ": TPOT within the SLO")
+    for _, p in ipairs(r.points) do
+      if p.system .. "|" .. p.precision .. "|" .. p.mode == k and p.simulated and p.ttft_p90_s <= slo.ttft_s and
+         p.tpot_s <= slo.tpot_s then
+        T.ok(p.tps_per_gpu <= b.tps_per_gpu, k .. ": no simulated point within the SLO beats the best")
+      end
+    end
+    T.ok(r.launch[k] and (r.launch[k].instance or r.launch[k].decode), k .. ": launch options")
+  end
+  T.ok(n > 0, "a best point")
+  T.raises(function()
+    hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, input = 1024, output = 256,
+                  slo = { tpot_s = 1e-6 }, simulate = 0, modes = "agg" }
+  end, "no configuration meets the SLO", "the best found is", "tp ")
+end)
+
+T.test("bad input is named", function()
+  local ok_base = { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 } }
+  local function with(t)
+    local o = {}
+    for k, v in pairs(ok_base) do o[k] = v end
+    for k, v in pairs(t) do o[k] = v end
+    return o
+  end
+  T.raises(function() hl.frontier(with { sytems = 1 }) end, "unknown field 'sytems'", "did you mean 'systems'")
+  T.raises(function() hl.frontier(with { modes = { "agg", "both" } }) end, "modes", "'both'", "agg, disagg")
+  T.raises(function() hl.frontier(with { slo = { ttft = 1 } }) end, "ttft")
+  T.raises(function() hl.frontier(with { slo = { ttft_s = -1 } }) end, "slo.ttft_s")
+  T.raises(function() hl.frontier(with { concurrency = { 0 } }) end, "concurrency")
+  T.raises(function() hl.frontier(with { prefill_load = { 0.5, 0.3 } }) end, "prefill_load")
+  T.raises(function() hl.frontier(with { serve = { rate = 3 } }) end, "serve.rate")
+  T.raises(function() hl.frontier { systems = ok_base.systems } end, "'model' is required")
+  T.raises(function() hl.frontier(with { systems = { 42 } }) end, "systems[1]")
+  T.raises(function() hl.frontier(with { systems = {} }) end, "'systems': an empty list")
+  T.raises(function() hl.frontier(with { precision = { "fp8", "nope" } }) end, "'precision'[2]", "nope")
+  T.raises(function() hl.frontier(with { max_tp = 3 }) end, "'max_tp': 3 is not a power of two")
+  T.raises(function() hl.frontier(with { output = 1 }) end, "'output': 1", "at least 2")
+  -- an input error repeats on every configuration: the search names it instead of "nothing fits"
+  T.raises(function() hl.frontier(with { input = 0 }) end, "could be evaluated", "field 'input'")
+  T.raises(function() hl.frontier(with { serve = { max_seqs = 0 } }) end, "field 'max_seqs'")
+  -- two systems of the same name stay two curves
+  local r = hl.frontier(with { systems = { ok_base.systems, ok_base.systems }, simulate = 0, modes = "agg" })
+  T.eq(#r.groups, 2, "two curves")
+end)
+
+T.done()
