@@ -575,7 +575,7 @@ static void test_serve_runs_vision_encoder(void **state)
     hl_stepper *st;
     assert_ok(hl_stepper_new(&c.job, 512, &st, &e), &e);
     hl_iter_chunk c1 = {512, 0}, c2 = {488, 512};
-    hl_iter i1 = {0, 0, 0, 1, &c1, 0, 1}, i0 = {0, 0, 0, 1, &c1, 0, 0}, i2 = {0, 0, 0, 1, &c2, 1, 0};
+    hl_iter i1 = {0, 0, 0, 1, &c1, 0, 1, 0}, i0 = {0, 0, 0, 1, &c1, 0, 0, 0}, i2 = {0, 0, 0, 1, &c2, 1, 0, 0};
     double d1, d0, d2;
     assert_ok(hl_stepper_time(st, &i1, &d1, &e), &e);
     assert_ok(hl_stepper_time(st, &i0, &d0, &e), &e);
