@@ -3,6 +3,7 @@
  * their sources: docs/MODEL.md section 6.1. */
 #include "hbdlab/sim.h"
 
+#include "hbdlab/coll.h"
 #include "hbdlab/precision.h"
 #include "framework_int.h"
 
@@ -15,12 +16,15 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * 0.806, 0.974, rounded); no BF16 or attention-bound TensorRT-LLM case,
      * so those stay 1. vllm, sglang: no published case constrains them (P6 is
      * a prefill-only SGLang case whose gap is overlap, not a constant), so
-     * they equal ideal until calibrated with hl.calibrate. docs/MODEL.md 6.1. */
+     * they equal ideal until calibrated with hl.calibrate. docs/MODEL.md 6.1.
+     * allreduce: the engine's own custom all-reduce inside an HBD
+     * (TensorRT-LLM's AUTO strategy, vLLM's custom_all_reduce; MODEL.md 5.1);
+     * SGLang's is not modelled yet (the job's coll_algo). */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
-        [HL_FW_IDEAL] = {0, 1, 1, 1, 1},
-        [HL_FW_TRTLLM] = {1.0e-3, 1, 0.81, 0.97, 1},
-        [HL_FW_VLLM] = {0, 1, 1, 1, 1},
-        [HL_FW_SGLANG] = {0, 1, 1, 1, 1},
+        [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 0},
+        [HL_FW_TRTLLM] = {1.0e-3, 1, 0.81, 0.97, 1, HL_ALGO_TRTLLM_AR, 0},
+        [HL_FW_VLLM] = {0, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 0},
+        [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 0},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }

@@ -63,6 +63,9 @@ static const hl_field gpu_fields[] = {
     HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "",
            "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_gpu, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
+    HL_FD(hl_gpu, custom_ar_latency, "custom_ar_latency", 0, 1, "s",
+          "latency of one stage of an engine's custom (one-/two-shot) all-reduce"),
+    HL_FD(hl_gpu, custom_ar_eff, "custom_ar_eff", 0.01, 1, "", "fraction of scale-up bandwidth of a custom all-reduce"),
     HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
     HL_FD(hl_gpu, capex_usd, "capex_usd", 0, 1e8, "USD",
           "GPU and its share of the server, no networking (0 = unknown)"),
@@ -114,6 +117,8 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->kernel_latency = 3e-6;
     g->gemm_tile_rows = 64;
     g->in_switch_latency = 25e-6;
+    g->custom_ar_latency = 3e-6;
+    g->custom_ar_eff = 0.46;
 }
 
 /* The GPU's checks across fields (each field already in range). Sweeps that
@@ -167,6 +172,10 @@ static const hl_field cluster_fields[] = {
     HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "",
            "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_cluster, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
+    HL_FD(hl_cluster, custom_ar_latency, "custom_ar_latency", 0, 1, "s",
+          "latency of one stage of an engine's custom (one-/two-shot) all-reduce"),
+    HL_FD(hl_cluster, custom_ar_eff, "custom_ar_eff", 0.01, 1, "",
+          "fraction of scale-up bandwidth of a custom all-reduce"),
     HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
     HL_FD(hl_cluster, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),
     HL_FD(hl_cluster, scaleout_usd, "scaleout_usd", 0, 1e8, "USD", "per-GPU NIC, scale-out switch ports and optics"),
@@ -196,6 +205,8 @@ hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_
     c->in_switch_reduce = gpu->in_switch_reduce;
     c->in_switch_eff = gpu->in_switch_eff;
     c->in_switch_latency = gpu->in_switch_latency;
+    c->custom_ar_latency = gpu->custom_ar_latency;
+    c->custom_ar_eff = gpu->custom_ar_eff;
     c->peer_cost = 0;
     c->scaleup_usd = gpu->scaleup_usd;
     c->scaleout_usd = gpu->scaleout_usd;

@@ -150,6 +150,17 @@ static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, dou
 /* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
 static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
 
+/* An all-reduce as the job's framework runs it (its custom kernel, MODEL.md 5.1), else job_algo. */
+static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
+{
+    if (op == HL_ALLREDUCE) {
+        int32_t a = hl_framework_profile(s->j->framework).allreduce;
+        if (a != HL_ALGO_AUTO)
+            return a;
+    }
+    return job_algo(s);
+}
+
 /* Adds `times` executions of a collective (in) already timed (o) to the phase. */
 static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times)
 {
@@ -224,7 +235,7 @@ static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_c
 {
     if (times <= 0 || ranks <= 1 || bytes <= 0)
         return HL_OK;
-    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
+    hl_coll_in in = {op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
     hl_coll_out o;
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */

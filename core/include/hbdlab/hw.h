@@ -53,6 +53,8 @@ typedef struct hl_gpu {
     int32_t in_switch_reduce; /* 1 when the scale-up switch can reduce (NVLS) */
     double in_switch_eff;     /* fraction of scaleup_bw reached by in-switch AllReduce */
     double in_switch_latency; /* s per in-switch (NVLS) operation */
+    double custom_ar_latency; /* s per stage of an engine's custom (one-/two-shot) all-reduce kernel */
+    double custom_ar_eff;     /* fraction of scaleup_bw a custom all-reduce kernel reads peers at */
     double tdp_w;             /* W, informational */
     double capex_usd;         /* USD per GPU: the GPU and its share of the server, without networking; 0 = unknown */
     double scaleup_usd;    /* USD per GPU: its share of scale-up switches, NVLink cables (default of the cluster's) */
@@ -97,6 +99,8 @@ typedef struct hl_cluster {
     int32_t in_switch_reduce;
     double in_switch_eff;
     double in_switch_latency;
+    double custom_ar_latency; /* s per stage of a custom all-reduce (from gpu unless overridden) */
+    double custom_ar_eff;     /* fraction of scaleup_bw of a custom all-reduce */
     double peer_cost;    /* s per remote peer a GPU exchanges with (message setup); default 0 */
     double scaleup_usd;  /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
     double scaleout_usd; /* USD per GPU share of the scale-out network (from gpu unless overridden) */

@@ -48,6 +48,8 @@ typedef struct hl_fw_profile {
     double gemm_scale_fp8; /* x eff_gemm for FP8/INT8 GEMMs */
     double gemm_scale_fp4; /* x eff_gemm for FP4 GEMMs */
     double attn_scale;     /* x eff_attn */
+    int32_t allreduce;     /* hl_coll_algo of its tensor-parallel all-reduce (HL_ALGO_AUTO = the job's coll_algo) */
+    int32_t reserved;      /* 0 */
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */
