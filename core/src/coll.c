@@ -11,7 +11,7 @@
 static const char *const op_names[HL_COLL_OP_COUNT] = {
     "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv"};
 static const char *const algo_names[HL_COLL_ALGO_COUNT] = {
-    "auto",      "ring",         "tree", "direct",  "halving_doubling", "in_switch",
+    "auto",         "ring", "tree",    "direct",  "halving_doubling", "in_switch",
     "hierarchical", "nccl", "oneshot", "twoshot", "trtllm_ar",        "vllm_ar"};
 
 const char *hl_coll_op_name(hl_coll_op op) { return (unsigned)op < HL_COLL_OP_COUNT ? op_names[op] : "?"; }
@@ -60,9 +60,9 @@ typedef struct group {
     double imb;     /* all-to-all imbalance */
     int nvls;       /* in-switch reduction usable */
     double nvls_bw, nvls_lat;
-    int custom;     /* an engine's custom all-reduce applies: one HBD of a switched fabric */
-    double cu_lat;  /* s per custom all-reduce stage */
-    double cu_bw;   /* B/s a custom all-reduce reads peers at */
+    int custom;    /* an engine's custom all-reduce applies: one HBD of a switched fabric */
+    double cu_lat; /* s per custom all-reduce stage */
+    double cu_bw;  /* B/s a custom all-reduce reads peers at */
 } group;
 
 typedef struct cost {
@@ -396,8 +396,8 @@ static cost vllm_ar(hl_coll_op op, const group *G)
 }
 
 typedef cost (*algo_fn)(hl_coll_op, const group *);
-static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL,         ring, tree,    direct,    halving_doubling, in_switch,
-                                                  hierarchical, NULL, oneshot, twoshot,   trtllm_ar,        vllm_ar};
+static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL,         ring, tree,    direct,  halving_doubling, in_switch,
+                                                  hierarchical, NULL, oneshot, twoshot, trtllm_ar,        vllm_ar};
 
 static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
 {
@@ -442,18 +442,9 @@ _Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 
 static void make_key(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, coll_key *k)
 {
     k->in = *in;
-    const double links[12] = {c->scaleup_bw,
-                              c->scaleout_bw,
-                              c->scaleup_latency,
-                              c->scaleout_latency,
-                              c->coll_launch,
-                              c->eff_scaleup,
-                              c->eff_scaleout,
-                              c->in_switch_eff,
-                              c->in_switch_latency,
-                              c->peer_cost,
-                              c->custom_ar_latency,
-                              c->custom_ar_eff};
+    const double links[12] = {c->scaleup_bw,        c->scaleout_bw, c->scaleup_latency,   c->scaleout_latency,
+                              c->coll_launch,       c->eff_scaleup, c->eff_scaleout,      c->in_switch_eff,
+                              c->in_switch_latency, c->peer_cost,   c->custom_ar_latency, c->custom_ar_eff};
     memcpy(k->links, links, sizeof links);
     k->gpus = c->gpus;
     k->hbd = hbd;

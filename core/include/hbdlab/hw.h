@@ -101,12 +101,12 @@ typedef struct hl_cluster {
     double in_switch_latency;
     double custom_ar_latency; /* s per stage of a custom all-reduce (from gpu unless overridden) */
     double custom_ar_eff;     /* fraction of scaleup_bw of a custom all-reduce */
-    double peer_cost;    /* s per remote peer a GPU exchanges with (message setup); default 0 */
-    double scaleup_usd;  /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
-    double scaleout_usd; /* USD per GPU share of the scale-out network (from gpu unless overridden) */
-    double amort_years;  /* years over which capex is amortised (docs/MODEL.md section 10) */
-    double pue;          /* power usage effectiveness: facility power / IT power (>= 1) */
-    double usd_per_kwh;  /* electricity price, USD per kWh */
+    double peer_cost;         /* s per remote peer a GPU exchanges with (message setup); default 0 */
+    double scaleup_usd;       /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
+    double scaleout_usd;      /* USD per GPU share of the scale-out network (from gpu unless overridden) */
+    double amort_years;       /* years over which capex is amortised (docs/MODEL.md section 10) */
+    double pue;               /* power usage effectiveness: facility power / IT power (>= 1) */
+    double usd_per_kwh;       /* electricity price, USD per kWh */
 } hl_cluster;
 
 /* Descriptor table of hl_cluster (without the nested gpu). */
