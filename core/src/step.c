@@ -18,14 +18,16 @@
 /* The parts of a step that depend only on its token count (every GEMM, norm,
  * MoE exchange and TP collective: hl_layer_ops) and on its sampled rows
  * (hl_io_ops) are cached per count; the attention kernels, which depend on
- * each sequence's context, are built per step. A step with only decodes is one
- * step of hl_sim_run's decode phase, a step with prefill chunks its prefill pass. */
+ * each sequence's context, are built per step. With pipeline stages an
+ * iteration's sequences ride in m micro-batches kept in flight (layer_int.h's
+ * rule): it lasts max(m, pp) stage slots of its busiest micro-batch, as a step
+ * of hl_sim_run's decode phase. */
 struct hl_stepper {
     hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
     hl_sim_ctx s; /* resolved against job */
     double full, sliding, window;
     int64_t cap;         /* counts 0..cap are cached */
-    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass */
+    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
     hl_phase *io;        /* [rows]: hl_io_ops of one step */
     unsigned char *have; /* (2 + 1) * (cap + 1) flags */
     struct dline *dl;    /* [sequences]: decode-only steps, NULL until first used */
@@ -132,23 +134,32 @@ static void phase_add(hl_phase *a, const hl_phase *b, double k)
     a->hbm_bytes += b->hbm_bytes * k;
 }
 
-/* hl_layer_ops of one pass over `tokens` tokens of the whole instance (decode: all
- * stages in turn, as hl_sim_run's decode; prefill: one stage, scaled later). */
-static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase *out, hl_err *err)
+/* Scales every time and count of *ph by k. */
+static void phase_scale(hl_phase *ph, double k)
+{
+    hl_phase one = *ph;
+    memset(ph, 0, sizeof *ph);
+    phase_add(ph, &one, k);
+}
+
+/* hl_layer_ops of `slots` passes over one stage of `tokens` tokens of the
+ * whole instance (one micro-batch); one pass is cached per whole count. */
+static hl_status step_linear(hl_stepper *st, int decode, double tokens, double slots, hl_phase *out, hl_err *err)
 {
     int64_t k = (int64_t)tokens;
     int cached = tokens == (double)k && k <= st->cap;
     size_t slot = (size_t)decode * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->lin[decode][k];
+        if (slots != 1)
+            phase_scale(out, slots);
         return HL_OK;
     }
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     /* every token of the instance is routed to the experts of its stage (q = 1) */
-    hl_status rc =
-        hl_layer_ops(&st->s, &a, tokens / (double)st->s.dp, 1, tokens, decode ? (double)st->s.pp : 1, decode, err);
+    hl_status rc = hl_layer_ops(&st->s, &a, tokens / (double)st->s.dp, 1, tokens, 1, decode, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -156,6 +167,8 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, hl_phase
         st->lin[decode][k] = a.ph;
         st->have[slot] = 1;
     }
+    if (slots != 1)
+        phase_scale(out, slots);
     return HL_OK;
 }
 
@@ -194,7 +207,8 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     }
     struct dline d;
     memset(&d, 0, sizeof d);
-    hl_status rc = step_linear(st, 1, n, &d.base, err);
+    double m = hl_pipeline_microbatches(&st->s, n); /* n / m sequences in each micro-batch */
+    hl_status rc = step_linear(st, 1, n / m, hl_pipeline_slots(&st->s, m, 0), &d.base, err);
     hl_phase io;
     if (!rc)
         rc = step_io(st, n, n, &io, err);
@@ -203,10 +217,10 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     phase_add(&d.base, &io, 1);
     hl_op op;
     hl_op_time t0, t1;
-    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 0, 0);
+    hl_attn_op(&st->s, &op, n / m / (double)st->s.dp, 1, 0, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
         return rc;
-    hl_attn_op(&st->s, &op, n / (double)st->s.dp, 1, 1, 0);
+    hl_attn_op(&st->s, &op, n / m / (double)st->s.dp, 1, 1, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
@@ -233,7 +247,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
         if (rc)
             return rc;
-        double stages = (double)st->s.pp;
+        double stages = hl_pipeline_slots(&st->s, hl_pipeline_microbatches(&st->s, it->decode_seqs), 0);
         double c = it->decode_ctx_mean, w = it->decode_win_mean;
         double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
                      (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
@@ -251,24 +265,32 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return HL_OK;
     const hl_sim_ctx *s = &st->s;
     int decode = it->n_chunks == 0;
-    double stages = decode ? (double)s->pp : 1, dp = (double)s->dp;
+    double dp = (double)s->dp, largest = 1; /* the most new tokens of one sequence */
+    for (int32_t i = 0; i < it->n_chunks; i++)
+        largest = fmax(largest, it->chunks[i].tokens);
+    /* The busiest of m micro-batches (balanced, but a sequence is not split: at
+     * least the largest chunk; the decodes spread over at most md of them), over
+     * `stages` slots. One stage: the whole iteration, m = md = stages = 1. */
+    double m = hl_pipeline_microbatches(s, it->decode_seqs + it->n_chunks);
+    double md = hl_pipeline_microbatches(s, it->decode_seqs), stages = hl_pipeline_slots(s, m, 0);
+    double dseq = it->decode_seqs / md / dp; /* decoding sequences per group in the busiest micro-batch */
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
-    hl_status rc = step_linear(st, decode, tokens, &a.ph, err);
+    hl_status rc = step_linear(st, decode, fmax(tokens / m, largest), stages, &a.ph, err);
     if (rc)
         return rc;
     hl_op op;
     if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
-        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean, 0);
+        hl_attn_op(s, &op, dseq, 1, it->decode_ctx_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
             return rc;
-        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_win_mean, 0);
+        hl_attn_op(s, &op, dseq, 1, it->decode_win_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
             return rc;
         if (indexer) { /* the indexer scores every key: the mean context */
-            hl_indexer_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean);
+            hl_indexer_op(s, &op, dseq, 1, it->decode_ctx_mean);
             if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
                 return rc;
         }
@@ -278,8 +300,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
             double layers = w ? st->sliding : st->full;
             if (layers <= 0 || (w == 2 && !indexer))
                 continue;
-            hl_op sum;
+            hl_op sum, big;
             memset(&sum, 0, sizeof sum);
+            memset(&big, 0, sizeof big);
             for (int32_t i = 0; i < it->n_chunks; i++) {
                 if (w == 2)
                     hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
@@ -292,14 +315,16 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                     sum.bytes_read += op.bytes_read;
                     sum.bytes_written += op.bytes_written;
                 }
+                if (op.flops > big.flops)
+                    big = op;
             }
-            sum.flops /= dp; /* the chunks spread over the data-parallel groups */
-            sum.bytes_read /= dp;
-            sum.bytes_written /= dp;
-            if ((rc = hl_acc_op(s, &a, &sum, layers, err)))
+            /* the busiest micro-batch's share (at least the largest chunk), over the data-parallel groups */
+            sum.flops = fmax(sum.flops / m, big.flops) / dp;
+            sum.bytes_read = fmax(sum.bytes_read / m, big.bytes_read) / dp;
+            sum.bytes_written = fmax(sum.bytes_written / m, big.bytes_written) / dp;
+            if ((rc = hl_acc_op(s, &a, &sum, layers * stages, err)))
                 return rc;
         }
-        hl_pipeline_fill(s, &a.ph); /* pipelined over micro-batches, as hl_sim_run's prefill */
     }
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */

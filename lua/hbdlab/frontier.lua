@@ -19,8 +19,7 @@ M.fields = {
   { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },
   { "modes", { "agg", "disagg" }, "serving modes to search: agg (one pool per instance), disagg (prefill and decode instances)" },
   { "max_tp", 0, "largest tensor-parallel size (0 = the system's HBD size)" },
-  { "max_pp", 1, "largest pipeline-parallel size (1: a serving step with pipeline stages and prompt chunks is timed " ..
-    "optimistically today, docs/MODEL.md section 14)" },
+  { "max_pp", 8, "largest pipeline-parallel size" },
   { "concurrency", nil, "per-instance concurrencies to try (default 1, 2, 4, ... until the instance is full)" },
   { "prefill_load", { 0.3, 0.5, 0.7, 0.85, 0.95 }, "prefill instance utilisations to try (fractions of its saturation rate)" },
   { "serve", nil, "extra hl.serve fields applied to every configuration (max_seqs, token_budget, chunk, block_tokens, ...)" },
