@@ -570,9 +570,9 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     G.nvls = c->in_switch_reduce && c->fabric == HL_FABRIC_SWITCH && g > 1;
     G.nvls_bw = c->scaleup_bw * c->in_switch_eff;
     G.nvls_lat = c->in_switch_latency;
-    G.custom = c->fabric == HL_FABRIC_SWITCH && G.N == 1 && n > 1;
+    G.custom = G.N == 1 && n > 1; /* NVLink/NVSwitch or a full xGMI mesh: peers' buffers are mapped */
     G.cu_lat = c->custom_ar_latency;
-    G.cu_bw = c->scaleup_bw * c->custom_ar_eff;
+    G.cu_bw = up_raw * c->custom_ar_eff;
 
     memset(out, 0, sizeof *out);
     out->hbds = n / g;
