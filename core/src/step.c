@@ -76,9 +76,11 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     st->window = hl_local_window(&st->s); /* a chunked layer is taken as a window of its chunk (an upper bound) */
     st->cap = max_tokens;
     size_t n = (size_t)max_tokens + 1;
-    st->lin[0] = calloc(n, sizeof(hl_phase));
-    st->lin[1] = calloc(n, sizeof(hl_phase));
-    st->io = calloc(n, sizeof(hl_phase));
+    /* an entry is read only once have[] says it was written: not zeroed (a serving run touches
+     * the few counts it meets of n, and calloc cleared all 3 x 88 x n bytes every run) */
+    st->lin[0] = malloc(n * sizeof(hl_phase));
+    st->lin[1] = malloc(n * sizeof(hl_phase));
+    st->io = malloc(n * sizeof(hl_phase));
     st->have = calloc(3 * n, 1);
     if (!st->lin[0] || !st->lin[1] || !st->io || !st->have) {
         hl_stepper_free(st);
@@ -326,6 +328,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                 return rc;
         }
     }
+    /* the vision encoder of each prompt that starts here, once before the first stage, as hl_sim_run's prefill */
+    if (it->images > 0 && (rc = hl_vision_ops(s, &a, it->images / dp, err)))
+        return rc;
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
     hl_phase io;

@@ -21,6 +21,7 @@ typedef struct hl_iter {
     int32_t n_chunks;
     const hl_iter_chunk *chunks; /* n_chunks, caller-owned */
     double logits_rows;          /* sequences sampling a token: decodes + chunks that end their prompt */
+    double images; /* prompts whose vision encoder runs in this step (job image_tokens each): first chunks */
 } hl_iter;
 
 typedef struct hl_stepper hl_stepper;
