@@ -255,8 +255,10 @@ kinds.moe = function()
                etp = tonumber(r.moe_tp), precision = want[r.dtype] } }
     end
   end
-  return fit_kind("moe", rows, { "moe_latency", "eff_grouped" }, { moe_latency = { 0, 200e-6 }, eff_grouped = { 0.2, 1 } },
-    { moe_latency = 20e-6, eff_grouped = 0.8 })
+  return fit_kind("moe", rows, { "moe_latency", "eff_grouped", "grouped_k0", "grouped_k0_fp8", "moe_perm_bytes" },
+    { moe_latency = { 0, 200e-6 }, eff_grouped = { 0.2, 1.5 }, grouped_k0 = { 0, 20000 }, grouped_k0_fp8 = { 0, 20000 },
+      moe_perm_bytes = { 0, 64 } },
+    { moe_latency = 20e-6, eff_grouped = 0.9, grouped_k0 = 500, grouped_k0_fp8 = 1500, moe_perm_bytes = 12 })
 end
 
 -- All-reduce: TensorRT-LLM's custom kernel table (its AUTO strategy, `trtllm_ar`: one-shot,

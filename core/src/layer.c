@@ -522,6 +522,11 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         up.fixed_s = s->c->gpu.moe_latency;
         TRY(add_op(s, a, &up, Lmoe, err));
         TRY(add_op(s, a, &down, Lmoe, err));
+        if (s->c->gpu.moe_perm_bytes > 0) {
+            hl_op perm;
+            hl_op_moe_permute(&perm, &ms, s->c->gpu.moe_perm_bytes, (hl_precision)j->act_precision);
+            TRY(add_op(s, a, &perm, Lmoe, err));
+        }
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
             /* each TP rank combined only its T/tp tokens: attention TP needs all T again */

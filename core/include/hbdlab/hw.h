@@ -47,6 +47,9 @@ typedef struct hl_gpu {
     double attn_tile_s;          /* s per (sequence x query head x query tile) of prefill attention */
     double attn_prefill_latency; /* s fixed per prefill attention (more than one query row) beyond attn_latency */
     double moe_latency;          /* s fixed per MoE layer: routing, permutation, un-permutation kernels */
+    double grouped_k0;     /* elements of K at which a grouped expert GEMM reaches half its efficiency (0 = off) */
+    double grouped_k0_fp8; /* the same for FP8/INT8/FP4 expert GEMMs (0 = grouped_k0) */
+    double moe_perm_bytes; /* B moved per routed token row per hidden element outside the expert GEMMs (0 = off) */
     double eff_grouped;  /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
     double eff_scaleup;  /* fraction of scaleup_bw reached by bandwidth-bound collectives */
     double eff_scaleout; /* fraction of scaleout_bw reached by bandwidth-bound collectives */
