@@ -18,6 +18,7 @@ local P = hl.params {
   stride = { 1, "use every stride-th row of each table (a quick look)" },
   json = { "", "write the fitted fields and errors as JSON to this file" },
   start_json = { "", "fields fitted by an earlier run (its json), fitted on top of" },
+  prefill_tile = { 32, "query tile rows of prefill attention (attn_tile_rows; not fitted: a granularity)" },
   allreduce = { "both", "all-reduce tables: custom (TensorRT-LLM's kernel, in a CUDA graph), nccl (nccl-tests) or both" },
 }
 if P.dir == "" then error("fit_kernels: give --set dir=<directory of one GPU's CSV tables>", 0) end
@@ -231,9 +232,10 @@ end
 
 kinds.attn_prefill = function()
   -- the decode fit's latency and unit cost stay; prefill adds its compute efficiency
-  -- query tiles of 32 rows: the granularity that fits the measured prefill kernels best of 16, 32,
-  -- 64, 128 (H100: median 9.8, 9.0, 26.8, 16.6%); real kernels choose their tile by length
-  fitted.attn_tile_rows = 32
+  -- query tiles of `prefill_tile` rows, the granularity that fits the measured prefill kernels best
+  -- of 16, 32, 64, 128: 32 on H100 (7.0% vs 7.6% at 64), 64 on Blackwell (B200 6.3% vs 9.6% at 32,
+  -- GB200 7.6% vs 10.2%; 16 and 128 worse everywhere); real kernels choose their tile by length
+  fitted.attn_tile_rows = P.prefill_tile
   return fit_kind("attn prefill", attn_rows("attention_prefill.csv", false),
     { "eff_attn", "attn_tile_s", "attn_prefill_latency" },
     { eff_attn = { 0.1, 1 }, attn_tile_s = { 0, 20e-6 }, attn_prefill_latency = { 0, 50e-6 } },
