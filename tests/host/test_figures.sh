@@ -1,7 +1,8 @@
 # The figures of the docs regenerate from plots/ with one command (tools/regen_figures.sh, issue
 # 21): every image README.md and docs/*.md show is listed in plots/figures.txt with a committed
 # .dat + .gp, is drawn into a temp folder as a whole 1000 x 620 PNG, and --refresh re-runs the
-# owning scripts into a copy of plots/ (each listed source written by an owner). The committed and
+# owning scripts into a copy of plots/ (each listed source written by an owner; --check then
+# finds them current, and names one changed after). The committed and
 # the refreshed .gp files start from plots/style.gp and hold no control byte and no unquoted user
 # text (tests/host/gp_check.lua, which must also refuse planted faults).
 . "$(dirname "$0")/lib.sh"
@@ -72,6 +73,13 @@ done
 # shellcheck disable=SC2046
 out=$(cd "$TMP/plots" && gp_check $(for f in $(listed); do s=$(source_of "$f"); echo "$s.gp $s.dat"; done) 2>&1)
 check "refreshed .gp/.dat pass the same checks: $out" contains "$out" "ok "
+# --check: the sources just refreshed are current; a changed one is named, exit 1
+check "--check passes on freshly refreshed sources" sh -c "tools/regen_figures.sh --check --plots '$TMP/plots' > /dev/null"
+first=$(source_of "$(listed | head -n1)")
+echo "0 0" >> "$TMP/plots/$first.dat"
+out=$(tools/regen_figures.sh --check --plots "$TMP/plots" 2>&1)
+rc=$?
+check "--check names a stale source and exits 1 (rc $rc): $out" test "$rc" -eq 1 -a -n "$(printf '%s' "$out" | grep -F "plots/$first.dat")"
 
 # ---- hostile text in every plot kind stays quoted (the checker over plot.lua's output) ----
 cat > "$TMP/hostile.lua" << 'LUA'
