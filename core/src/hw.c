@@ -28,6 +28,8 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, scaleout_latency, "scaleout_latency", 0, 1, "s", "latency of one algorithm step across HBDs"),
     HL_FD(hl_gpu, coll_launch, "coll_launch", 0, 1, "s", "fixed cost of launching one collective"),
     HL_FD(hl_gpu, kernel_latency, "kernel_latency", 0, 1, "s", "fixed cost added to every kernel (launch, tail)"),
+    HL_FD(hl_gpu, kernel_launch, "kernel_launch", 0, 1, "s",
+          "host cost of launching one kernel outside a CUDA graph (cuda_graphs off)"),
     HL_FD(hl_gpu, gemm_tile_rows, "gemm_tile_rows", 1, 1024, "", "GEMM kernels compute whole tiles of this many rows"),
     HL_FD(hl_gpu, eff_gemm, "eff_gemm", 0.01, 1, "", "achievable fraction of peak FLOP/s for GEMMs"),
     HL_FD(hl_gpu, eff_attn, "eff_attn", 0.01, 1, "", "achievable fraction of peak FLOP/s for fused attention"),
@@ -100,6 +102,7 @@ static const hl_field_alias gpu_aliases[] = {{"fp32_tflops", "fp32_flops", 1e12}
                                              {"hbm_gb", "hbm_bytes", 1e9},
                                              {"hbm_tbs", "hbm_bw", 1e12},
                                              {"kernel_latency_us", "kernel_latency", 1e-6},
+                                             {"kernel_launch_us", "kernel_launch", 1e-6},
                                              HL_LINK_ALIASES,
                                              {NULL, NULL, 0}};
 static const hl_field_alias cluster_aliases[] = {{"peer_cost_us", "peer_cost", 1e-6}, HL_LINK_ALIASES, {NULL, NULL, 0}};
@@ -121,6 +124,7 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->scaleout_latency = 15e-6;
     g->coll_launch = 4e-6;
     g->kernel_latency = 3e-6;
+    g->kernel_launch = 5e-6;
     g->gemm_tile_rows = 64;
     g->in_switch_latency = 25e-6;
     g->custom_ar_latency = 3e-6;

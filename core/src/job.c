@@ -96,6 +96,8 @@ static const hl_field job_fields[] = {
         "speculative decoding: target-shaped layers run per draft token (MTP module / EAGLE head: 1)"),
     NUM(image_tokens, "image_tokens", NULL, 0, 1e9, 0, "", 0,
         "prompt tokens per sequence that come from images (vision-language models; part of input)"),
+    ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
+         "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 

@@ -106,6 +106,7 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
     hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
     if (st)
         return st;
+    t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
     a->ph.time_s += dt;
     if (t.bound == HL_BOUND_COMPUTE)
@@ -114,6 +115,7 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
         a->ph.memory_s += dt;
     a->ph.flops += op->flops * times;
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    a->kernels += times;
     if (a->summary)
         return HL_OK;
     log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
@@ -378,6 +380,41 @@ static double busiest_rank_experts(double E, double El, double k, double N, doub
     return sum;
 }
 
+/* The kernels the framework launches per layer beside the operators above (its inventory,
+ * docs/MODEL.md 6.1), each a memory-bound elementwise kernel plus kernel_latency: RoPE reads
+ * and writes q and k; the KV append reads k and v and writes them to the cache; the FFN
+ * activation (SwiGLU) reads the gate and up halves and writes their product; the second
+ * RMSNorm's bytes are in the norms operator, so it adds its kernel alone. T tokens. */
+static hl_status engine_kernels(const hl_sim_ctx *s, hl_acc *a, double T, double Lst, double Latt, double Ldense,
+                                hl_err *err)
+{
+    const hl_model *m = s->m;
+    double tp = (double)s->tp, ab = s->ab;
+    double Hl = (double)m->heads / tp, Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
+    double F = (double)m->ffn / tp;
+    struct {
+        int on;
+        const char *name;
+        double rd, wr, layers;
+    } k[4] = {
+        {s->fw.rope_kernel && m->attn != HL_ATTN_MLA, "rope", T * (Hl + Kl) * d * ab, T * (Hl + Kl) * d * ab, Latt},
+        {s->fw.kv_append_kernel && m->attn != HL_ATTN_MLA, "kv_append", T * 2 * Kl * d * ab, T * 2 * Kl * d * s->kvb,
+         Latt},
+        {s->fw.act_kernel, "activation", T * 2 * F * ab, T * F * ab, Ldense},
+        {s->fw.norm_kernel, "norm", 0, 0, Lst},
+    };
+    for (int i = 0; i < 4; i++) {
+        if (!k[i].on || k[i].layers <= 0)
+            continue;
+        hl_op op = {"", HL_OP_ELEMENTWISE, s->j->act_precision, 0, k[i].rd, k[i].wr, 0, 0, 0, 0, 0, 0, 0, 0};
+        memcpy(op.name, k[i].name, strlen(k[i].name) + 1); /* names of at most 10 bytes */
+        hl_status st = add_op(s, a, &op, k[i].layers, err);
+        if (st)
+            return st;
+    }
+    return HL_OK;
+}
+
 /* One forward pass over the layers of one stage, except the attention kernel:
  * T = b q tokens per attention group (q new tokens for each of b sequences);
  * `routed` tokens reach the experts from the whole stage (b q dp). */
@@ -543,6 +580,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
             TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
         }
     }
+    TRY(engine_kernels(s, a, T, Lst, Latt, Ldense, err));
     a->layer_kind = 0;
     if (j->layer_overhead > 0) {
         log_event(a, "layer_overhead", 0, 0, j->layer_overhead, 0, 0);

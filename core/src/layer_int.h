@@ -28,6 +28,7 @@ typedef struct hl_acc {
     int n;
     double overlap;
     int summary;    /* skip items and events */
+    double kernels; /* kernels launched so far (operator executions) */
     int memo_valid; /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;

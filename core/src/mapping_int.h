@@ -30,6 +30,8 @@ typedef struct hl_sim_ctx {
     int64_t rph_tp;      /* members of a TP group inside one HBD (placement) */
     int64_t rph_domain;  /* members of a stage's expert domain inside one HBD */
     int64_t pp_stride;   /* rank distance between pipeline neighbours */
+    double launch_extra; /* s each kernel costs beyond kernel_latency: host launch without CUDA graphs, else 0 */
+    hl_fw_profile fw;    /* the job's framework profile (its per-layer kernel inventory) */
 } hl_sim_ctx;
 
 /* Validates the job (skipping what `trust` names) and resolves its mapping into

@@ -22,7 +22,8 @@ typedef struct hl_gpu {
     double scaleup_latency;  /* s per algorithm step between GPUs of one HBD */
     double scaleout_latency; /* s per algorithm step across HBDs */
     double coll_launch;      /* s fixed cost of launching one collective */
-    double kernel_latency;   /* s fixed cost added to every kernel (launch and tail) */
+    double kernel_latency;   /* s fixed cost added to every kernel (launch and tail; replayed from a CUDA graph) */
+    double kernel_launch;    /* s host cost of launching one kernel outside a CUDA graph (eager mode) */
     double gemm_tile_rows;   /* GEMM kernels compute whole tiles of this many rows (1 = no padding) */
     double eff_gemm;         /* fraction of peak FLOP/s reached by large BF16/FP16 GEMMs */
     double eff_attn;         /* fraction of peak FLOP/s reached by fused (prefill) attention */

@@ -49,7 +49,10 @@ typedef struct hl_fw_profile {
     double gemm_scale_fp4; /* x eff_gemm for FP4 GEMMs */
     double attn_scale;     /* x eff_attn */
     int32_t allreduce;     /* hl_coll_algo of its tensor-parallel all-reduce (HL_ALGO_AUTO = the job's coll_algo) */
-    int32_t reserved;      /* 0 */
+    int32_t cuda_graphs;   /* 1: its forward passes replay CUDA graphs (each kernel costs kernel_latency) */
+    /* Kernels per transformer layer it launches beside hbdlab's operators (docs/MODEL.md 6.1):
+     * RoPE, KV-cache append, the FFN activation, the second RMSNorm (the norms operator is one kernel) */
+    int32_t rope_kernel, kv_append_kernel, act_kernel, norm_kernel;
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */
@@ -111,6 +114,8 @@ typedef struct hl_job {
     double spec_draft_layers; /* target-shaped layers the drafter runs per draft token (MTP module / EAGLE head: 1) */
     double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
                                  the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
+    int32_t cuda_graphs;      /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
+    int32_t reserved_job;     /* 0 */
 } hl_job;
 
 /* ---- Defaults and validation ---- */
