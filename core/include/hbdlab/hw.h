@@ -51,9 +51,9 @@ typedef struct hl_gpu {
     double grouped_k0;     /* elements of K at which a grouped expert GEMM reaches half its efficiency (0 = off) */
     double grouped_k0_fp8; /* the same for FP8/INT8/FP4 expert GEMMs (0 = grouped_k0) */
     double moe_perm_bytes; /* B moved per routed token row per hidden element outside the expert GEMMs (0 = off) */
-    double eff_grouped;  /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
-    double eff_scaleup;  /* fraction of scaleup_bw reached by bandwidth-bound collectives */
-    double eff_scaleout; /* fraction of scaleout_bw reached by bandwidth-bound collectives */
+    double eff_grouped;    /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
+    double eff_scaleup;    /* fraction of scaleup_bw reached by bandwidth-bound collectives */
+    double eff_scaleout;   /* fraction of scaleout_bw reached by bandwidth-bound collectives */
     int32_t in_switch_reduce; /* 1 when the scale-up switch can reduce (NVLS) */
     double in_switch_eff;     /* fraction of scaleup_bw reached by in-switch AllReduce */
     double in_switch_latency; /* s per in-switch (NVLS) operation */
