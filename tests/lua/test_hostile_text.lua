@@ -162,4 +162,26 @@ T.test("hl.walkthrough of a serving result or configuration says what it takes",
        "no internal file position: " .. tostring(err))
 end)
 
+T.test("control sequences in printed names and values are shown, not run", function()
+  local ESC = "\27"
+  local g = hl.gpu("H100-SXM"):with { name = "evil" .. ESC .. "[2J" .. ESC .. "]0;title\7" }
+  local text = tostring(g)
+  T.ok(not text:find("[%z\1-\8\11-\31\127]"), "no control byte in the gpu's text: " .. text:sub(1, 60))
+  T.ok(text:find("evil\\27[2J\\27]0;title\\7", 1, true) ~= nil, "the name shown escaped: " .. text:sub(1, 60))
+  local c = hl.cluster { gpu = g, gpus = 8, hbd = 8, name = "c" .. ESC .. "[31m" }
+  T.ok(not tostring(c):find(ESC, 1, true), "cluster: " .. tostring(c):sub(1, 60))
+  local m = hl.model("llama-3.1-8b"):with { name = "m" .. ESC .. "[5m" }
+  T.ok(not tostring(m):find(ESC, 1, true), "model: " .. tostring(m):sub(1, 60))
+  -- rows.print / rows.format: cells and column names
+  local rows = { { name = "r" .. ESC .. "[2J", ["col" .. ESC] = 1 } }
+  local t = hl.rows.format(rows, { "name", "col" .. ESC })
+  T.ok(not t:find(ESC, 1, true) and t:find("r\\27[2J", 1, true), "rows.format: " .. t)
+  -- the REPL's printer: a string result, and strings inside a table (%q already escaped those)
+  local pretty = require "hbdlab.pretty"
+  T.eq(pretty.terminal("a" .. ESC .. "[31mb\tc\nd\0e\127f\194\155g\155h\211\155i"),
+       "a\\27[31mb\tc\nd\\0e\\127f\\194\\155g\\155h\211\155i",
+       "C0 but tab and newline, DEL, C1 in UTF-8 and a lone 0x9B escaped; U+04DB (D3 9B) kept")
+  T.eq(pretty.terminal("plain text, UTF-8: \226\128\148"), "plain text, UTF-8: \226\128\148", "plain text kept")
+end)
+
 T.done()
