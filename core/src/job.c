@@ -4,14 +4,19 @@
 #include "hbdlab/job.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "hbdlab/expert_load.h"
+#include "hbdlab/io.h"
 #include "hbdlab/precision.h"
 #include "job_int.h"
 
+_Static_assert(sizeof(((hl_job *)0)->expert_freq) / sizeof(double) == HL_EXPERTS_MAX, "hl_job.expert_freq holds "
+                                                                                      "HL_EXPERTS_MAX shares");
 _Static_assert((int)HL_PRECISION_AS_ACT == (int)HL_PRECISION_COUNT, "\"act\" is the name after the last precision");
 
 #define PRECISIONS "fp32|bf16|fp16|fp8|fp4|int8"
@@ -65,7 +70,8 @@ static const hl_field job_fields[] = {
         "fraction of prefill communication hidden under compute (overlap = x sets both phases)"),
     NUM(overlap_decode, "overlap_decode", "overlap.decode", 0, 1, 0, "", 0,
         "fraction of decode communication hidden under compute"),
-    NUM(imbalance, "imbalance", NULL, 1, 1e3, 0, "", 1, "tokens of the busiest expert / mean"),
+    NUM(imbalance, "imbalance", NULL, 1, 1e3, 1, "", 0,
+        "tokens of the busiest EP rank / mean (0 = from the routing model: routing_skew, expert_freq, EPLB)"),
     NUM(layer_overhead, "layer_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per layer per forward pass"),
     ENUM(dispatch, "dispatch", "flat|hierarchical", HL_DISPATCH_FLAT, "MoE dispatch algorithm"),
     NUM(microbatches, "microbatches", NULL, 1, 1e6, 1, "", 0,
@@ -96,6 +102,9 @@ static const hl_field job_fields[] = {
         "speculative decoding: target-shaped layers run per draft token (MTP module / EAGLE head: 1)"),
     NUM(image_tokens, "image_tokens", NULL, 0, 1e9, 0, "", 0,
         "prompt tokens per sequence that come from images (vision-language models; part of input)"),
+    NUM(routing_skew, "routing_skew", NULL, 0, 100, 0, "", 0,
+        "Zipf exponent of expert popularity: share of the i-th most popular expert ~ i^-skew (0 = uniform)"),
+    BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 
@@ -253,4 +262,66 @@ hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl
     int t = hl_job_field_target(name, &f);
     return t < 0 ? hl_unknown_field(&job_set, name, err)
                  : hl_field_set_string(hl_job_target_set(t), hl_job_target_ptr(job, t), name, value, err);
+}
+
+hl_status hl_job_set_expert_freq(hl_job *job, const double *share, int64_t n, hl_err *err)
+{
+    if (n == 0) {
+        job->expert_freq_n = 0;
+        return HL_OK;
+    }
+    if (job->model.experts <= 0)
+        return hl_fail(err, HL_EINVAL, "field 'expert_freq': model '%s' is dense (no experts to route to)",
+                       job->model.name);
+    hl_status st = hl_routing_check(share, n, job->model.experts, (double)job->model.topk, "expert_freq", err);
+    if (st)
+        return st;
+    memset(job->expert_freq, 0, sizeof job->expert_freq);
+    memcpy(job->expert_freq, share, (size_t)n * sizeof share[0]);
+    job->expert_freq_n = (int32_t)n;
+    return HL_OK;
+}
+
+hl_status hl_job_read_expert_freq(hl_job *job, const char *path, hl_err *err)
+{
+    char *text = NULL;
+    hl_status st = hl_read_file(path, &text, err);
+    if (st) {
+        hl_err_prefix(err, "field 'expert_freq'");
+        return st;
+    }
+    double share[HL_EXPERTS_MAX];
+    int64_t n = 0, line = 1;
+    for (char *p = text; *p;) {
+        if (*p == '#') { /* comment to the end of the line */
+            while (*p && *p != '\n')
+                p++;
+        } else if (*p == '\n') {
+            line++;
+            p++;
+        } else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == ',' || *p == '[' || *p == ']') {
+            p++;
+        } else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p || (*end && !strchr(" \t\r\n,]#", *end))) {
+                st = hl_fail(err, HL_EINVAL, "field 'expert_freq': %s:%lld: '%.20s' is not a number", path,
+                             (long long)line, p);
+                break;
+            }
+            if (n == HL_EXPERTS_MAX) {
+                st = hl_fail(err, HL_EINVAL, "field 'expert_freq': %s holds more than %d shares", path,
+                             (int)HL_EXPERTS_MAX);
+                break;
+            }
+            share[n++] = v;
+            p = end;
+        }
+    }
+    hl_free(text);
+    if (!st && n == 0)
+        st = hl_fail(err, HL_EINVAL, "field 'expert_freq': %s holds no shares", path);
+    if (!st && (st = hl_job_set_expert_freq(job, share, n, err)) != HL_OK)
+        hl_err_prefix(err, path);
+    return st;
 }

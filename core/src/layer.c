@@ -224,7 +224,7 @@ static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_c
 {
     if (times <= 0 || ranks <= 1 || bytes <= 0)
         return HL_OK;
-    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? s->j->imbalance : 0};
+    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
     hl_coll_out o;
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */
@@ -274,7 +274,7 @@ static double miss_prob(double E, double m, double k)
  * stage's HBD share): one copy per destination domain crosses scale-out to the
  * rail peer, which forwards one copy per destination GPU over scale-up.
  * inter/intra get zero times when a step has a single participant. */
-static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, double width, int64_t domain,
+static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, double width, int64_t domain, double imb,
                                hl_coll_in *in_inter, hl_coll_out *inter, hl_coll_in *in_intra, hl_coll_out *intra,
                                hl_err *err)
 {
@@ -289,8 +289,8 @@ static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, doub
     memset(intra, 0, sizeof *intra);
     hl_status st = HL_OK;
     int64_t nd = domain / (int64_t)gf;
-    *in_inter = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, s->j->imbalance};
-    *in_intra = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, s->j->imbalance};
+    *in_inter = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * doms_hit * h * width, nd, 1, imb};
+    *in_intra = (hl_coll_in){HL_ALLTOALL, job_algo(s), mine * dests * h * width, (int64_t)gf, 0, imb};
     if (nd > 1)
         st = hl_coll_time_hbd(s->c, (int64_t)gf, in_inter, inter, err);
     if (!st && gf > 1)
@@ -321,7 +321,8 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     for (int64_t gf = 1; gf <= g; gf++) {
         if (g % gf != 0)
             continue;
-        hl_status st = hier_exchange(s, (double)gf, mine, width, domain, &ii, &inter, &iu, &intra, err);
+        hl_status st =
+            hier_exchange(s, (double)gf, mine, width, domain, a->moe_imbalance, &ii, &inter, &iu, &intra, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;
@@ -340,31 +341,6 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     if (bu.time_s > 0)
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times);
     return HL_OK;
-}
-
-/* Expected experts with at least one token on the busiest of `ranks` EP
- * ranks holding El experts each, for N tokens routed top-k over E experts.
- * One expert is missed by a token with probability 1 - k/E (k distinct
- * picks), so it is hit with p = 1 - (1 - k/E)^N. A rank's count is taken as
- * Binomial(El, p) independently per rank (exact mean; the weak negative
- * correlation between experts is neglected) and E[max] = sum_{x=1..El}
- * (1 - F(x-1)^ranks). With one rank this is El * p. */
-static double busiest_rank_experts(double E, double El, double k, double N, double ranks)
-{
-    double p = 1 - pow(1 - k / E, N);
-    if (ranks <= 1 || p <= 0)
-        return El * p;
-    if (p >= 1)
-        return El;
-    double pmf = pow(1 - p, El), cdf = 0, sum = 0, r = p / (1 - p);
-    for (double x = 1; x <= El; x++) {
-        cdf += pmf; /* F(x-1) */
-        if (cdf >= 1)
-            break;
-        sum += 1 - pow(cdf, ranks);
-        pmf *= (El - (x - 1)) / x * r;
-    }
-    return sum;
 }
 
 /* One forward pass over the layers of one stage, except the attention kernel:
@@ -495,12 +471,21 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
-        /* tokens reaching one expert from the whole stage, with the imbalance of the busiest */
-        double tok_e = routed * k / E * j->imbalance;
+        /* a layer waits for the busiest EP rank: its routed picks / the mean (the routing
+         * model's expectation, expert_load.c, unless the job states imbalance) */
+        double imb = j->imbalance;
+        if (!(imb > 0)) {
+            double picks = floor(routed * k + 0.5);
+            imb = s->ep > 1 && picks > 0 ? hl_expert_busiest_load(s->layout, routed) / (picks / (double)s->ep) : 1;
+        }
+        a->moe_imbalance = imb;
+        /* tokens per expert slot on the busiest rank */
+        double tok_e = routed * k / E * imb;
         if (s->ep > 1)
             TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
-        /* experts of the busiest EP rank that receive at least one token (a layer waits for it) */
-        double active = busiest_rank_experts(E, El, k, routed, (double)s->ep);
+        /* experts of the busiest EP rank that receive at least one token (their weights are
+         * read; the routing model of expert_load.c) */
+        double active = hl_expert_busiest_hits(s->layout, routed);
         /* gate/up and down as two grouped kernels over the local experts (docs/MODEL.md section 3):
          * FLOPs and activations of every local expert, weights of the `active` ones, tiles per
          * active expert; the routing and permutation kernels (moe_latency) once per layer */

@@ -27,8 +27,9 @@ typedef struct hl_acc {
     uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
-    int summary;    /* skip items and events */
-    int memo_valid; /* last collective, for reuse */
+    int summary;          /* skip items and events */
+    double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
+    int memo_valid;       /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } hl_acc;

@@ -5,6 +5,7 @@
 #include "mapping_int.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "err_int.h"
 #include "hbdlab/precision.h"
@@ -156,7 +157,13 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
         if (s->ep * s->etp * s->pp != s->G)
             return hl_fail(err, HL_EINVAL, "parallel: ep*etp*pp = %lld*%lld*%lld must equal gpus = %lld",
                            (long long)s->ep, (long long)s->etp, (long long)s->pp, (long long)s->G);
+        if ((st = hl_sim_layout(j, s->ep, &s->layout, err)))
+            return st;
     } else {
+        if (j->routing_skew != 0 || j->expert_freq_n != 0)
+            return hl_fail(err, HL_EINVAL, "model '%s' is dense: field '%s' needs experts", m->name,
+                           j->routing_skew != 0 ? "routing_skew" : "expert_freq");
+        s->layout = NULL;
         if (s->ep != 1)
             return hl_fail(err, HL_EINVAL, "model '%s' is dense: ep = %lld needs experts", m->name, (long long)s->ep);
         if (j->redundant_experts != 0)
@@ -179,5 +186,60 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     s->stage_layers = (double)m->layers / (double)s->pp;
     s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
     s->b_local = j->batch / (double)s->dp;
+    return HL_OK;
+}
+
+/* One layout per thread, keyed by everything it is computed from. */
+typedef struct layout_cache {
+    int valid;
+    int64_t experts, redundant, ep, topk, freq_n;
+    int32_t eplb;
+    double skew;
+    double freq[HL_EXPERTS_MAX];
+    hl_expert_layout lay;
+} layout_cache;
+static _Thread_local layout_cache lcache;
+
+hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **out, hl_err *err)
+{
+    const hl_model *m = &j->model;
+    int32_t eplb = j->eplb || j->redundant_experts > 0;
+    layout_cache *c = &lcache;
+    if (c->valid && c->experts == m->experts && c->redundant == j->redundant_experts && c->ep == ep &&
+        c->topk == m->topk && c->eplb == eplb && c->skew == j->routing_skew && c->freq_n == j->expert_freq_n &&
+        memcmp(c->freq, j->expert_freq, (size_t)j->expert_freq_n * sizeof(double)) == 0) {
+        *out = &c->lay;
+        return HL_OK;
+    }
+    if (j->routing_skew != 0 && j->expert_freq_n != 0)
+        return hl_fail(err, HL_EINVAL,
+                       "fields 'routing_skew' = %g and 'expert_freq' both describe the routing: give one of them",
+                       j->routing_skew);
+    double zipf[HL_EXPERTS_MAX];
+    const double *share = NULL;
+    hl_status st = HL_OK;
+    if (j->expert_freq_n != 0) {
+        if (j->expert_freq_n != m->experts)
+            return hl_fail(err, HL_EINVAL, "field 'expert_freq': %d shares for model '%s' of %lld experts",
+                           (int)j->expert_freq_n, m->name, (long long)m->experts);
+        share = j->expert_freq;
+    } else if (j->routing_skew != 0) {
+        if ((st = hl_routing_zipf(j->routing_skew, m->experts, (double)m->topk, zipf, err)))
+            return st;
+        share = zipf;
+    }
+    c->valid = 0;
+    if ((st = hl_expert_layout_init(&c->lay, share, m->experts, j->redundant_experts, ep, (double)m->topk, eplb, err)))
+        return st;
+    c->experts = m->experts;
+    c->redundant = j->redundant_experts;
+    c->ep = ep;
+    c->topk = m->topk;
+    c->eplb = eplb;
+    c->skew = j->routing_skew;
+    c->freq_n = j->expert_freq_n;
+    memcpy(c->freq, j->expert_freq, (size_t)j->expert_freq_n * sizeof(double));
+    c->valid = 1;
+    *out = &c->lay;
     return HL_OK;
 }

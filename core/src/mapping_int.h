@@ -3,6 +3,7 @@
  * the memory model and the step timer read. */
 #ifndef HL_MAPPING_INT_H
 #define HL_MAPPING_INT_H
+#include "hbdlab/expert_load.h"
 #include "hbdlab/sim.h"
 
 enum {
@@ -30,7 +31,16 @@ typedef struct hl_sim_ctx {
     int64_t rph_tp;      /* members of a TP group inside one HBD (placement) */
     int64_t rph_domain;  /* members of a stage's expert domain inside one HBD */
     int64_t pp_stride;   /* rank distance between pipeline neighbours */
+    /* experts and replicas on the EP ranks for the routing shares (MoE only, else
+     * NULL): the resolving thread's cache (hl_sim_layout), valid until that thread
+     * resolves another routing; an owner that outlives it (the stepper) copies it */
+    const hl_expert_layout *layout;
 } hl_sim_ctx;
+
+/* The expert layout of a job's routing (uniform, routing_skew or expert_freq;
+ * static, or EPLB when eplb or redundant_experts) on ep ranks, from a one-entry
+ * per-thread cache; checks the routing fields, naming them. */
+hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **out, hl_err *err);
 
 /* Validates the job (skipping what `trust` names) and resolves its mapping into
  * *s; s->j, s->m, s->c point into *job, which must outlive *s. */

@@ -13,6 +13,7 @@
 #include "hbdlab/coll.h"
 #include "hbdlab/cost.h"
 #include "hbdlab/kvcache.h"
+#include "hbdlab/router.h"
 #include "hbdlab/memory.h"
 
 void hl_serve_result_free(hl_serve_result *r)
@@ -36,6 +37,7 @@ typedef struct rq {
     double gen;       /* tokens generated */
     double blocks;    /* KV blocks held */
     double first_tok, last_tok, first_sched, finish;
+    double total_out; /* the request's generated tokens (a prefill pool's record has output 1) */
     int32_t preempt;
     int32_t done;
 } rq;
@@ -61,7 +63,11 @@ typedef struct sched {
     double blocks_total, blocks_free, block;
     double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
     int64_t preempted;   /* in this step */
-    double dq;           /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
+    double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
+    int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
+    int64_t h_head, h_len;
+    double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
+    double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -97,6 +103,7 @@ static void preempt_last(sched *s)
     s->blocks_free += x->blocks;
     x->blocks = 0;
     x->kv = 0;
+    s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
     x->prefilled = 0;
     x->prompt = x->input + x->gen;
     x->preempt++;
@@ -204,24 +211,26 @@ typedef struct recorder {
     int64_t steps, samp_cap, stride, max_samples;
 } recorder;
 
-/* Accounts one iteration [t, t + dt]: time integrals, and a KV sample every
+/* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
+ * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
  * and the stride doubles). */
 static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
-                        double kv_util, double tokens, double prefill_tokens, double emitted, hl_err *err)
+                        double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
+                        double weight, hl_err *err)
 {
     hl_serve_result *r = rc->r;
-    rc->busy += dt;
-    rc->busy_prefill += tokens > 0 ? dt * prefill_tokens / tokens : 0;
-    rc->t_end = t + dt;
+    rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
+    rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
+    rc->t_end = fmax(rc->t_end, t + dt);
     if (waiting > 0) {
         rc->sat_tokens += emitted;
-        rc->sat_time += dt;
+        rc->sat_time += dt * weight;
     }
     rc->little += in_system * dt;
     rc->run += running * dt;
     rc->wait += waiting * dt;
-    rc->kv += kv_util * dt;
+    rc->kv += kv_part * dt; /* this group's blocks in use / the pool's */
     rc->kv_max = fmax(rc->kv_max, kv_util);
     rc->tokens += tokens;
     if (rc->steps % rc->stride == 0 && r->n_samples == rc->max_samples) {
@@ -240,7 +249,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 }
 
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
-                           recorder *rec, hl_err *err)
+                           recorder *rec, double weight, double blocks_all, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
     const hl_serve_cfg *c = s->cfg;
@@ -268,19 +277,20 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
         if (need > s->blocks_free)
             break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m};
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
         double dt;
         hl_status rc = hl_stepper_time(st, &it, &dt, err);
         if (rc)
             return rc;
         s->blocks_free -= need;
-        double util = (s->blocks_total - s->blocks_free) / s->blocks_total;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, (double)m, 0, (double)m, err)))
+        double util = (s->blocks_total - s->blocks_free) / blocks_all;
+        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             return rc;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
     }
+    s->out_tok -= j * (double)m;
     for (int64_t k = 0; k < m && j > 0; k++) {
         rq *x = &s->q[s->run[k]];
         x->kv += j;
@@ -334,35 +344,6 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     return n * per;
 }
 
-/* Everything run() allocates, freed in one place. */
-typedef struct owned {
-    hl_stepper *st;
-    hl_stepper *draft;  /* speculative decoding: the drafter's layers (spec_draft_layers of the target's shape) */
-    hl_stepper *draft2; /* spec_draft_layers = 0: drafters of 1 and 2 layers give the LM head alone */
-    hl_trace_req *reqs;
-    rq *q;
-    int64_t *wait, *run;
-    plan *plan;
-    hl_iter_chunk *chunks;
-    hl_itl_hist *itl;
-    double *cnt; /* block_tokens counters of the decode run-ahead */
-} owned;
-
-static void owned_free(owned *o)
-{
-    hl_stepper_free(o->st);
-    hl_stepper_free(o->draft);
-    hl_stepper_free(o->draft2);
-    free(o->reqs);
-    free(o->q);
-    free(o->wait);
-    free(o->run);
-    free(o->plan);
-    free(o->chunks);
-    free(o->itl);
-    free(o->cnt);
-}
-
 /* Speculative decoding in the scheduler (docs/MODEL.md 12): each decoding sequence's step is a
  * verify pass of gamma + 1 positions (the target's layers over its cached context, logits of every
  * position, as hl.simulate's decode_speculative), after gamma draft passes of the drafter
@@ -408,22 +389,23 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
         d.model.dense_layers = 0; /* the drafter takes the shape of the model's MoE layers */
     hl_job fw;
     sp->overhead_s = hl_job_with_framework(&d, &fw)->step_overhead;
-    hl_status rc = hl_stepper_new(&d, cap, draft, err);
+    hl_status rc = hl_stepper_new_rank(&d, cap, draft, err); /* one DP rank's, as the target's */
     if (!rc && job->spec_draft_layers < 1) { /* no layers: the LM head alone, 2 t(1 layer) - t(2 layers) */
         d.model.layers = 2;
-        rc = hl_stepper_new(&d, cap, draft2, err);
+        rc = hl_stepper_new_rank(&d, cap, draft2, err);
     }
     if (rc)
         hl_err_prefix(err, "the drafter (spec_draft_layers)");
     return rc;
 }
 
-/* Seconds of the gamma draft passes for `seqs` sequences at mean context ctx. */
+/* Seconds of the gamma draft passes for `seqs` sequences of one DP rank at mean context ctx;
+ * routed: the tokens of every rank of its EP group in the same lock-step pass (0: this rank alone). */
 static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper *draft2, double seqs, double ctx,
-                            double *t, hl_err *err)
+                            double routed, double *t, hl_err *err)
 {
     double w = hl_stepper_window(draft);
-    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs};
+    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
     double one, two = 0;
     hl_status rc = hl_stepper_time(draft, &it, &one, err);
     if (!rc && draft2)
@@ -447,242 +429,699 @@ static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
     hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
-    hl_iter pre = {0, 0, 0, 1, &ch, 1};
+    hl_iter pre = {0, 0, 0, 1, &ch, 1, 1, 0};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1};
+    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
 }
 
+/* A client's first request in the start order: its arrival (s) and its index. */
+typedef struct start_key {
+    double arrival;
+    int64_t i;
+} start_key;
+
+/* Sorts k[0, n) by arrival, stably (equal arrivals keep their order), through
+ * tmp (n / 2 + 1 entries): a top-down merge sort, O(n log n). */
+static void sort_starts(start_key *k, start_key *tmp, int64_t n)
+{
+    if (n < 2)
+        return;
+    int64_t h = n / 2;
+    sort_starts(k, tmp, h);
+    sort_starts(k + h, tmp, n - h);
+    if (!(k[h].arrival < k[h - 1].arrival))
+        return; /* already in order */
+    memcpy(tmp, k, sizeof *k * (size_t)h);
+    int64_t i = 0, j = h, o = 0;
+    while (i < h && j < n)
+        k[o++] = k[j].arrival < tmp[i].arrival ? k[j++] : tmp[i++]; /* a tie takes the left: stable */
+    while (i < h)
+        k[o++] = tmp[i++];
+}
+
 /* The closed loop's first requests: client k's at a uniform time in [0,
- * start_jitter_s) (default: one request's time alone), in time order. Clients
- * that start together with identical requests would prefill together forever. */
+ * start_jitter_s) (default: one request's time alone), in time order (ties in
+ * client order, as the insertion sort this replaces left them: it was O(n^2)
+ * moves of 120-byte entries, half of hl.serve's instructions for 1,000
+ * clients). Clients that start together with identical requests would prefill
+ * together forever. */
 static hl_status start_clients(const hl_serve_cfg *c, hl_stepper *st, rq *q, int64_t clients, hl_rng *rng, hl_err *err)
 {
     double jitter = c->start_jitter_s;
     hl_status rc = jitter < 0 ? time_alone(c, st, &jitter, err) : HL_OK;
-    for (int64_t i = 0; !rc && i < clients; i++) {
-        q[i].arrival = jitter > 0 ? hl_rng_uniform(rng) * jitter : 0;
-        for (int64_t k = i; k > 0 && q[k - 1].arrival > q[k].arrival; k--) { /* insertion: time order */
-            rq x = q[k];
-            q[k] = q[k - 1];
-            q[k - 1] = x;
-        }
+    if (rc || !(jitter > 0)) {
+        for (int64_t i = 0; !rc && i < clients; i++)
+            q[i].arrival = 0;
+        return rc;
     }
-    return rc;
+    size_t n = (size_t)clients;
+    start_key *key = malloc(sizeof *key * (n + n / 2 + 1)); /* n keys, then the merge's n / 2 + 1 */
+    rq *old = malloc(sizeof *old * n);
+    if (!key || !old) {
+        free(key);
+        free(old);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld clients", (long long)clients);
+    }
+    for (int64_t i = 0; i < clients; i++)
+        key[i] = (start_key){hl_rng_uniform(rng) * jitter, i};
+    sort_starts(key, key + n, clients);
+    memcpy(old, q, sizeof *old * n);
+    for (int64_t i = 0; i < clients; i++) {
+        q[i] = old[key[i].i];
+        q[i].arrival = key[i].arrival;
+    }
+    free(key);
+    free(old);
+    return HL_OK;
 }
 
-/* A client whose request ended at t sends request `r` after its think time
- * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
- * in time order (none is queued yet, so they may move). */
-static void release_next(sched *s, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+/* One scheduler per data-parallel rank of every instance of a pool (a
+ * "unit"); the units of an instance of an MoE model share its EP group and
+ * step in lock-step (one "group"); otherwise each unit steps alone. */
+typedef struct group {
+    int64_t first, count;       /* units [first, first + count) */
+    double t;                   /* when its next step may start: the end of its last one */
+    int stalled;                /* prefill group waiting for KV room (back-pressure) */
+    double stall_from, stall_s; /* start of the stall; stalled time not yet logged */
+} group;
+
+/* A pool: the whole deployment, or the prefill or decode side of a
+ * disaggregated one (docs/MODEL.md 12). */
+enum { POOL_ONE = 0, POOL_PREFILL = 1, POOL_DECODE = 2 };
+typedef struct pool {
+    int kind;
+    hl_stepper *st;
+    spec_model sp;              /* speculative decoding (gamma 0: off) */
+    hl_stepper *draft, *draft2; /* its drafter's steppers, per DP rank (spec_setup) */
+    rq *q;                      /* the pool's records of the requests (n) */
+    sched *units;
+    group *groups;
+    hl_router *rank_routers; /* one per instance: the DP rank of a request */
+    hl_router inst_router;
+    hl_router_load *loads; /* scratch, max(instances, dp) */
+    int64_t instances, dp, U, G;
+    int lockstep;
+    int64_t *group_of, *firsts;
+    hl_iter *its;
+    double *toks;
+    int64_t *wait, *run, *hand; /* per unit: n + 1, max_seqs, n + 1 (decode: requests awaiting KV room) */
+    plan *plan;
+    hl_iter_chunk *chunks;
+    double unit_blocks, blocks_all, window;
+} pool;
+
+static void pool_free(pool *p)
 {
-    rq *q = s->q;
-    q[r].arrival = t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0);
-    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
-        rq x = q[k];
-        q[k] = q[k - 1];
-        q[k - 1] = x;
-    }
+    hl_stepper_free(p->st);
+    hl_stepper_free(p->draft);
+    hl_stepper_free(p->draft2);
+    free(p->q);
+    free(p->units);
+    free(p->groups);
+    free(p->rank_routers);
+    free(p->loads);
+    free(p->group_of);
+    free(p->firsts);
+    free(p->its);
+    free(p->toks);
+    free(p->wait);
+    free(p->run);
+    free(p->hand);
+    free(p->plan);
+    free(p->chunks);
+    memset(p, 0, sizeof *p);
 }
 
-/* One pool of GPUs (the whole instance, or a disaggregated prefill or decode
- * pool) serving reqs[0..n): its stepper, KV cache and scheduler. A request of
- * a decode pool (first_tok != NULL) arrives with its prompt's KV and its first
- * token (at first_tok[i]). Fills o->q (one rq per request), rec, *preempts and
- * *blocks; the step log and samples go to r. */
-static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const hl_trace_req *reqs, int64_t n,
-                               const double *first_tok, owned *o, recorder *rec, hl_serve_result *r, int64_t *preempts,
-                               double *blocks_out, hl_err *err)
+/* A KV transfer in flight from a prefill instance to a decode instance: a
+ * flow sharing the prefill instance's egress and the decode instance's
+ * ingress links (each GPU sends its shard at once: bytes per GPU). */
+typedef struct flow {
+    int64_t r;        /* request */
+    int64_t src, dst; /* prefill unit, decode unit */
+    int64_t src_inst, dst_inst;
+    double left;  /* bytes per GPU still to move */
+    double start; /* s */
+} flow;
+
+/* Everything run() allocates, freed in one place. */
+typedef struct owned {
+    pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
+    hl_trace_req *reqs;
+    hl_itl_hist *itl;
+    double *cnt;  /* block_tokens counters of the decode run-ahead */
+    flow *flows;  /* concurrent disaggregation: transfers in flight */
+    double *xfer; /* per request: KV transfer time (disaggregated) */
+} owned;
+
+static void owned_free(owned *o)
+{
+    pool_free(&o->pools[0]);
+    pool_free(&o->pools[1]);
+    free(o->reqs);
+    free(o->itl);
+    free(o->cnt);
+    free(o->flows);
+    free(o->xfer);
+}
+
+/* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
+ * rank with its share of the instance's KV blocks, requests from reqs
+ * (prefilled: they arrive with their prompt's KV and first token). */
+static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_job *job, int64_t instances,
+                           const hl_trace_req *reqs, int64_t n, int prefilled, hl_err *err)
 {
     hl_status rc;
+    p->kind = kind;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    spec_model sp;
-    hl_job target;
-    if ((rc = spec_setup(job, cap, &target, &sp, &o->draft, &o->draft2, err)))
-        return rc;
-    if ((rc = hl_stepper_new(&target, cap, &o->st, err)))
+    int decodes = 0; /* speculation only where requests decode (not on a prefill pool) */
+    for (int64_t i = 0; i < n && kind != POOL_PREFILL && !decodes; i++)
+        decodes = reqs[i].output > 1;
+    hl_job target = *job, plain = *job;
+    plain.spec_tokens = 0;
+    if ((rc = spec_setup(decodes ? job : &plain, cap, &target, &p->sp, &p->draft, &p->draft2, err)) ||
+        (rc = hl_stepper_new_rank(&target, cap, &p->st, err)))
         return rc;
     hl_serve_cfg cj = *c;
     cj.job = *job;
     double blocks = 0;
-    if ((rc = hl_serve_kv_blocks(&cj, o->st, &blocks, err)))
+    if ((rc = hl_serve_kv_blocks(&cj, p->st, &blocks, err)))
         return rc;
-    *blocks_out = blocks;
-    sched s = {0};
-    s.cfg = c;
-    s.n = n;
-    s.dq = 1 + sp.gamma;
-    s.block = (double)c->block_tokens;
-    s.state_blocks = ceil(hl_stepper_state_bytes(o->st) / (s.block * hl_stepper_kv_token_bytes(o->st)));
-    s.blocks_total = s.blocks_free = blocks;
-    double group_blocks = floor(blocks / (double)hl_stepper_dp(o->st));
-    o->q = calloc((size_t)n, sizeof *o->q);
-    o->wait = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    o->run = malloc(sizeof(int64_t) * (size_t)c->max_seqs);
-    o->plan = malloc(sizeof(plan) * (size_t)c->max_seqs);
-    o->chunks = malloc(sizeof(hl_iter_chunk) * (size_t)c->max_seqs);
-    o->itl = calloc(1, sizeof *o->itl);
-    if (!o->q || !o->wait || !o->run || !o->plan || !o->chunks || !o->itl)
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
-    s.q = o->q;
-    s.wait = o->wait;
-    s.w_cap = n + 1;
-    s.run = o->run;
-    s.plan = o->plan;
-    s.chunks = o->chunks;
+    int64_t dp = hl_stepper_dp(p->st), U = instances * dp;
+    p->instances = instances;
+    p->dp = dp;
+    p->U = U;
+    p->lockstep = job->model.experts > 0 && dp > 1;
+    p->G = p->lockstep ? instances : U;
+    p->unit_blocks = floor(blocks / (double)dp); /* each DP rank its own share of the instance's cache */
+    p->blocks_all = p->unit_blocks * (double)U;
+    p->window = hl_stepper_window(p->st);
+    size_t ms = (size_t)c->max_seqs;
+    p->q = calloc((size_t)(n > 0 ? n : 1), sizeof *p->q);
+    p->units = calloc((size_t)U, sizeof *p->units);
+    p->groups = calloc((size_t)p->G, sizeof *p->groups);
+    p->rank_routers = calloc((size_t)instances, sizeof *p->rank_routers);
+    p->loads = calloc((size_t)(instances > dp ? instances : dp), sizeof *p->loads);
+    p->group_of = malloc(sizeof(int64_t) * (size_t)U);
+    p->firsts = malloc(sizeof(int64_t) * (size_t)U);
+    p->its = malloc(sizeof(hl_iter) * (size_t)U);
+    p->toks = malloc(sizeof(double) * (size_t)U);
+    p->wait = malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)U);
+    p->hand = kind == POOL_DECODE ? malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)U) : NULL;
+    p->run = malloc(sizeof(int64_t) * ms * (size_t)U);
+    p->plan = malloc(sizeof(plan) * ms * (size_t)U);
+    p->chunks = malloc(sizeof(hl_iter_chunk) * ms * (size_t)U);
+    if (!p->q || !p->units || !p->groups || !p->rank_routers || !p->loads || !p->group_of || !p->firsts || !p->its ||
+        !p->toks || !p->wait || !p->run || !p->plan || !p->chunks || (kind == POOL_DECODE && !p->hand))
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests on %lld schedulers", (long long)n,
+                       (long long)U);
+    double state_blocks =
+        ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
+    for (int64_t u = 0; u < U; u++) {
+        sched *s = &p->units[u];
+        s->cfg = c;
+        s->n = n;
+        s->q = p->q;
+        s->block = (double)c->block_tokens;
+        s->state_blocks = state_blocks;
+        s->blocks_total = s->blocks_free = p->unit_blocks;
+        s->dq = 1 + p->sp.gamma;
+        s->wait = p->wait + (size_t)u * (size_t)(n + 1);
+        s->w_cap = n + 1;
+        s->run = p->run + (size_t)u * ms;
+        s->plan = p->plan + (size_t)u * ms;
+        s->chunks = p->chunks + (size_t)u * ms;
+        if (p->hand)
+            s->hand = p->hand + (size_t)u * (size_t)(n + 1);
+        p->group_of[u] = p->lockstep ? u / dp : u;
+    }
+    for (int64_t g = 0; g < p->G; g++)
+        p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};
+    for (int64_t i = 0; i < instances; i++)
+        p->rank_routers[i].kind = c->router;
+    p->inst_router = (hl_router){c->router, 0, 0};
     for (int64_t i = 0; i < n; i++) {
-        rq *x = &s.q[i];
+        rq *x = &p->q[i];
         const hl_trace_req *t = &reqs[i];
         x->arrival = t->arrival_s;
         x->input = x->prompt = t->input;
-        x->output = t->output;
+        x->output = kind == POOL_PREFILL ? 1 : t->output; /* a prefill pool computes the first token only */
+        x->total_out = t->output;
         x->first_tok = x->first_sched = -1;
-        if (first_tok) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
+        if (t->input < job->image_tokens)
+            return hl_fail(err, HL_EINVAL,
+                           "request %lld: input %g tokens is shorter than its image (field 'image_tokens': %g); "
+                           "image_tokens must be <= every request's input",
+                           (long long)i + 1, t->input, job->image_tokens);
+        if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
-            x->first_tok = x->last_tok = first_tok[i];
         }
-        double most = blocks_for(&s, t->input + t->output - 1);
-        if (most > group_blocks)
+        double most = blocks_for(&p->units[0], t->input + x->output - 1);
+        if (most > p->unit_blocks)
             return hl_fail(err, HL_ENOFIT,
-                           "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel group holds "
+                           "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel rank%s "
+                           "holds "
                            "%g; fewer tokens, more memory or a larger mapping would help",
-                           (long long)i + 1, t->input, t->output, most, (long long)c->block_tokens, group_blocks);
+                           (long long)i + 1, t->input, t->output, most, (long long)c->block_tokens,
+                           kind == POOL_PREFILL  ? " of the prefill pool"
+                           : kind == POOL_DECODE ? " of the decode pool"
+                                                 : "",
+                           p->unit_blocks);
     }
+    return HL_OK;
+}
+
+/* The unit of pool p a request goes to: an instance, then one of its DP
+ * ranks, by the router (docs/MODEL.md 12, deployment). */
+static int64_t pick_unit(pool *p)
+{
+    int64_t inst = 0, dp = p->dp;
+    if (p->instances > 1) {
+        for (int64_t i = 0; i < p->instances; i++) {
+            hl_router_load l = {0, 0};
+            for (int64_t k = 0; k < dp; k++) {
+                l.tokens += p->units[i * dp + k].out_tok;
+                l.free_blocks += p->units[i * dp + k].blocks_free;
+            }
+            p->loads[i] = l;
+        }
+        inst = hl_router_pick(&p->inst_router, p->loads, p->instances);
+    }
+    int64_t rank = 0;
+    if (dp > 1) {
+        for (int64_t k = 0; k < dp; k++)
+            p->loads[k] = (hl_router_load){p->units[inst * dp + k].out_tok, p->units[inst * dp + k].blocks_free};
+        rank = hl_router_pick(&p->rank_routers[inst], p->loads, dp);
+    }
+    return inst * dp + rank;
+}
+
+static int group_busy(const pool *p, const group *g)
+{
+    for (int64_t k = g->first; k < g->first + g->count; k++)
+        if (p->units[k].n_run > 0 || p->units[k].w_len > 0)
+            return 1;
+    return 0;
+}
+
+/* Queues request r on unit u of pool p at time t (at the head when `front`:
+ * a decode request whose KV room is held, admitted before any other); the
+ * unit's group, idle until now, starts then. Returns the time from t to the
+ * group's next step. */
+static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
+{
+    sched *s = &p->units[u];
+    group *g = &p->groups[p->group_of[u]];
+    if (!group_busy(p, g))
+        g->t = fmax(g->t, t);
+    const rq *x = &s->q[r];
+    s->out_tok += x->prompt - x->prefilled + x->output - x->gen;
+    if (front)
+        wait_push_front(s, r);
+    else
+        wait_push_back(s, r);
+    return fmax(0, g->t - t);
+}
+
+/* A client whose request ended at t sends request `r` after its think time
+ * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
+ * in time order in every pool's records (none is queued yet, so they may move). */
+static void release_next(owned *o, int npools, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+{
+    rq *q = o->pools[0].q;
+    q[r].arrival = t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0);
+    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--)
+        for (int p = 0; p < npools; p++) {
+            rq *qq = o->pools[p].q, x = qq[k];
+            qq[k] = qq[k - 1];
+            qq[k - 1] = x;
+        }
+}
+
+/* The links of a disaggregated deployment's KV transfers. */
+typedef struct xlink {
+    int concurrent;    /* 1: one clock over both pools, transfers as flows, back-pressure */
+    double bw, lat;    /* per GPU: B/s of a transfer alone, s before its bytes move */
+    double kvtok;      /* B of KV per token per prefill GPU */
+    int64_t *hand_src; /* per request: the prefill unit holding its KV */
+    int64_t n_flows, cap_flows;
+    double t_flows; /* the flows' remaining bytes are as of this time */
+} xlink;
+
+/* Rate (B/s per GPU) of flow f: an equal share of its prefill instance's
+ * egress and of its decode instance's ingress, the smaller. */
+static double flow_rate(const owned *o, const xlink *xl, const flow *f)
+{
+    int64_t a = 0, b = 0;
+    for (int64_t i = 0; i < xl->n_flows; i++) {
+        const flow *g = &o->flows[i];
+        if (g->start + xl->lat > xl->t_flows)
+            continue; /* still in its latency */
+        a += g->src_inst == f->src_inst;
+        b += g->dst_inst == f->dst_inst;
+    }
+    return xl->bw / (double)(a > b ? (a > 0 ? a : 1) : (b > 0 ? b : 1));
+}
+
+/* Moves every flow's bytes on to time t (rates depend on which flows are past
+ * their latency, not on their bytes: updating in place is exact). */
+static void flows_advance(owned *o, xlink *xl, double t)
+{
+    double dt = t - xl->t_flows;
+    for (int64_t i = 0; i < xl->n_flows && dt > 0; i++) {
+        flow *f = &o->flows[i];
+        if (f->start + xl->lat <= xl->t_flows)
+            f->left = fmax(0, f->left - flow_rate(o, xl, f) * dt);
+    }
+    xl->t_flows = t;
+}
+
+/* Time of the next flow event (one leaves its latency or moves its last byte); INFINITY if none. */
+static double flows_next(const owned *o, const xlink *xl, int64_t *which, int *ends)
+{
+    double best = INFINITY;
+    *which = -1;
+    *ends = 0;
+    for (int64_t i = 0; i < xl->n_flows; i++) {
+        const flow *f = &o->flows[i];
+        int latent = f->start + xl->lat > xl->t_flows;
+        double t = latent ? f->start + xl->lat : xl->t_flows + f->left / flow_rate(o, xl, f);
+        if (t < best) {
+            best = t;
+            *which = i;
+            *ends = !latent;
+        }
+    }
+    return best;
+}
+
+/* Decode units give KV room to the requests waiting for it, in order: each
+ * admitted one's transfer starts (the prefill unit keeps its KV until it ends). */
+static hl_status prealloc(owned *o, xlink *xl, double t, hl_err *err)
+{
+    pool *P = &o->pools[0], *D = &o->pools[1];
+    for (int64_t u = 0; u < D->U; u++) {
+        sched *s = &D->units[u];
+        while (s->h_len > 0) {
+            int64_t r = s->hand[s->h_head];
+            rq *x = &D->q[r];
+            /* as admission() asks of an arrived-prefilled request: room for its first decode (or verify) */
+            double need = blocks_for(s, s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : x->kv + s->dq);
+            if (need > s->blocks_free)
+                break;
+            s->blocks_free -= need;
+            x->blocks = need;
+            s->h_head++;
+            s->h_len--;
+            if (!grow((void **)&o->flows, xl->n_flows, &xl->cap_flows, sizeof(flow)))
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for KV transfers");
+            int64_t src = xl->hand_src[r];
+            o->flows[xl->n_flows++] = (flow){r, src, u, src / P->dp, u / D->dp, xl->kvtok * x->input, t};
+        }
+    }
+    return HL_OK;
+}
+
+/* Plans one unit's iteration at time t into its plan and it (a DP rank's
+ * counts); 0 when it schedules nothing. */
+static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
+                         int64_t *first_chunk)
+{
+    const hl_serve_cfg *c = s->cfg;
+    s->n_plan = 0;
+    s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
+    memset(it, 0, sizeof *it);
+    *step_tok = 0;
+    *first_chunk = -1;
+    if (s->n_run == 0 && s->w_len == 0)
+        return 0;
+    double budget = (double)c->token_budget;
+    if (c->chunked_prefill) {
+        schedule_running(s, &budget, chunk);
+        if (s->preempted == 0) /* vLLM v1: no new requests in a step that preempted */
+            admit_waiting(s, &budget, chunk, t);
+    } else {
+        admit_waiting(s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
+        if (s->n_plan == 0)
+            schedule_running(s, &budget, chunk);
+    }
+    it->chunks = s->chunks;
+    double ctx = 0, win = 0;
+    for (int64_t k = 0; k < s->n_plan; k++) {
+        const plan *p = &s->plan[k];
+        const rq *x = &s->q[p->r];
+        *step_tok += p->tokens;
+        if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
+            it->logits_rows += p->tokens;
+            s->spec_seqs++;
+            s->spec_ctx += x->kv;
+        } else if (p->decode) {
+            it->decode_seqs++;
+            ctx += x->kv;
+            win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
+            it->logits_rows++;
+        } else {
+            if (*first_chunk < 0)
+                *first_chunk = p->r;
+            it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+            it->logits_rows += x->prefilled + p->tokens >= x->prompt;
+        }
+    }
+    if (it->decode_seqs > 0) {
+        it->decode_ctx_mean = ctx / it->decode_seqs;
+        it->decode_win_mean = win / it->decode_seqs;
+    }
+    return s->n_plan;
+}
+
+/* One event clock over the pools (the deployment, or prefill and decode),
+ * serving n requests arriving at pools[0]: route arrivals, complete KV
+ * transfers, step the group whose step starts first (docs/MODEL.md 12). With
+ * xl (concurrent disaggregation), a request whose prompt ends keeps its KV on
+ * its prefill unit until a decode unit has room and the transfer is over; a
+ * prefill group with nothing it can schedule waits (stalls) for room. */
+static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *xl, int64_t n, recorder *rec,
+                            hl_serve_result *r, int64_t *preempts, hl_err *err)
+{
+    hl_status rc = HL_OK;
+    pool *P0 = &o->pools[0];
     int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
-    if (closed && (rc = start_clients(c, o->st, s.q, released, &clients, err)))
+    if (closed && (rc = start_clients(c, P0->st, P0->q, released, &clients, err)))
         return rc;
+    for (int64_t i = 0; closed && npools > 1 && i < released; i++) { /* the decode records follow the order */
+        rq *d = &o->pools[1].q[i];
+        const rq *x = &P0->q[i];
+        *d = (rq){.arrival = x->arrival, .input = x->input, .output = x->total_out, .total_out = x->total_out};
+        d->prompt = d->prefilled = d->kv = x->input;
+        d->gen = 1;
+        d->first_tok = d->first_sched = -1;
+    }
     double chunk = c->chunk > 0 ? (double)c->chunk : (double)c->token_budget;
-    double window = hl_stepper_window(o->st);
-    double t = 0;
+    int64_t G_all = 0;
+    double blocks_kv = o->pools[npools - 1].blocks_all; /* the KV reported: the decode pool's, or the only one */
+    for (int p = 0; p < npools; p++)
+        G_all += o->pools[p].G;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
-    int fast = !c->keep_steps && window == 0 && c->block_tokens <= 65536 && sp.gamma == 0; /* speculation: random */
+    double t_now = 0; /* start of the last step */
+    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 &&
+               P0->sp.gamma == 0; /* speculation: each verify pass accepts a random number of drafts */
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
         if (hl_interrupt_pending()) /* Ctrl-C / SIGTERM: a long run must not trap the caller */
-            return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t,
+            return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t_now,
                            (long long)done, (long long)n);
-        while (next < released && s.q[next].arrival <= t) {
-            rec->little += t - s.q[next].arrival;
-            wait_push_back(&s, next++);
-        }
-        if (s.n_run == 0 && s.w_len == 0) {
-            t = s.q[next].arrival; /* idle until the next arrival (next < released: done < n) */
+        /* the group whose next step starts first, over the pools */
+        int pb = -1;
+        int64_t gb = -1;
+        for (int p = 0; p < npools; p++)
+            for (int64_t g = 0; g < o->pools[p].G; g++) {
+                const group *gr = &o->pools[p].groups[g];
+                if (gr->stalled || !group_busy(&o->pools[p], gr))
+                    continue;
+                if (gb < 0 || gr->t < o->pools[pb].groups[gb].t) {
+                    pb = p;
+                    gb = g;
+                }
+            }
+        double t_grp = gb >= 0 ? o->pools[pb].groups[gb].t : INFINITY;
+        double t_arr = next < released ? P0->q[next].arrival : INFINITY;
+        int64_t fi = -1;
+        int ends = 0;
+        double t_flow = xl && xl->concurrent ? flows_next(o, xl, &fi, &ends) : INFINITY;
+        if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
+            int64_t u = pick_unit(P0);
+            rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
+            next++;
             continue;
         }
-        s.n_plan = 0;
-        s.preempted = 0;
-        double budget = (double)c->token_budget;
-        if (c->chunked_prefill) {
-            schedule_running(&s, &budget, chunk);
-            if (s.preempted == 0) /* vLLM v1: no new requests in a step that preempted */
-                admit_waiting(&s, &budget, chunk, t);
-        } else {
-            admit_waiting(&s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
-            if (s.n_plan == 0)
-                schedule_running(&s, &budget, chunk);
-        }
-        if (s.n_plan == 0)
-            return hl_fail(err, HL_EINVAL,
-                           "serve: no request could be scheduled at t = %g s (%lld running, %lld "
-                           "waiting); the KV cache or the budget is too small",
-                           t, (long long)s.n_run, (long long)s.w_len);
-        hl_iter it = {0};
-        it.chunks = s.chunks;
-        double ctx = 0, win = 0, step_tok = 0, spec_seqs = 0, spec_ctx = 0;
-        int64_t first_chunk = -1;
-        for (int64_t k = 0; k < s.n_plan; k++) {
-            const plan *p = &s.plan[k];
-            const rq *x = &s.q[p->r];
-            step_tok += p->tokens;
-            if (p->decode && sp.gamma > 0) { /* a verify pass: gamma + 1 positions after the cached ones */
-                s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
-                it.logits_rows += p->tokens;
-                spec_seqs++;
-                spec_ctx += x->kv;
-            } else if (p->decode) {
-                it.decode_seqs++;
-                ctx += x->kv;
-                win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
-                it.logits_rows++;
-            } else {
-                if (first_chunk < 0)
-                    first_chunk = p->r;
-                s.chunks[it.n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
-                it.logits_rows += x->prefilled + p->tokens >= x->prompt;
+        if (fi >= 0 && t_flow <= t_grp) { /* a transfer leaves its latency or ends */
+            flows_advance(o, xl, t_flow);
+            if (!ends)
+                continue;          /* it just left its latency: the rates change from now */
+            flow f = o->flows[fi]; /* its last byte moved at t_flow (whatever rounding left) */
+            o->flows[fi] = o->flows[--xl->n_flows];
+            pool *D = &o->pools[1];
+            rq *xp = &P0->q[f.r], *xd = &D->q[f.r];
+            sched *sp = &P0->units[f.src];
+            sp->blocks_free += xp->blocks; /* the prefill unit lets the KV go */
+            xp->blocks = 0;
+            group *gs = &P0->groups[P0->group_of[f.src]];
+            if (gs->stalled) {
+                gs->stalled = 0;
+                gs->stall_s += t_flow - gs->stall_from;
+                gs->t = fmax(gs->t, t_flow);
             }
+            o->xfer[f.r] = t_flow - f.start;
+            rec->little += t_flow - xp->first_tok; /* waiting for room and moving, between the pools */
+            xd->first_tok = xd->last_tok = xp->first_tok;
+            xd->arrival = t_flow;
+            rec->little += enqueue(D, f.dst, f.r, t_flow, 1); /* its blocks are held: ahead of recomputes */
+            continue;
         }
-        if (it.decode_seqs > 0) {
-            it.decode_ctx_mean = ctx / it.decode_seqs;
-            it.decode_win_mean = win / it.decode_seqs;
+        if (gb < 0) /* nothing runs, arrives or moves (cannot happen while done < n) */
+            return hl_fail(err, HL_EINVAL, "serve: %lld of %lld requests done and none pending", (long long)done,
+                           (long long)n);
+        pool *P = &o->pools[pb];
+        group *gr = &P->groups[gb];
+        t_now = gr->t;
+        double t = gr->t, dt = 0, routed = 0, step_tok = 0, in_system = 0, running = 0, waiting = 0;
+        int64_t planned = 0, decodes = 0, n_chunks = 0, first_chunk = -1, preempted = 0;
+        double verifies = 0, verify_tok = 0, drafted = 0; /* speculation: verify passes, their tokens, drafts */
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &P->units[gr->first + k];
+            in_system += (double)(s->n_run + s->w_len);
+            planned += plan_unit(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
+            routed += P->toks[k];
         }
-        double dt;
-        if ((rc = hl_stepper_time(o->st, &it, &dt, err)))
-            return rc;
-        if (spec_seqs > 0) { /* gamma draft passes of the drafter before the verify pass */
-            double draft;
-            if ((rc = draft_time(&sp, o->draft, o->draft2, spec_seqs, spec_ctx / spec_seqs, &draft, err)))
-                return rc;
-            dt += draft;
-        }
-        double t_end = t + dt, same = 0, emitted = 0;
-        int64_t in_system = s.n_run + s.w_len;
-        for (int64_t k = 0; k < s.n_plan; k++) {
-            const plan *p = &s.plan[k];
-            rq *x = &s.q[p->r];
-            int emits = 1;
-            double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
-            if (p->decode && sp.gamma > 0) {
-                burst = fmin(accepted(&sp, &clients) + 1, x->output - x->gen);
-                x->kv += burst;
-            } else if (p->decode) {
-                x->kv += 1;
-            } else {
-                x->prefilled += p->tokens;
-                x->kv = x->prefilled;
-                emits = x->prefilled >= x->prompt;
-            }
-            if (!emits)
+        if (planned == 0) {
+            int held = 0;
+            for (int64_t k = 0; k < gr->count && xl && xl->concurrent; k++)
+                held |= P->units[gr->first + k].blocks_free < P->units[gr->first + k].blocks_total;
+            if (P->kind == POOL_PREFILL && held) { /* back-pressure: its KV waits for decode room */
+                gr->stalled = 1;
+                gr->stall_from = t;
                 continue;
-            emitted += burst;
-            x->gen += burst;
-            if (x->first_tok < 0)
-                x->first_tok = t_end;
-            else if (x->last_tok == t)
-                same++;
-            else
-                hl_itl_add(o->itl, t_end - x->last_tok, 1);
-            if (burst > 1) /* the burst's other tokens come with the first: gaps of 0 */
-                hl_itl_add(o->itl, 0, burst - 1);
-            x->last_tok = t_end;
-            if (x->gen >= x->output) {
+            }
+            return hl_fail(err, HL_EINVAL,
+                           "serve: no request could be scheduled at t = %g s (%g in the system); the KV cache or the "
+                           "budget of a data-parallel rank is too small",
+                           t, in_system);
+        }
+        /* lock-step: every MoE layer waits for the slowest rank; a rank with nothing
+         * planned still runs its (empty) pass, never the slowest one */
+        for (int64_t k = 0; k < gr->count; k++) {
+            if (P->units[gr->first + k].n_plan == 0)
+                continue;
+            double dk;
+            P->its[k].routed = gr->count > 1 ? routed : 0;
+            if ((rc = hl_stepper_time(P->st, &P->its[k], &dk, err)))
+                return rc;
+            dt = fmax(dt, dk);
+            drafted += P->units[gr->first + k].spec_seqs;
+        }
+        /* speculation: the gamma draft passes before the verify pass, in lock-step too (the
+         * drafter's MoE layers wait for the slowest rank; one token per sequence each) */
+        double draft_dt = 0;
+        for (int64_t k = 0; k < gr->count && drafted > 0; k++) {
+            const sched *s = &P->units[gr->first + k];
+            if (s->spec_seqs == 0)
+                continue;
+            double dk;
+            if ((rc = draft_time(&P->sp, P->draft, P->draft2, s->spec_seqs, s->spec_ctx / s->spec_seqs,
+                                 gr->count > 1 ? drafted : 0, &dk, err)))
+                return rc;
+            draft_dt = fmax(draft_dt, dk);
+        }
+        dt += draft_dt;
+        double t_end = t + dt, emitted = 0;
+        for (int64_t k = 0; k < gr->count; k++) {
+            int64_t u = gr->first + k;
+            sched *s = &P->units[u];
+            double same = 0;
+            for (int64_t j = 0; j < s->n_plan; j++) {
+                const plan *pl = &s->plan[j];
+                rq *x = &s->q[pl->r];
+                int emits = 1;
+                double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
+                if (pl->decode && s->dq > 1) {
+                    burst = fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
+                    x->kv += burst;
+                } else if (pl->decode) {
+                    x->kv += 1;
+                } else {
+                    x->prefilled += pl->tokens;
+                    x->kv = x->prefilled;
+                    s->out_tok -= pl->tokens;
+                    emits = x->prefilled >= x->prompt;
+                }
+                if (!emits)
+                    continue;
+                emitted += burst;
+                s->out_tok -= burst;
+                x->gen += burst;
+                if (x->first_tok < 0)
+                    x->first_tok = t_end;
+                else if (x->last_tok == t)
+                    same++;
+                else
+                    hl_itl_add(o->itl, t_end - x->last_tok, 1);
+                if (burst > 1) /* the burst's other tokens come with the first: gaps of 0 */
+                    hl_itl_add(o->itl, 0, burst - 1);
+                x->last_tok = t_end;
+                if (x->gen < x->output)
+                    continue;
                 x->done = 1;
                 x->finish = t_end;
-                s.blocks_free += x->blocks;
+                if (P->kind == POOL_PREFILL && x->total_out > 1) {
+                    /* its KV stays here until a decode unit takes it */
+                    pool *D = &o->pools[1];
+                    int64_t du = pick_unit(D);
+                    sched *sd = &D->units[du];
+                    sd->hand[sd->h_head + sd->h_len++] = pl->r; /* each request once: n + 1 entries suffice */
+                    xl->hand_src[pl->r] = u;
+                    continue;
+                }
+                s->blocks_free += x->blocks;
                 x->blocks = 0;
                 done++;
                 if (closed && released < n)
-                    release_next(&s, next, released++, t_end, c->think_s, &clients);
+                    release_next(o, npools, next, released++, t_end, c->think_s, &clients);
             }
+            hl_itl_add(o->itl, dt, same);
+            decodes += (int64_t)P->its[k].decode_seqs;
+            n_chunks += P->its[k].n_chunks - (int64_t)s->spec_seqs; /* verify passes are decodes */
+            verifies += s->spec_seqs;
+            verify_tok += s->spec_seqs * s->dq;
+            if (first_chunk < 0)
+                first_chunk = P->firsts[k];
+            step_tok += P->toks[k];
+            preempted += s->preempted;
+            running += (double)s->n_run;
+            waiting += (double)s->w_len;
         }
-        hl_itl_add(o->itl, dt, same);
-        int64_t m = 0; /* drop finished requests, keep admission order */
-        for (int64_t k = 0; k < s.n_run; k++)
-            if (!s.q[s.run[k]].done)
-                s.run[m++] = s.run[k];
-        double kv_util = (s.blocks_total - s.blocks_free) / s.blocks_total;
-        if ((rc = record(rec, t, dt, (double)in_system, (double)s.n_run, (double)s.w_len, kv_util, step_tok,
-                         step_tok - it.decode_seqs - spec_seqs * s.dq, emitted, err)))
+        double used = 0, used_all = 0;
+        for (int64_t k = 0; k < gr->count; k++)
+            used += P->units[gr->first + k].blocks_total - P->units[gr->first + k].blocks_free;
+        const pool *K = &o->pools[npools - 1]; /* the pool whose KV is reported */
+        for (int64_t u = 0; u < K->U; u++)
+            used_all += K->units[u].blocks_total - K->units[u].blocks_free;
+        double part = P == K ? used / blocks_kv : 0;
+        if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
+                         step_tok - (double)decodes - verify_tok, emitted, 1.0 / (double)G_all, err)))
             return rc;
-        preempt_total += s.preempted;
-        if (c->keep_steps) {
+        preempt_total += preempted;
+        if (c->keep_steps && (npools > 1 || P->kind != POOL_PREFILL)) {
             if (r->n_steps_log >= HL_SERVE_MAX_LOG_STEPS)
                 return hl_fail(err, HL_EINVAL,
                                "field 'keep_steps': the step log passed %lld iterations (the most "
@@ -692,21 +1131,36 @@ static hl_status simulate_pool(const hl_serve_cfg *c, const hl_job *job, const h
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
             r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
                                                              dt,
-                                                             (int32_t)(it.decode_seqs + spec_seqs),
-                                                             it.n_chunks - (int32_t)spec_seqs,
-                                                             step_tok - it.decode_seqs - spec_seqs * s.dq,
+                                                             (int32_t)(decodes + (int64_t)verifies),
+                                                             (int32_t)n_chunks,
+                                                             step_tok - (double)decodes - verify_tok,
                                                              (int32_t)(first_chunk + 1),
-                                                             (int32_t)s.preempted,
-                                                             s.blocks_total - s.blocks_free};
+                                                             (int32_t)preempted,
+                                                             used,
+                                                             P->kind,
+                                                             (int32_t)gb,
+                                                             gr->stall_s};
+            gr->stall_s = 0;
         }
-        int all_decoded = it.n_chunks == 0 && s.n_plan == s.n_run && s.preempted == 0;
-        s.n_run = m;
-        t = t_end;
-        if (fast && all_decoded && m > 0) {
-            double t_arr = next < released ? s.q[next].arrival : INFINITY;
-            if ((rc = run_ahead(&s, o->st, o->itl, t_arr, &t, o->cnt, rec, err)))
-                return rc;
+        gr->t = t_end;
+        for (int64_t k = 0; k < gr->count; k++) {
+            sched *s = &P->units[gr->first + k];
+            int all_decoded = P->its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
+            int64_t m = 0; /* drop finished requests, keep admission order */
+            for (int64_t j = 0; j < s->n_run; j++)
+                if (!s->q[s->run[j]].done)
+                    s->run[m++] = s->run[j];
+            s->n_run = m;
+            if (fast && gr->count == 1 && all_decoded && m > 0) {
+                /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
+                double t_a = next < released ? P->q[next].arrival : INFINITY, tu = gr->t;
+                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, o->cnt, rec, 1.0 / (double)G_all, blocks_kv, err)))
+                    return rc;
+                gr->t = tu;
+            }
         }
+        if (xl && xl->concurrent && (rc = prealloc(o, xl, t_end, err)))
+            return rc;
     }
     *preempts += preempt_total;
     return HL_OK;
@@ -849,6 +1303,58 @@ static void serve_cost(const hl_job *pj, int64_t gp, const recorder *rp, const h
     r->tokens_per_mw = peak > 0 ? r->output_tps / (peak / 1e6) : NAN;
 }
 
+/* Concurrent disaggregation: one clock over the prefill and the decode pool,
+ * KV transfers as flows sharing the links they cross, back-pressure from the
+ * decode pool's KV room (docs/MODEL.md 12). */
+static hl_status run_concurrent(const hl_serve_cfg *c, hl_serve_result *r, owned *o, int64_t n, recorder *rec,
+                                hl_err *err)
+{
+    hl_status rc;
+    xlink xl = {0};
+    xl.concurrent = 1;
+    if ((rc = pool_init(&o->pools[0], POOL_PREFILL, c, &c->job, 1, o->reqs, n, 0, err)) ||
+        (rc = pool_init(&o->pools[1], POOL_DECODE, c, &c->decode_job, 1, o->reqs, n, 1, err)))
+        return rc;
+    /* the link of one transfer: time(b) = lat + b / bw per prefill GPU (section 5's Send/Recv) */
+    xl.kvtok = hl_stepper_kv_token_bytes(o->pools[0].st);
+    double t1, t2, b1 = 1e6, b2 = 2e6;
+    if ((rc = kv_transfer_time(c, 1, b1, &t1, err)) || (rc = kv_transfer_time(c, 1, b2, &t2, err)))
+        return rc;
+    xl.bw = t2 > t1 ? (b2 - b1) / (t2 - t1) : INFINITY;
+    xl.lat = fmax(0, t1 - b1 / xl.bw);
+    o->xfer = calloc((size_t)(n > 0 ? n : 1), sizeof *o->xfer);
+    xl.hand_src = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (!o->xfer || !xl.hand_src) {
+        free(xl.hand_src);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
+    }
+    int64_t preempts = 0;
+    rc = serve_loop(c, o, 2, &xl, n, rec, r, &preempts, err);
+    free(xl.hand_src);
+    if (rc)
+        return rc;
+    pool *P = &o->pools[0], *D = &o->pools[1];
+    int64_t *dmap = calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+    if (!dmap)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
+    double xsum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        P->q[i].output = P->q[i].total_out;
+        dmap[i] = P->q[i].total_out > 1 ? i : -1;
+        xsum += o->xfer[i];
+    }
+    r->gpus = hl_stepper_gpus(P->st) + hl_stepper_gpus(D->st);
+    r->kv_blocks_total = D->blocks_all;
+    r->preemptions = preempts;
+    rc = summarise(c, P->q, D->q, dmap, n, o->xfer, o->itl, rec, 0, r, err);
+    r->kv_transfer_s = n > 0 ? xsum / (double)n : 0;
+    if (!rc) /* one recorder over both pools: each pool charged the run's busy time (an upper bound) */
+        serve_cost(&c->job, hl_stepper_gpus(P->st), rec, &c->decode_job, hl_stepper_gpus(D->st), rec, rec->t_end,
+                   count_tokens(o->reqs, n), r);
+    free(dmap);
+    return rc;
+}
+
 static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_err *err)
 {
     hl_serve_cfg cc;
@@ -886,22 +1392,26 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     rec.stride = 1;
     rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
     int64_t preempts = 0;
-    double blocks = 0;
+    if (!(o->itl = calloc(1, sizeof *o->itl)))
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     if (!c->disagg) {
-        if ((rc = simulate_pool(c, &c->job, o->reqs, n, NULL, o, &rec, r, &preempts, &blocks, err)))
+        if ((rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, o->reqs, n, 0, err)) ||
+            (rc = serve_loop(c, o, 1, NULL, n, &rec, r, &preempts, err)))
             return rc;
-        r->gpus = hl_stepper_gpus(o->st);
-        r->kv_blocks_total = blocks;
+        r->gpus = hl_stepper_gpus(o->pools[0].st) * c->replicas;
+        r->kv_blocks_total = o->pools[0].blocks_all;
         r->preemptions = preempts;
-        rc = summarise(c, o->q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
         if (!rc)
             serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, count_tokens(o->reqs, n), r);
         return rc;
     }
-    /* disaggregated: the prefill pool serves every prompt (one token each), then each request's KV
+    if (c->disagg_clock == HL_DISAGG_CONCURRENT)
+        return run_concurrent(c, r, o, n, &rec, err);
+    /* sequential: the prefill pool serves every prompt (one token each), then each request's KV
      * moves to the decode pool, which receives it as an arrival that decodes from its first token */
     hl_trace_req *pre = malloc(sizeof *pre * (size_t)n), *dec = malloc(sizeof *dec * (size_t)n);
-    double *first = malloc(sizeof *first * (size_t)n), *xfer = calloc((size_t)n, sizeof *xfer);
+    double *xfer = calloc((size_t)n, sizeof *xfer);
     int64_t *dmap = malloc(sizeof *dmap * (size_t)n), *xmap = malloc(sizeof *xmap * (size_t)n);
     dec_order dec_ctx;
     owned od = {0};
@@ -910,9 +1420,9 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     rec_p.r = &scratch; /* the prefill pool's KV samples are not reported */
     rec_p.stride = 1;
     rec_p.max_samples = 2;
-    double xfer_sum = 0, blocks_p = 0;
+    double xfer_sum = 0;
     int64_t nd = 0;
-    if (!pre || !dec || !first || !xfer || !dmap || !xmap) {
+    if (!pre || !dec || !xfer || !dmap || !xmap || !(od.itl = calloc(1, sizeof *od.itl))) {
         rc = hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)n);
         goto out;
     }
@@ -920,11 +1430,13 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         pre[i] = o->reqs[i];
         pre[i].output = 1;
     }
-    if ((rc = simulate_pool(c, &c->job, pre, n, NULL, o, &rec_p, &scratch, &preempts, &blocks_p, err)))
+    if ((rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, 1, pre, n, 0, err)) ||
+        (rc = serve_loop(c, o, 1, NULL, n, &rec_p, &scratch, &preempts, err)))
         goto out;
-    r->gpus = hl_stepper_gpus(o->st);
+    pool *P = &o->pools[0];
+    r->gpus = hl_stepper_gpus(P->st);
     int64_t gpus_prefill = r->gpus;
-    double kvtok = hl_stepper_kv_token_bytes(o->st);
+    double kvtok = hl_stepper_kv_token_bytes(P->st);
     for (int64_t i = 0; i < n; i++) {
         dmap[i] = -1;
         if ((rc = kv_transfer_time(c, kvtok, o->reqs[i].input, &xfer[i], err)))
@@ -934,22 +1446,29 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
             dmap[nd++] = i;
     }
     /* the decode pool takes arrivals in time order: prompts finish out of order */
-    dec_ctx = (dec_order){o->q, xfer};
+    dec_ctx = (dec_order){P->q, xfer};
     sort_ctx = &dec_ctx;
     qsort(dmap, (size_t)nd, sizeof *dmap, by_decode_arrival);
     for (int64_t k = 0; k < nd; k++) {
         int64_t i = dmap[k];
-        first[k] = o->q[i].first_tok;
-        dec[k] = (hl_trace_req){o->q[i].first_tok + xfer[i], o->reqs[i].input, o->reqs[i].output};
+        dec[k] = (hl_trace_req){P->q[i].first_tok + xfer[i], o->reqs[i].input, o->reqs[i].output};
     }
     for (int64_t i = 0; i < n; i++) /* xmap: request -> its index in the decode pool, -1 if none */
         xmap[i] = -1;
     for (int64_t k = 0; k < nd; k++)
         xmap[dmap[k]] = k;
     if (nd > 0) {
-        if ((rc = simulate_pool(c, &c->decode_job, dec, nd, first, &od, &rec, r, &preempts, &blocks, err)))
+        od.reqs = dec;
+        dec = NULL; /* od owns it */
+        if ((rc = pool_init(&od.pools[0], POOL_ONE, c, &c->decode_job, 1, od.reqs, nd, 1, err)))
             goto out;
-        r->gpus += hl_stepper_gpus(od.st);
+        for (int64_t k = 0; k < nd; k++) { /* prefilled elsewhere: the first token is out */
+            rq *x = &od.pools[0].q[k];
+            x->first_tok = x->last_tok = P->q[dmap[k]].first_tok;
+        }
+        if ((rc = serve_loop(c, &od, 1, NULL, nd, &rec, r, &preempts, err)))
+            goto out;
+        r->gpus += hl_stepper_gpus(od.pools[0].st);
     }
     rec.little += rec_p.little;
     rec.run += rec_p.run;
@@ -957,11 +1476,12 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     rec.steps += rec_p.steps;
     rec.tokens += rec_p.tokens;
     for (int64_t i = 0; i < n; i++) /* the prefill pool ran every request with one output token */
-        o->q[i].output = o->reqs[i].output;
-    r->kv_blocks_total = blocks;
+        P->q[i].output = o->reqs[i].output;
+    r->kv_blocks_total = nd > 0 ? od.pools[0].blocks_all : 0;
     r->preemptions = preempts;
     double busy_d = rec.busy, end_d = rec.t_end;
-    rc = summarise(c, o->q, od.q, xmap, n, xfer, od.itl ? od.itl : o->itl, &rec, xfer_sum, r, err);
+    rc = summarise(c, P->q, nd > 0 ? od.pools[0].q : NULL, xmap, n, xfer, nd > 0 ? od.itl : o->itl, &rec, xfer_sum, r,
+                   err);
     r->kv_transfer_s = n > 0 ? xfer_sum / (double)n : 0;
     if (!rc) {
         recorder dpool = {0};
@@ -972,7 +1492,6 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
 out:
     free(pre);
     free(dec);
-    free(first);
     free(xfer);
     free(dmap);
     free(xmap);

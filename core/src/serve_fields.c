@@ -14,6 +14,7 @@
 #include "fields_int.h"
 #include "hbdlab/io.h"
 #include "hbdlab/plan.h"
+#include "hbdlab/router.h"
 #include "serve_int.h"
 
 #define DISTS "fixed|uniform|normal|trace|auto"
@@ -100,6 +101,13 @@ static const hl_field serve_fields[] = {
     TABLE(disagg, "disagg_decode", "disagg.decode", "disaggregated: the decode pool's instance fields"),
     ENUM(kv_link, "kv_link", "disagg.kv_link", "auto|scaleup|scaleout", HL_KV_LINK_AUTO,
          "disaggregated: the KV transfer's links (auto: scale-up when both pools sit in one HBD)"),
+    INT(replicas, "replicas", NULL, 1, 1e6, 0, 1,
+        "instances of the mapping behind the router (each parallel.gpus GPUs; default: the cluster split evenly)"),
+    ENUM(disagg_clock, "disagg_clock", "disagg.clock", "concurrent|sequential", HL_DISAGG_CONCURRENT,
+         "disaggregated: both pools on one clock (KV flows, back-pressure) or one after the other"),
+    ENUM(router, "router", NULL, "round_robin|least_loaded|kv_aware", HL_ROUTER_ROUND_ROBIN,
+         "where a request goes, among the instances and the DP ranks of one: in turn, the fewest outstanding "
+         "tokens, the most free KV blocks"),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};
@@ -506,6 +514,31 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
                            "serve field 'disagg': mode = \"analytical\" is for one instance (disaggregation is "
                            "simulated)");
     }
+    if (c->disagg && c->replicas > 1)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'replicas': %lld with disagg (each pool is one instance; give the pools their "
+                       "GPUs)",
+                       (long long)c->replicas);
+    if (c->replicas > 1 && c->mode == HL_SERVE_ANALYTICAL)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'replicas' has no effect with mode = \"analytical\" (the steady state of one "
+                       "instance); simulate instead");
+    if (c->replicas > 1) { /* the instances side by side on the cluster */
+        int64_t per = c->job.gpus > 0 ? c->job.gpus : c->job.cluster.gpus / c->replicas;
+        if (c->job.gpus == 0 && (per < 1 || c->job.cluster.gpus % c->replicas))
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'replicas': %lld instances do not split the cluster's %lld GPUs evenly (give "
+                           "parallel.gpus per instance, or another count)",
+                           (long long)c->replicas, (long long)c->job.cluster.gpus);
+        if (per * c->replicas > c->job.cluster.gpus)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'replicas': %lld instances of %lld GPUs do not fit the cluster's %lld GPUs "
+                           "(fewer replicas, parallel.gpus, or a larger cluster)",
+                           (long long)c->replicas, (long long)(c->job.gpus > 0 ? c->job.gpus : per),
+                           (long long)c->job.cluster.gpus);
+    }
+    if (!c->disagg && given(c, "disagg_clock"))
+        return hl_fail(err, HL_EINVAL, "serve field 'disagg.clock' has no effect without disagg (one instance)");
     if (!c->disagg && given(c, "kv_link"))
         return hl_fail(err, HL_EINVAL, "serve field 'disagg.kv_link' has no effect without disagg (one instance)");
     if (c->disagg) {
@@ -521,10 +554,12 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
                            "(kv_precision, or act_precision when kv_precision is \"act\"); the transfer moves one "
                            "format: give both pools the same",
                            hl_precision_name(kp), hl_precision_name(kd));
-        if (trace == 0 && (c->arrival == HL_ARRIVAL_CONCURRENCY || given(c, "concurrency")))
+        if (c->disagg_clock == HL_DISAGG_SEQUENTIAL && trace == 0 &&
+            (c->arrival == HL_ARRIVAL_CONCURRENCY || given(c, "concurrency")))
             return hl_fail(err, HL_EINVAL,
                            "serve field 'concurrency': a closed loop is not supported with disaggregation (the "
-                           "pools are simulated one after the other); give a rate or a trace");
+                           "pools are simulated one after the other with disagg.clock = \"sequential\"); give a rate "
+                           "or a trace");
     }
     return HL_OK;
 }
@@ -536,6 +571,8 @@ hl_status hl_serve_resolve(const hl_serve_cfg *c, hl_serve_cfg *out, hl_err *err
     if (st)
         return st;
     *out = *c;
+    if (c->replicas > 1 && c->job.gpus == 0) /* the cluster split evenly over the instances */
+        out->job.gpus = c->job.cluster.gpus / c->replicas;
     int has_trace = c->trace != NULL && c->n_trace > 0;
     if (out->arrival == HL_ARRIVAL_AUTO)
         out->arrival = has_trace ? HL_ARRIVAL_TRACE : c->concurrency > 0 ? HL_ARRIVAL_CONCURRENCY : HL_ARRIVAL_POISSON;
@@ -668,6 +705,9 @@ static const hl_result_field step_rows[] = {
     RI32(hl_serve_step, "first_req", first_req, "request of the first chunk (1-based; 0 = none)"),
     RI32(hl_serve_step, "preempted", preempted, "requests preempted while scheduling it"),
     RN(hl_serve_step, "kv_used", kv_used, "", "KV blocks in use after it"),
+    RI32(hl_serve_step, "pool", pool, "0: the deployment; disaggregated: 1 prefill, 2 decode"),
+    RI32(hl_serve_step, "group", group, "the instance (DP ranks in lock-step) or DP rank that stepped, 0-based"),
+    RN(hl_serve_step, "stall_s", stall_s, "s", "time its group waited for KV room before it (back-pressure)"),
 };
 
 static const hl_result_field sample_rows[] = {

@@ -26,11 +26,13 @@ struct hl_stepper {
     hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
     hl_sim_ctx s; /* resolved against job */
     double full, sliding, window;
-    int64_t cap;         /* counts 0..cap are cached */
-    hl_phase *lin[2];    /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
-    hl_phase *io;        /* [rows]: hl_io_ops of one step */
-    unsigned char *have; /* (2 + 1) * (cap + 1) flags */
-    struct dline *dl;    /* [sequences]: decode-only steps, NULL until first used */
+    int64_t cap;              /* counts 0..cap are cached */
+    hl_phase *lin[2];         /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
+    hl_phase *io;             /* [rows]: hl_io_ops of one step */
+    unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
+    struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
+    hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
+    int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
 };
 
 /* A decode-only step of n sequences as a function of their mean context c:
@@ -72,13 +74,23 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         free(st);
         return s0;
     }
+    if (st->s.layout) { /* the resolver's per-thread cache changes with the next job resolved */
+        if (!(st->layout = malloc(sizeof *st->layout))) {
+            free(st);
+            return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+        }
+        *st->layout = *st->s.layout;
+        st->s.layout = st->layout;
+    }
     hl_layer_split(&st->s, &st->full, &st->sliding);
     st->window = hl_local_window(&st->s); /* a chunked layer is taken as a window of its chunk (an upper bound) */
     st->cap = max_tokens;
     size_t n = (size_t)max_tokens + 1;
-    st->lin[0] = calloc(n, sizeof(hl_phase));
-    st->lin[1] = calloc(n, sizeof(hl_phase));
-    st->io = calloc(n, sizeof(hl_phase));
+    /* an entry is read only once have[] says it was written: not zeroed (a serving run touches
+     * the few counts it meets of n, and calloc cleared all 3 x 88 x n bytes every run) */
+    st->lin[0] = malloc(n * sizeof(hl_phase));
+    st->lin[1] = malloc(n * sizeof(hl_phase));
+    st->io = malloc(n * sizeof(hl_phase));
     st->have = calloc(3 * n, 1);
     if (!st->lin[0] || !st->lin[1] || !st->io || !st->have) {
         hl_stepper_free(st);
@@ -86,6 +98,14 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     }
     *out = st;
     return HL_OK;
+}
+
+hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
+{
+    hl_status rc = hl_stepper_new(job, max_tokens, out, err);
+    if (!rc)
+        (*out)->per_rank = 1;
+    return rc;
 }
 
 void hl_stepper_free(hl_stepper *st)
@@ -97,6 +117,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->io);
     free(st->have);
     free(st->dl);
+    free(st->layout);
     free(st);
 }
 
@@ -142,12 +163,18 @@ static void phase_scale(hl_phase *ph, double k)
     phase_add(ph, &one, k);
 }
 
-/* hl_layer_ops of `slots` passes over one stage of `tokens` tokens of the
- * whole instance (one micro-batch); one pass is cached per whole count. */
-static hl_status step_linear(hl_stepper *st, int decode, double tokens, double slots, hl_phase *out, hl_err *err)
+/* hl_layer_ops of `slots` passes over one stage of `tokens` tokens (one
+ * micro-batch) of the whole instance, or of one DP rank with `routed` tokens at
+ * the experts (0: the rank's tokens times dp); one pass is cached per whole count. */
+static hl_status step_linear(hl_stepper *st, int decode, double tokens, double routed, double slots, hl_phase *out,
+                             hl_err *err)
 {
     int64_t k = (int64_t)tokens;
-    int cached = tokens == (double)k && k <= st->cap;
+    double dp = (double)st->s.dp, group = st->per_rank ? tokens : tokens / dp;
+    double alike = st->per_rank ? tokens * dp : tokens; /* routed when every rank has the same tokens */
+    if (!(routed > 0))
+        routed = alike;
+    int cached = tokens == (double)k && k <= st->cap && routed == alike;
     size_t slot = (size_t)decode * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->lin[decode][k];
@@ -159,7 +186,7 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, double s
     memset(&a, 0, sizeof a);
     a.summary = 1;
     /* every token of the instance is routed to the experts of its stage (q = 1) */
-    hl_status rc = hl_layer_ops(&st->s, &a, tokens / (double)st->s.dp, 1, tokens, 1, decode, err);
+    hl_status rc = hl_layer_ops(&st->s, &a, group, 1, routed, 1, decode, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -186,7 +213,8 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
-    hl_status rc = hl_io_ops(&st->s, &a, rows / (double)st->s.dp, tokens / (double)st->s.dp, 1, err);
+    double per = st->per_rank ? 1 : (double)st->s.dp; /* a rank's share */
+    hl_status rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -208,7 +236,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     struct dline d;
     memset(&d, 0, sizeof d);
     double m = hl_pipeline_microbatches(&st->s, n); /* n / m sequences in each micro-batch */
-    hl_status rc = step_linear(st, 1, n / m, hl_pipeline_slots(&st->s, m, 0), &d.base, err);
+    hl_status rc = step_linear(st, 1, n / m, 0, hl_pipeline_slots(&st->s, m, 0), &d.base, err);
     hl_phase io;
     if (!rc)
         rc = step_io(st, n, n, &io, err);
@@ -217,10 +245,11 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     phase_add(&d.base, &io, 1);
     hl_op op;
     hl_op_time t0, t1;
-    hl_attn_op(&st->s, &op, n / m / (double)st->s.dp, 1, 0, 0);
+    double per = st->per_rank ? 1 : (double)st->s.dp;
+    hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
         return rc;
-    hl_attn_op(&st->s, &op, n / m / (double)st->s.dp, 1, 1, 0);
+    hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
@@ -240,9 +269,11 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
-    int indexer = st->job.model.index_topk > 0; /* sparse attention: the indexer's sum below, no cached line */
+    int indexer = st->job.model.index_topk > 0;       /* sparse attention: the indexer's sum below, no cached line */
+    double per = st->per_rank ? 1 : (double)st->s.dp; /* divisor of the counts: one rank's share */
+    int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
     if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
-        it->logits_rows == it->decode_seqs) { /* decode only: evaluate the cached line (hot path) */
+        it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
         struct dline d;
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
         if (rc)
@@ -265,7 +296,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return HL_OK;
     const hl_sim_ctx *s = &st->s;
     int decode = it->n_chunks == 0;
-    double dp = (double)s->dp, largest = 1; /* the most new tokens of one sequence */
+    double dp = per, largest = 1; /* the most new tokens of one sequence */
     for (int32_t i = 0; i < it->n_chunks; i++)
         largest = fmax(largest, it->chunks[i].tokens);
     /* The busiest of m micro-batches (balanced, but a sequence is not split: at
@@ -278,7 +309,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     memset(&a, 0, sizeof a);
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
-    hl_status rc = step_linear(st, decode, fmax(tokens / m, largest), stages, &a.ph, err);
+    /* the busiest micro-batch's tokens, and its share of the tokens the lock-step group routes */
+    double mb_tok = fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
+    hl_status rc = step_linear(st, decode, mb_tok, mb_routed, stages, &a.ph, err);
     if (rc)
         return rc;
     hl_op op;
@@ -326,6 +359,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                 return rc;
         }
     }
+    /* the vision encoder of each prompt that starts here, once before the first stage, as hl_sim_run's prefill */
+    if (it->images > 0 && (rc = hl_vision_ops(s, &a, it->images / dp, err)))
+        return rc;
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
     hl_phase io;

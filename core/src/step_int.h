@@ -13,7 +13,8 @@ typedef struct hl_iter_chunk {
     double offset; /* tokens of the same request already in the KV cache */
 } hl_iter_chunk;
 
-/* What one iteration computes, over the whole instance (all DP groups). */
+/* What one iteration computes: over the whole instance (all DP groups pooled,
+ * hl_stepper_new), or on one DP rank (hl_stepper_new_rank). */
 typedef struct hl_iter {
     double decode_seqs;     /* sequences decoding one token each */
     double decode_ctx_mean; /* mean tokens cached before this step over those sequences */
@@ -21,6 +22,9 @@ typedef struct hl_iter {
     int32_t n_chunks;
     const hl_iter_chunk *chunks; /* n_chunks, caller-owned */
     double logits_rows;          /* sequences sampling a token: decodes + chunks that end their prompt */
+    double images; /* prompts whose vision encoder runs in this step (job image_tokens each): first chunks */
+    double routed; /* per-rank stepper: tokens every DP rank of the EP group routes to the experts in this
+                      lock-step pass; 0 = this rank's tokens times dp (all ranks alike) */
 } hl_iter;
 
 typedef struct hl_stepper hl_stepper;
@@ -30,6 +34,12 @@ typedef struct hl_stepper hl_stepper;
  * tokens per step. *out is owned by the caller: hl_stepper_free. */
 hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err);
 void hl_stepper_free(hl_stepper *st);
+
+/* A stepper whose iterations are one data-parallel rank's (max_tokens per rank):
+ * its attention, GEMMs and collectives at the rank's tokens, the MoE experts at
+ * the tokens every rank of the EP group routes in the same lock-step pass
+ * (hl_iter.routed). */
+hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err);
 
 /* Time in s of one iteration on the critical path (one GPU of the slowest stage). */
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err);

@@ -22,6 +22,39 @@
 enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
 static char temps[MAX_TEMPS][TEMP_PATH]; /* "" = free slot */
 
+/* core.mkdir_p(dir): creates dir and its missing parents (as `mkdir -p`, without a
+ * process: hl.rows.write and every figure called it once per file). Returns true,
+ * or nil and "<folder>: <reason>" for the first component that could not be made. */
+static int l_mkdir_p(lua_State *L)
+{
+    size_t n;
+    const char *dir = luaL_checklstring(L, 1, &n);
+    if (n == 0 || n >= TEMP_PATH || memchr(dir, '\0', n)) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: %s", dir, n == 0 ? "empty folder name" : "not a usable folder name");
+        return 2;
+    }
+    char buf[TEMP_PATH];
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        struct stat sb;
+        if (buf[i - 1] != '/' && mkdir(buf, 0777) != 0 &&
+            (errno != EEXIST || stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            int e = errno == EEXIST ? ENOTDIR : errno;
+            lua_pushnil(L);
+            lua_pushfstring(L, "%s: %s", buf, strerror(e));
+            return 2;
+        }
+        buf[i] = c;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 void hl_files_cleanup(void)
 {
     for (int i = 0; i < MAX_TEMPS; i++)
@@ -389,6 +422,7 @@ static int l_to_csv(lua_State *L)
 void hl_bind_files(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic},
+                                   {"mkdir_p", l_mkdir_p},
                                    {"temp_beside", l_temp_beside},
                                    {"commit_temp", l_commit_temp},
                                    {"discard_temp", l_discard_temp},

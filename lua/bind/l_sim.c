@@ -9,7 +9,7 @@
 
 /* Codes of the keys an hl.simulate table may hold (built once per state from
  * the core's job and plan field tables, kept in the registry). */
-enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
+enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_EXPERT_FREQ, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
 static char keys_key;
 
 /* Pushes the key -> code table, building it on first use. */
@@ -40,8 +40,41 @@ static void push_keys(lua_State *L)
     lua_setfield(L, -2, "cluster");
     lua_pushinteger(L, KEY_PARALLEL);
     lua_setfield(L, -2, "parallel");
+    lua_pushinteger(L, KEY_EXPERT_FREQ);
+    lua_setfield(L, -2, "expert_freq");
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &keys_key);
+}
+
+/* expert_freq = {share, ...} (one per expert) or "file" (numbers, docs/LUA_API.md):
+ * the measured routing histogram, checked by the core. Value at the top. */
+static void set_expert_freq(lua_State *L, hl_job *j)
+{
+    hl_err err;
+    hl_status st;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        st = hl_job_read_expert_freq(j, lua_tostring(L, -1), &err);
+    } else if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_Integer n = luaL_len(L, -1);
+        if (n < 1 || n > HL_EXPERTS_MAX)
+            luaL_error(L, "field 'expert_freq': %d shares (allowed: one per expert, at most %d)", (int)n,
+                       (int)HL_EXPERTS_MAX);
+        double share[HL_EXPERTS_MAX];
+        for (lua_Integer i = 1; i <= n; i++) {
+            int isnum = 0;
+            lua_rawgeti(L, -1, i);
+            share[i - 1] = lua_tonumberx(L, -1, &isnum);
+            if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+                luaL_error(L, "field 'expert_freq': entry %d is a %s, not a number", (int)i, luaL_typename(L, -1));
+            lua_pop(L, 1);
+        }
+        st = hl_job_set_expert_freq(j, share, (int64_t)n, &err);
+    } else {
+        luaL_error(L, "field 'expert_freq': expected a list of shares or a file name, got %s", luaL_typename(L, -1));
+        return;
+    }
+    if (st)
+        hl_raise(L, &err);
 }
 
 /* Raises "simulate: unknown field 'k' (did you mean ...?; allowed: ...)". */
@@ -54,7 +87,7 @@ static void unknown_key(lua_State *L, const char *k)
         hl_field_suggest(ps, k, near, sizeof near);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    luaL_addstring(&b, "model, cluster, parallel");
+    luaL_addstring(&b, "model, cluster, parallel, expert_freq");
     const char *last_group = "";
     for (int32_t i = 0; i < js->count; i++) {
         const char *p = js->fields[i].path;
@@ -207,6 +240,8 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         int t = lua_type(L, -1);
         if (code == 0) {
             unknown_key(L, k);
+        } else if (code == KEY_EXPERT_FREQ) {
+            set_expert_freq(L, j);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
             if (t == LUA_TSTRING && code == KEY_PARALLEL &&
                 strcasecmp(hl_c_string(L, -1, "field 'parallel'"), "auto") == 0)

@@ -139,6 +139,14 @@ function M.run(opts)
     r["serve_" .. load[1] .. "_wall_s"] = core.clock() - t0
     r["serve_" .. load[1] .. "_steps"] = sr.steps
   end
+  -- the same requests on 8 replicas (one H100 each, Llama-3.1-8B) behind a least-loaded router:
+  -- eight schedulers on one event clock
+  t0 = core.clock()
+  local sr8 = hl.serve { model = "llama-3.1-8b", cluster = "hgx-h100", replicas = 8, router = "least_loaded",
+    rate = 8 * 6, requests = r.serve_requests, input = { dist = "uniform", min = 128, max = 2048 },
+    output = { dist = "uniform", min = 16, max = 512 } }
+  r.serve_replicas_wall_s = core.clock() - t0
+  r.serve_replicas_steps = sr8.steps
   -- the frontier: a full aggregated + disaggregated search (with its confirming simulations) of
   -- Llama-3.1-70B on 8 H200 and DeepSeek-V3 on 64 B200 (the first only in --quick)
   local searches = {
@@ -187,6 +195,8 @@ function M.print_table(r)
       string.format("%.3f s", r.serve_light_wall_s) },
     { string.format("hl.serve, %d requests, near saturation (%d iterations)", r.serve_requests, r.serve_heavy_steps),
       string.format("%.3f s", r.serve_heavy_wall_s) },
+    { string.format("hl.serve, %d requests on 8 replicas (%d iterations)", r.serve_requests, r.serve_replicas_steps),
+      string.format("%.3f s", r.serve_replicas_wall_s) },
   }
   for _, sch in ipairs { { "frontier_8gpu", "Llama-3.1-70B, 8 H200" }, { "frontier_64gpu", "DeepSeek-V3, 64 B200" } } do
     if r[sch[1] .. "_wall_s"] then

@@ -21,7 +21,7 @@ static void test_defaults(void **state)
     assert_int_equal(j.wire_precision, HL_PRECISION_AS_ACT);
     assert_true(j.batch == 1 && j.input == 1024 && j.output == 128);
     assert_true(j.tp == 1 && j.pp == 1 && j.ep == 1 && j.dp == 0 && j.etp == 0 && j.gpus == 0);
-    assert_true(j.mem_util == 0.9 && j.imbalance == 1 && j.overlap_prefill == 0 && j.overlap_decode == 0);
+    assert_true(j.mem_util == 0.9 && j.imbalance == 0 && j.overlap_prefill == 0 && j.overlap_decode == 0);
     assert_int_equal(j.dispatch, HL_DISPATCH_FLAT);
     assert_int_equal(j.placement, HL_PLACE_TP_DP_PP);
     hl_err e;

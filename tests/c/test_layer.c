@@ -262,7 +262,10 @@ static void test_monotone_in_hbd_bandwidth_peak(void **state)
  *   weights per MoE layer: 3 * 14336 * 4096 * 2 B * 32 layers = 11,274,289,152 B;
  * - the expert FLOPs per GPU do not depend on the replicas: tokens spread over
  *   the slots, N k / slots per slot times slots / ep slots per GPU. Prefill of
- *   3 x 100 tokens: 6 * (300 * 2 / 3) * 14336 * 4096 = 70,464,307,200 FLOP per layer. */
+ *   3 x 100 tokens: 6 * (300 * 2 / 3) * 14336 * 4096 = 70,464,307,200 FLOP per layer.
+ * The job states imbalance = 1 (the mean rank): the routing model's busiest rank,
+ * which EPLB's packing of 9 slots makes 3/8 of the load instead of 1/3, is
+ * tests/c/test_expert_load.c's subject. */
 static void test_redundant_experts(void **state)
 {
     (void)state;
@@ -272,6 +275,7 @@ static void test_redundant_experts(void **state)
     j.output = 2;
     j.ep = 3;
     j.ignore_memory = 1;
+    j.imbalance = 1;
     hl_result r1, r4;
     hl_err e;
     assert_int_equal(hl_sim_run(&j, &r1, &e), HL_EINVAL);

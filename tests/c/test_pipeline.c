@@ -13,7 +13,7 @@
 
 static double step_time(hl_stepper *st, double dec, double ctx, const hl_iter_chunk *ch, int n, double rows)
 {
-    hl_iter it = {dec, ctx, ctx, n, ch, rows};
+    hl_iter it = {dec, ctx, ctx, n, ch, rows, 0, 0};
     double t;
     hl_err e;
     assert_ok(hl_stepper_time(st, &it, &t, &e), &e);

@@ -50,7 +50,7 @@ local sim_cases = {
   { "overlap negative", with(base, { overlap = -0.1 }), "'overlap_prefill': -0.1" },
   { "overlap wrong type", with(base, { overlap = "half" }), "field 'overlap': expected a number" },
   { "overlap decode above 1", with(base, { overlap = { prefill = 0, decode = 2 } }), "'overlap_decode': 2" },
-  { "imbalance below 1", with(moe, { imbalance = 0.5 }), "'imbalance': 0.5 is out of range", "allowed: 1.." },
+  { "imbalance below 1", with(moe, { imbalance = 0.5 }), "'imbalance': 0.5 is out of range", "allowed: 0 or 1.." },
   { "microbatches subnormal", with(base, { microbatches = 1e-300, parallel = { tp = 4, pp = 2 } }), "'microbatches': 1e-300 is out of range", "allowed: 0 or 1.." },
   { "microbatches fractional", with(base, { microbatches = 2.5, parallel = { tp = 4, pp = 2 } }), "'microbatches': 2.5 is not allowed" },
   { "layer overhead negative", with(base, { layer_overhead = -1e-6 }), "'layer_overhead'" },

@@ -89,7 +89,8 @@ T.test("disaggregated pools and the best split", function()
   T.eq(d.gpus, 3, "both pools' GPUs")
   T.eq(d.kv_link, "scaleup", "1 + 2 GPUs in one HBD of 4: the KV moves over scale-up")
   T.ok(d.kv_transfer_s > 0, "a transfer time")
-  T.near(d.per_request[1].kv_transfer_s, d.kv_transfer_s, 1e-9, "same lengths: same transfer for each request")
+  -- transfers share the links (concurrent clock): the first one, alone, is the fastest
+  T.ok(d.per_request[1].kv_transfer_s <= d.kv_transfer_s * (1 + 1e-9), "the first transfer is uncontended")
   T.ok(d.per_request[1].e2e_s > d.per_request[1].ttft_s + d.kv_transfer_s, "decoding starts after the transfer")
   local r = hl.serve_pd_ratio(with(job, { rate = false, gpus = 4, prefill = { parallel = { tp = 1 } },
                                           decode = { parallel = { tp = 1 } }, slo = { ttft_s = 0.5, tpot_s = 0.02 },

@@ -13,6 +13,7 @@
 #include "hbdlab/model.h"
 #include "hbdlab/roofline.h"
 #include "hbdlab/expert_load.h"
+#include "hbdlab/router.h"
 #include "hbdlab/kvcache.h"
 #include "hbdlab/presets.h"
 #include "hbdlab/coll.h"

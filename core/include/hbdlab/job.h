@@ -86,7 +86,7 @@ typedef struct hl_job {
     int64_t gpus;           /* GPUs used; 0 = the whole cluster */
     double overlap_prefill; /* fraction 0..1 of communication hidden under compute */
     double overlap_decode;
-    double imbalance;          /* tokens of the busiest expert / mean (>= 1) */
+    double imbalance;          /* tokens of the busiest EP rank / mean (>= 1); 0 = from the routing model */
     double layer_overhead;     /* s added per layer per forward pass (launch, sync) */
     int32_t dispatch;          /* hl_dispatch */
     double microbatches;       /* pipeline micro-batches in flight; 0 = pp */
@@ -109,13 +109,18 @@ typedef struct hl_job {
     double spec_draft_layers; /* target-shaped layers the drafter runs per draft token (MTP module / EAGLE head: 1) */
     double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
                                  the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
+    /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
+    double routing_skew;      /* Zipf exponent of expert popularity (0 = uniform) */
+    int32_t eplb;             /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
+    int32_t expert_freq_n;    /* entries of expert_freq; 0 = none (uniform or routing_skew) */
+    double expert_freq[1024]; /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
 } hl_job;
 
 /* ---- Defaults and validation ---- */
 
 /* Fills the defaults of the field table: bf16 weights and activations, KV and
  * wire precision as the activations, batch 1, input 1024, output 128,
- * tp = pp = ep = 1, mem_util 0.9, imbalance 1, flat dispatch. */
+ * tp = pp = ep = 1, mem_util 0.9, imbalance from uniform routing, flat dispatch. */
 void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c);
 
 /* Checks every job field (not the model or cluster) against its table range;
@@ -126,6 +131,16 @@ hl_status hl_job_check_fields(const hl_job *job, hl_err *err);
  * HL_PRECISION_AS_ACT resolved to act_precision (an hl_precision). */
 int32_t hl_job_kv_precision(const hl_job *job);
 int32_t hl_job_wire_precision(const hl_job *job);
+
+/* Sets the measured routing histogram: n shares, one per expert of the job's
+ * model, each in [0, 1/topk], summing to 1 (errors name 'expert_freq'); n = 0
+ * clears it. */
+hl_status hl_job_set_expert_freq(hl_job *job, const double *share, int64_t n, hl_err *err);
+
+/* Reads a routing histogram from a text file (numbers separated by white space
+ * or commas, '#' starts a comment; a JSON array also reads) and sets it as
+ * hl_job_set_expert_freq does; the error names the field and the file. */
+hl_status hl_job_read_expert_freq(hl_job *job, const char *path, hl_err *err);
 
 /* ---- Fields by name ---- */
 

@@ -43,6 +43,12 @@ typedef enum hl_kv_link {
     HL_KV_LINK_SCALEOUT = 2 /* over the scale-out network */
 } hl_kv_link;
 
+/* How the two pools of a disaggregated deployment are simulated. */
+typedef enum hl_disagg_clock {
+    HL_DISAGG_CONCURRENT = 0, /* one event clock, KV transfers as flows, back-pressure, closed loops */
+    HL_DISAGG_SEQUENTIAL = 1  /* the prefill pool, then the decode pool (transfers free of contention) */
+} hl_disagg_clock;
+
 /* Limits of one run. */
 enum hl_serve_limits {
     HL_SERVE_MAX_LOG_STEPS = 1000000 /* iterations kept by keep_steps; a longer run fails */
@@ -103,6 +109,9 @@ typedef struct hl_serve_cfg {
     int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
     int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
+    int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
+    int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
+    int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -132,6 +141,10 @@ typedef struct hl_serve_step {
     int32_t first_req;     /* the first chunk's request, 1-based in arrival order; 0 if none */
     int32_t preempted;     /* requests preempted while scheduling this step */
     double kv_used;        /* blocks in use after the step */
+    int32_t pool;          /* 0: the deployment; disaggregated: 1 prefill, 2 decode */
+    int32_t group;         /* the instance (ranks in lock-step) or DP rank that stepped, 0-based */
+    double stall_s;        /* time this group waited before the step with requests queued but no KV room
+                              (a prefill pool's back-pressure from a full decode pool) */
 } hl_serve_step;
 
 /* A point of the KV-utilisation series. */
