@@ -68,6 +68,10 @@ T.test("text with a NUL byte is refused wherever it crosses into C, naming the f
                      bounds = { a = { 0, 1 } } } end, N },
     { "read_file path", function() hl.core.read_file("/etc/hostname\0x") end, N },
     { "spawn argument", function() hl.core.spawn { "true\0x" } end, N },
+    -- found by the attack pass on the cluster fields: the file name was cut ("/tmp/x: cannot open")
+    { "expert_freq file", function()
+      hl.simulate { model = "mixtral-8x7b", cluster = "hgx-h100", parallel = { tp = 8 }, expert_freq = "/tmp/x\0y" } end,
+      "field 'expert_freq'", N },
   }
   -- the text is shown escaped in the message (no raw control byte reaches the terminal)
   local ok, err = pcall(hl.simulate, with(job, { model = "llama\0\27[31m" }))
@@ -138,6 +142,12 @@ T.test("hl.frontier: a keyed systems table, requests = 0 with simulations, inter
     { "requests 0", function() hl.frontier { model = "llama-3.1-8b", systems = "hgx-h100", requests = 0, simulate = 2 } end,
       "field 'requests': 0 is not allowed with simulate = 2" },
   }
+  -- an unknown field named by the shared check carried hbdlab's own position
+  local okslo, eslo = pcall(hl.frontier, { model = "llama-3.1-8b", systems = "hgx-h100", slo = { ttft = 1 } })
+  T.ok(not okslo and eslo:find("^hl.frontier field 'slo': unknown field 'ttft' %(did you mean 'ttft_s'%?") ~= nil,
+       "no internal position: " .. tostring(eslo))
+  local okp, ep = pcall(hl.serve_sweep, { base = serve_base, axes = { rate = { { 1 } } } })
+  T.ok(not okp and ep:find("(rate = a table)", 1, true) and not ep:find("0x", 1, true), "a table value named: " .. ep)
   local ok, err = pcall(hl.frontier, { model = "llama-3.1-8b", systems = { { gpu = "H100-SXM", gpus = 8, hbd = 3 } } })
   T.ok(not ok and err:find("systems[1]: ", 1, true) and not err:find("hbdlab/", 1, true), "no internal position: " .. err)
   -- a table of cluster fields is still one system
