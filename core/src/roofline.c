@@ -38,7 +38,14 @@ static double blend(double a, double b, double c, double p)
     double hi = fmax(a, fmax(b, c));
     if (p <= 0 || hi <= 0)
         return hi;
-    return hi * pow(pow(a / hi, p) + pow(b / hi, p) + pow(c / hi, p), 1 / p);
+    if (isinf(hi)) /* inf / inf: NaN, as it always was */
+        return hi * pow(pow(a / hi, p) + pow(b / hi, p) + pow(c / hi, p), 1 / p);
+    /* the largest term is pow(1, p) = 1 and a zero one pow(0, p) = 0, exactly (C11 F.10.4.4):
+     * written so, same sum, same bits, and one or two of the four pow calls fewer */
+    double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);
+    double tb = b == hi ? 1 : b == 0 ? 0 : pow(b / hi, p);
+    double tc = c == hi ? 1 : c == 0 ? 0 : pow(c / hi, p);
+    return hi * pow(ta + tb + tc, 1 / p);
 }
 
 /* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
