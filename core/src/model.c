@@ -82,7 +82,9 @@ int64_t hl_model_moe_layers(const hl_model *m)
     if (m->experts <= 0 || m->dense_layers >= m->layers)
         return 0;
     int64_t step = m->moe_every > 1 ? m->moe_every : 1, n = 0;
-    for (int64_t i = m->dense_layers; i < m->layers; i++)
+    if (m->dense_layers >= 0) /* layers i in [dense, L) with step | i + 1: the multiples of step in (dense, L] */
+        return m->layers / step - m->dense_layers / step;
+    for (int64_t i = m->dense_layers; i < m->layers; i++) /* (not a valid model; counted as before) */
         n += (i + 1) % step == 0;
     return n;
 }
