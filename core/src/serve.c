@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "prefix_cache_int.h"
 #include "serve_int.h"
 #include "step_int.h"
 #include "hbdlab/coll.h"
@@ -65,6 +66,12 @@ typedef struct sched {
     double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
     int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
     int64_t h_head, h_len;
+    hl_pcache *pc;        /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;       /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;      /* prompt tokens found cached at admission, and in this step */
+    double pc_step_saved; /* of those, in this step */
+    double pc_admitted;   /* prompt tokens admitted (hit or computed) */
+    int pc_oom;           /* a request's hashes could not be allocated */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -98,6 +105,10 @@ static void preempt_last(sched *s)
     int64_t r = s->run[--s->n_run];
     rq *x = &s->q[r];
     s->blocks_free += x->blocks;
+    if (s->pc) { /* its named blocks stay cached: its readmission may find them */
+        hl_spc_release(s->pc, &s->pcr[r]);
+        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+    }
     x->blocks = 0;
     x->kv = 0;
     s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
@@ -112,6 +123,8 @@ static void plan_add(sched *s, int64_t r, double tokens, int decode, double need
 {
     s->q[r].blocks += need;
     s->blocks_free -= need;
+    if (s->pc && need > 0)
+        hl_spc_alloc(s->pc, &s->pcr[r], (int64_t)need);
     s->plan[s->n_plan++] = (plan){r, tokens, decode};
 }
 
@@ -140,18 +153,35 @@ static void schedule_running(sched *s, double *budget, double chunk)
  * Without chunking a prompt is taken whole (alone if larger than the budget). */
 /* Tokens and new blocks the head of the queue would take with `budget` left;
  * 0 when it cannot be admitted now (budget or blocks), 1 when it can. */
-static int admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out)
+/* With a prefix cache, hit[0..3) = the hit's GPU blocks, host blocks, and free blocks it takes
+ * (need counts them); NULL without. */
+static int admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit)
 {
     const hl_serve_cfg *c = s->cfg;
-    const rq *x = &s->q[s->wait[s->w_head]];
+    int64_t r = s->wait[s->w_head];
+    const rq *x = &s->q[r];
     int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
-    double tok = arrived_prefilled ? 1 : x->prompt;
+    double cached = 0, held = x->blocks;
+    if (s->pc && hit && !arrived_prefilled) {
+        hit[0] = hit[1] = hit[2] = 0;
+        sched *m = (sched *)s; /* the request's hashes, made on first look */
+        if (hl_spc_prepare(&s->pcr[r], x->input, x->output, c->block_tokens)) {
+            m->pc_oom = 1;
+            return 0;
+        }
+        hl_spc_match(s->pc, &s->pcr[r], x->prompt, c->block_tokens, &hit[0], &hit[1], &hit[2]);
+        cached = (double)(hit[0] + hit[1]) * s->block;
+        held = (double)(hit[0] + hit[1]);
+    }
+    double tok = arrived_prefilled ? 1 : x->prompt - cached;
     if (c->chunked_prefill)
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
-    double need = blocks_for(s, c->reserve ? x->input + x->output - 1 : arrived_prefilled ? x->kv + 1 : tok);
-    need = need > x->blocks ? need - x->blocks : 0;
+    double need = blocks_for(s, c->reserve ? x->input + x->output - 1 : arrived_prefilled ? x->kv + 1 : cached + tok);
+    need = need > held ? need - held : 0;
+    if (s->pc && hit)
+        need += (double)hit[2];
     *tok_out = tok;
     *need_out = need;
     return need <= s->blocks_free;
@@ -161,11 +191,24 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
 {
     const hl_serve_cfg *c = s->cfg;
     double tok, need;
-    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 && admission(s, *budget, chunk, &tok, &need)) {
+    int64_t hit[3] = {0, 0, 0};
+    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 && admission(s, *budget, chunk, &tok, &need, hit)) {
         int64_t r = s->wait[s->w_head];
         rq *x = &s->q[r];
         int arrived_prefilled = x->prefilled >= x->prompt;
         wait_pop(s);
+        if (s->pc && !arrived_prefilled) { /* the cached prefix is the request's without computing it */
+            double cached = (double)(hit[0] + hit[1]) * s->block;
+            hl_spc_acquire(s->pc, &s->pcr[r], hit[0], hit[1]);
+            x->prefilled = x->kv = cached;
+            x->blocks = (double)(hit[0] + hit[1]);
+            s->blocks_free -= (double)hit[2];
+            need -= (double)hit[2];
+            s->out_tok -= cached;
+            s->pc_saved += cached;
+            s->pc_step_saved += cached;
+            s->pc_admitted += x->prompt;
+        }
         if (x->first_sched < 0)
             x->first_sched = t;
         s->run[s->n_run++] = r;
@@ -202,6 +245,7 @@ typedef struct recorder {
     double busy, busy_prefill; /* s of iterations, and their prefill share (each step split by its tokens) */
     double t_end;              /* s: end of the last iteration */
     int64_t steps, samp_cap, stride, max_samples;
+    double kv_cached, kv_cached_max; /* prefix cache: integral over time of cached blocks / total, largest */
 } recorder;
 
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
@@ -251,7 +295,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double budget = c->chunked_prefill ? (double)c->token_budget - (double)s->n_run : (double)c->token_budget;
     s->n_plan = 0;
     if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
-        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0))
+        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, NULL))
         return HL_OK;
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
@@ -332,6 +376,8 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
      * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
+    if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
+        per += sizeof(hl_pc_req);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
         per += 2.0 * sizeof(hl_trace_req) + 4.0 * sizeof(double) + sizeof(rq) + sizeof(int64_t);
     return n * per;
@@ -401,10 +447,17 @@ typedef struct pool {
     plan *plan;
     hl_iter_chunk *chunks;
     double unit_blocks, blocks_all, window;
+    hl_pc_req *pcr; /* prefix cache: per request (n), NULL when off */
+    int64_t n;
 } pool;
 
 static void pool_free(pool *p)
 {
+    for (int64_t u = 0; p->units && u < p->U; u++)
+        hl_pcache_free(p->units[u].pc);
+    for (int64_t i = 0; p->pcr && i < p->n; i++)
+        hl_spc_done(&p->pcr[i]);
+    free(p->pcr);
     hl_stepper_free(p->st);
     free(p->q);
     free(p->units);
@@ -501,6 +554,16 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                        (long long)U);
     double state_blocks =
         ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
+    p->n = n;
+    if (c->prefix_cache) {
+        if (state_blocks > 0)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'prefix_cache': model '%s' keeps a linear-attention state per sequence, "
+                           "which a cache of KV blocks does not hold (not modelled)",
+                           job->model.name);
+        if (!(p->pcr = calloc((size_t)(n > 0 ? n : 1), sizeof *p->pcr)))
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests' prefix blocks", (long long)n);
+    }
     for (int64_t u = 0; u < U; u++) {
         sched *s = &p->units[u];
         s->cfg = c;
@@ -517,6 +580,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         if (p->hand)
             s->hand = p->hand + (size_t)u * (size_t)(n + 1);
         p->group_of[u] = p->lockstep ? u / dp : u;
+        if (c->prefix_cache) {
+            if ((rc = hl_pcache_new((int64_t)p->unit_blocks, 0, &s->pc, err)))
+                return rc;
+            s->pcr = p->pcr;
+        }
     }
     for (int64_t g = 0; g < p->G; g++)
         p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};
@@ -780,7 +848,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         G_all += o->pools[p].G;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
     double t_now = 0; /* start of the last step */
-    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0;
+    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 && !P0->pcr;
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
@@ -806,6 +874,10 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         int ends = 0;
         double t_flow = xl && xl->concurrent ? flows_next(o, xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
+            if (P0->pcr) { /* its content: the shared prefix, then tokens of its own */
+                P0->pcr[next].stream = (uint64_t)next + 1;
+                P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
+            }
             int64_t u = pick_unit(P0);
             rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
             next++;
@@ -846,8 +918,11 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             in_system += (double)(s->n_run + s->w_len);
+            s->pc_step_saved = 0;
             planned += plan_unit(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
             routed += P->toks[k];
+            if (s->pc_oom)
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
         }
         if (planned == 0) {
             int held = 0;
@@ -891,6 +966,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                     s->out_tok -= pl->tokens;
                     emits = x->prefilled >= x->prompt;
                 }
+                if (s->pc) /* blocks filled by this step are named: later prompts can hit them */
+                    hl_spc_commit(s->pc, &s->pcr[pl->r], x->kv, c->block_tokens);
                 if (!emits)
                     continue;
                 emitted++;
@@ -917,6 +994,11 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                     continue;
                 }
                 s->blocks_free += x->blocks;
+                if (s->pc) {
+                    hl_spc_release(s->pc, &s->pcr[pl->r]);
+                    hl_spc_done(&s->pcr[pl->r]);
+                    s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+                }
                 x->blocks = 0;
                 done++;
                 if (closed && released < n)
@@ -938,7 +1020,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         const pool *K = &o->pools[npools - 1]; /* the pool whose KV is reported */
         for (int64_t u = 0; u < K->U; u++)
             used_all += K->units[u].blocks_total - K->units[u].blocks_free;
-        double part = P == K ? used / blocks_kv : 0;
+        double part = P == K ? used / blocks_kv : 0, cached = 0, cached_all = 0, saved = 0;
+        for (int64_t k = 0; K->pcr && k < gr->count; k++) {
+            cached += (double)hl_pcache_cached_blocks(P->units[gr->first + k].pc);
+            saved += P->units[gr->first + k].pc_step_saved;
+        }
+        for (int64_t u = 0; K->pcr && u < K->U; u++)
+            cached_all += (double)hl_pcache_cached_blocks(K->units[u].pc);
+        rec->kv_cached += (P == K ? cached / blocks_kv : 0) * dt;
+        rec->kv_cached_max = fmax(rec->kv_cached_max, cached_all / blocks_kv);
         if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
                          step_tok - (double)decodes, emitted, 1.0 / (double)G_all, err)))
             return rc;
@@ -961,7 +1051,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                                                              used,
                                                              P->kind,
                                                              (int32_t)gb,
-                                                             gr->stall_s};
+                                                             gr->stall_s,
+                                                             cached,
+                                                             saved};
             gr->stall_s = 0;
         }
         gr->t = t_end;
@@ -1226,6 +1318,17 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
         if (!rc)
             serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, count_tokens(o->reqs, n), r);
+        if (!rc && o->pools[0].pcr) { /* prefix caching over every scheduler (warmup included) */
+            double saved = 0, admitted = 0;
+            for (int64_t u = 0; u < o->pools[0].U; u++) {
+                saved += o->pools[0].units[u].pc_saved;
+                admitted += o->pools[0].units[u].pc_admitted;
+            }
+            r->prefill_tokens_saved = saved;
+            r->prefix_hit_rate = admitted > 0 ? saved / admitted : 0;
+            r->kv_cached_mean = r->duration_s > 0 ? rec.kv_cached / r->duration_s : 0;
+            r->kv_cached_max = rec.kv_cached_max;
+        }
         return rc;
     }
     if (c->disagg_clock == HL_DISAGG_CONCURRENT)
@@ -1329,6 +1432,7 @@ hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *er
     out->usd_per_hour = out->usd_per_mtok_in = out->usd_per_mtok_out = out->usd_per_mtok = NAN;
     out->joules_per_token = out->joules_per_token_in = out->joules_per_token_out = NAN;
     out->power_w = out->peak_power_w = out->tokens_per_mw = NAN;
+    out->prefix_hit_rate = out->prefill_tokens_saved = out->kv_cached_mean = out->kv_cached_max = NAN;
     owned o = {0};
     hl_status rc = run(cfg, out, &o, err);
     owned_free(&o);

@@ -108,6 +108,10 @@ static const hl_field serve_fields[] = {
     ENUM(router, "router", NULL, "round_robin|least_loaded|kv_aware", HL_ROUTER_ROUND_ROBIN,
          "where a request goes, among the instances and the DP ranks of one: in turn, the fewest outstanding "
          "tokens, the most free KV blocks"),
+    BOOL(prefix_cache, "prefix_cache", 0,
+         "automatic prefix caching: full KV blocks named by their prefix, reused by later prompts, evicted LRU"),
+    INT(shared_prefix, "shared_prefix", NULL, 1, 1e8, 0, 0,
+        "tokens every prompt starts with (a system prompt, part of input); cached with prefix_cache"),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};
@@ -497,6 +501,8 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
         st = check_dist(&c->output, "output", trace, err);
     if (st)
         return st;
+    if ((st = hl_serve_check_prefix(c, err)))
+        return st;
     if (given(c, "chunk") && !c->chunked_prefill)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'chunk' has no effect with chunked_prefill = false (prompts are taken whole)");
@@ -679,6 +685,13 @@ static const hl_result_field result_rows[] = {
     RN(hl_serve_result, "power_w", power_w, "W", "mean power at the wall over the run"),
     RN(hl_serve_result, "peak_power_w", peak_power_w, "W", "provisioned power: every GPU at load, PUE included"),
     RN(hl_serve_result, "tokens_per_mw", tokens_per_mw, "1/s", "output tokens/s per MW of provisioned power"),
+    RN(hl_serve_result, "prefix_hit_rate", prefix_hit_rate, "",
+       "prompt tokens found in the prefix cache / prompt tokens admitted (nil: no prefix_cache)"),
+    RN(hl_serve_result, "prefill_tokens_saved", prefill_tokens_saved, "",
+       "prompt tokens found in the prefix cache, not computed (nil: no prefix_cache)"),
+    RN(hl_serve_result, "kv_cached_mean", kv_cached_mean, "",
+       "time average of KV blocks kept only as cached prefixes / total (nil: no prefix_cache)"),
+    RN(hl_serve_result, "kv_cached_max", kv_cached_max, "", "largest such fraction (nil: no prefix_cache)"),
 };
 
 static const hl_result_field request_rows[] = {
@@ -708,6 +721,8 @@ static const hl_result_field step_rows[] = {
     RI32(hl_serve_step, "pool", pool, "0: the deployment; disaggregated: 1 prefill, 2 decode"),
     RI32(hl_serve_step, "group", group, "the instance (DP ranks in lock-step) or DP rank that stepped, 0-based"),
     RN(hl_serve_step, "stall_s", stall_s, "s", "time its group waited for KV room before it (back-pressure)"),
+    RN(hl_serve_step, "cached_blocks", cached_blocks, "", "prefix cache: blocks kept only as cached prefixes after it"),
+    RN(hl_serve_step, "saved_tokens", saved_tokens, "", "prefix cache: prompt tokens found cached at admission in it"),
 };
 
 static const hl_result_field sample_rows[] = {

@@ -112,6 +112,8 @@ typedef struct hl_serve_cfg {
     int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
     int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
     int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
+    int32_t prefix_cache;    /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
+    int64_t shared_prefix;   /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -145,6 +147,8 @@ typedef struct hl_serve_step {
     int32_t group;         /* the instance (ranks in lock-step) or DP rank that stepped, 0-based */
     double stall_s;        /* time this group waited before the step with requests queued but no KV room
                               (a prefill pool's back-pressure from a full decode pool) */
+    double cached_blocks;  /* prefix cache: blocks no request holds that still keep a prefix, after the step */
+    double saved_tokens;   /* prefix cache: prompt tokens of requests admitted in this step found cached */
 } hl_serve_step;
 
 /* A point of the KV-utilisation series. */
@@ -191,6 +195,12 @@ typedef struct hl_serve_result {
     double power_w;              /* mean power at the wall over the run (W) */
     double peak_power_w;         /* provisioned power: every GPU at load, PUE included (W) */
     double tokens_per_mw;        /* output tokens/s per MW of provisioned power (1/(s MW)) */
+    /* Prefix caching (NaN when off; docs/MODEL.md 12). */
+    double prefix_hit_rate;      /* prompt tokens found cached / prompt tokens admitted (a preempted request's
+                                    prompt counted again at its readmission) */
+    double prefill_tokens_saved; /* prompt tokens found cached (not computed) */
+    double kv_cached_mean;       /* time average of blocks kept only as cached prefixes / total blocks */
+    double kv_cached_max;        /* largest such fraction */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,

@@ -1,0 +1,153 @@
+/* Prefix caching in the serving scheduler: a 2,000-token shared system prompt
+ * saves exactly the hand-worked prefill tokens and steps; the last prompt token
+ * is always recomputed; prompts scheduled in one step do not hit each other;
+ * the cache off is the run without it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "jobs.h"
+#include "step_int.h"
+
+/* Time of one iteration from the per-step model (the scheduler is under test, not it). */
+static double step_time(const hl_job *j, double dec, double ctx_mean, const hl_iter_chunk *ch, int n, double rows)
+{
+    hl_stepper *st;
+    hl_err e;
+    assert_ok(hl_stepper_new(j, 8192, &st, &e), &e);
+    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows, 0};
+    double t;
+    assert_ok(hl_stepper_time(st, &it, &t, &e), &e);
+    hl_stepper_free(st);
+    return t;
+}
+
+static hl_serve_cfg trace_cfg(const hl_job *j, hl_trace_req *tr, int64_t n, int64_t shared, int cache)
+{
+    hl_serve_cfg c;
+    hl_serve_init(&c, j);
+    c.trace = tr;
+    c.n_trace = n;
+    c.block_tokens = 16;
+    c.kv_blocks = 1000;
+    c.shared_prefix = shared;
+    c.prefix_cache = cache;
+    c.keep_requests = c.keep_steps = 1;
+    return c;
+}
+
+/* Four requests of 2,100 prompt tokens whose first 2,000 are one system prompt, 2 output
+ * tokens, 10 s apart (each ends long before the next arrives); blocks of 16 tokens.
+ * 2,000 / 16 = 125 full blocks hold the system prompt exactly. Request 1 finds nothing and
+ * prefills 2,100 tokens (one step: the budget is 8,192), then decodes once. Its 2100 + 1
+ * tokens of KV fill 131 blocks, named as they fill; when it ends they stay cached. Requests
+ * 2, 3, 4 find blocks 0..124 (block 125 = tokens 2000..2015 are their own tokens) and at most
+ * floor((2100 - 1) / 16) = 131 may be hit: 125 blocks = 2,000 tokens each, so 6,000 tokens
+ * saved of 4 x 2,100 = 8,400 admitted (hit rate 5/7), and each prefills 100 tokens on a
+ * context of 2,000: TTFT = step(chunk of 100 at 2000, one logits row). */
+static void test_shared_system_prompt(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_trace_req tr[] = {{0, 2100, 2}, {10, 2100, 2}, {20, 2100, 2}, {30, 2100, 2}};
+    hl_serve_cfg c = trace_cfg(&j, tr, 4, 2000, 1);
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_rel(r.prefill_tokens_saved, 6000, 0, "prefill tokens saved");
+    assert_rel(r.prefix_hit_rate, 6000.0 / 8400.0, 1e-15, "hit rate");
+    hl_iter_chunk whole = {2100, 0}, rest = {100, 2000};
+    double full = step_time(&j, 0, 0, &whole, 1, 1), part = step_time(&j, 0, 0, &rest, 1, 1);
+    assert_true(part < full / 5); /* the hit is worth having: 100 tokens instead of 2,100 */
+    assert_rel(r.reqs[0].ttft_s, full, 1e-12, "TTFT of the first request (no hit)");
+    for (int i = 1; i < 4; i++)
+        assert_rel(r.reqs[i].ttft_s, part, 1e-12, "TTFT of a request hitting the system prompt");
+    /* the step log: 8 steps (a prefill and a decode per request); the prefills of 2..4 say 2000
+     * saved, 100 computed; after request 1 ends its 131 blocks are cached (none held) */
+    assert_int_equal(r.n_steps_log, 8);
+    for (int i = 0; i < 4; i++) {
+        assert_rel(r.steps_log[2 * i].saved_tokens, i ? 2000 : 0, 0, "saved tokens of a prefill step");
+        assert_rel(r.steps_log[2 * i].prefill_tokens, i ? 100 : 2100, 0, "prefill tokens of a prefill step");
+        assert_rel(r.steps_log[2 * i + 1].kv_used, 0, 0, "blocks held after the last step of a request");
+    }
+    assert_rel(r.steps_log[1].cached_blocks, 131, 0, "blocks of request 1 cached when it ends");
+    /* request 2 holds the 125 hit blocks and 7 of its own (2101 tokens: 132 blocks, its last
+     * one partial and unnamed); its 6 full own blocks are named and cached with the 131: 137 */
+    assert_rel(r.steps_log[3].cached_blocks, 137, 0, "cached blocks after request 2");
+    hl_serve_result_free(&r);
+
+    /* the cache off: the same prompts all computed, no prefix fields */
+    c.prefix_cache = 0;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_true(isnan(r.prefill_tokens_saved) && isnan(r.prefix_hit_rate));
+    for (int i = 0; i < 4; i++)
+        assert_rel(r.reqs[i].ttft_s, full, 1e-12, "TTFT without the cache");
+    hl_serve_result_free(&r);
+}
+
+/* A prompt that is all system prompt (2,000 tokens, 125 full blocks): its last token is
+ * recomputed (vLLM's rule: the logits of the last prompt token are needed), so at most
+ * floor(1999 / 16) = 124 blocks = 1,984 tokens hit and 16 are prefilled (on 1,984 of context). */
+static void test_last_token_recomputed(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_trace_req tr[] = {{0, 2000, 2}, {10, 2000, 2}};
+    hl_serve_cfg c = trace_cfg(&j, tr, 2, 2000, 1);
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_rel(r.prefill_tokens_saved, 1984, 0, "saved: all blocks but the last");
+    assert_rel(r.steps_log[2].prefill_tokens, 16, 0, "the last block recomputed");
+    hl_iter_chunk rest = {16, 1984};
+    assert_rel(r.reqs[1].ttft_s, step_time(&j, 0, 0, &rest, 1, 1), 1e-12, "TTFT of the hit");
+    hl_serve_result_free(&r);
+}
+
+/* Two prompts with the same 2,000-token system prompt arriving together are scheduled in
+ * the same step: a block is named when the step that fills it ends, so neither finds the
+ * other's (vLLM v1 likewise). A third arriving later hits. */
+static void test_same_step_no_hit(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_trace_req tr[] = {{0, 2100, 2}, {0, 2100, 2}, {10, 2100, 2}};
+    hl_serve_cfg c = trace_cfg(&j, tr, 3, 2000, 1);
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_rel(r.prefill_tokens_saved, 2000, 0, "only the third request hits");
+    assert_rel(r.steps_log[0].prefill_tokens, 4200, 0, "both prompts computed in step 1");
+    hl_serve_result_free(&r);
+}
+
+/* Bad input: prefix caching where it is not modelled names the field. */
+static void test_prefix_bad_input(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_trace_req tr[] = {{0, 2100, 2}};
+    hl_serve_cfg c = trace_cfg(&j, tr, 1, 2000, 1);
+    c.mode = HL_SERVE_ANALYTICAL;
+    c.trace = NULL;
+    c.n_trace = 0;
+    c.rate = 1;
+    c.keep_requests = c.keep_steps = 0;
+    hl_serve_steady s;
+    hl_err e;
+    assert_int_equal(hl_serve_steady_run(&c, &s, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "prefix_cache"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shared_system_prompt),
+        cmocka_unit_test(test_last_token_recomputed),
+        cmocka_unit_test(test_same_step_no_hit),
+        cmocka_unit_test(test_prefix_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
