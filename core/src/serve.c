@@ -492,9 +492,12 @@ typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
-    double *cnt;  /* block_tokens counters of the decode run-ahead */
-    flow *flows;  /* concurrent disaggregation: transfers in flight */
-    double *xfer; /* per request: KV transfer time (disaggregated) */
+    double *cnt;      /* block_tokens counters of the decode run-ahead */
+    flow *flows;      /* concurrent disaggregation: transfers in flight */
+    double *xfer;     /* per request: KV transfer time (disaggregated) */
+    hl_session *sess; /* multi-turn sessions: the conversations (at most n), NULL without */
+    int64_t *sess_of; /* per request: its conversation */
+    int64_t n_sess;
 } owned;
 
 static void owned_free(owned *o)
@@ -506,6 +509,8 @@ static void owned_free(owned *o)
     free(o->cnt);
     free(o->flows);
     free(o->xfer);
+    free(o->sess);
+    free(o->sess_of);
 }
 
 /* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
@@ -673,16 +678,51 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
 /* A client whose request ended at t sends request `r` after its think time
  * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
  * in time order in every pool's records (none is queued yet, so they may move). */
-static void release_next(owned *o, int npools, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+static void release_at(owned *o, int npools, int64_t next, int64_t r, double arrival)
 {
     rq *q = o->pools[0].q;
-    q[r].arrival = t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0);
-    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--)
+    q[r].arrival = arrival;
+    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
         for (int p = 0; p < npools; p++) {
             rq *qq = o->pools[p].q, x = qq[k];
             qq[k] = qq[k - 1];
             qq[k - 1] = x;
         }
+        if (o->sess_of) { /* the conversation moves with its request */
+            int64_t si = o->sess_of[k];
+            o->sess_of[k] = o->sess_of[k - 1];
+            o->sess_of[k - 1] = si;
+        }
+    }
+}
+
+static void release_next(owned *o, int npools, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+{
+    release_at(o, npools, next, r, t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0));
+}
+
+/* Multi-turn sessions (docs/MODEL.md 12): request `r`, not yet arrived, becomes the next turn
+ * of conversation si, whose earlier turns (prompts and replies) are `history` tokens: its
+ * prompt is that history followed by the new input drawn for r; it arrives session_think_s
+ * after the previous turn's last token, at t. */
+static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64_t next, int64_t r, int64_t si,
+                              double t, hl_err *err)
+{
+    pool *P = &o->pools[0];
+    rq *x = &P->q[r];
+    double history = o->sess[si].history;
+    x->input = x->prompt = history + x->input;
+    double most = blocks_for(&P->units[0], x->input + x->output - 1);
+    if (most > P->unit_blocks || x->input > 1e8)
+        return hl_fail(err, HL_ENOFIT,
+                       "field 'sessions': turn %lld of a conversation has a prompt of %g tokens (%g of history) and "
+                       "%g to generate: %g KV blocks of %lld tokens, a data-parallel rank holds %g; fewer turns "
+                       "(sessions.turns), shorter turns or more memory would help",
+                       (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
+                       P->unit_blocks);
+    o->sess_of[r] = si;
+    release_at(o, npools, next, r, t + c->session_think_s);
+    return HL_OK;
 }
 
 /* The links of a disaggregated deployment's KV transfers. */
@@ -829,6 +869,17 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
     pool *P0 = &o->pools[0];
     int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
+    if (c->session_turns > 0) { /* the first turns: one conversation per client, or started at the rate */
+        if (!closed)
+            released = (n + c->session_turns - 1) / c->session_turns;
+        o->sess = calloc((size_t)(n > 0 ? n : 1), sizeof *o->sess);
+        o->sess_of = malloc(sizeof *o->sess_of * (size_t)(n > 0 ? n : 1));
+        if (!o->sess || !o->sess_of)
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld conversations", (long long)n);
+        for (int64_t i = 0; i < released; i++)
+            o->sess_of[i] = i;
+        o->n_sess = released;
+    }
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
     if (closed && (rc = start_clients(c, P0->st, P0->q, released, &clients, err)))
@@ -875,7 +926,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         double t_flow = xl && xl->concurrent ? flows_next(o, xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
             if (P0->pcr) { /* its content: the shared prefix, then tokens of its own */
-                P0->pcr[next].stream = (uint64_t)next + 1;
+                P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
                 P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
             }
             int64_t u = pick_unit(P0);
@@ -1001,8 +1052,21 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 }
                 x->blocks = 0;
                 done++;
-                if (closed && released < n)
+                if (o->sess) { /* its conversation goes on, or the client starts a new one */
+                    int64_t si = o->sess_of[pl->r];
+                    o->sess[si].history = x->input + x->total_out;
+                    o->sess[si].turns++;
+                    if (o->sess[si].turns < c->session_turns && released < n) {
+                        if ((rc = release_turn(c, o, npools, next, released++, si, t_end, err)))
+                            return rc;
+                    } else if (closed && released < n) {
+                        o->sess_of[released] = o->n_sess;
+                        o->sess[o->n_sess++] = (hl_session){0, 0};
+                        release_next(o, npools, next, released++, t_end, c->think_s, &clients);
+                    }
+                } else if (closed && released < n) {
                     release_next(o, npools, next, released++, t_end, c->think_s, &clients);
+                }
             }
             hl_itl_add(o->itl, dt, same);
             decodes += (int64_t)P->its[k].decode_seqs;
@@ -1316,8 +1380,13 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         r->kv_blocks_total = o->pools[0].blocks_all;
         r->preemptions = preempts;
         rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        run_tokens tok = count_tokens(o->reqs, n);
+        for (int64_t i = 0; o->sess && i < n; i++) /* a turn's prompt holds its conversation's history */
+            tok.input += o->pools[0].q[i].input;
+        if (o->sess)
+            tok.input -= count_tokens(o->reqs, n).input;
         if (!rc)
-            serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, count_tokens(o->reqs, n), r);
+            serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, tok, r);
         if (!rc && o->pools[0].pcr) { /* prefix caching over every scheduler (warmup included) */
             double saved = 0, admitted = 0;
             for (int64_t u = 0; u < o->pools[0].U; u++) {

@@ -112,6 +112,10 @@ static const hl_field serve_fields[] = {
          "automatic prefix caching: full KV blocks named by their prefix, reused by later prompts, evicted LRU"),
     INT(shared_prefix, "shared_prefix", NULL, 1, 1e8, 0, 0,
         "tokens every prompt starts with (a system prompt, part of input); cached with prefix_cache"),
+    INT(session_turns, "session_turns", "sessions.turns", 1, 1e6, 0, 0,
+        "multi-turn conversations of this many requests: a turn's prompt = the history + its input"),
+    NUM(session_think_s, "session_think_s", "sessions.think_s", 0, 1e6, "s", 0,
+        "sessions: from a turn's last token to the next turn's arrival"),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};

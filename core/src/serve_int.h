@@ -66,6 +66,12 @@ typedef struct hl_pc_req {
     double shared;     /* its leading tokens that are the shared prefix */
 } hl_pc_req;
 
+/* A multi-turn conversation (sessions = {turns =, think_s =}). */
+typedef struct hl_session {
+    double history; /* tokens of its turns so far: the last prompt and its reply */
+    int64_t turns;  /* turns finished */
+} hl_session;
+
 /* Makes r's hashes and block list for a sequence of `input` prompt tokens and
  * `output` generated ones (no-op when made). -1 when out of memory. */
 int hl_spc_prepare(hl_pc_req *r, double input, double output, int64_t block);

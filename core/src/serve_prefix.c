@@ -96,5 +96,18 @@ hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'prefix_cache' has no effect with mode = \"analytical\" (the steady state has no "
                        "blocks); simulate instead");
+    int trace = c->trace != NULL || c->n_trace > 0 || c->trace_file[0];
+    if (c->session_think_s != 0 && c->session_turns == 0)
+        return hl_fail(err, HL_EINVAL, "serve field 'sessions.think_s' has no effect without sessions.turns");
+    if (c->session_turns > 0 && trace)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'sessions' has no effect with field 'trace' (a trace's conversations are its "
+                       "session and turn columns)");
+    if (c->session_turns > 0 && c->disagg)
+        return hl_fail(err, HL_EINVAL, "serve field 'sessions': not modelled with disagg yet");
+    if (c->session_turns > 0 && c->mode == HL_SERVE_ANALYTICAL)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'sessions' has no effect with mode = \"analytical\" (the steady state has mean "
+                       "lengths); simulate instead");
     return HL_OK;
 }

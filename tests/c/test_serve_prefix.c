@@ -123,6 +123,53 @@ static void test_same_step_no_hit(void **state)
     hl_serve_result_free(&r);
 }
 
+/* One client, one conversation of 3 turns, 100 new tokens and 10 generated per turn, 5 s
+ * between a reply and the next turn, blocks of 16:
+ *   turn 1: prompt 100.                         Its KV at the end: 100 + 10 - 1 = 109 tokens.
+ *   turn 2: prompt 100 + 10 + 100 = 210.        Its KV: 219 tokens.
+ *   turn 3: prompt 210 + 10 + 100 = 320.
+ * Without the cache each turn prefills its whole prompt: TTFT = step(P at 0) for P = 100, 210,
+ * 320. With it, turn 2 finds turn 1's full blocks: floor(109 / 16) = 6 (96 tokens; the limit
+ * floor(209 / 16) = 13 does not bind) and prefills 114 on 96; turn 3 finds floor(219 / 16) = 13
+ * blocks (208 tokens) and prefills 112 on 208. Saved 96 + 208 = 304 of 630 admitted. */
+static void test_multi_turn_ttft(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.concurrency = 1;
+    c.start_jitter_s = 0;
+    c.requests = 3;
+    c.input.mean = 100;
+    c.output.mean = 10;
+    c.session_turns = 3;
+    c.session_think_s = 5;
+    c.block_tokens = 16;
+    c.kv_blocks = 1000;
+    c.keep_requests = 1;
+    hl_serve_result off, on;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &off, &e), &e);
+    c.prefix_cache = 1;
+    assert_ok(hl_serve_run(&c, &on, &e), &e);
+    const double prompt[] = {100, 210, 320}, hit[] = {0, 96, 208};
+    for (int i = 0; i < 3; i++) {
+        hl_iter_chunk whole = {prompt[i], 0}, rest = {prompt[i] - hit[i], hit[i]};
+        assert_rel(off.reqs[i].input, prompt[i], 0, "a turn's prompt holds the history");
+        assert_rel(off.reqs[i].ttft_s, step_time(&j, 0, 0, &whole, 1, 1), 1e-12, "TTFT without the cache");
+        assert_rel(on.reqs[i].ttft_s, step_time(&j, 0, 0, &rest, 1, 1), 1e-12, "TTFT with the cache");
+        if (i > 0) {
+            assert_true(on.reqs[i].ttft_s < off.reqs[i].ttft_s);
+            assert_rel(off.reqs[i].arrival_s, off.reqs[i - 1].finish_s + 5, 1e-12, "the next turn after 5 s");
+        }
+    }
+    assert_rel(on.prefill_tokens_saved, 304, 0, "tokens saved over the conversation");
+    assert_rel(on.prefix_hit_rate, 304.0 / 630.0, 1e-15, "hit rate");
+    hl_serve_result_free(&off);
+    hl_serve_result_free(&on);
+}
+
 /* Bad input: prefix caching where it is not modelled names the field. */
 static void test_prefix_bad_input(void **state)
 {
@@ -144,9 +191,8 @@ static void test_prefix_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_system_prompt),
-        cmocka_unit_test(test_last_token_recomputed),
-        cmocka_unit_test(test_same_step_no_hit),
+        cmocka_unit_test(test_shared_system_prompt), cmocka_unit_test(test_last_token_recomputed),
+        cmocka_unit_test(test_same_step_no_hit),     cmocka_unit_test(test_multi_turn_ttft),
         cmocka_unit_test(test_prefix_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

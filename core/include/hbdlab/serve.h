@@ -114,6 +114,8 @@ typedef struct hl_serve_cfg {
     int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
     int32_t prefix_cache;    /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
     int64_t shared_prefix;   /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
+    int64_t session_turns;   /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
+    double session_think_s;  /* sessions: s from a turn's last token to the next turn's arrival */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
