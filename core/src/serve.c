@@ -625,15 +625,27 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
 
 /* The unit of pool p a request goes to: an instance, then one of its DP
  * ranks, by the router (docs/MODEL.md 12, deployment). */
-static int64_t pick_unit(pool *p)
+/* Prompt tokens of request r that unit u's prefix cache holds (0 without a cache or a kv_aware router). */
+static double cached_on(const pool *p, int64_t u, int64_t r)
+{
+    const sched *s = &p->units[u];
+    if (!s->pc || s->cfg->router != HL_ROUTER_KV_AWARE || !s->pcr[r].hash)
+        return 0;
+    int64_t gpu, host, taken;
+    hl_spc_match(s->pc, &s->pcr[r], s->q[r].prompt, s->cfg->block_tokens, &gpu, &host, &taken);
+    return (double)(gpu + host) * s->block;
+}
+
+static int64_t pick_unit(pool *p, int64_t r)
 {
     int64_t inst = 0, dp = p->dp;
     if (p->instances > 1) {
         for (int64_t i = 0; i < p->instances; i++) {
-            hl_router_load l = {0, 0};
+            hl_router_load l = {0, 0, 0};
             for (int64_t k = 0; k < dp; k++) {
                 l.tokens += p->units[i * dp + k].out_tok;
                 l.free_blocks += p->units[i * dp + k].blocks_free;
+                l.cached = fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
             }
             p->loads[i] = l;
         }
@@ -642,7 +654,8 @@ static int64_t pick_unit(pool *p)
     int64_t rank = 0;
     if (dp > 1) {
         for (int64_t k = 0; k < dp; k++)
-            p->loads[k] = (hl_router_load){p->units[inst * dp + k].out_tok, p->units[inst * dp + k].blocks_free};
+            p->loads[k] = (hl_router_load){p->units[inst * dp + k].out_tok, p->units[inst * dp + k].blocks_free,
+                                           cached_on(p, inst * dp + k, r)};
         rank = hl_router_pick(&p->rank_routers[inst], p->loads, dp);
     }
     return inst * dp + rank;
@@ -929,7 +942,10 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
                 P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
             }
-            int64_t u = pick_unit(P0);
+            if (P0->pcr && c->router == HL_ROUTER_KV_AWARE &&
+                hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output, c->block_tokens))
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
+            int64_t u = pick_unit(P0, next);
             rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
             next++;
             continue;
@@ -1038,7 +1054,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 if (P->kind == POOL_PREFILL && x->total_out > 1) {
                     /* its KV stays here until a decode unit takes it */
                     pool *D = &o->pools[1];
-                    int64_t du = pick_unit(D);
+                    int64_t du = pick_unit(D, pl->r);
                     sched *sd = &D->units[du];
                     sd->hand[sd->h_head + sd->h_len++] = pl->r; /* each request once: n + 1 entries suffice */
                     xl->hand_src[pl->r] = u;
