@@ -378,6 +378,8 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
     if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
         per += sizeof(hl_pc_req);
+    if (trace && c->trace_content) /* the content columns, parsed and in arrival order, and the order */
+        per += 2.0 * sizeof(hl_trace_content) + sizeof(int64_t);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
         per += 2.0 * sizeof(hl_trace_req) + 4.0 * sizeof(double) + sizeof(rq) + sizeof(int64_t);
     return n * per;
@@ -492,11 +494,12 @@ typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
-    double *cnt;      /* block_tokens counters of the decode run-ahead */
-    flow *flows;      /* concurrent disaggregation: transfers in flight */
-    double *xfer;     /* per request: KV transfer time (disaggregated) */
-    hl_session *sess; /* multi-turn sessions: the conversations (at most n), NULL without */
-    int64_t *sess_of; /* per request: its conversation */
+    double *cnt;               /* block_tokens counters of the decode run-ahead */
+    flow *flows;               /* concurrent disaggregation: transfers in flight */
+    double *xfer;              /* per request: KV transfer time (disaggregated) */
+    hl_trace_content *content; /* the trace's content columns in arrival order, NULL without */
+    hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
+    int64_t *sess_of;          /* per request: its conversation */
     int64_t n_sess;
 } owned;
 
@@ -509,6 +512,7 @@ static void owned_free(owned *o)
     free(o->cnt);
     free(o->flows);
     free(o->xfer);
+    free(o->content);
     free(o->sess);
     free(o->sess_of);
 }
@@ -938,7 +942,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         int ends = 0;
         double t_flow = xl && xl->concurrent ? flows_next(o, xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
-            if (P0->pcr) { /* its content: the shared prefix, then tokens of its own */
+            if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
                 P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
             }
@@ -1390,6 +1394,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     if (!c->disagg) {
         if ((rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, o->reqs, n, 0, err)) ||
+            (o->pools[0].pcr && ((rc = hl_serve_make_content(c, n, &o->content, err)) ||
+                                 (rc = hl_spc_content(c, o->reqs, o->content, n, o->pools[0].pcr, err)))) ||
             (rc = serve_loop(c, o, 1, NULL, n, &rec, r, &preempts, err)))
             return rc;
         r->gpus = hl_stepper_gpus(o->pools[0].st) * c->replicas;
@@ -1461,7 +1467,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     qsort(dmap, (size_t)nd, sizeof *dmap, by_decode_arrival);
     for (int64_t k = 0; k < nd; k++) {
         int64_t i = dmap[k];
-        dec[k] = (hl_trace_req){P->q[i].first_tok + xfer[i], o->reqs[i].input, o->reqs[i].output};
+        dec[k] = (hl_trace_req){
+            .arrival_s = P->q[i].first_tok + xfer[i], .input = o->reqs[i].input, .output = o->reqs[i].output};
     }
     for (int64_t i = 0; i < n; i++) /* xmap: request -> its index in the decode pool, -1 if none */
         xmap[i] = -1;

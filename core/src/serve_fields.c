@@ -614,7 +614,7 @@ hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err
         snprintf(msg, sizeof msg, "%s", err->msg);
         return hl_fail(err, st, "serve field 'trace': cannot read %s", msg);
     }
-    st = hl_serve_trace_parse(text, strlen(text), c->trace_file, owned, &c->n_trace, err);
+    st = hl_serve_trace_parse_content(text, strlen(text), c->trace_file, owned, &c->trace_content, &c->n_trace, err);
     hl_free(text);
     if (st)
         return st;

@@ -29,6 +29,9 @@ double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
  * *out is malloc'd, *n entries. */
 hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, int64_t *n, hl_err *err);
 
+/* The trace content of those n requests in the same order (*out malloc'd), or NULL without any. */
+hl_status hl_serve_make_content(const hl_serve_cfg *cfg, int64_t n, hl_trace_content **out, hl_err *err);
+
 /* Log-binned histogram of inter-token gaps (s): 0.5% wide bins from 1 us to 1e4 s. */
 enum { HL_ITL_BINS = 4600 };
 typedef struct hl_itl_hist {
@@ -63,8 +66,15 @@ typedef struct hl_pc_req {
     int64_t cap_ids;   /* blocks it can ever hold */
     int64_t committed; /* of ids, the first ones named by their hash */
     uint64_t stream;   /* content id of its tokens after the shared prefix */
+    uint64_t prefix;   /* content id of its shared prefix */
     double shared;     /* its leading tokens that are the shared prefix */
 } hl_pc_req;
+
+/* The content of request i of a run (reqs as hl_serve_make_requests made them): a trace row's
+ * prefix (its length from `prefix_len`, given on some row of that prefix id) and session, else
+ * the shared_prefix tokens and a stream of its own. */
+hl_status hl_spc_content(const hl_serve_cfg *cfg, const hl_trace_req *reqs, const hl_trace_content *content, int64_t n,
+                         hl_pc_req *out, hl_err *err);
 
 /* A multi-turn conversation (sessions = {turns =, think_s =}). */
 typedef struct hl_session {

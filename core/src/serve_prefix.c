@@ -27,7 +27,7 @@ int hl_spc_prepare(hl_pc_req *r, double input, double output, int64_t block)
         return -1;
     }
     /* the stream has no end: its blocks depend on its id and their place only */
-    hl_pc_seg segs[2] = {{SHARED_PREFIX_ID, (int64_t)r->shared}, {r->stream, INT64_MAX / 2}};
+    hl_pc_seg segs[2] = {{r->prefix, (int64_t)r->shared}, {r->stream, INT64_MAX / 2}};
     hl_pc_hashes(segs, 2, block, r->n_hash, r->hash);
     r->n_ids = r->committed = 0;
     return 0;
@@ -86,8 +86,114 @@ void hl_spc_done(hl_pc_req *r)
     r->n_hash = r->n_ids = r->cap_ids = r->committed = 0;
 }
 
+/* A trace row's place in the checks below: sorted by (key, arrival, row). */
+typedef struct row_key {
+    double key, arrival, len;
+    int64_t row;
+} row_key;
+
+static int by_key(const void *a, const void *b)
+{
+    const row_key *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->arrival != y->arrival)
+        return x->arrival < y->arrival ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* The trace's prefix lengths per row (len[i], 0 without a prefix) and its conversations' turn
+ * numbers: a prefix id whose length no row gives, two lengths for one id, a turn out of order. */
+static hl_status trace_content(const hl_trace_req *q, const hl_trace_content *t, int64_t n, double *len, hl_err *err)
+{
+    row_key *k = malloc(sizeof *k * (size_t)(n > 0 ? n : 1));
+    if (!k)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for the trace's prefixes");
+    hl_status st = HL_OK;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (t[i].prefix > 0)
+            k[m++] = (row_key){t[i].prefix, 0, t[i].prefix_len, i};
+        else if (t[i].prefix_len > 0 && !st)
+            st = hl_fail(err, HL_EINVAL,
+                         "serve field 'trace': request %lld gives prefix_len %g but no prefix id (column prefix)",
+                         (long long)i + 1, t[i].prefix_len);
+    if (len)
+        for (int64_t i = 0; i < n; i++)
+            len[i] = 0;
+    qsort(k, (size_t)m, sizeof *k, by_key);
+    for (int64_t a = 0; a < m && !st;) {
+        int64_t b = a;
+        double L = 0;
+        for (; b < m && k[b].key == k[a].key; b++)
+            L = fmax(L, k[b].len);
+        for (int64_t j = a; j < b && !st; j++)
+            if (L == 0)
+                st = hl_fail(err, HL_EINVAL,
+                             "serve field 'trace': request %lld references prefix %.0f, whose length no request "
+                             "gives (a prefix_len column on one of its requests at least)",
+                             (long long)k[j].row + 1, k[a].key);
+            else if (k[j].len != 0 && k[j].len != L)
+                st = hl_fail(err, HL_EINVAL,
+                             "serve field 'trace': prefix %.0f is %g tokens on request %lld and %g on another "
+                             "(one prefix, one length)",
+                             k[a].key, k[j].len, (long long)k[j].row + 1, L);
+            else if (L > q[k[j].row].input)
+                st = hl_fail(err, HL_EINVAL,
+                             "serve field 'trace': request %lld has %g prompt tokens, fewer than its prefix %.0f "
+                             "(%g tokens)",
+                             (long long)k[j].row + 1, q[k[j].row].input, k[a].key, L);
+            else if (len)
+                len[k[j].row] = L;
+        a = b;
+    }
+    m = 0; /* conversations: turns 1, 2, ... in arrival order where given */
+    for (int64_t i = 0; i < n && !st; i++)
+        if (t[i].session > 0)
+            k[m++] = (row_key){t[i].session, q[i].arrival_s, t[i].turn, i};
+        else if (t[i].turn > 0)
+            st = hl_fail(err, HL_EINVAL, "serve field 'trace': request %lld gives turn %g but no session",
+                         (long long)i + 1, t[i].turn);
+    qsort(k, (size_t)m, sizeof *k, by_key);
+    for (int64_t j = 0, pos = 1; j < m && !st; j++) {
+        pos = j > 0 && k[j].key == k[j - 1].key ? pos + 1 : 1;
+        if (k[j].len > 0 && k[j].len != (double)pos)
+            st = hl_fail(err, HL_EINVAL,
+                         "serve field 'trace': request %lld is turn %g of session %.0f but the conversation's "
+                         "request %lld by arrival (%s)",
+                         (long long)k[j].row + 1, k[j].len, k[j].key, (long long)pos,
+                         k[j].len > (double)pos ? "an earlier turn is missing" : "a turn is repeated");
+    }
+    free(k);
+    return st;
+}
+
+hl_status hl_spc_content(const hl_serve_cfg *c, const hl_trace_req *reqs, const hl_trace_content *t, int64_t n,
+                         hl_pc_req *out, hl_err *err)
+{
+    int trace = t != NULL;
+    double *len = trace ? malloc(sizeof *len * (size_t)(n > 0 ? n : 1)) : NULL;
+    if (trace && !len)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for the trace's prefixes");
+    hl_status st = trace ? trace_content(reqs, t, n, len, err) : HL_OK;
+    for (int64_t i = 0; i < n && !st; i++) {
+        hl_pc_req *r = &out[i];
+        int own = trace && t[i].prefix > 0;
+        r->prefix = own ? ((uint64_t)1 << 61) | (uint64_t)t[i].prefix : SHARED_PREFIX_ID;
+        r->shared = own ? len[i] : fmin((double)c->shared_prefix, reqs[i].input);
+        r->stream = trace && t[i].session > 0 ? ((uint64_t)1 << 62) | (uint64_t)t[i].session : (uint64_t)i + 1;
+    }
+    free(len);
+    return st;
+}
+
 hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
 {
+    hl_status st0 = c->trace && c->trace_content && c->n_trace > 0
+                        ? trace_content(c->trace, c->trace_content, c->n_trace, NULL, err)
+                        : HL_OK;
+    if (st0)
+        return st0;
     if (c->prefix_cache && c->disagg)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'prefix_cache': not modelled with disagg yet (a prefill pool's cache and the "

@@ -170,6 +170,97 @@ static void test_multi_turn_ttft(void **state)
     hl_serve_result_free(&on);
 }
 
+/* A trace with conversation and prefix columns, blocks of 16, far-apart arrivals:
+ *   1: session 1 turn 1, prefix 7 of 2,000 tokens, prompt 2,100: nothing cached.
+ *   2: session 2, prefix 7 (its length from row 1), prompt 2,100: the prefix's 125 blocks, 2,000.
+ *   3: session 1 turn 2, prompt 2,300: the prefix and turn 1's own full blocks, KV 2,101 tokens:
+ *      floor(2101 / 16) = 131 blocks = 2,096 tokens (limit floor(2299 / 16) = 143).
+ * Saved 4,096. The same rows as JSON lines parse to the same requests. */
+static void test_trace_columns(void **state)
+{
+    (void)state;
+    const char *csv = "arrival_s,input,output,session,turn,prefix,prefix_len\n"
+                      "0,2100,2,1,1,7,2000\n"
+                      "10,2100,2,2,1,7,\n"
+                      "20,2300,2,1,2,7,\n";
+    const char *jl = "{\"arrival_s\": 0, \"input\": 2100, \"output\": 2, \"session\": 1, \"turn\": 1, \"prefix\": 7, "
+                     "\"prefix_len\": 2000}\n"
+                     "{\"arrival_s\": 10, \"input\": 2100, \"output\": 2, \"session\": 2, \"prefix\": 7}\n"
+                     "{\"arrival_s\": 20, \"input\": 2300, \"output\": 2, \"session\": 1, \"turn\": 2, \"prefix\": "
+                     "7}\n";
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    for (int k = 0; k < 2; k++) {
+        const char *text = k ? jl : csv;
+        hl_trace_req *t;
+        const hl_trace_content *tc;
+        int64_t n;
+        hl_err e;
+        assert_ok(hl_serve_trace_parse_content(text, strlen(text), "t", &t, &tc, &n, &e), &e);
+        assert_int_equal(n, 3);
+        assert_non_null(tc);
+        assert_rel(tc[2].session, 1, 0, "session column");
+        assert_rel(tc[2].turn, 2, 0, "turn column");
+        assert_rel(tc[1].prefix_len, 0, 0, "a prefix length left out");
+        hl_serve_cfg c = trace_cfg(&j, t, n, 0, 1);
+        c.trace_content = tc;
+        hl_serve_result r;
+        assert_ok(hl_serve_run(&c, &r, &e), &e);
+        assert_rel(r.prefill_tokens_saved, 4096, 0, "saved: a shared prefix and a conversation's history");
+        assert_rel(r.steps_log[4].saved_tokens, 2096, 0, "turn 2 finds turn 1");
+        hl_serve_result_free(&r);
+        hl_serve_trace_free(t);
+    }
+    /* a trace without those columns has no content */
+    const char *plain = "arrival_s,input,output\n0,10,2\n";
+    hl_trace_req *t;
+    const hl_trace_content *tc;
+    int64_t n;
+    hl_err e;
+    assert_ok(hl_serve_trace_parse_content(plain, strlen(plain), "p", &t, &tc, &n, &e), &e);
+    assert_null(tc);
+    hl_serve_trace_free(t);
+}
+
+/* Bad traces name the request and the column. */
+static void test_trace_columns_bad(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"arrival_s,input,output,prefix\n0,100,2,9\n", "request 1 references prefix 9, whose length no request gives"},
+        {"arrival_s,input,output,prefix,prefix_len\n0,100,2,9,50\n1,100,2,9,60\n", "prefix 9 is 50 tokens on request 1 "
+                                                                                   "and 60 on another"},
+        {"arrival_s,input,output,session,turn\n0,100,2,1,2\n", "turn 2 of session 1"},
+        {"arrival_s,input,output,session,turn\n0,100,2,1,1\n5,100,2,1,1\n", "a turn is repeated"},
+        {"arrival_s,input,output,turn\n0,100,2,1\n", "turn 1 but no session"},
+        {"arrival_s,input,output,prefix_len\n0,100,2,50\n", "no prefix id"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        hl_trace_req *t;
+        const hl_trace_content *tc;
+        int64_t n;
+        hl_err e;
+        assert_ok(hl_serve_trace_parse_content(bad[k].text, strlen(bad[k].text), "b", &t, &tc, &n, &e), &e);
+        hl_serve_cfg c = trace_cfg(&j, t, n, 0, 1);
+        c.trace_content = tc;
+        hl_serve_result r;
+        assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, bad[k].want);
+        hl_serve_trace_free(t);
+    }
+    const char *longer = "arrival_s,input,output,prefix,prefix_len\n0,100,2,3,200\n";
+    hl_trace_req *t;
+    const hl_trace_content *tc;
+    int64_t n;
+    hl_err e;
+    assert_fails_with(hl_serve_trace_parse_content(longer, strlen(longer), "l.csv", &t, &tc, &n, &e), HL_EPARSE, &e,
+                      "l.csv line 2: prefix_len 200 is longer than the prompt");
+    const char *frac = "{\"arrival_s\": 0, \"input\": 10, \"output\": 2, \"session\": 1.5}\n";
+    assert_fails_with(hl_serve_trace_parse_content(frac, strlen(frac), "f.jsonl", &t, &tc, &n, &e), HL_EPARSE, &e,
+                      "f.jsonl line 1: session 1.5");
+}
+
 /* Bad input: prefix caching where it is not modelled names the field. */
 static void test_prefix_bad_input(void **state)
 {
@@ -193,6 +284,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_system_prompt), cmocka_unit_test(test_last_token_recomputed),
         cmocka_unit_test(test_same_step_no_hit),     cmocka_unit_test(test_multi_turn_ttft),
+        cmocka_unit_test(test_trace_columns),        cmocka_unit_test(test_trace_columns_bad),
         cmocka_unit_test(test_prefix_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

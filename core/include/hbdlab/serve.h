@@ -70,6 +70,16 @@ typedef struct hl_trace_req {
     double output;
 } hl_trace_req;
 
+/* What a trace request's prompt shares with others (the optional columns; 0 =
+ * not given; whole numbers), kept beside the requests only when a trace names
+ * one of them. */
+typedef struct hl_trace_content {
+    double session;    /* conversation id: its turns' prompts continue one another (prefix caching) */
+    double turn;       /* 1-based turn of the conversation (checked: 1, 2, ... in arrival order) */
+    double prefix;     /* id of a shared prefix the prompt starts with (a system prompt) */
+    double prefix_len; /* tokens of that prefix (given on one row of that id at least) */
+} hl_trace_content;
+
 /* A serving run. Every member set by name is a row of the serve field table
  * (core/src/serve_fields.c: name, type, unit, range, default, help); set them
  * with hl_serve_set_number / hl_serve_set_string, or directly and let
@@ -92,30 +102,31 @@ typedef struct hl_serve_cfg {
     char trace_file[1024];     /* a trace to read (hl_serve_load_trace), "" = none; also its name in errors */
     const hl_trace_req *trace; /* n_trace entries, caller-owned, arrival order not required */
     int64_t n_trace;
-    int64_t max_seqs;        /* sequences in one iteration (vLLM max_num_seqs), default 256 */
-    int64_t token_budget;    /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
-    int32_t chunked_prefill; /* 1: decodes first, prompts chunked into the rest of the budget (default) */
-    int64_t chunk;           /* most prompt tokens of one request in one iteration; 0 = token_budget */
-    int64_t block_tokens;    /* paged KV block in tokens, default 16 */
-    double kv_blocks;        /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
-    int32_t reserve;         /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
+    const hl_trace_content *trace_content; /* n_trace entries beside trace's, or NULL (none given) */
+    int64_t max_seqs;                      /* sequences in one iteration (vLLM max_num_seqs), default 256 */
+    int64_t token_budget;                  /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
+    int32_t chunked_prefill;               /* 1: decodes first, prompts chunked into the rest of the budget (default) */
+    int64_t chunk;                         /* most prompt tokens of one request in one iteration; 0 = token_budget */
+    int64_t block_tokens;                  /* paged KV block in tokens, default 16 */
+    double kv_blocks;       /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
+    int32_t reserve;        /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
                               GUARANTEED_NO_EVICT), 0: blocks as tokens arrive, preemption when full (vLLM) */
-    double slo_ttft_s;       /* SLO on time to first token; INFINITY = none; must be > 0 */
-    double slo_tpot_s;       /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
-    int64_t warmup;          /* the first `warmup` requests (arrival order) run but are left out of the statistics */
-    int32_t keep_requests;   /* 1: fill result.reqs */
-    int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
-    int64_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
-    int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
-    hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
-    int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
-    int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
-    int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
-    int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
-    int32_t prefix_cache;    /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
-    int64_t shared_prefix;   /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
-    int64_t session_turns;   /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
-    double session_think_s;  /* sessions: s from a turn's last token to the next turn's arrival */
+    double slo_ttft_s;      /* SLO on time to first token; INFINITY = none; must be > 0 */
+    double slo_tpot_s;      /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
+    int64_t warmup;         /* the first `warmup` requests (arrival order) run but are left out of the statistics */
+    int32_t keep_requests;  /* 1: fill result.reqs */
+    int32_t keep_steps;     /* 1: fill result.steps_log (every iteration; for tests and traces) */
+    int64_t max_samples;    /* KV-utilisation samples kept (decimated), default 256 */
+    int32_t disagg;         /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
+    hl_job decode_job;      /* the decode pool's model instance (same model; its own cluster and mapping) */
+    int32_t kv_link;        /* hl_kv_link of the KV transfer between the pools */
+    int64_t replicas;       /* instances of job's mapping behind the router (default 1) */
+    int32_t router;         /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
+    int32_t disagg_clock;   /* hl_disagg_clock: the pools on one clock (default) or one after the other */
+    int32_t prefix_cache;   /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
+    int64_t shared_prefix;  /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
+    int64_t session_turns;  /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
+    double session_think_s; /* sessions: s from a turn's last token to the next turn's arrival */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -305,9 +316,15 @@ hl_status hl_serve_steady_run(const hl_serve_cfg *cfg, hl_serve_steady *out, hl_
 /* Parses a trace: CSV with a header naming arrival_s (or arrival), input,
  * output in any order, or JSON lines {"arrival_s":..,"input":..,"output":..}.
  * `origin` names the source in errors ("trace.csv line 12: ..."). *out is
- * malloc'd: free it with hl_serve_trace_free. */
+ * malloc'd: free it with hl_serve_trace_free. Optional columns (session,
+ * turn, prefix, prefix_len) are read by hl_serve_trace_parse_content only. */
 hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
                                hl_err *err);
+
+/* hl_serve_trace_parse that also reads the optional columns: *content points
+ * into the block of *out (freed with it) when the trace names one, else NULL. */
+hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char *origin, hl_trace_req **out,
+                                       const hl_trace_content **content, int64_t *n, hl_err *err);
 void hl_serve_trace_free(hl_trace_req *t);
 
 #ifdef __cplusplus
