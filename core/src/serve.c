@@ -66,12 +66,14 @@ typedef struct sched {
     double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
     int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
     int64_t h_head, h_len;
-    hl_pcache *pc;        /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
-    hl_pc_req *pcr;       /* with pc: the pool's requests' blocks (n) */
-    double pc_saved;      /* prompt tokens found cached at admission, and in this step */
-    double pc_step_saved; /* of those, in this step */
-    double pc_admitted;   /* prompt tokens admitted (hit or computed) */
-    int pc_oom;           /* a request's hashes could not be allocated */
+    hl_pcache *pc;         /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;        /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;       /* prompt tokens found cached at admission, and in this step */
+    double pc_step_saved;  /* of those, in this step */
+    double pc_admitted;    /* prompt tokens admitted (hit or computed) */
+    double pc_host_hit;    /* of pc_saved, tokens loaded back from the host tier */
+    double pc_step_loaded; /* host blocks loaded for the requests admitted in this step */
+    int pc_oom;            /* a request's hashes could not be allocated */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -208,6 +210,8 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
             s->pc_saved += cached;
             s->pc_step_saved += cached;
             s->pc_admitted += x->prompt;
+            s->pc_host_hit += (double)hit[1] * s->block;
+            s->pc_step_loaded += (double)hit[1];
         }
         if (x->first_sched < 0)
             x->first_sched = t;
@@ -246,6 +250,7 @@ typedef struct recorder {
     double t_end;              /* s: end of the last iteration */
     int64_t steps, samp_cap, stride, max_samples;
     double kv_cached, kv_cached_max; /* prefix cache: integral over time of cached blocks / total, largest */
+    double reload;                   /* KV offload: s of host loads over the steps */
 } recorder;
 
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
@@ -451,6 +456,7 @@ typedef struct pool {
     double unit_blocks, blocks_all, window;
     hl_pc_req *pcr; /* prefix cache: per request (n), NULL when off */
     int64_t n;
+    double block_bytes, offload_bw; /* KV offload: B per GPU of one block, host-to-GPU B/s per GPU (0: none) */
 } pool;
 
 static void pool_free(pool *p)
@@ -564,6 +570,12 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     double state_blocks =
         ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
     p->n = n;
+    /* the host tier of each rank: its GPUs' share of capacity_bytes, in blocks of their KV shard */
+    p->block_bytes = (double)c->block_tokens * hl_stepper_kv_token_bytes(p->st);
+    double host_bytes = 0;
+    hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
+    int64_t host_blocks =
+        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
     if (c->prefix_cache) {
         if (state_blocks > 0)
             return hl_fail(err, HL_EINVAL,
@@ -590,7 +602,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
             s->hand = p->hand + (size_t)u * (size_t)(n + 1);
         p->group_of[u] = p->lockstep ? u / dp : u;
         if (c->prefix_cache) {
-            if ((rc = hl_pcache_new((int64_t)p->unit_blocks, 0, &s->pc, err)))
+            if ((rc = hl_pcache_new((int64_t)p->unit_blocks, host_blocks, &s->pc, err)))
                 return rc;
             s->pcr = p->pcr;
         }
@@ -989,7 +1001,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             in_system += (double)(s->n_run + s->w_len);
-            s->pc_step_saved = 0;
+            s->pc_step_saved = s->pc_step_loaded = 0;
             planned += plan_unit(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
             routed += P->toks[k];
             if (s->pc_oom)
@@ -1011,15 +1023,20 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         }
         /* lock-step: every MoE layer waits for the slowest rank; a rank with nothing
          * planned still runs its (empty) pass, never the slowest one */
+        double reload = 0; /* KV offload: host blocks of this step's admissions, moved at the link's rate */
         for (int64_t k = 0; k < gr->count; k++) {
-            if (P->units[gr->first + k].n_plan == 0)
+            const sched *s = &P->units[gr->first + k];
+            if (s->n_plan == 0)
                 continue;
             double dk;
             P->its[k].routed = gr->count > 1 ? routed : 0;
             if ((rc = hl_stepper_time(P->st, &P->its[k], &dk, err)))
                 return rc;
-            dt = fmax(dt, dk);
+            double load = s->pc_step_loaded > 0 ? s->pc_step_loaded * P->block_bytes / P->offload_bw : 0;
+            reload = fmax(reload, load);
+            dt = fmax(dt, c->offload_overlap ? fmax(dk, load) : dk + load);
         }
+        rec->reload += reload;
         double t_end = t + dt, emitted = 0;
         for (int64_t k = 0; k < gr->count; k++) {
             int64_t u = gr->first + k;
@@ -1137,7 +1154,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                                                              (int32_t)gb,
                                                              gr->stall_s,
                                                              cached,
-                                                             saved};
+                                                             saved,
+                                                             reload};
             gr->stall_s = 0;
         }
         gr->t = t_end;
@@ -1419,6 +1437,16 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
             r->prefix_hit_rate = admitted > 0 ? saved / admitted : 0;
             r->kv_cached_mean = r->duration_s > 0 ? rec.kv_cached / r->duration_s : 0;
             r->kv_cached_max = rec.kv_cached_max;
+            if (c->offload_bytes > 0) {
+                double host = 0, off = 0;
+                for (int64_t u = 0; u < o->pools[0].U; u++) {
+                    host += o->pools[0].units[u].pc_host_hit;
+                    off += (double)hl_pcache_stats(o->pools[0].units[u].pc).offloaded;
+                }
+                r->host_hit_tokens = host;
+                r->offloaded_blocks = off;
+                r->reload_s = rec.reload;
+            }
         }
         return rc;
     }
@@ -1525,6 +1553,7 @@ hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *er
     out->joules_per_token = out->joules_per_token_in = out->joules_per_token_out = NAN;
     out->power_w = out->peak_power_w = out->tokens_per_mw = NAN;
     out->prefix_hit_rate = out->prefill_tokens_saved = out->kv_cached_mean = out->kv_cached_max = NAN;
+    out->host_hit_tokens = out->reload_s = out->offloaded_blocks = NAN;
     owned o = {0};
     hl_status rc = run(cfg, out, &o, err);
     owned_free(&o);

@@ -116,6 +116,16 @@ static const hl_field serve_fields[] = {
         "multi-turn conversations of this many requests: a turn's prompt = the history + its input"),
     NUM(session_think_s, "session_think_s", "sessions.think_s", 0, 1e6, "s", 0,
         "sessions: from a turn's last token to the next turn's arrival"),
+    NUM(offload_bytes, "kv_offload_capacity_bytes", "kv_offload.capacity_bytes", 1, 1e15, "B", 0,
+        "KV offload tier: host memory per GPU holding prefix blocks evicted from HBM (needs prefix_cache)"),
+    NUM(offload_bw, "kv_offload_bw", "kv_offload.bw", 1e6, 1e14, "B/s", 0,
+        "KV offload: host-to-GPU bandwidth per GPU (or kv_offload.link)"),
+    NUM(offload_host, "kv_offload_host_bytes", "kv_offload.host_bytes", 1, 1e15, "B", 0,
+        "KV offload: host memory per GPU (default: the link's part; the tier must fit in it)"),
+    ENUM(offload_link, "kv_offload_link", "kv_offload.link", "custom|pcie_gen4|pcie_gen5|gh200|gb200",
+         HL_OFFLOAD_CUSTOM, "KV offload: host link preset of bw and host memory (docs/MODEL.md 12)"),
+    ROW(offload_overlap, "kv_offload_overlap", "kv_offload.overlap", HL_FIELD_BOOL, (int32_t)sizeof(int32_t), 0, 1, "",
+        0, "KV offload: a host block's reload runs under the step's compute (layer by layer), not before it", NULL, 0),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};
@@ -696,6 +706,11 @@ static const hl_result_field result_rows[] = {
     RN(hl_serve_result, "kv_cached_mean", kv_cached_mean, "",
        "time average of KV blocks kept only as cached prefixes / total (nil: no prefix_cache)"),
     RN(hl_serve_result, "kv_cached_max", kv_cached_max, "", "largest such fraction (nil: no prefix_cache)"),
+    RN(hl_serve_result, "host_hit_tokens", host_hit_tokens, "",
+       "of prefill_tokens_saved, tokens loaded back from the KV offload tier (nil: no kv_offload)"),
+    RN(hl_serve_result, "reload_s", reload_s, "s", "time of the host tier's loads over the run (nil: no kv_offload)"),
+    RN(hl_serve_result, "offloaded_blocks", offloaded_blocks, "",
+       "prefix blocks evicted from HBM and copied to the host tier (nil: no kv_offload)"),
 };
 
 static const hl_result_field request_rows[] = {
@@ -727,6 +742,7 @@ static const hl_result_field step_rows[] = {
     RN(hl_serve_step, "stall_s", stall_s, "s", "time its group waited for KV room before it (back-pressure)"),
     RN(hl_serve_step, "cached_blocks", cached_blocks, "", "prefix cache: blocks kept only as cached prefixes after it"),
     RN(hl_serve_step, "saved_tokens", saved_tokens, "", "prefix cache: prompt tokens found cached at admission in it"),
+    RN(hl_serve_step, "reload_s", reload_s, "s", "KV offload: its loads of host blocks (added, or overlapped)"),
 };
 
 static const hl_result_field sample_rows[] = {

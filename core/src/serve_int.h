@@ -106,6 +106,10 @@ void hl_spc_commit(struct hl_pcache *pc, hl_pc_req *r, double kv_tokens, int64_t
 /* Gives back r's blocks (finished or preempted): named ones stay cached. */
 void hl_spc_release(struct hl_pcache *pc, hl_pc_req *r);
 
+/* The KV offload tier's host-to-GPU bandwidth and host memory per GPU: given, else the link's
+ * preset (0 when neither says). */
+void hl_spc_offload_link(const hl_serve_cfg *cfg, double *bw, double *host_bytes);
+
 /* Frees r's arrays (it holds no block). */
 void hl_spc_done(hl_pc_req *r);
 

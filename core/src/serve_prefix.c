@@ -187,8 +187,57 @@ hl_status hl_spc_content(const hl_serve_cfg *c, const hl_trace_req *reqs, const 
     return st;
 }
 
+/* Host links of a KV offload tier, per GPU, host to GPU (docs/MODEL.md 12, KV offload):
+ * PCIe x16 at 16 GT/s (4.0) and 32 GT/s (5.0) with 128b/130b coding: 16 x 16e9 x 128/130 / 8
+ * = 31.5 GB/s and 63.0 GB/s per direction (PCI-SIG, PCI Express Base Specification 4.0 and 5.0);
+ * the host memory of a PCIe server is the server's, not the link's (0: give host_bytes).
+ * GH200: NVLink-C2C 900 GB/s bidirectional = 450 GB/s per direction, up to 480 GB LPDDR5X per
+ * superchip of one GPU (NVIDIA GH200 Grace Hopper Superchip datasheet). GB200: one Grace and
+ * two Blackwell GPUs on a 900 GB/s bidirectional NVLink-C2C (NVIDIA GB200 NVL72 page) and up to
+ * 480 GB LPDDR5X per Grace (17 TB over the 36 of an NVL72); how the C2C splits between the two
+ * GPUs is not stated: taken as shared evenly, 225 GB/s and 240 GB per GPU (an assumption). Peak
+ * link rates: copies reach less (no efficiency is applied; give bw to use a measured rate). */
+static const struct {
+    double bw, host;
+} links[] = {{0, 0}, {31.5e9, 0}, {63.0e9, 0}, {450e9, 480e9}, {225e9, 240e9}};
+
+void hl_spc_offload_link(const hl_serve_cfg *c, double *bw, double *host)
+{
+    int k = c->offload_link >= 0 && c->offload_link <= HL_OFFLOAD_GB200 ? c->offload_link : 0;
+    *bw = c->offload_bw > 0 ? c->offload_bw : links[k].bw;
+    *host = c->offload_host > 0 ? c->offload_host : links[k].host;
+}
+
 hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
 {
+    int offload_given = c->offload_bytes > 0 || c->offload_bw > 0 || c->offload_host > 0 || c->offload_link != 0 ||
+                        c->offload_overlap != 0;
+    if (offload_given && !c->prefix_cache)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'kv_offload' has no effect without prefix_cache = true (the host tier holds "
+                       "prefix blocks evicted from the cache)");
+    if (offload_given) {
+        double bw, host;
+        hl_spc_offload_link(c, &bw, &host);
+        if (c->offload_bytes <= 0)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'kv_offload.capacity_bytes' is required with kv_offload (host memory per "
+                           "GPU for the tier, B)");
+        if (c->offload_bw > 0 && c->offload_link != HL_OFFLOAD_CUSTOM)
+            return hl_fail(err, HL_EINVAL,
+                           "serve fields 'kv_offload.bw' and 'kv_offload.link' both give the tier's bandwidth (give "
+                           "one)");
+        if (bw <= 0)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'kv_offload.bw' is required without kv_offload.link (host-to-GPU B/s per GPU; "
+                           "or link = \"pcie_gen4\", \"pcie_gen5\", \"gh200\", \"gb200\")");
+        if (host > 0 && c->offload_bytes > host)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'kv_offload.capacity_bytes': %g B per GPU is more than the host memory, %g B "
+                           "per GPU (%s); a smaller tier",
+                           c->offload_bytes, host,
+                           c->offload_host > 0 ? "kv_offload.host_bytes" : "the link preset's part of the host");
+    }
     hl_status st0 = c->trace && c->trace_content && c->n_trace > 0
                         ? trace_content(c->trace, c->trace_content, c->n_trace, NULL, err)
                         : HL_OK;

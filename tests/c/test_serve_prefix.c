@@ -261,6 +261,62 @@ static void test_trace_columns_bad(void **state)
                       "f.jsonl line 1: session 1.5");
 }
 
+/* An offloaded prefix hit costs the reload of its bytes at the tier's bandwidth. One H100,
+ * Llama-3.1-8B in BF16: KV per token = 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B,
+ * a block of 16 tokens 2,097,152 B. 140 blocks of HBM cache; three requests far apart:
+ *   A1 (session 1): prompt 1,600, 2 out: 100 prompt blocks + 1 for the decode; at its end blocks
+ *      0..99 of A stay cached, its partial block 100 is freed empty. Free queue (head first):
+ *      the 40 empty blocks, then A's cached ones released last block first: A99, A98, ..., A0.
+ *   B1 (session 2): 1,600 + 2 takes 101 blocks: the 40 empty ones and A99..A39, whose 61 prefixes
+ *      go to the host tier. A0..A38 (39 blocks) stay in HBM.
+ *   A2 (session 1, turn 2): prompt 1,700 starts with A1's 1,601 tokens: its 100 full blocks hit,
+ *      39 in HBM and 61 in the host (limit floor(1699 / 16) = 106), 1,600 tokens saved, 976 of
+ *      them loaded back: 61 x 2,097,152 B = 127,926,272 B at the link's rate.
+ * TTFT of A2 = step(100 tokens on 1,600) + 127,926,272 / bw, or the larger of the two when the
+ * reload is overlapped. Without the tier only the 39 HBM blocks hit: 624 tokens. */
+static void test_offload_reload(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_stepper *st;
+    hl_err e;
+    assert_ok(hl_stepper_new(&j, 64, &st, &e), &e);
+    assert_rel(hl_stepper_kv_token_bytes(st), 131072, 0, "KV bytes per token");
+    hl_stepper_free(st);
+    hl_trace_req tr[] = {{0, 1600, 2}, {10, 1600, 2}, {20, 1700, 2}};
+    hl_trace_content tc[] = {{1, 1, 0, 0}, {2, 1, 0, 0}, {1, 2, 0, 0}};
+    hl_serve_cfg c = trace_cfg(&j, tr, 3, 0, 1);
+    c.trace_content = tc;
+    c.kv_blocks = 140;
+    hl_serve_result r;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_iter_chunk rest0 = {1076, 624};
+    assert_rel(r.prefill_tokens_saved, 624, 0, "without the tier: the HBM blocks only");
+    assert_rel(r.reqs[2].ttft_s, step_time(&j, 0, 0, &rest0, 1, 1), 1e-12, "TTFT without the tier");
+    assert_true(isnan(r.reload_s));
+    hl_serve_result_free(&r);
+
+    const double bytes = 61.0 * 16 * 131072, bws[] = {31.5e9, 1e9}; /* PCIe 4.0 x16; a slow link */
+    hl_iter_chunk rest = {100, 1600};
+    double step = step_time(&j, 0, 0, &rest, 1, 1);
+    for (int overlap = 0; overlap < 2; overlap++)
+        for (int k = 0; k < 2; k++) {
+            c.offload_bytes = 1e9; /* 476 blocks */
+            c.offload_link = k == 0 ? HL_OFFLOAD_PCIE_GEN4 : HL_OFFLOAD_CUSTOM;
+            c.offload_bw = k == 0 ? 0 : bws[1];
+            c.offload_overlap = overlap;
+            assert_ok(hl_serve_run(&c, &r, &e), &e);
+            double load = bytes / bws[k];
+            assert_rel(r.prefill_tokens_saved, 1600, 0, "with the tier: the whole history");
+            assert_rel(r.host_hit_tokens, 976, 0, "tokens loaded from the host");
+            assert_rel(r.reload_s, load, 1e-12, "reload time");
+            assert_rel(r.reqs[2].ttft_s, overlap ? fmax(step, load) : step + load, 1e-12, "TTFT of the reload");
+            /* offloaded: A's 61, then B's blocks evicted by A2's loads and new blocks */
+            assert_true(r.offloaded_blocks >= 61);
+            hl_serve_result_free(&r);
+        }
+}
+
 /* Bad input: prefix caching where it is not modelled names the field. */
 static void test_prefix_bad_input(void **state)
 {
@@ -285,7 +341,7 @@ int main(void)
         cmocka_unit_test(test_shared_system_prompt), cmocka_unit_test(test_last_token_recomputed),
         cmocka_unit_test(test_same_step_no_hit),     cmocka_unit_test(test_multi_turn_ttft),
         cmocka_unit_test(test_trace_columns),        cmocka_unit_test(test_trace_columns_bad),
-        cmocka_unit_test(test_prefix_bad_input),
+        cmocka_unit_test(test_offload_reload),       cmocka_unit_test(test_prefix_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,6 +48,18 @@ T.test("kv_aware keeps a conversation on the rank holding it", function()
   T.ok(kv.prefix_hit_rate > rr.prefix_hit_rate + 0.05, "kv_aware finds more of the history")
 end)
 
+T.test("kv_offload: evicted prefixes come back from the host", function()
+  -- 4 clients, conversations of 6 turns, a KV cache too small for all histories: with a host tier
+  -- more of each history is found (in HBM or host) than without
+  local s = with { concurrency = 4, requests = 48, input = 1500, output = 50, sessions = { turns = 6, think_s = 2 },
+                   prefix_cache = true, kv_blocks = 1200 }
+  local hbm = hl.serve(s)
+  local tier = hl.serve(with(s, { kv_offload = { link = "pcie_gen5", capacity_bytes = 50e9, overlap = false } }))
+  T.ok(tier.prefill_tokens_saved > hbm.prefill_tokens_saved, "the tier adds hits")
+  T.ok(tier.host_hit_tokens > 0 and tier.reload_s > 0 and tier.offloaded_blocks > 0, "host hits, reloads, offloads")
+  T.eq(hbm.reload_s, nil, "no tier, no reload")
+end)
+
 T.test("bad input names the field", function()
   T.raises(function() hl.serve(with { rate = 1, sessions = { turn = 3 } }) end, "turns")
   T.raises(function() hl.serve(with { rate = 1, sessions = { think_s = 3 } }) end, "sessions.turns")
@@ -55,6 +67,18 @@ T.test("bad input names the field", function()
   T.raises(function() hl.serve(with { rate = 1, prefix_cache = 1 }) end, "prefix_cache")
   T.raises(function() hl.serve(with { rate = 1, shared_prefix = -5 }) end, "shared_prefix")
   T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, mode = "analytical" }) end, "prefix_cache")
+  T.raises(function() hl.serve(with { rate = 1, kv_offload = { capacity_bytes = 1e9, link = "pcie_gen5" } }) end,
+           "kv_offload", "prefix_cache")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { link = "gh200", capacity_bytes = 500e9 } }) end,
+           "kv_offload.capacity_bytes", "more than the host memory", "4.8e+11")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e9 } }) end,
+           "kv_offload.bw")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e9, bw = 1e10, link = "pcie_gen4" } }) end,
+           "both give")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { link = "pcie_gen6", capacity_bytes = 1 } }) end,
+           "kv_offload.link")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacty_bytes = 1 } }) end,
+           "capacity_bytes")
   -- a conversation outgrowing a rank's KV cache
   T.raises(function() hl.serve(with { concurrency = 1, requests = 4, input = 3000, output = 10, kv_blocks = 500,
                                       sessions = { turns = 4 } }) end, "sessions")

@@ -43,6 +43,15 @@ typedef enum hl_kv_link {
     HL_KV_LINK_SCALEOUT = 2 /* over the scale-out network */
 } hl_kv_link;
 
+/* The host link of a KV offload tier (presets: docs/MODEL.md 12, KV offload). */
+typedef enum hl_offload_link {
+    HL_OFFLOAD_CUSTOM = 0,    /* bw (and host_bytes) given */
+    HL_OFFLOAD_PCIE_GEN4 = 1, /* PCIe 4.0 x16: 31.5 GB/s per direction */
+    HL_OFFLOAD_PCIE_GEN5 = 2, /* PCIe 5.0 x16: 63.0 GB/s per direction */
+    HL_OFFLOAD_GH200 = 3,     /* NVLink-C2C of GH200: 450 GB/s per direction, 480 GB LPDDR5X per GPU */
+    HL_OFFLOAD_GB200 = 4      /* NVLink-C2C of GB200, shared by its two GPUs: 225 GB/s and 240 GB per GPU */
+} hl_offload_link;
+
 /* How the two pools of a disaggregated deployment are simulated. */
 typedef enum hl_disagg_clock {
     HL_DISAGG_CONCURRENT = 0, /* one event clock, KV transfers as flows, back-pressure, closed loops */
@@ -102,31 +111,38 @@ typedef struct hl_serve_cfg {
     char trace_file[1024];     /* a trace to read (hl_serve_load_trace), "" = none; also its name in errors */
     const hl_trace_req *trace; /* n_trace entries, caller-owned, arrival order not required */
     int64_t n_trace;
-    const hl_trace_content *trace_content; /* n_trace entries beside trace's, or NULL (none given) */
-    int64_t max_seqs;                      /* sequences in one iteration (vLLM max_num_seqs), default 256 */
-    int64_t token_budget;                  /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
-    int32_t chunked_prefill;               /* 1: decodes first, prompts chunked into the rest of the budget (default) */
-    int64_t chunk;                         /* most prompt tokens of one request in one iteration; 0 = token_budget */
-    int64_t block_tokens;                  /* paged KV block in tokens, default 16 */
-    double kv_blocks;       /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
-    int32_t reserve;        /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
+    int64_t max_seqs;        /* sequences in one iteration (vLLM max_num_seqs), default 256 */
+    int64_t token_budget;    /* tokens in one iteration (vLLM max_num_batched_tokens), default 8192 */
+    int32_t chunked_prefill; /* 1: decodes first, prompts chunked into the rest of the budget (default) */
+    int64_t chunk;           /* most prompt tokens of one request in one iteration; 0 = token_budget */
+    int64_t block_tokens;    /* paged KV block in tokens, default 16 */
+    double kv_blocks;        /* blocks in the instance's KV cache; 0 = from HBM left after weights + workspace */
+    int32_t reserve;         /* 1: admission reserves the whole sequence's blocks (input + output; TensorRT-LLM's
                               GUARANTEED_NO_EVICT), 0: blocks as tokens arrive, preemption when full (vLLM) */
-    double slo_ttft_s;      /* SLO on time to first token; INFINITY = none; must be > 0 */
-    double slo_tpot_s;      /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
-    int64_t warmup;         /* the first `warmup` requests (arrival order) run but are left out of the statistics */
-    int32_t keep_requests;  /* 1: fill result.reqs */
-    int32_t keep_steps;     /* 1: fill result.steps_log (every iteration; for tests and traces) */
-    int64_t max_samples;    /* KV-utilisation samples kept (decimated), default 256 */
-    int32_t disagg;         /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
-    hl_job decode_job;      /* the decode pool's model instance (same model; its own cluster and mapping) */
-    int32_t kv_link;        /* hl_kv_link of the KV transfer between the pools */
-    int64_t replicas;       /* instances of job's mapping behind the router (default 1) */
-    int32_t router;         /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
-    int32_t disagg_clock;   /* hl_disagg_clock: the pools on one clock (default) or one after the other */
-    int32_t prefix_cache;   /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
-    int64_t shared_prefix;  /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
-    int64_t session_turns;  /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
-    double session_think_s; /* sessions: s from a turn's last token to the next turn's arrival */
+    double slo_ttft_s;       /* SLO on time to first token; INFINITY = none; must be > 0 */
+    double slo_tpot_s;       /* SLO on time per output token after the first; INFINITY = none; must be > 0 */
+    int64_t warmup;          /* the first `warmup` requests (arrival order) run but are left out of the statistics */
+    int32_t keep_requests;   /* 1: fill result.reqs */
+    int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
+    int64_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
+    int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
+    hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
+    int32_t kv_link;         /* hl_kv_link of the KV transfer between the pools */
+    int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
+    int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
+    int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
+    /* Prefix caching, sessions, KV offload (docs/MODEL.md 12, serving). */
+    /* the trace's content columns (n_trace entries beside trace's), or NULL when it gives none */
+    const hl_trace_content *trace_content;
+    int32_t prefix_cache;    /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
+    int64_t shared_prefix;   /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
+    int64_t session_turns;   /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
+    double session_think_s;  /* sessions: s from a turn's last token to the next turn's arrival */
+    double offload_bytes;    /* kv_offload.capacity_bytes: host memory per GPU for evicted prefix blocks (B) */
+    double offload_bw;       /* kv_offload.bw: host-to-GPU bandwidth per GPU (B/s), 0 = the link's */
+    double offload_host;     /* kv_offload.host_bytes: host memory per GPU (B), 0 = the link's (or unknown) */
+    int32_t offload_link;    /* kv_offload.link: hl_offload_link preset of bw and host memory */
+    int32_t offload_overlap; /* kv_offload.overlap: 1 = a reload runs under the step's compute (layer by layer) */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -162,6 +178,7 @@ typedef struct hl_serve_step {
                               (a prefill pool's back-pressure from a full decode pool) */
     double cached_blocks;  /* prefix cache: blocks no request holds that still keep a prefix, after the step */
     double saved_tokens;   /* prefix cache: prompt tokens of requests admitted in this step found cached */
+    double reload_s;       /* KV offload: time of this step's loads of host blocks (added or overlapped) */
 } hl_serve_step;
 
 /* A point of the KV-utilisation series. */
@@ -214,6 +231,9 @@ typedef struct hl_serve_result {
     double prefill_tokens_saved; /* prompt tokens found cached (not computed) */
     double kv_cached_mean;       /* time average of blocks kept only as cached prefixes / total blocks */
     double kv_cached_max;        /* largest such fraction */
+    double host_hit_tokens;      /* KV offload: of prefill_tokens_saved, tokens loaded back from the host tier */
+    double reload_s;             /* KV offload: sum over steps of their host loads' time (s) */
+    double offloaded_blocks;     /* KV offload: evicted prefix blocks copied to the host tier */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,
