@@ -10,20 +10,30 @@ hl_fw_profile hl_framework_profile(int32_t fw)
 {
     /* step_overhead (s), gemm_scale_16, gemm_scale_fp8, gemm_scale_fp4, attn_scale.
      * trtllm: fitted by hl.calibrate to TensorRT-LLM's published cases P1-P5
-     * as served by hl.serve (`hbdlab scripts/validate.lua --set
-     * fit_profile=trtllm`: step_overhead 0 (at its bound: TensorRT-LLM's
-     * overlap scheduler hides the CPU work of a step under the GPU's), 0.849,
-     * 0.564, rounded); no BF16 or attention-bound TensorRT-LLM case, so those
-     * stay 1. vllm, sglang: no published case constrains them (P6 is a
-     * prefill-only SGLang case whose gap is overlap, not a constant), so they
-     * equal ideal until calibrated with hl.calibrate. docs/MODEL.md 6.1. */
+     * as served by hl.serve on the presets' measured kernel model (issue 27;
+     * `hbdlab scripts/validate.lua --set fit_profile=trtllm`: 0.980 ms,
+     * 0.806, 0.974, rounded); no BF16 or attention-bound TensorRT-LLM case,
+     * so those stay 1. vllm, sglang: no published case constrains them (P6 is
+     * a prefill-only SGLang case whose gap is overlap, not a constant), so
+     * they equal ideal until calibrated with hl.calibrate. docs/MODEL.md 6.1. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
         [HL_FW_IDEAL] = {0, 1, 1, 1, 1},
-        [HL_FW_TRTLLM] = {0, 1, 0.85, 0.56, 1},
+        [HL_FW_TRTLLM] = {1.0e-3, 1, 0.81, 0.97, 1},
         [HL_FW_VLLM] = {0, 1, 1, 1, 1},
         [HL_FW_SGLANG] = {0, 1, 1, 1, 1},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
+}
+
+void hl_gpu_apply_framework(hl_gpu *g, double g16, double g8, double g4, double attn)
+{
+    /* resolve the fallbacks first (hw.h: 0 = the 16-bit value, fp4 = the fp8 value) */
+    double e8 = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : g->eff_gemm;
+    double e4 = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : e8;
+    g->eff_gemm *= g16;
+    g->eff_gemm_fp8 = e8 * g8;
+    g->eff_gemm_fp4 = e4 * g4;
+    g->eff_attn *= attn;
 }
 
 /* The job as the framework runs it: the GPU's GEMM and attention efficiencies
@@ -39,9 +49,8 @@ const hl_job *hl_job_with_framework(const hl_job *j, hl_job *tmp)
     double g16 = j->gemm_scale_16 > 0 ? j->gemm_scale_16 : p.gemm_scale_16;
     double g8 = j->gemm_scale_fp8 > 0 ? j->gemm_scale_fp8 : p.gemm_scale_fp8;
     double g4 = j->gemm_scale_fp4 > 0 ? j->gemm_scale_fp4 : p.gemm_scale_fp4;
-    double scale = j->precision == HL_FP4 ? g4 : (j->precision == HL_FP8 || j->precision == HL_INT8) ? g8 : g16;
-    tmp->cluster.gpu.eff_gemm *= scale;
-    tmp->cluster.gpu.eff_attn *= j->attn_scale > 0 ? j->attn_scale : p.attn_scale;
+    /* each GEMM precision class takes its own scale (docs/MODEL.md 6.1) */
+    hl_gpu_apply_framework(&tmp->cluster.gpu, g16, g8, g4, j->attn_scale > 0 ? j->attn_scale : p.attn_scale);
     tmp->step_overhead = j->step_overhead > 0 ? j->step_overhead : p.step_overhead;
     return tmp;
 }

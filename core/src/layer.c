@@ -367,7 +367,20 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
     /* two RMSNorms with residual adds: read x and residual, write x, per norm;
      * with sequence parallelism each TP rank normalises only its T/tp tokens */
     double Tn = j->sequence_parallel ? T / tp : T;
-    hl_op norm = {"norms", HL_OP_NORM, j->act_precision, 2 * 4 * Tn * h, 2 * 2 * Tn * h * s->ab, 2 * Tn * h * s->ab, 0};
+    hl_op norm = {"norms",
+                  HL_OP_NORM,
+                  j->act_precision,
+                  2 * 4 * Tn * h,
+                  2 * 2 * Tn * h * s->ab,
+                  2 * Tn * h * s->ab,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0};
     TRY(add_op(s, a, &norm, Lst, err));
     /* softmax-attention layers and gated DeltaNet layers of this stage */
     double Llin = Lst * (double)hl_model_linear_layers(m) / (double)m->layers, Latt = Lst - Llin;
@@ -424,6 +437,13 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
                      T * (7 * dk * dv * vt + 2 * c * chans),
                      T * (chans + 2 * vt) * s->ab + b * state * s->ab,
                      T * vt * dv * s->ab + b * state * s->ab,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
                      0};
         TRY(add_op(s, a, &rec, Llin, err));
         gemm(&op, s, "linear_out_proj", T, h, vt * dv);
@@ -463,21 +483,19 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         double tok_e = routed * k / E * imb;
         if (s->ep > 1)
             TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
-        /* experts of the busiest EP rank that receive at least one token (their weights are read) */
+        /* experts of the busiest EP rank that receive at least one token (their weights are
+         * read; the routing model of expert_load.c) */
         double active = hl_expert_busiest_hits(s->layout, routed);
+        /* gate/up and down as two grouped kernels over the local experts (docs/MODEL.md section 3):
+         * FLOPs and activations of every local expert, weights of the `active` ones, tiles per
+         * active expert; the routing and permutation kernels (moe_latency) once per layer */
+        hl_moe_shape ms = {
+            tok_e, El, active, h, Fe, s->ab, hl_model_expert_weight_bytes(m, s->wb)}; /* MXFP4 experts: 4.25 bits */
         hl_op up, down;
-        gemm(&up, s, "experts", tok_e, 2 * Fe, h);
-        gemm(&down, s, "experts", tok_e, h, Fe);
-        hl_op grouped = {"experts",
-                         HL_OP_GROUPED_GEMM,
-                         j->precision,
-                         (up.flops + down.flops) * El,
-                         (up.bytes_read - 2 * Fe * h * s->wb + down.bytes_read - Fe * h * s->wb) * El +
-                             3 * Fe * h * hl_model_expert_weight_bytes(m, s->wb) *
-                                 active, /* MXFP4 experts: 4.25 bits */
-                         (up.bytes_written + down.bytes_written) * El,
-                         up.rows};
-        TRY(add_op(s, a, &grouped, Lmoe, err));
+        hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
+        up.fixed_s = s->c->gpu.moe_latency;
+        TRY(add_op(s, a, &up, Lmoe, err));
+        TRY(add_op(s, a, &down, Lmoe, err));
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
             /* each TP rank combined only its T/tp tokens: attention TP needs all T again */
@@ -575,6 +593,13 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
                     4 * N * keys * V / tp,
                     3 * N * V / tp * s->ab,
                     N * V / tp * s->ab,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
                     0};
         if (layers > 0)
             TRY(add_op(s, a, &at, layers, err));
@@ -616,7 +641,20 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
     a->layer_kind = 3;
-    hl_op emb = {"embedding", HL_OP_ELEMENTWISE, s->j->act_precision, 0, tokens * h * s->ab, tokens * h * s->ab, 0};
+    hl_op emb = {"embedding",
+                 HL_OP_ELEMENTWISE,
+                 s->j->act_precision,
+                 0,
+                 tokens * h * s->ab,
+                 tokens * h * s->ab,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0};
     hl_status st = add_op(s, a, &emb, passes, err);
     if (rows > 0) {
         hl_op head;

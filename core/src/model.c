@@ -176,9 +176,14 @@ hl_status hl_model_validate(const hl_model *m, hl_err *err)
     if (m->linear_fraction > 0 && m->linear_v_heads % m->linear_k_heads != 0)
         return hl_fail(err, HL_EINVAL, "model '%s': linear_k_heads = %lld does not divide linear_v_heads = %lld", n,
                        (long long)m->linear_k_heads, (long long)m->linear_v_heads);
-    if (m->linear_fraction >= 1 - 1e-12)
+    if (m->linear_fraction > 0 && hl_model_linear_layers(m) >= m->layers)
         return hl_fail(err, HL_EINVAL,
-                       "model '%s': linear_fraction = 1 leaves no attention layer (at most 1 - 1/layers)", n);
+                       "model '%s': linear_fraction = %g makes all %lld layers linear; at least one must attend "
+                       "(at most %g)",
+                       n, m->linear_fraction, (long long)m->layers, 1 - 1.0 / (double)m->layers);
+    if (hl_model_linear_layers(m) + hl_model_local_layers(m) > m->layers)
+        return hl_fail(err, HL_EINVAL, "model '%s': %lld linear + %lld sliding layers exceed %lld layers", n,
+                       (long long)hl_model_linear_layers(m), (long long)hl_model_local_layers(m), (long long)m->layers);
     if (m->index_topk > 0 && (m->index_heads <= 0 || m->index_dim <= 0))
         return hl_fail(err, HL_EINVAL,
                        "model '%s': index_topk > 0 (sparse attention) needs index_heads and index_dim > 0", n);

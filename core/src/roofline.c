@@ -7,6 +7,43 @@
 
 #include "err_int.h"
 
+/* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
+typedef struct gemm_class {
+    double eff_c, eff_m, latency, k_latency, quant_bytes;
+} gemm_class;
+
+static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
+{
+    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0};
+    if (p != HL_FP8 && p != HL_INT8 && p != HL_FP4)
+        return c;
+    c.eff_c = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : c.eff_c;
+    c.eff_m = g->eff_mem_fp8 > 0 ? g->eff_mem_fp8 : c.eff_m;
+    c.latency = g->gemm_latency_fp8;
+    c.k_latency = g->gemm_k_latency_fp8 > 0 ? g->gemm_k_latency_fp8 : c.k_latency;
+    c.quant_bytes = g->quant_bytes_fp8;
+    if (p != HL_FP4)
+        return c;
+    c.eff_c = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : c.eff_c;
+    c.eff_m = g->eff_mem_fp4 > 0 ? g->eff_mem_fp4 : c.eff_m;
+    c.latency = g->gemm_latency_fp4 > 0 ? g->gemm_latency_fp4 : c.latency;
+    c.k_latency = g->gemm_k_latency_fp4 > 0 ? g->gemm_k_latency_fp4 : c.k_latency;
+    c.quant_bytes = g->quant_bytes_fp4 > 0 ? g->quant_bytes_fp4 : c.quant_bytes;
+    return c;
+}
+
+/* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max. */
+static double blend(double a, double b, double c, double p)
+{
+    double hi = fmax(a, fmax(b, c));
+    if (p <= 0 || hi <= 0)
+        return hi;
+    return hi * pow(pow(a / hi, p) + pow(b / hi, p) + pow(c / hi, p), 1 / p);
+}
+
+/* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
+static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
+
 hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
 {
     if (!(op->flops >= 0) || !(op->bytes_read >= 0) || !(op->bytes_written >= 0) || isinf(op->flops) ||
@@ -17,15 +54,48 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     hl_status s = hl_gpu_peak(gpu, (hl_precision)op->precision, &peak, err);
     if (s)
         return s;
-    double eff = op->kind == HL_OP_ATTENTION ? gpu->eff_attn : gpu->eff_gemm;
-    double bw = gpu->hbm_bw * gpu->eff_mem;
     double bytes = op->bytes_read + op->bytes_written;
-    /* tensor-core kernels compute whole tiles of gemm_tile_rows rows */
-    double tile = gpu->gemm_tile_rows;
-    double pad = op->rows >= 1 && tile > 1 ? ceil(op->rows / tile) * tile / op->rows : 1;
-    out->compute_s = op->flops * pad / (peak * eff);
-    out->memory_s = bytes / bw;
-    out->time_s = fmax(out->compute_s, out->memory_s) + gpu->kernel_latency;
+    double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
+    double eff, bw;
+    if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
+        gemm_class c = gemm_class_of(gpu, (hl_precision)op->precision);
+        double groups = op->groups > 0 ? op->groups : 1;
+        eff = c.eff_c * (op->kind == HL_OP_GROUPED_GEMM && gpu->eff_grouped > 0 ? gpu->eff_grouped : 1);
+        bw = gpu->hbm_bw * c.eff_m;
+        /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
+        out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
+        /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
+         * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
+        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? c.quant_bytes * op->rows * groups * op->k : 0;
+        out->memory_s = (bytes + quant) / bw;
+        double loop = op->k > 0 ? c.k_latency * op->k : 0;
+        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + c.latency;
+    } else if (op->kind == HL_OP_ATTENTION) {
+        eff = gpu->eff_attn;
+        bw = gpu->hbm_bw * (gpu->eff_mem_attn > 0 ? gpu->eff_mem_attn : gpu->eff_mem);
+        /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
+         * is on both sides, so compute and memory time stay linear in the context (section 6) */
+        double part = gpu->attn_latency + op->units * gpu->attn_unit_s;
+        double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
+        if (q > 1 && T > 1) {
+            /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
+             * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
+             * a sliding window is counted by the useful pairs only) */
+            double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
+            double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
+            pad = useful > 0 && tiled > useful ? tiled / useful : 1;
+            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
+        }
+        out->compute_s = op->flops * pad / (peak * eff) + part;
+        out->memory_s = bytes / bw + part;
+        out->time_s = fmax(out->compute_s, out->memory_s) + fixed;
+    } else {
+        eff = gpu->eff_gemm;
+        bw = gpu->hbm_bw * gpu->eff_mem;
+        out->compute_s = op->flops / (peak * eff);
+        out->memory_s = bytes / bw;
+        out->time_s = fmax(out->compute_s, out->memory_s) + fixed;
+    }
     out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
     out->ridge = peak * eff / bw;
     out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
@@ -52,6 +122,33 @@ void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, doubl
     op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
     op->bytes_written = m * n * out_bytes;
     op->rows = m;
+    op->n = n;
+    op->k = k;
+    op->groups = 1;
+    op->units = op->ctx = op->q_units = 0;
+    op->fixed_s = 0;
+}
+
+void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
+{
+    /* El experts' GEMMs of tokens_per_expert rows each: the useful FLOPs and activations are
+     * those of every local expert; only the `active` experts read their weights and are
+     * padded to whole tiles, each with El * tokens_per_expert / active rows. */
+    double El = s->local_experts, act = fmin(s->active_experts, El), tok = s->tokens_per_expert;
+    double F = s->inter, h = s->hidden;
+    hl_op_gemm(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    hl_op_gemm(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    hl_op *ops[2] = {up, down};
+    for (int i = 0; i < 2; i++) {
+        hl_op *o = ops[i];
+        double wbytes = o->n * o->k * s->weight_bytes;
+        o->kind = HL_OP_GROUPED_GEMM;
+        o->flops *= El;
+        o->bytes_read = (o->bytes_read - wbytes) * El + wbytes * act;
+        o->bytes_written *= El;
+        o->groups = act > 0 ? act : 1;
+        o->rows = act > 0 ? tok * El / act : tok;
+    }
 }
 
 double hl_attn_pairs(double q, double c, double w)
@@ -85,5 +182,10 @@ void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_pre
         keys = s->window; /* decode with a window reads only the window */
     op->bytes_read = s->batch * (s->new_tokens * s->heads * s->qk_dim * s->act_bytes + keys * s->kv_token_bytes);
     op->bytes_written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
-    op->rows = 0;
+    op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
+    op->n = op->k = op->groups = 0;
+    op->units = s->batch * s->kv_heads;
+    op->ctx = s->window > 0 ? 0 : s->context;
+    op->q_units = s->batch * s->heads;
+    op->fixed_s = 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "framework_int.h"
 #include "prefix_cache_int.h"
 #include "serve_int.h"
 #include "step_int.h"
@@ -66,14 +67,16 @@ typedef struct sched {
     double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
     int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
     int64_t h_head, h_len;
-    hl_pcache *pc;         /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
-    hl_pc_req *pcr;        /* with pc: the pool's requests' blocks (n) */
-    double pc_saved;       /* prompt tokens found cached at admission, and in this step */
-    double pc_step_saved;  /* of those, in this step */
-    double pc_admitted;    /* prompt tokens admitted (hit or computed) */
-    double pc_host_hit;    /* of pc_saved, tokens loaded back from the host tier */
-    double pc_step_loaded; /* host blocks loaded for the requests admitted in this step */
-    int pc_oom;            /* a request's hashes could not be allocated */
+    hl_pcache *pc;              /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;            /* prompt tokens found cached at admission, and in this step */
+    double pc_step_saved;       /* of those, in this step */
+    double pc_admitted;         /* prompt tokens admitted (hit or computed) */
+    double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
+    double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
+    int pc_oom;                 /* a request's hashes could not be allocated */
+    double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
+    double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -137,7 +140,9 @@ static void schedule_running(sched *s, double *budget, double chunk)
     for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
         rq *x = &s->q[s->run[i]];
         int decode = x->prefilled >= x->prompt;
-        double tok = decode ? 1 : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        double tok = decode ? s->dq : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        if (decode && tok > *budget)
+            break; /* a verify pass needs its gamma + 1 slots */
         double end = (decode ? x->kv : x->prefilled) + tok;
         double need = end > x->blocks * s->block ? blocks_for(s, end) - x->blocks : 0;
         while (need > s->blocks_free && s->n_run - 1 > i)
@@ -167,7 +172,7 @@ static int admission(const sched *s, double budget, double chunk, double *tok_ou
     if (s->pc && hit && !arrived_prefilled) {
         hit[0] = hit[1] = hit[2] = 0;
         sched *m = (sched *)s; /* the request's hashes, made on first look */
-        if (hl_spc_prepare(&s->pcr[r], x->input, x->output, c->block_tokens)) {
+        if (hl_spc_prepare(&s->pcr[r], x->input, x->output + s->dq - 1, c->block_tokens)) {
             m->pc_oom = 1;
             return 0;
         }
@@ -175,12 +180,14 @@ static int admission(const sched *s, double budget, double chunk, double *tok_ou
         cached = (double)(hit[0] + hit[1]) * s->block;
         held = (double)(hit[0] + hit[1]);
     }
-    double tok = arrived_prefilled ? 1 : x->prompt - cached;
+    double tok = arrived_prefilled ? s->dq : x->prompt - cached;
     if (c->chunked_prefill)
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
-    double need = blocks_for(s, c->reserve ? x->input + x->output - 1 : arrived_prefilled ? x->kv + 1 : cached + tok);
+    double need = blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
+                                : arrived_prefilled ? x->kv + s->dq
+                                                    : cached + tok);
     need = need > held ? need - held : 0;
     if (s->pc && hit)
         need += (double)hit[2];
@@ -390,6 +397,85 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     return n * per;
 }
 
+/* Speculative decoding in the scheduler (docs/MODEL.md 12): each decoding sequence's step is a
+ * verify pass of gamma + 1 positions (the target's layers over its cached context, logits of every
+ * position, as hl.simulate's decode_speculative), after gamma draft passes of the drafter
+ * (spec_draft_layers layers of the target's shape and an LM head, one token per sequence; with no
+ * layers the LM head alone, from drafters of 1 and 2 layers, linear in layers); the
+ * step keeps the accepted drafts + 1, each draft accepted with probability alpha until the first
+ * rejection (Leviathan et al. 2023). */
+typedef struct spec_model {
+    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each */
+    double overhead_s;   /* the drafter stepper's per-pass framework overhead, not charged to drafts */
+} spec_model;
+
+static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec_model *sp, hl_stepper **draft,
+                            hl_stepper **draft2, hl_err *err)
+{
+    *target = *job;
+    target->spec_tokens = target->spec_accept = 0;
+    target->spec_draft_layers = 1;
+    memset(sp, 0, sizeof *sp);
+    *draft = *draft2 = NULL;
+    if (!(job->spec_tokens > 0))
+        return HL_OK;
+    if (job->spec_tokens != floor(job->spec_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
+                       job->spec_tokens);
+    if (!(job->spec_accept > 0))
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token is "
+                       "accepted (0 < spec_accept <= 1)",
+                       job->spec_accept, job->spec_tokens);
+    if (job->pp > 1)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_tokens': speculative decoding in serving is modelled for pp = 1 (got pp = %lld)",
+                       (long long)job->pp);
+    if (job->spec_draft_layers != floor(job->spec_draft_layers))
+        return hl_fail(err, HL_EINVAL, "field 'spec_draft_layers': %g is not a whole number of layers in serving",
+                       job->spec_draft_layers);
+    sp->gamma = job->spec_tokens;
+    sp->alpha = job->spec_accept;
+    hl_job d = *target;
+    d.model.layers = job->spec_draft_layers >= 1 ? (int64_t)job->spec_draft_layers : 1;
+    if (d.model.dense_layers >= d.model.layers)
+        d.model.dense_layers = 0; /* the drafter takes the shape of the model's MoE layers */
+    hl_job fw;
+    sp->overhead_s = hl_job_with_framework(&d, &fw)->step_overhead;
+    hl_status rc = hl_stepper_new_rank(&d, cap, draft, err); /* one DP rank's, as the target's */
+    if (!rc && job->spec_draft_layers < 1) { /* no layers: the LM head alone, 2 t(1 layer) - t(2 layers) */
+        d.model.layers = 2;
+        rc = hl_stepper_new_rank(&d, cap, draft2, err);
+    }
+    if (rc)
+        hl_err_prefix(err, "the drafter (spec_draft_layers)");
+    return rc;
+}
+
+/* Seconds of the gamma draft passes for `seqs` sequences of one DP rank at mean context ctx;
+ * routed: the tokens of every rank of its EP group in the same lock-step pass (0: this rank alone). */
+static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper *draft2, double seqs, double ctx,
+                            double routed, double *t, hl_err *err)
+{
+    double w = hl_stepper_window(draft);
+    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, routed};
+    double one, two = 0;
+    hl_status rc = hl_stepper_time(draft, &it, &one, err);
+    if (!rc && draft2)
+        rc = hl_stepper_time(draft2, &it, &two, err);
+    *t = sp->gamma * ((draft2 ? 2 * one - two : one) - sp->overhead_s);
+    return rc;
+}
+
+/* Draft tokens a verify pass accepts: each with probability alpha, until the first rejection. */
+static double accepted(const spec_model *sp, hl_rng *rng)
+{
+    double k = 0;
+    while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
+        k++;
+    return k;
+}
+
 /* Seconds one request of mean lengths takes alone: its prompt in one step,
  * then output - 1 decode steps at its mean context (docs/MODEL.md 12). */
 static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl_err *err)
@@ -439,7 +525,9 @@ enum { POOL_ONE = 0, POOL_PREFILL = 1, POOL_DECODE = 2 };
 typedef struct pool {
     int kind;
     hl_stepper *st;
-    rq *q; /* the pool's records of the requests (n) */
+    spec_model sp;              /* speculative decoding (gamma 0: off) */
+    hl_stepper *draft, *draft2; /* its drafter's steppers, per DP rank (spec_setup) */
+    rq *q;                      /* the pool's records of the requests (n) */
     sched *units;
     group *groups;
     hl_router *rank_routers; /* one per instance: the DP rank of a request */
@@ -467,6 +555,8 @@ static void pool_free(pool *p)
         hl_spc_done(&p->pcr[i]);
     free(p->pcr);
     hl_stepper_free(p->st);
+    hl_stepper_free(p->draft);
+    hl_stepper_free(p->draft2);
     free(p->q);
     free(p->units);
     free(p->groups);
@@ -532,7 +622,13 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     hl_status rc;
     p->kind = kind;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    if ((rc = hl_stepper_new_rank(job, cap, &p->st, err)))
+    int decodes = 0; /* speculation only where requests decode (not on a prefill pool) */
+    for (int64_t i = 0; i < n && kind != POOL_PREFILL && !decodes; i++)
+        decodes = reqs[i].output > 1;
+    hl_job target = *job, plain = *job;
+    plain.spec_tokens = 0;
+    if ((rc = spec_setup(decodes ? job : &plain, cap, &target, &p->sp, &p->draft, &p->draft2, err)) ||
+        (rc = hl_stepper_new_rank(&target, cap, &p->st, err)))
         return rc;
     hl_serve_cfg cj = *c;
     cj.job = *job;
@@ -593,6 +689,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         s->block = (double)c->block_tokens;
         s->state_blocks = state_blocks;
         s->blocks_total = s->blocks_free = p->unit_blocks;
+        s->dq = 1 + p->sp.gamma;
         s->wait = p->wait + (size_t)u * (size_t)(n + 1);
         s->w_cap = n + 1;
         s->run = p->run + (size_t)u * ms;
@@ -821,7 +918,8 @@ static hl_status prealloc(owned *o, xlink *xl, double t, hl_err *err)
         while (s->h_len > 0) {
             int64_t r = s->hand[s->h_head];
             rq *x = &D->q[r];
-            double need = blocks_for(s, s->cfg->reserve ? x->input + x->output - 1 : x->kv + 1);
+            /* as admission() asks of an arrived-prefilled request: room for its first decode (or verify) */
+            double need = blocks_for(s, s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : x->kv + s->dq);
             if (need > s->blocks_free)
                 break;
             s->blocks_free -= need;
@@ -845,6 +943,7 @@ static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_ite
     const hl_serve_cfg *c = s->cfg;
     s->n_plan = 0;
     s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
     memset(it, 0, sizeof *it);
     *step_tok = 0;
     *first_chunk = -1;
@@ -866,7 +965,12 @@ static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_ite
         const plan *p = &s->plan[k];
         const rq *x = &s->q[p->r];
         *step_tok += p->tokens;
-        if (p->decode) {
+        if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
+            it->logits_rows += p->tokens;
+            s->spec_seqs++;
+            s->spec_ctx += x->kv;
+        } else if (p->decode) {
             it->decode_seqs++;
             ctx += x->kv;
             win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
@@ -928,7 +1032,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         G_all += o->pools[p].G;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
     double t_now = 0; /* start of the last step */
-    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 && !P0->pcr;
+    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 && !P0->pcr &&
+               P0->sp.gamma == 0; /* speculation: each verify pass accepts a random number of drafts */
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {
@@ -959,7 +1064,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
             }
             if (P0->pcr && c->router == HL_ROUTER_KV_AWARE &&
-                hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output, c->block_tokens))
+                hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output + P0->units[0].dq - 1,
+                               c->block_tokens))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
             int64_t u = pick_unit(P0, next);
             rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
@@ -998,6 +1104,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         t_now = gr->t;
         double t = gr->t, dt = 0, routed = 0, step_tok = 0, in_system = 0, running = 0, waiting = 0;
         int64_t planned = 0, decodes = 0, n_chunks = 0, first_chunk = -1, preempted = 0;
+        double verifies = 0, verify_tok = 0, drafted = 0; /* speculation: verify passes, their tokens, drafts */
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             in_system += (double)(s->n_run + s->w_len);
@@ -1035,8 +1142,23 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             double load = s->pc_step_loaded > 0 ? s->pc_step_loaded * P->block_bytes / P->offload_bw : 0;
             reload = fmax(reload, load);
             dt = fmax(dt, c->offload_overlap ? fmax(dk, load) : dk + load);
+            drafted += P->units[gr->first + k].spec_seqs;
         }
         rec->reload += reload;
+        /* speculation: the gamma draft passes before the verify pass, in lock-step too (the
+         * drafter's MoE layers wait for the slowest rank; one token per sequence each) */
+        double draft_dt = 0;
+        for (int64_t k = 0; k < gr->count && drafted > 0; k++) {
+            const sched *s = &P->units[gr->first + k];
+            if (s->spec_seqs == 0)
+                continue;
+            double dk;
+            if ((rc = draft_time(&P->sp, P->draft, P->draft2, s->spec_seqs, s->spec_ctx / s->spec_seqs,
+                                 gr->count > 1 ? drafted : 0, &dk, err)))
+                return rc;
+            draft_dt = fmax(draft_dt, dk);
+        }
+        dt += draft_dt;
         double t_end = t + dt, emitted = 0;
         for (int64_t k = 0; k < gr->count; k++) {
             int64_t u = gr->first + k;
@@ -1046,7 +1168,11 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 const plan *pl = &s->plan[j];
                 rq *x = &s->q[pl->r];
                 int emits = 1;
-                if (pl->decode) {
+                double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
+                if (pl->decode && s->dq > 1) {
+                    burst = fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
+                    x->kv += burst;
+                } else if (pl->decode) {
                     x->kv += 1;
                 } else {
                     x->prefilled += pl->tokens;
@@ -1058,15 +1184,17 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                     hl_spc_commit(s->pc, &s->pcr[pl->r], x->kv, c->block_tokens);
                 if (!emits)
                     continue;
-                emitted++;
-                s->out_tok -= 1;
-                x->gen += 1;
+                emitted += burst;
+                s->out_tok -= burst;
+                x->gen += burst;
                 if (x->first_tok < 0)
                     x->first_tok = t_end;
                 else if (x->last_tok == t)
                     same++;
                 else
                     hl_itl_add(o->itl, t_end - x->last_tok, 1);
+                if (burst > 1) /* the burst's other tokens come with the first: gaps of 0 */
+                    hl_itl_add(o->itl, 0, burst - 1);
                 x->last_tok = t_end;
                 if (x->gen < x->output)
                     continue;
@@ -1107,7 +1235,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             }
             hl_itl_add(o->itl, dt, same);
             decodes += (int64_t)P->its[k].decode_seqs;
-            n_chunks += P->its[k].n_chunks;
+            n_chunks += P->its[k].n_chunks - (int64_t)s->spec_seqs; /* verify passes are decodes */
+            verifies += s->spec_seqs;
+            verify_tok += s->spec_seqs * s->dq;
             if (first_chunk < 0)
                 first_chunk = P->firsts[k];
             step_tok += P->toks[k];
@@ -1131,7 +1261,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         rec->kv_cached += (P == K ? cached / blocks_kv : 0) * dt;
         rec->kv_cached_max = fmax(rec->kv_cached_max, cached_all / blocks_kv);
         if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
-                         step_tok - (double)decodes, emitted, 1.0 / (double)G_all, err)))
+                         step_tok - (double)decodes - verify_tok, emitted, 1.0 / (double)G_all, err)))
             return rc;
         preempt_total += preempted;
         if (c->keep_steps && (npools > 1 || P->kind != POOL_PREFILL)) {
@@ -1144,9 +1274,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
             r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
                                                              dt,
-                                                             (int32_t)decodes,
+                                                             (int32_t)(decodes + (int64_t)verifies),
                                                              (int32_t)n_chunks,
-                                                             step_tok - (double)decodes,
+                                                             step_tok - (double)decodes - verify_tok,
                                                              (int32_t)(first_chunk + 1),
                                                              (int32_t)preempted,
                                                              used,

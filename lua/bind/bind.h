@@ -41,6 +41,7 @@ void hl_bind_calib(lua_State *L);
 void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);
 void hl_bind_result(lua_State *L);
+void hl_bind_merge(lua_State *L);
 
 /* Object userdata (l_objects.c): push a copy, or test-and-get (NULL if not one). */
 void hl_push_gpu(lua_State *L, const hl_gpu *g);
@@ -64,6 +65,9 @@ void hl_push_result_value(lua_State *L, int32_t i, double v);
  * top, plus the friendly aliases (ttft_ms, ...): nested (t.prefill.time_s)
  * when `nested`, else flat dotted keys (t["prefill.time_s"], sweep rows). */
 void hl_set_result_fields(lua_State *L, const double *v, int nested);
+/* Keys hl_set_result_fields sets at the top level of a table (nested: groups count once), for
+ * lua_createtable. */
+int32_t hl_result_table_size(int nested);
 
 /* Index of result column `name` (a result field or a friendly alias, whose
  * factor goes to *scale), or -1. */

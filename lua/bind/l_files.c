@@ -4,12 +4,15 @@
  * never replaced). Temp files alive at any moment are listed so
  * that an interrupted or killed process can remove them (hl_files_cleanup is
  * async-signal-safe: it only calls unlink). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bind.h"
@@ -33,11 +36,52 @@ static void forget(const char *tmp)
             temps[i][0] = '\0';
 }
 
-/* Creates "<path>.tmp-XXXXXX" with mkstemp; returns its fd and fills tmp (size TEMP_PATH),
- * or -1 with errno set. The name is listed until forget(). */
+/* Removes the temp files of path that a killed hbdlab left (issue 22: a SIGKILL during a
+ * streamed sweep left up to 650 MB that nothing removed): "<name>.tmp-<pid>-XXXXXX" beside path,
+ * a regular file of this user, whose process no longer runs on this machine, untouched for a
+ * minute (a writer on another machine sharing the folder keeps its file fresh while it writes).
+ * Only names of this form: nothing else is ever removed. */
+static void remove_stale_temps(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[TEMP_PATH];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp-", 5) != 0)
+            continue;
+        const char *p = nm + blen + 5;
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p || *end != '-' || strlen(end + 1) != 6 || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* its writer runs (or is not ours to ask) */
+        char full[2 * TEMP_PATH];
+        snprintf(full, sizeof full, "%s/%s", dir, nm);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && now - st.st_mtime > 60)
+            unlink(full);
+    }
+    closedir(d);
+}
+
+/* Creates "<path>.tmp-<pid>-XXXXXX" with mkstemp (the pid tells a later run whether its writer
+ * still runs: remove_stale_temps); returns its fd and fills tmp (size TEMP_PATH), or -1 with
+ * errno set. The name is listed until forget(). */
 static int make_temp(const char *path, char *tmp)
 {
-    if (snprintf(tmp, TEMP_PATH, "%s.tmp-XXXXXX", path) >= TEMP_PATH) {
+    remove_stale_temps(path);
+    if (snprintf(tmp, TEMP_PATH, "%s.tmp-%ld-XXXXXX", path, (long)getpid()) >= TEMP_PATH) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -1,5 +1,7 @@
 /* Result fields to Lua, from the core's result table (core/src/result.c):
  * the same code builds hl.simulate results and sweep rows. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
@@ -26,35 +28,114 @@ void hl_push_result_value(lua_State *L, int32_t i, double v)
     }
 }
 
-void hl_set_result_fields(lua_State *L, const double *v, int nested)
+/* The result table's shape, worked out once per process from the core's result table: each
+ * field's group (the part before a dot; -1 for none) and leaf; and the keys as Lua strings,
+ * interned once per state in a registry array: [i] the full name of field i (1-based),
+ * [n + i] its leaf, [2n + g] group g's name, [2n + G + k] friendly alias k. */
+enum { MAX_GROUPS = 16 };
+typedef struct result_shape {
+    int32_t n, groups;
+    int8_t group[HL_POINT_VALUES];
+    int32_t group_size[MAX_GROUPS]; /* fields in each group */
+    int32_t top;                    /* keys of a nested table's top level: fields without a group, groups */
+} result_shape;
+
+static result_shape shape;
+static pthread_once_t shape_once = PTHREAD_ONCE_INIT;
+static char keys_key;
+
+static void build_shape(void)
 {
-    int t = lua_gettop(L);
-    int32_t n = hl_result_field_count();
+    const char *names[MAX_GROUPS];
+    size_t lens[MAX_GROUPS];
+    shape.n = hl_result_field_count();
+    for (int32_t i = 0; i < shape.n; i++) {
+        const char *name = hl_result_field_at(i)->name, *dot = strchr(name, '.');
+        shape.group[i] = -1;
+        if (!dot) {
+            shape.top++;
+            continue;
+        }
+        size_t len = (size_t)(dot - name);
+        int g = 0;
+        while (g < shape.groups && !(lens[g] == len && strncmp(names[g], name, len) == 0))
+            g++;
+        if (g == shape.groups) { /* a new group (the schema has 8; MAX_GROUPS is checked below) */
+            if (g == MAX_GROUPS)
+                abort();
+            names[g] = name;
+            lens[g] = len;
+            shape.groups++;
+            shape.top++;
+        }
+        shape.group[i] = (int8_t)g;
+        shape.group_size[g]++;
+    }
+}
+
+/* Pushes the registry array of keys (building it on the first call in this state). */
+static void push_keys(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &keys_key) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    int32_t n = shape.n;
+    lua_createtable(L, 2 * n + shape.groups + N_FRIENDLY, 0);
     for (int32_t i = 0; i < n; i++) {
-        const char *name = hl_result_field_at(i)->name;
-        const char *dot = nested ? strchr(name, '.') : NULL;
-        if (dot) {                                          /* t[group][leaf] */
-            lua_pushlstring(L, name, (size_t)(dot - name)); /* [t group] */
-            lua_pushvalue(L, -1);
-            if (lua_rawget(L, t) != LUA_TTABLE) { /* [t group sub|nil] */
-                lua_pop(L, 1);
-                lua_createtable(L, 0, 16);
-                lua_pushvalue(L, -2);
-                lua_pushvalue(L, -2);
-                lua_rawset(L, t); /* t[group] = sub */
-            }
-            hl_push_result_value(L, i, v[i]);
-            lua_setfield(L, -2, dot + 1);
-            lua_pop(L, 2);
-        } else {
-            hl_push_result_value(L, i, v[i]);
-            lua_setfield(L, t, name);
+        const char *name = hl_result_field_at(i)->name, *dot = strchr(name, '.');
+        lua_pushstring(L, name);
+        lua_rawseti(L, -2, i + 1);
+        lua_pushstring(L, dot ? dot + 1 : name);
+        lua_rawseti(L, -2, n + i + 1);
+        if (dot && lua_rawgeti(L, -1, 2 * n + shape.group[i] + 1) == LUA_TNIL) {
+            lua_pop(L, 1);
+            lua_pushlstring(L, name, (size_t)(dot - name));
+            lua_rawseti(L, -2, 2 * n + shape.group[i] + 1);
+        } else if (dot) {
+            lua_pop(L, 1);
         }
     }
     for (int k = 0; k < N_FRIENDLY; k++) {
-        int32_t i = hl_result_field_index(friendly[k].field);
-        hl_set_num(L, friendly[k].name, v[i] * friendly[k].scale);
+        lua_pushstring(L, friendly[k].name);
+        lua_rawseti(L, -2, 2 * n + shape.groups + k + 1);
     }
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &keys_key);
+}
+
+int32_t hl_result_table_size(int nested)
+{
+    pthread_once(&shape_once, build_shape);
+    return (nested ? shape.top : shape.n) + N_FRIENDLY;
+}
+
+void hl_set_result_fields(lua_State *L, const double *v, int nested)
+{
+    pthread_once(&shape_once, build_shape);
+    int t = lua_absindex(L, -1);
+    int32_t n = shape.n;
+    push_keys(L);
+    int keys = lua_gettop(L);
+    int sub0 = keys + 1; /* group g's table at sub0 + g */
+    if (nested)
+        for (int g = 0; g < shape.groups; g++) {
+            lua_createtable(L, 0, shape.group_size[g]);
+            lua_rawgeti(L, keys, 2 * n + g + 1);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, t); /* t[group] = sub */
+        }
+    for (int32_t i = 0; i < n; i++) {
+        int g = nested ? shape.group[i] : -1;
+        lua_rawgeti(L, keys, g >= 0 ? n + i + 1 : i + 1); /* the interned key */
+        hl_push_result_value(L, i, v[i]);
+        lua_rawset(L, g >= 0 ? sub0 + g : t); /* a nil value (unknown) sets nothing */
+    }
+    for (int k = 0; k < N_FRIENDLY; k++) {
+        lua_rawgeti(L, keys, 2 * n + shape.groups + k + 1);
+        lua_pushnumber(L, v[hl_result_field_index(friendly[k].field)] * friendly[k].scale);
+        lua_rawset(L, t);
+    }
+    lua_settop(L, t);
 }
 
 int32_t hl_result_column(const char *name, double *scale)

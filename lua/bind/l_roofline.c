@@ -1,49 +1,137 @@
 /* Bindings of the roofline and KV-capacity functions. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bind.h"
 
-static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", NULL};
+static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", "moe", NULL};
+static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", NULL};
+#define KIND_MOE 5
 
-/* op_time(gpu, {name, kind, precision, flops, bytes_read, bytes_written}) -> table */
+static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_op_time *t)
+{
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, op->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, kind);
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, hl_precision_name((hl_precision)op->precision));
+    lua_setfield(L, -2, "precision");
+    hl_set_num(L, "flops", op->flops);
+    hl_set_num(L, "bytes", op->bytes_read + op->bytes_written);
+    hl_set_num(L, "time_s", t->time_s);
+    hl_set_num(L, "compute_s", t->compute_s);
+    hl_set_num(L, "memory_s", t->memory_s);
+    hl_set_num(L, "intensity", t->intensity);
+    hl_set_num(L, "ridge", t->ridge);
+    lua_pushstring(L, t->bound == HL_BOUND_COMPUTE ? "compute" : "memory");
+    lua_setfield(L, -2, "bound");
+}
+
+/* A positive number field of table 2, or an error naming it. */
+static double need_pos(lua_State *L, const char *name)
+{
+    double v = hl_opt_number_field(L, 2, name, -1);
+    if (!(v > 0))
+        luaL_error(L, "hl.roofline: field '%s' must be a number > 0 (got %s)", name,
+                   v == -1 ? "nothing" : lua_pushfstring(L, "%f", v));
+    return v;
+}
+
+/* op_time(gpu, {name, kind, precision, framework, flops, bytes_read, bytes_written | m, n, k |
+ * attention shape | moe shape}) -> table. The shapes are built by the same constructors as the
+ * operators of hl.simulate (roofline.c), so one kernel has one time (docs/MODEL.md section 3). */
 static int l_op_time(lua_State *L)
 {
-    hl_gpu *g = hl_to_gpu(L, 1);
-    luaL_argcheck(L, g != NULL, 1, "expected a gpu object");
+    hl_gpu *g0 = hl_to_gpu(L, 1);
+    luaL_argcheck(L, g0 != NULL, 1, "expected a gpu object");
     luaL_checktype(L, 2, LUA_TTABLE);
+    hl_gpu g = *g0;
     hl_op op;
     memset(&op, 0, sizeof op);
     const char *name = hl_opt_string_field(L, 2, "name");
-    snprintf(op.name, sizeof op.name, "%s", name ? name : "op");
     lua_getfield(L, 2, "kind");
-    op.kind = luaL_checkoption(L, -1, "gemm", op_kinds);
+    int kind = luaL_checkoption(L, -1, "gemm", op_kinds);
     lua_getfield(L, 2, "precision");
-    op.precision = lua_isnil(L, -1) ? HL_BF16 : hl_check_precision(L, -1);
-    lua_pop(L, 2);
-    op.flops = hl_opt_number_field(L, 2, "flops", 0);
-    op.bytes_read = hl_opt_number_field(L, 2, "bytes_read", 0);
-    op.bytes_written = hl_opt_number_field(L, 2, "bytes_written", 0);
+    hl_precision prec = lua_isnil(L, -1) ? HL_BF16 : hl_check_precision(L, -1);
+    lua_getfield(L, 2, "framework");
+    if (!lua_isnil(L, -1)) {
+        int fw = luaL_checkoption(L, -1, NULL, frameworks);
+        hl_fw_profile p = hl_framework_profile(fw);
+        hl_gpu_apply_framework(&g, p.gemm_scale_16, p.gemm_scale_fp8, p.gemm_scale_fp4, p.attn_scale);
+    }
+    lua_pop(L, 3);
+    double ab = hl_opt_number_field(L, 2, "act_bytes", 2);
+    double wb = hl_opt_number_field(L, 2, "weight_bytes", hl_precision_bytes(prec));
     hl_op_time t;
     hl_err err;
-    if (hl_op_time_on(&op, g, &t, &err))
+    if (kind == KIND_MOE) { /* the expert GEMMs of one MoE layer on one rank, and its fixed cost */
+        double tokens = need_pos(L, "tokens"), E = need_pos(L, "experts"), topk = need_pos(L, "topk");
+        double ep = hl_opt_number_field(L, 2, "ep", 1), etp = hl_opt_number_field(L, 2, "etp", 1);
+        double imb = hl_opt_number_field(L, 2, "imbalance", 1);
+        if (!(ep >= 1 && etp >= 1 && imb >= 1 && topk <= E))
+            return luaL_error(L, "hl.roofline: moe needs ep >= 1, etp >= 1, imbalance >= 1, topk <= experts");
+        hl_moe_shape s;
+        s.local_experts = E / ep;
+        s.tokens_per_expert = tokens * topk / E * imb;
+        /* experts of this rank that receive a token: each misses a token with probability 1 - k/E */
+        s.active_experts = s.local_experts * (1 - pow(1 - topk / E, tokens));
+        s.hidden = need_pos(L, "hidden");
+        s.inter = ceil(need_pos(L, "inter") / etp);
+        s.act_bytes = ab;
+        s.weight_bytes = wb;
+        hl_op up, down;
+        hl_op_moe_experts(&up, &down, &s, prec);
+        hl_op_time tu, td;
+        if (hl_op_time_on(&up, &g, &tu, &err) || hl_op_time_on(&down, &g, &td, &err))
+            return hl_raise(L, &err);
+        hl_op sum = up;
+        snprintf(sum.name, sizeof sum.name, "%s", name ? name : "moe");
+        sum.flops += down.flops;
+        sum.bytes_read += down.bytes_read;
+        sum.bytes_written += down.bytes_written;
+        t = tu;
+        t.time_s = tu.time_s + td.time_s + g.moe_latency;
+        t.compute_s += td.compute_s;
+        t.memory_s += td.memory_s;
+        t.intensity = sum.flops / (sum.bytes_read + sum.bytes_written);
+        push_time(L, &sum, "moe", &t);
+        return 1;
+    }
+    if (hl_opt_number_field(L, 2, "m", 0) > 0) {
+        hl_op_gemm(&op, "gemm", need_pos(L, "m"), need_pos(L, "n"), need_pos(L, "k"), ab, wb, ab, prec);
+        if (kind == HL_OP_GROUPED_GEMM)
+            op.kind = kind;
+    } else if (kind == HL_OP_ATTENTION && hl_opt_number_field(L, 2, "batch", 0) > 0) {
+        hl_attn_shape s;
+        s.batch = need_pos(L, "batch");
+        s.new_tokens = hl_opt_number_field(L, 2, "q", 1);
+        s.context = hl_opt_number_field(L, 2, "context", 0);
+        s.heads = need_pos(L, "heads");
+        s.kv_heads = hl_opt_number_field(L, 2, "kv_heads", s.heads);
+        double d = hl_opt_number_field(L, 2, "head_dim", 128);
+        s.qk_dim = hl_opt_number_field(L, 2, "qk_dim", d);
+        s.v_dim = hl_opt_number_field(L, 2, "v_dim", d);
+        double kvb = hl_opt_number_field(L, 2, "kv_bytes", ab);
+        s.kv_token_bytes = hl_opt_number_field(L, 2, "kv_token_bytes", s.kv_heads * (s.qk_dim + s.v_dim) * kvb);
+        s.act_bytes = ab;
+        s.window = hl_opt_number_field(L, 2, "window", 0);
+        if (!(s.new_tokens >= 1 && s.context >= 0))
+            return luaL_error(L, "hl.roofline: attention needs q >= 1 and context >= 0");
+        hl_op_attention(&op, "attention", &s, prec);
+    } else {
+        op.kind = kind;
+        op.precision = prec;
+        op.flops = hl_opt_number_field(L, 2, "flops", 0);
+        op.bytes_read = hl_opt_number_field(L, 2, "bytes_read", 0);
+        op.bytes_written = hl_opt_number_field(L, 2, "bytes_written", 0);
+        op.rows = hl_opt_number_field(L, 2, "rows", 0);
+    }
+    snprintf(op.name, sizeof op.name, "%s", name ? name : "op");
+    if (hl_op_time_on(&op, &g, &t, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, 10);
-    lua_pushstring(L, op.name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, op_kinds[op.kind]);
-    lua_setfield(L, -2, "kind");
-    lua_pushstring(L, hl_precision_name((hl_precision)op.precision));
-    lua_setfield(L, -2, "precision");
-    hl_set_num(L, "flops", op.flops);
-    hl_set_num(L, "bytes", op.bytes_read + op.bytes_written);
-    hl_set_num(L, "time_s", t.time_s);
-    hl_set_num(L, "compute_s", t.compute_s);
-    hl_set_num(L, "memory_s", t.memory_s);
-    hl_set_num(L, "intensity", t.intensity);
-    hl_set_num(L, "ridge", t.ridge);
-    lua_pushstring(L, t.bound == HL_BOUND_COMPUTE ? "compute" : "memory");
-    lua_setfield(L, -2, "bound");
+    push_time(L, &op, op_kinds[op.kind], &t);
     return 1;
 }
 

@@ -406,7 +406,7 @@ static int l_simulate(lua_State *L)
     j.summary_only = 1; /* breakdown and events are built on first access */
     if (hl_sim_run(&j, rp, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, 20);
+    lua_createtable(L, 0, hl_result_table_size(1) + 3); /* + candidates, meets_limits, objective */
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */
         for (int32_t i = 0; i < ncand; i++) {

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -269,7 +270,9 @@ static int l_spawn(lua_State *L)
     sigemptyset(&dfl);
     sigaddset(&dfl, SIGXFSZ);
     posix_spawnattr_setsigdefault(&attr, &dfl);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    /* its own process group: stopping it (below) stops what it started too (a shell's children) */
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     int rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
@@ -278,14 +281,35 @@ static int l_spawn(lua_State *L)
         lua_pushfstring(L, "cannot run '%s': %s", argv[0], strerror(rc));
         return 2;
     }
-    int status;
+    /* The wait polls the interrupt flag (issue 22: a hung gnuplot or command blocked hbdlab, which
+     * then ignored Ctrl-C and SIGTERM): on either the child gets SIGTERM, SIGKILL 2 s later if it
+     * is still there, and the call raises "interrupted!" (the callers' protected calls then
+     * remove their temp files; the host's list removes any left at exit). */
+    int status, stopping = 0;
     struct rusage ru;
-    while (wait4(pid, &status, 0, &ru) < 0)
-        if (errno != EINTR) {
+    double kill_at = 0;
+    for (;;) {
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
             lua_pushnil(L);
             lua_pushfstring(L, "waiting for '%s': %s", argv[0], strerror(errno));
             return 2;
         }
+        if (hl_bind_interrupt && !stopping) {
+            kill(-pid, SIGTERM);
+            stopping = 1;
+            kill_at = hl_clock_s() + 2;
+        } else if (stopping == 1 && hl_clock_s() > kill_at) {
+            kill(-pid, SIGKILL);
+            stopping = 2;
+        }
+        struct timespec pause = {0, 2000000}; /* 2 ms */
+        nanosleep(&pause, NULL);
+    }
+    if (stopping)
+        return luaL_error(L, "interrupted! ('%s' was stopped)", argv[0]);
     lua_pushinteger(L, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     lua_pushnil(L);
     lua_pushinteger(L, (lua_Integer)ru.ru_maxrss * 1024); /* peak resident set of the child, bytes */

@@ -64,6 +64,13 @@ function M.run(opts)
   r.sim_latency_summary_median_s = c
   local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
   r.lua_call_s, r.lua_call_overhead_s = l, l - c
+  -- the same with the model and cluster given as preset names (resolved once, then cached); input
+  -- 31,744 + output 1,024 stays within the preset's context of 32,768 (no warning)
+  local named = { model = "qwen1.5-110b", cluster = "hgx-b200", precision = "fp8", batch = 16, input = 31744,
+                  output = 1024, parallel = { tp = 8 } }
+  local cn = core.bench_latency(named, quick and 2000 or 200000, 100, true).median_s
+  local ln = lua_call_time(hl, named, quick and 5 or 100, quick and 100 or 1000)
+  r.lua_call_names_s, r.lua_call_names_overhead_s, r.sim_latency_names_summary_median_s = ln, ln - cn, cn
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
   phase(4, "the HBD reproduction (scripts/hbd/reproduce.lua)")
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
@@ -96,6 +103,30 @@ function M.run(opts)
   local f = io.open(csv, "rb")
   if f then r.stream_csv_bytes = f:seek("end"); f:close() end
   os.remove(csv)
+  -- hbdlab merge of two CSV files of 200 MB each (2 MB in --quick), in a child process: its
+  -- wall time and peak RSS (the rows: a sweep's columns, written here)
+  local shard_bytes = quick and 2e6 or 200e6
+  local row = "64,33792,0.08565090469239227,0.007546685635562683,7.805910309873017,2120.136013696168," ..
+    "16.397831248215077,0.7285483236722466,0.5104010571634977,14765503744,true,\n"
+  local block = string.rep(row, 10000)
+  local parts = {}
+  for k = 1, 2 do
+    parts[k] = os.tmpname()
+    local out = assert(io.open(parts[k], "wb"))
+    out:write("hbd,input,ttft_s,tpot_s,total_s,decode_tps,tps_per_gpu,prefill.comm_share,decode.comm_share," ..
+      "memory.per_gpu_bytes,memory.fits,error\n")
+    for _ = 1, math.ceil(shard_bytes / #block) do out:write(block) end
+    out:close()
+  end
+  local merged = os.tmpname()
+  t0 = core.clock()
+  local code3, _, rss3 = core.spawn { exe(), "merge", parts[1], parts[2], "-o", merged }
+  r.merge_wall_s = core.clock() - t0
+  r.merge_ok = code3 == 0
+  r.merge_rss_bytes = rss3
+  local mf = io.open(merged, "rb")
+  if mf then r.merge_bytes = mf:seek("end"); mf:close() end
+  os.remove(parts[1]); os.remove(parts[2]); os.remove(merged)
   -- serving: 100,000 Poisson requests (5,000 in --quick) through the continuous-batching
   -- scheduler, at a light load (many small iterations) and near saturation (full batches)
   r.serve_requests = quick and 5000 or 100000
@@ -151,10 +182,14 @@ function M.print_table(r)
     { "sweep throughput, all cores", string.format("%.0f points/s", r.sweep_points_per_s_all) },
     { "hl.simulate from Lua, per call", string.format("%.3f us", r.lua_call_s * 1e6) },
     { "Lua call overhead (over hl_sim_run)", string.format("%.3f us", r.lua_call_overhead_s * 1e6) },
+    { "Lua call overhead, preset names (qwen1.5-110b, hgx-b200)", string.format("%.3f us", r.lua_call_names_overhead_s * 1e6) },
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },
     { "streamed sweep: points per second (hl.sweep_to_csv)", string.format("%.0f points/s", r.stream_points_per_s) },
+    { string.format("hbdlab merge of two %.0f MB CSV files: wall", (r.merge_bytes or 0) / 2e6),
+      string.format("%.2f s%s", r.merge_wall_s, r.merge_ok and "" or " (FAILED)") },
+    { "hbdlab merge: peak RSS of the process", string.format("%.1f MB", (r.merge_rss_bytes or 0) / 1e6) },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
     { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
       string.format("%.3f s", r.serve_light_wall_s) },
@@ -189,7 +224,7 @@ function M.main(...)
   else
     M.print_table(r)
   end
-  return (r.hbd_repro_ok and r.stream_ok) and 0 or 1
+  return (r.hbd_repro_ok and r.stream_ok and r.merge_ok) and 0 or 1
 end
 
 return M

@@ -239,40 +239,55 @@ function M.merge(...)
       end
     end
   end
+  -- Shards are read in pieces (core.csv_shard_*, lua/bind/l_merge.c): memory stays bounded
+  -- whatever their size, and no input limit applies. Standard input is spooled to a file first.
+  local spooled = {}
+  local function cleanup() for _, p in ipairs(spooled) do os.remove(p) end end
+  local function fail(code, ...) cleanup(); return merge_fail(code, ...) end
   local rows = require "hbdlab.rows"
   local files, any_fp = {}, false
   for j, p in ipairs(inputs) do
-    local text, err = read_all(p)
-    if not text then -- err names the file already
-      return merge_fail(1, "cannot read ", err:find(p, 1, true) and "" or p .. ": ", tostring(err))
+    local src = p
+    if p == "-" then
+      src = os.tmpname()
+      spooled[#spooled + 1] = src
+      local f = assert(io.open(src, "wb"))
+      while true do
+        local piece = io.read(1 << 20)
+        if not piece then break end
+        f:write(piece)
+      end
+      f:close()
     end
-    local fp = rows.shard_fingerprint(text)
-    if text:sub(1, 14) == "#hbdlab-shard " and not fp then
-      return merge_fail(1, p, ": the shard fingerprint line is damaged")
+    local first, err = core.csv_shard_head(src)
+    if not first then -- err names the file already
+      return fail(1, "cannot read ", err:find(p, 1, true) and "" or p .. ": ", tostring(err))
+    end
+    local fp = rows.shard_fingerprint(first)
+    if first:sub(1, 14) == "#hbdlab-shard " and not fp then
+      return fail(1, p, ": the shard fingerprint line is damaged")
     end
     any_fp = any_fp or fp ~= nil
-    files[j] = { path = p, fp = fp, text = fp and text:sub(fp.len + 1) or text }
+    files[j] = { path = p, src = src, fp = fp, skip = fp and fp.len or 0 }
   end
   local named = 0
   for _, f in ipairs(files) do if f.path:match("_shard%d+of%d+[^/]*$") then named = named + 1 end end
   if any_fp or named > 0 then
     local why
     files, why = check_shards(files)
-    if not files then return merge_fail(1, why) end
+    if not files then return fail(1, why) end
   end
-  local header, head_from, head_empty, body = nil, nil, false, {}
+  local header, head_from, head_empty, parts = nil, nil, false, {}
   for _, f in ipairs(files) do
-    local p, text = f.path, f.text
+    local p = f.path
     -- every row whole and as wide as the header: a cut or broken shard must not run into the next
-    local head_end, why = rows.csv_check(text, true)
-    if not head_end then return merge_fail(1, p, ": ", why) end
-    local records = why
+    local head, records = core.csv_shard_check(f.src, f.skip)
+    if not head then return fail(1, p, ": ", records) end
     local fp = f.fp
     if fp and not fp.filtered and records ~= fp.hi - fp.lo then
-      return merge_fail(1, string.format("%s holds %d rows, its block of the sweep %d (points %d-%d of %d): " ..
+      return fail(1, string.format("%s holds %d rows, its block of the sweep %d (points %d-%d of %d): " ..
         "the shard stopped early or was cut", p, records, fp.hi - fp.lo, fp.lo, fp.hi, fp.total))
     end
-    local head, rest = text:sub(1, head_end), text:sub(head_end + 1)
     -- an empty block has no rows to name its columns (a function-form sweep's header comes from its rows)
     if fp and records == 0 then
       if not header then header, head_from, head_empty = head, p, true end
@@ -280,12 +295,16 @@ function M.merge(...)
       header, head_from, head_empty = head, p, false
     elseif head ~= header then
       local function bare(h) return (h:gsub("^\239\187\191", ""):gsub("\r", "")) end
-      return merge_fail(1, p, " has other columns than ", head_from, bare(head) == bare(header)
+      return fail(1, p, " has other columns than ", head_from, bare(head) == bare(header)
         and " (the same names, but a byte-order mark or CRLF line ends in one of them)" or "")
     end
-    body[#body + 1] = rest
+    parts[#parts + 1] = { f.src, f.skip + #head }
   end
-  rows.write_atomic(out, header .. table.concat(body))
+  local tmp = core.temp_beside(out)
+  local ok, err = pcall(core.csv_shard_copy, tmp, header, parts)
+  if ok then ok, err = pcall(core.commit_temp, tmp, out) else core.discard_temp(tmp) end
+  cleanup()
+  if not ok then return merge_fail(1, tostring(err)) end
   return 0
 end
 

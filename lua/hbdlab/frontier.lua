@@ -43,12 +43,17 @@ end
 M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
               "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
               "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
-              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "redundant_experts" }
+              "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "kv_transfer_s", "redundant_experts" }
 
 local function fail(msg, level) error("hl.frontier: " .. msg, (level or 1) + 1) end
 
-local function list_of(v)
-  if type(v) == "table" and getmetatable(v) == nil and #v > 0 then return v end
+-- A field's value as a list (a single value is a list of one); an empty list is refused by name
+-- (it would otherwise be read as one value, a table, and reported as "table: 0x...").
+local function list_of(v, name)
+  if type(v) == "table" and getmetatable(v) == nil then
+    if #v > 0 then return v end
+    if next(v) == nil then fail("field '" .. name .. "': an empty list (give at least one value)", 4) end
+  end
   return { v }
 end
 
@@ -235,14 +240,14 @@ local function prefill_profile(hl, ctx, sys, prec, m)
   if #prof.loads == 0 then return nil end
   -- the KV hand-off of one mean prompt (serve.c's kv_transfer_time, through a one-request run)
   local probe = copy(ctx.base)
-  probe.precision, probe.requests, probe.concurrency = prec, 1, 1
+  probe.precision, probe.requests, probe.rate = prec, 1, 1
   probe.input, probe.output = math.floor(ctx.input_mean + 0.5), 2
   local pool = instance_fields({}, sys, m)
   probe.disagg = { prefill = { parallel = pool.parallel, redundant_experts = pool.redundant_experts },
                    decode = { parallel = pool.parallel, redundant_experts = pool.redundant_experts } }
   probe.cluster = sys.cluster
   local ok, pr = pcall(hl.serve, probe)
-  prof.kv_transfer_s = ok and pr.kv_transfer_s or nil
+  if ok then prof.kv_transfer_s = pr.kv_transfer_s else note_error(ctx, pr) end
   return prof
 end
 
@@ -276,6 +281,18 @@ local function decode_point(hl, ctx, sys, prec, m, c)
   return { m = m, c = c, tpot_s = r.tpot_s, rate = c / ((t.output - 1) * r.tpot_s), fields = t }
 end
 
+-- A point's numbers from an hl.serve simulation (percentiles included); scale: the instances the
+-- simulated one stands for (requests/s of the system).
+local function take_simulated(p, r, scale)
+  p.tps_per_gpu = r.output_tps_per_gpu
+  p.tps_per_user = 1 / r.tpot_s.mean
+  p.tpot_s = r.tpot_s.mean
+  p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
+  p.rps = r.rps * scale
+  p.simulated = true
+  return p
+end
+
 -- Aggregated points of one instance mapping: per-instance closed loops at concurrency c (analytical
 -- steady state); the system runs floor(G / instance GPUs) such instances behind a router, each with
 -- its own share of the users (a round-robin router of a closed population: every instance alike).
@@ -305,35 +322,27 @@ local function agg_points(hl, ctx, sys, prec, m, out)
     local dec = decode_point(hl, ctx, sys, prec, m, c)
     local bound = dec and c / dec.tpot_s
     local suspect = bound and r.output_tps > 1.02 * bound
+    local p = { system = sys.name, precision = prec, mode = "agg", gpus_used = m.gpus * instances,
+                tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances,
+                concurrency = c, redundant_experts = m.redundant, config = f, simulated = false }
     if suspect then
       ctx.suspect = (ctx.suspect or 0) + 1
-      if ctx.simulate then
-        local sf = copy(f)
-        sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
-        local ok2, s2 = pcall(hl.serve, sf)
-        if not ok2 then
-          if tostring(s2):find("interrupted!", 1, true) then error(s2, 0) end
-          goto continue
-        end
-        rates = rates or cost_rates(hl, fields, c)
-        out[#out + 1] = priced({
-          system = sys.name, precision = prec, mode = "agg", tps_per_gpu = s2.output_tps_per_gpu,
-          tps_per_user = 1 / s2.tpot_s.mean, ttft_p50_s = s2.ttft_s.p50, ttft_p90_s = s2.ttft_s.p90,
-          tpot_s = s2.tpot_s.mean, rps = s2.rps * instances, gpus_used = m.gpus * instances, simulated = true,
-          tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
-          redundant_experts = m.redundant, config = sf,
-        }, rates)
+      if not ctx.simulate then goto continue end
+      local sf = copy(f)
+      sf.mode, sf.requests = nil, math.max(ctx.requests, 3 * c)
+      local ok2, s2 = pcall(hl.serve, sf)
+      if not ok2 then
+        note_error(ctx, s2)
+        goto continue
       end
-      goto continue
+      take_simulated(p, s2, instances)
+      p.config = sf
+    else
+      p.tps_per_gpu, p.tps_per_user, p.tpot_s = r.output_tps_per_gpu, 1 / r.tpot_s, r.tpot_s
+      p.ttft_p50_s, p.ttft_p90_s, p.rps = r.ttft_s, r.ttft_s, r.rate * instances
     end
     rates = rates or cost_rates(hl, fields, c)
-    out[#out + 1] = priced({
-      system = sys.name, precision = prec, mode = "agg", tps_per_gpu = r.output_tps_per_gpu,
-      tps_per_user = 1 / r.tpot_s, ttft_p50_s = r.ttft_s, ttft_p90_s = r.ttft_s, tpot_s = r.tpot_s,
-      rps = r.rate * instances, gpus_used = m.gpus * instances, simulated = false,
-      tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances, concurrency = c,
-      redundant_experts = m.redundant, config = f,
-    }, rates)
+    out[#out + 1] = priced(p, rates)
     ::continue::
   end
 end
@@ -367,6 +376,7 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
               simulated = false, tp = d.m.tp, pp = d.m.pp, ep = d.m.ep, dp = d.m.dp, instance_gpus = gd,
               instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
               p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
+              kv_transfer_s = pr.kv_transfer_s,
               _prefill = pr, _decode = d,
             }
             if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end
@@ -459,13 +469,7 @@ local function confirm(hl, ctx, sys, p)
     p.sim_error = tostring(r)
     return
   end
-  local scale = p.mode == "agg" and p.instances or 1
-  p.tps_per_gpu = r.output_tps_per_gpu
-  p.tps_per_user = 1 / r.tpot_s.mean
-  p.tpot_s = r.tpot_s.mean
-  p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
-  p.rps = r.rps * scale
-  p.simulated = true
+  take_simulated(p, r, p.mode == "agg" and p.instances or 1)
   p.config = f
   if p.usd_per_mtok and p._rates then priced(p, p._rates) end
 end
@@ -503,21 +507,21 @@ local function check(t)
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
     fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
   end
-  o.modes = list_of(o.modes)
+  o.modes = list_of(o.modes, "modes")
   for i, m in ipairs(o.modes) do
     if m ~= "agg" and m ~= "disagg" then
       fail(string.format("field 'modes'[%d]: '%s' is not one of agg, disagg", i, tostring(m)), 3)
     end
   end
   if o.concurrency ~= nil then
-    o.concurrency = list_of(o.concurrency)
+    o.concurrency = list_of(o.concurrency, "concurrency")
     for i, c in ipairs(o.concurrency) do
       if type(c) ~= "number" or c ~= math.floor(c) or c < 1 or c > 1e7 then
         fail(string.format("field 'concurrency'[%d]: %s is not a whole number in 1..1e7", i, tostring(c)), 3)
       end
     end
   end
-  o.prefill_load = list_of(o.prefill_load)
+  o.prefill_load = list_of(o.prefill_load, "prefill_load")
   for i, u in ipairs(o.prefill_load) do
     if type(u) ~= "number" or not (u > 0 and u < 1) then
       fail(string.format("field 'prefill_load'[%d]: %s is not a fraction in (0, 1)", i, tostring(u)), 3)
@@ -539,7 +543,9 @@ local function check(t)
       fail("field 'serve." .. k .. "': the search sets it (give " .. k .. " at the top level, or not at all)", 3)
     end
   end
-  if o.out ~= nil and type(o.out) ~= "string" then fail("field 'out': expected a path stem (a string)", 3) end
+  if o.out ~= nil and (type(o.out) ~= "string" or o.out == "" or o.out:sub(-1) == "/") then
+    fail("field 'out': '" .. tostring(o.out) .. "' is not a path stem (a non-empty string naming a file, not a folder)", 3)
+  end
   return o
 end
 
@@ -625,6 +631,9 @@ function M.frontier(t)
   local o = check(t)
   local hl = require "hbdlab"
   local model = o.model
+  if type(model) ~= "string" and type(model) ~= "table" and type(model) ~= "userdata" then
+    fail("field 'model': expected a preset name, a model object or a table of model fields, got " .. type(model), 2)
+  end
   if type(model) == "string" or (type(model) == "table" and getmetatable(model) == nil) then
     local ok, m = pcall(hl.model, model)
     if not ok then fail("field 'model': " .. tostring(m), 2) end
@@ -633,7 +642,7 @@ function M.frontier(t)
   local systems = {}
   local sys_list = (type(o.systems) == "table" and getmetatable(o.systems) == nil and #o.systems > 0) and o.systems or { o.systems }
   for i, s in ipairs(sys_list) do systems[i] = system_of(hl, s, i) end
-  local precs = list_of(o.precision)
+  local precs = list_of(o.precision, "precision")
   for i, pr in ipairs(precs) do
     local ok = type(pr) == "string" and pcall(core.precision_bytes, pr)
     if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, tostring(pr)), 2) end
@@ -651,6 +660,15 @@ function M.frontier(t)
                 requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
                 input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {} }
   if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
+  -- the disaggregated points are computed from these means without hl.serve's own check: a NaN or
+  -- infinite length would give NaN tokens/s per GPU on every disagg point
+  -- (a finite but out-of-range length is left to hl.serve, whose message every configuration repeats)
+  for _, f in ipairs { { "input", ctx.input_mean }, { "output", ctx.output_mean } } do
+    local v = f[2]
+    if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], tostring(v)), 2)
+    end
+  end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
   local work = {}
   local want = {}
@@ -732,6 +750,8 @@ function M.frontier(t)
     points = all
   end
   local sharded = d.count > 1 and not d.mpi
+  local sys_of = {} -- system by (unique) name: the points name theirs
+  for _, sy in ipairs(systems) do sys_of[sy.name] = sy end
   -- Pareto sets per system x precision x mode; then confirm the points on or near them
   local groups, order = {}, {}
   for _, p in ipairs(points) do
@@ -748,8 +768,6 @@ function M.frontier(t)
   end
   local pareto = fronts()
   if o.simulate > 0 and not sharded and not interrupted and not d.mpi then
-    local sys_by_name = {}
-    for _, s in ipairs(systems) do sys_by_name[s.name] = s end
     local todo = {}
     for _, k in ipairs(order) do
       local front, picked = pareto[k], {}
@@ -773,7 +791,7 @@ function M.frontier(t)
     end
     local ok2, err2 = pcall(function()
       for i, p in ipairs(todo) do
-        confirm(hl, ctx, sys_by_name[p.system], p)
+        confirm(hl, ctx, sys_of[p.system], p)
         progress_line(o.progress, i, #todo, "simulations")
       end
     end)
@@ -793,8 +811,6 @@ function M.frontier(t)
   -- by simulation when the search simulates (the analytical TTFT is optimistic near saturation):
   -- candidates are tried best first until a simulated one still meets the SLO (at most `simulate`)
   local best, missing, overall = {}, {}, nil
-  local sys_of = {}
-  for _, s in ipairs(systems) do sys_of[s.name] = s end
   local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
   for _, k in ipairs(order) do
     for _, p in ipairs(groups[k]) do

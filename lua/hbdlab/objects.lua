@@ -17,9 +17,26 @@ local function from_file(kind, path)
   return core.from_json(kind, text, path)
 end
 
+-- Objects of preset names, resolved once (objects are immutable, so one object serves every
+-- call); emptied when $HBDLAB_PRESETS (where user presets come from) changes.
+local presets = { gpu = {}, cluster = {}, model = {} }
+local presets_env = os.getenv("HBDLAB_PRESETS")
+
 local function wrap(kind, ctor)
   return function(x)
-    if type(x) == "string" and x:match("%.json$") then return from_file(kind, x) end
+    if type(x) == "string" then
+      local env = os.getenv("HBDLAB_PRESETS")
+      if env ~= presets_env then
+        presets_env = env
+        presets = { gpu = {}, cluster = {}, model = {} }
+      end
+      local hit = presets[kind][x]
+      if hit then return hit end
+      if x:match("%.json$") then return from_file(kind, x) end
+      local obj = ctor(x)
+      presets[kind][x] = obj
+      return obj
+    end
     if type(x) == "table" then
       -- a cluster's gpu may be a plain table of GPU fields too
       if kind == "cluster" and type(x.gpu) == "table" then
@@ -41,11 +58,13 @@ function M.coerce(kind, x)
   return x
 end
 
---- A shallow copy of simulate fields whose model / cluster plain tables became objects.
+--- A shallow copy of simulate fields whose model / cluster plain tables or preset names became
+--- objects (a name resolves once: the presets cache above).
 function M.coerce_job(t)
   if type(t) ~= "table" then return t end
-  local plain_model = type(t.model) == "table" and getmetatable(t.model) == nil
-  local plain_cluster = type(t.cluster) == "table" and getmetatable(t.cluster) == nil
+  local tm, tc = type(t.model), type(t.cluster)
+  local plain_model = (tm == "table" and getmetatable(t.model) == nil) or tm == "string"
+  local plain_cluster = (tc == "table" and getmetatable(t.cluster) == nil) or tc == "string"
   if not plain_model and not plain_cluster then return t end
   local c = {}
   for k, v in pairs(t) do c[k] = v end
@@ -133,26 +152,25 @@ function M.models() return core.models() end
 function M.clusters() return core.clusters() end
 
 --- hl.roofline{ gpu = g, precision = "fp8", flops = F, bytes = B } or a GEMM:
---- hl.roofline{ gpu = g, m = 16, n = 8192, k = 8192, precision = "fp8" }.
+--- hl.roofline{ gpu = g, m = 16, n = 8192, k = 8192, precision = "fp8", framework = "trtllm" },
+--- attention { kind = "attention", batch, q, context, heads, kv_heads, head_dim, kv_bytes, window }
+--- or one MoE layer's experts { kind = "moe", tokens, hidden, inter, topk, experts, ep, etp }.
+--- The operators are built and timed as inside hl.simulate (docs/MODEL.md section 3).
 --- Returns time_s, compute_s, memory_s, intensity (FLOP/B), ridge, bound.
 function M.roofline(t)
   assert(type(t) == "table", "hl.roofline expects a table")
-  core.check_fields(t, { "gpu", "name", "kind", "precision", "m", "n", "k", "weight_bytes", "act_bytes", "flops",
-                         "bytes", "bytes_read", "bytes_written" }, "hl.roofline")
+  core.check_fields(t, { "gpu", "name", "kind", "precision", "framework", "m", "n", "k", "weight_bytes", "act_bytes",
+                         "flops", "bytes", "bytes_read", "bytes_written", "rows", "batch", "q", "context", "heads",
+                         "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes", "window",
+                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance" }, "hl.roofline")
   local g = t.gpu
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
   g = M.coerce("gpu", g)
-  local op = { name = t.name, kind = t.kind, precision = t.precision or "bf16" }
-  if t.m then
-    local wb = t.weight_bytes or core.precision_bytes(op.precision)
-    local ab = t.act_bytes or 2
-    op.flops, op.bytes_read, op.bytes_written = core.gemm_op(t.m, t.n, t.k, ab, wb, ab)
-    op.kind = op.kind or "gemm"
-  else
-    op.flops = t.flops or 0
-    op.bytes_read = t.bytes_read or t.bytes or 0
-    op.bytes_written = t.bytes_written or 0
-  end
+  local op = {}
+  for k, v in pairs(t) do if k ~= "gpu" then op[k] = v end end
+  op.precision = op.precision or "bf16"
+  if t.m and (t.n == nil or t.k == nil) then error("hl.roofline: a GEMM needs m, n and k", 2) end
+  if not t.m and t.bytes and not t.bytes_read then op.bytes_read = t.bytes end
   return core.op_time(g, op)
 end
 

@@ -191,6 +191,11 @@ function M.serve_capacity(t)
   local function search(how, start)
     local lo, hi, best = 0, nil, nil
     local ok, res = probe(start, how)
+    if ok == nil and how ~= "analytical" then
+      -- the estimate's probe needs more than max_requests: start at the largest rate one can take
+      start = max_requests / min_duration
+      ok, res = probe(start, how)
+    end
     if ok == nil then return 0, nil end
     if ok then
       lo, best = start, res

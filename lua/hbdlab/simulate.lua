@@ -54,20 +54,34 @@ end
 
 --- hl.simulate{ model = m, cluster = c, precision = "fp8", batch = 16, input = 32768, output = 1024,
 ---              parallel = { tp = 8, ep = 16 }, overlap = 0, ... } -> result (see hl.help "simulate")
+local warn -- hbdlab.warn, required on the first call
+-- Clusters whose GPU's price was checked (the cost warning depends only on the GPU): weak keys.
+local cost_checked = setmetatable({}, { __mode = "k" })
+
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
-  local warn = require "hbdlab.warn"
+  warn = warn or require "hbdlab.warn"
   local job = objects.coerce_job(t)
   local ok, r = pcall(core.simulate, job)
   if not ok then
     warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
     error(r, 0)
   end
-  warn.check_job(t, r)
+  warn.check_job(job, r)
   warn.check_limits(t, r)
   M.job_of[r] = job
-  local okc, c = pcall(objects.coerce, "cluster", job.cluster)
-  warn.check_cost(okc and type(c) == "userdata" and c.gpu or nil, r)
+  local c = job.cluster
+  if type(c) ~= "userdata" then
+    local okc
+    okc, c = pcall(objects.coerce, "cluster", c)
+    if not okc then c = nil end
+  end
+  if type(c) ~= "userdata" then
+    warn.check_cost(nil, r)
+  elseif not cost_checked[c] and warn.enabled then
+    cost_checked[c] = true
+    warn.check_cost(c.gpu, r)
+  end
   return setmetatable(r, result_mt)
 end
 

@@ -566,6 +566,20 @@ end
 --- simulate fields to run. opts: { share = 0.10, title = "..." }.
 function M.walkthrough(x, path, opts)
   if type(x) ~= "table" then error("hl.walkthrough: expected a simulate result or a table of simulate fields", 2) end
+  -- the options are checked here, by name: a misspelt one is not ignored, a bad share is not
+  -- reported by hl.net_requirement as a positional list of numbers
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("hl.walkthrough: opts must be a table {share =, title =}", 2) end
+    local ok, e = pcall(core.check_fields, opts, { "share", "title" }, "hl.walkthrough opts")
+    if not ok then error((tostring(e):gsub("^[^:]*:%d+: ", "")), 2) end
+    local sh = opts.share
+    if sh ~= nil and (type(sh) ~= "number" or not (sh > 0 and sh < 1)) then
+      error("hl.walkthrough: opts field 'share': " .. tostring(sh) .. " is not allowed (a fraction in (0, 1) of the step time)", 2)
+    end
+    if opts.title ~= nil and type(opts.title) ~= "string" then
+      error("hl.walkthrough: opts field 'title': expected a string, got " .. type(opts.title), 2)
+    end
+  end
   if path ~= nil and type(path) ~= "string" then error("hl.walkthrough: path must be a file name (.html)", 2) end
   local sim = require "hbdlab.simulate"
   local r, job = x, sim.job_of[x]

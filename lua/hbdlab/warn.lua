@@ -14,21 +14,42 @@ function M.warn(msg)
 end
 
 local mapping_keys = { "parallel", "tp", "pp", "ep", "dp", "etp", "instance_gpus" }
+local spec_keys = { "spec_accept", "spec_draft_layers" }
+
+-- Decided once per object: a model's context limit and name (read through the userdata index
+-- once), and the prompt + output lengths already checked against it. Weak keys: an object
+-- no one holds any more is forgotten.
+local model_limits = setmetatable({}, { __mode = "k" })
+
+local function context_check(m, total)
+  local lim = model_limits[m]
+  if not lim then
+    lim = { max_position = m.max_position or 0, name = m.name, seen = {} }
+    model_limits[m] = lim
+  end
+  if lim.max_position <= 0 or total <= lim.max_position or lim.seen[total] then return end
+  lim.seen[total] = true -- formatted and printed (once) only now
+  M.warn(string.format("input + output = %.0f tokens is beyond %s's context limit of %d tokens (max_position); " ..
+    "it is simulated anyway", total, lim.name, lim.max_position))
+end
 
 --- Checks the simulate fields t (and its result r when known) for silent defaults:
 --- a prompt + output beyond the model's context limit, and no mapping on a multi-GPU cluster.
 function M.check_job(t, r, mapping_only)
   if not M.enabled or type(t) ~= "table" then return end
   if mapping_only then return M.check_mapping(t, r) end
-  local ok, m = pcall(objects.coerce, "model", t.model)
+  local m = t.model
+  if type(m) ~= "userdata" then
+    local ok
+    ok, m = pcall(objects.coerce, "model", m)
+    if not ok then m = nil end
+  end
   local input = r and r.input or t.input or 1024 -- the core's defaults
   local output = r and r.output or t.output or 128
-  if ok and type(m) == "userdata" and (m.max_position or 0) > 0 and type(input) == "number" and
-     type(output) == "number" and input + output > m.max_position then
-    M.warn(string.format("input + output = %.0f tokens is beyond %s's context limit of %d tokens (max_position); " ..
-      "it is simulated anyway", input + output, m.name, m.max_position))
+  if type(m) == "userdata" and type(input) == "number" and type(output) == "number" then
+    context_check(m, input + output)
   end
-  for _, k in ipairs { "spec_accept", "spec_draft_layers" } do
+  for _, k in ipairs(spec_keys) do
     if t[k] ~= nil and (t.spec_tokens == nil or t.spec_tokens == 0) then
       M.warn(k .. " has no effect without spec_tokens >= 1 (speculative decoding is off)")
     end
@@ -40,6 +61,7 @@ end
 --- power leaves the USD / J fields nil, never 0; say so once per GPU. gpu: the hl_gpu.
 function M.check_cost(gpu, r)
   if not M.enabled or type(r) ~= "table" then return end
+  if r.usd_per_mtok ~= nil then return end
   local name = gpu and gpu.name or "?"
   if r.usd_per_mtok == nil and r.joules_per_token == nil then
     M.warn(string.format("GPU '%s' has no price (capex_usd) and no power (power_w, tdp_w): the cost and energy " ..

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef HBDLAB_HAVE_READLINE
@@ -151,6 +152,30 @@ static void add_fields_of_top(lua_State *L, const char *head, size_t headlen, co
     }
 }
 
+/* collect_completions(text): the completions of text (a light userdata), into completions. */
+static int collect_completions(lua_State *L)
+{
+    const char *text = lua_touserdata(L, 1);
+    const char *sep = NULL;
+    for (const char *p = text; *p; p++)
+        if (*p == '.' || *p == ':')
+            sep = p;
+    if (sep) {
+        push_path(L, text, (size_t)(sep - text));
+        add_fields_of_top(L, text, (size_t)(sep - text) + 1, sep + 1);
+    } else {
+        static const char *const keywords[] = {"and",      "break",  "do",   "else", "elseif", "end",   "false", "for",
+                                               "function", "goto",   "if",   "in",   "local",  "nil",   "not",   "or",
+                                               "repeat",   "return", "then", "true", "until",  "while", NULL};
+        for (int k = 0; keywords[k]; k++)
+            if (strncmp(keywords[k], text, strlen(text)) == 0)
+                add_completion(keywords[k]);
+        lua_pushglobaltable(L);
+        add_fields_of_top(L, "", 0, text);
+    }
+    return 0;
+}
+
 static char *completion_generator(const char *text, int state)
 {
     static size_t next;
@@ -161,23 +186,12 @@ static char *completion_generator(const char *text, int state)
         next = 0;
         lua_State *L = repl_state;
         int top = lua_gettop(L);
-        const char *sep = NULL;
-        for (const char *p = text; *p; p++)
-            if (*p == '.' || *p == ':')
-                sep = p;
-        if (sep) {
-            push_path(L, text, (size_t)(sep - text));
-            add_fields_of_top(L, text, (size_t)(sep - text) + 1, sep + 1);
-        } else {
-            static const char *const keywords[] = {
-                "and",   "break", "do",  "else", "elseif", "end",    "false", "for",  "function", "goto",  "if", "in",
-                "local", "nil",   "not", "or",   "repeat", "return", "then",  "true", "until",    "while", NULL};
-            for (int k = 0; keywords[k]; k++)
-                if (strncmp(keywords[k], text, strlen(text)) == 0)
-                    add_completion(keywords[k]);
-            lua_pushglobaltable(L);
-            add_fields_of_top(L, "", 0, text);
-        }
+        /* in a protected call: a metamethod that raises (an object whose __len or __index fails)
+         * leaves fewer completions, never an unprotected error (it aborted the process, issue 22) */
+        lua_pushcfunction(L, collect_completions);
+        lua_pushlightuserdata(L, (void *)text);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+            lua_pop(L, 1);
         lua_settop(L, top);
     }
     if (next < ncompletions)
@@ -200,10 +214,22 @@ static void setup_readline(void)
     rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#{}()[],&|";
     rl_attempted_completion_function = hl_complete;
     using_history();
+    stifle_history(HISTORY_KEEP);
     const char *home = getenv("HOME");
     if (home && *home) {
         snprintf(history_path, sizeof history_path, "%s/.hbdlab_history", home);
-        read_history(history_path);
+        /* only a regular file of ours (not followed through a link, never a FIFO, which blocked the
+         * start-up, or a device); else the session keeps no history and says why */
+        struct stat st;
+        if (lstat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "hbdlab: %s is %s, not a regular file: this session's history is not kept\n", history_path,
+                    S_ISLNK(st.st_mode)    ? "a symbolic link"
+                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                           : "not a file");
+            history_path[0] = '\0';
+        } else {
+            read_history(history_path);
+        }
     }
 }
 
@@ -220,13 +246,28 @@ static void save_line(const char *line)
     if (!line[0])
         return;
     add_history(line);
-    if (history_path[0]) {
-        FILE *f = fopen(history_path, "a");
-        if (f)
-            fclose(f);
-        append_history(1, history_path);
-        history_truncate_file(history_path, HISTORY_KEEP);
-    }
+    if (!history_path[0])
+        return;
+    /* The file is rewritten whole to a temp file beside it and renamed over it (history_truncate_file
+     * rewrote it in place: through a symbolic link into its target, and under a file size limit
+     * it lost lines). On any failure the old file stays and the temp file goes. */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", history_path);
+    int fd = mkstemp(tmp); /* 0600: a history is private */
+    if (fd < 0)
+        return;
+    close(fd);
+    struct stat st;
+    int ok = (lstat(history_path, &st) != 0 || S_ISREG(st.st_mode)) && write_history(tmp) == 0;
+    /* readline takes a short write for success (a file size limit cuts the file, write() returns
+     * the bytes it wrote): the temp file must hold every line, each with its line end */
+    long long want = 0;
+    HIST_ENTRY **list = history_list();
+    for (int i = 0; list && list[i]; i++)
+        want += (long long)strlen(list[i]->line) + 1;
+    ok = ok && stat(tmp, &st) == 0 && (long long)st.st_size == want;
+    if (!ok || rename(tmp, history_path) != 0)
+        unlink(tmp);
 }
 #else
 static void setup_readline(void) {}

@@ -460,6 +460,23 @@ static void test_linear_attention_constant_per_token(void **state)
     assert_rel(f[1], f[0], 1e-12, "independent of context");
 }
 
+/* Layer patterns that leave no attention layer, or more kinds than layers, are refused. */
+static void test_pattern_validation(void **state)
+{
+    (void)state;
+    hl_model m = preset("qwen3-next-80b-a3b");
+    hl_err e;
+    m.linear_fraction = 0.995; /* 48 layers: rounds to 48 linear */
+    assert_fails_with(hl_model_validate(&m, &e), HL_EINVAL, &e, "makes all 48 layers linear");
+    m.linear_fraction = 0.75;
+    m.sliding_window = 128;
+    m.sliding_fraction = 0.25; /* 12 sliding + 36 linear = 48: allowed */
+    assert_ok(hl_model_validate(&m, &e), &e);
+    m.sliding_fraction = 0.3;
+    assert_fails_with(hl_model_validate(&m, &e), HL_EINVAL, &e,
+                      "sliding_fraction (0.3) + linear_fraction (0.75) exceed 1");
+}
+
 /* Configs the import refuses name the file, the field and what is allowed. */
 static void test_hf_errors(void **state)
 {
@@ -508,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_vision_encoder_by_hand),
         cmocka_unit_test(test_linear_attention_constant_per_token),
         cmocka_unit_test(test_hf_errors),
+        cmocka_unit_test(test_pattern_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

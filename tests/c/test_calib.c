@@ -20,8 +20,8 @@ typedef struct cases {
 
 static void set_params(hl_job *j, const double *x)
 {
-    j->cluster.gpu.eff_gemm = x[0];
-    j->cluster.gpu.eff_mem = x[1];
+    j->cluster.gpu.eff_gemm_fp8 = x[0];                         /* the cases run FP8 GEMMs */
+    j->cluster.gpu.eff_mem = j->cluster.gpu.eff_mem_fp8 = x[1]; /* streaming kernels and FP8 GEMMs */
     j->step_overhead = x[2];
 }
 
@@ -76,7 +76,7 @@ static void test_recovers_known_parameters(void **state)
     double x[NPAR];
     hl_calib_out out;
     assert_ok(hl_calib_fit(&in, x, &out, &e), &e);
-    printf("fitted eff_gemm %.6f eff_mem %.6f step_overhead %.6g s (truth 0.45, 0.7, 2e-3); rms log %.2e, %d "
+    printf("fitted eff_gemm_fp8 %.6f eff_mem %.6f step_overhead %.6g s (truth 0.45, 0.7, 2e-3); rms log %.2e, %d "
            "iterations\n",
            x[0], x[1], x[2], out.rms_log, (int)out.iterations);
     for (int p = 0; p < NPAR; p++)

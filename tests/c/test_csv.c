@@ -217,9 +217,57 @@ static void test_shortest_numbers(void **state)
     }
 }
 
+/* The piecewise CSV check (hl_csv_check): the verdict of hand-worked texts, whatever the pieces
+ * they are fed in (every split point, and byte by byte). */
+static void check_text(const char *text, int64_t want_records, int64_t want_head, const char *want_why)
+{
+    size_t n = strlen(text);
+    for (size_t split = 0; split <= n + 1; split++) {
+        hl_csv_check c;
+        hl_csv_check_init(&c);
+        int32_t rc = 0;
+        if (split <= n) { /* two pieces split at `split` */
+            rc |= hl_csv_check_feed(&c, text, (int64_t)split);
+            rc |= hl_csv_check_feed(&c, text + split, (int64_t)(n - split));
+        } else { /* byte by byte */
+            for (size_t i = 0; i < n; i++)
+                rc |= hl_csv_check_feed(&c, text + i, 1);
+        }
+        int64_t records = -1;
+        rc |= hl_csv_check_end(&c, &records);
+        if (want_why) {
+            assert_int_equal(rc, -1);
+            assert_string_equal(c.why, want_why);
+        } else {
+            if (rc != 0)
+                fail_msg("split %zu of %s: %s", split, text, c.why);
+            assert_int_equal(records, want_records);
+            assert_int_equal(c.head_end, want_head);
+        }
+    }
+}
+
+static void test_piecewise_check(void **state)
+{
+    (void)state;
+    check_text("a,b\n1,2\n3,4\n", 2, 4, NULL);
+    check_text("a,b\n", 0, 4, NULL); /* a header alone: no records */
+    /* a quoted cell holding a comma, a doubled quote and a line end is one cell */
+    check_text("a,b\n\"x,\"\"y\"\"\nz\",2\n", 1, 4, NULL);
+    check_text("a,b\r\n1,2\r\n", 1, 5, NULL); /* CR is part of the last cell */
+    check_text("a,b\n\"3,4\n", 0, 0, "line 2: a quoted cell is not closed");
+    check_text("a,b\n1,2", 0, 0, "line 2 is cut short (no line end)");
+    check_text("a,b\n1,2\n3\n", 0, 0, "line 3 has 1 cells, the header 2");
+    check_text("a,b\n1,2,3\n", 0, 0, "line 2 has 3 cells, the header 2");
+    /* line numbers count the line ends inside quoted cells */
+    check_text("a,b\n\"1\n1\",2\n3\n", 0, 0, "line 4 has 1 cells, the header 2");
+    check_text("", 0, 0, "no header line");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_cells), cmocka_unit_test(test_long_cell_not_cut),
-                                       cmocka_unit_test(test_result_cells), cmocka_unit_test(test_shortest_numbers)};
+                                       cmocka_unit_test(test_result_cells), cmocka_unit_test(test_shortest_numbers),
+                                       cmocka_unit_test(test_piecewise_check)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

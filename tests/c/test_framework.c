@@ -15,6 +15,11 @@ static hl_job one_gpu(const char *model, const char *gpu, hl_precision prec)
     j.input = 2048;
     j.output = 64;
     j.ignore_memory = 1;
+    /* the plain max(compute, memory) roofline: with the fitted blend and fixed GEMM costs of the
+     * preset a compute-bound GEMM's time is not exactly its compute time (docs/MODEL.md section 3) */
+    hl_gpu *g = &j.cluster.gpu;
+    g->gemm_blend = g->gemm_k_latency = g->gemm_k_latency_fp8 = g->gemm_k_latency_fp4 = 0;
+    g->gemm_latency_fp8 = g->gemm_latency_fp4 = 0;
     return j;
 }
 

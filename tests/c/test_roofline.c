@@ -59,6 +59,79 @@ static void test_gemv_memory_bound_and_latency(void **state)
     assert_rel(t.time_s, 44.96352e-6, 1e-12, "with kernel latency");
 }
 
+/* The shape-aware GEMM (docs/MODEL.md section 3), by hand. Peak 1e15 BF16 / 2e15 FP8 FLOP/s,
+ * 1e12 B/s, eff_gemm = eff_mem = 0.5, kernel_latency 1 us, tiles of 64 rows, blend p = 2, main
+ * loop 1 ns per element of K. GEMM m = 32, n = 1024, k = 2048:
+ * BF16: FLOP 2*32*1024*2048 = 134,217,728, padded x64/32 = 2 -> compute 0.536870912 us; bytes
+ * 32*2048*2 + 2048*1024*2 + 32*1024*2 = 4,390,912 -> memory 8.781824 us; loop 2.048 us;
+ * sqrt(0.536870912^2 + 8.781824^2 + 2.048^2) = 9.033436065 us, + 1 us = 10.033436065 us.
+ * FP8 (eff_gemm_fp8 0.4, eff_mem_fp8 0.25, gemm_latency_fp8 2 us, quant_bytes_fp8 3, 1-B weights):
+ * compute 268,435,456 / 0.8e15 = 0.33554432 us; bytes 131,072 + 2,097,152 + 65,536 + 3*32*2048 =
+ * 2,490,368 -> 9.961472 us; sqrt(0.33554432^2 + 9.961472^2 + 2.048^2) = 10.175353477 us, + 1 + 2 us. */
+static void test_shape_aware_gemm_by_hand(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.peak_flops[HL_BF16] = 1e15;
+    g.peak_flops[HL_FP8] = 2e15;
+    g.hbm_bw = 1e12;
+    g.eff_mem = 0.5;
+    g.kernel_latency = 1e-6;
+    g.gemm_tile_rows = 64;
+    g.gemm_blend = 2;
+    g.gemm_k_latency = 1e-9;
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_gemm(&op, "g", 32, 1024, 2048, 2, 2, 2, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 0.536870912e-6, 1e-12, "compute (padded to 64 rows)");
+    assert_rel(t.memory_s, 8.781824e-6, 1e-12, "memory");
+    assert_rel(t.time_s, 10.033436065148617e-6, 1e-9, "blend + kernel latency");
+    g.eff_gemm_fp8 = 0.4;
+    g.eff_mem_fp8 = 0.25;
+    g.gemm_latency_fp8 = 2e-6;
+    g.quant_bytes_fp8 = 3;
+    hl_op_gemm(&op, "g8", 32, 1024, 2048, 2, 1, 2, HL_FP8);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 0.33554432e-6, 1e-12, "fp8 compute");
+    assert_rel(t.memory_s, 9.961472e-6, 1e-12, "fp8 memory with the activation quantisation");
+    assert_rel(t.time_s, 13.175353477765196e-6, 1e-9, "fp8 time");
+}
+
+/* Attention's fixed part, by hand: attn_latency 2 us + 4 sequences x 2 KV heads x 0.1 us = 2.8 us on
+ * both sides. Decode of 4 sequences, 1 new token after 999 cached, 8 heads / 2 KV heads of 128, BF16:
+ * bytes read 4*(8*128*2 + 1000*2*2*128*2) = 4,104,192 (the KV of 2 heads), written 4*8*128*2 = 8,192;
+ * = 4,112,384 B at 2e12 x eff_mem_attn 0.5 = 4.112384 us, + 2.8 us. FLOP 2*4*8*1000*256 = 16,384,000 at 1e15 x 0.25
+ * = 0.065536 us, + 2.8 us. Prefill of 100 tokens with tiles of 32 rows: 4 tiles compute
+ * 32*(32*4*5/2) = 10,240 pairs for 5,050 useful (pad 2.0277...), + 4 x 8 x 4 tiles x 0.01 us and 1 us. */
+static void test_attention_fixed_parts_by_hand(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.attn_latency = 2e-6;
+    g.attn_unit_s = 0.1e-6;
+    g.eff_mem_attn = 0.5;
+    hl_attn_shape s = {4, 1, 999, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_attention(&op, "a", &s, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(op.bytes_read + op.bytes_written, 4104192 + 8192, 1e-12, "bytes");
+    assert_rel(t.memory_s, 4.112384e-6 + 2.8e-6, 1e-12, "memory + fixed part");
+    assert_rel(t.compute_s, 0.065536e-6 + 2.8e-6, 1e-12, "compute + fixed part");
+    g.attn_tile_rows = 32;
+    g.attn_tile_s = 0.01e-6;
+    g.attn_prefill_latency = 1e-6;
+    hl_attn_shape p = {4, 100, 0, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
+    hl_op_attention(&op, "p", &p, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    double flops = 2.0 * 4 * 8 * 5050 * 256, part = 2e-6 + 8 * 0.1e-6 + 4 * 8 * 4 * 0.01e-6 + 1e-6;
+    assert_rel(op.flops, flops, 1e-12, "useful prefill FLOPs");
+    assert_rel(t.compute_s, flops * (10240.0 / 5050.0) / (1000e12 * 0.25) + part, 1e-12, "tiled prefill");
+}
+
 /* Causal pairs: prefill of 4 tokens from empty = 1+2+3+4 = 10; 2 tokens after
  * 3 cached = 4+5 = 9; with a window of 3 over 5 new tokens: 1+2+3+3+3 = 12. */
 static void test_attention_pairs(void **state)
@@ -101,9 +174,13 @@ static void test_unsupported_precision(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gemm_compute_bound),    cmocka_unit_test(test_gemv_memory_bound_and_latency),
-        cmocka_unit_test(test_attention_pairs),       cmocka_unit_test(test_gqa_decode_reads_kv_heads),
+        cmocka_unit_test(test_gemm_compute_bound),
+        cmocka_unit_test(test_gemv_memory_bound_and_latency),
+        cmocka_unit_test(test_attention_pairs),
+        cmocka_unit_test(test_gqa_decode_reads_kv_heads),
         cmocka_unit_test(test_unsupported_precision),
+        cmocka_unit_test(test_shape_aware_gemm_by_hand),
+        cmocka_unit_test(test_attention_fixed_parts_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

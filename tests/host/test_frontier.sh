@@ -25,6 +25,13 @@ check "a shard writes its points only" [ ! -e "$TMP/sh/fr.json" ]
 "$HBDLAB" merge "$TMP/sh/fr_points_shard1of2.csv" "$TMP/sh/fr_points_shard0of2.csv" -o "$TMP/merged.csv"
 check "merge exits 0" [ $? -eq 0 ]
 check "2 shards merged = the single run's points, byte for byte" cmp -s "$TMP/merged.csv" "$TMP/one/fr_points.csv"
+# under mpirun the ranks split the search and rank 0 writes the gathered points (when built with MPI)
+if [ "$("$HBDLAB" -e 'io.write(tostring(hl.core.dist().have_mpi))')" = true ] && command -v mpirun > /dev/null; then
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 \
+        mpirun --allow-run-as-root --oversubscribe -n 2 "$HBDLAB" frontier "$TMP/cfg.json" -o "$TMP/mpi/fr" > "$TMP/mpi.out" 2>&1
+    check "mpirun -n 2 frontier exits 0: $(tail -c 300 "$TMP/mpi.out")" [ $? -eq 0 ]
+    check "2 MPI ranks = the single run's points, byte for byte" cmp -s "$TMP/mpi/fr_points.csv" "$TMP/one/fr_points.csv"
+fi
 "$HBDLAB" frontier "$TMP/cfg.json" --json > "$TMP/j.out" 2>&1
 check "--json exits 0" [ $? -eq 0 ]
 check "--json has pareto and best" sh -c "grep -q '\"pareto\"' '$TMP/j.out' && grep -q '\"best\"' '$TMP/j.out'"

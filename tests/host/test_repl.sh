@@ -57,4 +57,50 @@ T send-keys -t "$sess" C-d
 sleep 0.3
 check "history saved" grep -qF 'print("still" .. "alive")' "$TMP/.hbdlab_history"
 
+# ---- issue 22: completion under a protected call; the history file opened safely, rewritten atomically
+# repl NAME HOME [ULIMIT_F]: a fresh session with its own HOME
+repl() {
+    sess=$1
+    T new-session -d -s "$sess" -x 160 -y 50 "${3:+ulimit -f $3; }env HOME=$2 $HBDLAB; echo REPL-EXIT-\$?; sleep 30"
+}
+mkdir -p "$TMP/h1"
+repl r1 "$TMP/h1"
+check "r1 banner" wait_for "hl.help() lists the API"
+# an object whose __fields table has a __len that raises: Tab aborted the process (PANIC, exit 134)
+T send-keys -t "$sess" 'o22 = setmetatable({}, { __fields = setmetatable({}, { __len = function() error("len fails") end }) })' Enter
+T send-keys -t "$sess" 'o22.' Tab Tab
+sleep 0.3
+T send-keys -t "$sess" C-u 'print("survived" .. "tab")' Enter
+check "Tab on an object whose __len raises: the REPL survives" wait_for "survivedtab"
+check "... and did not abort" sh -c "! screen | grep -q 'PANIC\|REPL-EXIT'"
+T send-keys -t "$sess" C-d
+# a history file that is a symbolic link: its target was truncated in place
+mkdir -p "$TMP/h2"
+printf 'precious line\n' > "$TMP/h2/target"
+ln -s target "$TMP/h2/.hbdlab_history"
+repl r2 "$TMP/h2"
+check "a linked history: said so" wait_for "is a symbolic link, not a regular file"
+T send-keys -t "$sess" 'print(1 + 1)' Enter C-d
+check "a linked history: the session runs" wait_for "REPL-EXIT-0"
+check "a linked history: its target is untouched" [ "$(cat "$TMP/h2/target")" = "precious line" ]
+check "a linked history: still a link" [ -L "$TMP/h2/.hbdlab_history" ]
+# a FIFO as the history file blocked the start-up
+mkdir -p "$TMP/h3"
+mkfifo "$TMP/h3/.hbdlab_history"
+repl r3 "$TMP/h3"
+check "a FIFO history: the REPL starts and says so" wait_for "is a FIFO, not a regular file"
+T send-keys -t "$sess" C-d
+# a history rewrite over a file size limit lost lines (over 2,000 lines it was truncated in place): now the old file stays whole
+mkdir -p "$TMP/h4"
+for i in $(seq 2100); do echo "print($i) -- an old line of history"; done > "$TMP/h4/.hbdlab_history"
+cp "$TMP/h4/.hbdlab_history" "$TMP/h4.before"
+repl r4 "$TMP/h4" 8
+check "r4 banner" wait_for "hl.help() lists the API"
+T send-keys -t "$sess" 'print("over" .. "limit")' Enter
+check "over a file size limit the REPL runs" wait_for "overlimit"
+T send-keys -t "$sess" C-d
+check "r4 exits" wait_for "REPL-EXIT-0"
+check "over a file size limit: no line of history lost" cmp -s "$TMP/h4/.hbdlab_history" "$TMP/h4.before"
+check "over a file size limit: no temp file left" sh -c "! ls -a '$TMP/h4' | grep -q tmp-"
+
 finish

@@ -15,18 +15,18 @@ local configs = {
   { cfg("llama-3.1-70b", 1, 256, 8), "tpot_s" }, { cfg("llama-3.1-8b", 32, 1024, 2), "tpot_s" },
   { cfg("llama-3.1-70b", 64, 1024, 4), "ttft_s" }, { cfg("llama-3.1-8b", 4, 4096, 2), "ttft_s" },
 }
--- truth: eff_gemm (GPU) 0.5, coll_launch (cluster) 9 us, step_overhead (job) 1.5 ms
-local truth = { eff_gemm = 0.5, coll_launch = 9e-6, step_overhead = 1.5e-3 }
+-- truth: eff_gemm_fp8 (GPU) 0.5, coll_launch (cluster) 9 us, step_overhead (job) 1.5 ms
+local truth = { eff_gemm_fp8 = 0.5, coll_launch = 9e-6, step_overhead = 1.5e-3 }
 local calibrate = require "hbdlab.calibrate"
 local cases = {}
 for i, c in ipairs(configs) do
   local r = hl.simulate(calibrate.apply(hl, c[1], truth))
   cases[i] = { name = "synthetic " .. i, config = c[1], metric = c[2], measured = r[c[2]] }
 end
-local bounds = { eff_gemm = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } }
+local bounds = { eff_gemm_fp8 = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } }
 
 T.test("recovers known GPU, cluster and job fields within 1%", function()
-  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "coll_launch", "step_overhead" }, bounds = bounds }
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "coll_launch", "step_overhead" }, bounds = bounds }
   for k, v in pairs(truth) do T.near(res.params[k], v, 0.01, k) end
   T.ok(res.after.max < 1e-4, "in-sample error after the fit")
   T.ok(res.before.max > 0.05, "the defaults were off before the fit")
@@ -37,8 +37,8 @@ end)
 T.test("fit on half, predict the held-out half", function()
   local fit = {}
   for i = 1, #cases do fit[i] = i % 2 == 1 end
-  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "step_overhead" }, bounds = bounds, fit = fit,
-                             start = { eff_gemm = 0.7, step_overhead = 1e-4 }, loo = false }
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "step_overhead" }, bounds = bounds, fit = fit,
+                             start = { eff_gemm_fp8 = 0.7, step_overhead = 1e-4 }, loo = false }
   T.ok(res.held_out and res.held_out.n == 4, "four held-out cases")
   T.ok(res.cases[2].loo_err == nil and not res.cases[2].fitted, "case 2 held out")
 end)
@@ -63,20 +63,20 @@ T.test("serve cases: a serving metric, fitted through hl.serve", function()
   end
   local res = hl.calibrate { cases = sc, params = { "step_overhead" }, bounds = { step_overhead = { 0, 0.01 } } }
   T.near(res.params.step_overhead, 3e-3, 0.01, "step_overhead through hl.serve")
-  T.raises(function() hl.calibrate { cases = { { measured = 1, serve = base, config = base } }, params = { "eff_gemm" },
+  T.raises(function() hl.calibrate { cases = { { measured = 1, serve = base, config = base } }, params = { "eff_gemm_fp8" },
                                      bounds = bounds } end, "one of 'config'")
 end)
 
 T.test("bad input names the field", function()
-  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm" } } end, "bounds.eff_gemm")
-  T.raises(function() hl.calibrate { cases = { { measured = -1, config = configs[1][1] } }, params = { "eff_gemm" },
+  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm_fp8" } } end, "bounds.eff_gemm_fp8")
+  T.raises(function() hl.calibrate { cases = { { measured = -1, config = configs[1][1] } }, params = { "eff_gemm_fp8" },
                                      bounds = bounds } end, "case 1", "'measured'")
   T.raises(function() hl.calibrate { cases = cases, params = { "no_such_field" }, bounds = { no_such_field = { 0, 1 } } } end,
            "unknown field 'no_such_field'")
-  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm" }, bounds = bounds, colour = 1 } end,
+  T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm_fp8" }, bounds = bounds, colour = 1 } end,
            "unknown field 'colour'")
   T.raises(function() hl.calibrate { cases = { { measured = 1, config = configs[1][1] } },
-                                     params = { "eff_gemm", "step_overhead" }, bounds = bounds } end,
+                                     params = { "eff_gemm_fp8", "step_overhead" }, bounds = bounds } end,
            "1 cases cannot fit 2 parameters")
 end)
 
@@ -123,8 +123,8 @@ T.test("hbdlab calibrate CASES.json", function()
     jc[i] = { name = c.name, config = conf, metric = c.metric, measured = c.measured }
   end
   local f = assert(io.open(path, "w"))
-  f:write(hl.core.json_encode { params = { "eff_gemm", "coll_launch", "step_overhead" },
-                                bounds = { eff_gemm = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } },
+  f:write(hl.core.json_encode { params = { "eff_gemm_fp8", "coll_launch", "step_overhead" },
+                                bounds = { eff_gemm_fp8 = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } },
                                 cases = jc })
   f:close()
   local exe = os.getenv("HBDLAB") or "build/hbdlab"
@@ -132,7 +132,7 @@ T.test("hbdlab calibrate CASES.json", function()
   local out = p:read("a")
   local ok, _, code = p:close()
   T.ok(ok and code == 0, "exit 0: " .. out)
-  T.ok(out:find("eff_gemm%s+0%.5%d*") ~= nil, "prints the fitted eff_gemm: " .. out)
+  T.ok(out:find("eff_gemm_fp8%s+0%.5%d*") ~= nil, "prints the fitted eff_gemm_fp8: " .. out)
   T.ok(out:find("LOO") ~= nil, "prints the LOO summary")
   p = assert(io.popen(exe .. " calibrate /nonexistent.json 2>&1"))
   out = p:read("a")
@@ -142,17 +142,17 @@ T.test("hbdlab calibrate CASES.json", function()
 end)
 
 T.test("a parameter fitted onto its bound is flagged", function()
-  -- truth eff_gemm 0.5 searched in [0.6, 1]: the fit can only reach 0.6, its lower bound
-  local res = hl.calibrate { cases = cases, params = { "eff_gemm", "coll_launch", "step_overhead" },
-                             bounds = { eff_gemm = { 0.6, 1 }, coll_launch = bounds.coll_launch,
+  -- truth eff_gemm_fp8 0.5 searched in [0.6, 1]: the fit can only reach 0.6, its lower bound
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "coll_launch", "step_overhead" },
+                             bounds = { eff_gemm_fp8 = { 0.6, 1 }, coll_launch = bounds.coll_launch,
                                         step_overhead = bounds.step_overhead } }
-  T.near(res.params.eff_gemm, 0.6, 1e-6, "stopped on the bound")
-  T.eq(res.at_bound.eff_gemm, "lower", "flagged as on its lower bound")
+  T.near(res.params.eff_gemm_fp8, 0.6, 1e-6, "stopped on the bound")
+  T.eq(res.at_bound.eff_gemm_fp8, "lower", "flagged as on its lower bound")
   T.ok(res.at_bound.coll_launch == nil, "an interior parameter is not flagged")
   local text = {}
   calibrate.print(res, function(...) for _, x in ipairs { ... } do text[#text + 1] = tostring(x) end end)
   T.ok(table.concat(text):find("eff_gemm.-ON ITS LOWER BOUND"), "the printed table says so")
-  local ok = hl.calibrate { cases = cases, params = { "eff_gemm" }, bounds = bounds }
+  local ok = hl.calibrate { cases = cases, params = { "eff_gemm_fp8" }, bounds = bounds }
   T.ok(next(ok.at_bound) == nil, "a fit inside its bounds flags nothing")
 end)
 

@@ -95,6 +95,17 @@ T.test("random searches: Pareto sets exact within each system x mode; re-runs re
   end
 end)
 
+T.test("a disaggregated point's TTFT includes the KV hand-off of its prompt", function()
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, modes = "disagg",
+                          input = 2048, output = 128, simulate = 0 }
+  T.ok(#r.points > 0, "disaggregated points")
+  -- one prompt's KV over the scale-up link: 2048 tokens x 131 kB (bf16 KV) = 268 MB at 450 GB/s: ~0.6 ms
+  for _, p in ipairs(r.points) do
+    T.ok(p.kv_transfer_s and p.kv_transfer_s > 1e-4 and p.kv_transfer_s < 0.01, "hand-off time " .. tostring(p.kv_transfer_s))
+    T.ok(p.ttft_p50_s > p.kv_transfer_s, "TTFT above the hand-off")
+  end
+end)
+
 T.test("the best point meets the SLO; an impossible SLO names the best found", function()
   local slo = { ttft_s = 1.0, tpot_s = 0.03 }
   local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8",
@@ -143,6 +154,18 @@ T.test("bad input is named", function()
   -- an input error repeats on every configuration: the search names it instead of "nothing fits"
   T.raises(function() hl.frontier(with { input = 0 }) end, "could be evaluated", "field 'input'")
   T.raises(function() hl.frontier(with { serve = { max_seqs = 0 } }) end, "field 'max_seqs'")
+  -- the disaggregated points read the mean lengths directly: NaN or inf is refused, not NaN tokens/s per GPU
+  T.raises(function() hl.frontier(with { output = 0 / 0, simulate = 0 }) end, "field 'output'", "not a finite number")
+  T.raises(function() hl.frontier(with { output = { mean = 0 / 0 }, modes = "disagg" }) end, "field 'output'", "nan")
+  T.raises(function() hl.frontier(with { input = math.huge, modes = "disagg" }) end, "field 'input'", "inf")
+  T.raises(function() hl.frontier(with { output = { mean = "x" } }) end, "field 'output'", "x")
+  -- an empty list is named, not read as one value (a table)
+  for _, f in ipairs { "precision", "modes", "concurrency", "prefill_load" } do
+    T.raises(function() hl.frontier(with { [f] = {} }) end, "field '" .. f .. "': an empty list")
+  end
+  T.raises(function() hl.frontier(with { model = 5 }) end, "field 'model'", "got number")
+  T.raises(function() hl.frontier(with { out = "" }) end, "field 'out'", "not a path stem")
+  T.raises(function() hl.frontier(with { out = "results/" }) end, "field 'out'", "not a path stem")
   -- two systems of the same name stay two curves
   local r = hl.frontier(with { systems = { ok_base.systems, ok_base.systems }, simulate = 0, modes = "agg" })
   T.eq(#r.groups, 2, "two curves")

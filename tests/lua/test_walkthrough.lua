@@ -104,4 +104,14 @@ T.test("the script holds no byte formula of its own", function()
   end
 end)
 
+T.test("walkthrough options are checked by name", function()
+  local job = { model = "llama-3.1-8b", cluster = { gpu = "H100-SXM", gpus = 8, hbd = 8 }, batch = 8, input = 128,
+                output = 8, parallel = { tp = 8 } }
+  T.raises(function() hl.walkthrough(job, nil, { share = 0 / 0 }) end, "'share'", "nan", "(0, 1)")
+  T.raises(function() hl.walkthrough(job, nil, { share = -1 }) end, "'share'", "-1")
+  T.raises(function() hl.walkthrough(job, nil, { share = "x" }) end, "'share'", "x")
+  T.raises(function() hl.walkthrough(job, nil, { shar = 0.2 }) end, "unknown field 'shar'")
+  T.raises(function() hl.walkthrough(job, nil, "x") end, "opts must be a table")
+end)
+
 T.done()

@@ -51,6 +51,29 @@ int32_t hl_csv_format_number(double v, char *out);
 /* Ends the row being written ("\n"). */
 void hl_csv_end_row(hl_csv *c);
 
+/* ---- Checking CSV text read in pieces (core/src/csv_check.c; hbdlab merge) ----
+ * Feed the text in any pieces, then end: every quoted cell must be closed ("" is a quote inside),
+ * every record as wide as the header (the first record) and ended by a line end ("\n"; a "\r"
+ * before it is part of the last cell). */
+typedef struct hl_csv_check {
+    int64_t line;       /* the physical line being read, 1-based (line ends in quoted cells count) */
+    int64_t cells;      /* cells so far in the record being read */
+    int64_t want;       /* the header's cells; 0 until the header ended */
+    int64_t head_end;   /* bytes of the header, its line end included; 0 until it ended */
+    int64_t ends;       /* record ends so far (the header's too) */
+    int64_t pos;        /* bytes fed so far */
+    int64_t quote_line; /* the line where the quoted cell being read started */
+    int32_t state;      /* plain, in a quoted cell, or a quote seen in one */
+    int32_t last;       /* the last byte fed (0..255), -1 before any */
+    char why[160];      /* what is wrong, once something is: "line 3 has 1 cells, the header 2" */
+} hl_csv_check;
+
+void hl_csv_check_init(hl_csv_check *c);
+/* 0, or -1 once the text is known to be bad (c->why says why; later calls return -1). */
+int32_t hl_csv_check_feed(hl_csv_check *c, const char *text, int64_t len);
+/* After the last piece: 0 and the records after the header in *records, or -1 (c->why). */
+int32_t hl_csv_check_end(hl_csv_check *c, int64_t *records);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,21 +14,42 @@ extern "C" {
 /* ---- accelerator --------------------------------------------------------- */
 typedef struct hl_gpu {
     char name[48];
-    double peak_flops[6];     /* FLOP/s dense, indexed by hl_precision; 0 = unsupported */
-    double hbm_bytes;         /* B usable by the application */
-    double hbm_bw;            /* B/s peak */
-    double scaleup_bw;        /* B/s per direction per GPU, all scale-up links together */
-    double scaleout_bw;       /* B/s per direction per GPU (its NIC) */
-    double scaleup_latency;   /* s per algorithm step between GPUs of one HBD */
-    double scaleout_latency;  /* s per algorithm step across HBDs */
-    double coll_launch;       /* s fixed cost of launching one collective */
-    double kernel_latency;    /* s fixed cost added to every kernel (launch and tail) */
-    double gemm_tile_rows;    /* GEMM kernels compute whole tiles of this many rows (1 = no padding) */
-    double eff_gemm;          /* fraction of peak FLOP/s reached by large GEMMs */
-    double eff_attn;          /* fraction of peak FLOP/s reached by fused attention */
-    double eff_mem;           /* fraction of hbm_bw reached by streaming kernels */
-    double eff_scaleup;       /* fraction of scaleup_bw reached by bandwidth-bound collectives */
-    double eff_scaleout;      /* fraction of scaleout_bw reached by bandwidth-bound collectives */
+    double peak_flops[6];    /* FLOP/s dense, indexed by hl_precision; 0 = unsupported */
+    double hbm_bytes;        /* B usable by the application */
+    double hbm_bw;           /* B/s peak */
+    double scaleup_bw;       /* B/s per direction per GPU, all scale-up links together */
+    double scaleout_bw;      /* B/s per direction per GPU (its NIC) */
+    double scaleup_latency;  /* s per algorithm step between GPUs of one HBD */
+    double scaleout_latency; /* s per algorithm step across HBDs */
+    double coll_launch;      /* s fixed cost of launching one collective */
+    double kernel_latency;   /* s fixed cost added to every kernel (launch and tail) */
+    double gemm_tile_rows;   /* GEMM kernels compute whole tiles of this many rows (1 = no padding) */
+    double eff_gemm;         /* fraction of peak FLOP/s reached by large BF16/FP16 GEMMs */
+    double eff_attn;         /* fraction of peak FLOP/s reached by fused (prefill) attention */
+    double eff_mem;          /* fraction of hbm_bw reached by streaming kernels and BF16 GEMMs */
+    /* Shape-aware kernel model (docs/MODEL.md section 3; 0 = the field it falls back to, or none) */
+    double gemm_blend;         /* p of the blend (c^p + m^p + k^p)^(1/p) of GEMM limits; 0 = max */
+    double gemm_k_latency;     /* s per element of K: the serial main loop of a BF16 GEMM */
+    double eff_gemm_fp8;       /* fraction of the FP8 peak reached by large FP8 GEMMs (0 = eff_gemm) */
+    double eff_mem_fp8;        /* fraction of hbm_bw reached by FP8 GEMMs (0 = eff_mem) */
+    double gemm_latency_fp8;   /* s fixed per FP8 GEMM beyond kernel_latency (scales, quantisation launch) */
+    double gemm_k_latency_fp8; /* s per element of K of an FP8 GEMM (0 = gemm_k_latency) */
+    double quant_bytes_fp8;    /* B moved per activation element by the FP8 GEMM's activation quantisation */
+    double eff_gemm_fp4;       /* as the fp8 fields, for FP4 GEMMs (0 = the fp8 value) */
+    double eff_mem_fp4;
+    double gemm_latency_fp4;
+    double gemm_k_latency_fp4;
+    double quant_bytes_fp4;
+    double eff_mem_attn;         /* fraction of hbm_bw reached reading the KV cache in decode (0 = eff_mem) */
+    double attn_latency;         /* s fixed per attention kernel beyond kernel_latency */
+    double attn_unit_s;          /* s per (sequence x KV head) work unit of an attention kernel */
+    double attn_tile_rows;       /* prefill attention computes whole tiles of this many query rows (0 = none) */
+    double attn_tile_s;          /* s per (sequence x query head x query tile) of prefill attention */
+    double attn_prefill_latency; /* s fixed per prefill attention (more than one query row) beyond attn_latency */
+    double moe_latency;          /* s fixed per MoE layer: routing, permutation, un-permutation kernels */
+    double eff_grouped;  /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
+    double eff_scaleup;  /* fraction of scaleup_bw reached by bandwidth-bound collectives */
+    double eff_scaleout; /* fraction of scaleout_bw reached by bandwidth-bound collectives */
     int32_t in_switch_reduce; /* 1 when the scale-up switch can reduce (NVLS) */
     double in_switch_eff;     /* fraction of scaleup_bw reached by in-switch AllReduce */
     double in_switch_latency; /* s per in-switch (NVLS) operation */

@@ -53,6 +53,11 @@ typedef struct hl_fw_profile {
 /* The profile of framework fw (ideal for an unknown value). */
 hl_fw_profile hl_framework_profile(int32_t fw);
 
+/* Scales g's GEMM efficiencies by class (BF16/FP16, FP8/INT8, FP4) and its
+ * attention efficiency, as a framework profile does (docs/MODEL.md 6.1). */
+void hl_gpu_apply_framework(hl_gpu *g, double gemm_scale_16, double gemm_scale_fp8, double gemm_scale_fp4,
+                            double attn_scale);
+
 /* Rank order over the cluster, innermost first (ranks fill HBDs in order).
  * dp stands for the data-parallel / expert-parallel groups of a stage. */
 typedef enum hl_placement {

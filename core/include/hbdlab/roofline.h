@@ -29,11 +29,18 @@ typedef struct hl_op {
     double flops;         /* FLOP */
     double bytes_read;    /* B from HBM */
     double bytes_written; /* B to HBM */
-    double rows;          /* GEMM M dimension (rows of the activation); 0 for other operators */
+    double rows;          /* GEMM M dimension (rows of the activation, per group); 0 for other operators */
+    double n;             /* GEMM N (output features); 0 = unknown (no K-loop or quantisation term) */
+    double k;             /* GEMM K (input features); 0 = unknown */
+    double groups;        /* grouped GEMM: GEMMs of `rows` rows each (experts with tokens); 0 = 1 */
+    double units;         /* attention: sequences x KV heads (parallel work units); 0 for other operators */
+    double ctx;           /* attention: keys cached before the pass (prefill tiles); 0 otherwise */
+    double q_units;       /* attention: sequences x query heads; 0 otherwise */
+    double fixed_s;       /* s added to this operator's time beyond the GPU's latencies (e.g. MoE routing) */
 } hl_op;
 
 typedef struct hl_op_time {
-    double time_s;    /* max(compute_s, memory_s) + gpu kernel_latency */
+    double time_s;    /* blend(compute_s, memory_s, loop) + fixed latencies (docs/MODEL.md section 3) */
     double compute_s; /* flops / (peak * efficiency) */
     double memory_s;  /* bytes / (hbm_bw * eff_mem) */
     double intensity; /* FLOP per byte moved */
@@ -49,6 +56,20 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
  * counts whole tiles of the GPU's gemm_tile_rows rows. */
 void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, double act_bytes, double weight_bytes,
                 double out_bytes, hl_precision math);
+
+/* The expert GEMMs of one MoE layer on one GPU as one grouped kernel each
+ * (gate/up: n = 2*inter, then down: n = hidden), `active` local experts
+ * receiving `tokens_per_expert` rows each on average (docs/MODEL.md section 3). */
+typedef struct hl_moe_shape {
+    double tokens_per_expert; /* rows per local expert (with the imbalance of the busiest) */
+    double local_experts;     /* experts (slots) this GPU holds */
+    double active_experts;    /* of them, those that receive at least one token */
+    double hidden;            /* model hidden size */
+    double inter;             /* one expert's intermediate width on this GPU (after expert TP) */
+    double act_bytes;         /* B per activation element */
+    double weight_bytes;      /* B per weight element */
+} hl_moe_shape;
+void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math);
 
 /* Attention shapes for one layer on one GPU. */
 typedef struct hl_attn_shape {

@@ -31,7 +31,8 @@ typedef struct hl_axis {
     const hl_gpu *gpus;
 } hl_axis;
 
-enum { HL_POINT_VALUES = 66, HL_SWEEP_MAX_AXES = 128 };
+/* axes: every job, cluster, GPU and model field can be one at once (139 in 2026-12) */
+enum { HL_POINT_VALUES = 66, HL_SWEEP_MAX_AXES = 256 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
