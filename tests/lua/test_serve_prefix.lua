@@ -39,6 +39,27 @@ T.test("sessions: a turn's prompt holds the history, TTFT falls with the cache",
   T.ok(on.prefix_hit_rate > 0.5, "most of a later turn is its history")
 end)
 
+T.test("sessions at a rate: conversations start at the rate, turns after the reply", function()
+  -- constant arrivals 10 s apart start 3 conversations of 2 turns (6 requests); turn 2 arrives 1 s
+  -- after turn 1's last token with prompt 200 + 10 + 200 = 410
+  local r = hl.serve(with { rate = 0.1, arrival = "constant", requests = 6, input = 200, output = 10,
+                            sessions = { turns = 2, think_s = 1 }, keep_requests = true, prefix_cache = true })
+  local starts, seconds = {}, {}
+  for _, q in ipairs(r.per_request) do
+    if q.input == 200 then starts[#starts + 1] = q else seconds[#seconds + 1] = q end
+  end
+  T.eq(#starts, 3, "first turns")
+  T.eq(#seconds, 3, "second turns")
+  for i = 1, 3 do
+    T.near(starts[i].arrival_s, 10 * (i - 1), 1e-12, "a conversation every 10 s")
+    T.eq(seconds[i].input, 410, "the second turn's prompt")
+    T.near(seconds[i].arrival_s, starts[i].finish_s + 1, 1e-12, "1 s after the reply")
+  end
+  -- turn 1's KV: 209 tokens, 13 full blocks of 16 = 208 tokens found by turn 2
+  T.eq(r.prefill_tokens_saved, 3 * 208, "each second turn finds its first")
+  T.ok(tostring(r):find("prefix cache: ", 1, true), "print() shows the prefix cache line")
+end)
+
 T.test("kv_aware keeps a conversation on the rank holding it", function()
   local s = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }, parallel = { tp = 1 },
               concurrency = 3, input = 300, output = 20, requests = 64, sessions = { turns = 8, think_s = 1 },
