@@ -390,6 +390,8 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
     if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
         per += sizeof(hl_pc_req);
+    if (c->session_turns > 0) /* conversations and each request's conversation */
+        per += sizeof(hl_session) + sizeof(int64_t);
     if (trace && c->trace_content) /* the content columns, parsed and in arrival order, and the order */
         per += 2.0 * sizeof(hl_trace_content) + sizeof(int64_t);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
