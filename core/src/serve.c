@@ -1294,6 +1294,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             int all_decoded = P->its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
+            if (s->pc && s->blocks_free != (double)hl_pcache_free_blocks(s->pc)) /* the two counts agree */
+                return hl_fail(err, HL_EINVAL, "serve: internal: %g free KV blocks counted, %lld in the prefix cache",
+                               s->blocks_free, (long long)hl_pcache_free_blocks(s->pc));
             int64_t m = 0; /* drop finished requests, keep admission order */
             for (int64_t j = 0; j < s->n_run; j++)
                 if (!s->q[s->run[j]].done)

@@ -317,6 +317,67 @@ static void test_offload_reload(void **state)
         }
 }
 
+/* Prompts that share nothing: the cache finds nothing, so the run equals the run without it
+ * (the same admissions, steps and times), request by request. */
+static void test_no_sharing_equals_off(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.rate = 20;
+    c.requests = 300;
+    c.input = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 100, 3000};
+    c.output = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 10, 300};
+    c.keep_requests = 1;
+    hl_serve_result off, on;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &off, &e), &e);
+    c.prefix_cache = 1;
+    assert_ok(hl_serve_run(&c, &on, &e), &e);
+    assert_int_equal(on.preemptions, 0);
+    assert_rel(on.prefill_tokens_saved, 0, 0, "nothing shared, nothing found");
+    for (int64_t i = 0; i < off.requests; i++) {
+        assert_rel(on.reqs[i].ttft_s, off.reqs[i].ttft_s, 1e-9, "TTFT with the cache and nothing shared");
+        assert_rel(on.reqs[i].e2e_s, off.reqs[i].e2e_s, 1e-9, "e2e with the cache and nothing shared");
+    }
+    hl_serve_result_free(&off);
+    hl_serve_result_free(&on);
+}
+
+/* A KV cache too small for the load (preemptions, evictions, a host tier filling up), with a
+ * shared prefix and conversations: the run ends, and after every step the blocks held and the
+ * blocks kept as cache together fit the cache. */
+static void test_pressure_keeps_blocks_consistent(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.concurrency = 24;
+    c.requests = 240;
+    c.input = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 200, 1200};
+    c.output = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 20, 400};
+    c.shared_prefix = 300;
+    c.session_turns = 4;
+    c.session_think_s = 0.2;
+    c.kv_blocks = 800;
+    c.prefix_cache = 1;
+    c.offload_bytes = 200 * 16 * 131072.0; /* 200 host blocks */
+    c.offload_link = HL_OFFLOAD_PCIE_GEN5;
+    c.keep_steps = 1;
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_int_equal(r.requests, 240);
+    assert_true(r.preemptions > 0);
+    assert_true(r.offloaded_blocks > 200); /* the tier filled and dropped its oldest */
+    for (int64_t i = 0; i < r.n_steps_log; i++)
+        assert_true(r.steps_log[i].kv_used + r.steps_log[i].cached_blocks <= 800);
+    assert_rel(r.steps_log[r.n_steps_log - 1].kv_used, 0, 0, "nothing held at the end");
+    hl_serve_result_free(&r);
+}
+
 /* Bad input: prefix caching where it is not modelled names the field. */
 static void test_prefix_bad_input(void **state)
 {
@@ -338,10 +399,16 @@ static void test_prefix_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_system_prompt), cmocka_unit_test(test_last_token_recomputed),
-        cmocka_unit_test(test_same_step_no_hit),     cmocka_unit_test(test_multi_turn_ttft),
-        cmocka_unit_test(test_trace_columns),        cmocka_unit_test(test_trace_columns_bad),
-        cmocka_unit_test(test_offload_reload),       cmocka_unit_test(test_prefix_bad_input),
+        cmocka_unit_test(test_shared_system_prompt),
+        cmocka_unit_test(test_last_token_recomputed),
+        cmocka_unit_test(test_same_step_no_hit),
+        cmocka_unit_test(test_multi_turn_ttft),
+        cmocka_unit_test(test_trace_columns),
+        cmocka_unit_test(test_trace_columns_bad),
+        cmocka_unit_test(test_offload_reload),
+        cmocka_unit_test(test_no_sharing_equals_off),
+        cmocka_unit_test(test_pressure_keeps_blocks_consistent),
+        cmocka_unit_test(test_prefix_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
