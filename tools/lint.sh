@@ -38,6 +38,11 @@ else
     fi
 fi
 
+# a shell test's `check NAME A && B` counts A only (tools/check_and.awk)
+for f in $(git ls-files 'tests/*.sh'); do
+    awk -f tools/check_and.awk "$f" || status=1
+done
+
 lua_files=$(git ls-files '*.lua')
 # shellcheck disable=SC2086
 if ! luacheck --no-color --codes -q $lua_files; then

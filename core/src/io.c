@@ -1,9 +1,10 @@
-/* Reading input files (regular files only, within the input limit, no NUL byte) and the
- * UTF-8 check: every file and JSON text hbdlab reads passes here. */
+/* Reading input files (regular files only, within the input limit, no NUL byte), the UTF-8
+ * check and the environment's byte limits: every file and JSON text hbdlab reads passes here. */
 #include "hbdlab/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,29 @@
 #include "err_int.h"
 
 void hl_free(void *p) { free(p); }
+
+hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, hl_err *err)
+{
+    const char *v = getenv(name);
+    *bytes = def;
+    if (!v || !*v)
+        return HL_OK;
+    char *end;
+    errno = 0;
+    double b = strtod(v, &end);
+    /* the text shown is cut at 40 bytes and its control bytes become '?': it reaches a terminal */
+    char shown[48];
+    size_t n = 0;
+    for (; v[n] && n < 40; n++)
+        shown[n] = (unsigned char)v[n] < 32 || v[n] == 127 ? '?' : v[n];
+    shown[n] = 0;
+    if (end == v || *end || errno == ERANGE || !(b >= 1 && b <= max) || b != floor(b))
+        return hl_fail(err, HL_EINVAL,
+                       "environment variable %s: '%s%s' is not allowed (a whole number of bytes in 1..%g)", name, shown,
+                       v[n] ? "..." : "", max);
+    *bytes = b;
+    return HL_OK;
+}
 
 int64_t hl_max_input_bytes(void)
 {
@@ -33,7 +57,12 @@ hl_status hl_read_file(const char *path, char **text, hl_err *err)
     if (fd < 0)
         return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    int64_t cap = hl_max_input_bytes();
+    double cap_bytes;
+    if (hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &cap_bytes, err)) {
+        close(fd);
+        return HL_EINVAL;
+    }
+    int64_t cap = (int64_t)cap_bytes;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);

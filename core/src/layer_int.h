@@ -73,15 +73,36 @@ static inline void hl_acc_finish(hl_acc *a)
     a->ph.comm_share = a->ph.time_s > 0 ? a->ph.comm_s / a->ph.time_s : 0;
 }
 
-/* The pipeline fill: ph holds one stage's time for the whole batch; over
- * (mb + pp - 1) slots of 1/mb of it each (mb micro-batches), every time of *ph
- * is scaled by the returned factor (1 with one stage). */
-static inline double hl_pipeline_fill(const hl_sim_ctx *s, hl_phase *ph)
+/* The pipeline rule (docs/MODEL.md 6, "Pipeline"), one for the job's phases and
+ * the serving step timer. An engine keeps up to `microbatches` (0 = pp: vLLM's
+ * max_concurrent_batches) micro-batches in flight over the pp stages; a
+ * sequence rides in one micro-batch (its next token needs the previous one), so
+ * `seqs` sequences fill at most `seqs` of them (a real count in the
+ * analytical steady state). 1 with one stage. */
+static inline double hl_pipeline_microbatches(const hl_sim_ctx *s, double seqs)
 {
-    double stage = ph->time_s;
+    if (s->pp <= 1)
+        return 1;
     double mb = s->j->microbatches > 0 ? s->j->microbatches : (double)s->pp;
-    double pipe = s->pp > 1 ? stage * (mb + (double)s->pp - 1) / mb : stage;
-    double scale = stage > 0 ? pipe / stage : 1;
+    return fmax(1, fmin(mb, seqs));
+}
+
+/* Stage slots (each one micro-batch's pass over one stage) on the critical
+ * path of m micro-batches: m + pp - 1 from an empty pipeline that drains at the
+ * end (a batch of prompts arriving at once: GPipe's fill and drain); max(m, pp)
+ * in steady state, where each micro-batch re-enters the first stage as soon as
+ * its token is sampled (every step of a decode phase, every serving iteration). */
+static inline double hl_pipeline_slots(const hl_sim_ctx *s, double m, int from_empty)
+{
+    return from_empty ? m + (double)s->pp - 1 : fmax(m, (double)s->pp);
+}
+
+/* The pipeline fill of a phase from an empty pipeline: ph holds m micro-batch
+ * passes over one stage; every time of *ph is scaled by the returned factor
+ * (m + pp - 1)/m so that it holds the critical path (1 with one stage). */
+static inline double hl_pipeline_fill(const hl_sim_ctx *s, hl_phase *ph, double m)
+{
+    double scale = hl_pipeline_slots(s, m, 1) / m;
     ph->time_s *= scale;
     ph->compute_s *= scale;
     ph->memory_s *= scale;

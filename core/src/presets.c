@@ -49,14 +49,17 @@ static int listed_kind = -1;
 
 static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
+/* Lists a file's preset name: its stem as lookups compare it (normalized: "H100_SXM.json" is
+ * h100-sxm), once. */
 static void add_listed(const char *file)
 {
     size_t len = strlen(file);
     if (len < 6 || strcmp(file + len - 5, ".json") != 0 || len - 5 >= sizeof listed[0] || nlisted >= MAX_PRESETS)
         return;
-    char name[72];
-    memcpy(name, file, len - 5);
-    name[len - 5] = '\0';
+    char stem[72], name[72];
+    memcpy(stem, file, len - 5);
+    stem[len - 5] = '\0';
+    normalize(stem, name, sizeof name);
     for (int32_t i = 0; i < nlisted; i++)
         if (strcmp(listed[i], name) == 0)
             return;
@@ -165,6 +168,51 @@ static hl_status find_preset(hl_preset_kind kind, const char *name, const char *
     return find_named(kind, target, text, owned, origin, origin_n, &ignored) == HL_OK ? HL_OK : s;
 }
 
+/* The override file of preset `norm` (a normalized name) in $HBDLAB_PRESETS/<kind>/: the file whose
+ * stem normalizes to it, so that "H100-SXM.json" or "my_gpu.json" (listed by hl.gpus()) is read,
+ * not passed over for the embedded preset or reported unknown; its path goes to origin. Two files
+ * naming one preset ("H100-SXM.json" and "h100-sxm.json") are refused, naming both.
+ * HL_ENOTFOUND when there is none. */
+static hl_status find_override(hl_preset_kind kind, const char *root, const char *norm, char *origin, size_t origin_n,
+                               hl_err *err)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", root, kind_dirs[kind]);
+    DIR *d = opendir(dir);
+    if (!d)
+        return HL_ENOTFOUND;
+    char first[256] = "";
+    hl_status s = HL_ENOTFOUND;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        char stem[80], stem_norm[80];
+        if (len < 6 || len - 5 >= sizeof stem || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        memcpy(stem, e->d_name, len - 5);
+        stem[len - 5] = '\0';
+        normalize(stem, stem_norm, sizeof stem_norm);
+        if (stem[0] == '.' || strcmp(stem_norm, norm) != 0)
+            continue;
+        if (first[0]) {
+            s = hl_fail(err, HL_EINVAL,
+                        "%s: two override files name %s preset '%s': %s and %s (names compare in lower case, "
+                        "'_' as '-'; keep one)",
+                        dir,
+                        kind == HL_PRESET_GPU       ? "gpu"
+                        : kind == HL_PRESET_CLUSTER ? "cluster"
+                                                    : "model",
+                        norm, first, e->d_name);
+            break;
+        }
+        snprintf(first, sizeof first, "%s", e->d_name);
+        snprintf(origin, origin_n, "%s/%s", dir, e->d_name);
+        s = HL_OK;
+    }
+    closedir(d);
+    return s;
+}
+
 static hl_status find_named(hl_preset_kind kind, const char *name, const char **text, char **owned, char *origin,
                             size_t origin_n, hl_err *err)
 {
@@ -181,15 +229,16 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
     normalize(name, norm, sizeof norm);
     const char *root = getenv("HBDLAB_PRESETS");
     if (root && *root) {
-        snprintf(origin, origin_n, "%s/%s/%s.json", root, kind_dirs[kind], norm);
-        struct stat st;
-        if (stat(origin, &st) == 0) { /* exists: read it (a FIFO or folder is refused there) */
-            hl_status s = hl_read_file(origin, owned, err);
+        hl_status s = find_override(kind, root, norm, origin, origin_n, err);
+        if (s == HL_OK) { /* read it (a FIFO or folder is refused there) */
+            s = hl_read_file(origin, owned, err);
             if (s)
                 return s;
             *text = *owned;
             return HL_OK;
         }
+        if (s != HL_ENOTFOUND)
+            return s;
     }
     char want[128];
     snprintf(want, sizeof want, "%s/%s.json", kind_dirs[kind], norm);

@@ -326,7 +326,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
         if (need > s->blocks_free)
             break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0};
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
         double dt;
         hl_status rc = hl_stepper_time(st, &it, &dt, err);
         if (rc)
@@ -460,7 +460,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
                             double routed, double *t, hl_err *err)
 {
     double w = hl_stepper_window(draft);
-    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, routed};
+    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
     double one, two = 0;
     hl_status rc = hl_stepper_time(draft, &it, &one, err);
     if (!rc && draft2)
@@ -484,31 +484,74 @@ static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
     hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
-    hl_iter pre = {0, 0, 0, 1, &ch, 1, 0};
+    hl_iter pre = {0, 0, 0, 1, &ch, 1, 1, 0};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0};
+    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
 }
 
+/* A client's first request in the start order: its arrival (s) and its index. */
+typedef struct start_key {
+    double arrival;
+    int64_t i;
+} start_key;
+
+/* Sorts k[0, n) by arrival, stably (equal arrivals keep their order), through
+ * tmp (n / 2 + 1 entries): a top-down merge sort, O(n log n). */
+static void sort_starts(start_key *k, start_key *tmp, int64_t n)
+{
+    if (n < 2)
+        return;
+    int64_t h = n / 2;
+    sort_starts(k, tmp, h);
+    sort_starts(k + h, tmp, n - h);
+    if (!(k[h].arrival < k[h - 1].arrival))
+        return; /* already in order */
+    memcpy(tmp, k, sizeof *k * (size_t)h);
+    int64_t i = 0, j = h, o = 0;
+    while (i < h && j < n)
+        k[o++] = k[j].arrival < tmp[i].arrival ? k[j++] : tmp[i++]; /* a tie takes the left: stable */
+    while (i < h)
+        k[o++] = tmp[i++];
+}
+
 /* The closed loop's first requests: client k's at a uniform time in [0,
- * start_jitter_s) (default: one request's time alone), in time order. Clients
- * that start together with identical requests would prefill together forever. */
+ * start_jitter_s) (default: one request's time alone), in time order (ties in
+ * client order, as the insertion sort this replaces left them: it was O(n^2)
+ * moves of 120-byte entries, half of hl.serve's instructions for 1,000
+ * clients). Clients that start together with identical requests would prefill
+ * together forever. */
 static hl_status start_clients(const hl_serve_cfg *c, hl_stepper *st, rq *q, int64_t clients, hl_rng *rng, hl_err *err)
 {
     double jitter = c->start_jitter_s;
     hl_status rc = jitter < 0 ? time_alone(c, st, &jitter, err) : HL_OK;
-    for (int64_t i = 0; !rc && i < clients; i++) {
-        q[i].arrival = jitter > 0 ? hl_rng_uniform(rng) * jitter : 0;
-        for (int64_t k = i; k > 0 && q[k - 1].arrival > q[k].arrival; k--) { /* insertion: time order */
-            rq x = q[k];
-            q[k] = q[k - 1];
-            q[k - 1] = x;
-        }
+    if (rc || !(jitter > 0)) {
+        for (int64_t i = 0; !rc && i < clients; i++)
+            q[i].arrival = 0;
+        return rc;
     }
-    return rc;
+    size_t n = (size_t)clients;
+    start_key *key = malloc(sizeof *key * (n + n / 2 + 1)); /* n keys, then the merge's n / 2 + 1 */
+    rq *old = malloc(sizeof *old * n);
+    if (!key || !old) {
+        free(key);
+        free(old);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld clients", (long long)clients);
+    }
+    for (int64_t i = 0; i < clients; i++)
+        key[i] = (start_key){hl_rng_uniform(rng) * jitter, i};
+    sort_starts(key, key + n, clients);
+    memcpy(old, q, sizeof *old * n);
+    for (int64_t i = 0; i < clients; i++) {
+        q[i] = old[key[i].i];
+        q[i].arrival = key[i].arrival;
+    }
+    free(key);
+    free(old);
+    return HL_OK;
 }
 
 /* One scheduler per data-parallel rank of every instance of a pool (a
@@ -719,6 +762,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         x->output = kind == POOL_PREFILL ? 1 : t->output; /* a prefill pool computes the first token only */
         x->total_out = t->output;
         x->first_tok = x->first_sched = -1;
+        if (t->input < job->image_tokens)
+            return hl_fail(err, HL_EINVAL,
+                           "request %lld: input %g tokens is shorter than its image (field 'image_tokens': %g); "
+                           "image_tokens must be <= every request's input",
+                           (long long)i + 1, t->input, job->image_tokens);
         if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -980,6 +1028,7 @@ static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_ite
         } else {
             if (*first_chunk < 0)
                 *first_chunk = p->r;
+            it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
             s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
             it->logits_rows += x->prefilled + p->tokens >= x->prompt;
         }

@@ -22,7 +22,7 @@ static hl_status iter_time(hl_stepper *st, double decodes, const double ctx[2], 
         for (int i = 0; i < n; i++)
             ch[i] = (hl_iter_chunk){prefill / n, fmax(0, (input - prefill / n) / 2)};
     }
-    hl_iter it = {decodes, ctx[0], ctx[1], n, ch, decodes + prefill / input, 0};
+    hl_iter it = {decodes, ctx[0], ctx[1], n, ch, decodes + prefill / input, prefill / input, 0};
     return hl_stepper_time(st, &it, t, err);
 }
 

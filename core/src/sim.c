@@ -234,8 +234,9 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
     a->overlap = overlap;
 }
 
-/* Prefill: the whole prompt of b_local sequences in one pass per stage, then the
- * pipeline fill of (microbatches + pp - 1) slots. Fills *pre (events into r). */
+/* Prefill: the whole prompt of b_local sequences, in m micro-batches of b_local/m
+ * sequences from an empty pipeline: m passes per stage, then the pipeline fill
+ * to (m + pp - 1) stage slots (layer_int.h's rule). Fills *pre (events into r). */
 static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_err *err)
 {
     const hl_job *j = s->j;
@@ -245,31 +246,32 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     hl_status st;
     start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
     double b = s->b_local, in = j->input;
-    if ((st = hl_layer_ops(s, pre, b, in, j->batch * in, 1, 0, err)))
+    double m = hl_pipeline_microbatches(s, j->batch), bm = b / m; /* micro-batches, sequences per group in one */
+    if ((st = hl_layer_ops(s, pre, bm, in, j->batch * in / m, m, 0, err)))
         return st;
     hl_op op;
-    hl_attn_op(s, &op, b, in, 0, 0);
-    if ((st = hl_acc_op(s, pre, &op, full, err)))
+    hl_attn_op(s, &op, bm, in, 0, 0);
+    if ((st = hl_acc_op(s, pre, &op, full * m, err)))
         return st;
     if (s->m->local_chunked) { /* whole chunks of `window` tokens, then the rest, each attending within itself */
         double whole = floor(in / window), rest = in - whole * window;
-        hl_attn_op(s, &op, b, window, 0, 0);
-        if (whole > 0 && (st = hl_acc_op(s, pre, &op, sliding * whole, err)))
+        hl_attn_op(s, &op, bm, window, 0, 0);
+        if (whole > 0 && (st = hl_acc_op(s, pre, &op, sliding * whole * m, err)))
             return st;
-        hl_attn_op(s, &op, b, rest, 0, 0);
-        if (rest > 0 && (st = hl_acc_op(s, pre, &op, sliding, err)))
+        hl_attn_op(s, &op, bm, rest, 0, 0);
+        if (rest > 0 && (st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
     } else {
-        hl_attn_op(s, &op, b, in, 0, window);
-        if ((st = hl_acc_op(s, pre, &op, sliding, err)))
+        hl_attn_op(s, &op, bm, in, 0, window);
+        if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
     }
     if (s->m->index_topk > 0) { /* the indexer scores every key of every attention layer */
-        hl_indexer_op(s, &op, b, in, 0);
-        if ((st = hl_acc_op(s, pre, &op, sliding, err)))
+        hl_indexer_op(s, &op, bm, in, 0);
+        if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
     }
-    double scale = hl_pipeline_fill(s, &pre->ph);
+    double scale = hl_pipeline_fill(s, &pre->ph, m);
     for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
         pre->items[i].path_factor = scale;
     if ((st = hl_io_ops(s, pre, b, b * in, 1, err))) /* b sequences of `in` tokens; the last token of each samples */
@@ -305,18 +307,19 @@ static int same_job_but_input(const hl_job *a, const hl_job *b)
            a->cluster.hbd == b->cluster.hbd && memcmp(a, b, at) == 0;
 }
 
-static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double passes, hl_err *err)
+/* b sequences per group in one micro-batch of m (routing batch/m tokens), `passes` passes. */
+static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double m, double passes, hl_err *err)
 {
     static const hl_phase zero;
     if (!a->summary || memcmp(&a->ph, &zero, sizeof zero) != 0) /* breakdown and events come from the pass itself */
-        return hl_layer_ops(s, a, b, 1, s->j->batch, passes, 1, err);
+        return hl_layer_ops(s, a, b, 1, s->j->batch / m, passes, 1, err);
     decode_memo *d = &dmemo;
     if (d->valid && d->b == b && d->passes == passes && same_job_but_input(&d->key, s->j)) {
         a->ph = d->ph;
         a->layer_kind = 0;
         return HL_OK;
     }
-    hl_status st = hl_layer_ops(s, a, b, 1, s->j->batch, passes, 1, err);
+    hl_status st = hl_layer_ops(s, a, b, 1, s->j->batch / m, passes, 1, err);
     d->valid = 0;
     if (st == HL_OK) {
         d->key = *s->j;
@@ -328,8 +331,10 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
     return st;
 }
 
-/* Decode: output - 1 steps, each a pass of every layer (all stages in turn);
- * attention summed in closed form over the growing context. Fills *dec. */
+/* Decode: output - 1 steps; with pipeline stages the batch rides in m
+ * micro-batches that keep the pipeline full, so a step lasts max(m, pp) stage
+ * slots of one micro-batch (layer_int.h's rule; pp slots, every layer in turn,
+ * for m = 1); attention summed in closed form over the growing context. Fills *dec. */
 static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_err *err)
 {
     const hl_job *j = s->j;
@@ -343,25 +348,27 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         if ((st = decode_speculative(s, dec, steps, err)))
             return st;
     } else if (steps > 0) {
-        double stages = (double)s->pp;
-        if ((st = decode_layers(s, dec, b, steps * stages, err)))
+        double m = hl_pipeline_microbatches(s, j->batch), stages = hl_pipeline_slots(s, m, 0);
+        hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
+        one.b_local = b / m;
+        if ((st = decode_layers(s, dec, b / m, m, steps * stages, err)))
             return st;
         /* the attention kernel of a step at the mean context, for the trace */
         hl_op op;
         hl_op_time at;
-        hl_attn_op(s, &op, b, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
+        hl_attn_op(s, &op, b / m, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
         if (!dec->summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
             dec->layer_kind = 0;
             hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
         }
         hl_event *saved = dec->ev;
         dec->ev = NULL; /* the closed-form sums below are not single events */
-        if ((st = decode_attention(s, dec, full * stages, 0, 0, err)))
+        if ((st = decode_attention(&one, dec, full * stages, 0, 0, err)))
             return st;
-        if ((st = decode_attention(s, dec, sliding * stages, window, s->m->local_chunked, err)))
+        if ((st = decode_attention(&one, dec, sliding * stages, window, s->m->local_chunked, err)))
             return st;
         if (s->m->index_topk > 0 &&
-            (st = attention_sum_from(s, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
+            (st = attention_sum_from(&one, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))

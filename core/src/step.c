@@ -18,14 +18,16 @@
 /* The parts of a step that depend only on its token count (every GEMM, norm,
  * MoE exchange and TP collective: hl_layer_ops) and on its sampled rows
  * (hl_io_ops) are cached per count; the attention kernels, which depend on
- * each sequence's context, are built per step. A step with only decodes is one
- * step of hl_sim_run's decode phase, a step with prefill chunks its prefill pass. */
+ * each sequence's context, are built per step. With pipeline stages an
+ * iteration's sequences ride in m micro-batches kept in flight (layer_int.h's
+ * rule): it lasts max(m, pp) stage slots of its busiest micro-batch, as a step
+ * of hl_sim_run's decode phase. */
 struct hl_stepper {
     hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
     hl_sim_ctx s; /* resolved against job */
     double full, sliding, window;
     int64_t cap;              /* counts 0..cap are cached */
-    hl_phase *lin[2];         /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass */
+    hl_phase *lin[2];         /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
     hl_phase *io;             /* [rows]: hl_io_ops of one step */
     unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
     struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
@@ -84,9 +86,11 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     st->window = hl_local_window(&st->s); /* a chunked layer is taken as a window of its chunk (an upper bound) */
     st->cap = max_tokens;
     size_t n = (size_t)max_tokens + 1;
-    st->lin[0] = calloc(n, sizeof(hl_phase));
-    st->lin[1] = calloc(n, sizeof(hl_phase));
-    st->io = calloc(n, sizeof(hl_phase));
+    /* an entry is read only once have[] says it was written: not zeroed (a serving run touches
+     * the few counts it meets of n, and calloc cleared all 3 x 88 x n bytes every run) */
+    st->lin[0] = malloc(n * sizeof(hl_phase));
+    st->lin[1] = malloc(n * sizeof(hl_phase));
+    st->io = malloc(n * sizeof(hl_phase));
     st->have = calloc(3 * n, 1);
     if (!st->lin[0] || !st->lin[1] || !st->io || !st->have) {
         hl_stepper_free(st);
@@ -151,10 +155,19 @@ static void phase_add(hl_phase *a, const hl_phase *b, double k)
     a->hbm_bytes += b->hbm_bytes * k;
 }
 
-/* hl_layer_ops of one pass over `tokens` tokens of the whole instance, or of one
- * DP rank with `routed` tokens at the experts (0: the rank's tokens times dp)
- * (decode: all stages in turn, as hl_sim_run's decode; prefill: one stage, scaled later). */
-static hl_status step_linear(hl_stepper *st, int decode, double tokens, double routed, hl_phase *out, hl_err *err)
+/* Scales every time and count of *ph by k. */
+static void phase_scale(hl_phase *ph, double k)
+{
+    hl_phase one = *ph;
+    memset(ph, 0, sizeof *ph);
+    phase_add(ph, &one, k);
+}
+
+/* hl_layer_ops of `slots` passes over one stage of `tokens` tokens (one
+ * micro-batch) of the whole instance, or of one DP rank with `routed` tokens at
+ * the experts (0: the rank's tokens times dp); one pass is cached per whole count. */
+static hl_status step_linear(hl_stepper *st, int decode, double tokens, double routed, double slots, hl_phase *out,
+                             hl_err *err)
 {
     int64_t k = (int64_t)tokens;
     double dp = (double)st->s.dp, group = st->per_rank ? tokens : tokens / dp;
@@ -165,13 +178,15 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, double r
     size_t slot = (size_t)decode * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->lin[decode][k];
+        if (slots != 1)
+            phase_scale(out, slots);
         return HL_OK;
     }
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     /* every token of the instance is routed to the experts of its stage (q = 1) */
-    hl_status rc = hl_layer_ops(&st->s, &a, group, 1, routed, decode ? (double)st->s.pp : 1, decode, err);
+    hl_status rc = hl_layer_ops(&st->s, &a, group, 1, routed, 1, decode, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -179,6 +194,8 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, double r
         st->lin[decode][k] = a.ph;
         st->have[slot] = 1;
     }
+    if (slots != 1)
+        phase_scale(out, slots);
     return HL_OK;
 }
 
@@ -218,7 +235,8 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     }
     struct dline d;
     memset(&d, 0, sizeof d);
-    hl_status rc = step_linear(st, 1, n, 0, &d.base, err);
+    double m = hl_pipeline_microbatches(&st->s, n); /* n / m sequences in each micro-batch */
+    hl_status rc = step_linear(st, 1, n / m, 0, hl_pipeline_slots(&st->s, m, 0), &d.base, err);
     hl_phase io;
     if (!rc)
         rc = step_io(st, n, n, &io, err);
@@ -228,10 +246,10 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     hl_op op;
     hl_op_time t0, t1;
     double per = st->per_rank ? 1 : (double)st->s.dp;
-    hl_attn_op(&st->s, &op, n / per, 1, 0, 0);
+    hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
         return rc;
-    hl_attn_op(&st->s, &op, n / per, 1, 1, 0);
+    hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
@@ -260,7 +278,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
         if (rc)
             return rc;
-        double stages = (double)st->s.pp;
+        double stages = hl_pipeline_slots(&st->s, hl_pipeline_microbatches(&st->s, it->decode_seqs), 0);
         double c = it->decode_ctx_mean, w = it->decode_win_mean;
         double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
                      (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
@@ -278,24 +296,34 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return HL_OK;
     const hl_sim_ctx *s = &st->s;
     int decode = it->n_chunks == 0;
-    double stages = decode ? (double)s->pp : 1, dp = per;
+    double dp = per, largest = 1; /* the most new tokens of one sequence */
+    for (int32_t i = 0; i < it->n_chunks; i++)
+        largest = fmax(largest, it->chunks[i].tokens);
+    /* The busiest of m micro-batches (balanced, but a sequence is not split: at
+     * least the largest chunk; the decodes spread over at most md of them), over
+     * `stages` slots. One stage: the whole iteration, m = md = stages = 1. */
+    double m = hl_pipeline_microbatches(s, it->decode_seqs + it->n_chunks);
+    double md = hl_pipeline_microbatches(s, it->decode_seqs), stages = hl_pipeline_slots(s, m, 0);
+    double dseq = it->decode_seqs / md / dp; /* decoding sequences per group in the busiest micro-batch */
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
-    hl_status rc = step_linear(st, decode, tokens, it->routed, &a.ph, err);
+    /* the busiest micro-batch's tokens, and its share of the tokens the lock-step group routes */
+    double mb_tok = fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
+    hl_status rc = step_linear(st, decode, mb_tok, mb_routed, stages, &a.ph, err);
     if (rc)
         return rc;
     hl_op op;
     if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
-        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean, 0);
+        hl_attn_op(s, &op, dseq, 1, it->decode_ctx_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
             return rc;
-        hl_attn_op(s, &op, it->decode_seqs / dp, 1, it->decode_win_mean, 0);
+        hl_attn_op(s, &op, dseq, 1, it->decode_win_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
             return rc;
         if (indexer) { /* the indexer scores every key: the mean context */
-            hl_indexer_op(s, &op, it->decode_seqs / dp, 1, it->decode_ctx_mean);
+            hl_indexer_op(s, &op, dseq, 1, it->decode_ctx_mean);
             if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
                 return rc;
         }
@@ -305,8 +333,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
             double layers = w ? st->sliding : st->full;
             if (layers <= 0 || (w == 2 && !indexer))
                 continue;
-            hl_op sum;
+            hl_op sum, big;
             memset(&sum, 0, sizeof sum);
+            memset(&big, 0, sizeof big);
             for (int32_t i = 0; i < it->n_chunks; i++) {
                 if (w == 2)
                     hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
@@ -319,15 +348,20 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                     sum.bytes_read += op.bytes_read;
                     sum.bytes_written += op.bytes_written;
                 }
+                if (op.flops > big.flops)
+                    big = op;
             }
-            sum.flops /= dp; /* the chunks spread over the data-parallel groups */
-            sum.bytes_read /= dp;
-            sum.bytes_written /= dp;
-            if ((rc = hl_acc_op(s, &a, &sum, layers, err)))
+            /* the busiest micro-batch's share (at least the largest chunk), over the data-parallel groups */
+            sum.flops = fmax(sum.flops / m, big.flops) / dp;
+            sum.bytes_read = fmax(sum.bytes_read / m, big.bytes_read) / dp;
+            sum.bytes_written = fmax(sum.bytes_written / m, big.bytes_written) / dp;
+            if ((rc = hl_acc_op(s, &a, &sum, layers * stages, err)))
                 return rc;
         }
-        hl_pipeline_fill(s, &a.ph); /* pipelined over micro-batches, as hl_sim_run's prefill */
     }
+    /* the vision encoder of each prompt that starts here, once before the first stage, as hl_sim_run's prefill */
+    if (it->images > 0 && (rc = hl_vision_ops(s, &a, it->images / dp, err)))
+        return rc;
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
     hl_phase io;

@@ -22,7 +22,8 @@ typedef struct hl_iter {
     int32_t n_chunks;
     const hl_iter_chunk *chunks; /* n_chunks, caller-owned */
     double logits_rows;          /* sequences sampling a token: decodes + chunks that end their prompt */
-    double routed;               /* per-rank stepper: tokens every DP rank of the EP group routes to the experts in this
+    double images; /* prompts whose vision encoder runs in this step (job image_tokens each): first chunks */
+    double routed; /* per-rank stepper: tokens every DP rank of the EP group routes to the experts in this
                       lock-step pass; 0 = this rank's tokens times dp (all ranks alike) */
 } hl_iter;
 

@@ -113,7 +113,24 @@ void hl_check_known(lua_State *L, int idx, const char *const *known, const char 
 /* The name of known (NULL-terminated) closest to name by edit distance, or NULL when none is close. */
 const char *hl_nearest_name(const char *name, const char *const *known);
 
-/* Reads an optional string field; NULL if absent. Raises on wrong type. */
+/* Reads an optional string field; NULL if absent. Raises on wrong type or a NUL byte in it. */
 const char *hl_opt_string_field(lua_State *L, int idx, const char *name);
+
+/* The string (or number, as lua_tostring converts it) at idx, for C code, which reads text up to
+ * its first NUL byte: a string holding one is refused, naming `what` (a field or argument, e.g.
+ * "simulate field 'model'"), instead of being cut short ("llama-3.1-8b\0junk" ran llama-3.1-8b).
+ * The pointer stays valid while the value stays on the stack or in its table. */
+const char *hl_c_string(lua_State *L, int idx, const char *what);
+
+/* Whether the string at idx holds a NUL byte (for code that must free memory before it raises). */
+int hl_holds_nul(lua_State *L, int idx);
+
+/* luaL_checkstring(L, arg) with the NUL refusal of hl_c_string. */
+const char *hl_check_c_string(lua_State *L, int arg, const char *what);
+
+/* Pushes s (len bytes) as a message shows it: double-quoted, at most 60 bytes, every control
+ * byte, quote and backslash escaped (\n, \0, \27, ...), so that neither a NUL nor a terminal
+ * escape sequence in user text reaches a message; returns the pushed string. */
+const char *hl_push_shown(lua_State *L, const char *s, size_t len);
 
 #endif

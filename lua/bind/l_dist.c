@@ -286,7 +286,7 @@ static int l_dist_block(lua_State *L)
 /* core.shard_path(path) -> the file this process writes for path (hl_dist_shard_path). */
 static int l_shard_path(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "a file name");
     size_t need = (size_t)hl_dist_shard_path(path, NULL, 0) + 1;
     luaL_Buffer b;
     char *out = luaL_buffinitsize(L, &b, need);
@@ -299,7 +299,7 @@ static int l_shard_path(lua_State *L)
  * (hl_dist_shard_line; lo = nil: rows that are not a sweep's block), "" when not a shard. */
 static int l_shard_line(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "a file name");
     int64_t lo = lua_isnoneornil(L, 2) ? -1 : (int64_t)luaL_checkinteger(L, 2);
     int64_t hi = lo < 0 ? 0 : (int64_t)luaL_checkinteger(L, 3), total = lo < 0 ? 0 : (int64_t)luaL_checkinteger(L, 4);
     char line[1024];

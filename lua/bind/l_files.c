@@ -22,6 +22,39 @@
 enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
 static char temps[MAX_TEMPS][TEMP_PATH]; /* "" = free slot */
 
+/* core.mkdir_p(dir): creates dir and its missing parents (as `mkdir -p`, without a
+ * process: hl.rows.write and every figure called it once per file). Returns true,
+ * or nil and "<folder>: <reason>" for the first component that could not be made. */
+static int l_mkdir_p(lua_State *L)
+{
+    size_t n;
+    const char *dir = luaL_checklstring(L, 1, &n);
+    if (n == 0 || n >= TEMP_PATH || memchr(dir, '\0', n)) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: %s", dir, n == 0 ? "empty folder name" : "not a usable folder name");
+        return 2;
+    }
+    char buf[TEMP_PATH];
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        struct stat sb;
+        if (buf[i - 1] != '/' && mkdir(buf, 0777) != 0 &&
+            (errno != EEXIST || stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            int e = errno == EEXIST ? ENOTDIR : errno;
+            lua_pushnil(L);
+            lua_pushfstring(L, "%s: %s", buf, strerror(e));
+            return 2;
+        }
+        buf[i] = c;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 void hl_files_cleanup(void)
 {
     for (int i = 0; i < MAX_TEMPS; i++)
@@ -187,7 +220,7 @@ void hl_files_discard(const char *tmp)
  * JSON, figures, traces or reports; pushed on the stack. */
 static const char *own_path(lua_State *L, int idx)
 {
-    const char *path = luaL_checkstring(L, idx);
+    const char *path = hl_check_c_string(L, idx, "a file name");
     int need = hl_dist_shard_path(path, NULL, 0);
     luaL_Buffer b;
     char *out = luaL_buffinitsize(L, &b, (size_t)need + 1);
@@ -255,7 +288,7 @@ static int l_temp_beside(lua_State *L)
 
 static int l_commit_temp(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1), *path = own_path(L, 2);
+    const char *tmp = hl_check_c_string(L, 1, "a file name"), *path = own_path(L, 2);
     int e = put_in_place(tmp, path) != 0 ? errno : 0;
     if (e)
         unlink(tmp);
@@ -267,7 +300,7 @@ static int l_commit_temp(lua_State *L)
 
 static int l_discard_temp(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1);
+    const char *tmp = hl_check_c_string(L, 1, "a file name");
     unlink(tmp);
     forget(tmp);
     return 0;
@@ -277,7 +310,7 @@ static int l_discard_temp(lua_State *L)
  * format's end marker, since gnuplot exits 0 on a truncated write. */
 static int l_file_tail(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "a file name");
     lua_Integer n = luaL_checkinteger(L, 2);
     luaL_argcheck(L, n > 0 && n <= 4096, 2, "1..4096 bytes");
     FILE *f = fopen(path, "rb");
@@ -297,8 +330,9 @@ static int l_file_tail(lua_State *L)
 static int l_same_file(lua_State *L)
 {
     struct stat sa, sb;
-    int same = stat(luaL_checkstring(L, 1), &sa) == 0 && stat(luaL_checkstring(L, 2), &sb) == 0 &&
-               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    int same = stat(hl_check_c_string(L, 1, "a file name"), &sa) == 0 &&
+               stat(hl_check_c_string(L, 2, "a file name"), &sb) == 0 && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
     lua_pushboolean(L, same);
     return 1;
 }
@@ -388,6 +422,7 @@ static int l_to_csv(lua_State *L)
 void hl_bind_files(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"write_atomic", l_write_atomic},
+                                   {"mkdir_p", l_mkdir_p},
                                    {"temp_beside", l_temp_beside},
                                    {"commit_temp", l_commit_temp},
                                    {"discard_temp", l_discard_temp},

@@ -26,7 +26,7 @@ static int open_failed(lua_State *L, const char *path)
 
 static int l_csv_shard_head(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "merge: a file name");
     FILE *f = fopen(path, "rb");
     if (!f)
         return open_failed(L, path);
@@ -48,7 +48,7 @@ static int l_csv_shard_head(lua_State *L)
 
 static int l_csv_shard_check(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "merge: a file name");
     lua_Integer skip = luaL_checkinteger(L, 2);
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -93,7 +93,7 @@ static int l_csv_shard_check(lua_State *L)
 
 static int l_csv_shard_copy(lua_State *L)
 {
-    const char *tmp = luaL_checkstring(L, 1);
+    const char *tmp = hl_check_c_string(L, 1, "merge: a file name");
     size_t head_len;
     const char *head = luaL_checklstring(L, 2, &head_len);
     luaL_checktype(L, 3, LUA_TTABLE);

@@ -33,9 +33,7 @@ static int l_minitf_run(lua_State *L)
     int n_prompt = (int)hl_opt_int_field(L, 1, "prompt", 8, 1, 4096);
     int n_new = (int)hl_opt_int_field(L, 1, "new", 4, 1, 4096);
     uint64_t seed = (uint64_t)hl_opt_int_field(L, 1, "seed", 1, 0, (int64_t)1 << 53);
-    lua_getfield(L, 1, "kv_cache");
-    int kv = lua_isnil(L, -1) ? 1 : lua_toboolean(L, -1);
-    lua_pop(L, 1);
+    int kv = hl_opt_bool_field(L, 1, "kv_cache", 1);
     if (batch < 1 || n_prompt < 1 || n_new < 1 || batch > 64 || n_prompt > 4096 || n_new > 4096)
         return luaL_error(L, "minitf: batch 1..64, prompt and new 1..4096 (got %d, %d, %d)", batch, n_prompt, n_new);
     hl_err err;

@@ -66,7 +66,9 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
     while (lua_next(L, idx)) { /* [... key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "%s: field names must be strings (got a %s key)", t->kind, luaL_typename(L, -2));
-        const char *key = lua_tostring(L, -2);
+        char what[64];
+        snprintf(what, sizeof what, "%s: a field name", t->kind);
+        const char *key = hl_c_string(L, -2, what);
         int skipped = 0;
         for (int i = 0; skip && skip[i]; i++)
             skipped |= strcmp(key, skip[i]) == 0;
@@ -98,7 +100,12 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
                 }
                 break;
             }
-            case LUA_TSTRING: s = hl_field_set_string(set, obj, key, lua_tostring(L, -1), &err); break;
+            case LUA_TSTRING: {
+                char field[128];
+                snprintf(field, sizeof field, "%s field '%s'", t->kind, key);
+                s = hl_field_set_string(set, obj, key, hl_c_string(L, -1, field), &err);
+                break;
+            }
             default:
                 s = HL_EINVAL;
                 if (hl_field_find(set, key))
@@ -132,7 +139,9 @@ static int make_object(lua_State *L, const objtype *t)
     } buf;
     memset(&buf, 0, sizeof buf);
     if (lua_type(L, 1) == LUA_TSTRING) {
-        if (t->preset(lua_tostring(L, 1), &buf, &err))
+        char what[64];
+        snprintf(what, sizeof what, "%s preset name", t->kind);
+        if (t->preset(hl_c_string(L, 1, what), &buf, &err))
             return hl_raise(L, &err);
         push_obj(L, t, &buf);
         return 1;
@@ -140,7 +149,9 @@ static int make_object(lua_State *L, const objtype *t)
     luaL_checktype(L, 1, LUA_TTABLE);
     int bt = lua_getfield(L, 1, "base"); /* [tbl base] */
     if (bt == LUA_TSTRING) {
-        if (t->preset(lua_tostring(L, -1), &buf, &err))
+        char what[64];
+        snprintf(what, sizeof what, "%s field 'base'", t->kind);
+        if (t->preset(hl_c_string(L, -1, what), &buf, &err))
             return hl_raise(L, &err);
     } else if (bt == LUA_TUSERDATA && type_of(L, -1) == t) {
         memcpy(&buf, lua_touserdata(L, -1), t->size);
@@ -174,7 +185,7 @@ static int l_cluster(lua_State *L)
     hl_gpu gpu;
     lua_getfield(L, 1, "gpu");
     if (lua_type(L, -1) == LUA_TSTRING) {
-        if (hl_gpu_preset(lua_tostring(L, -1), &gpu, &err))
+        if (hl_gpu_preset(hl_c_string(L, -1, "cluster field 'gpu'"), &gpu, &err))
             return hl_raise(L, &err);
     } else if (hl_to_gpu(L, -1)) {
         gpu = *hl_to_gpu(L, -1);
@@ -234,8 +245,9 @@ static int l_index(lua_State *L)
 {
     const objtype *t = type_of(L, 1);
     const void *obj = lua_touserdata(L, 1);
-    if (lua_type(L, 2) == LUA_TSTRING) {
-        const char *key = lua_tostring(L, 2);
+    size_t len;
+    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &len) : NULL;
+    if (key && strlen(key) == len) { /* "layers\0x" is no field name */
         const hl_field *f = hl_field_find(t->fields(), key);
         if (f) {
             push_field(L, f, obj);
@@ -312,7 +324,7 @@ hl_precision hl_check_precision(lua_State *L, int idx)
 {
     hl_precision p;
     hl_err err;
-    if (hl_precision_parse(luaL_checkstring(L, idx), &p, &err))
+    if (hl_precision_parse(hl_check_c_string(L, idx, "precision"), &p, &err))
         luaL_argerror(L, idx, err.msg);
     return p;
 }
@@ -343,7 +355,7 @@ static int l_state_bytes(lua_State *L)
 
 static int l_from_hf(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "from_hf: the path");
     char full[4096];
     size_t n = strlen(path);
     if (n > 5 && strcmp(path + n - 5, ".json") == 0)
@@ -368,7 +380,8 @@ static int l_from_json(lua_State *L)
 {
     static const char *const kinds[] = {"gpu", "cluster", "model", NULL};
     int kind = luaL_checkoption(L, 1, NULL, kinds);
-    const char *text = luaL_checkstring(L, 2), *origin = luaL_optstring(L, 3, "json");
+    const char *text = hl_check_c_string(L, 2, "from_json: the JSON text");
+    const char *origin = lua_isnoneornil(L, 3) ? "json" : hl_check_c_string(L, 3, "from_json: the origin");
     hl_err err;
     hl_status st;
     if (kind == 0) {

@@ -51,12 +51,15 @@ static int l_op_time(lua_State *L)
     hl_op op;
     memset(&op, 0, sizeof op);
     const char *name = hl_opt_string_field(L, 2, "name");
-    lua_getfield(L, 2, "kind");
+    if (lua_getfield(L, 2, "kind") == LUA_TSTRING)
+        hl_c_string(L, -1, "roofline field 'kind'"); /* luaL_checkoption would read "gemm\0x" as gemm */
     int kind = luaL_checkoption(L, -1, "gemm", op_kinds);
     lua_getfield(L, 2, "precision");
     hl_precision prec = lua_isnil(L, -1) ? HL_BF16 : hl_check_precision(L, -1);
     lua_getfield(L, 2, "framework");
     if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) == LUA_TSTRING)
+            hl_c_string(L, -1, "roofline field 'framework'");
         int fw = luaL_checkoption(L, -1, NULL, frameworks);
         hl_fw_profile p = hl_framework_profile(fw);
         hl_gpu_apply_framework(&g, p.gemm_scale_16, p.gemm_scale_fp8, p.gemm_scale_fp4, p.attn_scale);

@@ -107,11 +107,9 @@ static void set_serve_value(lua_State *L, hl_serve_cfg *c, const char *name)
     else if (t == LUA_TBOOLEAN)
         st = hl_serve_set_number(c, name, lua_toboolean(L, -1), &err);
     else if (t == LUA_TSTRING) {
-        size_t len;
-        const char *v = lua_tolstring(L, -1, &len);
-        if (strlen(v) != len) /* "poisson\0junk" must not read as poisson */
-            luaL_error(L, "serve field '%s': the string holds a NUL byte", name);
-        st = hl_serve_set_string(c, name, v, &err);
+        char what[128];
+        snprintf(what, sizeof what, "serve field '%s'", name);
+        st = hl_serve_set_string(c, name, hl_c_string(L, -1, what), &err); /* "poisson\0junk" is no poisson */
     } else
         luaL_error(L, "serve field '%s': expected a %s, got %s", name,
                    !f || f->type == HL_FIELD_DOUBLE || f->type == HL_FIELD_INT64 ? "number" : "string",
@@ -130,7 +128,7 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
     while (lua_next(L, t)) { /* [.. group key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "serve field '%s': keys must be names (got a %s key)", g, luaL_typename(L, -2));
-        const char *k = lua_tostring(L, -2);
+        const char *k = hl_c_string(L, -2, "serve: a field name");
         char path[96], alias[96];
         snprintf(path, sizeof path, "%s.%s", g, k);
         size_t kl = strlen(k);
@@ -189,7 +187,7 @@ static void pool_table(lua_State *L, int jt, const char *which)
     for (lua_pushnil(L); lua_next(L, p); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "serve field 'disagg.%s': keys must be names", which);
-        const char *k = lua_tostring(L, -2);
+        const char *k = hl_c_string(L, -2, "serve: a field name");
         if (!is_job_key(k)) {
             if (is_serve_key(k))
                 luaL_error(L,
@@ -237,7 +235,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
     for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "serve: field names must be strings (got a %s key)", luaL_typename(L, -2));
-        const char *k = lua_tostring(L, -2);
+        const char *k = hl_c_string(L, -2, "serve: a field name");
         if (is_serve_key(k))
             continue;
         if (!is_job_key(k))
@@ -260,7 +258,8 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
                            luaL_typename(L, -1));
             int d = lua_gettop(L);
             for (lua_pushnil(L); lua_next(L, d); lua_pop(L, 1)) {
-                const char *dk = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+                const char *dk =
+                    lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "serve field 'disagg': a key") : "?";
                 if (strcmp(dk, "prefill") && strcmp(dk, "decode") && strcmp(dk, "kv_link"))
                     luaL_error(L, "serve field 'disagg': unknown key '%s' (allowed: prefill, decode, kv_link)", dk);
             }
@@ -391,13 +390,15 @@ static void push_result(lua_State *L, const hl_serve_result *r)
     }
 }
 
-/* The memory budget of one run in bytes: $HBDLAB_SERVE_MEMORY_BYTES, else 8 GB. */
-static double memory_budget(void)
+/* The memory budget of one run in bytes: $HBDLAB_SERVE_MEMORY_BYTES, else 8 GB; junk in it
+ * raises naming the variable (hl_env_bytes). */
+static double memory_budget(lua_State *L)
 {
-    const char *v = getenv("HBDLAB_SERVE_MEMORY_BYTES");
-    char *end;
-    double b = v ? strtod(v, &end) : 0;
-    return v && end != v && b > 0 ? b : 8e9;
+    double b;
+    hl_err err;
+    if (hl_env_bytes("HBDLAB_SERVE_MEMORY_BYTES", 8e9, 1e18, &b, &err))
+        hl_raise(L, &err);
+    return b;
 }
 
 /* Raises before anything is allocated when the run's requests, and their
@@ -407,7 +408,7 @@ static void check_memory(lua_State *L, const hl_serve_cfg *c)
     int trace = c->trace != NULL && c->n_trace > 0;
     double n = trace ? (double)(c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
                      : (double)(c->requests > 0 ? c->requests : 1000);
-    double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget();
+    double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget(L);
     if (need > budget) {
         char msg[300];
         snprintf(msg, sizeof msg,

@@ -130,7 +130,12 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
     case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;
-    case LUA_TSTRING: st = hl_field_set_string(set, obj, f->name, lua_tostring(L, -1), &err); break;
+    case LUA_TSTRING: {
+        char what[96];
+        snprintf(what, sizeof what, "%s field '%s'", set->kind, shown);
+        st = hl_field_set_string(set, obj, f->name, hl_c_string(L, -1, what), &err);
+        break;
+    }
     default:
         luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
                    f->type == HL_FIELD_BOOL                                 ? "boolean"
@@ -150,7 +155,7 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
     lua_pushnil(L);
     while (lua_next(L, t)) { /* [.. group key value] */
         char path[64];
-        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name") : NULL;
         const hl_field *f = NULL;
         if (k && snprintf(path, sizeof path, "%s.%s", g, k) < (int)sizeof path)
             f = hl_job_field_by_path(path);
@@ -197,7 +202,8 @@ static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl
     else if (c && hl_to_cluster(L, -1))
         *c = *hl_to_cluster(L, -1);
     else if (lua_type(L, -1) == LUA_TSTRING) {
-        if (m ? hl_model_preset(lua_tostring(L, -1), m, &err) : hl_cluster_preset(lua_tostring(L, -1), c, &err))
+        const char *preset = hl_c_string(L, -1, m ? "simulate field 'model'" : "simulate field 'cluster'");
+        if (m ? hl_model_preset(preset, m, &err) : hl_cluster_preset(preset, c, &err))
             hl_raise(L, &err);
     } else
         luaL_error(L, "simulate field '%s': expected a %s object or preset name, got %s", name, name,
@@ -227,7 +233,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
     while (lua_next(L, idx)) { /* [keys key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
-        const char *k = lua_tostring(L, -2);
+        const char *k = hl_c_string(L, -2, "simulate: a field name");
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
@@ -237,7 +243,8 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         } else if (code == KEY_EXPERT_FREQ) {
             set_expert_freq(L, j);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
-            if (t == LUA_TSTRING && code == KEY_PARALLEL && strcasecmp(lua_tostring(L, -1), "auto") == 0)
+            if (t == LUA_TSTRING && code == KEY_PARALLEL &&
+                strcasecmp(hl_c_string(L, -1, "field 'parallel'"), "auto") == 0)
                 *auto_plan_out = 1;
             else if (t == LUA_TTABLE)
                 set_group_table(L, j, k);
@@ -256,7 +263,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
             set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
         } else if (code >= KEY_JOB) {
             if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
-                if (strcasecmp(lua_tostring(L, -1), "max") != 0)
+                if (strcasecmp(hl_c_string(L, -1, "field 'batch'"), "max") != 0)
                     luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
                 *batch_max_out = 1;
             } else {

@@ -144,6 +144,8 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
 {
     if (lua_getfield(L, -1, "name") != LUA_TSTRING)
         return "sweep axis: 'name' must be a string";
+    if (hl_holds_nul(L, -1)) /* returned, not raised: the caller frees the axes read so far */
+        return "sweep: an axis name holds a NUL byte (text given to hbdlab cannot hold NUL bytes)";
     snprintf(ax->name, sizeof ax->name, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);
     if (lua_getfield(L, -1, "values") != LUA_TTABLE)
@@ -174,6 +176,8 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
             lua_rawgeti(L, -1, i + 1);
             if (lua_type(L, -1) != LUA_TSTRING)
                 return "sweep axis: values must all be strings";
+            if (hl_holds_nul(L, -1))
+                return "sweep: an axis value holds a NUL byte (text given to hbdlab cannot hold NUL bytes)";
             v[i] = lua_tostring(L, -1); /* alive: referenced by the values table */
             lua_pop(L, 1);
         }
@@ -267,13 +271,22 @@ static double row_bytes(int32_t na)
     return (double)sizeof(hl_point) + 56 + 24 * nodes;
 }
 
-/* The in-memory sweep budget in bytes: $HBDLAB_SWEEP_MEMORY_BYTES, else 8 GB. */
-static double memory_budget(void)
+/* The in-memory sweep budget in bytes: $HBDLAB_SWEEP_MEMORY_BYTES, else 8 GB; a value that is
+ * not a number of bytes in 1..1e18 raises naming the variable (it was replaced by 8 GB silently). */
+static double memory_budget(lua_State *L)
 {
-    const char *v = getenv("HBDLAB_SWEEP_MEMORY_BYTES");
-    char *end;
-    double b = v && *v ? strtod(v, &end) : 0;
-    return v && *v && !*end && b > 0 && b < 1e18 ? b : 8e9;
+    double b;
+    hl_err err;
+    if (hl_env_bytes("HBDLAB_SWEEP_MEMORY_BYTES", 8e9, 1e18, &b, &err))
+        hl_raise(L, &err);
+    return b;
+}
+
+/* core.sweep_memory_budget() -> bytes (function-form sweeps check their points against it) */
+static int l_sweep_memory_budget(lua_State *L)
+{
+    lua_pushnumber(L, memory_budget(L));
+    return 1;
 }
 
 /* What build_rows turns into Lua rows (owned by l_sweep, freed there). */
@@ -350,14 +363,11 @@ static int l_sweep(lua_State *L)
     int opts = lua_istable(L, 3) ? 3 : 0;
     int zip = 0, strict = 0, progress = 1;
     int64_t threads = 0;
-    if (opts) {
-        lua_getfield(L, opts, "zip");
-        zip = lua_toboolean(L, -1);
-        lua_getfield(L, opts, "strict");
-        strict = lua_toboolean(L, -1);
-        lua_getfield(L, opts, "progress");
-        progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
-        lua_pop(L, 3);
+    double budget = memory_budget(L); /* before anything is allocated: a junk value raises */
+    if (opts) {                       /* booleans only: "yes" or 0 are refused, not read as true */
+        zip = hl_opt_bool_field(L, opts, "zip", 0);
+        strict = hl_opt_bool_field(L, opts, "strict", 0);
+        progress = hl_opt_bool_field(L, opts, "progress", 1);
         threads = hl_opt_int_field(L, opts, "threads", 0, 0, 4096); /* 0 = one per CPU */
     }
     hl_sweep_in sin;
@@ -387,7 +397,7 @@ static int l_sweep(lua_State *L)
         return hl_raise(L, &err);
     }
     /* refused before anything is allocated when the rows would exceed the memory budget */
-    double per_row = row_bytes(na), need = per_row * (double)n, budget = memory_budget();
+    double per_row = row_bytes(na), need = per_row * (double)n;
     if (need > budget) {
         free_axes(&mem);
         free(ctx);
@@ -540,16 +550,13 @@ static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t point
 static int l_sweep_to_csv(lua_State *L)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
-    const char *path = luaL_checkstring(L, 4);
+    const char *path = hl_check_c_string(L, 4, "sweep_to_csv field 'out'");
     luaL_checktype(L, 5, LUA_TTABLE);
     int threads = (int)(lua_istable(L, 3) ? hl_opt_int_field(L, 3, "threads", 0, 0, 4096) : 0);
     int zip = 0, progress = 1;
-    if (lua_istable(L, 3)) {
-        lua_getfield(L, 3, "zip");
-        zip = lua_toboolean(L, -1);
-        lua_getfield(L, 3, "progress");
-        progress = lua_isnil(L, -1) || lua_toboolean(L, -1);
-        lua_pop(L, 2);
+    if (lua_istable(L, 3)) { /* booleans only: "yes" or 0 are refused, not read as true */
+        zip = hl_opt_bool_field(L, 3, "zip", 0);
+        progress = hl_opt_bool_field(L, 3, "progress", 1);
     }
     /* columns: indices into the point fields */
     int ncols = (int)luaL_len(L, 5);
@@ -560,8 +567,8 @@ static int l_sweep_to_csv(lua_State *L)
         return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
     for (int c = 0; c < ncols; c++) {
         lua_rawgeti(L, 5, c + 1);
-        const char *name = lua_tostring(L, -1);
-        cols[c] = name && lua_type(L, -1) == LUA_TSTRING ? hl_result_column(name, &scales[c]) : -1;
+        const char *name = lua_type(L, -1) == LUA_TSTRING ? hl_c_string(L, -1, "sweep_to_csv: a column") : NULL;
+        cols[c] = name ? hl_result_column(name, &scales[c]) : -1;
         if (cols[c] < 0)
             return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         col_names[c] = name;
@@ -743,6 +750,7 @@ void hl_bind_sweep(lua_State *L)
     hl_set_interrupt_flag(&hl_bind_interrupt); /* exact steps and the plan search poll it too */
     static const luaL_Reg fns[] = {{"sweep", l_sweep},
                                    {"sweep_to_csv", l_sweep_to_csv},
+                                   {"sweep_memory_budget", l_sweep_memory_budget},
                                    {"interrupted", l_interrupted},
                                    {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted},

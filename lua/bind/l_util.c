@@ -49,13 +49,68 @@ double hl_opt_number_field(lua_State *L, int idx, const char *name, double def)
     return v;
 }
 
+const char *hl_push_shown(lua_State *L, const char *s, size_t len)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addchar(&b, '"');
+    size_t shown = len < 60 ? len : 60;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c, esc[2] = 0;
+            luaL_addstring(&b, esc);
+        } else if (c == '\n')
+            luaL_addstring(&b, "\\n");
+        else if (c < 32 || c == 127) {
+            snprintf(esc, sizeof esc, "\\%u", c);
+            luaL_addstring(&b, esc);
+        } else
+            luaL_addchar(&b, (char)c);
+    }
+    luaL_addchar(&b, '"');
+    if (shown < len)
+        luaL_addstring(&b, "...");
+    luaL_pushresult(&b);
+    return lua_tostring(L, -1);
+}
+
+const char *hl_c_string(lua_State *L, int idx, const char *what)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    const char *nul = s ? memchr(s, 0, len) : NULL;
+    if (nul) { /* no position: the host places the message at the user's line */
+        lua_pushfstring(L, "%s: %s holds a NUL byte at byte %d (text given to hbdlab cannot hold NUL bytes)", what,
+                        hl_push_shown(L, s, len), (int)(nul - s) + 1);
+        lua_error(L);
+    }
+    return s;
+}
+
+int hl_holds_nul(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &len) : NULL;
+    return s && memchr(s, 0, len) != NULL;
+}
+
+const char *hl_check_c_string(lua_State *L, int arg, const char *what)
+{
+    luaL_checkstring(L, arg);
+    return hl_c_string(L, arg, what);
+}
+
 const char *hl_opt_string_field(lua_State *L, int idx, const char *name)
 {
     int t = lua_getfield(L, idx, name);
     const char *s = NULL;
-    if (t == LUA_TSTRING)
-        s = lua_tostring(L, -1);
-    else if (t != LUA_TNIL) {
+    if (t == LUA_TSTRING) {
+        char what[96];
+        snprintf(what, sizeof what, "field '%s'", name);
+        s = hl_c_string(L, -1, what);
+    } else if (t != LUA_TNIL) {
         lua_pop(L, 1);
         luaL_error(L, "field '%s': expected a string, got %s", name, lua_typename(L, t));
     }
@@ -166,12 +221,50 @@ static int l_check_fields(lua_State *L)
     while (lua_next(L, 1)) {
         lua_pop(L, 1);
         int found = 0;
-        for (int i = 0; i < n && !found && lua_type(L, -1) == LUA_TSTRING; i++)
-            found = strcmp(known[i], lua_tostring(L, -1)) == 0;
+        size_t len = 0;
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        if (k && strlen(k) != len) /* "measured\0x" is not 'measured' */
+            hl_c_string(L, -1, what);
+        for (int i = 0; i < n && !found && k; i++)
+            found = strcmp(known[i], k) == 0;
         if (!found)
             raise_unknown(L, what, -1, known);
     }
     return 0;
+}
+
+/* check_list(t, what) -> #t: raises unless t's keys are exactly 1..#t. ipairs stops at the first
+ * nil, so {1, nil, 3} ran one point and {1, 2, x = 3} dropped x silently; the message names what
+ * ("sweep axis 'rate'") and the first missing index or the first key that is not one. */
+static int l_check_list(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *what = luaL_checkstring(L, 2);
+    lua_Integer n = 0, count = 0;
+    while (lua_rawgeti(L, 1, n + 1) != LUA_TNIL) { /* the first border, as ipairs sees it */
+        lua_pop(L, 1);
+        n++;
+    }
+    lua_pop(L, 1);
+    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) {
+        count++;
+        int is_index = lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1;
+        if (is_index && lua_tointeger(L, -2) > n) {
+            lua_pushfstring(L,
+                            "%s: a hole in the list (value %I is missing, value %I is given): give a list "
+                            "without nils",
+                            what, n + 1, lua_tointeger(L, -2));
+            return lua_error(L);
+        }
+        if (!is_index) {
+            const char *k = lua_type(L, -2) == LUA_TSTRING ? hl_push_shown(L, lua_tostring(L, -2), lua_rawlen(L, -2))
+                                                           : lua_pushfstring(L, "a %s", luaL_typename(L, -2));
+            lua_pushfstring(L, "%s: expected a list {v1, v2, ...}, got a key %s", what, k);
+            return lua_error(L);
+        }
+    }
+    lua_pushinteger(L, n);
+    return 1;
 }
 
 /* nearest(name, {candidates...}) -> the closest candidate by edit distance, or nil when none is close */
@@ -209,7 +302,7 @@ static int push_text(lua_State *L)
  * raises naming the file. */
 static int l_read_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = hl_check_c_string(L, 1, "read_file: the path");
     char *text;
     hl_err err;
     if (hl_read_file(path, &text, &err))
@@ -227,7 +320,11 @@ static int l_read_file(lua_State *L)
 /* max_input_bytes() -> the input limit in bytes */
 static int l_max_input_bytes(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)hl_max_input_bytes());
+    double b;
+    hl_err err;
+    if (hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &b, &err))
+        return hl_raise(L, &err);
+    lua_pushinteger(L, (lua_Integer)b);
     return 1;
 }
 
@@ -249,20 +346,27 @@ static int l_spawn(lua_State *L)
     const char *argv[64];
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, 1, i);
-        argv[i - 1] = luaL_checkstring(L, -1); /* kept alive by the table */
+        luaL_checkstring(L, -1);
+        argv[i - 1] = hl_c_string(L, -1, "spawn: an argument"); /* kept alive by the table */
         lua_pop(L, 1);
     }
     argv[n] = NULL;
     /* optional: stdout = "path" redirects the child's standard output */
+    /* the paths are checked before the actions exist (a refusal raises: nothing to free yet) */
+    const char *out_path =
+        lua_getfield(L, 1, "stdout") == LUA_TSTRING ? hl_c_string(L, -1, "spawn field 'stdout'") : NULL;
+    const char *err_path =
+        lua_getfield(L, 1, "stderr") == LUA_TSTRING ? hl_c_string(L, -1, "spawn field 'stderr'") : NULL;
+    const char *cwd = lua_getfield(L, 1, "cwd") == LUA_TSTRING ? hl_c_string(L, -1, "spawn field 'cwd'") : NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    if (lua_getfield(L, 1, "stdout") == LUA_TSTRING)
-        posix_spawn_file_actions_addopen(&fa, 1, lua_tostring(L, -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (lua_getfield(L, 1, "stderr") == LUA_TSTRING)
-        posix_spawn_file_actions_addopen(&fa, 2, lua_tostring(L, -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (lua_getfield(L, 1, "cwd") == LUA_TSTRING) /* the child starts in this folder */
-        posix_spawn_file_actions_addchdir_np(&fa, lua_tostring(L, -1));
-    lua_pop(L, 3);
+    if (out_path)
+        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (cwd) /* the child starts in this folder */
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    lua_pop(L, 3); /* the strings stay alive in the table */
     pid_t pid;
     posix_spawnattr_t attr; /* the host ignores SIGXFSZ (main.c): a child gets the default back */
     posix_spawnattr_init(&attr);
@@ -320,6 +424,7 @@ void hl_bind_util(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"spawn", l_spawn},
                                    {"check_fields", l_check_fields},
+                                   {"check_list", l_check_list},
                                    {"read_file", l_read_file},
                                    {"max_input_bytes", l_max_input_bytes},
                                    {"nearest", l_nearest},

@@ -42,26 +42,69 @@ function M.apply(hl, cfg, p)
   return t
 end
 
+local case_fields = { "name", "measured", "config", "serve", "metric", "predict" }
+
+-- A value as the message shows it: strings quoted, with their type otherwise.
+local function shown(v)
+  if type(v) == "string" then return string.format("%q (a string)", v) end
+  return tostring(v) .. " (a " .. type(v) .. ")"
+end
+
+-- Case i's predictor, function(p) -> a number > 0. Every field of the case must be known and have
+-- an effect: a misspelt 'mesured' or a 'metric' beside a 'predict' function is refused, not ignored.
 local function predictor(hl, c, i)
   if type(c) ~= "table" then fail("case " .. i .. " must be a table", 3) end
-  if type(c.measured) ~= "number" or not (c.measured > 0) then
-    fail("case " .. i .. ": field 'measured' must be a number > 0 (got " .. tostring(c.measured) .. ")", 3)
+  core.check_fields(c, case_fields, "hl.calibrate: case " .. i)
+  if c.name ~= nil and type(c.name) ~= "string" then
+    fail("case " .. i .. ": field 'name' must be a string (got " .. shown(c.name) .. ")", 3)
   end
-  if type(c.predict) == "function" then return c.predict end
+  local label = c.name and string.format("case %d (%s)", i, c.name) or ("case " .. i)
+  if type(c.measured) ~= "number" or not (c.measured > 0) or c.measured == math.huge then
+    fail(label .. ": field 'measured' must be a finite number > 0 (got " .. shown(c.measured) .. ")", 3)
+  end
+  -- a prediction is a finite number > 0 (the fit takes its log); a string or a table is named here,
+  -- not converted by the solver or left for the printer to fail on
+  local function checked(v, from)
+    if type(v) ~= "number" or not (v > 0) or v == math.huge then
+      error(string.format("%s: %s gave %s, not a finite number > 0", label, from, shown(v)), 0)
+    end
+    return v
+  end
+  if c.predict ~= nil then
+    if type(c.predict) ~= "function" then
+      fail(label .. ": field 'predict' must be a function(p) returning the prediction (got " .. shown(c.predict) .. ")", 3)
+    end
+    for _, other in ipairs { "config", "serve", "metric" } do
+      if c[other] ~= nil then
+        fail(label .. ": field '" .. other .. "' has no effect with field 'predict' (give one of them)", 3)
+      end
+    end
+    local fn = c.predict
+    return function(p) return checked(fn(p), "field 'predict'") end
+  end
   local cfg, run = c.config, hl.simulate
   if c.serve ~= nil then cfg, run = c.serve, hl.serve end
   if type(cfg) ~= "table" or (c.config ~= nil and c.serve ~= nil) then
-    fail("case " .. i .. ": give one of 'config' (hl.simulate fields) or 'serve' (hl.serve fields) with 'metric', " ..
+    fail(label .. ": give one of 'config' (hl.simulate fields) or 'serve' (hl.serve fields) with 'metric', " ..
          "or a 'predict' function", 3)
   end
   local metric = c.metric or "ttft_s"
-  if type(metric) ~= "string" then fail("case " .. i .. ": field 'metric' must be a result field name", 3) end
+  if type(metric) ~= "string" or metric == "" then
+    fail(label .. ": field 'metric' must be a result field name such as \"ttft_s\" (got " .. shown(metric) .. ")", 3)
+  end
   return function(p)
     local r = run(M.apply(hl, cfg, p))
     local v = metric_of(r, metric)
-    if type(v) ~= "number" then error(string.format("case %d: result has no numeric field '%s'", i, metric), 0) end
-    return v
+    if type(v) ~= "number" then error(string.format("%s: the result has no numeric field '%s'", label, metric), 0) end
+    return checked(v, "metric '" .. metric .. "'")
   end
+end
+
+--- The number of keys of a table (equal to #t for an array without holes or named keys).
+function M.count(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n
 end
 
 local function median(t)
@@ -93,6 +136,12 @@ function M.calibrate(t)
   if type(t.cases) ~= "table" or #t.cases == 0 then fail("field 'cases' must be a non-empty array", 2) end
   if type(t.params) ~= "table" or #t.params == 0 then fail("field 'params' must be a non-empty array of field names", 2) end
   local bounds, start = t.bounds or {}, t.start or {}
+  for _, f in ipairs { "bounds", "start" } do
+    if t[f] ~= nil and (type(t[f]) ~= "table" or getmetatable(t[f]) ~= nil) then
+      fail("field '" .. f .. "' must be a table {name = " .. (f == "bounds" and "{lo, hi}" or "value") .. "} (got " ..
+           shown(t[f]) .. ")", 2)
+    end
+  end
   local x0, lo, hi = {}, {}, {}
   local seen = {}
   for i, name in ipairs(t.params) do
@@ -106,11 +155,29 @@ function M.calibrate(t)
       local got = type(b) == "table" and ("{" .. tostring(b[1]) .. ", " .. tostring(b[2]) .. "}") or tostring(b)
       fail("bounds." .. name .. " must be {lo, hi} with finite lo < hi (got " .. got .. ")", 2)
     end
+    if #b ~= 2 or M.count(b) ~= 2 then
+      fail("bounds." .. name .. " must be {lo, hi}: two numbers and nothing else", 2)
+    end
     lo[i], hi[i] = b[1], b[2]
     x0[i] = start[name] or (b[1] + b[2]) / 2
     if type(x0[i]) ~= "number" or not (x0[i] >= lo[i] and x0[i] <= hi[i]) then
       fail("start." .. name .. " = " .. tostring(x0[i]) .. " is outside its bounds", 2)
     end
+  end
+  -- a bound or a start value for a name that is not fitted has no effect: refused, not ignored
+  for _, f in ipairs { "bounds", "start" } do
+    for k in pairs(t[f] or {}) do
+      if not seen[k] then
+        fail(string.format("%s.%s has no effect: %s is not in 'params' (%s)", f, tostring(k), shown(k),
+                           table.concat(t.params, ", ")), 2)
+      end
+    end
+  end
+  if #t.cases ~= M.count(t.cases) then
+    fail("field 'cases' must be an array (1..n, no holes and no named keys)", 2)
+  end
+  if #t.params ~= M.count(t.params) then
+    fail("field 'params' must be an array of field names (1..n, no holes and no named keys)", 2)
   end
   local preds, measured, names = {}, {}, {}
   for i, c in ipairs(t.cases) do

@@ -19,8 +19,7 @@ M.fields = {
   { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },
   { "modes", { "agg", "disagg" }, "serving modes to search: agg (one pool per instance), disagg (prefill and decode instances)" },
   { "max_tp", 0, "largest tensor-parallel size (0 = the system's HBD size)" },
-  { "max_pp", 1, "largest pipeline-parallel size (1: a serving step with pipeline stages and prompt chunks is timed " ..
-    "optimistically today, docs/MODEL.md section 14)" },
+  { "max_pp", 8, "largest pipeline-parallel size" },
   { "concurrency", nil, "per-instance concurrencies to try (default 1, 2, 4, ... until the instance is full)" },
   { "prefill_load", { 0.3, 0.5, 0.7, 0.85, 0.95 }, "prefill instance utilisations to try (fractions of its saturation rate)" },
   { "serve", nil, "extra hl.serve fields applied to every configuration (max_seqs, token_budget, chunk, block_tokens, ...)" },
@@ -51,11 +50,18 @@ local function fail(msg, level) error("hl.frontier: " .. msg, (level or 1) + 1) 
 -- (it would otherwise be read as one value, a table, and reported as "table: 0x...").
 local function list_of(v, name)
   if type(v) == "table" and getmetatable(v) == nil then
-    if #v > 0 then return v end
     if next(v) == nil then fail("field '" .. name .. "': an empty list (give at least one value)", 4) end
+    -- {1, nil, 3} and {1, x = 2} are refused: ipairs would drop what follows the hole or the key
+    local ok, e = pcall(core.check_list, v, "field '" .. name .. "'")
+    if not ok then fail(e, 4) end
+    return v
   end
   return { v }
 end
+
+-- An error of a call made for the user (hl.cluster of a system): its message without the
+-- position inside hbdlab's library ("hbdlab/objects.lua:49: ").
+local function plain_error(e) return (tostring(e):gsub("^hbdlab/[%w_]+%.lua:%d+: ", "")) end
 
 local function pow2_upto(n)
   local out, v = {}, 1
@@ -76,11 +82,11 @@ local function system_of(hl, s, i)
     local t = copy(s)
     name, t.name = t.name, nil
     local ok, c = pcall(hl.cluster, t)
-    if not ok then fail(string.format("systems[%d]: %s", i, tostring(c)), 3) end
+    if not ok then fail(string.format("systems[%d]: %s", i, plain_error(c)), 3) end
     s = c
   elseif type(s) == "string" then
     local ok, c = pcall(hl.cluster, s)
-    if not ok then fail(string.format("systems[%d]: %s", i, tostring(c)), 3) end
+    if not ok then fail(string.format("systems[%d]: %s", i, plain_error(c)), 3) end
     name, s = s, c
   elseif type(s) ~= "userdata" then
     fail(string.format("systems[%d]: expected a cluster, a preset name or a table of cluster fields, got %s", i, type(s)), 3)
@@ -501,8 +507,25 @@ local function check(t)
   if type(o.output) == "number" and o.output < 2 then
     fail("field 'output': " .. tostring(o.output) .. " is not allowed (at least 2: tokens/s per user is 1 / TPOT)", 3)
   end
-  if type(o.systems) == "table" and getmetatable(o.systems) == nil and next(o.systems) == nil then
-    fail("field 'systems': an empty list (give at least one cluster)", 3)
+  if type(o.systems) == "table" and getmetatable(o.systems) == nil then
+    if next(o.systems) == nil then fail("field 'systems': an empty list (give at least one cluster)", 3) end
+    if #o.systems > 0 then
+      o.systems = list_of(o.systems, "systems")
+    else -- one system as a table of cluster fields: {a = "hgx-h100"} is neither that nor a list
+      local names = { "gpu" }
+      for _, f in ipairs(core.fields("cluster")) do names[#names + 1] = f.name end
+      for alias in pairs(require("hbdlab.objects").aliases.cluster) do names[#names + 1] = alias end
+      local ok, e = pcall(core.check_fields, o.systems, names,
+        "hl.frontier field 'systems' (a list of systems {\"hgx-h100\", ...} or one table of cluster fields)")
+      if not ok then error(plain_error(e), 3) end
+    end
+  end
+  if type(o.progress) ~= "boolean" then
+    fail("field 'progress': expected true or false, got " .. type(o.progress) .. " " .. tostring(o.progress), 3)
+  end
+  if o.simulate > 0 and o.requests < 1 then
+    fail(string.format("field 'requests': 0 is not allowed with simulate = %d (each confirming simulation needs " ..
+      "at least 1 request; simulate = 0 confirms none)", o.simulate), 3)
   end
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
     fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)

@@ -158,11 +158,11 @@ end
 
 function M.print(rows, cols) print(M.format(rows, cols)) end
 
---- Creates a folder and its parents (no shell: an argument vector).
+--- Creates a folder and its parents (core.mkdir_p: mkdir(2) per missing component, no process).
 function M.ensure_dir(dir)
   if dir == nil or dir == "" or dir == "." then return end
-  local code, msg = core.spawn { "mkdir", "-p", "--", dir }
-  if code ~= 0 then error("cannot create folder " .. dir .. ": " .. tostring(msg or code), 3) end
+  local ok, msg = core.mkdir_p(dir)
+  if not ok then error("cannot create folder " .. dir .. ": " .. tostring(msg), 3) end
 end
 
 --- Writes text to path atomically: a temp file in the same folder (mkstemp), then rename;

@@ -348,10 +348,16 @@ function M.serve_sweep(t)
       error("hl.serve_sweep: unknown field '" .. tostring(k) .. "' (allowed: base, axes, zip)", 2)
     end
   end
+  if t.zip ~= nil and type(t.zip) ~= "boolean" then
+    error("hl.serve_sweep: field 'zip': expected true or false, got " .. type(t.zip) .. " " .. tostring(t.zip), 2)
+  end
   local names = {}
   for k, v in pairs(t.axes) do
     if type(k) ~= "string" then error("hl.serve_sweep: axis names must be strings", 2) end
     if type(v) ~= "table" or #v == 0 then error("hl.serve_sweep axis '" .. k .. "': expected a non-empty list of values", 2) end
+    -- {1, nil, 3} ran one point: a list is keys 1..n exactly
+    local ok, e = pcall(core.check_list, v, "hl.serve_sweep axis '" .. k .. "'")
+    if not ok then error(e, 2) end
     names[#names + 1] = k
   end
   table.sort(names)
@@ -427,4 +433,10 @@ function M.serve_sweep(t)
 end
 
 M.result_mt = result_mt
+
+--- Whether x is a result of hl.serve, hl.serve_capacity or hl.serve_pd_ratio (by its metatable).
+function M.is_result(x)
+  local mt = getmetatable(x)
+  return mt ~= nil and (mt == result_mt or mt == steady_mt or mt == capacity_mt or mt == pd_mt)
+end
 return M

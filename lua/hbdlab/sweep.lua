@@ -18,6 +18,9 @@ local function axis_list(axes)
     if type(a.name) ~= "string" or type(a.values) ~= "table" or #a.values == 0 then
       error("sweep: axis '" .. tostring(a.name) .. "' needs a non-empty array of values", 3)
     end
+    -- {1, nil, 3} ran one point and {1, 2, x = 3} dropped x: a list is keys 1..n exactly
+    local ok, e = pcall(core.check_list, a.values, "sweep axis '" .. a.name .. "'")
+    if not ok then error(e, 3) end
   end
   return list
 end
@@ -55,7 +58,24 @@ local function core_axes_of(list)
   return out
 end
 
+-- The points of a function-form sweep are Lua tables, with a row each: about this many bytes a
+-- point with k axes (two tables of k fields: 2 x (56 + 32 k) B, derived from Lua 5.4's Table and
+-- Node sizes), before what the function returns. Checked against the sweep budget
+-- ($HBDLAB_SWEEP_MEMORY_BYTES, as the C sweep's) before any point is built.
+local function point_bytes(k) return 2 * (56 + 32 * k) end
+
 local function product_points(list, zip)
+  if zip ~= nil and type(zip) ~= "boolean" then
+    error("sweep: field 'zip': expected true or false, got " .. type(zip) .. " " .. tostring(zip), 3)
+  end
+  local count = zip and #list[1].values or 1
+  if not zip then for _, a in ipairs(list) do count = count * #a.values end end
+  local budget = core.sweep_memory_budget()
+  if count * point_bytes(#list) > budget then
+    error(string.format("sweep: %.4g points need about %.3g GB of Lua tables for their points and rows, over the " ..
+      "sweep memory budget of %.3g GB (HBDLAB_SWEEP_MEMORY_BYTES): sweep fewer points, or stream a sweep of " ..
+      "simulate fields to CSV with hl.sweep_to_csv", count, count * point_bytes(#list) / 1e9, budget / 1e9), 3)
+  end
   local pts = {}
   if zip then
     local n = #list[1].values

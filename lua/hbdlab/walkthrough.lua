@@ -571,7 +571,7 @@ function M.walkthrough(x, path, opts)
   if opts ~= nil then
     if type(opts) ~= "table" then error("hl.walkthrough: opts must be a table {share =, title =}", 2) end
     local ok, e = pcall(core.check_fields, opts, { "share", "title" }, "hl.walkthrough opts")
-    if not ok then error((tostring(e):gsub("^[^:]*:%d+: ", "")), 2) end
+    if not ok then error((tostring(e):gsub("^hbdlab/[%w_]+%.lua:%d+: ", "")), 2) end
     local sh = opts.share
     if sh ~= nil and (type(sh) ~= "number" or not (sh > 0 and sh < 1)) then
       error("hl.walkthrough: opts field 'share': " .. tostring(sh) .. " is not allowed (a fraction in (0, 1) of the step time)", 2)
@@ -583,6 +583,21 @@ function M.walkthrough(x, path, opts)
   if path ~= nil and type(path) ~= "string" then error("hl.walkthrough: path must be a file name (.html)", 2) end
   local sim = require "hbdlab.simulate"
   local r, job = x, sim.job_of[x]
+  -- a serving result or configuration is not one job: say so, instead of "field 'model' ... got nil"
+  -- or "unknown field 'rate'" from hl.simulate
+  local serving = "hl.walkthrough explains one hl.simulate job (its step's operators and collectives)"
+  if not job and require("hbdlab.serve").is_result(x) then
+    error(serving .. "; this is a result of hl.serve: give the instance's simulate fields instead " ..
+      "(model, cluster, parallel, precision, batch, input, output)", 2)
+  end
+  if not job then
+    for _, f in ipairs(core.fields("serve")) do
+      if x[f.name] ~= nil and f.name ~= "input" and f.name ~= "output" then
+        error(string.format("%s; field '%s' is a serving field (hl.serve): give the instance's simulate fields " ..
+          "only (model, cluster, parallel, precision, batch, input, output)", serving, f.name), 2)
+      end
+    end
+  end
   if not job then
     job = objects.coerce_job(x)
     r = sim.simulate(x)

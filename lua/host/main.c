@@ -312,10 +312,15 @@ static int on_panic(lua_State *L)
 
 static lua_State *new_state(void)
 {
-    const char *cap = getenv("HBDLAB_TEST_LUA_MEMORY");
-    if (!cap || !*cap)
+    double cap;
+    hl_err err;
+    if (hl_env_bytes("HBDLAB_TEST_LUA_MEMORY", 0, 1e15, &cap, &err)) {
+        fprintf(stderr, "%s: %s\n", progname, err.msg); /* junk was a cap of 0: nothing could run */
+        exit(EXIT_FAILURE);
+    }
+    if (cap == 0)
         return luaL_newstate();
-    lua_cap = (size_t)strtoull(cap, NULL, 10);
+    lua_cap = (size_t)cap;
     lua_State *L = lua_newstate(capped_alloc, NULL);
     if (L)
         lua_atpanic(L, on_panic);

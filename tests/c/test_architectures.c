@@ -9,6 +9,7 @@
 #include "check.h"
 #include "jobs.h"
 #include "hbdlab/hbdlab.h"
+#include "step_int.h"
 
 static hl_model hf(const char *file)
 {
@@ -436,6 +437,62 @@ static void test_vision_encoder_by_hand(void **state)
     assert_fails_with(hl_memory_per_gpu(&t, &mem, &e), HL_EINVAL, &e, "needs a model with a vision encoder");
 }
 
+/* hl.serve runs the vision encoder too: a request with 256 image tokens (the
+ * 1,346,937,815,040 FLOPs above) served alone on one H200 has hl_sim_run's
+ * TTFT, encoder included, which is at least those FLOPs at the BF16 peak
+ * (989.4 TFLOP/s: 1.36 ms) above the TTFT without the image. With chunks of
+ * 512 of its 1,000-token prompt, the encoder runs in the step that carries
+ * the first chunk (offset 0) and not in the second (offset 512): their times
+ * are the step timer's with images 1 and 0. */
+static void test_serve_runs_vision_encoder(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen2.5-vl-7b", "h200", 1, 1);
+    j.input = 1000;
+    j.output = 8;
+    j.image_tokens = 256;
+    hl_result *with = sim(&j);
+    j.image_tokens = 0;
+    hl_result *without = sim(&j);
+    j.image_tokens = 256;
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.arrival = HL_ARRIVAL_CONCURRENCY;
+    c.concurrency = 1;
+    c.requests = 2;
+    c.input.mean = 1000;
+    c.output.mean = 8;
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_rel(r.ttft_s.mean, with->ttft_s, 1e-9, "TTFT alone = hl_sim_run's, encoder included");
+    assert_true(r.ttft_s.mean - without->ttft_s >= 1346937815040.0 / 989.4e12);
+    hl_serve_result_free(&r);
+    free(with);
+    free(without);
+
+    c.chunked_prefill = 1;
+    c.chunk = 512;
+    c.token_budget = 512;
+    c.requests = 1;
+    c.keep_steps = 1;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_stepper *st;
+    assert_ok(hl_stepper_new(&c.job, 512, &st, &e), &e);
+    hl_iter_chunk c1 = {512, 0}, c2 = {488, 512};
+    hl_iter i1 = {0, 0, 0, 1, &c1, 0, 1, 0}, i0 = {0, 0, 0, 1, &c1, 0, 0, 0}, i2 = {0, 0, 0, 1, &c2, 1, 0, 0};
+    double d1, d0, d2;
+    assert_ok(hl_stepper_time(st, &i1, &d1, &e), &e);
+    assert_ok(hl_stepper_time(st, &i0, &d0, &e), &e);
+    assert_ok(hl_stepper_time(st, &i2, &d2, &e), &e);
+    hl_stepper_free(st);
+    assert_true(d1 - d0 >= 1346937815040.0 / 989.4e12);
+    assert_true(r.n_steps_log >= 2);
+    assert_rel(r.steps_log[0].dt_s, d1, 1e-12, "first chunk: the encoder runs");
+    assert_rel(r.steps_log[1].dt_s, d2, 1e-12, "second chunk: it does not");
+    hl_serve_result_free(&r);
+}
+
 /* Gated DeltaNet decode: per token the same work at any context. Qwen3-Next on
  * one GPU, batch 1: the rows that are not attention (linear layers, MoE, ...)
  * cost the same per step at 1,000 and 100,000 tokens of context. */
@@ -523,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_chunked_prefill_by_hand),
         cmocka_unit_test(test_decode_closed_form_equals_steps),
         cmocka_unit_test(test_vision_encoder_by_hand),
+        cmocka_unit_test(test_serve_runs_vision_encoder),
         cmocka_unit_test(test_linear_attention_constant_per_token),
         cmocka_unit_test(test_hf_errors),
         cmocka_unit_test(test_pattern_validation),

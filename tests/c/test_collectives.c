@@ -60,11 +60,13 @@ static void check_row(const hl_item *it, const char *label, hl_coll_op op, doubl
  * HBDs of 2, tp = 2, pp = 2 (dp = 1), batch b = 2, input 64, output 3, no
  * overlap. Ranks tp,dp,pp: TP group {0,1} inside HBD 0; stage neighbours 2
  * ranks apart, in different HBDs. Stage layers 16.
- * Prefill, T = b * input = 128 tokens:
- * - tp_allreduce: S = T h a = 128 * 4096 * 2 = 1,048,576 B over 2 ranks in 1
- *   HBD; 2 per layer (after attention, after the FFN) x 16 = 32 calls; every
+ * Pipeline micro-batches (MODEL.md 6, "Pipeline"): m = min(mb = pp = 2, b = 2)
+ * = 2, one sequence each.
+ * Prefill, T = b * input = 128 tokens, in 2 micro-batches of 64:
+ * - tp_allreduce: S = 64 h a = 64 * 4096 * 2 = 524,288 B over 2 ranks in 1
+ *   HBD; 2 per layer (after attention, after the FFN) x 16 x m = 64 calls; every
  *   algorithm on 2 ranks sends S per GPU (ring 2(n-1)/n S = S), all scale-up;
- *   inside the layers, so path_factor = (mb + pp - 1) / mb = (2 + 1) / 2 = 1.5.
+ *   inside the layers, so path_factor = (m + pp - 1) / m = (2 + 1) / 2 = 1.5.
  * - logits_allgather: S = b vocab a = 2 * 128256 * 2 = 513,024 B (the output)
  *   over the 2 TP ranks, 1 call; each GPU sends its (n-1)/n = half: 256,512 B.
  * - token_broadcast: S = b * 4 = 8 B over tp pp = 4 ranks packed in 2 HBDs, 1 call.
@@ -72,8 +74,9 @@ static void check_row(const hl_item *it, const char *label, hl_coll_op op, doubl
  *   every prompt token's hidden vector crosses the stage boundary,
  *   S = T h a = 128 * 4096 * 2 = 1,048,576 B (it was b h a = 16,384 B, one
  *   vector per sequence, until the prefill's per-pass operators counted T).
- * Decode, output - 1 = 2 steps, each a pass of both stages (4 stage passes):
- * - tp_allreduce: S = b h a = 16,384 B, 2 x 16 x 4 = 128 calls;
+ * Decode, output - 1 = 2 steps, each max(m, pp) = 2 stage slots of one
+ * micro-batch (4 stage passes on the critical path):
+ * - tp_allreduce: S = (b/m) h a = 8,192 B, 2 x 16 x 4 = 128 calls;
  * - pp_sendrecv: 16,384 B, 2 calls; logits_allgather 513,024 B, 2 calls;
  *   token_broadcast 8 B, 2 calls. */
 static void test_tp2pp2_collectives_by_hand(void **state)
@@ -89,7 +92,7 @@ static void test_tp2pp2_collectives_by_hand(void **state)
     int np = r.n_prefill_items, nd = r.n_decode_items;
     assert_int_equal(count_comm(p, np), 4);
     assert_int_equal(count_comm(d, nd), 4);
-    check_row(find_coll(p, np, "tp_allreduce", -1), "prefill tp_allreduce", HL_ALLREDUCE, 1048576, 2, 1, 32, 0, 1048576,
+    check_row(find_coll(p, np, "tp_allreduce", -1), "prefill tp_allreduce", HL_ALLREDUCE, 524288, 2, 1, 64, 0, 524288,
               0);
     check_row(find_coll(p, np, "logits_allgather", -1), "prefill logits", HL_ALLGATHER, 513024, 2, 1, 1, 1, 256512, 0);
     check_row(find_coll(p, np, "pp_sendrecv", -1), "prefill pp_sendrecv", HL_SENDRECV, 1048576, 2, 2, 1, 1, 0, 1048576);
@@ -104,14 +107,14 @@ static void test_tp2pp2_collectives_by_hand(void **state)
     assert_rel(find_coll(p, np, "tp_allreduce", -1)->path_factor, 1.5, 0, "pipeline fill of rows inside the layers");
     assert_rel(tb->path_factor, 1, 0, "once-per-pass rows");
 
-    check_row(find_coll(d, nd, "tp_allreduce", -1), "decode tp_allreduce", HL_ALLREDUCE, 16384, 2, 1, 128, 0, 16384, 0);
+    check_row(find_coll(d, nd, "tp_allreduce", -1), "decode tp_allreduce", HL_ALLREDUCE, 8192, 2, 1, 128, 0, 8192, 0);
     check_row(find_coll(d, nd, "pp_sendrecv", -1), "decode pp_sendrecv", HL_SENDRECV, 16384, 2, 2, 2, 1, 0, 16384);
     check_row(find_coll(d, nd, "logits_allgather", -1), "decode logits", HL_ALLGATHER, 513024, 2, 1, 2, 1, 256512, 0);
     assert_rel(find_coll(d, nd, "token_broadcast", -1)->calls, 2, 0, "decode token broadcast calls");
 
     /* the listed time of one call is the collective model's time of the listed shape
      * (H100's scale-out is far below scale-up: no rerouting, MODEL.md 6) */
-    hl_coll_in in = {HL_ALLREDUCE, HL_ALGO_AUTO, 1048576, 2, 2, 0};
+    hl_coll_in in = {HL_ALLREDUCE, HL_ALGO_AUTO, 524288, 2, 2, 0};
     hl_coll_out o;
     assert_ok(hl_coll_time(&j.cluster, &in, &o, &e), &e);
     assert_rel(find_coll(p, np, "tp_allreduce", -1)->call_time_s, o.time_s, 1e-12, "TP AllReduce per call");

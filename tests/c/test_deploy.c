@@ -93,7 +93,7 @@ static void test_lockstep_dp_moe(void **state)
     assert_ok(hl_stepper_new_rank(&j, 8192, &rank, &e), &e);
     assert_ok(hl_stepper_new(&j, 8192, &pooled, &e), &e);
     hl_iter_chunk ch = {2000, 0};
-    hl_iter it = {0, 0, 0, 1, &ch, 1, 2000};
+    hl_iter it = {0, 0, 0, 1, &ch, 1, 0, 2000};
     double t_rank, t_pooled;
     assert_ok(hl_stepper_time(rank, &it, &t_rank, &e), &e);
     it.routed = 0;

@@ -13,7 +13,7 @@
 /* Time of one iteration from the per-step model (the scheduler is under test, not it). */
 static double step_time(hl_stepper *st, double dec, double ctx_mean, const hl_iter_chunk *ch, int n, double rows)
 {
-    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows, 0};
+    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows, 0, 0};
     double t;
     hl_err e;
     assert_ok(hl_stepper_time(st, &it, &t, &e), &e);

@@ -44,7 +44,7 @@ case " $targets " in *" lua_presets "* | *" serve "*)
     # shellcheck disable=SC2046
     "$cc" -O1 $(pkg-config --cflags lua5.4) cmake/lua_chunks.c $(pkg-config --libs lua5.4) -o "$out/lua_chunks"
     # shellcheck disable=SC2046
-    "$out/lua_chunks" "$PWD/$out/lua_data.c" "$PWD/lua" $(ls lua/hbdlab/*.lua | sed "s|^|$PWD/|")
+    "$out/lua_chunks" "$PWD/$out/lua_data.c" "$PWD/lua" $(ls lua/hbdlab/*.lua | sed "s|^|$PWD/|") --text hbdlab/plot_style.lua "$PWD/plots/style.gp"
     "$cc" -O1 -g -fsanitize=fuzzer-no-link,address -Ilua/bind -c "$out/lua_data.c" -o "$out/lua_data.o"
     lua_objs+=("$out/lua_data.o")
     ;;

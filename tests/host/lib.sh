@@ -15,7 +15,8 @@ bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
 check() {
     local name=$1
     shift
-    if "$@"; then ok; else bad "$name"; fi
+    # fails when COND fails, so that `check NAME COND || print-diagnostics` prints them
+    if "$@"; then ok; else bad "$name"; return 1; fi
 }
 
 # expect_fail NAME EXPECTED CMD...: CMD must exit 1 (a Lua error), not crash (>= 128)

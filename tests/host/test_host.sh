@@ -44,7 +44,8 @@ check "a script that cannot be loaded is named even with arguments (was: 'hbdlab
 
 printf 'x = = 1\n' > "$TMP/syntax.lua"
 err=$("$HBDLAB" "$TMP/syntax.lua" 2>&1); rc=$?
-check "syntax error exits 1 with position" [ "$rc" -eq 1 ] && contains "$err" "syntax.lua:1:"
+check "syntax error exits 1 ($rc)" [ "$rc" -eq 1 ]
+check "syntax error names its position" contains "$err" "syntax.lua:1:"
 
 out=$("$HBDLAB" -e 'x = 20' -e 'print(x + 1)')
 check "-e chunks run in order in one state" [ "$out" = "21" ]
@@ -54,7 +55,8 @@ check "--version" contains "$out" "hbdlab "
 out=$("$HBDLAB" --help)
 check "--help shows usage" contains "$out" "usage: hbdlab"
 err=$("$HBDLAB" --bogus 2>&1); rc=$?
-check "unknown option is an error" [ "$rc" -eq 1 ] && contains "$err" "unrecognized option '--bogus'"
+check "unknown option is an error ($rc)" [ "$rc" -eq 1 ]
+check "unknown option is named" contains "$err" "unrecognized option '--bogus'"
 
 out=$("$HBDLAB" -e 'print(hl == require "hbdlab")')
 check "hl global is the module" [ "$out" = "true" ]

@@ -105,4 +105,48 @@ LUA
 out=$(HBDLAB_TEST_LUA_MEMORY=12000000 "$HBDLAB" "$TMP/oom.lua" 2>&1); rc=$?
 check "Lua OOM building sweep rows: a clean error, exit 0 (rc $rc): $out" sh -c "[ $rc -eq 0 ] && echo '$out' | grep -q 'false.*not enough memory'"
 
+
+# ---- issue 22 item 10: junk in the HBDLAB_* limits was replaced by the default silently ----
+for v in abc -5 1e999 8GB 0.5 0; do
+    expect_fail "HBDLAB_MAX_INPUT_BYTES=$v is refused, named" "environment variable HBDLAB_MAX_INPUT_BYTES: '$v' is not allowed" \
+        env HBDLAB_MAX_INPUT_BYTES="$v" "$HBDLAB" eval "$TMP/small.json"
+    expect_fail "HBDLAB_SWEEP_MEMORY_BYTES=$v is refused, named" "environment variable HBDLAB_SWEEP_MEMORY_BYTES: '$v'" \
+        env HBDLAB_SWEEP_MEMORY_BYTES="$v" "$HBDLAB" -e "hl.sweep { base = { model = 'llama-3.1-8b', cluster = 'hgx-h100',
+            parallel = { tp = 8 } }, axes = { batch = { 1 } }, progress = false }"
+    expect_fail "HBDLAB_SERVE_MEMORY_BYTES=$v is refused, named" "environment variable HBDLAB_SERVE_MEMORY_BYTES: '$v'" \
+        env HBDLAB_SERVE_MEMORY_BYTES="$v" "$HBDLAB" -e "hl.serve { model = 'llama-3.1-8b', cluster = 'hgx-h100',
+            parallel = { tp = 8 }, rate = 1, requests = 5 }"
+done
+expect_fail "HBDLAB_TEST_LUA_MEMORY=abc is refused, named" "environment variable HBDLAB_TEST_LUA_MEMORY: 'abc'" \
+    env HBDLAB_TEST_LUA_MEMORY=abc "$HBDLAB" -e "print(1)"
+expect_fail "a junk limit's control bytes are not echoed raw" "'a?[31m' is not allowed" \
+    env HBDLAB_MAX_INPUT_BYTES="$(printf 'a\033[31m')" "$HBDLAB" eval "$TMP/small.json"
+check "a valid limit in exponent form is read (8e9)" env HBDLAB_SWEEP_MEMORY_BYTES=8e9 "$HBDLAB" -e "hl.sweep { base = {
+    model = 'llama-3.1-8b', cluster = 'hgx-h100', parallel = { tp = 8 } }, axes = { batch = { 1 } }, progress = false }"
+# the function-form sweep is held to the same budget (it had none): 1,000 points of 2 axes need ~0.3 MB
+expect_fail "a function-form sweep over HBDLAB_SWEEP_MEMORY_BYTES is refused before it runs" \
+    "over the sweep memory budget of 1e-05 GB (HBDLAB_SWEEP_MEMORY_BYTES)" \
+    env HBDLAB_SWEEP_MEMORY_BYTES=10000 "$HBDLAB" -e "local v = {} for i = 1, 1000 do v[i] = i end
+        hl.sweep({ a = v, b = { 1 } }, function() error('ran') end)"
+
+
+# ---- issue 22 item 10: override files were listed by hl.gpus() but never read when their name
+# had upper case or '_' ("H100-SXM.json" passed over for the embedded preset; "my_gpu.json"
+# reported as "unknown gpu preset 'my_gpu' (did you mean 'my_gpu'?)") ----
+O="$TMP/overrides"
+mkdir -p "$O/gpus" "$O/models"
+sed 's/"eff_gemm": *[0-9.]*/"eff_gemm": 0.5/' "$HBDLAB_SOURCE_DIR/core/presets/gpus/h100-sxm.json" > "$O/gpus/H100-SXM.json"
+echo '{"base": "h100-sxm", "name": "my gpu", "eff_gemm": 0.25}' > "$O/gpus/my_gpu.json"
+echo '{"base": "llama-3.1-8b", "name": "Tiny", "layers": 2}' > "$O/models/Tiny_Llama.json"
+out=$(HBDLAB_PRESETS=$O "$HBDLAB" -e 'print(hl.gpu("H100-SXM").eff_gemm, hl.gpu("h100").eff_gemm, hl.gpu("my_gpu").eff_gemm,
+    hl.gpu("MY-GPU").eff_gemm, hl.model("tiny-llama").layers, hl.simulate { model = "Tiny_Llama",
+    cluster = { gpu = "H100-SXM", gpus = 1, hbd = 1 } }.ttft_s > 0)' 2>&1)
+check "an override file named in upper case or with '_' is read ($out)" [ "$out" = "0.5	0.5	0.25	0.25	2	true" ]
+out=$(HBDLAB_PRESETS=$O "$HBDLAB" -e 'print(table.concat(hl.gpus(), " "))' 2>&1)
+check "listed under the name it is found by ($out)" contains "$out" " my-gpu "
+check "listed once ($out)" [ "$(echo "$out" | tr ' ' '\n' | grep -c '^h100-sxm$')" -eq 1 ]
+cp "$O/gpus/H100-SXM.json" "$O/gpus/h100_sxm.json"
+expect_fail "two override files naming one preset are refused, both named" \
+    "two override files name gpu preset 'h100-sxm': " env HBDLAB_PRESETS=$O "$HBDLAB" -e 'hl.gpu "H100-SXM"'
+
 finish

@@ -24,6 +24,12 @@ for i, c in ipairs(configs) do
   cases[i] = { name = "synthetic " .. i, config = c[1], metric = c[2], measured = r[c[2]] }
 end
 local bounds = { eff_gemm_fp8 = { 0.1, 1 }, coll_launch = { 0, 5e-5 }, step_overhead = { 0, 0.01 } }
+-- the bounds of the named parameters only (a bound for a parameter not fitted is refused)
+local function bounds_of(...)
+  local b = {}
+  for _, name in ipairs { ... } do b[name] = bounds[name] end
+  return b
+end
 
 T.test("recovers known GPU, cluster and job fields within 1%", function()
   local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "coll_launch", "step_overhead" }, bounds = bounds }
@@ -37,7 +43,7 @@ end)
 T.test("fit on half, predict the held-out half", function()
   local fit = {}
   for i = 1, #cases do fit[i] = i % 2 == 1 end
-  local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "step_overhead" }, bounds = bounds, fit = fit,
+  local res = hl.calibrate { cases = cases, params = { "eff_gemm_fp8", "step_overhead" }, bounds = bounds_of("eff_gemm_fp8", "step_overhead"), fit = fit,
                              start = { eff_gemm_fp8 = 0.7, step_overhead = 1e-4 }, loo = false }
   T.ok(res.held_out and res.held_out.n == 4, "four held-out cases")
   T.ok(res.cases[2].loo_err == nil and not res.cases[2].fitted, "case 2 held out")
@@ -64,19 +70,20 @@ T.test("serve cases: a serving metric, fitted through hl.serve", function()
   local res = hl.calibrate { cases = sc, params = { "step_overhead" }, bounds = { step_overhead = { 0, 0.01 } } }
   T.near(res.params.step_overhead, 3e-3, 0.01, "step_overhead through hl.serve")
   T.raises(function() hl.calibrate { cases = { { measured = 1, serve = base, config = base } }, params = { "eff_gemm_fp8" },
-                                     bounds = bounds } end, "one of 'config'")
+                                     bounds = bounds_of("eff_gemm_fp8") } end, "one of 'config'")
 end)
 
 T.test("bad input names the field", function()
   T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm_fp8" } } end, "bounds.eff_gemm_fp8")
   T.raises(function() hl.calibrate { cases = { { measured = -1, config = configs[1][1] } }, params = { "eff_gemm_fp8" },
-                                     bounds = bounds } end, "case 1", "'measured'")
+                                     bounds = bounds_of("eff_gemm_fp8") } end, "case 1", "'measured'")
   T.raises(function() hl.calibrate { cases = cases, params = { "no_such_field" }, bounds = { no_such_field = { 0, 1 } } } end,
            "unknown field 'no_such_field'")
   T.raises(function() hl.calibrate { cases = cases, params = { "eff_gemm_fp8" }, bounds = bounds, colour = 1 } end,
            "unknown field 'colour'")
   T.raises(function() hl.calibrate { cases = { { measured = 1, config = configs[1][1] } },
-                                     params = { "eff_gemm_fp8", "step_overhead" }, bounds = bounds } end,
+                                     params = { "eff_gemm_fp8", "step_overhead" },
+                                     bounds = bounds_of("eff_gemm_fp8", "step_overhead") } end,
            "1 cases cannot fit 2 parameters")
 end)
 
@@ -152,8 +159,54 @@ T.test("a parameter fitted onto its bound is flagged", function()
   local text = {}
   calibrate.print(res, function(...) for _, x in ipairs { ... } do text[#text + 1] = tostring(x) end end)
   T.ok(table.concat(text):find("eff_gemm.-ON ITS LOWER BOUND"), "the printed table says so")
-  local ok = hl.calibrate { cases = cases, params = { "eff_gemm_fp8" }, bounds = bounds }
+  local ok = hl.calibrate { cases = cases, params = { "eff_gemm_fp8" }, bounds = bounds_of("eff_gemm_fp8") }
   T.ok(next(ok.at_bound) == nil, "a fit inside its bounds flags nothing")
+end)
+
+T.test("issue 22: calibration cases and keys are checked, never ignored or left for the printer", function()
+  local one = function(extra)
+    local c = { measured = 4, predict = function(p) return (p.a or 1) ^ 2 end }
+    for k, v in pairs(extra or {}) do c[k] = v end
+    return c
+  end
+  local function cal(t)
+    t.params = t.params or { "a" }
+    t.bounds = t.bounds or { a = { 0.5, 5 } }
+    return hl.calibrate(t)
+  end
+  -- a prediction that is a string: the solver converted "4" to a number and the fit ran; "x" was
+  -- "prediction 1 is not a number" without the case's name
+  T.raises(function() cal { cases = { one { predict = function() return "4" end } } } end,
+           "case 1: field 'predict' gave \"4\" (a string), not a finite number > 0")
+  T.raises(function() cal { cases = { one { name = "big", predict = function() return {} end } } } end,
+           "case 1 (big): field 'predict' gave table")
+  T.raises(function() cal { cases = { one { predict = function() return -1 end } } } end, "gave -1 (a number)")
+  T.raises(function() cal { cases = { one { predict = "x" } } } end, "field 'predict' must be a function")
+  -- a numeric case name: the fit ran, then the table printer failed on c.name:sub
+  T.raises(function() cal { cases = { one { name = 7 } } } end, "case 1: field 'name' must be a string (got 7 (a number))")
+  -- misspelt and no-effect case fields were ignored
+  T.raises(function() cal { cases = { { mesured = 4, predict = function() return 4 end } } } end,
+           "case 1: unknown field 'mesured' (did you mean 'measured'?")
+  T.raises(function() cal { cases = { one { metric = "tpot_s" } } } end,
+           "case 1: field 'metric' has no effect with field 'predict'")
+  T.raises(function() cal { cases = { one { config = configs[1][1] } } } end, "field 'config' has no effect with field 'predict'")
+  T.raises(function() cal { cases = { { measured = 1, config = configs[1][1], metric = 5 } } } end,
+           "field 'metric' must be a result field name")
+  T.raises(function() cal { cases = { one { measured = math.huge } } } end, "field 'measured' must be a finite number > 0")
+  -- bounds and start for a name not fitted (a misspelt start was silently the mid-bounds value)
+  T.raises(function() cal { cases = { one() }, start = { aa = 1 } } end, "start.aa has no effect: \"aa\" (a string) is not in 'params'")
+  T.raises(function() cal { cases = { one() }, bounds = { a = { 0.5, 5 }, b = { 0, 1 } } } end, "bounds.b has no effect")
+  T.raises(function() cal { cases = { one() }, bounds = { a = { 0.5, 5, 9 } } } end, "bounds.a must be {lo, hi}: two numbers")
+  T.raises(function() cal { cases = { one() }, bounds = "a" } end, "field 'bounds' must be a table")
+  -- holes and named keys in the lists: ipairs stopped at the hole, the rest were dropped
+  T.raises(function() cal { cases = { one(), nil, one() } } end, "field 'cases' must be an array")
+  T.raises(function() cal { cases = { one(), extra = one() } } end, "field 'cases' must be an array")
+  T.raises(function() cal { cases = { one() }, params = { "a", x = "b" } } end, "field 'params' must be an array")
+  -- and the fit still runs on a well-formed case, printed with its name
+  local res = cal { cases = { one { name = "square" } } }
+  local out = {}
+  calibrate.print(res, function(...) for _, s in ipairs { ... } do out[#out + 1] = tostring(s) end end)
+  T.ok(table.concat(out):find("square", 1, true) ~= nil, "the case is printed by name")
 end)
 
 T.done()

@@ -49,4 +49,22 @@ T.test("sweep_to_csv and rows.write_csv write one sweep identically", function()
   T.eq(ta, tb, "the same bytes")
 end)
 
+T.test("rows.write creates missing folders and names the one it cannot create", function()
+  local base = os.tmpname() -- a file: a folder cannot be made below it
+  os.remove(base)
+  local dir = base .. "/a//b/c/"
+  hl.rows.write({ { x = 1 } }, dir .. "r.csv")
+  local f = io.open(dir .. "r.csv")
+  T.ok(f ~= nil, "written into a new three-level folder")
+  T.eq(f:read("a"), "x\n1\n", "the rows")
+  f:close()
+  hl.rows.write({ { x = 2 } }, dir .. "r.csv") -- the folders exist now
+  local blocker = base .. "/a/file"
+  io.open(blocker, "w"):close()
+  T.raises(function() hl.rows.write({ { x = 1 } }, blocker .. "/sub/r.csv") end,
+           "cannot create folder " .. blocker .. "/sub: " .. blocker .. ": Not a directory")
+  os.remove(dir .. "r.csv"); os.remove(base .. "/a/b/c"); os.remove(base .. "/a/b"); os.remove(blocker)
+  os.remove(base .. "/a"); os.remove(base)
+end)
+
 T.done()

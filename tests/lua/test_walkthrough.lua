@@ -67,17 +67,18 @@ T.test("the walkthrough runs and prints each collective as the simulator counted
 end)
 
 -- By hand (Llama-3.1-8B: h 4096, 32 layers, vocab 128256; BF16 a = 2 B; batch 8, prompt 2048):
--- prefill TP AllReduce S = 8 * 2048 * 4096 * 2 = 134,217,728 B = 134.2 MB, 2 per layer x 16 stage
--- layers = 32 calls; decode TP AllReduce S = 8 * 4096 * 2 = 65,536 B = 65.54 kB, 2 x 32 layers = 64
--- per step; logits AllGather S = 8 * 128256 * 2 = 2,052,096 B = 2.052 MB; token ids 8 * 4 = 32 B to
+-- pp = 2 keeps m = 2 micro-batches of 4 sequences in flight (MODEL.md 6, "Pipeline"); prefill TP
+-- AllReduce S = 4 * 2048 * 4096 * 2 = 67,108,864 B = 67.11 MB, 2 per layer x 16 stage layers x 2
+-- micro-batches = 64 calls; decode TP AllReduce S = 4 * 4096 * 2 = 32,768 B = 32.77 kB, 2 x 16 layers
+-- x max(m, pp) = 2 stage slots = 64 per step; logits AllGather S = 8 * 128256 * 2 = 2,052,096 B = 2.052 MB; token ids 8 * 4 = 32 B to
 -- tp * pp = 4 ranks over 2 HBDs.
 T.test("the printed sizes are the hand-worked ones", function()
   local tp = cols(line("2. TP AllReduce"))
-  T.eq(tp.bytes, "134.2 MB", "prefill TP AllReduce bytes")
-  T.eq(tp.count, 32, "prefill TP AllReduce calls")
+  T.eq(tp.bytes, "67.11 MB", "prefill TP AllReduce bytes")
+  T.eq(tp.count, 64, "prefill TP AllReduce calls")
   T.eq(tp.hbds, 1, "TP stays inside an HBD")
   local dec = cols(line("7. decode step (1 token/seq): TP AllReduce"))
-  T.eq(dec.bytes, "65.54 kB", "decode TP AllReduce bytes")
+  T.eq(dec.bytes, "32.77 kB", "decode TP AllReduce bytes")
   T.eq(dec.count, 64, "decode TP AllReduce calls per step")
   T.eq(cols(line("5. logits AllGather")).bytes, "2.052 MB", "logits")
   local tb = cols(line("6. sampled token ids"))
@@ -91,7 +92,7 @@ T.test("the requirements table is fed from the simulator's rows", function()
   local tp = row("prefill", "tp_allreduce")
   local l = line("TP prefill (AllReduce, per stage)")
   T.ok(l:find(si(tp.call_bytes, "B"), 1, true), "bytes each: " .. l)
-  T.ok(l:find("scale-up", 1, true) and l:find(" 32 ", 1, true), "tier and count: " .. l)
+  T.ok(l:find("scale-up", 1, true) and l:find(" 64 ", 1, true), "tier and count: " .. l)
   T.ok(line("EP (All-to-All, mixtral-8x7b EP4 prefill)  scale-out"), "EP scale-out row")
 end)
 

@@ -16,8 +16,14 @@ hl_status hl_read_file(const char *path, char **text, hl_err *err);
 void hl_free(void *p);
 
 /* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES when set to a
- * positive integer, else 64 MiB. */
+ * positive integer, else 64 MiB (hl_read_file refuses a value that is not one, see hl_env_bytes). */
 int64_t hl_max_input_bytes(void);
+
+/* Reads environment variable `name` as a byte count: a whole number in 1..max (decimal or
+ * exponent form, "65536", "8e9") into *bytes, or def when it is unset or empty. Anything else
+ * ("abc", "-5", "1e999", "8GB", "0.5") fails naming the variable, its value and what is allowed
+ * (a limit with junk in it was replaced by its default silently). */
+hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, hl_err *err);
 
 /* Byte offset of the first invalid UTF-8 sequence in text[0..len) (overlong forms and
  * UTF-16 surrogates included), or -1 when valid. */

@@ -89,7 +89,7 @@ typedef struct hl_job {
     double imbalance;          /* tokens of the busiest EP rank / mean (>= 1); 0 = from the routing model */
     double layer_overhead;     /* s added per layer per forward pass (launch, sync) */
     int32_t dispatch;          /* hl_dispatch */
-    double microbatches;       /* pipeline micro-batches in prefill; 0 = pp */
+    double microbatches;       /* pipeline micro-batches in flight; 0 = pp */
     double mem_util;           /* fraction of HBM usable (default 0.9) */
     double workspace_bytes;    /* activation workspace per GPU; 0 = estimated */
     int32_t exact_steps;       /* 1: sum decode step by step (reference mode) */

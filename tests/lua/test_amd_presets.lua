@@ -1,0 +1,54 @@
+-- AMD presets against the public measurements their fields cite (issue 27):
+-- device-reported HBM bytes, the xGMI mesh, and the RCCL all-reduce times of
+-- the AMD ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD
+-- Instinct MI300X" (2 Mar 2025, rccl-tests all_reduce_perf, 8 ranks, HIP
+-- graphs on, out-of-place column). Every expected value below is the
+-- measurement or a hand computation from a device report, not the model.
+local T = require "testlib"
+local hl = require "hbdlab"
+
+T.test("HBM is the bytes the device reports", function()
+  -- rocminfo "Pool 1: GLOBAL; COARSE GRAINED" KiB x 1024
+  T.eq(hl.gpu("MI300X").hbm_bytes, 201310208 * 1024, "MI300X: 201,310,208 KiB = 206,141,652,992 B")
+  T.eq(hl.gpu("MI325X").hbm_bytes, 268419072 * 1024, "MI325X: 268,419,072 KiB = 274,861,129,728 B")
+  -- OpenCL's 294,896 MiB x 2^20
+  T.eq(hl.gpu("MI355X").hbm_bytes, 294896 * 1048576, "MI355X: 294,896 MiB")
+end)
+
+T.test("every GPU preset names the source of its HBM bytes", function()
+  for _, name in ipairs(hl.gpus()) do
+    local g = hl.gpu(name)
+    T.ok(type(g.source) == "string" and g.source:find("HBM", 1, true) ~= nil, name .. ": source names its HBM figure")
+  end
+end)
+
+T.test("MI325X: CDNA3 peaks, 6 TB/s, an 8-GPU xGMI mesh", function()
+  local g = hl.gpu "MI325X"
+  T.eq(g.fp8_flops, hl.gpu("MI300X").fp8_flops, "same CDNA3 dense FP8 peak as MI300X")
+  T.eq(g.hbm_bw, 6e12, "6 TB/s")
+  T.eq(g.scaleup_bw, 7 * 64e9, "7 links of 64 GB/s per direction")
+  local c = hl.cluster "mi325x-8"
+  T.eq(c.gpus, 8, "8 GPUs")
+  T.eq(c.fabric, "mesh", "fully connected, no switch")
+end)
+
+local mi300x = hl.cluster "mi300x-8"
+local function allreduce_us(bytes)
+  return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = mi300x }.time_s * 1e6
+end
+
+T.test("MI300X 8-GPU AllReduce, small messages: RCCL latency with HIP graphs", function()
+  -- measured 7.47 us at 1 KB, 7.64 us at 8 KB, 9.14 us at 64 KB
+  T.near(allreduce_us(1024), 7.47, 0.10, "1 KB")
+  T.near(allreduce_us(8192), 7.64, 0.10, "8 KB")
+  T.near(allreduce_us(65536), 9.14, 0.10, "64 KB")
+end)
+
+T.test("MI300X 8-GPU AllReduce, large messages: xGMI bus bandwidth", function()
+  -- measured busbw 317.71 GB/s at 4 GiB (23,658 us); busbw = 2 (n - 1) / n x S / t
+  local s = 4294967296
+  local busbw = 2 * 7 / 8 * s / (allreduce_us(s) * 1e-6)
+  T.near(busbw, 317.71e9, 0.05, "4 GiB busbw")
+end)
+
+T.done()
