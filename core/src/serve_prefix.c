@@ -247,6 +247,10 @@ hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'prefix_cache': not modelled with disagg yet (a prefill pool's cache and the "
                        "decode pool's blocks); serve one instance or replicas");
+    if (c->prefix_cache && c->job.image_tokens > 0)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'prefix_cache': not modelled with image_tokens (each prompt starts with its own "
+                       "image, whose content the block hashes would have to carry)");
     if (c->prefix_cache && c->mode == HL_SERVE_ANALYTICAL)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'prefix_cache' has no effect with mode = \"analytical\" (the steady state has no "

@@ -17,7 +17,7 @@ static double step_time(const hl_job *j, double dec, double ctx_mean, const hl_i
     hl_stepper *st;
     hl_err e;
     assert_ok(hl_stepper_new(j, 8192, &st, &e), &e);
-    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows, 0};
+    hl_iter it = {dec, ctx_mean, ctx_mean, n, ch, rows, 0, 0};
     double t;
     assert_ok(hl_stepper_time(st, &it, &t, &e), &e);
     hl_stepper_free(st);
