@@ -69,7 +69,7 @@ typedef struct sched {
     int64_t h_head, h_len;
     hl_pcache *pc;              /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
     hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
-    double pc_saved;            /* prompt tokens found cached at admission, and in this step */
+    double pc_saved;            /* prompt tokens found cached at admission, over the run */
     double pc_step_saved;       /* of those, in this step */
     double pc_admitted;         /* prompt tokens admitted (hit or computed) */
     double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
