@@ -62,6 +62,8 @@ void hl_spc_alloc(hl_pcache *pc, hl_pc_req *r, int64_t count)
 
 void hl_spc_commit(hl_pcache *pc, hl_pc_req *r, double kv_tokens, int64_t block)
 {
+    if (kv_tokens < (double)(r->committed + 1) * (double)block) /* most steps fill no block */
+        return;
     int64_t full = (int64_t)floor(kv_tokens / (double)block);
     if (full > r->n_ids)
         full = r->n_ids;
