@@ -305,10 +305,16 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double w = (double)s->w_len, tok, need0;
     /* the budget a waiting request would meet: after the decodes (chunked), whole (unchunked: admission first) */
     double budget = c->chunked_prefill ? (double)c->token_budget - (double)s->n_run : (double)c->token_budget;
+    int64_t hit[3];
     s->n_plan = 0;
     if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
-        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, NULL))
+        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, hit))
         return HL_OK;
+    if (s->pc_oom)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
+    /* prefix cache: the free queue is its empty blocks, then its cached ones (least recently
+     * released first), so the blocks taken below evict cached prefixes once the empty ones are gone */
+    double free0 = s->blocks_free, cached0 = s->pc ? (double)hl_pcache_cached_blocks(s->pc) : 0;
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
     memset(cnt, 0, sizeof *cnt * (size_t)bt);
@@ -335,6 +341,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double util = (s->blocks_total - s->blocks_free) / blocks_all;
         if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             return rc;
+        if (s->pc)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
@@ -344,7 +352,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        x->blocks = fmax(x->blocks, blocks_for(s, x->kv));
+        double blocks = fmax(x->blocks, blocks_for(s, x->kv));
+        if (s->pc) { /* the blocks its tokens took, named as they filled (no prompt looked in between) */
+            hl_spc_alloc(s->pc, &s->pcr[s->run[k]], (int64_t)(blocks - x->blocks));
+            hl_spc_commit(s->pc, &s->pcr[s->run[k]], x->kv, c->block_tokens);
+        }
+        x->blocks = blocks;
         x->last_tok = *t;
     }
     return HL_OK;
@@ -1083,7 +1096,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         G_all += o->pools[p].G;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
     double t_now = 0; /* start of the last step */
-    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 && !P0->pcr &&
+    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 &&
                P0->sp.gamma == 0; /* speculation: each verify pass accepts a random number of drafts */
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");

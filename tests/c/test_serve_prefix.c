@@ -378,6 +378,48 @@ static void test_pressure_keeps_blocks_consistent(void **state)
     hl_serve_result_free(&r);
 }
 
+/* The decode run-ahead (iterations of decodes only, advanced without per-request bookkeeping)
+ * takes the blocks its tokens need at its end and names them: the same run as step by step
+ * (keep_steps turns the run-ahead off), with conversations, a shared prefix, evictions and a
+ * host tier. */
+static void test_run_ahead_equals_step_by_step(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.concurrency = 6;
+    c.requests = 120;
+    c.input = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 100, 900};
+    c.output = (hl_len_dist){HL_LEN_UNIFORM, 0, 0, 50, 600};
+    c.shared_prefix = 64;
+    c.session_turns = 3;
+    c.session_think_s = 0.5;
+    c.kv_blocks = 700;
+    c.prefix_cache = 1;
+    c.offload_bytes = 300 * 16 * 131072.0;
+    c.offload_link = HL_OFFLOAD_PCIE_GEN5;
+    c.keep_requests = 1;
+    hl_serve_result fast, slow;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &fast, &e), &e);
+    c.keep_steps = 1;
+    assert_ok(hl_serve_run(&c, &slow, &e), &e);
+    assert_true(fast.offloaded_blocks > 0 && fast.host_hit_tokens > 0); /* the tier is exercised */
+    assert_rel(fast.prefill_tokens_saved, slow.prefill_tokens_saved, 0, "tokens saved");
+    assert_rel(fast.host_hit_tokens, slow.host_hit_tokens, 0, "host hits");
+    assert_rel(fast.offloaded_blocks, slow.offloaded_blocks, 0, "offloaded blocks");
+    assert_rel(fast.kv_cached_mean, slow.kv_cached_mean, 1e-9, "cached KV over time");
+    assert_rel(fast.kv_cached_max, slow.kv_cached_max, 1e-12, "largest cached KV");
+    assert_int_equal(fast.steps, slow.steps);
+    for (int64_t i = 0; i < fast.requests; i++) {
+        assert_rel(fast.reqs[i].ttft_s, slow.reqs[i].ttft_s, 1e-9, "TTFT");
+        assert_rel(fast.reqs[i].e2e_s, slow.reqs[i].e2e_s, 1e-9, "e2e");
+    }
+    hl_serve_result_free(&fast);
+    hl_serve_result_free(&slow);
+}
+
 /* Bad input: prefix caching where it is not modelled names the field. */
 static void test_prefix_bad_input(void **state)
 {
@@ -408,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_offload_reload),
         cmocka_unit_test(test_no_sharing_equals_off),
         cmocka_unit_test(test_pressure_keeps_blocks_consistent),
+        cmocka_unit_test(test_run_ahead_equals_step_by_step),
         cmocka_unit_test(test_prefix_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
