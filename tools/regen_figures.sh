@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Regenerates the figures of the docs (docs/figures/*.png) from the committed data and gnuplot
 # scripts under plots/, as plots/figures.txt lists them; gnuplot is all it needs.
-#   tools/regen_figures.sh [--refresh] [--out DIR] [--plots DIR] [--hbdlab PATH]
+#   tools/regen_figures.sh [--refresh | --check] [--out DIR] [--plots DIR] [--hbdlab PATH]
 #     --refresh      first re-run each figure's owning script (the "owner" lines, with
 #                    `--set out=...` into a temp folder) and copy the .dat + .gp it wrote into
 #                    plots/, so the figures follow the model, the scripts and plots/style.gp
+#     --check        re-run the owners into a temp folder only, draw nothing, and list every
+#                    committed .dat/.gp that differs from what they write now (exit 1 if any)
 #     --out DIR      write the PNGs into DIR instead of docs/figures
 #     --plots DIR    read (and with --refresh, rewrite) DIR/figures.txt and its sources instead
 #                    of plots/ (a copy, for tests/host/test_figures.sh)
 #     --hbdlab PATH  the hbdlab used by --refresh (default $HBDLAB, else build/hbdlab)
 # Each .gp runs in a temp copy of its folder (it reads its .dat by a relative name), and a PNG
-# replaces the old one only when gnuplot wrote it whole. Exit 0 when every figure was drawn.
+# replaces the old one only when gnuplot wrote it whole. Exit 0 when every figure was drawn;
+# 1 when --check found stale sources; 2 on any error.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 refresh=0
+check=0
 out=$root/docs/figures
 hbdlab=${HBDLAB:-$root/build/hbdlab}
 plots=$root/plots
@@ -24,8 +28,9 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
         --hbdlab) [ $# -ge 2 ] || die "--hbdlab needs a path"; hbdlab=$2; shift ;;
         --plots) [ $# -ge 2 ] || die "--plots needs a folder"; plots=$2; shift ;;
-        -h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
-        *) die "unknown argument '$1' (allowed: --refresh, --out DIR, --plots DIR, --hbdlab PATH)" ;;
+        --check) refresh=1; check=1 ;;
+        -h | --help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1' (allowed: --refresh, --check, --out DIR, --plots DIR, --hbdlab PATH)" ;;
     esac
     shift
 done
@@ -41,7 +46,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The manifest: "owner DIR SCRIPT" and "figure NAME SOURCE" lines; names are plain paths.
-owners=() figures=() sources=()
+owners=() figures=() sources=() stale=()
 line_no=0
 while IFS= read -r line || [ -n "$line" ]; do
     line_no=$((line_no + 1))
@@ -74,10 +79,22 @@ if [ "$refresh" = 1 ]; then
         for ext in dat gp; do
             [ -f "$tmp/fresh/$src.$ext" ] || die "no owner wrote plots/$src.$ext (figure ${figures[$i]})"
         done
+        if [ "$check" = 1 ]; then
+            for ext in dat gp; do
+                cmp -s "$tmp/fresh/$src.$ext" "$plots/$src.$ext" || stale+=("plots/$src.$ext")
+            done
+            continue
+        fi
         mkdir -p "$plots/$(dirname "$src")"
         cp "$tmp/fresh/$src.dat" "$plots/$src.dat"
         cp "$tmp/fresh/$src.gp" "$plots/$src.gp"
     done
+fi
+if [ "$check" = 1 ]; then
+    [ ${#stale[@]} -eq 0 ] && { echo "regen_figures: every source is what its owner writes now"; exit 0; }
+    printf 'regen_figures: stale (differs from what its owner writes now): %s\n' "${stale[@]}"
+    echo "regen_figures: run tools/regen_figures.sh --refresh and commit plots/ and docs/figures/"
+    exit 1
 fi
 
 # Draws each figure: its .dat + .gp copied alone into a temp folder, gnuplot run there (the .gp

@@ -42,6 +42,15 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     double experts_gpu =
         moe_layers > 0 ? p.experts * (s->slots / (double)m->experts) / (double)s->ep / (double)s->etp / (double)s->pp
                        : 0;
+    if (j->spec_tokens > 0 && m->mtp_layers > 0) { /* the MTP modules draft: loaded on the last stage */
+        double n = (double)m->mtp_layers, h = (double)m->hidden;
+        double routed = moe_layers > 0 ? (double)m->experts * p.per_expert : 0, eh = 2 * h * h + 3 * h;
+        /* the decoder layer split as the model's layers (its router and norms, < 0.1 %, taken as split);
+         * eh_proj and the three norms replicated (vLLM deepseek_mtp.py: a plain Linear) */
+        double routed_gpu = n * routed * (s->slots / fmax(1, (double)m->experts)) / (double)s->ep / (double)s->etp;
+        w += n * ((p.mtp / n - routed - eh) / (double)s->tp + eh) + routed_gpu;
+        experts_gpu += routed_gpu;
+    }
     out->weights_bytes = w * s->wb + experts_gpu * (hl_model_expert_weight_bytes(m, s->wb) - s->wb);
     double b = s->b_local;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;

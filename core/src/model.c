@@ -61,6 +61,8 @@ static const hl_field model_fields[] = {
     HL_FI0(hl_model, vision_merge, "vision_merge", 1, 64, "merge x merge patches make one LLM token"),
     HL_FI0(hl_model, vision_window, "vision_window", 1, 1e4, "window side in patches (0 = full attention only)"),
     HL_FI0(hl_model, vision_full, "vision_full", 1, 1e4, "vision blocks with full attention"),
+    HL_FI0(hl_model, mtp_layers, "mtp_layers", 1, 64,
+           "multi-token-prediction modules (DeepSeek, GLM-4.5): a speculative drafter, not in total"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
 };
 static const hl_field_set model_set = {"model", model_fields, (int32_t)(sizeof model_fields / sizeof model_fields[0]),
@@ -278,6 +280,15 @@ hl_status hl_model_params_unchecked(const hl_model *m, hl_params *out, hl_err *e
     double common = p.embedding + p.lm_head + p.attention + p.norms + p.dense_ffn + p.shared + p.router + p.vision;
     p.total = common + p.experts;
     p.active = common + moe * (double)m->topk * p.per_expert;
+    if (m->mtp_layers > 0) { /* docs/MODEL.md 2: enorm, hnorm, eh_proj (2h -> h), one decoder layer, the head's norm */
+        double layer = attention_params(m) + 2 * h, n = (double)m->mtp_layers;
+        double ffn = moe > 0 ? (double)m->shared_experts * swiglu_params(h, (double)hl_model_shared_ffn(m), 0) +
+                                   h * (double)m->experts + (m->expert_bias ? (double)m->experts : 0)
+                             : swiglu_params(h, (double)m->ffn, 0);
+        double own = 3 * h + 2 * h * h + layer + ffn;
+        p.mtp = n * (own + (moe > 0 ? (double)m->experts * p.per_expert : 0));
+        p.mtp_active = n * (own + (moe > 0 ? (double)m->topk * p.per_expert : 0));
+    }
     *out = p;
     return HL_OK;
 }

@@ -245,6 +245,8 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
         m.head_dim = m.qk_nope_dim + m.qk_rope_dim;
         m.kv_heads = m.heads;
     }
+    if (mla || is(type, "glm4_moe")) /* MTP modules (DeepSeek-V3 README_WEIGHTS.md) */
+        m.mtp_layers = get_int(&r, "num_nextn_predict_layers", 0, 0);
     if (is(type, "deepseek_v32")) { /* DeepSeek Sparse Attention: lightning indexer, then top-k */
         m.index_topk = get_int(&r, "index_topk", 1, 0);
         m.index_heads = get_int(&r, "index_n_heads", 1, 0);

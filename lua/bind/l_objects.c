@@ -305,14 +305,15 @@ static int l_params(lua_State *L)
     hl_err err;
     if (hl_model_params(m, &p, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 14);
     const struct {
         const char *k;
         double v;
     } kv[] = {{"total", p.total},     {"active", p.active},         {"embedding", p.embedding},
               {"lm_head", p.lm_head}, {"attention", p.attention},   {"dense_ffn", p.dense_ffn},
               {"experts", p.experts}, {"shared", p.shared},         {"router", p.router},
-              {"norms", p.norms},     {"per_expert", p.per_expert}, {"vision", p.vision}};
+              {"norms", p.norms},     {"per_expert", p.per_expert}, {"vision", p.vision},
+              {"mtp", p.mtp},         {"mtp_active", p.mtp_active}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         lua_pushnumber(L, kv[i].v);
         lua_setfield(L, -2, kv[i].k);

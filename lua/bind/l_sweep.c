@@ -23,14 +23,22 @@ typedef struct run_ctx {
     hl_point *points;
     hl_err err;
     hl_status status;
-    volatile int32_t finished;
+    int finished;       /* under mu: the sweep returned */
+    pthread_mutex_t mu; /* with done_cv: only when a watcher waits (progress bar, test hook) */
+    pthread_cond_t done_cv;
+    int watched;
 } run_ctx;
 
 static void *run_thread(void *arg)
 {
     run_ctx *c = arg;
     c->status = hl_sweep_run(&c->in, c->points, &c->err);
-    __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+    if (c->watched) {
+        pthread_mutex_lock(&c->mu);
+        c->finished = 1;
+        pthread_cond_signal(&c->done_cv);
+        pthread_mutex_unlock(&c->mu);
+    }
     return NULL;
 }
 
@@ -84,25 +92,51 @@ static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, i
     double last = 0;
     int64_t test_after = 0;
     int test_sig = test_interrupt(&test_after);
-    if (pthread_create(&th, NULL, run_thread, &ctx) != 0) {
+    if (test_sig && test_after < 0)
+        test_sig = 0; /* "INT:rows" is raised by build_rows */
+    /* Ctrl-C reaches the workers through in->cancel (the host's flag): nothing to watch unless a
+     * progress bar is drawn or the test hook waits for its point count; then this thread sleeps
+     * on done_cv, woken when the sweep returns (no polling delay at the end) */
+    ctx.watched = show || test_sig;
+    if (!ctx.watched) {
         run_thread(&ctx);
     } else {
-        while (!__atomic_load_n(&ctx.finished, __ATOMIC_ACQUIRE)) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            if (test_sig && test_after >= 0 && done >= test_after) {
-                raise(test_sig);
-                test_sig = 0;
+        pthread_mutex_init(&ctx.mu, NULL);
+        pthread_cond_init(&ctx.done_cv, NULL);
+        if (pthread_create(&th, NULL, run_thread, &ctx) != 0) {
+            ctx.watched = 0;
+            run_thread(&ctx);
+        } else {
+            pthread_mutex_lock(&ctx.mu);
+            while (!ctx.finished) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                long step_ns = test_sig ? 5000000L : 100000000L; /* the hook: 5 ms; the bar: 100 ms */
+                ts.tv_nsec += step_ns;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&ctx.done_cv, &ctx.mu, &ts);
+                if (ctx.finished)
+                    break;
+                pthread_mutex_unlock(&ctx.mu);
+                if (test_sig && done >= test_after) {
+                    raise(test_sig);
+                    test_sig = 0;
+                }
+                double t = hl_clock_s();
+                if (show && t - last > 0.1) {
+                    draw_progress(before + done, total, t - t0);
+                    last = t;
+                }
+                pthread_mutex_lock(&ctx.mu);
             }
-            if (hl_bind_interrupt && in->cancel)
-                *in->cancel = 1;
-            double t = hl_clock_s();
-            if (show && t - last > 0.1) {
-                draw_progress(before + done, total, t - t0);
-                last = t;
-            }
+            pthread_mutex_unlock(&ctx.mu);
+            pthread_join(th, NULL);
         }
-        pthread_join(th, NULL);
+        pthread_cond_destroy(&ctx.done_cv);
+        pthread_mutex_destroy(&ctx.mu);
     }
     if (in->progress)
         *in->progress = done;
@@ -376,7 +410,6 @@ static int l_sweep(lua_State *L)
     int32_t na = mem.n;
     run_ctx *ctx = calloc(1, sizeof *ctx);
     volatile int64_t done = 0;
-    volatile int32_t cancel = 0;
     hl_err err;
     int64_t n = 0;
     if (!ctx) {
@@ -389,7 +422,7 @@ static int l_sweep(lua_State *L)
     ctx->in.zip = zip;
     ctx->in.threads = (int32_t)threads;
     ctx->in.progress = &done;
-    ctx->in.cancel = &cancel;
+    ctx->in.cancel = &hl_bind_interrupt; /* Ctrl-C / SIGTERM stop the workers themselves */
     int64_t lo = 0, hi = 0;
     if (hl_sweep_count(&ctx->in, &n, &err)) {
         free_axes(&mem);
@@ -457,7 +490,7 @@ static int l_sweep(lua_State *L)
             hi = n;
         }
     }
-    int interrupted = cancel != 0;
+    int interrupted = hl_bind_interrupt != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
         hl_err e = ctx->err;
         free(ctx->points);

@@ -1,13 +1,14 @@
 # The figures of the docs regenerate from plots/ with one command (tools/regen_figures.sh, issue
 # 21): every image README.md and docs/*.md show is listed in plots/figures.txt with a committed
 # .dat + .gp, is drawn into a temp folder as a whole 1000 x 620 PNG, and --refresh re-runs the
-# owning scripts into a copy of plots/ (each listed source written by an owner). The committed and
+# owning scripts into a copy of plots/ (each listed source written by an owner; --check then
+# finds them current, and names one changed after). The committed and
 # the refreshed .gp files start from plots/style.gp and hold no control byte and no unquoted user
 # text (tests/host/gp_check.lua, which must also refuse planted faults).
 . "$(dirname "$0")/lib.sh"
 cd "$HBDLAB_SOURCE_DIR" || exit 1
 command -v gnuplot > /dev/null || { echo "gnuplot missing"; exit 1; }
-manifest=plots/figures.txt
+manifest=$HBDLAB_SOURCE_DIR/plots/figures.txt
 listed() { awk '$1 == "figure" { print $2 }' "$manifest"; }
 source_of() { awk -v n="$1" '$1 == "figure" && $2 == n { print $3 }' "$manifest"; }
 gp_check() { "$HBDLAB" "$HBDLAB_SOURCE_DIR/tests/host/gp_check.lua" "$HBDLAB_SOURCE_DIR/plots/style.gp" "$@"; }
@@ -62,16 +63,23 @@ done
 check "nothing else is written" test "$(ls -A "$TMP/fig" | wc -l)" -eq "$(listed | wc -l)"
 
 # ---- --refresh: the owners rewrite every source (into a copy of plots/) ----
-cp -r plots "$TMP/plots"
-find "$TMP/plots" -name '*.dat' -delete -o -name '*.gp' ! -name style.gp -delete
+mkdir -p "$TMP/plots"
+cp "$manifest" "$TMP/plots/" # the manifest alone: every source must come from an owner
 out=$(HBDLAB=$HBDLAB tools/regen_figures.sh --refresh --plots "$TMP/plots" --out "$TMP/fig2" 2>&1)
 check "--refresh re-runs the owners and draws every figure: $out" contains "$out" "$(listed | wc -l) figures drawn"
 for f in $(listed); do
     check "refreshed $f.png is a whole PNG" png_ok "$TMP/fig2/$f.png"
 done
 # shellcheck disable=SC2046
-out=$(cd "$TMP/plots" && gp_check $(find . -name '*.gp' ! -name style.gp) $(find . -name '*.dat') 2>&1)
+out=$(cd "$TMP/plots" && gp_check $(for f in $(listed); do s=$(source_of "$f"); echo "$s.gp $s.dat"; done) 2>&1)
 check "refreshed .gp/.dat pass the same checks: $out" contains "$out" "ok "
+# --check: the sources just refreshed are current; a changed one is named, exit 1
+check "--check passes on freshly refreshed sources" sh -c "tools/regen_figures.sh --check --plots '$TMP/plots' > /dev/null"
+first=$(source_of "$(listed | head -n1)")
+echo "0 0" >> "$TMP/plots/$first.dat"
+out=$(tools/regen_figures.sh --check --plots "$TMP/plots" 2>&1)
+rc=$?
+check "--check names a stale source and exits 1 (rc $rc): $out" test "$rc" -eq 1 -a -n "$(printf '%s' "$out" | grep -F "plots/$first.dat")"
 
 # ---- hostile text in every plot kind stays quoted (the checker over plot.lua's output) ----
 cat > "$TMP/hostile.lua" << 'LUA'

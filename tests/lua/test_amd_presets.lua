@@ -32,6 +32,17 @@ T.test("MI325X: CDNA3 peaks, 6 TB/s, an 8-GPU xGMI mesh", function()
   T.eq(c.fabric, "mesh", "fully connected, no switch")
 end)
 
+T.test("CDNA peaks: CUs x FLOP per clock per CU x clock", function()
+  -- MI300X: 304 CUs (rocminfo), 4,096 FP8 FLOP/clk/CU, 2.1 GHz = 2,614.9 TFLOP/s, AMD's datasheet figure
+  T.near(hl.gpu("MI300X").fp8_flops, 304 * 4096 * 2.1e9, 1e-4, "MI300X FP8 dense")
+  -- MI355X: 8 XCDs x 32 CUs, 8,192 FP8 FLOP/clk/CU (ISSCC), 2.4 GHz
+  local g = hl.gpu "MI355X"
+  T.near(g.fp8_flops, 256 * 8192 * 2.4e9, 1e-12, "MI355X FP8 dense")
+  T.near(g.bf16_flops, g.fp8_flops / 2, 1e-12, "BF16 half of FP8")
+  T.near(g.fp4_flops, g.fp8_flops * 2, 1e-12, "MXFP4 twice FP8")
+  T.eq(hl.cluster("mi355x-8").fabric, "mesh", "MI355X 8-GPU mesh")
+end)
+
 local mi300x = hl.cluster "mi300x-8"
 local function allreduce_us(bytes)
   return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = mi300x }.time_s * 1e6

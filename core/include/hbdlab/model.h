@@ -80,6 +80,7 @@ typedef struct hl_model {
     int64_t vision_merge;     /* spatial merge: merge x merge patches become one LLM token */
     int64_t vision_window;    /* window side in patches of windowed-attention blocks (0 = all full) */
     int64_t vision_full;      /* vision blocks with full attention over the image */
+    int64_t mtp_layers;       /* multi-token-prediction modules (HF num_nextn_predict_layers): a drafter */
     char source[640];
 } hl_model;
 
@@ -97,6 +98,8 @@ typedef struct hl_params {
     double norms;      /* layer norms and the final norm */
     double per_expert; /* one routed expert */
     double vision;     /* vision encoder and its merger into the LLM width */
+    double mtp;        /* the MTP modules' own parameters (embedding and head shared): not in total */
+    double mtp_active; /* of those, what one draft token uses: not in active */
 } hl_params;
 
 const hl_field_set *hl_model_fields(void);
