@@ -579,7 +579,7 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
     TRY(add_op(s, a, &op, L, err));
     gemm(&op, s, "vision_proj", N, V, V / tp);
     TRY(add_op(s, a, &op, L, err));
-    gemm(&op, s, "vision_mlp", N, 2 * F / tp, V);
+    gemm(&op, s, "vision_mlp", N, (m->vision_siglip ? 1 : 2) * F / tp, V); /* GELU fc1, or SwiGLU gate and up */
     TRY(add_op(s, a, &op, L, err));
     gemm(&op, s, "vision_mlp", N, V, F / tp);
     TRY(add_op(s, a, &op, L, err));
@@ -605,10 +605,15 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
             TRY(add_op(s, a, &at, layers, err));
     }
     TRY(tp_reduce(s, a, N * V * s->ab, s->tp, 2 * L, err)); /* after attention and MLP, as a text layer */
-    gemm(&op, s, "vision_merger", N / M2, V * M2, V * M2);
-    TRY(add_op(s, a, &op, 1, err));
-    gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V * M2);
-    TRY(add_op(s, a, &op, 1, err));
+    if (m->vision_siglip) { /* Gemma 3: average-pool merge x merge patches, then one projection V -> h */
+        gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V);
+        TRY(add_op(s, a, &op, 1, err));
+    } else {
+        gemm(&op, s, "vision_merger", N / M2, V * M2, V * M2);
+        TRY(add_op(s, a, &op, 1, err));
+        gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V * M2);
+        TRY(add_op(s, a, &op, 1, err));
+    }
     a->layer_kind = 0;
     return HL_OK;
 #undef TRY

@@ -61,6 +61,9 @@ static const hl_field model_fields[] = {
     HL_FI0(hl_model, vision_merge, "vision_merge", 1, 64, "merge x merge patches make one LLM token"),
     HL_FI0(hl_model, vision_window, "vision_window", 1, 1e4, "window side in patches (0 = full attention only)"),
     HL_FI0(hl_model, vision_full, "vision_full", 1, 1e4, "vision blocks with full attention"),
+    HL_FB(hl_model, vision_siglip, "vision_siglip",
+          "a SigLIP vision tower (Gemma 3): LayerNorms, GELU MLP, learned positions, pooled to tokens"),
+    HL_FI0(hl_model, vision_positions, "vision_positions", 1, 1e7, "SigLIP: learned position embeddings"),
     HL_FI0(hl_model, mtp_layers, "mtp_layers", 1, 64,
            "multi-token-prediction modules (DeepSeek, GLM-4.5): a speculative drafter, not in total"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
@@ -243,6 +246,12 @@ static double vision_params(const hl_model *m)
     if (m->vision_layers <= 0)
         return 0;
     double V = (double)m->vision_hidden, F = (double)m->vision_ffn, h = (double)m->hidden;
+    if (m->vision_siglip) { /* SigLIP (transformers SiglipVisionModel) and Gemma3MultiModalProjector */
+        double Ps = (double)m->vision_patch;
+        double block = 4 * (V * V + V) + 2 * 2 * V + (V * F + F) + (F * V + V); /* attention, 2 LayerNorms, MLP */
+        return 3 * Ps * Ps * V + V + (double)m->vision_positions * V + (double)m->vision_layers * block + 2 * V + V +
+               V * h; /* patch conv with bias, positions, blocks, post LayerNorm; RMSNorm and projection */
+    }
     double P = (double)m->vision_patch, T = (double)m->vision_temporal, M = (double)(m->vision_merge * m->vision_merge);
     double block = 2 * V + (V * 3 * V + 3 * V) + (V * V + V) + 2 * (V * F + F) + (F * V + V);
     double merger = V + (V * M * V * M + V * M) + (V * M * h + h);

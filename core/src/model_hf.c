@@ -293,6 +293,32 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
         reader v = {root, origin, err, r.status};
         read_vision(&v, &m);
         r.status = v.status;
+    } else if (is(type, "gemma3") && !r.status) { /* SigLIP tower, pooled to mm_tokens_per_image tokens */
+        reader t = {root, origin, err, r.status};
+        const cJSON *vc = object_item(&t, "vision_config");
+        if (vc) {
+            reader v = {vc, origin, err, t.status};
+            m.vision_siglip = 1;
+            m.vision_layers = get_int(&v, "num_hidden_layers", 1, 0);
+            m.vision_hidden = get_int(&v, "hidden_size", 1, 0);
+            m.vision_ffn = get_int(&v, "intermediate_size", 1, 0);
+            m.vision_heads = get_int(&v, "num_attention_heads", 1, 0);
+            m.vision_patch = get_int(&v, "patch_size", 1, 0);
+            int64_t side = m.vision_patch > 0 ? get_int(&v, "image_size", 1, 0) / m.vision_patch : 0;
+            int64_t tokens = get_int(&t, "mm_tokens_per_image", 0, 256),
+                    pooled = (int64_t)llround(sqrt((double)tokens));
+            m.vision_positions = side * side;
+            m.vision_temporal = 1;
+            m.vision_merge = pooled > 0 && side % pooled == 0 ? side / pooled : 0; /* avg-pool side */
+            m.vision_full = m.vision_layers;
+            if (!v.status && (pooled * pooled != tokens || m.vision_merge <= 0))
+                v.status = hl_fail(err, HL_EUNSUPPORTED,
+                                   "%s: field 'mm_tokens_per_image': %lld is not a square dividing the %lld x %lld "
+                                   "patches of an image",
+                                   origin, (long long)tokens, (long long)side, (long long)side);
+            t.status = v.status;
+        }
+        r.status = t.status;
     }
     s = r.status;
     cJSON_Delete(root);

@@ -1,7 +1,8 @@
-/* The serving scheduler: requests arrive, wait, are admitted into the
- * running set when their KV blocks fit, and advance one iteration at a time;
- * each iteration is timed by the per-step model (step_int.h). Policy (vLLM
- * v1 with chunked prefill; vLLM v0 without): docs/MODEL.md, "Serving". */
+/* Serving a deployment: one event clock over its pools (the instances, or the
+ * prefill and decode sides of a disaggregated one), their DP ranks' schedulers
+ * (serve_sched.c) stepping alone or in lock-step groups, each iteration timed
+ * by the per-step model (step_int.h), the KV transfers between pools
+ * (serve_flows.c); then the run's summary and cost. docs/MODEL.md, "Serving". */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,10 @@
 #include "err_int.h"
 #include "framework_int.h"
 #include "prefix_cache_int.h"
+#include "serve_flows_int.h"
 #include "serve_int.h"
+#include "serve_prefix_int.h"
+#include "serve_sched_int.h"
 #include "step_int.h"
 #include "hbdlab/coll.h"
 #include "hbdlab/cost.h"
@@ -29,226 +33,7 @@ void hl_serve_result_free(hl_serve_result *r)
     r->steps_log = NULL;
 }
 
-/* A request's scheduling state. */
-typedef struct rq {
-    double arrival, input, output;
-    double prompt;    /* tokens to prefill: input, or input + generated after a preemption */
-    double prefilled; /* of prompt, computed so far */
-    double kv;        /* tokens in the KV cache */
-    double gen;       /* tokens generated */
-    double blocks;    /* KV blocks held */
-    double first_tok, last_tok, first_sched, finish;
-    double total_out; /* the request's generated tokens (a prefill pool's record has output 1) */
-    int32_t preempt;
-    int32_t done;
-} rq;
-
-/* One entry of an iteration's plan. */
-typedef struct plan {
-    int64_t r;
-    double tokens; /* 1 for a decode */
-    int decode;
-} plan;
-
-typedef struct sched {
-    const hl_serve_cfg *cfg;
-    rq *q;
-    int64_t n;
-    int64_t *wait; /* ring buffer of request indices, capacity n + 1 */
-    int64_t w_head, w_len, w_cap;
-    int64_t *run; /* running request indices in admission order */
-    int64_t n_run;
-    plan *plan;
-    int64_t n_plan;
-    hl_iter_chunk *chunks;
-    double blocks_total, blocks_free, block;
-    double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
-    int64_t preempted;   /* in this step */
-    double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
-    int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
-    int64_t h_head, h_len;
-    hl_pcache *pc;              /* prefix cache of this scheduler's blocks (NULL: off; blocks_free is its free count) */
-    hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
-    double pc_saved;            /* prompt tokens found cached at admission, over the run */
-    double pc_step_saved;       /* of those, in this step */
-    double pc_admitted;         /* prompt tokens admitted (hit or computed) */
-    double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
-    double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
-    int pc_oom;                 /* a request's hashes could not be allocated */
-    double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
-    double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
-} sched;
-
-/* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
- * linear-attention state counted in whole blocks (vLLM's hybrid allocator
- * gives a Mamba-style state pages of the attention page size). */
-static double blocks_for(const sched *s, double tokens)
-{
-    return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
-}
-
-static void wait_push_back(sched *s, int64_t r) { s->wait[(s->w_head + s->w_len++) % s->w_cap] = r; }
-static void wait_push_front(sched *s, int64_t r)
-{
-    s->w_head = (s->w_head + s->w_cap - 1) % s->w_cap;
-    s->wait[s->w_head] = r;
-    s->w_len++;
-}
-static int64_t wait_pop(sched *s)
-{
-    int64_t r = s->wait[s->w_head];
-    s->w_head = (s->w_head + 1) % s->w_cap;
-    s->w_len--;
-    return r;
-}
-
-/* Preemption by recompute (vLLM's default): the last admitted running request
- * gives back its blocks and returns to the head of the queue; it will prefill
- * its prompt and the tokens it generated again. */
-static void preempt_last(sched *s)
-{
-    int64_t r = s->run[--s->n_run];
-    rq *x = &s->q[r];
-    s->blocks_free += x->blocks;
-    if (s->pc) { /* its named blocks stay cached: its readmission may find them */
-        hl_spc_release(s->pc, &s->pcr[r]);
-        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
-    }
-    x->blocks = 0;
-    x->kv = 0;
-    s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
-    x->prefilled = 0;
-    x->prompt = x->input + x->gen;
-    x->preempt++;
-    s->preempted++;
-    wait_push_front(s, r);
-}
-
-static void plan_add(sched *s, int64_t r, double tokens, int decode, double need)
-{
-    s->q[r].blocks += need;
-    s->blocks_free -= need;
-    if (s->pc && need > 0)
-        hl_spc_alloc(s->pc, &s->pcr[r], (int64_t)need);
-    s->plan[s->n_plan++] = (plan){r, tokens, decode};
-}
-
-/* Schedules the running requests (decodes, unfinished prompts) within *budget,
- * preempting from the tail when blocks run out. */
-static void schedule_running(sched *s, double *budget, double chunk)
-{
-    for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
-        rq *x = &s->q[s->run[i]];
-        int decode = x->prefilled >= x->prompt;
-        double tok = decode ? s->dq : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
-        if (decode && tok > *budget)
-            break; /* a verify pass needs its gamma + 1 slots */
-        double end = (decode ? x->kv : x->prefilled) + tok;
-        double need = end > x->blocks * s->block ? blocks_for(s, end) - x->blocks : 0;
-        while (need > s->blocks_free && s->n_run - 1 > i)
-            preempt_last(s);
-        if (need > s->blocks_free) { /* it is the last one: preempt itself */
-            preempt_last(s);
-            break;
-        }
-        plan_add(s, s->run[i], tok, decode, need > 0 ? need : 0);
-        *budget -= tok;
-    }
-}
-
-/* Admits waiting requests FCFS while a sequence slot, budget and blocks remain.
- * Without chunking a prompt is taken whole (alone if larger than the budget). */
-/* Tokens and new blocks the head of the queue would take with `budget` left;
- * 0 when it cannot be admitted now (budget or blocks), 1 when it can. */
-/* With a prefix cache, hit[0..3) = the hit's GPU blocks, host blocks, and free blocks it takes
- * (need counts them); NULL without. */
-static int admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit)
-{
-    const hl_serve_cfg *c = s->cfg;
-    int64_t r = s->wait[s->w_head];
-    const rq *x = &s->q[r];
-    int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
-    double cached = 0, held = x->blocks;
-    if (s->pc && hit && !arrived_prefilled) {
-        hit[0] = hit[1] = hit[2] = 0;
-        sched *m = (sched *)s; /* the request's hashes, made on first look */
-        if (hl_spc_prepare(&s->pcr[r], x->input, x->output + s->dq - 1, c->block_tokens)) {
-            m->pc_oom = 1;
-            return 0;
-        }
-        hl_spc_match(s->pc, &s->pcr[r], x->prompt, c->block_tokens, &hit[0], &hit[1], &hit[2]);
-        cached = (double)(hit[0] + hit[1]) * s->block;
-        held = (double)(hit[0] + hit[1]);
-    }
-    double tok = arrived_prefilled ? s->dq : x->prompt - cached;
-    if (c->chunked_prefill)
-        tok = fmin(fmin(tok, chunk), budget);
-    else if (tok > budget && s->n_plan > 0)
-        return 0;
-    double need = blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
-                                : arrived_prefilled ? x->kv + s->dq
-                                                    : cached + tok);
-    need = need > held ? need - held : 0;
-    if (s->pc && hit)
-        need += (double)hit[2];
-    *tok_out = tok;
-    *need_out = need;
-    return need <= s->blocks_free;
-}
-
-static void admit_waiting(sched *s, double *budget, double chunk, double t)
-{
-    const hl_serve_cfg *c = s->cfg;
-    double tok, need;
-    int64_t hit[3] = {0, 0, 0};
-    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 && admission(s, *budget, chunk, &tok, &need, hit)) {
-        int64_t r = s->wait[s->w_head];
-        rq *x = &s->q[r];
-        int arrived_prefilled = x->prefilled >= x->prompt;
-        wait_pop(s);
-        if (s->pc && !arrived_prefilled) { /* the cached prefix is the request's without computing it */
-            double cached = (double)(hit[0] + hit[1]) * s->block;
-            hl_spc_acquire(s->pc, &s->pcr[r], hit[0], hit[1]);
-            x->prefilled = x->kv = cached;
-            x->blocks = (double)(hit[0] + hit[1]);
-            s->blocks_free -= (double)hit[2];
-            need -= (double)hit[2];
-            s->out_tok -= cached;
-            s->pc_saved += cached;
-            s->pc_step_saved += cached;
-            s->pc_admitted += x->prompt;
-            s->pc_host_hit += (double)hit[1] * s->block;
-            s->pc_step_loaded += (double)hit[1];
-        }
-        if (x->first_sched < 0)
-            x->first_sched = t;
-        s->run[s->n_run++] = r;
-        plan_add(s, r, tok, arrived_prefilled, need);
-        *budget -= tok;
-    }
-}
-
-/* Decode run-ahead: while the running requests only decode, none finishes,
- * nothing waits and nothing arrives, every iteration has the same members and
- * a mean context one token longer than the last; such iterations are advanced
- * here without the per-request bookkeeping (the result is the same as
- * scheduling each one: tests/c/test_serve.c compares both). Needs
- * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
- * cnt: block_tokens counters, scratch. Updates *t and the integrals in acc. */
-/* Appends to a growable array of `size`-byte elements. */
-static int grow(void **arr, int64_t n, int64_t *cap, size_t size)
-{
-    if (n < *cap)
-        return 1;
-    int64_t nc = *cap ? *cap * 2 : 256;
-    void *g = realloc(*arr, (size_t)nc * size);
-    if (!g)
-        return 0;
-    *arr = g;
-    *cap = nc;
-    return 1;
-}
-
+/* The run's integrals and samples, over every group of every pool. */
 typedef struct recorder {
     hl_serve_result *r;
     double little, run, wait, kv, kv_max, tokens; /* integrals over time (s) and sums */
@@ -289,7 +74,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
         rc->stride *= 2;
     }
     if (rc->steps % rc->stride == 0) {
-        if (!grow((void **)&r->samples, r->n_samples, &rc->samp_cap, sizeof *r->samples))
+        if (!hl_sched_grow((void **)&r->samples, r->n_samples, &rc->samp_cap, sizeof *r->samples))
             return hl_fail(err, HL_ENOMEM, "serve: out of memory for samples");
         r->samples[r->n_samples++] = (hl_serve_sample){t, kv_util, running, waiting};
     }
@@ -297,6 +82,14 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     return HL_OK;
 }
 
+/* Decode run-ahead: while the running requests only decode, none finishes,
+ * nothing waits and nothing arrives, every iteration has the same members and
+ * a mean context one token longer than the last; such iterations are advanced
+ * here without the per-request bookkeeping (the result is the same as
+ * scheduling each one: tests/c/test_serve.c compares both). Needs
+ * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
+ * cnt: block_tokens counters, scratch. Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
+ * records into the run's integrals and inter-token histogram.) */
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
                            recorder *rec, double weight, double blocks_all, hl_err *err)
 {
@@ -308,7 +101,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     int64_t hit[3];
     s->n_plan = 0;
     if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
-        admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, hit))
+        hl_sched_admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, hit))
         return HL_OK;
     if (s->pc_oom)
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
@@ -322,7 +115,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         const rq *x = &s->q[s->run[k]];
         left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
-        if (x->blocks == blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
+        if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
             cnt[(int64_t)x->kv % bt] += 1;
     }
     ctx0 /= (double)m;
@@ -352,7 +145,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        double blocks = fmax(x->blocks, blocks_for(s, x->kv));
+        double blocks = fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
         if (s->pc) { /* the blocks its tokens took, named as they filled (no prompt looked in between) */
             hl_spc_alloc(s->pc, &s->pcr[s->run[k]], (int64_t)(blocks - x->blocks));
             hl_spc_commit(s->pc, &s->pcr[s->run[k]], x->kv, c->block_tokens);
@@ -632,24 +425,12 @@ static void pool_free(pool *p)
     memset(p, 0, sizeof *p);
 }
 
-/* A KV transfer in flight from a prefill instance to a decode instance: a
- * flow sharing the prefill instance's egress and the decode instance's
- * ingress links (each GPU sends its shard at once: bytes per GPU). */
-typedef struct flow {
-    int64_t r;        /* request */
-    int64_t src, dst; /* prefill unit, decode unit */
-    int64_t src_inst, dst_inst;
-    double left;  /* bytes per GPU still to move */
-    double start; /* s */
-} flow;
-
 /* Everything run() allocates, freed in one place. */
 typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
     double *cnt;               /* block_tokens counters of the decode run-ahead */
-    flow *flows;               /* concurrent disaggregation: transfers in flight */
     double *xfer;              /* per request: KV transfer time (disaggregated) */
     hl_trace_content *content; /* the trace's content columns in arrival order, NULL without */
     hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
@@ -664,7 +445,6 @@ static void owned_free(owned *o)
     free(o->reqs);
     free(o->itl);
     free(o->cnt);
-    free(o->flows);
     free(o->xfer);
     free(o->content);
     free(o->sess);
@@ -784,7 +564,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
             x->prefilled = x->kv = t->input;
             x->gen = 1;
         }
-        double most = blocks_for(&p->units[0], t->input + x->output - 1);
+        double most = hl_sched_blocks_for(&p->units[0], t->input + x->output - 1);
         if (most > p->unit_blocks)
             return hl_fail(err, HL_ENOFIT,
                            "request %lld: %g + %g tokens need %g KV blocks of %lld tokens, a data-parallel rank%s "
@@ -858,9 +638,9 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
     const rq *x = &s->q[r];
     s->out_tok += x->prompt - x->prefilled + x->output - x->gen;
     if (front)
-        wait_push_front(s, r);
+        hl_sched_wait_push_front(s, r);
     else
-        wait_push_back(s, r);
+        hl_sched_wait_push_back(s, r);
     return fmax(0, g->t - t);
 }
 
@@ -901,7 +681,7 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
     rq *x = &P->q[r];
     double history = o->sess[si].history;
     x->input = x->prompt = history + x->input;
-    double most = blocks_for(&P->units[0], x->input + x->output - 1);
+    double most = hl_sched_blocks_for(&P->units[0], x->input + x->output - 1);
     if (most > P->unit_blocks || x->input > 1e8)
         return hl_fail(err, HL_ENOFIT,
                        "field 'sessions': turn %lld of a conversation has a prompt of %g tokens (%g of history) and "
@@ -912,145 +692,6 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
     o->sess_of[r] = si;
     release_at(o, npools, next, r, t + c->session_think_s);
     return HL_OK;
-}
-
-/* The links of a disaggregated deployment's KV transfers. */
-typedef struct xlink {
-    int concurrent;    /* 1: one clock over both pools, transfers as flows, back-pressure */
-    double bw, lat;    /* per GPU: B/s of a transfer alone, s before its bytes move */
-    double kvtok;      /* B of KV per token per prefill GPU */
-    int64_t *hand_src; /* per request: the prefill unit holding its KV */
-    int64_t n_flows, cap_flows;
-    double t_flows; /* the flows' remaining bytes are as of this time */
-} xlink;
-
-/* Rate (B/s per GPU) of flow f: an equal share of its prefill instance's
- * egress and of its decode instance's ingress, the smaller. */
-static double flow_rate(const owned *o, const xlink *xl, const flow *f)
-{
-    int64_t a = 0, b = 0;
-    for (int64_t i = 0; i < xl->n_flows; i++) {
-        const flow *g = &o->flows[i];
-        if (g->start + xl->lat > xl->t_flows)
-            continue; /* still in its latency */
-        a += g->src_inst == f->src_inst;
-        b += g->dst_inst == f->dst_inst;
-    }
-    return xl->bw / (double)(a > b ? (a > 0 ? a : 1) : (b > 0 ? b : 1));
-}
-
-/* Moves every flow's bytes on to time t (rates depend on which flows are past
- * their latency, not on their bytes: updating in place is exact). */
-static void flows_advance(owned *o, xlink *xl, double t)
-{
-    double dt = t - xl->t_flows;
-    for (int64_t i = 0; i < xl->n_flows && dt > 0; i++) {
-        flow *f = &o->flows[i];
-        if (f->start + xl->lat <= xl->t_flows)
-            f->left = fmax(0, f->left - flow_rate(o, xl, f) * dt);
-    }
-    xl->t_flows = t;
-}
-
-/* Time of the next flow event (one leaves its latency or moves its last byte); INFINITY if none. */
-static double flows_next(const owned *o, const xlink *xl, int64_t *which, int *ends)
-{
-    double best = INFINITY;
-    *which = -1;
-    *ends = 0;
-    for (int64_t i = 0; i < xl->n_flows; i++) {
-        const flow *f = &o->flows[i];
-        int latent = f->start + xl->lat > xl->t_flows;
-        double t = latent ? f->start + xl->lat : xl->t_flows + f->left / flow_rate(o, xl, f);
-        if (t < best) {
-            best = t;
-            *which = i;
-            *ends = !latent;
-        }
-    }
-    return best;
-}
-
-/* Decode units give KV room to the requests waiting for it, in order: each
- * admitted one's transfer starts (the prefill unit keeps its KV until it ends). */
-static hl_status prealloc(owned *o, xlink *xl, double t, hl_err *err)
-{
-    pool *P = &o->pools[0], *D = &o->pools[1];
-    for (int64_t u = 0; u < D->U; u++) {
-        sched *s = &D->units[u];
-        while (s->h_len > 0) {
-            int64_t r = s->hand[s->h_head];
-            rq *x = &D->q[r];
-            /* as admission() asks of an arrived-prefilled request: room for its first decode (or verify) */
-            double need = blocks_for(s, s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : x->kv + s->dq);
-            if (need > s->blocks_free)
-                break;
-            s->blocks_free -= need;
-            x->blocks = need;
-            s->h_head++;
-            s->h_len--;
-            if (!grow((void **)&o->flows, xl->n_flows, &xl->cap_flows, sizeof(flow)))
-                return hl_fail(err, HL_ENOMEM, "serve: out of memory for KV transfers");
-            int64_t src = xl->hand_src[r];
-            o->flows[xl->n_flows++] = (flow){r, src, u, src / P->dp, u / D->dp, xl->kvtok * x->input, t};
-        }
-    }
-    return HL_OK;
-}
-
-/* Plans one unit's iteration at time t into its plan and it (a DP rank's
- * counts); 0 when it schedules nothing. */
-static int64_t plan_unit(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
-                         int64_t *first_chunk)
-{
-    const hl_serve_cfg *c = s->cfg;
-    s->n_plan = 0;
-    s->preempted = 0;
-    s->spec_seqs = s->spec_ctx = 0;
-    memset(it, 0, sizeof *it);
-    *step_tok = 0;
-    *first_chunk = -1;
-    if (s->n_run == 0 && s->w_len == 0)
-        return 0;
-    double budget = (double)c->token_budget;
-    if (c->chunked_prefill) {
-        schedule_running(s, &budget, chunk);
-        if (s->preempted == 0) /* vLLM v1: no new requests in a step that preempted */
-            admit_waiting(s, &budget, chunk, t);
-    } else {
-        admit_waiting(s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
-        if (s->n_plan == 0)
-            schedule_running(s, &budget, chunk);
-    }
-    it->chunks = s->chunks;
-    double ctx = 0, win = 0;
-    for (int64_t k = 0; k < s->n_plan; k++) {
-        const plan *p = &s->plan[k];
-        const rq *x = &s->q[p->r];
-        *step_tok += p->tokens;
-        if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
-            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
-            it->logits_rows += p->tokens;
-            s->spec_seqs++;
-            s->spec_ctx += x->kv;
-        } else if (p->decode) {
-            it->decode_seqs++;
-            ctx += x->kv;
-            win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
-            it->logits_rows++;
-        } else {
-            if (*first_chunk < 0)
-                *first_chunk = p->r;
-            it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
-            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
-            it->logits_rows += x->prefilled + p->tokens >= x->prompt;
-        }
-    }
-    if (it->decode_seqs > 0) {
-        it->decode_ctx_mean = ctx / it->decode_seqs;
-        it->decode_win_mean = win / it->decode_seqs;
-    }
-    return s->n_plan;
 }
 
 /* One event clock over the pools (the deployment, or prefill and decode),
@@ -1121,7 +762,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         double t_arr = next < released ? P0->q[next].arrival : INFINITY;
         int64_t fi = -1;
         int ends = 0;
-        double t_flow = xl && xl->concurrent ? flows_next(o, xl, &fi, &ends) : INFINITY;
+        double t_flow = xl && xl->concurrent ? hl_flows_next(xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
@@ -1137,11 +778,11 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             continue;
         }
         if (fi >= 0 && t_flow <= t_grp) { /* a transfer leaves its latency or ends */
-            flows_advance(o, xl, t_flow);
+            hl_flows_advance(xl, t_flow);
             if (!ends)
-                continue;          /* it just left its latency: the rates change from now */
-            flow f = o->flows[fi]; /* its last byte moved at t_flow (whatever rounding left) */
-            o->flows[fi] = o->flows[--xl->n_flows];
+                continue;           /* it just left its latency: the rates change from now */
+            flow f = xl->flows[fi]; /* its last byte moved at t_flow (whatever rounding left) */
+            xl->flows[fi] = xl->flows[--xl->n_flows];
             pool *D = &o->pools[1];
             rq *xp = &P0->q[f.r], *xd = &D->q[f.r];
             sched *sp = &P0->units[f.src];
@@ -1173,7 +814,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             sched *s = &P->units[gr->first + k];
             in_system += (double)(s->n_run + s->w_len);
             s->pc_step_saved = s->pc_step_loaded = 0;
-            planned += plan_unit(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
+            planned += hl_sched_plan(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
             routed += P->toks[k];
             if (s->pc_oom)
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
@@ -1334,7 +975,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                                "field 'keep_steps': the step log passed %lld iterations (the most "
                                "kept); keep_steps is for short runs: fewer requests or shorter outputs",
                                (long long)HL_SERVE_MAX_LOG_STEPS);
-            if (!grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
+            if (!hl_sched_grow((void **)&r->steps_log, r->n_steps_log, &steps_cap, sizeof *r->steps_log))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the step log");
             r->steps_log[r->n_steps_log++] = (hl_serve_step){t,
                                                              dt,
@@ -1372,7 +1013,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 gr->t = tu;
             }
         }
-        if (xl && xl->concurrent && (rc = prealloc(o, xl, t_end, err)))
+        if (xl && xl->concurrent &&
+            (rc = hl_flows_admit(xl, o->pools[1].units, o->pools[1].U, o->pools[0].dp, o->pools[1].dp, t_end, err)))
             return rc;
     }
     *preempts += preempt_total;
@@ -1544,6 +1186,7 @@ static hl_status run_concurrent(const hl_serve_cfg *c, hl_serve_result *r, owned
     int64_t preempts = 0;
     rc = serve_loop(c, o, 2, &xl, n, rec, r, &preempts, err);
     free(xl.hand_src);
+    hl_flows_free(&xl);
     if (rc)
         return rc;
     pool *P = &o->pools[0], *D = &o->pools[1];

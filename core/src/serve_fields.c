@@ -16,6 +16,7 @@
 #include "hbdlab/plan.h"
 #include "hbdlab/router.h"
 #include "serve_int.h"
+#include "serve_prefix_int.h"
 
 #define DISTS "fixed|uniform|normal|trace|auto"
 

@@ -8,7 +8,7 @@
 
 #include "err_int.h"
 #include "prefix_cache_int.h"
-#include "serve_int.h"
+#include "serve_prefix_int.h"
 
 /* The content id of the shared prefix (every request's first segment). */
 enum { SHARED_PREFIX_ID = 0x5c };

@@ -532,11 +532,11 @@ function M.frontier(t)
   for _, key in ipairs(order) do
     local g = groups[key]
     table.sort(g, function(a, b) return a[t.x] > b[t.x] end)
-    lines[#lines + 1] = "# all points: " .. key
+    lines[#lines + 1] = "# all points: " .. M.text(key)
     for _, p in ipairs(g) do lines[#lines + 1] = num(p[t.x]) .. "\t" .. num(p[t.y]) end
     lines[#lines + 1] = "\n"
     -- the curve: from the most interactive point, each point that betters every one before it
-    lines[#lines + 1] = "# frontier: " .. key
+    lines[#lines + 1] = "# frontier: " .. M.text(key)
     local best
     for _, p in ipairs(g) do
       local y = p[t.y]

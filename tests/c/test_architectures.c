@@ -147,8 +147,8 @@ static void test_layer_patterns(void **state)
  *   GLM-4.5 355B / 32B, GLM-4.5-Air 106B / 12B (zai-org model cards,
  *     arXiv:2508.06471; active figures without embedding and LM head:
  *     with them they would be 33.6B and 13.4B);
- *   Gemma-3-27B 27B (Gemma 3 technical report; the text model: the SigLIP
- *     vision tower is not modelled);
+ *   Gemma-3-27B 27B (Gemma 3 technical report; text model and SigLIP tower,
+ *     test_gemma3_vision_tower_by_hand);
  *   DeepSeek-V3.2-Exp 671B total (deepseek-ai model card: 685B = 671B main
  *     model + 14B MTP module; MTP is not modelled);
  *   Qwen3-Next-80B-A3B 80B total (model card). */
@@ -588,6 +588,39 @@ static void test_serve_runs_vision_encoder(void **state)
     hl_serve_result_free(&r);
 }
 
+/* Gemma 3's SigLIP tower (vision_config: 27 blocks, V = 1152, F = 4304, patch
+ * 14 of an 896 px image: 64 x 64 = 4096 patches, average-pooled 4 x 4 to the
+ * 256 tokens of mm_tokens_per_image), counted as transformers builds it
+ * (SiglipVisionModel, Gemma3MultiModalProjector):
+ *   patch conv 3 * 14 * 14 * 1152 + 1152 = 678,528; positions 4096 * 1152 = 4,718,592;
+ *   a block: q, k, v, out 4 * (1152^2 + 1152) = 5,313,024, two LayerNorms 4,608,
+ *   fc1 and fc2 with biases 1152 * 4304 + 4304 + 4304 * 1152 + 1152 = 9,921,872:
+ *   15,239,504, 27 blocks 411,466,608; post LayerNorm 2,304;
+ *   projector RMSNorm 1152 + 1152 * 5376 = 6,194,304: 423,060,336 in all.
+ * With the 27,008,663,808 of the text model: 27.43B against the "27B" of a
+ * multimodal model (Gemma 3 report). Encoder FLOPs for one image (N = 4096):
+ *   patch embedding 2 * 4096 * 1152 * 588                   =     5,549,064,192
+ *   27 blocks' GEMMs 27 * 2 * 4096 * (4 V^2 + 2 F V)         = 3,367,489,241,088
+ *   full attention 27 * 4 * 4096 * 4096 * 1152              = 2,087,354,105,856
+ *   projection of the 256 pooled tokens 2 * 256 * 5376 * 1152 =     3,170,893,824
+ *   sum                                                       = 5,463,563,304,960 */
+static void test_gemma3_vision_tower_by_hand(void **state)
+{
+    (void)state;
+    hl_model m = preset("gemma-3-27b");
+    hl_params p = params(&m);
+    assert_rel(p.vision, 423060336.0, 1e-12, "SigLIP tower and projector (hand)");
+    assert_rel(p.total - p.vision, 27008663808.0, 1e-12, "gemma-3-27b text model");
+    assert_rel(p.total, 27e9, 0.03, "gemma-3-27b 27B, vision included");
+    hl_job j = job_for("gemma-3-27b", "h200", 1, 1);
+    j.input = 1000;
+    j.image_tokens = 256;
+    j.output = 2;
+    hl_result *r = sim(&j);
+    assert_rel(item_flops(r, "vision"), 5463563304960.0, 1e-12, "SigLIP encoder FLOPs, one image");
+    free(r);
+}
+
 /* Gated DeltaNet decode: per token the same work at any context. Qwen3-Next on
  * one GPU, batch 1: the rows that are not attention (linear layers, MoE, ...)
  * cost the same per step at 1,000 and 100,000 tokens of context. */
@@ -677,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_vision_encoder_by_hand),
         cmocka_unit_test(test_serve_runs_vision_encoder),
         cmocka_unit_test(test_qwen_active_conventions),
+        cmocka_unit_test(test_gemma3_vision_tower_by_hand),
         cmocka_unit_test(test_deepseek_published_counts),
         cmocka_unit_test(test_mtp_weights_when_drafting),
         cmocka_unit_test(test_linear_attention_constant_per_token),

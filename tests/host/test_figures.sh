@@ -95,10 +95,14 @@ hl.plot.tornado { data = { { p = evil, lo = 1, hi = 3 } }, name = "p", low = "lo
 hl.plot.timeline { events = { { gpu = 0, ts_s = 0, dur_s = 1, kind = "op", name = evil } }, title = evil, out = d .. "/tl.png" }
 hl.plot.roofline { gpu = "B200", ops = { { name = evil, flops = 1e12, bytes = 1e9, time_s = 1e-3 } }, title = evil,
   out = d .. "/roof.png" }
+hl.plot.scatter { data = rows, x = "x", y = "y", by = "s", logx = 2, logy = true, yformat = evil, out = d .. "/scatter.png" }
+hl.plot.frontier { points = { { system = evil, precision = "fp8", mode = evil, tps_per_user = 1, tps_per_gpu = 2 },
+  { system = evil, precision = "fp8", mode = evil, tps_per_user = 2, tps_per_gpu = 1 } }, x = "tps_per_user",
+  y = "tps_per_gpu", title = evil, out = d .. "/frontier.png" }
 LUA
 mkdir -p "$TMP/hostile"
 out=$( (cd "$TMP/hostile" && "$HBDLAB" "$TMP/hostile.lua" "$TMP/hostile") 2>&1)
-check "hostile figures drawn: $out" test -s "$TMP/hostile/roof.png"
+check "hostile figures drawn: $out" test -s "$TMP/hostile/frontier.png"
 check "no planted command ran" sh -c "! find '$TMP/hostile' -name 'PWNED*' | grep -q ."
 # shellcheck disable=SC2046
 out=$(gp_check "$TMP"/hostile/*.gp "$TMP"/hostile/*.dat 2>&1)

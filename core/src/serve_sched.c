@@ -1,0 +1,221 @@
+/* One data-parallel rank's serving scheduler: requests wait, are admitted
+ * into the running set when their KV blocks fit, are preempted by recompute
+ * when blocks run out, and each iteration's plan is built within the token
+ * budget. Policy (vLLM v1 with chunked prefill; vLLM v0 without):
+ * docs/MODEL.md, "Serving". */
+#include "serve_sched_int.h"
+
+#include "prefix_cache_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double hl_sched_blocks_for(const sched *s, double tokens)
+{
+    return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
+}
+
+void hl_sched_wait_push_back(sched *s, int64_t r) { s->wait[(s->w_head + s->w_len++) % s->w_cap] = r; }
+void hl_sched_wait_push_front(sched *s, int64_t r)
+{
+    s->w_head = (s->w_head + s->w_cap - 1) % s->w_cap;
+    s->wait[s->w_head] = r;
+    s->w_len++;
+}
+static int64_t wait_pop(sched *s)
+{
+    int64_t r = s->wait[s->w_head];
+    s->w_head = (s->w_head + 1) % s->w_cap;
+    s->w_len--;
+    return r;
+}
+
+/* Preemption by recompute (vLLM's default): the last admitted running request
+ * gives back its blocks and returns to the head of the queue; it will prefill
+ * its prompt and the tokens it generated again. */
+static void preempt_last(sched *s)
+{
+    int64_t r = s->run[--s->n_run];
+    rq *x = &s->q[r];
+    s->blocks_free += x->blocks;
+    if (s->pc) { /* its named blocks stay cached: its readmission may find them */
+        hl_spc_release(s->pc, &s->pcr[r]);
+        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+    }
+    x->blocks = 0;
+    x->kv = 0;
+    s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
+    x->prefilled = 0;
+    x->prompt = x->input + x->gen;
+    x->preempt++;
+    s->preempted++;
+    hl_sched_wait_push_front(s, r);
+}
+
+static void plan_add(sched *s, int64_t r, double tokens, int decode, double need)
+{
+    s->q[r].blocks += need;
+    s->blocks_free -= need;
+    if (s->pc && need > 0)
+        hl_spc_alloc(s->pc, &s->pcr[r], (int64_t)need);
+    s->plan[s->n_plan++] = (plan){r, tokens, decode};
+}
+
+/* Schedules the running requests (decodes, unfinished prompts) within *budget,
+ * preempting from the tail when blocks run out. */
+static void schedule_running(sched *s, double *budget, double chunk)
+{
+    for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
+        rq *x = &s->q[s->run[i]];
+        int decode = x->prefilled >= x->prompt;
+        double tok = decode ? s->dq : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        if (decode && tok > *budget)
+            break; /* a verify pass needs its gamma + 1 slots */
+        double end = (decode ? x->kv : x->prefilled) + tok;
+        double need = end > x->blocks * s->block ? hl_sched_blocks_for(s, end) - x->blocks : 0;
+        while (need > s->blocks_free && s->n_run - 1 > i)
+            preempt_last(s);
+        if (need > s->blocks_free) { /* it is the last one: preempt itself */
+            preempt_last(s);
+            break;
+        }
+        plan_add(s, s->run[i], tok, decode, need > 0 ? need : 0);
+        *budget -= tok;
+    }
+}
+
+int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit)
+{
+    const hl_serve_cfg *c = s->cfg;
+    int64_t r = s->wait[s->w_head];
+    const rq *x = &s->q[r];
+    int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
+    double cached = 0, held = x->blocks;
+    if (s->pc && hit && !arrived_prefilled) {
+        hit[0] = hit[1] = hit[2] = 0;
+        sched *m = (sched *)s; /* the request's hashes, made on first look */
+        if (hl_spc_prepare(&s->pcr[r], x->input, x->output + s->dq - 1, c->block_tokens)) {
+            m->pc_oom = 1;
+            return 0;
+        }
+        hl_spc_match(s->pc, &s->pcr[r], x->prompt, c->block_tokens, &hit[0], &hit[1], &hit[2]);
+        cached = (double)(hit[0] + hit[1]) * s->block;
+        held = (double)(hit[0] + hit[1]);
+    }
+    double tok = arrived_prefilled ? s->dq : x->prompt - cached;
+    if (c->chunked_prefill)
+        tok = fmin(fmin(tok, chunk), budget);
+    else if (tok > budget && s->n_plan > 0)
+        return 0;
+    double need = hl_sched_blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
+                                         : arrived_prefilled ? x->kv + s->dq
+                                                             : cached + tok);
+    need = need > held ? need - held : 0;
+    if (s->pc && hit)
+        need += (double)hit[2];
+    *tok_out = tok;
+    *need_out = need;
+    return need <= s->blocks_free;
+}
+
+/* Admits waiting requests FCFS while a sequence slot, budget and blocks remain.
+ * Without chunking a prompt is taken whole (alone if larger than the budget). */
+static void admit_waiting(sched *s, double *budget, double chunk, double t)
+{
+    const hl_serve_cfg *c = s->cfg;
+    double tok, need;
+    int64_t hit[3] = {0, 0, 0};
+    while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 &&
+           hl_sched_admission(s, *budget, chunk, &tok, &need, hit)) {
+        int64_t r = s->wait[s->w_head];
+        rq *x = &s->q[r];
+        int arrived_prefilled = x->prefilled >= x->prompt;
+        wait_pop(s);
+        if (s->pc && !arrived_prefilled) { /* the cached prefix is the request's without computing it */
+            double cached = (double)(hit[0] + hit[1]) * s->block;
+            hl_spc_acquire(s->pc, &s->pcr[r], hit[0], hit[1]);
+            x->prefilled = x->kv = cached;
+            x->blocks = (double)(hit[0] + hit[1]);
+            s->blocks_free -= (double)hit[2];
+            need -= (double)hit[2];
+            s->out_tok -= cached;
+            s->pc_saved += cached;
+            s->pc_step_saved += cached;
+            s->pc_admitted += x->prompt;
+            s->pc_host_hit += (double)hit[1] * s->block;
+            s->pc_step_loaded += (double)hit[1];
+        }
+        if (x->first_sched < 0)
+            x->first_sched = t;
+        s->run[s->n_run++] = r;
+        plan_add(s, r, tok, arrived_prefilled, need);
+        *budget -= tok;
+    }
+}
+
+int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
+                      int64_t *first_chunk)
+{
+    const hl_serve_cfg *c = s->cfg;
+    s->n_plan = 0;
+    s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
+    memset(it, 0, sizeof *it);
+    *step_tok = 0;
+    *first_chunk = -1;
+    if (s->n_run == 0 && s->w_len == 0)
+        return 0;
+    double budget = (double)c->token_budget;
+    if (c->chunked_prefill) {
+        schedule_running(s, &budget, chunk);
+        if (s->preempted == 0) /* vLLM v1: no new requests in a step that preempted */
+            admit_waiting(s, &budget, chunk, t);
+    } else {
+        admit_waiting(s, &budget, chunk, t); /* vLLM v0: a prefill-only step when prompts fit */
+        if (s->n_plan == 0)
+            schedule_running(s, &budget, chunk);
+    }
+    it->chunks = s->chunks;
+    double ctx = 0, win = 0;
+    for (int64_t k = 0; k < s->n_plan; k++) {
+        const plan *p = &s->plan[k];
+        const rq *x = &s->q[p->r];
+        *step_tok += p->tokens;
+        if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
+            it->logits_rows += p->tokens;
+            s->spec_seqs++;
+            s->spec_ctx += x->kv;
+        } else if (p->decode) {
+            it->decode_seqs++;
+            ctx += x->kv;
+            win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
+            it->logits_rows++;
+        } else {
+            if (*first_chunk < 0)
+                *first_chunk = p->r;
+            it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
+            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+            it->logits_rows += x->prefilled + p->tokens >= x->prompt;
+        }
+    }
+    if (it->decode_seqs > 0) {
+        it->decode_ctx_mean = ctx / it->decode_seqs;
+        it->decode_win_mean = win / it->decode_seqs;
+    }
+    return s->n_plan;
+}
+
+int hl_sched_grow(void **arr, int64_t n, int64_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 1;
+    int64_t nc = *cap ? *cap * 2 : 256;
+    void *g = realloc(*arr, (size_t)nc * size);
+    if (!g)
+        return 0;
+    *arr = g;
+    *cap = nc;
+    return 1;
+}

@@ -1,0 +1,90 @@
+/* One data-parallel rank's serving scheduler (serve_sched.c): its queue, KV
+ * blocks, admission, preemption and the plan of one iteration; the event loop
+ * over ranks, groups and pools is serve.c's. */
+#ifndef HL_SERVE_SCHED_INT_H
+#define HL_SERVE_SCHED_INT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve_prefix_int.h"
+#include "step_int.h"
+#include "hbdlab/serve.h"
+
+/* A request's scheduling state. */
+typedef struct rq {
+    double arrival, input, output;
+    double prompt;    /* tokens to prefill: input, or input + generated after a preemption */
+    double prefilled; /* of prompt, computed so far */
+    double kv;        /* tokens in the KV cache */
+    double gen;       /* tokens generated */
+    double blocks;    /* KV blocks held */
+    double first_tok, last_tok, first_sched, finish;
+    double total_out; /* the request's generated tokens (a prefill pool's record has output 1) */
+    int32_t preempt;
+    int32_t done;
+} rq;
+
+/* One entry of an iteration's plan. */
+typedef struct plan {
+    int64_t r;
+    double tokens; /* 1 for a decode */
+    int decode;
+} plan;
+
+/* One data-parallel rank's scheduler (serve.c's "unit"); q is shared by the ranks of a pool. */
+typedef struct sched {
+    const hl_serve_cfg *cfg;
+    rq *q;
+    int64_t n;
+    int64_t *wait; /* ring buffer of request indices, capacity n + 1 */
+    int64_t w_head, w_len, w_cap;
+    int64_t *run; /* running request indices in admission order */
+    int64_t n_run;
+    plan *plan;
+    int64_t n_plan;
+    hl_iter_chunk *chunks;
+    double blocks_total, blocks_free, block;
+    double state_blocks; /* blocks a sequence's linear-attention state takes, whatever its length */
+    int64_t preempted;   /* in this step */
+    double out_tok;      /* prompt tokens still to prefill + tokens still to generate, queued and running (router) */
+    int64_t *hand;       /* decode pool: requests routed here awaiting KV room (h_head .. h_head + h_len) */
+    int64_t h_head, h_len;
+    double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
+    double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
+    struct hl_pcache *pc;       /* prefix cache of this rank's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;            /* prompt tokens found cached at admission, over the run */
+    double pc_step_saved;       /* of those, in this step */
+    double pc_admitted;         /* prompt tokens admitted (hit or computed) */
+    double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
+    double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
+    int pc_oom;                 /* a request's hashes could not be allocated */
+} sched;
+
+/* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
+ * linear-attention state counted in whole blocks (vLLM's hybrid allocator
+ * gives a Mamba-style state pages of the attention page size). */
+double hl_sched_blocks_for(const sched *s, double tokens);
+
+/* Queues request r at the back (an arrival) or the front (a preempted or
+ * KV-holding request, admitted before the others) of s's ring buffer. */
+void hl_sched_wait_push_back(sched *s, int64_t r);
+void hl_sched_wait_push_front(sched *s, int64_t r);
+
+/* Tokens and new blocks the head of the queue would take with `budget` left;
+ * 0 when it cannot be admitted now (budget or blocks), 1 when it can. With a
+ * prefix cache, hit[0..3) = the hit's GPU blocks, host blocks, and the free
+ * blocks it takes (need counts them; NULL: none looked up). */
+int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit);
+
+/* Plans s's iteration at time t into s->plan and *it (a DP rank's counts: decodes,
+ * prefill chunks, verify passes as chunks of dq tokens); 0 when it schedules nothing.
+ * *step_tok: tokens scheduled; *first_chunk: the first prefilling request (-1: none). */
+int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
+                      int64_t *first_chunk);
+
+/* Makes room for element n of a growable array of `size`-byte elements
+ * (*arr realloc'd, *cap doubled from 256); 0 when out of memory. */
+int hl_sched_grow(void **arr, int64_t n, int64_t *cap, size_t size);
+
+#endif
