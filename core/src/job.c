@@ -105,6 +105,8 @@ static const hl_field job_fields[] = {
     NUM(routing_skew, "routing_skew", NULL, 0, 100, 0, "", 0,
         "Zipf exponent of expert popularity: share of the i-th most popular expert ~ i^-skew (0 = uniform)"),
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
+    ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
+         "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 

@@ -617,6 +617,15 @@ static int64_t pick_unit(pool *p, int64_t r)
     return inst * dp + rank;
 }
 
+/* Requests running or queued on group g's units. */
+static double group_in_system(const pool *p, const group *g)
+{
+    double n = 0;
+    for (int64_t k = g->first; k < g->first + g->count; k++)
+        n += (double)(p->units[k].n_run + p->units[k].w_len);
+    return n;
+}
+
 static int group_busy(const pool *p, const group *g)
 {
     for (int64_t k = g->first; k < g->first + g->count; k++)
@@ -628,7 +637,9 @@ static int group_busy(const pool *p, const group *g)
 /* Queues request r on unit u of pool p at time t (at the head when `front`:
  * a decode request whose KV room is held, admitted before any other); the
  * unit's group, idle until now, starts then. Returns the time from t to the
- * group's next step. */
+ * group's next step, the request's share of Little's integral before then (a
+ * stalled group's queue is counted from its stall's start when it ends: minus
+ * the time before t). */
 static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
 {
     sched *s = &p->units[u];
@@ -641,6 +652,8 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
         hl_sched_wait_push_front(s, r);
     else
         hl_sched_wait_push_back(s, r);
+    if (g->stalled) /* its queue's time counts from stall_from when the stall ends: not before t */
+        return -(t - g->stall_from);
     return fmax(0, g->t - t);
 }
 
@@ -793,6 +806,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 gs->stalled = 0;
                 gs->stall_s += t_flow - gs->stall_from;
                 gs->t = fmax(gs->t, t_flow);
+                rec->little += group_in_system(P0, gs) * (t_flow - gs->stall_from); /* its queue, stalled */
+            }
+            group *gd = &D->groups[D->group_of[f.dst]];
+            if (gd->stalled) { /* a decode group waiting for this KV (its recomputes wait for room) */
+                gd->stalled = 0;
+                gd->stall_s += t_flow - gd->stall_from;
+                gd->t = fmax(gd->t, t_flow);
+                rec->little += group_in_system(D, gd) * (t_flow - gd->stall_from);
             }
             o->xfer[f.r] = t_flow - f.start;
             rec->little += t_flow - xp->first_tok; /* waiting for room and moving, between the pools */
@@ -820,10 +841,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
         }
         if (planned == 0) {
-            int held = 0;
+            int held = 0, inbound = 0;
             for (int64_t k = 0; k < gr->count && xl && xl->concurrent; k++)
                 held |= P->units[gr->first + k].blocks_free < P->units[gr->first + k].blocks_total;
-            if (P->kind == POOL_PREFILL && held) { /* back-pressure: its KV waits for decode room */
+            for (int64_t i = 0; P->kind == POOL_DECODE && held && i < xl->n_flows; i++)
+                inbound |= P->group_of[xl->flows[i].dst] == gb;
+            /* back-pressure: a prefill group's KV waits for decode room; a decode group whose
+             * preempted requests do not fit beside the room it holds for transfers in flight
+             * waits for them to land */
+            if ((P->kind == POOL_PREFILL && held) || inbound) {
                 gr->stalled = 1;
                 gr->stall_from = t;
                 continue;

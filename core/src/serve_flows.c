@@ -58,7 +58,14 @@ hl_status hl_flows_admit(xlink *xl, sched *units, int64_t U, int64_t src_dp, int
 {
     for (int64_t u = 0; u < U; u++) {
         sched *s = &units[u];
-        while (s->h_len > 0) {
+        /* a preempted request waiting to recompute has the room first (FCFS, as vLLM's
+         * waiting queue): no new transfer starts on this rank until it is admitted */
+        int recompute = 0;
+        for (int64_t k = 0; k < s->w_len && s->h_len > 0 && !recompute; k++) {
+            const rq *y = &s->q[s->wait[(s->w_head + k) % s->w_cap]];
+            recompute = y->prefilled < y->prompt;
+        }
+        while (s->h_len > 0 && !recompute) {
             int64_t r = s->hand[s->h_head];
             rq *x = &s->q[r];
             /* as admission() asks of an arrived-prefilled request: room for its first decode (or verify) */

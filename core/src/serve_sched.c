@@ -51,6 +51,18 @@ static void preempt_last(sched *s)
     x->preempt++;
     s->preempted++;
     hl_sched_wait_push_front(s, r);
+    /* behind the requests whose KV arrived from a prefill pool and holds its blocks
+     * (a decode pool's queue starts with them): they cost no room, and a recompute
+     * ahead of them that does not fit would keep them, and their blocks, waiting */
+    for (int64_t k = 0; k + 1 < s->w_len; k++) {
+        int64_t *a = &s->wait[(s->w_head + k) % s->w_cap], *b = &s->wait[(s->w_head + k + 1) % s->w_cap];
+        const rq *y = &s->q[*b];
+        if (!(y->blocks > 0 && y->prefilled >= y->prompt))
+            break;
+        int64_t tmp = *a;
+        *a = *b;
+        *b = tmp;
+    }
 }
 
 static void plan_add(sched *s, int64_t r, double tokens, int decode, double need)

@@ -189,7 +189,8 @@ static const uint64_t POW10[20] = {1ull,
                                    10000000000000000000ull};
 
 /* The decimal digits of f (0 < f < 10^19) into d, most significant first; returns how many.
- * Written from the end two at a time, eight digits at a time in 32-bit arithmetic. */
+ * Written from the end two at a time (one 2-byte copy from DIGIT_PAIRS), eight digits at a
+ * time in 32-bit arithmetic. */
 static int digits_of(uint64_t f, char *d)
 {
     int bits = 64 - __builtin_clzll(f);
@@ -199,23 +200,22 @@ static int digits_of(uint64_t f, char *d)
     while (f >= 100000000) {
         uint32_t lo = (uint32_t)(f % 100000000);
         f /= 100000000;
-        for (int i = 0; i < 4; i++) {
-            uint32_t r = lo % 100;
-            lo /= 100;
-            *--p = DIGIT_PAIRS[2 * r + 1];
-            *--p = DIGIT_PAIRS[2 * r];
-        }
+        uint32_t a = lo / 10000, b = lo % 10000; /* two independent halves of four digits */
+        p -= 8;
+        memcpy(p, DIGIT_PAIRS + 2 * (a / 100), 2);
+        memcpy(p + 2, DIGIT_PAIRS + 2 * (a % 100), 2);
+        memcpy(p + 4, DIGIT_PAIRS + 2 * (b / 100), 2);
+        memcpy(p + 6, DIGIT_PAIRS + 2 * (b % 100), 2);
     }
     uint32_t h = (uint32_t)f;
     while (h >= 100) {
-        uint32_t r = h % 100;
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * (h % 100), 2);
         h /= 100;
-        *--p = DIGIT_PAIRS[2 * r + 1];
-        *--p = DIGIT_PAIRS[2 * r];
     }
     if (h >= 10) {
-        *--p = DIGIT_PAIRS[2 * h + 1];
-        *--p = DIGIT_PAIRS[2 * h];
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * h, 2);
     } else {
         *--p = (char)('0' + h);
     }

@@ -25,7 +25,9 @@ const char *hl_point_field_name(int32_t i)
     return f ? f->name : NULL;
 }
 
-static void point_from_job(const hl_job *job, hl_point *out, int trust)
+/* cols[0, ncols): the result rows to store in out->v (the others are left as they are);
+ * NULL: every row. */
+static void point_from_job(const hl_job *job, hl_point *out, int trust, const int32_t *cols, int32_t ncols)
 {
     hl_result r;
     hl_err err;
@@ -37,10 +39,15 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust)
         snprintf(out->error, sizeof out->error, "%s", err.msg);
         return;
     }
-    hl_result_values(&r, out->v);
+    if (!cols) {
+        hl_result_values(&r, out->v);
+        return;
+    }
+    for (int32_t c = 0; c < ncols; c++) /* a CSV stream: only its columns (9 of 66 by default) */
+        out->v[cols[c]] = hl_result_value(&r, cols[c]);
 }
 
-void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0); }
+void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0, NULL, 0); }
 
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 {
@@ -309,7 +316,8 @@ typedef struct worker {
 
 enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so no two write one cache line */
 
-void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_job *job, int *have, hl_point *p)
+void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_job *job, int *have, const int32_t *cols,
+                         int32_t ncols, hl_point *p)
 {
     hl_err err;
     int flags;
@@ -321,7 +329,7 @@ void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_jo
         snprintf(p->error, sizeof p->error, "%s", err.msg);
     } else {
         *have = 1;
-        point_from_job(job, p, pl->trust);
+        point_from_job(job, p, pl->trust, cols, ncols);
     }
 }
 
@@ -340,7 +348,7 @@ static void *work(void *arg)
                 w->out[i - w->base].status = HL_EINTR;
                 continue;
             }
-            hl_sweep_eval_point(w->in, w->plan, i, &job, &have, &w->out[i - w->base]);
+            hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &w->out[i - w->base]);
             if (w->in->progress)
                 __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
         }

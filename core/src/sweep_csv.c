@@ -103,7 +103,7 @@ static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, int *have
     for (int64_t i = lo; i < hi; i++) {
         if (cancelled(s))
             break; /* the points not reached are left out */
-        hl_sweep_eval_point(s->in, s->plan, i, job, have, p);
+        hl_sweep_eval_point(s->in, s->plan, i, job, have, s->cols, s->ncols, p);
         format_row(s, i, p, &sl->csv);
         sl->rows++;
         if (s->in->progress)

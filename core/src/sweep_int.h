@@ -13,7 +13,8 @@ void hl_sweep_plan_free(hl_sweep_plan *pl, int32_t n_axes);
 
 /* Evaluates point i into *p (its status and message on failure). *job is the calling
  * thread's job, *have 1 when it holds the previous point bound without error (then it is
- * reused when the plan allows); both start 0 on a new thread. */
+ * reused when the plan allows); both start 0 on a new thread. cols[0, ncols): the result
+ * rows p->v must hold (the others are not written); NULL: all of them. */
 void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, int *have,
-                         hl_point *p);
+                         const int32_t *cols, int32_t ncols, hl_point *p);
 #endif

@@ -245,6 +245,41 @@ static void test_backpressure_and_closed_loop(void **state)
     hl_serve_result_free(&r);
 }
 
+/* Preemption in an undersized decode pool (600 KV blocks of 16 tokens per pool: a
+ * prompt of up to 2,048 + 256 tokens takes up to 144 blocks, so about 5 fit) under a
+ * closed loop of 24 clients: decoding requests run out of blocks and are preempted
+ * to recompute while the pool holds room for transfers in flight. The recompute
+ * waits behind the requests whose KV has arrived (they cost no room) and ahead of
+ * new transfers, and a decode rank with only recomputes that do not fit waits for
+ * the transfers in flight to land. It used to stop with "no request could be
+ * scheduled" (a recompute at the head of the queue, the blocks it needed held for
+ * arrived requests behind it). Every request finishes, and Little's law holds with
+ * the stalls counted (a stalled group's queue is in the system). */
+static void test_decode_preemption_with_transfers(void **state)
+{
+    (void)state;
+    hl_job j;
+    hl_serve_cfg c = disagg_cfg(&j, 0);
+    c.arrival = HL_ARRIVAL_CONCURRENCY;
+    c.concurrency = 24;
+    c.kv_blocks = 600;
+    hl_serve_result r;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    printf("decode preemptions %lld, %.3g requests in the system\n", (long long)r.preemptions, r.mean_in_system);
+    assert_int_equal(r.requests, 300);
+    assert_true(r.preemptions > 0);
+    for (int64_t i = 0; i < r.requests; i++) {
+        assert_true(r.reqs[i].e2e_s >= r.reqs[i].ttft_s);
+        assert_true(r.reqs[i].output >= 16);
+    }
+    double w = 0; /* Little's law: L = the requests' time in the system over the run */
+    for (int64_t i = 0; i < r.requests; i++)
+        w += r.reqs[i].e2e_s;
+    assert_rel(r.mean_in_system, w / r.duration_s, 0.02, "Little's law with stalls and preemption");
+    hl_serve_result_free(&r);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -269,9 +304,13 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lone_request_is_one_replica),  cmocka_unit_test(test_lockstep_dp_moe),
-        cmocka_unit_test(test_littles_law_replicas),         cmocka_unit_test(test_concurrent_equals_sequential),
-        cmocka_unit_test(test_backpressure_and_closed_loop), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_lone_request_is_one_replica),
+        cmocka_unit_test(test_lockstep_dp_moe),
+        cmocka_unit_test(test_littles_law_replicas),
+        cmocka_unit_test(test_concurrent_equals_sequential),
+        cmocka_unit_test(test_backpressure_and_closed_loop),
+        cmocka_unit_test(test_decode_preemption_with_transfers),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

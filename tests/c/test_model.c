@@ -105,12 +105,39 @@ static void test_validation_messages(void **state)
                       "'mqa' is not one of gqa, mla");
 }
 
+/* MoE layers: layer i (0-based) of [dense_layers, layers) is MoE when (i + 1) % moe_every == 0,
+ * counted here layer by layer, against the closed form in the core (e.g. 48 layers, 1 dense,
+ * every 2nd: layers 1, 3, ..., 47, 24 of them). */
+static void test_moe_layer_count(void **state)
+{
+    (void)state;
+    hl_model m;
+    memset(&m, 0, sizeof m);
+    m.experts = 8;
+    m.layers = 48;
+    m.dense_layers = 1;
+    m.moe_every = 2;
+    assert_int_equal(hl_model_moe_layers(&m), 24);
+    for (int64_t L = 1; L <= 40; L++)
+        for (int64_t d = 0; d <= L; d++)
+            for (int64_t every = 0; every <= 5; every++) {
+                m.layers = L;
+                m.dense_layers = d;
+                m.moe_every = every;
+                int64_t step = every > 1 ? every : 1, want = 0;
+                for (int64_t i = d; i < L; i++)
+                    want += (i + 1) % step == 0;
+                assert_int_equal(hl_model_moe_layers(&m), want);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen110b_by_hand),        cmocka_unit_test(test_published_totals),
         cmocka_unit_test(test_truncated_active_counts), cmocka_unit_test(test_mla_attention_by_hand),
         cmocka_unit_test(test_every_preset_counts),     cmocka_unit_test(test_validation_messages),
+        cmocka_unit_test(test_moe_layer_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
