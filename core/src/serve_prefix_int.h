@@ -38,7 +38,6 @@ typedef struct hl_pc_req {
 hl_status hl_spc_content(const hl_serve_cfg *cfg, const hl_trace_req *reqs, const hl_trace_content *content, int64_t n,
                          hl_pc_req *out, hl_err *err);
 
-
 /* Makes r's hashes and block list for a sequence of `input` prompt tokens and
  * `output` generated ones (no-op when made). -1 when out of memory. */
 int hl_spc_prepare(hl_pc_req *r, double input, double output, int64_t block);
