@@ -18,7 +18,8 @@ local P = hl.params {
   stride = { 1, "use every stride-th row of each table (a quick look)" },
   json = { "", "write the fitted fields and errors as JSON to this file" },
   start_json = { "", "fields fitted by an earlier run (its json), fitted on top of" },
-  allreduce = { "custom", "all-reduce table: custom (TensorRT-LLM's kernel, in a CUDA graph) or nccl (nccl-tests)" },
+  prefill_tile = { 32, "query tile rows of prefill attention (attn_tile_rows; not fitted: a granularity)" },
+  allreduce = { "both", "all-reduce tables: custom (TensorRT-LLM's kernel, in a CUDA graph), nccl (nccl-tests) or both" },
 }
 if P.dir == "" then error("fit_kernels: give --set dir=<directory of one GPU's CSV tables>", 0) end
 
@@ -92,8 +93,15 @@ local function fit_kind(label, rows, params, bounds, start)
   end
   local all = cases_of(function() return true end)
   local res = hl.calibrate { cases = all, params = params, bounds = bounds, start = start, loo = false }
-  local err = {}
-  for i, c in ipairs(res.cases) do err[i] = math.abs(c.after_err) end
+  local err, gerr, gheld = {}, {}, {}
+  for i, c in ipairs(res.cases) do
+    err[i] = math.abs(c.after_err)
+    local g = rows[i].group
+    if g then
+      gerr[g] = gerr[g] or {}
+      table.insert(gerr[g], err[i])
+    end
+  end
   local out = { label = label, rows = #rows, params = res.params, median = median(err), p90 = pct(err, 0.9) }
   if P.folds > 0 then
     local held = {}
@@ -104,7 +112,16 @@ local function fit_kind(label, rows, params, bounds, start)
       if any then
         local rf = hl.calibrate { cases = cases, params = params, bounds = bounds, start = res.params, loo = false,
                                   fit = flags }
-        for i, c in ipairs(rf.cases) do if not flags[i] then held[#held + 1] = math.abs(c.after_err) end end
+        for i, c in ipairs(rf.cases) do
+          if not flags[i] then
+            held[#held + 1] = math.abs(c.after_err)
+            local g = rows[i].group
+            if g then
+              gheld[g] = gheld[g] or {}
+              table.insert(gheld[g], math.abs(c.after_err))
+            end
+          end
+        end
       end
     end
     out.lso_median, out.lso_p90 = median(held), pct(held, 0.9)
@@ -115,6 +132,17 @@ local function fit_kind(label, rows, params, bounds, start)
   print(string.format("%-13s %5d rows  median %5.1f%%  p90 %5.1f%%  leave-shape-out median %5.1f%%  p90 %5.1f%%  (%s)",
     label, #rows, 100 * out.median, 100 * out.p90, 100 * (out.lso_median or 0), 100 * (out.lso_p90 or 0),
     table.concat(ps, ", ")))
+  local gnames = {}
+  for g in pairs(gerr) do gnames[#gnames + 1] = g end
+  table.sort(gnames)
+  out.groups = {}
+  for _, g in ipairs(gnames) do
+    local h = gheld[g] or {}
+    out.groups[g] = { rows = #gerr[g], median = median(gerr[g]), p90 = pct(gerr[g], 0.9), lso_median = median(h),
+                      lso_p90 = pct(h, 0.9) }
+    print(string.format("  %-18s %5d rows  median %5.1f%%  p90 %5.1f%%  leave-shape-out median %5.1f%%  p90 %5.1f%%",
+      g, #gerr[g], 100 * median(gerr[g]), 100 * pct(gerr[g], 0.9), 100 * median(h), 100 * pct(h, 0.9)))
+  end
   return out
 end
 
@@ -204,9 +232,10 @@ end
 
 kinds.attn_prefill = function()
   -- the decode fit's latency and unit cost stay; prefill adds its compute efficiency
-  -- query tiles of 32 rows: the granularity that fits the measured prefill kernels best of 16, 32,
-  -- 64, 128 (H100: median 9.8, 9.0, 26.8, 16.6%); real kernels choose their tile by length
-  fitted.attn_tile_rows = 32
+  -- query tiles of `prefill_tile` rows, the granularity that fits the measured prefill kernels best
+  -- of 16, 32, 64, 128: 32 on H100 (7.0% vs 7.6% at 64), 64 on Blackwell (B200 6.3% vs 9.6% at 32,
+  -- GB200 7.6% vs 10.2%; 16 and 128 worse everywhere); real kernels choose their tile by length
+  fitted.attn_tile_rows = P.prefill_tile
   return fit_kind("attn prefill", attn_rows("attention_prefill.csv", false),
     { "eff_attn", "attn_tile_s", "attn_prefill_latency" },
     { eff_attn = { 0.1, 1 }, attn_tile_s = { 0, 20e-6 }, attn_prefill_latency = { 0, 50e-6 } },
@@ -228,30 +257,34 @@ kinds.moe = function()
                etp = tonumber(r.moe_tp), precision = want[r.dtype] } }
     end
   end
-  return fit_kind("moe", rows, { "moe_latency", "eff_grouped" }, { moe_latency = { 0, 200e-6 }, eff_grouped = { 0.2, 1 } },
-    { moe_latency = 20e-6, eff_grouped = 0.8 })
+  return fit_kind("moe", rows, { "moe_latency", "eff_grouped", "grouped_k0", "grouped_k0_fp8", "moe_perm_bytes" },
+    { moe_latency = { 0, 200e-6 }, eff_grouped = { 0.2, 1.5 }, grouped_k0 = { 0, 20000 }, grouped_k0_fp8 = { 0, 20000 },
+      moe_perm_bytes = { 0, 64 } },
+    { moe_latency = 20e-6, eff_grouped = 0.9, grouped_k0 = 500, grouped_k0_fp8 = 1500, moe_perm_bytes = 12 })
 end
 
--- All-reduce: TensorRT-LLM's custom kernel (every algorithm hbdlab models, the fastest: `auto`)
--- and nccl-tests (NCCL's algorithms, launch included) over `ranks` GPUs of one HBD; the link
--- fields are fitted (kernel fields do not enter a collective's time).
+-- All-reduce: TensorRT-LLM's custom kernel table (its AUTO strategy, `trtllm_ar`: one-shot,
+-- two-shot or NCCL, in a CUDA graph) and nccl-tests (`nccl`: NCCL's tuning model, launch included)
+-- over `ranks` GPUs of one HBD, fitted together (`allreduce = both`) so that one set of link fields
+-- serves both; the medians are reported per table. Kernel fields do not enter a collective's time.
 kinds.allreduce = function()
   local rows = {}
-  local function add(file, algo, pick)
+  local function add(file, algo, group, pick)
     local t = read(file)
     if not t then return end
     for i, r in ipairs(t) do
       if pick(r) and i % P.stride == 0 then
-        rows[#rows + 1] = { key = file .. " " .. i, shape = file .. " " .. r.ranks,
+        rows[#rows + 1] = { key = file .. " " .. i, shape = file .. " " .. r.ranks, group = group,
                             measured = tonumber(r.latency_ms) * 1e-3,
                             coll = { bytes = tonumber(r.bytes), ranks = tonumber(r.ranks), algo = algo } }
       end
     end
   end
-  if P.allreduce == "custom" then
-    add("allreduce_custom.csv", "auto", function() return true end)
-  else
-    add("nccl.csv", "nccl", function(r) return r.op == "all_reduce" and r.dtype == "half" end)
+  if P.allreduce == "custom" or P.allreduce == "both" then
+    add("allreduce_custom.csv", "trtllm_ar", "allreduce custom", function() return true end)
+  end
+  if P.allreduce == "nccl" or P.allreduce == "both" then
+    add("nccl.csv", "nccl", "allreduce nccl", function(r) return r.op == "all_reduce" and r.dtype == "half" end)
   end
   if #rows == 0 then return nil end
   for _, r in ipairs(rows) do
@@ -261,9 +294,13 @@ kinds.allreduce = function()
       return hl.collective { op = "allreduce", bytes = c.bytes, ranks = c.ranks, cluster = cl, algo = c.algo }.time_s
     end
   end
-  return fit_kind("allreduce " .. P.allreduce, rows, { "coll_launch", "scaleup_latency", "eff_scaleup", "in_switch_eff" },
-    { coll_launch = { 0, 20e-6 }, scaleup_latency = { 0, 5e-6 }, eff_scaleup = { 0.3, 1 }, in_switch_eff = { 0.2, 1.5 } },
-    { coll_launch = 3e-6, scaleup_latency = 0.6e-6, eff_scaleup = 0.8, in_switch_eff = 0.6 })
+  return fit_kind("allreduce " .. P.allreduce, rows,
+    { "coll_launch", "scaleup_latency", "eff_scaleup", "in_switch_eff", "in_switch_latency", "custom_ar_latency",
+      "custom_ar_eff" },
+    { coll_launch = { 0, 20e-6 }, scaleup_latency = { 0, 5e-6 }, eff_scaleup = { 0.3, 1 }, in_switch_eff = { 0.1, 1.5 },
+      in_switch_latency = { 0, 100e-6 }, custom_ar_latency = { 0, 20e-6 }, custom_ar_eff = { 0.1, 1 } },
+    { coll_launch = 4e-6, scaleup_latency = 0.6e-6, eff_scaleup = 0.8, in_switch_eff = 0.6, in_switch_latency = 25e-6,
+      custom_ar_latency = 3e-6, custom_ar_eff = 0.5 })
 end
 
 local results = {}

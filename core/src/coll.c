@@ -11,7 +11,8 @@
 static const char *const op_names[HL_COLL_OP_COUNT] = {
     "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv"};
 static const char *const algo_names[HL_COLL_ALGO_COUNT] = {
-    "auto", "ring", "tree", "direct", "halving_doubling", "in_switch", "hierarchical", "nccl"};
+    "auto",         "ring", "tree",    "direct",  "halving_doubling", "in_switch",
+    "hierarchical", "nccl", "oneshot", "twoshot", "trtllm_ar",        "vllm_ar"};
 
 const char *hl_coll_op_name(hl_coll_op op) { return (unsigned)op < HL_COLL_OP_COUNT ? op_names[op] : "?"; }
 const char *hl_coll_algo_name(hl_coll_algo a) { return (unsigned)a < HL_COLL_ALGO_COUNT ? algo_names[a] : "?"; }
@@ -59,6 +60,9 @@ typedef struct group {
     double imb;     /* all-to-all imbalance */
     int nvls;       /* in-switch reduction usable */
     double nvls_bw, nvls_lat;
+    int custom;    /* an engine's custom all-reduce applies: one HBD of a switched fabric */
+    double cu_lat; /* s per custom all-reduce stage */
+    double cu_bw;  /* B/s a custom all-reduce reads peers at */
 } group;
 
 typedef struct cost {
@@ -67,9 +71,10 @@ typedef struct cost {
     double bw;  /* s, proportional to S */
     double up;  /* B per GPU on scale-up */
     double out; /* B per GPU on scale-out */
+    int algo;   /* hl_coll_algo chosen inside a selecting algorithm (nccl, trtllm_ar, vllm_ar); 0 = itself */
 } cost;
 
-static const cost NA = {0, 0, 0, 0, 0};
+static const cost NA = {0, 0, 0, 0, 0, 0};
 
 /* ceil(log2(x)) for x >= 1 (group sizes are whole numbers below 2^53). */
 static double lg2(double x)
@@ -107,7 +112,7 @@ static double ring_lat(const group *G, double steps, double inter)
 
 static cost ring(hl_coll_op op, const group *G)
 {
-    cost c = {1, 0, 0, 0, 0};
+    cost c = {1, 0, 0, 0, 0, 0};
     double n = G->n, B = flat_bw(G), k;
     switch (op) {
     case HL_ALLREDUCE:
@@ -134,7 +139,7 @@ static cost ring(hl_coll_op op, const group *G)
 /* NCCL's tree: a chain inside each HBD, a double binary tree across HBDs. */
 static cost tree(hl_coll_op op, const group *G)
 {
-    cost c = {1, 0, 0, 0, 0};
+    cost c = {1, 0, 0, 0, 0, 0};
     double B = flat_bw(G);
     double hops = (G->g - 1) * G->au + lg2(G->N) * G->ao;
     double k; /* passes over the tree */
@@ -155,7 +160,7 @@ static cost tree(hl_coll_op op, const group *G)
  * concurrently, each carrying its share; a setup cost per remote peer. */
 static cost direct(hl_coll_op op, const group *G)
 {
-    cost c = {1, 0, 0, 0, 0};
+    cost c = {1, 0, 0, 0, 0, 0};
     double n = G->n, g = G->g, S = G->S;
     double per_peer; /* bytes exchanged with each peer */
     switch (op) {
@@ -190,7 +195,7 @@ static cost halving_doubling(hl_coll_op op, const group *G)
 {
     if (!pow2(G->n) || !pow2(G->g))
         return NA;
-    cost c = {1, 0, 0, 0, 0};
+    cost c = {1, 0, 0, 0, 0, 0};
     double up = (1 - 1 / G->g) * G->S, out = (1 - 1 / G->N) * G->S / G->g;
     double lat = lg2(G->g) * G->au + lg2(G->N) * G->ao;
     double k;
@@ -213,7 +218,7 @@ static cost in_switch(hl_coll_op op, const group *G)
 {
     if (!G->nvls || G->N > 1 || op != HL_ALLREDUCE || G->n < 2)
         return NA;
-    cost c = {1, G->L + G->nvls_lat, G->S / G->nvls_bw, G->S, 0};
+    cost c = {1, G->L + G->nvls_lat, G->S / G->nvls_bw, G->S, 0, 0};
     return c;
 }
 
@@ -223,7 +228,7 @@ static cost hierarchical(hl_coll_op op, const group *G)
 {
     if (G->N <= 1 || G->g <= 1)
         return NA;
-    cost c = {1, 0, 0, 0, 0};
+    cost c = {1, 0, 0, 0, 0, 0};
     double g = G->g, N = G->N, S = G->S;
     switch (op) {
     case HL_ALLREDUCE: {
@@ -265,9 +270,134 @@ static cost hierarchical(hl_coll_op op, const group *G)
     }
 }
 
+/* NCCL's tuning model inside one HBD (src/graph/tuning.cc of NCCL 2.30.7,
+ * ncclTopoTuneModel and ncclTopoGetAlgoTime; docs/MODEL.md 5.1). Per
+ * algorithm (tree, ring) and protocol (LL, LL128, Simple): NCCL's base
+ * latencies and NVLink per-hop latencies, in us. The preset's coll_launch and
+ * scaleup_latency take the place of ring/LL's base (6.6) and hop (0.6): the
+ * other entries keep NCCL's offsets and ratios to it. */
+enum { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
+static const double nccl_base_us[2][PROTO_COUNT] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}}; /* tree, ring */
+static const double nccl_hop_us[2][PROTO_COUNT] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}};   /* NVLink */
+/* Bus bandwidth of each protocol as a fraction of Simple's: ring LL x0.5, LL128 x0.92 (120/128);
+ * tree all-reduce x0.92, then LL x1/3.8, LL128 x7/9 on one node. */
+static const double nccl_ring_bw[PROTO_COUNT] = {0.5, 0.92, 1};
+static const double nccl_tree_bw[PROTO_COUNT] = {0.92 / 3.8, 0.92 * 7.0 / 9.0, 0.92};
+/* treeCorrectionFactor: tree all-reduce bandwidth at 64 B x 2^i (i = 0..23) */
+static const double nccl_tree_corr[PROTO_COUNT][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+
+/* Ring (tree = 0) or tree (1) on one HBD with protocol p. */
+static cost nccl_proto(hl_coll_op op, const group *G, int is_tree, int p)
+{
+    cost c = {1, 0, 0, 0, 0, 0};
+    double n = G->n, S = G->S, B = G->bu;
+    double steps, k;
+    if (op == HL_ALLREDUCE) {
+        steps = 2 * (n - 1);
+        k = is_tree ? 2 : 2 * (n - 1) / n; /* tree: algbw = busbw / 2 */
+    } else if (!is_tree && (op == HL_ALLGATHER || op == HL_REDUCESCATTER)) {
+        steps = n - 1;
+        k = (n - 1) / n;
+    } else {
+        return NA;
+    }
+    int a = is_tree ? 0 : 1;
+    double bus = B * (is_tree ? nccl_tree_bw[p] : nccl_ring_bw[p]);
+    if (is_tree && S >= 64) {
+        int lg = (int)lg2(floor(S / 64) + 1) - 1; /* floor(log2(S / 64)) */
+        if (lg >= 0 && lg < 23)
+            bus *= nccl_tree_corr[p][lg];
+    }
+    c.lat = G->L + (nccl_base_us[a][p] - nccl_base_us[1][PROTO_LL]) * 1e-6 +
+            steps * G->au * nccl_hop_us[a][p] / nccl_hop_us[1][PROTO_LL];
+    c.bw = k * S / bus;
+    c.up = (is_tree ? 2 * (n - 1) / n : k) * S; /* bytes a rank sends: the ring's k S; the chain's 2(n-1)/n S */
+    return c;
+}
+
+/* NCCL inside one HBD: the fastest of ring and tree in each protocol, and
+ * NVLS where the switch reduces (NCCL picks the lowest tuning-model time). */
+static cost nccl_intra(hl_coll_op op, const group *G)
+{
+    cost best = NA;
+    for (int t = 0; t < 2; t++)
+        for (int p = 0; p < PROTO_COUNT; p++) {
+            cost k = nccl_proto(op, G, t, p);
+            k.algo = t ? HL_ALGO_TREE : HL_ALGO_RING;
+            if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw))
+                best = k;
+        }
+    cost v = in_switch(op, G);
+    v.algo = HL_ALGO_IN_SWITCH;
+    if (v.ok && (!best.ok || v.lat + v.bw < best.lat + best.bw))
+        best = v;
+    return best;
+}
+
+/* The engines' custom all-reduce kernels (TensorRT-LLM customAllReduceKernels,
+ * vLLM csrc/custom_all_reduce.cuh): one-shot reads all n-1 peers' buffers
+ * over NVLink and reduces locally (one stage); two-shot reduces its 1/n slice
+ * from every peer, then gathers the other slices (two stages). */
+static cost oneshot(hl_coll_op op, const group *G)
+{
+    if (!G->custom || op != HL_ALLREDUCE)
+        return NA;
+    double v = (G->n - 1) * G->S;
+    cost c = {1, G->cu_lat, v / G->cu_bw, v, 0, HL_ALGO_ONESHOT};
+    return c;
+}
+static cost twoshot(hl_coll_op op, const group *G)
+{
+    if (!G->custom || op != HL_ALLREDUCE)
+        return NA;
+    double v = 2 * (G->n - 1) / G->n * G->S;
+    cost c = {1, 2 * G->cu_lat, v / G->cu_bw, v, 0, HL_ALGO_TWOSHOT};
+    return c;
+}
+
+/* NCCL as it chooses: its tuning model in one HBD, else the fastest of its
+ * multi-HBD algorithms. */
+static cost nccl_choice(hl_coll_op op, const group *G);
+
+/* TensorRT-LLM's AUTO strategy (cpp/tensorrt_llm/common/customAllReduceUtils.h,
+ * selectStrategyLookUpTable): a table of the fastest of ONESHOT, TWOSHOT and NCCL
+ * measured per (SM, TP, hidden, tokens); modelled as that minimum. Messages
+ * above the workspace (getMaxRequiredWorkspaceSize: 16e6 B at 2 ranks, 8e6 B
+ * above) go to NCCL. */
+static cost trtllm_ar(hl_coll_op op, const group *G)
+{
+    cost best = nccl_choice(op, G);
+    if (!G->custom || op != HL_ALLREDUCE || G->S > (G->n <= 2 ? 16e6 : 8e6))
+        return best;
+    cost o = oneshot(op, G), t = twoshot(op, G);
+    if (o.ok && o.lat + o.bw < best.lat + best.bw)
+        best = o;
+    if (t.ok && t.lat + t.bw < best.lat + best.bw)
+        best = t;
+    return best;
+}
+
+/* vLLM (vllm/distributed/device_communicators/custom_all_reduce.py,
+ * should_custom_ar: below max_size = 8 MiB on 2, 4, 6 or 8 ranks; csrc/
+ * custom_all_reduce.cuh: one-shot at 2 ranks, below 512 KiB at <= 4 ranks,
+ * below 256 KiB at <= 8; two-shot otherwise), NCCL else. */
+static cost vllm_ar(hl_coll_op op, const group *G)
+{
+    double n = G->n, S = G->S;
+    int ws_ok = n == 2 || n == 4 || n == 6 || n == 8;
+    if (!G->custom || op != HL_ALLREDUCE || !ws_ok || S >= 8 * 1048576.0)
+        return nccl_choice(op, G);
+    if (n == 2 || (n <= 4 && S < 512 * 1024.0) || (n <= 8 && S < 256 * 1024.0))
+        return oneshot(op, G);
+    return twoshot(op, G);
+}
+
 typedef cost (*algo_fn)(hl_coll_op, const group *);
-static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL,      ring,         tree, direct, halving_doubling,
-                                                  in_switch, hierarchical, NULL};
+static const algo_fn algos[HL_COLL_ALGO_COUNT] = {NULL,         ring, tree,    direct,  halving_doubling, in_switch,
+                                                  hierarchical, NULL, oneshot, twoshot, trtllm_ar,        vllm_ar};
 
 static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
 {
@@ -277,17 +407,33 @@ static int in_nccl_set(hl_coll_algo a, hl_coll_op op)
     return a == HL_ALGO_DIRECT && (op == HL_ALLTOALL || op == HL_GATHER || op == HL_SCATTER || op == HL_SENDRECV);
 }
 
+static cost nccl_choice(hl_coll_op op, const group *G)
+{
+    if (G->N == 1 && (op == HL_ALLREDUCE || op == HL_ALLGATHER || op == HL_REDUCESCATTER))
+        return nccl_intra(op, G);
+    cost best = NA;
+    for (int a = 1; a <= HL_ALGO_HIERARCHICAL; a++) {
+        if (!in_nccl_set((hl_coll_algo)a, op))
+            continue;
+        cost k = algos[a](op, G);
+        k.algo = a;
+        if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw))
+            best = k;
+    }
+    return best;
+}
+
 /* Everything a memoised function of a collective depends on: which function,
  * the call and the cluster's link parameters. Equal keys give equal results. */
 typedef struct coll_key {
     hl_coll_in in;
-    double links[11];
+    double links[12];
     int64_t gpus, hbd;
     int32_t fabric, nvls;
     hl_coll_fn fn;
 } coll_key;
 /* memcmp compares keys: no padding bytes may exist (so no memset per lookup) */
-_Static_assert(sizeof(coll_key) == sizeof(hl_coll_in) + 11 * sizeof(double) + 2 * sizeof(int64_t) +
+_Static_assert(sizeof(coll_key) == sizeof(hl_coll_in) + 12 * sizeof(double) + 2 * sizeof(int64_t) +
                                        2 * sizeof(int32_t) + sizeof(hl_coll_fn),
                "coll_key has padding");
 _Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 2 * sizeof(int64_t), "hl_coll_in has "
@@ -296,17 +442,9 @@ _Static_assert(sizeof(hl_coll_in) == 2 * sizeof(int32_t) + 2 * sizeof(double) + 
 static void make_key(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, coll_key *k)
 {
     k->in = *in;
-    const double links[11] = {c->scaleup_bw,
-                              c->scaleout_bw,
-                              c->scaleup_latency,
-                              c->scaleout_latency,
-                              c->coll_launch,
-                              c->eff_scaleup,
-                              c->eff_scaleout,
-                              c->in_switch_eff,
-                              c->in_switch_latency,
-                              c->peer_cost,
-                              0};
+    const double links[12] = {c->scaleup_bw,        c->scaleout_bw, c->scaleup_latency,   c->scaleout_latency,
+                              c->coll_launch,       c->eff_scaleup, c->eff_scaleout,      c->in_switch_eff,
+                              c->in_switch_latency, c->peer_cost,   c->custom_ar_latency, c->custom_ar_eff};
     memcpy(k->links, links, sizeof links);
     k->gpus = c->gpus;
     k->hbd = hbd;
@@ -432,6 +570,9 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     G.nvls = c->in_switch_reduce && c->fabric == HL_FABRIC_SWITCH && g > 1;
     G.nvls_bw = c->scaleup_bw * c->in_switch_eff;
     G.nvls_lat = c->in_switch_latency;
+    G.custom = G.N == 1 && n > 1; /* NVLink/NVSwitch or a full xGMI mesh: peers' buffers are mapped */
+    G.cu_lat = c->custom_ar_latency;
+    G.cu_bw = up_raw * c->custom_ar_eff;
 
     memset(out, 0, sizeof *out);
     out->hbds = n / g;
@@ -442,9 +583,12 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     }
     cost best = NA;
     int best_algo = -1;
-    if (in->algo == HL_ALGO_AUTO || in->algo == HL_ALGO_NCCL) {
-        for (int a = 1; a < HL_COLL_ALGO_COUNT; a++) {
-            if (!algos[a] || (in->algo == HL_ALGO_NCCL && !in_nccl_set((hl_coll_algo)a, (hl_coll_op)in->op)))
+    if (in->algo == HL_ALGO_NCCL) {
+        best = nccl_choice((hl_coll_op)in->op, &G);
+        best_algo = HL_ALGO_NCCL;
+    } else if (in->algo == HL_ALGO_AUTO) {
+        for (int a = 1; a <= HL_ALGO_HIERARCHICAL; a++) { /* the plain alpha-beta algorithms */
+            if (!algos[a])
                 continue;
             cost k = algos[a]((hl_coll_op)in->op, &G);
             if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw)) {
@@ -462,7 +606,7 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
                        "(%lld per HBD%s)",
                        hl_coll_algo_name((hl_coll_algo)in->algo), hl_coll_op_name((hl_coll_op)in->op), (long long)n,
                        (long long)g, c->in_switch_reduce ? "" : ", no in-switch reduction");
-    out->algo = best_algo;
+    out->algo = best.algo ? best.algo : best_algo;
     out->time_s = best.lat + best.bw;
     out->latency_s = best.lat;
     out->latency_share = out->time_s > 0 ? best.lat / out->time_s : 0;

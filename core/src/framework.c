@@ -3,6 +3,7 @@
  * their sources: docs/MODEL.md section 6.1. */
 #include "hbdlab/sim.h"
 
+#include "hbdlab/coll.h"
 #include "hbdlab/precision.h"
 #include "framework_int.h"
 
@@ -12,8 +13,9 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * trtllm: fitted by hl.calibrate to TensorRT-LLM's published cases P1-P5
      * (the 2024-25 releases of scripts/validate.lua; its older 2023 cases
      * validate only) as served by hl.serve on the presets' measured kernel
-     * model (issue 27; `hbdlab scripts/validate.lua --set fit_profile=trtllm`:
-     * 0.980 ms, 0.806, 0.974, rounded); no BF16 or attention-bound
+     * model with its per-layer kernels (issue 27; `hbdlab scripts/validate.lua
+     * --set fit_profile=trtllm`: 0.681 ms, 0.862, 1.056, rounded; before the
+     * kernel inventory 0.980 ms, 0.806, 0.974); no BF16 or attention-bound
      * TensorRT-LLM case, so those stay 1. vllm: 0.4 ms per step, derived from
      * the vLLM v0.6.0 blog (2024-09-05): on Llama-3-8B / 1 H100 a token took
      * 13 ms, 29% of it scheduling and input preparation (3.8 ms); v0.6.0 runs
@@ -23,12 +25,26 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * scheduler runs the CPU one batch ahead, and its Nsight trace shows no
      * idle gap between decode batches (lmsys.org/blog/2024-12-04-sglang-v0-4);
      * its published cases P6-P7 are predicted too slow already at 0.
+     * allreduce: the engine's own custom all-reduce inside an HBD
+     * (TensorRT-LLM's AUTO strategy, vLLM's custom_all_reduce; MODEL.md 5.1);
+     * SGLang's is not modelled yet (the job's coll_algo).
+     * cuda_graphs, then the kernels per layer beside hbdlab's operators (RoPE,
+     * KV append, activation, second norm), counted from the engines' layer
+     * code (docs/MODEL.md 6.1): vLLM llama.py (rotary_emb, the attention
+     * backend's reshape_and_cache_flash, SiluAndMul, two fused_add_rms_norm),
+     * SGLang llama.py (the same four), TensorRT-LLM's attention op applies
+     * RoPE and writes the KV cache itself, so only the SwiGLU and the second
+     * norm. rocm (vLLM on ROCm): vLLM's kernels, custom all-reduce and HIP
+     * graphs; its step overhead and FP8 scale fitted like trtllm to the public
+     * MI300X cases A1-A3 and M1 (`--set fit_profile=rocm`: 3.01 ms, 0.563); each value rests
+     * on one source (leave-one-out in docs/MODEL.md 6.1), no FP4 case.
      * docs/MODEL.md 6.1. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
-        [HL_FW_IDEAL] = {0, 1, 1, 1, 1},
-        [HL_FW_TRTLLM] = {1.0e-3, 1, 0.81, 0.97, 1},
-        [HL_FW_VLLM] = {0.4e-3, 1, 1, 1, 1},
-        [HL_FW_SGLANG] = {0, 1, 1, 1, 1},
+        [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0},
+        [HL_FW_TRTLLM] = {0.68e-3, 1, 0.86, 1.06, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1},
+        [HL_FW_VLLM] = {0.4e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
+        [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1},
+        [HL_FW_ROCM] = {3.0e-3, 1, 0.56, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }

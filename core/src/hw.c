@@ -28,6 +28,8 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, scaleout_latency, "scaleout_latency", 0, 1, "s", "latency of one algorithm step across HBDs"),
     HL_FD(hl_gpu, coll_launch, "coll_launch", 0, 1, "s", "fixed cost of launching one collective"),
     HL_FD(hl_gpu, kernel_latency, "kernel_latency", 0, 1, "s", "fixed cost added to every kernel (launch, tail)"),
+    HL_FD(hl_gpu, kernel_launch, "kernel_launch", 0, 1, "s",
+          "host cost of launching one kernel outside a CUDA graph (cuda_graphs off)"),
     HL_FD(hl_gpu, gemm_tile_rows, "gemm_tile_rows", 1, 1024, "", "GEMM kernels compute whole tiles of this many rows"),
     HL_FD(hl_gpu, eff_gemm, "eff_gemm", 0.01, 1, "", "achievable fraction of peak FLOP/s for GEMMs"),
     HL_FD(hl_gpu, eff_attn, "eff_attn", 0.01, 1, "", "achievable fraction of peak FLOP/s for fused attention"),
@@ -55,7 +57,13 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, attn_prefill_latency, "attn_prefill_latency", 0, 1, "s",
           "fixed cost of a prefill attention kernel beyond attn_latency"),
     HL_FD(hl_gpu, moe_latency, "moe_latency", 0, 1, "s", "fixed cost per MoE layer (routing, permutation)"),
-    HL_FD(hl_gpu, eff_grouped, "eff_grouped", 0, 1, "",
+    HL_FD(hl_gpu, grouped_k0, "grouped_k0", 0, 1e6, "",
+          "K at which a grouped expert GEMM reaches half its efficiency (0 = off)"),
+    HL_FD(hl_gpu, grouped_k0_fp8, "grouped_k0_fp8", 0, 1e6, "",
+          "grouped_k0 of FP8/INT8/FP4 expert GEMMs (0 = grouped_k0)"),
+    HL_FD(hl_gpu, moe_perm_bytes, "moe_perm_bytes", 0, 1e3, "B",
+          "per routed token row per hidden element: MoE permutation and finalize traffic (0 = off)"),
+    HL_FD(hl_gpu, eff_grouped, "eff_grouped", 0, 2, "",
           "grouped expert GEMMs' share of a dense GEMM's efficiency (0 = 1)"),
     HL_FD(hl_gpu, eff_scaleup, "eff_scaleup", 0.01, 1, "", "achievable fraction of scale-up bandwidth"),
     HL_FD(hl_gpu, eff_scaleout, "eff_scaleout", 0.01, 1, "", "achievable fraction of scale-out bandwidth"),
@@ -63,6 +71,9 @@ static const hl_field gpu_fields[] = {
     HL_FD0(hl_gpu, in_switch_eff, "in_switch_eff", 0.01, 2, "",
            "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_gpu, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
+    HL_FD(hl_gpu, custom_ar_latency, "custom_ar_latency", 0, 1, "s",
+          "latency of one stage of an engine's custom (one-/two-shot) all-reduce"),
+    HL_FD(hl_gpu, custom_ar_eff, "custom_ar_eff", 0.01, 1, "", "fraction of scale-up bandwidth of a custom all-reduce"),
     HL_FD0(hl_gpu, tdp_w, "tdp_w", 1, 1e5, "W", "board power (informational)"),
     HL_FD(hl_gpu, capex_usd, "capex_usd", 0, 1e8, "USD",
           "GPU and its share of the server, no networking (0 = unknown)"),
@@ -91,6 +102,7 @@ static const hl_field_alias gpu_aliases[] = {{"fp32_tflops", "fp32_flops", 1e12}
                                              {"hbm_gb", "hbm_bytes", 1e9},
                                              {"hbm_tbs", "hbm_bw", 1e12},
                                              {"kernel_latency_us", "kernel_latency", 1e-6},
+                                             {"kernel_launch_us", "kernel_launch", 1e-6},
                                              HL_LINK_ALIASES,
                                              {NULL, NULL, 0}};
 static const hl_field_alias cluster_aliases[] = {{"peer_cost_us", "peer_cost", 1e-6}, HL_LINK_ALIASES, {NULL, NULL, 0}};
@@ -112,8 +124,11 @@ void hl_gpu_init_defaults(hl_gpu *g)
     g->scaleout_latency = 15e-6;
     g->coll_launch = 4e-6;
     g->kernel_latency = 3e-6;
+    g->kernel_launch = 5e-6;
     g->gemm_tile_rows = 64;
     g->in_switch_latency = 25e-6;
+    g->custom_ar_latency = 3e-6;
+    g->custom_ar_eff = 0.46;
 }
 
 /* The GPU's checks across fields (each field already in range). Sweeps that
@@ -167,6 +182,10 @@ static const hl_field cluster_fields[] = {
     HL_FD0(hl_cluster, in_switch_eff, "in_switch_eff", 0.01, 2, "",
            "fraction of scale-up bandwidth reached by in-switch AllReduce"),
     HL_FD(hl_cluster, in_switch_latency, "in_switch_latency", 0, 1, "s", "latency of one in-switch (NVLS) operation"),
+    HL_FD(hl_cluster, custom_ar_latency, "custom_ar_latency", 0, 1, "s",
+          "latency of one stage of an engine's custom (one-/two-shot) all-reduce"),
+    HL_FD(hl_cluster, custom_ar_eff, "custom_ar_eff", 0.01, 1, "",
+          "fraction of scale-up bandwidth of a custom all-reduce"),
     HL_FD(hl_cluster, peer_cost, "peer_cost", 0, 1e-3, "s", "setup cost per remote peer in an exchange"),
     HL_FD(hl_cluster, scaleup_usd, "scaleup_usd", 0, 1e8, "USD", "per-GPU share of scale-up switches and cables"),
     HL_FD(hl_cluster, scaleout_usd, "scaleout_usd", 0, 1e8, "USD", "per-GPU NIC, scale-out switch ports and optics"),
@@ -196,6 +215,8 @@ hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_
     c->in_switch_reduce = gpu->in_switch_reduce;
     c->in_switch_eff = gpu->in_switch_eff;
     c->in_switch_latency = gpu->in_switch_latency;
+    c->custom_ar_latency = gpu->custom_ar_latency;
+    c->custom_ar_eff = gpu->custom_ar_eff;
     c->peer_cost = 0;
     c->scaleup_usd = gpu->scaleup_usd;
     c->scaleout_usd = gpu->scaleout_usd;

@@ -84,7 +84,7 @@ static const hl_field job_fields[] = {
     ENUM(placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", HL_PLACE_TP_DP_PP,
          "rank order in the HBDs, innermost first"),
     ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
-    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang", HL_FW_IDEAL,
+    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang|rocm", HL_FW_IDEAL,
          "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
     NUM(step_overhead, "step_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
     NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0,
@@ -105,6 +105,8 @@ static const hl_field job_fields[] = {
     NUM(routing_skew, "routing_skew", NULL, 0, 100, 0, "", 0,
         "Zipf exponent of expert popularity: share of the i-th most popular expert ~ i^-skew (0 = uniform)"),
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
+    ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
+         "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 

@@ -106,6 +106,7 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
     hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
     if (st)
         return st;
+    t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
     a->ph.time_s += dt;
     if (t.bound == HL_BOUND_COMPUTE)
@@ -114,6 +115,7 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
         a->ph.memory_s += dt;
     a->ph.flops += op->flops * times;
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
+    a->kernels += times;
     if (a->summary)
         return HL_OK;
     log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
@@ -149,6 +151,17 @@ static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, dou
 
 /* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
 static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
+
+/* An all-reduce as the job's framework runs it (its custom kernel, MODEL.md 5.1), else job_algo. */
+static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
+{
+    if (op == HL_ALLREDUCE) {
+        int32_t a = hl_framework_profile(s->j->framework).allreduce;
+        if (a != HL_ALGO_AUTO)
+            return a;
+    }
+    return job_algo(s);
+}
 
 /* Adds `times` executions of a collective (in) already timed (o) to the phase. */
 static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times)
@@ -224,7 +237,7 @@ static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_c
 {
     if (times <= 0 || ranks <= 1 || bytes <= 0)
         return HL_OK;
-    hl_coll_in in = {op, job_algo(s), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
+    hl_coll_in in = {op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
     hl_coll_out o;
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */
@@ -340,6 +353,41 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
         account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times);
     if (bu.time_s > 0)
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times);
+    return HL_OK;
+}
+
+/* The kernels the framework launches per layer beside the operators above (its inventory,
+ * docs/MODEL.md 6.1), each a memory-bound elementwise kernel plus kernel_latency: RoPE reads
+ * and writes q and k; the KV append reads k and v and writes them to the cache; the FFN
+ * activation (SwiGLU) reads the gate and up halves and writes their product; the second
+ * RMSNorm's bytes are in the norms operator, so it adds its kernel alone. T tokens. */
+static hl_status engine_kernels(const hl_sim_ctx *s, hl_acc *a, double T, double Lst, double Latt, double Ldense,
+                                hl_err *err)
+{
+    const hl_model *m = s->m;
+    double tp = (double)s->tp, ab = s->ab;
+    double Hl = (double)m->heads / tp, Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
+    double F = (double)m->ffn / tp;
+    struct {
+        int on;
+        const char *name;
+        double rd, wr, layers;
+    } k[4] = {
+        {s->fw.rope_kernel && m->attn != HL_ATTN_MLA, "rope", T * (Hl + Kl) * d * ab, T * (Hl + Kl) * d * ab, Latt},
+        {s->fw.kv_append_kernel && m->attn != HL_ATTN_MLA, "kv_append", T * 2 * Kl * d * ab, T * 2 * Kl * d * s->kvb,
+         Latt},
+        {s->fw.act_kernel, "activation", T * 2 * F * ab, T * F * ab, Ldense},
+        {s->fw.norm_kernel, "norm", 0, 0, Lst},
+    };
+    for (int i = 0; i < 4; i++) {
+        if (!k[i].on || k[i].layers <= 0)
+            continue;
+        hl_op op = {"", HL_OP_ELEMENTWISE, s->j->act_precision, 0, k[i].rd, k[i].wr, 0, 0, 0, 0, 0, 0, 0, 0};
+        memcpy(op.name, k[i].name, strlen(k[i].name) + 1); /* names of at most 10 bytes */
+        hl_status st = add_op(s, a, &op, k[i].layers, err);
+        if (st)
+            return st;
+    }
     return HL_OK;
 }
 
@@ -496,6 +544,11 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         up.fixed_s = s->c->gpu.moe_latency;
         TRY(add_op(s, a, &up, Lmoe, err));
         TRY(add_op(s, a, &down, Lmoe, err));
+        if (s->c->gpu.moe_perm_bytes > 0) {
+            hl_op perm;
+            hl_op_moe_permute(&perm, &ms, s->c->gpu.moe_perm_bytes, (hl_precision)j->act_precision);
+            TRY(add_op(s, a, &perm, Lmoe, err));
+        }
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
             /* each TP rank combined only its T/tp tokens: attention TP needs all T again */
@@ -512,6 +565,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
             TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
         }
     }
+    TRY(engine_kernels(s, a, T, Lst, Latt, Ldense, err));
     a->layer_kind = 0;
     if (j->layer_overhead > 0) {
         log_event(a, "layer_overhead", 0, 0, j->layer_overhead, 0, 0);
@@ -605,7 +659,15 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
             TRY(add_op(s, a, &at, layers, err));
     }
     TRY(tp_reduce(s, a, N * V * s->ab, s->tp, 2 * L, err)); /* after attention and MLP, as a text layer */
-    if (m->vision_siglip) { /* Gemma 3: average-pool merge x merge patches, then one projection V -> h */
+    if (m->vision_adapter > 0) { /* Llama 4: pixel shuffle m x m patches into one, MLP m^2 V -> A -> A, A -> h */
+        double A = (double)m->vision_adapter;
+        gemm(&op, s, "vision_merger", N / M2, A, V * M2);
+        TRY(add_op(s, a, &op, 1, err));
+        gemm(&op, s, "vision_merger", N / M2, A, A);
+        TRY(add_op(s, a, &op, 1, err));
+        gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, A);
+        TRY(add_op(s, a, &op, 1, err));
+    } else if (m->vision_siglip) { /* Gemma 3: average-pool merge x merge patches, then one projection V -> h */
         gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V);
         TRY(add_op(s, a, &op, 1, err));
     } else {

@@ -29,6 +29,7 @@ typedef struct hl_acc {
     double overlap;
     int summary;          /* skip items and events */
     double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
+    double kernels;       /* kernels launched so far (operator executions) */
     int memo_valid;       /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;

@@ -71,6 +71,16 @@ static hl_status place(const hl_job *j, hl_sim_ctx *s, hl_err *err)
     return HL_OK;
 }
 
+/* The framework's kernel inventory and whether kernels replay from CUDA graphs (docs/MODEL.md 6.1):
+ * without graphs each kernel costs the host launch, kernel_launch, where it would cost kernel_latency. */
+static void launch_model(const hl_job *j, hl_sim_ctx *s)
+{
+    s->fw = hl_framework_profile(j->framework);
+    int graphs = j->cuda_graphs == 0 ? s->fw.cuda_graphs : j->cuda_graphs == 1;
+    const hl_gpu *g = &s->c->gpu;
+    s->launch_extra = !graphs && g->kernel_launch > g->kernel_latency ? g->kernel_launch - g->kernel_latency : 0;
+}
+
 hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
 {
     const hl_model *m = &j->model;
@@ -98,6 +108,7 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     s->j = j;
     s->m = m;
     s->c = c;
+    launch_model(j, s);
     s->wb = hl_precision_bytes((hl_precision)j->precision);
     s->ab = hl_precision_bytes((hl_precision)j->act_precision);
     s->kvb = hl_precision_bytes((hl_precision)hl_job_kv_precision(j));

@@ -35,6 +35,8 @@ typedef struct hl_sim_ctx {
      * NULL): the resolving thread's cache (hl_sim_layout), valid until that thread
      * resolves another routing; an owner that outlives it (the stepper) copies it */
     const hl_expert_layout *layout;
+    double launch_extra; /* s each kernel costs beyond kernel_latency: host launch without CUDA graphs, else 0 */
+    hl_fw_profile fw;    /* the job's framework profile (its per-layer kernel inventory) */
 } hl_sim_ctx;
 
 /* The expert layout of a job's routing (uniform, routing_skew or expert_freq;

@@ -67,7 +67,15 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
         gemm_class c = gemm_class_of(gpu, (hl_precision)op->precision);
         double groups = op->groups > 0 ? op->groups : 1;
-        eff = c.eff_c * (op->kind == HL_OP_GROUPED_GEMM && gpu->eff_grouped > 0 ? gpu->eff_grouped : 1);
+        eff = c.eff_c;
+        if (op->kind == HL_OP_GROUPED_GEMM) {
+            /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
+             * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
+            int low = op->precision == HL_FP8 || op->precision == HL_INT8 || op->precision == HL_FP4;
+            double k0 = low && gpu->grouped_k0_fp8 > 0 ? gpu->grouped_k0_fp8 : gpu->grouped_k0;
+            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (k0 > 0 && op->k > 0 ? op->k / (op->k + k0) : 1);
+            eff = fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
+        }
         bw = gpu->hbm_bw * c.eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
         out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
@@ -156,6 +164,21 @@ void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precisi
         o->groups = act > 0 ? act : 1;
         o->rows = act > 0 ? tok * El / act : tok;
     }
+}
+
+void hl_op_moe_permute(hl_op *op, const hl_moe_shape *s, double bytes_per_row, hl_precision math)
+{
+    set_name(op, "moe_permute");
+    op->kind = HL_OP_ELEMENTWISE;
+    op->precision = math;
+    op->flops = 0;
+    double bytes = bytes_per_row * s->tokens_per_expert * s->local_experts * s->hidden;
+    op->bytes_read = bytes / 2; /* as many bytes written as read: a permuted copy out, a weighted sum back */
+    op->bytes_written = bytes / 2;
+    op->rows = s->tokens_per_expert * s->local_experts;
+    op->n = op->k = op->groups = 0;
+    op->units = op->ctx = op->q_units = 0;
+    op->fixed_s = 0;
 }
 
 double hl_attn_pairs(double q, double c, double w)

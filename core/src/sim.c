@@ -46,7 +46,7 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
 static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, double layers, double sum, double steps,
                               int mem_bound, double flops, double bytes)
 {
-    double total = (sum + s->c->gpu.kernel_latency * steps) * layers;
+    double total = (sum + (s->c->gpu.kernel_latency + s->launch_extra) * steps) * layers; /* launch: MODEL.md 6.1 */
     a->ph.time_s += total;
     if (mem_bound)
         a->ph.memory_s += total;

@@ -256,7 +256,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     d.bc = t1.compute_s - t0.compute_s;
     d.am = t0.memory_s;
     d.bm = t1.memory_s - t0.memory_s;
-    d.lat = st->job.cluster.gpu.kernel_latency;
+    d.lat = st->job.cluster.gpu.kernel_latency + st->s.launch_extra; /* host launch without CUDA graphs */
     d.have = 1;
     if (!st->dl)
         st->dl = calloc((size_t)st->cap + 1, sizeof *st->dl);

@@ -6,7 +6,7 @@
 #include "bind.h"
 
 static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", "moe", NULL};
-static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", NULL};
+static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", NULL};
 #define KIND_MOE 5
 
 static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_op_time *t)
@@ -86,18 +86,25 @@ static int l_op_time(lua_State *L)
         s.weight_bytes = wb;
         hl_op up, down;
         hl_op_moe_experts(&up, &down, &s, prec);
-        hl_op_time tu, td;
-        if (hl_op_time_on(&up, &g, &tu, &err) || hl_op_time_on(&down, &g, &td, &err))
+        hl_op_time tu, td, tp = {0};
+        hl_op perm;
+        hl_op_moe_permute(&perm, &s, g.moe_perm_bytes, HL_BF16);
+        if (hl_op_time_on(&up, &g, &tu, &err) || hl_op_time_on(&down, &g, &td, &err) ||
+            (g.moe_perm_bytes > 0 && hl_op_time_on(&perm, &g, &tp, &err)))
             return hl_raise(L, &err);
         hl_op sum = up;
         snprintf(sum.name, sizeof sum.name, "%s", name ? name : "moe");
         sum.flops += down.flops;
         sum.bytes_read += down.bytes_read;
         sum.bytes_written += down.bytes_written;
+        if (g.moe_perm_bytes > 0) {
+            sum.bytes_read += perm.bytes_read;
+            sum.bytes_written += perm.bytes_written;
+        }
         t = tu;
-        t.time_s = tu.time_s + td.time_s + g.moe_latency;
+        t.time_s = tu.time_s + td.time_s + tp.time_s + g.moe_latency;
         t.compute_s += td.compute_s;
-        t.memory_s += td.memory_s;
+        t.memory_s += td.memory_s + tp.memory_s;
         t.intensity = sum.flops / (sum.bytes_read + sum.bytes_written);
         push_time(L, &sum, "moe", &t);
         return 1;

@@ -56,7 +56,8 @@ local topics = {
     'require("hbdlab.calibrate").print(res)' },
   { "collective", "hl.collective{op, bytes, ranks, cluster, algo, placement, imbalance} -> {time_s, algo, algbw, busbw, ...}",
     "One collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv; " ..
-    "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical.",
+    "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical | oneshot | twoshot | " ..
+    "trtllm_ar | vllm_ar (engines' custom all-reduce; docs/MODEL.md 5.1).",
     'hl.collective { op = "allreduce", bytes = 1e9, ranks = 16, cluster = c }' },
   { "roofline", "hl.roofline{gpu, precision, framework, m, n, k | kind = attention | moe + shape | flops, bytes} -> {time_s, compute_s, memory_s, bound, ...}",
     "Time of one operator on one GPU.", 'hl.roofline { gpu = "H100-SXM", m = 16, n = 8192, k = 8192, precision = "fp8" }' },

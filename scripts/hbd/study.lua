@@ -33,7 +33,8 @@ M.open = {
   eff_mem = { 0.85, "not stated; streaming kernels" },
   kernel_latency_us = { 0, "per-kernel cost folded into layer_overhead_us" },
   layer_overhead_us = { 30, "not stated; launch and synchronisation per layer per forward pass, independent of precision" },
-  overlap = { 0.15, "not stated; a small share of communication hidden under compute (no two-batch overlap); calibrated between 0.1 and 0.25" },
+  overlap = { 0.1, "not stated; a small share of communication hidden under compute (no two-batch overlap); calibrated "
+    .. "between 0.1 and 0.25 (0.15 until the measured MoE permutation traffic of issue 27, docs/HBD_REPRODUCTION.md)" },
   wire_floor = { "fp8", "MoE payloads travel at the weight precision but never below FP8 (no FP4 communication kernels)" },
   kv_precision = { "bf16", "not stated; KV cache kept in BF16 at every weight precision" },
   dispatch = { "flat", "not stated; every expert-TP shard receives each routed token (keeps cross-HBD bytes per GPU constant in N)" },
@@ -70,7 +71,7 @@ function M.job(v, gpus, hbd, precision, extra)
     kernel_latency_us = v.kernel_latency_us, gemm_latency_fp8 = folded, gemm_latency_fp4 = folded,
     gemm_k_latency = folded, gemm_k_latency_fp8 = folded, gemm_k_latency_fp4 = folded, attn_latency = folded,
     attn_unit_s = folded, attn_tile_s = folded, attn_prefill_latency = folded, moe_latency = folded,
-    eff_grouped = 1, -- the study's one GEMM efficiency holds for the expert GEMMs too
+    eff_grouped = 1, grouped_k0 = 0, grouped_k0_fp8 = 0, -- the study's one GEMM efficiency holds for the expert GEMMs too
   }
   local cluster = hl.cluster {
     gpu = gpu, gpus = gpus, hbd = hbd, scaleup_gbs = v.scaleup_gbs, scaleout_gbps = v.scaleout_gbps,

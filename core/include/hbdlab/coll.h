@@ -32,8 +32,13 @@ typedef enum hl_coll_algo {
     HL_ALGO_HALVING_DOUBLING = 4, /* recursive halving/doubling (power-of-two groups) */
     HL_ALGO_IN_SWITCH = 5,        /* in-network reduction (NVLS) inside one HBD */
     HL_ALGO_HIERARCHICAL = 6,     /* intra-HBD step, cross-HBD step on scale-out, intra-HBD step */
-    HL_ALGO_NCCL = 7,             /* fastest of the algorithms NCCL implements (ring, tree, NVLS, hierarchical) */
-    HL_COLL_ALGO_COUNT = 8
+    HL_ALGO_NCCL = 7,             /* NCCL's choice: its tuning model over ring/tree x LL/LL128/Simple, NVLS (one
+                                     HBD), or the fastest of ring, tree, hierarchical across HBDs */
+    HL_ALGO_ONESHOT = 8,          /* engines' custom one-shot all-reduce: read every peer's buffer, reduce (one HBD) */
+    HL_ALGO_TWOSHOT = 9,          /* engines' custom two-shot all-reduce: reduce-scatter then all-gather (one HBD) */
+    HL_ALGO_TRTLLM_AR = 10,       /* TensorRT-LLM's AUTO all-reduce: fastest of one-/two-shot, NCCL (workspace cap) */
+    HL_ALGO_VLLM_AR = 11,         /* vLLM's custom all-reduce: one-/two-shot by its switch sizes, NCCL above 8 MiB */
+    HL_COLL_ALGO_COUNT = 12
 } hl_coll_algo;
 
 typedef struct hl_coll_in {

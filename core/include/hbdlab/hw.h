@@ -22,7 +22,8 @@ typedef struct hl_gpu {
     double scaleup_latency;  /* s per algorithm step between GPUs of one HBD */
     double scaleout_latency; /* s per algorithm step across HBDs */
     double coll_launch;      /* s fixed cost of launching one collective */
-    double kernel_latency;   /* s fixed cost added to every kernel (launch and tail) */
+    double kernel_latency;   /* s fixed cost added to every kernel (launch and tail; replayed from a CUDA graph) */
+    double kernel_launch;    /* s host cost of launching one kernel outside a CUDA graph (eager mode) */
     double gemm_tile_rows;   /* GEMM kernels compute whole tiles of this many rows (1 = no padding) */
     double eff_gemm;         /* fraction of peak FLOP/s reached by large BF16/FP16 GEMMs */
     double eff_attn;         /* fraction of peak FLOP/s reached by fused (prefill) attention */
@@ -47,12 +48,17 @@ typedef struct hl_gpu {
     double attn_tile_s;          /* s per (sequence x query head x query tile) of prefill attention */
     double attn_prefill_latency; /* s fixed per prefill attention (more than one query row) beyond attn_latency */
     double moe_latency;          /* s fixed per MoE layer: routing, permutation, un-permutation kernels */
-    double eff_grouped;  /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
-    double eff_scaleup;  /* fraction of scaleup_bw reached by bandwidth-bound collectives */
-    double eff_scaleout; /* fraction of scaleout_bw reached by bandwidth-bound collectives */
+    double grouped_k0;     /* elements of K at which a grouped expert GEMM reaches half its efficiency (0 = off) */
+    double grouped_k0_fp8; /* the same for FP8/INT8/FP4 expert GEMMs (0 = grouped_k0) */
+    double moe_perm_bytes; /* B moved per routed token row per hidden element outside the expert GEMMs (0 = off) */
+    double eff_grouped;    /* grouped (expert) GEMMs reach this fraction of a dense GEMM's compute efficiency (0 = 1) */
+    double eff_scaleup;    /* fraction of scaleup_bw reached by bandwidth-bound collectives */
+    double eff_scaleout;   /* fraction of scaleout_bw reached by bandwidth-bound collectives */
     int32_t in_switch_reduce; /* 1 when the scale-up switch can reduce (NVLS) */
     double in_switch_eff;     /* fraction of scaleup_bw reached by in-switch AllReduce */
     double in_switch_latency; /* s per in-switch (NVLS) operation */
+    double custom_ar_latency; /* s per stage of an engine's custom (one-/two-shot) all-reduce kernel */
+    double custom_ar_eff;     /* fraction of scaleup_bw a custom all-reduce kernel reads peers at */
     double tdp_w;             /* W, informational */
     double capex_usd;         /* USD per GPU: the GPU and its share of the server, without networking; 0 = unknown */
     double scaleup_usd;    /* USD per GPU: its share of scale-up switches, NVLink cables (default of the cluster's) */
@@ -97,12 +103,14 @@ typedef struct hl_cluster {
     int32_t in_switch_reduce;
     double in_switch_eff;
     double in_switch_latency;
-    double peer_cost;    /* s per remote peer a GPU exchanges with (message setup); default 0 */
-    double scaleup_usd;  /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
-    double scaleout_usd; /* USD per GPU share of the scale-out network (from gpu unless overridden) */
-    double amort_years;  /* years over which capex is amortised (docs/MODEL.md section 10) */
-    double pue;          /* power usage effectiveness: facility power / IT power (>= 1) */
-    double usd_per_kwh;  /* electricity price, USD per kWh */
+    double custom_ar_latency; /* s per stage of a custom all-reduce (from gpu unless overridden) */
+    double custom_ar_eff;     /* fraction of scaleup_bw of a custom all-reduce */
+    double peer_cost;         /* s per remote peer a GPU exchanges with (message setup); default 0 */
+    double scaleup_usd;       /* USD per GPU share of the scale-up fabric (from gpu unless overridden) */
+    double scaleout_usd;      /* USD per GPU share of the scale-out network (from gpu unless overridden) */
+    double amort_years;       /* years over which capex is amortised (docs/MODEL.md section 10) */
+    double pue;               /* power usage effectiveness: facility power / IT power (>= 1) */
+    double usd_per_kwh;       /* electricity price, USD per kWh */
 } hl_cluster;
 
 /* Descriptor table of hl_cluster (without the nested gpu). */

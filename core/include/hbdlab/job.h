@@ -37,7 +37,8 @@ typedef enum hl_framework {
     HL_FW_TRTLLM = 1,
     HL_FW_VLLM = 2,
     HL_FW_SGLANG = 3,
-    HL_FW_COUNT = 4
+    HL_FW_ROCM = 4, /* vLLM on ROCm (AMD Instinct): the only ROCm engine with public cases here */
+    HL_FW_COUNT = 5
 } hl_framework;
 
 /* What a framework adds to the roofline model. Scales multiply the GPU's
@@ -48,6 +49,11 @@ typedef struct hl_fw_profile {
     double gemm_scale_fp8; /* x eff_gemm for FP8/INT8 GEMMs */
     double gemm_scale_fp4; /* x eff_gemm for FP4 GEMMs */
     double attn_scale;     /* x eff_attn */
+    int32_t allreduce;     /* hl_coll_algo of its tensor-parallel all-reduce (HL_ALGO_AUTO = the job's coll_algo) */
+    int32_t cuda_graphs;   /* 1: its forward passes replay CUDA graphs (each kernel costs kernel_latency) */
+    /* Kernels per transformer layer it launches beside hbdlab's operators (docs/MODEL.md 6.1):
+     * RoPE, KV-cache append, the FFN activation, the second RMSNorm (the norms operator is one kernel) */
+    int32_t rope_kernel, kv_append_kernel, act_kernel, norm_kernel;
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */
@@ -114,6 +120,8 @@ typedef struct hl_job {
     int32_t eplb;             /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
     int32_t expert_freq_n;    /* entries of expert_freq; 0 = none (uniform or routing_skew) */
     double expert_freq[1024]; /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
+    int32_t cuda_graphs;      /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
+    int32_t reserved_job;     /* 0 */
 } hl_job;
 
 /* ---- Defaults and validation ---- */

@@ -71,6 +71,11 @@ typedef struct hl_moe_shape {
 } hl_moe_shape;
 void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math);
 
+/* The fused MoE's permutation and finalize traffic beside its expert GEMMs: bytes_per_row
+ * (the GPU's moe_perm_bytes) per routed row (tokens_per_expert x local_experts) per hidden
+ * element, a memory-bound elementwise kernel; flops 0. */
+void hl_op_moe_permute(hl_op *op, const hl_moe_shape *s, double bytes_per_row, hl_precision math);
+
 /* Attention shapes for one layer on one GPU. */
 typedef struct hl_attn_shape {
     double batch;          /* sequences */

@@ -1,0 +1,58 @@
+-- Per-kernel costs (issue 27): the kernels an engine launches per layer beside hbdlab's operators
+-- (its inventory, docs/MODEL.md 6.1) appear as breakdown rows with their bytes and kernel_latency,
+-- and without CUDA graphs every kernel costs its host launch instead (cuda_graphs = "off").
+local T = require "testlib"
+local hl = require "hbdlab"
+
+local cl = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }
+local g = cl.gpu
+local function rows(r, phase)
+  local t = {}
+  for _, b in ipairs(r[phase].breakdown) do t[b.name] = b end
+  return t
+end
+local function run(fw, graphs)
+  return hl.simulate { model = "llama-3.1-8b", cluster = cl, batch = 1, input = 100, output = 4, framework = fw,
+                       cuda_graphs = graphs }
+end
+
+T.test("vLLM's four extra kernels per layer, by hand", function()
+  -- Llama-3.1-8B, TP 1, one decode token: 32 layers, 32 heads and 8 KV heads of 128, FFN 14336, BF16 (2 B).
+  -- rope: reads and writes q and k: 1 x (32 + 8) x 128 x 2 B = 10,240 B each way;
+  -- kv_append: reads k, v 1 x 2 x 8 x 128 x 2 = 4,096 B, writes as many to the BF16 cache;
+  -- activation: reads 2 x 14336 x 2 = 57,344 B, writes 28,672 B; norm: its bytes are in "norms".
+  -- Each call: bytes / (hbm_bw x eff_mem) + kernel_latency.
+  local bw = g.hbm_bw * g.eff_mem
+  local want = { rope = 20480 / bw, kv_append = 8192 / bw, activation = 86016 / bw, norm = 0 }
+  local d = rows(run("vllm"), "decode")
+  for name, t in pairs(want) do
+    T.ok(d[name] ~= nil, "decode row " .. name)
+    T.eq(d[name].calls, 32 * 3, name .. " once per layer per decode step (3 steps)")
+    T.near(d[name].time_s / d[name].calls, t + g.kernel_latency, 1e-12, name)
+  end
+end)
+
+T.test("TensorRT-LLM fuses RoPE and the KV append into its attention; ideal has no inventory", function()
+  local d = rows(run("trtllm"), "decode")
+  T.ok(d.rope == nil and d.kv_append == nil, "no rope / kv_append rows")
+  T.ok(d.activation ~= nil and d.norm ~= nil, "activation and norm rows")
+  local i = rows(run("ideal"), "decode")
+  T.ok(i.rope == nil and i.activation == nil and i.norm == nil, "ideal adds nothing")
+end)
+
+T.test("without CUDA graphs each kernel costs kernel_launch instead of kernel_latency", function()
+  local on, off = rows(run("vllm", "framework"), "decode"), rows(run("vllm", "off"), "decode")
+  local extra = g.kernel_launch - g.kernel_latency -- 5 us - the preset's 3.008 us
+  T.ok(extra > 0, "the H100 preset launches slower than it replays")
+  for _, name in ipairs { "rope", "norm", "o_proj", "attention" } do
+    T.near(off[name].time_s / off[name].calls, on[name].time_s / on[name].calls + extra, 1e-12, name)
+  end
+  local explicit = rows(run("vllm", "on"), "decode")
+  T.near(explicit.o_proj.time_s, on.o_proj.time_s, 1e-15, "on = the profile's (vLLM replays graphs)")
+end)
+
+T.test("a bad cuda_graphs value is named", function()
+  T.raises(function() run("vllm", "sometimes") end, "cuda_graphs")
+end)
+
+T.done()
