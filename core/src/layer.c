@@ -659,7 +659,15 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
             TRY(add_op(s, a, &at, layers, err));
     }
     TRY(tp_reduce(s, a, N * V * s->ab, s->tp, 2 * L, err)); /* after attention and MLP, as a text layer */
-    if (m->vision_siglip) { /* Gemma 3: average-pool merge x merge patches, then one projection V -> h */
+    if (m->vision_adapter > 0) { /* Llama 4: pixel shuffle m x m patches into one, MLP m^2 V -> A -> A, A -> h */
+        double A = (double)m->vision_adapter;
+        gemm(&op, s, "vision_merger", N / M2, A, V * M2);
+        TRY(add_op(s, a, &op, 1, err));
+        gemm(&op, s, "vision_merger", N / M2, A, A);
+        TRY(add_op(s, a, &op, 1, err));
+        gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, A);
+        TRY(add_op(s, a, &op, 1, err));
+    } else if (m->vision_siglip) { /* Gemma 3: average-pool merge x merge patches, then one projection V -> h */
         gemm(&op, s, "vision_merger", N / M2, (double)m->hidden, V);
         TRY(add_op(s, a, &op, 1, err));
     } else {

@@ -64,6 +64,8 @@ static const hl_field model_fields[] = {
     HL_FB(hl_model, vision_siglip, "vision_siglip",
           "a SigLIP vision tower (Gemma 3): LayerNorms, GELU MLP, learned positions, pooled to tokens"),
     HL_FI0(hl_model, vision_positions, "vision_positions", 1, 1e7, "SigLIP: learned position embeddings"),
+    HL_FI0(hl_model, vision_adapter, "vision_adapter", 1, 1e6,
+           "Llama-4 vision: pixel-shuffle MLP width before the projector (0 = none)"),
     HL_FI0(hl_model, mtp_layers, "mtp_layers", 1, 64,
            "multi-token-prediction modules (DeepSeek, GLM-4.5): a speculative drafter, not in total"),
     HL_FS(hl_model, source, "source", "where the configuration comes from"),
@@ -251,6 +253,12 @@ static double vision_params(const hl_model *m)
     if (m->vision_siglip) { /* SigLIP (transformers SiglipVisionModel) and Gemma3MultiModalProjector */
         double Ps = (double)m->vision_patch;
         double block = 4 * (V * V + V) + 2 * 2 * V + (V * F + F) + (F * V + V); /* attention, 2 LayerNorms, MLP */
+        if (m->vision_adapter > 0) { /* Llama4VisionModel: bias-free patch linear, class token, pre/post LayerNorm,
+                                        pixel-shuffle MLP (m^2 V -> A -> A), projector A -> h (no biases) */
+            double A = (double)m->vision_adapter, M = (double)(m->vision_merge * m->vision_merge);
+            return 3 * Ps * Ps * V + V + (double)m->vision_positions * V + (double)m->vision_layers * block +
+                   2 * 2 * V + M * V * A + A * A + A * h;
+        }
         return 3 * Ps * Ps * V + V + (double)m->vision_positions * V + (double)m->vision_layers * block + 2 * V + V +
                V * h; /* patch conv with bias, positions, blocks, post LayerNorm; RMSNorm and projection */
     }

@@ -293,6 +293,35 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
         reader v = {root, origin, err, r.status};
         read_vision(&v, &m);
         r.status = v.status;
+    } else if (is(type, "llama4") && !r.status) { /* Llama4VisionModel: ViT, pixel shuffle, MLP, projector */
+        reader t = {root, origin, err, r.status};
+        const cJSON *vc = object_item(&t, "vision_config");
+        if (vc && cJSON_GetObjectItemCaseSensitive(vc, "projector_input_dim")) {
+            reader v = {vc, origin, err, t.status};
+            m.vision_siglip = 1;
+            m.vision_layers = get_int(&v, "num_hidden_layers", 1, 0);
+            m.vision_hidden = get_int(&v, "hidden_size", 1, 0);
+            m.vision_ffn = get_int(&v, "intermediate_size", 1, 0);
+            m.vision_heads = get_int(&v, "num_attention_heads", 1, 0);
+            m.vision_patch = get_int(&v, "patch_size", 1, 0);
+            int64_t side = m.vision_patch > 0 ? get_int(&v, "image_size", 1, 0) / m.vision_patch : 0;
+            m.vision_positions = side * side + 1; /* and the class token */
+            m.vision_temporal = 1;
+            m.vision_full = m.vision_layers;
+            m.vision_adapter = get_int(&v, "projector_input_dim", 1, 0);
+            int64_t out_dim = get_int(&v, "projector_output_dim", 1, 0);
+            const cJSON *ratio = cJSON_GetObjectItemCaseSensitive(vc, "pixel_shuffle_ratio");
+            double rr = cJSON_IsNumber(ratio) ? ratio->valuedouble : 0;
+            m.vision_merge = rr > 0 ? (int64_t)llround(1 / rr) : 0;
+            if (!v.status &&
+                (out_dim != m.vision_adapter || m.vision_merge < 1 || fabs(rr * m.vision_merge - 1) > 1e-9))
+                v.status = hl_fail(err, HL_EUNSUPPORTED,
+                                   "%s: vision_config: projector_output_dim %lld must equal projector_input_dim %lld "
+                                   "and pixel_shuffle_ratio (%g) be 1/n",
+                                   origin, (long long)out_dim, (long long)m.vision_adapter, rr);
+            t.status = v.status;
+        }
+        r.status = t.status;
     } else if (is(type, "gemma3") && !r.status) { /* SigLIP tower, pooled to mm_tokens_per_image tokens */
         reader t = {root, origin, err, r.status};
         const cJSON *vc = object_item(&t, "vision_config");

@@ -82,6 +82,7 @@ typedef struct hl_model {
     int64_t vision_full;      /* vision blocks with full attention over the image */
     int64_t mtp_layers;       /* multi-token-prediction modules (HF num_nextn_predict_layers): a drafter */
     int64_t vision_positions; /* SigLIP: learned position embeddings (patches of one image) */
+    int64_t vision_adapter;   /* Llama-4: pixel-shuffle MLP width (projector_input_dim); 0 = none */
     int32_t vision_siglip;    /* 1: a SigLIP tower (Gemma 3): LayerNorms, GELU MLP, learned positions, pooling */
     char source[640];
 } hl_model;
