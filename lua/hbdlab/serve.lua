@@ -417,7 +417,12 @@ function M.serve_sweep(t)
     local ok, r = pcall(core.serve, cfg)
     if not ok then
       local parts = {}
-      for _, k in ipairs(names) do parts[#parts + 1] = k .. " = " .. tostring(p[k]) end
+      for _, k in ipairs(names) do -- a value as text: a string quoted, a table by its type (not "table: 0x...")
+        local v = p[k]
+        local shown = type(v) == "string" and string.format("%q", v)
+          or (type(v) == "table" and getmetatable(v) == nil) and "a table" or tostring(v)
+        parts[#parts + 1] = k .. " = " .. shown
+      end
       error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
     end
     local row = {}
