@@ -175,7 +175,7 @@ static void test_busiest_memo_never_stale(void **state)
         assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]);
         assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]); /* now a hit */
     }
-    assert_true(first[1][2] > 1.2 * first[0][2]); /* skewed shares: a busier rank */
+    assert_true(first[1][2] > 1.2 * first[0][2]);                      /* skewed shares: a busier rank */
     assert_ok(hl_expert_layout_init(&a, u, 256, 0, 32, 8, 0, &e), &e); /* a becomes b's layout */
     assert_true(hl_expert_busiest_load(&a, 64) == first[1][2]);
 }
