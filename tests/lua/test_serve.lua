@@ -204,6 +204,12 @@ T.test("serving inputs: no silent acceptance", function()
   unchunked.chunked_prefill = false -- (with() drops false values)
   T.raises(function() hl.serve(unchunked) end, "serve field 'chunk' has no effect with chunked_prefill = false")
   T.raises(function() hl.serve(with { rate = 5, think_s = 1 }) end, "serve field 'think_s' has no effect without a closed loop")
+  -- 1e7 clients for 30 requests: all but 30 clients would never send one (a loop of 30, not 1e7)
+  T.raises(function() hl.serve(with { concurrency = 1e7, requests = 30 }) end,
+           "serve field 'concurrency': 10000000 clients but field 'requests' is 30 (each client needs a request")
+  T.raises(function() hl.serve(with { concurrency = 1001 }) end, "field 'requests' is 1000 (its default)")
+  T.ok(hl.serve(with { concurrency = 30, requests = 30 }).steps > 0, "concurrency = requests runs")
+  T.ok(hl.serve(with { concurrency = 5000, mode = "analytical" }).rate > 0, "analytical: no request count to exceed")
   T.raises(function() hl.serve(with { rate = 5, kv_link = "scaleup" }) end, "'disagg.kv_link' has no effect without disagg")
   T.raises(function() hl.serve(with { rate = 5, mode = "analytical", requests = 100 }) end,
            "serve field 'requests' has no effect with mode = \"analytical\"")
