@@ -152,6 +152,34 @@ static void test_zipf_shares(void **state)
     assert_true(hl_expert_busiest_load(&lay, 64) > 1.2 * zipf0);
 }
 
+/* hl_expert_busiest_load keeps its last 4 results per thread: six token counts on two layouts,
+ * asked again in another order after the memo has cycled, give the first answers bit for bit,
+ * and a layout changed in place (same object, ranks and tokens) is not answered from it. */
+static void test_busiest_memo_never_stale(void **state)
+{
+    (void)state;
+    hl_err e;
+    static hl_expert_layout a, b;
+    double u[256];
+    assert_ok(hl_expert_layout_init(&a, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_ok(hl_routing_zipf(1, 256, 8, u, &e), &e);
+    assert_ok(hl_expert_layout_init(&b, u, 256, 0, 32, 8, 0, &e), &e);
+    const double toks[6] = {1, 7, 64, 300, 4096, 16384};
+    double first[2][6];
+    for (int i = 0; i < 6; i++) {
+        first[0][i] = hl_expert_busiest_load(&a, toks[i]);
+        first[1][i] = hl_expert_busiest_load(&b, toks[i]);
+    }
+    for (int i = 5; i >= 0; i--) {
+        assert_true(hl_expert_busiest_load(&b, toks[i]) == first[1][i]);
+        assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]);
+        assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]); /* now a hit */
+    }
+    assert_true(first[1][2] > 1.2 * first[0][2]);                      /* skewed shares: a busier rank */
+    assert_ok(hl_expert_layout_init(&a, u, 256, 0, 32, 8, 0, &e), &e); /* a becomes b's layout */
+    assert_true(hl_expert_busiest_load(&a, 64) == first[1][2]);
+}
+
 /* Expert hits: one token, top-8 of 256 on EP32 (8 experts per rank): each
  * expert hit with p = 8/256; the busiest rank's count E[max of 32 Binomial(8,
  * 1/32)] = 1.591 (the value docs/MODEL.md 6 quotes). One rank: the mean 8. */
@@ -175,8 +203,13 @@ static void test_errors(void **state)
     const double ok[4] = {0.4, 0.3, 0.2, 0.1};
     assert_fails_with(hl_routing_check(ok, 4, 8, 1, "expert_freq", &e), HL_EINVAL, &e, "4 shares for a model of 8");
     assert_fails_with(hl_routing_check(ok, 4, 4, 4, "expert_freq", &e), HL_EINVAL, &e, "above 1/topk");
+    /* ok[0] = 0.4 > 1/4 is the first entry to break the topk bound: named as entry 1. */
+    assert_fails_with(hl_routing_check(ok, 4, 4, 4, "expert_freq", &e), HL_EINVAL, &e,
+                      "entry 1 (counting from 1) is 0.4");
     const double neg[4] = {0.6, 0.5, -0.2, 0.1};
-    assert_fails_with(hl_routing_check(neg, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e, "expert 2 is -0.2");
+    assert_fails_with(hl_routing_check(neg, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e,
+                      "entry 3 (counting from 1) is -0.2");
+    /* neg[2] is the third entry: Lua's expert_freq[3] and line 3 of a file, so the text says 3. */
     assert_fails_with(hl_expert_layout_init(&lay, NULL, 256, 0, 72, 8, 0, &e), HL_EINVAL, &e, "does not divide");
     assert_fails_with(hl_expert_layout_init(&lay, low, 4, 0, 2, 1, 1, &e), HL_EINVAL, &e, "sum to");
     assert_fails_with(hl_routing_zipf(-1, 4, 1, (double[4]){0}, &e), HL_EINVAL, &e, "routing_skew");
@@ -189,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_eplb_hand_worked),
         cmocka_unit_test(test_zipf_shares),
         cmocka_unit_test(test_hits),
+        cmocka_unit_test(test_busiest_memo_never_stale),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
