@@ -794,6 +794,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 if (x->gen < x->output)
                     continue;
                 x->done = 1;
+                s->finished++;
                 x->finish = t_end;
                 if (P->kind == POOL_PREFILL && x->total_out > 1) {
                     /* its KV stays here until a decode unit takes it */
@@ -858,11 +859,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             int all_decoded = P->its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
-            int64_t m = 0; /* drop finished requests, keep admission order */
-            for (int64_t j = 0; j < s->n_run; j++)
-                if (!s->q[s->run[j]].done)
-                    s->run[m++] = s->run[j];
-            s->n_run = m;
+            int64_t m = s->n_run; /* drop finished requests, keep admission order (the reference always looks) */
+            if (s->finished > 0 || c->sched_reference) {
+                m = 0;
+                for (int64_t j = 0; j < s->n_run; j++)
+                    if (!s->q[s->run[j]].done)
+                        s->run[m++] = s->run[j];
+                s->n_run = m;
+            }
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
                 double t_a = next < released ? P->q[next].arrival : INFINITY, tu = gr->t;
