@@ -6,6 +6,11 @@
 --     disaggregated: a prefill HBD and a decode HBD, the KV over scale-out.
 --   Llama-3.1-70B: TP8 instances; disaggregated: the best split of four
 --     instances (hl.serve_pd_ratio), the KV over scale-up when the HBD holds both.
+-- Its earlier headline (DeepSeek-V3 goodput per GPU falling with HBD size) came from max_seqs = 256
+-- capping a whole pooled instance; each DP rank now has its own scheduler and cap (docs/MODEL.md
+-- section 12, "scripts/serving_hbd.lua's falling goodput per GPU": the cap no longer binds, and the
+-- lock-stepped ranks' prompt interference makes short probes non-monotonic in the rate: give
+-- requests = 2000 or more before reading the DeepSeek-V3 rows).
 local P = hl.params {
   gpu = { "B200", "GPU preset" },
   hbds = { "8,16,32,64", "HBD sizes (GPUs), comma-separated" },

@@ -155,7 +155,7 @@ source = "amd-rocm-perf"
 local llama31 = hl.model "llama-3.1-70b"
 for _, row in ipairs { { 1, 15.851 }, { 2, 16.995 }, { 4, 17.578 } } do
   case(row[1] == 1 and "A1" or row[1] == 2 and "A2" or "A3", string.format("Llama-3.1-70B 8xMI300X TP8, batch %d, 128/2k", row[1]),
-       row[2], "s", "vllm", function(p)
+       row[2], "s", "rocm", function(p)
     return sim({ model = llama31, cluster = hl.cluster "mi300x-8", precision = "fp8", kv_precision = "fp8",
                  batch = row[1], input = 128, output = 2048, parallel = { tp = 8 } }, p).total_s
   end)
@@ -211,14 +211,14 @@ end
 -- (23,514.8 tokens/s), reproduced in the AMD ROCm blog "Reproducing the AMD
 -- Instinct GPUs MLPerf Inference v4.1 Submission" with its harness: 8 vLLM
 -- instances of TP1 (-tp 1 -dp 8), FP8 weights, activations and KV, max_num_seqs
--- 2048, max_num_batched_tokens 65,536, gpu_memory_utilization 0.99, eager mode.
--- Served like P5 (every request in flight), without TensorRT-LLM's whole-sequence
--- reservation (vLLM admits by the blocks it needs now).
+-- 2048, max_num_batched_tokens 65,536, no chunked prefill, gpu_memory_utilization
+-- 0.99, eager mode. Served like P5 (every request in flight), without TensorRT-LLM's
+-- whole-sequence reservation (vLLM admits by the blocks it needs now).
 source = "amd-mlperf-4.1"
-case("M1", "8xMI300X, 8x TP1, MLPerf v4.1 offline", 23514.8, "tok/s", "vllm", function(p)
+case("M1", "8xMI300X, 8x TP1, MLPerf v4.1 offline", 23514.8, "tok/s", "rocm", function(p)
   local r = serve({ model = llama2, cluster = cluster("MI300X", 1), precision = "fp8", kv_precision = "fp8",
                     parallel = { tp = 1 }, mem_util = 0.99, concurrency = 2000, requests = 2000, input = 200, output = 290,
-                    max_seqs = 2048 }, p)
+                    max_seqs = 2048, token_budget = 65536, chunked_prefill = false }, p)
   return r.output_tps * 8
 end)
 

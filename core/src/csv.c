@@ -62,10 +62,36 @@ static void next_cell(hl_csv *c)
 
 static int is_space(char ch) { return ch != '\0' && strchr(" \t\n\v\f\r", ch) != NULL; }
 
+int32_t hl_csv_formula_start(const char *s, int64_t len)
+{
+    if (len < 1)
+        return 0;
+    if (strchr("=+-@\t\r", s[0]) && s[0] != '\0')
+        return 1;
+    return s[0] == '\'' && len > 1 && s[1] != '\0' && strchr("=+-@\t\r'", s[1]) != NULL;
+}
+
 void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
 {
     next_cell(c);
     size_t n = (size_t)len;
+    /* a spreadsheet runs a cell starting with = + - @ (or a tab or CR) as a formula: such text gets
+     * a leading apostrophe, which spreadsheets show as text and hl.rows.read_csv takes off again
+     * (OWASP "CSV Injection"); text already starting with ' and one of those gets one more, so
+     * reading back is exact */
+    if (hl_csv_formula_start(s, len)) {
+        put(c, "\"'", 2);
+        for (size_t i = 0; i < n;) {
+            const char *q = memchr(s + i, '"', n - i);
+            size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
+            put(c, s + i, (int64_t)run);
+            if (q)
+                put(c, "\"", 1);
+            i += run;
+        }
+        put(c, "\"", 1);
+        return;
+    }
     int quote = n && (is_space(s[0]) || is_space(s[n - 1]));
     for (size_t i = 0; i < n && !quote; i++)
         quote = s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n';

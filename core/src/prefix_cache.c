@@ -249,6 +249,16 @@ void hl_pcache_match(const hl_pcache *c, const uint64_t *hashes, int64_t n, int6
     *host = j - i;
 }
 
+int64_t hl_pcache_unheld(const hl_pcache *c, const uint64_t *hashes, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t b = map_get(&c->gpu, hashes[i]);
+        k += b >= 0 && c->ref[b] == 0;
+    }
+    return k;
+}
+
 int64_t hl_pcache_free_blocks(const hl_pcache *c) { return c->free_q.len; }
 int64_t hl_pcache_cached_blocks(const hl_pcache *c) { return c->cached; }
 int64_t hl_pcache_host_blocks(const hl_pcache *c) { return c->n_host > 0 ? c->host_lru.len : 0; }

@@ -45,6 +45,10 @@ void hl_pc_hashes(const hl_pc_seg *segs, int32_t nsegs, int64_t block_tokens, in
  * and how many after those are in the host tier (*host, contiguous). */
 void hl_pcache_match(const hl_pcache *c, const uint64_t *hashes, int64_t n, int64_t *gpu, int64_t *host);
 
+/* Of the GPU blocks named hashes[0..n) (all on the GPU, as hl_pcache_match
+ * found them), how many no request holds: a hit takes those from the free ones. */
+int64_t hl_pcache_unheld(const hl_pcache *c, const uint64_t *hashes, int64_t n);
+
 /* Blocks that a request can take now: empty ones and cached unreferenced ones. */
 int64_t hl_pcache_free_blocks(const hl_pcache *c);
 /* Unreferenced blocks that still hold a prefix (counted in hl_pcache_free_blocks too). */

@@ -1,5 +1,5 @@
 /* The request router: round robin, least loaded (fewest outstanding tokens),
- * KV-aware (most free KV blocks), as serving routers in front of replicas do
+ * KV-aware (the longest cached prefix, then the most free KV blocks), as serving routers in front of replicas do
  * (docs/MODEL.md 12). */
 #include "hbdlab/router.h"
 
@@ -24,8 +24,10 @@ int64_t hl_router_pick(hl_router *r, const hl_router_load *loads, int64_t n)
         return best;
     case HL_ROUTER_KV_AWARE:
         for (int64_t i = 1; i < n; i++)
-            if (loads[i].free_blocks > loads[best].free_blocks ||
-                (loads[i].free_blocks == loads[best].free_blocks && loads[i].tokens < loads[best].tokens))
+            if (loads[i].cached > loads[best].cached ||
+                (loads[i].cached == loads[best].cached &&
+                 (loads[i].free_blocks > loads[best].free_blocks ||
+                  (loads[i].free_blocks == loads[best].free_blocks && loads[i].tokens < loads[best].tokens))))
                 best = i;
         return best;
     default:

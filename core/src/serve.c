@@ -9,8 +9,10 @@
 
 #include "err_int.h"
 #include "framework_int.h"
+#include "prefix_cache_int.h"
 #include "serve_flows_int.h"
 #include "serve_int.h"
+#include "serve_prefix_int.h"
 #include "serve_sched_int.h"
 #include "step_int.h"
 #include "hbdlab/coll.h"
@@ -39,6 +41,8 @@ typedef struct recorder {
     double busy, busy_prefill; /* s of iterations, and their prefill share (each step split by its tokens) */
     double t_end;              /* s: end of the last iteration */
     int64_t steps, samp_cap, stride, max_samples;
+    double kv_cached, kv_cached_max; /* prefix cache: integral over time of cached blocks / total, largest */
+    double reload;                   /* KV offload: s of host loads over the steps */
 } recorder;
 
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
@@ -94,10 +98,16 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double w = (double)s->w_len, tok, need0;
     /* the budget a waiting request would meet: after the decodes (chunked), whole (unchunked: admission first) */
     double budget = c->chunked_prefill ? (double)c->token_budget - (double)s->n_run : (double)c->token_budget;
+    int64_t hit[3];
     s->n_plan = 0;
     if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
-        hl_sched_admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0))
+        hl_sched_admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need0, hit))
         return HL_OK;
+    if (s->pc_oom)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
+    /* prefix cache: the free queue is its empty blocks, then its cached ones (least recently
+     * released first), so the blocks taken below evict cached prefixes once the empty ones are gone */
+    double free0 = s->blocks_free, cached0 = s->pc ? (double)hl_pcache_cached_blocks(s->pc) : 0;
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
     memset(cnt, 0, sizeof *cnt * (size_t)bt);
@@ -124,6 +134,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         double util = (s->blocks_total - s->blocks_free) / blocks_all;
         if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             return rc;
+        if (s->pc)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
@@ -133,7 +145,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        x->blocks = fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
+        double blocks = fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
+        if (s->pc) { /* the blocks its tokens took, named as they filled (no prompt looked in between) */
+            hl_spc_alloc(s->pc, &s->pcr[s->run[k]], (int64_t)(blocks - x->blocks));
+            hl_spc_commit(s->pc, &s->pcr[s->run[k]], x->kv, c->block_tokens);
+        }
+        x->blocks = blocks;
         x->last_tok = *t;
     }
     return HL_OK;
@@ -177,6 +194,12 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
      * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
+    if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
+        per += sizeof(hl_pc_req);
+    if (c->session_turns > 0) /* conversations and each request's conversation */
+        per += sizeof(hl_session) + sizeof(int64_t);
+    if (trace && c->trace_content) /* the content columns, parsed and in arrival order, and the order */
+        per += 2.0 * sizeof(hl_trace_content) + sizeof(int64_t);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
         per += 2.0 * sizeof(hl_trace_req) + 4.0 * sizeof(double) + sizeof(rq) + sizeof(int64_t);
     return n * per;
@@ -370,10 +393,18 @@ typedef struct pool {
     plan *plan;
     hl_iter_chunk *chunks;
     double unit_blocks, blocks_all, window;
+    hl_pc_req *pcr; /* prefix cache: per request (n), NULL when off */
+    int64_t n;
+    double block_bytes, offload_bw; /* KV offload: B per GPU of one block, host-to-GPU B/s per GPU (0: none) */
 } pool;
 
 static void pool_free(pool *p)
 {
+    for (int64_t u = 0; p->units && u < p->U; u++)
+        hl_pcache_free(p->units[u].pc);
+    for (int64_t i = 0; p->pcr && i < p->n; i++)
+        hl_spc_done(&p->pcr[i]);
+    free(p->pcr);
     hl_stepper_free(p->st);
     hl_stepper_free(p->draft);
     hl_stepper_free(p->draft2);
@@ -399,8 +430,12 @@ typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
-    double *cnt;  /* block_tokens counters of the decode run-ahead */
-    double *xfer; /* per request: KV transfer time (disaggregated) */
+    double *cnt;               /* block_tokens counters of the decode run-ahead */
+    double *xfer;              /* per request: KV transfer time (disaggregated) */
+    hl_trace_content *content; /* the trace's content columns in arrival order, NULL without */
+    hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
+    int64_t *sess_of;          /* per request: its conversation */
+    int64_t n_sess;
 } owned;
 
 static void owned_free(owned *o)
@@ -411,6 +446,9 @@ static void owned_free(owned *o)
     free(o->itl);
     free(o->cnt);
     free(o->xfer);
+    free(o->content);
+    free(o->sess);
+    free(o->sess_of);
 }
 
 /* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
@@ -465,6 +503,22 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                        (long long)U);
     double state_blocks =
         ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
+    p->n = n;
+    /* the host tier of each rank: its GPUs' share of capacity_bytes, in blocks of their KV shard */
+    p->block_bytes = (double)c->block_tokens * hl_stepper_kv_token_bytes(p->st);
+    double host_bytes = 0;
+    hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
+    int64_t host_blocks =
+        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+    if (c->prefix_cache) {
+        if (state_blocks > 0)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'prefix_cache': model '%s' keeps a linear-attention state per sequence, "
+                           "which a cache of KV blocks does not hold (not modelled)",
+                           job->model.name);
+        if (!(p->pcr = calloc((size_t)(n > 0 ? n : 1), sizeof *p->pcr)))
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests' prefix blocks", (long long)n);
+    }
     for (int64_t u = 0; u < U; u++) {
         sched *s = &p->units[u];
         s->cfg = c;
@@ -482,6 +536,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         if (p->hand)
             s->hand = p->hand + (size_t)u * (size_t)(n + 1);
         p->group_of[u] = p->lockstep ? u / dp : u;
+        if (c->prefix_cache) {
+            if ((rc = hl_pcache_new((int64_t)p->unit_blocks, host_blocks, &s->pc, err)))
+                return rc;
+            s->pcr = p->pcr;
+        }
     }
     for (int64_t g = 0; g < p->G; g++)
         p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};
@@ -522,15 +581,27 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
 
 /* The unit of pool p a request goes to: an instance, then one of its DP
  * ranks, by the router (docs/MODEL.md 12, deployment). */
-static int64_t pick_unit(pool *p)
+/* Prompt tokens of request r that unit u's prefix cache holds (0 without a cache or a kv_aware router). */
+static double cached_on(const pool *p, int64_t u, int64_t r)
+{
+    const sched *s = &p->units[u];
+    if (!s->pc || s->cfg->router != HL_ROUTER_KV_AWARE || !s->pcr[r].hash)
+        return 0;
+    int64_t gpu, host, taken;
+    hl_spc_match(s->pc, &s->pcr[r], s->q[r].prompt, s->cfg->block_tokens, &gpu, &host, &taken);
+    return (double)(gpu + host) * s->block;
+}
+
+static int64_t pick_unit(pool *p, int64_t r)
 {
     int64_t inst = 0, dp = p->dp;
     if (p->instances > 1) {
         for (int64_t i = 0; i < p->instances; i++) {
-            hl_router_load l = {0, 0};
+            hl_router_load l = {0, 0, 0};
             for (int64_t k = 0; k < dp; k++) {
                 l.tokens += p->units[i * dp + k].out_tok;
                 l.free_blocks += p->units[i * dp + k].blocks_free;
+                l.cached = fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
             }
             p->loads[i] = l;
         }
@@ -539,7 +610,8 @@ static int64_t pick_unit(pool *p)
     int64_t rank = 0;
     if (dp > 1) {
         for (int64_t k = 0; k < dp; k++)
-            p->loads[k] = (hl_router_load){p->units[inst * dp + k].out_tok, p->units[inst * dp + k].blocks_free};
+            p->loads[k] = (hl_router_load){p->units[inst * dp + k].out_tok, p->units[inst * dp + k].blocks_free,
+                                           cached_on(p, inst * dp + k, r)};
         rank = hl_router_pick(&p->rank_routers[inst], p->loads, dp);
     }
     return inst * dp + rank;
@@ -588,16 +660,51 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
 /* A client whose request ended at t sends request `r` after its think time
  * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
  * in time order in every pool's records (none is queued yet, so they may move). */
-static void release_next(owned *o, int npools, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+static void release_at(owned *o, int npools, int64_t next, int64_t r, double arrival)
 {
     rq *q = o->pools[0].q;
-    q[r].arrival = t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0);
-    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--)
+    q[r].arrival = arrival;
+    for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
         for (int p = 0; p < npools; p++) {
             rq *qq = o->pools[p].q, x = qq[k];
             qq[k] = qq[k - 1];
             qq[k - 1] = x;
         }
+        if (o->sess_of) { /* the conversation moves with its request */
+            int64_t si = o->sess_of[k];
+            o->sess_of[k] = o->sess_of[k - 1];
+            o->sess_of[k - 1] = si;
+        }
+    }
+}
+
+static void release_next(owned *o, int npools, int64_t next, int64_t r, double t, double think_s, hl_rng *rng)
+{
+    release_at(o, npools, next, r, t + (think_s > 0 ? -log(hl_rng_uniform(rng)) * think_s : 0));
+}
+
+/* Multi-turn sessions (docs/MODEL.md 12): request `r`, not yet arrived, becomes the next turn
+ * of conversation si, whose earlier turns (prompts and replies) are `history` tokens: its
+ * prompt is that history followed by the new input drawn for r; it arrives session_think_s
+ * after the previous turn's last token, at t. */
+static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64_t next, int64_t r, int64_t si,
+                              double t, hl_err *err)
+{
+    pool *P = &o->pools[0];
+    rq *x = &P->q[r];
+    double history = o->sess[si].history;
+    x->input = x->prompt = history + x->input;
+    double most = hl_sched_blocks_for(&P->units[0], x->input + x->output - 1);
+    if (most > P->unit_blocks || x->input > 1e8)
+        return hl_fail(err, HL_ENOFIT,
+                       "field 'sessions': turn %lld of a conversation has a prompt of %g tokens (%g of history) and "
+                       "%g to generate: %g KV blocks of %lld tokens, a data-parallel rank holds %g; fewer turns "
+                       "(sessions.turns), shorter turns or more memory would help",
+                       (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
+                       P->unit_blocks);
+    o->sess_of[r] = si;
+    release_at(o, npools, next, r, t + c->session_think_s);
+    return HL_OK;
 }
 
 /* One event clock over the pools (the deployment, or prefill and decode),
@@ -613,6 +720,17 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
     pool *P0 = &o->pools[0];
     int closed = c->arrival == HL_ARRIVAL_CONCURRENCY;
     int64_t released = closed ? (c->concurrency < n ? c->concurrency : n) : n;
+    if (c->session_turns > 0) { /* the first turns: one conversation per client, or started at the rate */
+        if (!closed)
+            released = (n + c->session_turns - 1) / c->session_turns;
+        o->sess = calloc((size_t)(n > 0 ? n : 1), sizeof *o->sess);
+        o->sess_of = malloc(sizeof *o->sess_of * (size_t)(n > 0 ? n : 1));
+        if (!o->sess || !o->sess_of)
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld conversations", (long long)n);
+        for (int64_t i = 0; i < released; i++)
+            o->sess_of[i] = i;
+        o->n_sess = released;
+    }
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
     if (closed && (rc = start_clients(c, P0->st, P0->q, released, &clients, err)))
@@ -659,7 +777,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         int ends = 0;
         double t_flow = xl && xl->concurrent ? hl_flows_next(xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
-            int64_t u = pick_unit(P0);
+            if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
+                P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
+                P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
+            }
+            if (P0->pcr && c->router == HL_ROUTER_KV_AWARE &&
+                hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output + P0->units[0].dq - 1,
+                               c->block_tokens))
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
+            int64_t u = pick_unit(P0, next);
             rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
             next++;
             continue;
@@ -708,8 +834,11 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             in_system += (double)(s->n_run + s->w_len);
+            s->pc_step_saved = s->pc_step_loaded = 0;
             planned += hl_sched_plan(s, t, chunk, P->window, &P->its[k], &P->toks[k], &P->firsts[k]);
             routed += P->toks[k];
+            if (s->pc_oom)
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
         }
         if (planned == 0) {
             int held = 0, inbound = 0;
@@ -732,16 +861,21 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         }
         /* lock-step: every MoE layer waits for the slowest rank; a rank with nothing
          * planned still runs its (empty) pass, never the slowest one */
+        double reload = 0; /* KV offload: host blocks of this step's admissions, moved at the link's rate */
         for (int64_t k = 0; k < gr->count; k++) {
-            if (P->units[gr->first + k].n_plan == 0)
+            const sched *s = &P->units[gr->first + k];
+            if (s->n_plan == 0)
                 continue;
             double dk;
             P->its[k].routed = gr->count > 1 ? routed : 0;
             if ((rc = hl_stepper_time(P->st, &P->its[k], &dk, err)))
                 return rc;
-            dt = fmax(dt, dk);
+            double load = s->pc_step_loaded > 0 ? s->pc_step_loaded * P->block_bytes / P->offload_bw : 0;
+            reload = fmax(reload, load);
+            dt = fmax(dt, c->offload_overlap ? fmax(dk, load) : dk + load);
             drafted += P->units[gr->first + k].spec_seqs;
         }
+        rec->reload += reload;
         /* speculation: the gamma draft passes before the verify pass, in lock-step too (the
          * drafter's MoE layers wait for the slowest rank; one token per sequence each) */
         double draft_dt = 0;
@@ -777,6 +911,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                     s->out_tok -= pl->tokens;
                     emits = x->prefilled >= x->prompt;
                 }
+                if (s->pc) /* blocks filled by this step are named: later prompts can hit them */
+                    hl_spc_commit(s->pc, &s->pcr[pl->r], x->kv, c->block_tokens);
                 if (!emits)
                     continue;
                 emitted += burst;
@@ -799,17 +935,35 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 if (P->kind == POOL_PREFILL && x->total_out > 1) {
                     /* its KV stays here until a decode unit takes it */
                     pool *D = &o->pools[1];
-                    int64_t du = pick_unit(D);
+                    int64_t du = pick_unit(D, pl->r);
                     sched *sd = &D->units[du];
                     sd->hand[sd->h_head + sd->h_len++] = pl->r; /* each request once: n + 1 entries suffice */
                     xl->hand_src[pl->r] = u;
                     continue;
                 }
                 s->blocks_free += x->blocks;
+                if (s->pc) {
+                    hl_spc_release(s->pc, &s->pcr[pl->r]);
+                    hl_spc_done(&s->pcr[pl->r]);
+                    s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+                }
                 x->blocks = 0;
                 done++;
-                if (closed && released < n)
+                if (o->sess) { /* its conversation goes on, or the client starts a new one */
+                    int64_t si = o->sess_of[pl->r];
+                    o->sess[si].history = x->input + x->total_out;
+                    o->sess[si].turns++;
+                    if (o->sess[si].turns < c->session_turns && released < n) {
+                        if ((rc = release_turn(c, o, npools, next, released++, si, t_end, err)))
+                            return rc;
+                    } else if (closed && released < n) {
+                        o->sess_of[released] = o->n_sess;
+                        o->sess[o->n_sess++] = (hl_session){0, 0};
+                        release_next(o, npools, next, released++, t_end, c->think_s, &clients);
+                    }
+                } else if (closed && released < n) {
                     release_next(o, npools, next, released++, t_end, c->think_s, &clients);
+                }
             }
             hl_itl_add(o->itl, dt, same);
             decodes += (int64_t)P->its[k].decode_seqs;
@@ -829,7 +983,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         const pool *K = &o->pools[npools - 1]; /* the pool whose KV is reported */
         for (int64_t u = 0; u < K->U; u++)
             used_all += K->units[u].blocks_total - K->units[u].blocks_free;
-        double part = P == K ? used / blocks_kv : 0;
+        double part = P == K ? used / blocks_kv : 0, cached = 0, cached_all = 0, saved = 0;
+        for (int64_t k = 0; K->pcr && k < gr->count; k++) {
+            cached += (double)hl_pcache_cached_blocks(P->units[gr->first + k].pc);
+            saved += P->units[gr->first + k].pc_step_saved;
+        }
+        for (int64_t u = 0; K->pcr && u < K->U; u++)
+            cached_all += (double)hl_pcache_cached_blocks(K->units[u].pc);
+        rec->kv_cached += (P == K ? cached / blocks_kv : 0) * dt;
+        rec->kv_cached_max = fmax(rec->kv_cached_max, cached_all / blocks_kv);
         if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
                          step_tok - (double)decodes - verify_tok, emitted, 1.0 / (double)G_all, err)))
             return rc;
@@ -852,13 +1014,19 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                                                              used,
                                                              P->kind,
                                                              (int32_t)gb,
-                                                             gr->stall_s};
+                                                             gr->stall_s,
+                                                             cached,
+                                                             saved,
+                                                             reload};
             gr->stall_s = 0;
         }
         gr->t = t_end;
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
             int all_decoded = P->its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
+            if (s->pc && s->blocks_free != (double)hl_pcache_free_blocks(s->pc)) /* the two counts agree */
+                return hl_fail(err, HL_EINVAL, "serve: internal: %g free KV blocks counted, %lld in the prefix cache",
+                               s->blocks_free, (long long)hl_pcache_free_blocks(s->pc));
             int64_t m = s->n_run; /* drop finished requests, keep admission order (the reference always looks) */
             if (s->finished > 0 || c->sched_reference) {
                 m = 0;
@@ -1114,14 +1282,42 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     if (!c->disagg) {
         if ((rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, o->reqs, n, 0, err)) ||
+            (o->pools[0].pcr && ((rc = hl_serve_make_content(c, n, &o->content, err)) ||
+                                 (rc = hl_spc_content(c, o->reqs, o->content, n, o->pools[0].pcr, err)))) ||
             (rc = serve_loop(c, o, 1, NULL, n, &rec, r, &preempts, err)))
             return rc;
         r->gpus = hl_stepper_gpus(o->pools[0].st) * c->replicas;
         r->kv_blocks_total = o->pools[0].blocks_all;
         r->preemptions = preempts;
         rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        run_tokens tok = count_tokens(o->reqs, n);
+        for (int64_t i = 0; o->sess && i < n; i++) /* a turn's prompt holds its conversation's history */
+            tok.input += o->pools[0].q[i].input;
+        if (o->sess)
+            tok.input -= count_tokens(o->reqs, n).input;
         if (!rc)
-            serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, count_tokens(o->reqs, n), r);
+            serve_cost(&c->job, r->gpus, &rec, NULL, 0, NULL, rec.t_end, tok, r);
+        if (!rc && o->pools[0].pcr) { /* prefix caching over every scheduler (warmup included) */
+            double saved = 0, admitted = 0;
+            for (int64_t u = 0; u < o->pools[0].U; u++) {
+                saved += o->pools[0].units[u].pc_saved;
+                admitted += o->pools[0].units[u].pc_admitted;
+            }
+            r->prefill_tokens_saved = saved;
+            r->prefix_hit_rate = admitted > 0 ? saved / admitted : 0;
+            r->kv_cached_mean = r->duration_s > 0 ? rec.kv_cached / r->duration_s : 0;
+            r->kv_cached_max = rec.kv_cached_max;
+            if (c->offload_bytes > 0) {
+                double host = 0, off = 0;
+                for (int64_t u = 0; u < o->pools[0].U; u++) {
+                    host += o->pools[0].units[u].pc_host_hit;
+                    off += (double)hl_pcache_stats(o->pools[0].units[u].pc).offloaded;
+                }
+                r->host_hit_tokens = host;
+                r->offloaded_blocks = off;
+                r->reload_s = rec.reload;
+            }
+        }
         return rc;
     }
     if (c->disagg_clock == HL_DISAGG_CONCURRENT)
@@ -1169,7 +1365,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     qsort(dmap, (size_t)nd, sizeof *dmap, by_decode_arrival);
     for (int64_t k = 0; k < nd; k++) {
         int64_t i = dmap[k];
-        dec[k] = (hl_trace_req){P->q[i].first_tok + xfer[i], o->reqs[i].input, o->reqs[i].output};
+        dec[k] = (hl_trace_req){
+            .arrival_s = P->q[i].first_tok + xfer[i], .input = o->reqs[i].input, .output = o->reqs[i].output};
     }
     for (int64_t i = 0; i < n; i++) /* xmap: request -> its index in the decode pool, -1 if none */
         xmap[i] = -1;
@@ -1225,6 +1422,8 @@ hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *er
     out->usd_per_hour = out->usd_per_mtok_in = out->usd_per_mtok_out = out->usd_per_mtok = NAN;
     out->joules_per_token = out->joules_per_token_in = out->joules_per_token_out = NAN;
     out->power_w = out->peak_power_w = out->tokens_per_mw = NAN;
+    out->prefix_hit_rate = out->prefill_tokens_saved = out->kv_cached_mean = out->kv_cached_max = NAN;
+    out->host_hit_tokens = out->reload_s = out->offloaded_blocks = NAN;
     owned o = {0};
     hl_status rc = run(cfg, out, &o, err);
     owned_free(&o);

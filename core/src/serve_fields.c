@@ -16,6 +16,7 @@
 #include "hbdlab/plan.h"
 #include "hbdlab/router.h"
 #include "serve_int.h"
+#include "serve_prefix_int.h"
 
 #define DISTS "fixed|uniform|normal|trace|auto"
 
@@ -108,6 +109,24 @@ static const hl_field serve_fields[] = {
     ENUM(router, "router", NULL, "round_robin|least_loaded|kv_aware", HL_ROUTER_ROUND_ROBIN,
          "where a request goes, among the instances and the DP ranks of one: in turn, the fewest outstanding "
          "tokens, the most free KV blocks"),
+    BOOL(prefix_cache, "prefix_cache", 0,
+         "automatic prefix caching: full KV blocks named by their prefix, reused by later prompts, evicted LRU"),
+    INT(shared_prefix, "shared_prefix", NULL, 1, 1e8, 0, 0,
+        "tokens every prompt starts with (a system prompt, part of input); cached with prefix_cache"),
+    INT(session_turns, "session_turns", "sessions.turns", 1, 1e6, 0, 0,
+        "multi-turn conversations of this many requests: a turn's prompt = the history + its input"),
+    NUM(session_think_s, "session_think_s", "sessions.think_s", 0, 1e6, "s", 0,
+        "sessions: from a turn's last token to the next turn's arrival"),
+    NUM(offload_bytes, "kv_offload_capacity_bytes", "kv_offload.capacity_bytes", 1, 1e15, "B", 0,
+        "KV offload tier: host memory per GPU holding prefix blocks evicted from HBM (needs prefix_cache)"),
+    NUM(offload_bw, "kv_offload_bw", "kv_offload.bw", 1e6, 1e14, "B/s", 0,
+        "KV offload: host-to-GPU bandwidth per GPU (or kv_offload.link)"),
+    NUM(offload_host, "kv_offload_host_bytes", "kv_offload.host_bytes", 1, 1e15, "B", 0,
+        "KV offload: host memory per GPU (default: the link's part; the tier must fit in it)"),
+    ENUM(offload_link, "kv_offload_link", "kv_offload.link", "custom|pcie_gen4|pcie_gen5|gh200|gb200",
+         HL_OFFLOAD_CUSTOM, "KV offload: host link preset of bw and host memory (docs/MODEL.md 12)"),
+    ROW(offload_overlap, "kv_offload_overlap", "kv_offload.overlap", HL_FIELD_BOOL, (int32_t)sizeof(int32_t), 0, 1, "",
+        0, "KV offload: a host block's reload runs under the step's compute (layer by layer), not before it", NULL, 0),
 };
 enum { N_FIELDS = (int)(sizeof serve_fields / sizeof serve_fields[0]) };
 static const hl_field_set serve_set = {"serve", serve_fields, N_FIELDS, NULL};
@@ -497,6 +516,8 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
         st = check_dist(&c->output, "output", trace, err);
     if (st)
         return st;
+    if ((st = hl_serve_check_prefix(c, err)))
+        return st;
     if (given(c, "chunk") && !c->chunked_prefill)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'chunk' has no effect with chunked_prefill = false (prompts are taken whole)");
@@ -604,7 +625,7 @@ hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err
         snprintf(msg, sizeof msg, "%s", err->msg);
         return hl_fail(err, st, "serve field 'trace': cannot read %s", msg);
     }
-    st = hl_serve_trace_parse(text, strlen(text), c->trace_file, owned, &c->n_trace, err);
+    st = hl_serve_trace_parse_content(text, strlen(text), c->trace_file, owned, &c->trace_content, &c->n_trace, err);
     hl_free(text);
     if (st)
         return st;
@@ -679,6 +700,18 @@ static const hl_result_field result_rows[] = {
     RN(hl_serve_result, "power_w", power_w, "W", "mean power at the wall over the run"),
     RN(hl_serve_result, "peak_power_w", peak_power_w, "W", "provisioned power: every GPU at load, PUE included"),
     RN(hl_serve_result, "tokens_per_mw", tokens_per_mw, "1/s", "output tokens/s per MW of provisioned power"),
+    RN(hl_serve_result, "prefix_hit_rate", prefix_hit_rate, "",
+       "prompt tokens found in the prefix cache / prompt tokens admitted (nil: no prefix_cache)"),
+    RN(hl_serve_result, "prefill_tokens_saved", prefill_tokens_saved, "",
+       "prompt tokens found in the prefix cache, not computed (nil: no prefix_cache)"),
+    RN(hl_serve_result, "kv_cached_mean", kv_cached_mean, "",
+       "time average of KV blocks kept only as cached prefixes / total (nil: no prefix_cache)"),
+    RN(hl_serve_result, "kv_cached_max", kv_cached_max, "", "largest such fraction (nil: no prefix_cache)"),
+    RN(hl_serve_result, "host_hit_tokens", host_hit_tokens, "",
+       "of prefill_tokens_saved, tokens loaded back from the KV offload tier (nil: no kv_offload)"),
+    RN(hl_serve_result, "reload_s", reload_s, "s", "time of the host tier's loads over the run (nil: no kv_offload)"),
+    RN(hl_serve_result, "offloaded_blocks", offloaded_blocks, "",
+       "prefix blocks evicted from HBM and copied to the host tier (nil: no kv_offload)"),
 };
 
 static const hl_result_field request_rows[] = {
@@ -708,6 +741,9 @@ static const hl_result_field step_rows[] = {
     RI32(hl_serve_step, "pool", pool, "0: the deployment; disaggregated: 1 prefill, 2 decode"),
     RI32(hl_serve_step, "group", group, "the instance (DP ranks in lock-step) or DP rank that stepped, 0-based"),
     RN(hl_serve_step, "stall_s", stall_s, "s", "time its group waited for KV room before it (back-pressure)"),
+    RN(hl_serve_step, "cached_blocks", cached_blocks, "", "prefix cache: blocks kept only as cached prefixes after it"),
+    RN(hl_serve_step, "saved_tokens", saved_tokens, "", "prefix cache: prompt tokens found cached at admission in it"),
+    RN(hl_serve_step, "reload_s", reload_s, "s", "KV offload: its loads of host blocks (added, or overlapped)"),
 };
 
 static const hl_result_field sample_rows[] = {

@@ -29,6 +29,9 @@ double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
  * *out is malloc'd, *n entries. */
 hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, int64_t *n, hl_err *err);
 
+/* The trace content of those n requests in the same order (*out malloc'd), or NULL without any. */
+hl_status hl_serve_make_content(const hl_serve_cfg *cfg, int64_t n, hl_trace_content **out, hl_err *err);
+
 /* Log-binned histogram of inter-token gaps (s): 0.5% wide bins from 1 us to 1e4 s. */
 enum { HL_ITL_BINS = 4600 };
 typedef struct hl_itl_hist {
@@ -40,5 +43,11 @@ void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 /* Fills the request statistics, goodput and ITL summary of r from reqs. */
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,
                              hl_serve_result *r, hl_err *err);
+
+/* A multi-turn conversation (sessions = {turns =, think_s =}). */
+typedef struct hl_session {
+    double history; /* tokens of its turns so far: the last prompt and its reply */
+    int64_t turns;  /* turns finished */
+} hl_session;
 
 #endif

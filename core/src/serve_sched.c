@@ -5,6 +5,8 @@
  * docs/MODEL.md, "Serving". */
 #include "serve_sched_int.h"
 
+#include "prefix_cache_int.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,10 @@ static void preempt_last(sched *s)
     int64_t r = s->run[--s->n_run];
     rq *x = &s->q[r];
     s->blocks_free += x->blocks;
+    if (s->pc) { /* its named blocks stay cached: its readmission may find them */
+        hl_spc_release(s->pc, &s->pcr[r]);
+        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+    }
     x->blocks = 0;
     x->kv = 0;
     s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
@@ -86,6 +92,8 @@ static void plan_add(sched *s, int64_t r, double tokens, int decode, double need
 {
     s->q[r].blocks += need;
     s->blocks_free -= need;
+    if (s->pc && need > 0)
+        hl_spc_alloc(s->pc, &s->pcr[r], (int64_t)need);
     s->plan[s->n_plan++] = (plan){r, tokens, decode};
     if (s->it_acc)
         summarise_entry(s, &s->plan[s->n_plan - 1]);
@@ -114,20 +122,35 @@ static void schedule_running(sched *s, double *budget, double chunk)
     }
 }
 
-int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out)
+int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit)
 {
     const hl_serve_cfg *c = s->cfg;
-    const rq *x = &s->q[s->wait[s->w_head]];
+    int64_t r = s->wait[s->w_head];
+    const rq *x = &s->q[r];
     int arrived_prefilled = x->prefilled >= x->prompt; /* disaggregated: its KV came from a prefill pool */
-    double tok = arrived_prefilled ? s->dq : x->prompt;
+    double cached = 0, held = x->blocks;
+    if (s->pc && hit && !arrived_prefilled) {
+        hit[0] = hit[1] = hit[2] = 0;
+        sched *m = (sched *)s; /* the request's hashes, made on first look */
+        if (hl_spc_prepare(&s->pcr[r], x->input, x->output + s->dq - 1, c->block_tokens)) {
+            m->pc_oom = 1;
+            return 0;
+        }
+        hl_spc_match(s->pc, &s->pcr[r], x->prompt, c->block_tokens, &hit[0], &hit[1], &hit[2]);
+        cached = (double)(hit[0] + hit[1]) * s->block;
+        held = (double)(hit[0] + hit[1]);
+    }
+    double tok = arrived_prefilled ? s->dq : x->prompt - cached;
     if (c->chunked_prefill)
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
     double need = hl_sched_blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
                                          : arrived_prefilled ? x->kv + s->dq
-                                                             : tok);
-    need = need > x->blocks ? need - x->blocks : 0;
+                                                             : cached + tok);
+    need = need > held ? need - held : 0;
+    if (s->pc && hit)
+        need += (double)hit[2];
     *tok_out = tok;
     *need_out = need;
     return need <= s->blocks_free;
@@ -139,12 +162,27 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
 {
     const hl_serve_cfg *c = s->cfg;
     double tok, need;
+    int64_t hit[3] = {0, 0, 0};
     while (s->w_len > 0 && s->n_run < c->max_seqs && *budget >= 1 &&
-           hl_sched_admission(s, *budget, chunk, &tok, &need)) {
+           hl_sched_admission(s, *budget, chunk, &tok, &need, hit)) {
         int64_t r = s->wait[s->w_head];
         rq *x = &s->q[r];
         int arrived_prefilled = x->prefilled >= x->prompt;
         wait_pop(s);
+        if (s->pc && !arrived_prefilled) { /* the cached prefix is the request's without computing it */
+            double cached = (double)(hit[0] + hit[1]) * s->block;
+            hl_spc_acquire(s->pc, &s->pcr[r], hit[0], hit[1]);
+            x->prefilled = x->kv = cached;
+            x->blocks = (double)(hit[0] + hit[1]);
+            s->blocks_free -= (double)hit[2];
+            need -= (double)hit[2];
+            s->out_tok -= cached;
+            s->pc_saved += cached;
+            s->pc_step_saved += cached;
+            s->pc_admitted += x->prompt;
+            s->pc_host_hit += (double)hit[1] * s->block;
+            s->pc_step_loaded += (double)hit[1];
+        }
         if (x->first_sched < 0)
             x->first_sched = t;
         s->run[s->n_run++] = r;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "serve_prefix_int.h"
 #include "step_int.h"
 #include "hbdlab/serve.h"
 
@@ -51,6 +52,14 @@ typedef struct sched {
     int64_t h_head, h_len;
     double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
     double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
+    struct hl_pcache *pc;       /* prefix cache of this rank's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;            /* prompt tokens found cached at admission, over the run */
+    double pc_step_saved;       /* of those, in this step */
+    double pc_admitted;         /* prompt tokens admitted (hit or computed) */
+    double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
+    double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
+    int pc_oom;                 /* a request's hashes could not be allocated */
     int64_t finished;           /* requests of this rank that finished in this step (the running set is
                                    compacted only when one did) */
     /* this step's plan summary, accumulated as entries are planned (default scheduler) */
@@ -73,8 +82,10 @@ void hl_sched_wait_push_back(sched *s, int64_t r);
 void hl_sched_wait_push_front(sched *s, int64_t r);
 
 /* Tokens and new blocks the head of the queue would take with `budget` left;
- * 0 when it cannot be admitted now (budget or blocks), 1 when it can. */
-int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out);
+ * 0 when it cannot be admitted now (budget or blocks), 1 when it can. With a
+ * prefix cache, hit[0..3) = the hit's GPU blocks, host blocks, and the free
+ * blocks it takes (need counts them; NULL: none looked up). */
+int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_out, double *need_out, int64_t *hit);
 
 /* Plans s's iteration at time t into s->plan and *it (a DP rank's counts: decodes,
  * prefill chunks, verify passes as chunks of dq tokens); 0 when it schedules nothing.

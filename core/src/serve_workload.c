@@ -59,6 +59,47 @@ static int by_arrival(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A trace with content columns in arrival order: indices sorted by (arrival, row), a total
+ * order, so the requests and their content come out alike. */
+static _Thread_local const hl_trace_req *order_of;
+static int by_arrival_row(const void *a, const void *b)
+{
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    double x = order_of[i].arrival_s, y = order_of[j].arrival_s;
+    return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
+}
+
+static int64_t *arrival_order(const hl_serve_cfg *c)
+{
+    int64_t *idx = malloc(sizeof *idx * (size_t)(c->n_trace > 0 ? c->n_trace : 1));
+    if (!idx)
+        return NULL;
+    for (int64_t i = 0; i < c->n_trace; i++)
+        idx[i] = i;
+    order_of = c->trace;
+    qsort(idx, (size_t)c->n_trace, sizeof *idx, by_arrival_row);
+    return idx;
+}
+
+hl_status hl_serve_make_content(const hl_serve_cfg *c, int64_t n, hl_trace_content **out, hl_err *err)
+{
+    *out = NULL;
+    if (c->arrival != HL_ARRIVAL_TRACE || !c->trace_content)
+        return HL_OK;
+    int64_t *idx = arrival_order(c);
+    hl_trace_content *k = malloc(sizeof *k * (size_t)(n > 0 ? n : 1));
+    if (!idx || !k) {
+        free(idx);
+        free(k);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for the trace's content");
+    }
+    for (int64_t i = 0; i < n; i++)
+        k[i] = c->trace_content[idx[i]];
+    free(idx);
+    *out = k;
+    return HL_OK;
+}
+
 hl_status hl_serve_make_requests(const hl_serve_cfg *c, hl_trace_req **out, int64_t *n, hl_err *err)
 {
     int trace = c->arrival == HL_ARRIVAL_TRACE;
@@ -68,7 +109,16 @@ hl_status hl_serve_make_requests(const hl_serve_cfg *c, hl_trace_req **out, int6
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests", (long long)cnt);
     hl_rng r;
     hl_rng_seed(&r, c->seed);
-    if (trace) { /* the first `cnt` requests by arrival */
+    if (trace && c->trace_content) { /* in the order of hl_serve_make_content */
+        int64_t *idx = arrival_order(c);
+        if (!idx) {
+            free(q);
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for the trace");
+        }
+        for (int64_t i = 0; i < cnt; i++)
+            q[i] = c->trace[idx[i]];
+        free(idx);
+    } else if (trace) { /* the first `cnt` requests by arrival */
         hl_trace_req *all = cnt < c->n_trace ? malloc(sizeof *all * (size_t)c->n_trace) : q;
         if (!all) {
             free(q);
@@ -122,7 +172,11 @@ static int parse_num(const char **p, const char *end, double *v)
     return 1;
 }
 
-/* Column of a CSV header name: 0 arrival, 1 input, 2 output, -1 other. */
+/* The columns of a trace: arrival, input, output (required), then the optional content columns. */
+enum { COL_REQUIRED = 3, COL_ALL = 7 };
+
+/* Column of a CSV header name: 0 arrival, 1 input, 2 output, 3 session, 4 turn, 5 prefix,
+ * 6 prefix_len, -1 other. */
 static int column_of(const char *s, size_t n)
 {
     while (n && (*s == ' ' || *s == '"')) {
@@ -133,8 +187,12 @@ static int column_of(const char *s, size_t n)
         n--;
     static const char *const names[][3] = {{"arrival_s", "arrival", "timestamp"},
                                            {"input", "input_tokens", "prompt_tokens"},
-                                           {"output", "output_tokens", "completion_tokens"}};
-    for (int c = 0; c < 3; c++)
+                                           {"output", "output_tokens", "completion_tokens"},
+                                           {"session", "session_id", "conversation"},
+                                           {"turn", "turn", "turn"},
+                                           {"prefix", "prefix_id", "prefix_id"},
+                                           {"prefix_len", "prefix_tokens", "prefix_tokens"}};
+    for (int c = 0; c < COL_ALL; c++)
         for (int k = 0; k < 3; k++)
             if (strlen(names[c][k]) == n && strncmp(s, names[c][k], n) == 0)
                 return c;
@@ -145,10 +203,11 @@ static int column_of(const char *s, size_t n)
  * a string value "input" or a key inside a string is no field; a repeated key is refused) whose
  * arrival_s|arrival, input|input_tokens and output|output_tokens are numbers. 1 and v[0..2]
  * filled, or 0 with *why set (it may point into *detail). */
-static int json_line(const char *s, const char *e, double v[3], const char **why, hl_err *detail)
+static int json_line(const char *s, const char *e, double v[COL_ALL], const char **why, hl_err *detail)
 {
-    static const char *const keys[3][2] = {
-        {"arrival_s", "arrival"}, {"input", "input_tokens"}, {"output", "output_tokens"}};
+    static const char *const keys[COL_ALL][2] = {
+        {"arrival_s", "arrival"}, {"input", "input_tokens"}, {"output", "output_tokens"},    {"session", "session_id"},
+        {"turn", "turn"},         {"prefix", "prefix_id"},   {"prefix_len", "prefix_tokens"}};
     char *buf = malloc((size_t)(e - s) + 1);
     if (!buf) {
         *why = "out of memory";
@@ -168,10 +227,12 @@ static int json_line(const char *s, const char *e, double v[3], const char **why
     else
         ok = 1;
     free(buf);
-    for (int c = 0; ok && c < 3; c++) {
+    for (int c = 0; ok && c < COL_ALL; c++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, keys[c][0]);
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, keys[c][1]);
+        const cJSON *b = strcmp(keys[c][1], keys[c][0]) ? cJSON_GetObjectItemCaseSensitive(o, keys[c][1]) : NULL;
         const cJSON *x = a ? a : b;
+        if (!x && c >= COL_REQUIRED)
+            continue; /* an optional column left out: 0 */
         if (!x || (a && b) || !cJSON_IsNumber(x) || !isfinite(x->valuedouble)) {
             ok = 0;
             *why = a && b ? "a field is given under two names" : "a field is missing or not a number";
@@ -186,12 +247,21 @@ static int json_line(const char *s, const char *e, double v[3], const char **why
 hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
                                hl_err *err)
 {
+    return hl_serve_trace_parse_content(text, len, origin, out, NULL, n, err);
+}
+
+hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char *origin, hl_trace_req **out,
+                                       const hl_trace_content **content, int64_t *n, hl_err *err)
+{
     *out = NULL;
     *n = 0;
+    if (content)
+        *content = NULL;
     const char *o = origin ? origin : "trace";
     size_t cap = 1024;
     int64_t cnt = 0;
     hl_trace_req *q = malloc(sizeof *q * cap);
+    hl_trace_content *qc = NULL; /* made at the first row that gives a content column (when asked for) */
     if (!q)
         return hl_fail(err, HL_ENOMEM, "%s: out of memory", o);
     int cols[16], ncols = 0, header = 0, jsonl = -1;
@@ -214,14 +284,14 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
             continue;
         if (jsonl < 0)
             jsonl = *s == '{';
-        double v[3] = {0, 0, 0};
+        double v[COL_ALL] = {0, 0, 0, 0, 0, 0, 0};
         const char *why = NULL;
         hl_err detail;
         if (jsonl) {
             if (!json_line(s, e, v, &why, &detail))
                 goto bad;
         } else if (!header) {
-            int seen[3] = {0, 0, 0};
+            int seen[COL_ALL] = {0, 0, 0, 0, 0, 0, 0};
             for (const char *f = s; f <= e && ncols < 16;) {
                 const char *comma = memchr(f, ',', (size_t)(e - f));
                 const char *fe = comma ? comma : e;
@@ -235,6 +305,7 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
             }
             if (!seen[0] || !seen[1] || !seen[2]) {
                 free(q);
+                free(qc);
                 return hl_fail(err, HL_EPARSE,
                                "%s line %ld: the CSV header must name arrival_s, input and output columns", o, line);
             }
@@ -248,6 +319,14 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
                 const char *fe = comma ? comma : e;
                 if (cols[k] >= 0) {
                     const char *x = f;
+                    while (x < fe && (*x == ' ' || *x == '"'))
+                        x++;
+                    int blank = x == fe || (fe - x == 1 && *x == '\r');
+                    x = f;
+                    if (blank && cols[k] >= COL_REQUIRED) { /* an optional cell left empty: 0 */
+                        got++;
+                        goto next_cell;
+                    }
                     if (!parse_num(&x, fe, &v[cols[k]]))
                         goto bad;
                     while (x < fe && *x == ' ')
@@ -256,6 +335,7 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
                         goto bad;
                     got++;
                 }
+            next_cell:
                 if (!comma) {
                     if (k != ncols - 1)
                         goto bad;
@@ -263,33 +343,57 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
                 }
                 f = comma + 1;
             }
-            if (got != 3)
+            if (got < COL_REQUIRED)
                 goto bad;
         }
         if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || v[1] != floor(v[1]) || v[2] != floor(v[2]) || v[1] > 1e8 ||
             v[2] > 1e8) {
             free(q);
+            free(qc);
             return hl_fail(err, HL_EPARSE,
                            "%s line %ld: arrival_s %g, input %g, output %g (need arrival >= 0 and whole lengths "
                            "1..1e8)",
                            o, line, v[0], v[1], v[2]);
         }
+        static const char *const opt[] = {"session", "turn", "prefix", "prefix_len"};
+        for (int k = COL_REQUIRED; k < COL_ALL; k++)
+            if (!(v[k] >= 0 && v[k] <= 9007199254740992.0) || v[k] != floor(v[k])) {
+                free(q);
+                free(qc);
+                return hl_fail(err, HL_EPARSE, "%s line %ld: %s %g (need a whole number >= 0; 0 = none)", o, line,
+                               opt[k - COL_REQUIRED], v[k]);
+            }
+        if (v[6] > v[1]) {
+            free(q);
+            free(qc);
+            return hl_fail(err, HL_EPARSE, "%s line %ld: prefix_len %g is longer than the prompt (input %g)", o, line,
+                           v[6], v[1]);
+        }
+        if (content && !qc && (v[3] != 0 || v[4] != 0 || v[5] != 0 || v[6] != 0) && !(qc = calloc(cap, sizeof *qc))) {
+            free(q);
+            free(qc);
+            return hl_fail(err, HL_ENOMEM, "%s: out of memory at line %ld", o, line);
+        }
         if ((size_t)cnt == cap) {
             hl_trace_req *g = realloc(q, sizeof *q * cap * 2);
-            if (!g) {
-                free(q);
+            hl_trace_content *gc = g && qc ? realloc(qc, sizeof *qc * cap * 2) : NULL;
+            if (!g || (qc && !gc)) {
+                free(g ? g : q);
+                free(qc);
                 return hl_fail(err, HL_ENOMEM, "%s: out of memory at line %ld", o, line);
             }
             q = g;
+            qc = qc ? gc : NULL;
             cap *= 2;
         }
-        q[cnt].arrival_s = v[0];
-        q[cnt].input = v[1];
-        q[cnt].output = v[2];
+        q[cnt] = (hl_trace_req){v[0], v[1], v[2]};
+        if (qc)
+            qc[cnt] = (hl_trace_content){v[3], v[4], v[5], v[6]};
         cnt++;
         continue;
     bad:
         free(q);
+        free(qc);
         return hl_fail(err, HL_EPARSE, "%s line %ld: malformed line (%s%sexpected %s): %.*s", o, line, why ? why : "",
                        why ? "; " : "",
                        jsonl ? "{\"arrival_s\": s, \"input\": tokens, \"output\": tokens}"
@@ -298,7 +402,20 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
     }
     if (cnt == 0) {
         free(q);
+        free(qc);
         return hl_fail(err, HL_EPARSE, "%s: the trace is empty (no requests)", o);
+    }
+    if (qc) { /* the content after the requests, in their block: freed with it */
+        hl_trace_req *g = realloc(q, (sizeof *q + sizeof *qc) * (size_t)cnt);
+        if (!g) {
+            free(q);
+            free(qc);
+            return hl_fail(err, HL_ENOMEM, "%s: out of memory", o);
+        }
+        q = g;
+        memcpy(q + cnt, qc, sizeof *qc * (size_t)cnt);
+        free(qc);
+        *content = (const hl_trace_content *)(void *)(q + cnt);
     }
     *out = q;
     *n = cnt;

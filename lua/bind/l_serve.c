@@ -67,8 +67,8 @@ static void unknown_key(lua_State *L, const char *where, const char *k, int serv
         const char *p = ss->fields[i].path;
         names[n++] = p && strncmp(p, "disagg.", 7) != 0 ? p : ss->fields[i].name;
     }
-    static const char *const groups[] = {"input", "output", "slo", "disagg"};
-    for (int i = 0; serve_too && i < 4; i++)
+    static const char *const groups[] = {"input", "output", "slo", "disagg", "sessions", "kv_offload"};
+    for (int i = 0; serve_too && i < 6; i++)
         names[n++] = groups[i];
     names[n] = NULL;
     const char *near = hl_nearest_name(k, names);
@@ -284,7 +284,8 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
             if (lua_getfield(L, d, "kv_link") != LUA_TNIL)
                 set_serve_value(L, c, "disagg.kv_link");
             lua_pop(L, 1);
-        } else if (t == LUA_TTABLE && (strcmp(k, "input") == 0 || strcmp(k, "output") == 0 || !strcmp(k, "slo"))) {
+        } else if (t == LUA_TTABLE && (strcmp(k, "input") == 0 || strcmp(k, "output") == 0 || !strcmp(k, "slo") ||
+                                       !strcmp(k, "sessions") || !strcmp(k, "kv_offload"))) {
             set_group(L, c, k);
         } else if (t == LUA_TTABLE) {
             luaL_error(L, "serve field '%s': expected a %s, got a table", k,

@@ -53,7 +53,7 @@ static void set_expert_freq(lua_State *L, hl_job *j)
     hl_err err;
     hl_status st;
     if (lua_type(L, -1) == LUA_TSTRING) {
-        st = hl_job_read_expert_freq(j, lua_tostring(L, -1), &err);
+        st = hl_job_read_expert_freq(j, hl_c_string(L, -1, "field 'expert_freq'"), &err);
     } else if (lua_type(L, -1) == LUA_TTABLE) {
         lua_Integer n = luaL_len(L, -1);
         if (n < 1 || n > HL_EXPERTS_MAX)

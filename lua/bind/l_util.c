@@ -170,9 +170,14 @@ static void raise_unknown(lua_State *L, const char *what, int kidx, const char *
         luaL_addstring(&b, known[i]);
     }
     luaL_pushresult(&b);
+    /* no position: the message names the field, and the host places it at the user's line (a
+     * position here was that of hbdlab's own Lua caller, "hbdlab/frontier.lua:556: ") */
     if (near)
-        luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", what, k, near, lua_tostring(L, -1));
-    luaL_error(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
+        lua_pushfstring(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", what, k, near,
+                        lua_tostring(L, -1));
+    else
+        lua_pushfstring(L, "%s: unknown field '%s' (allowed: %s)", what, k, lua_tostring(L, -1));
+    lua_error(L);
 }
 
 void hl_check_known(lua_State *L, int idx, const char *const *known, const char *what)

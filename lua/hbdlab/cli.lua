@@ -56,7 +56,8 @@ local function run_config(path, fn_name, what)
   local ok, cfg = pcall(core.json_decode, text, origin)
   if not ok then return nil, fail_json(tostring(cfg), 1) end
   if type(cfg) ~= "table" or #cfg > 0 then return nil, fail_json(origin .. ": expected a JSON object of " .. what, 1) end
-  local ok2, r = pcall(function() return hl[fn_name](to_simulate_fields(hl, cfg)) end)
+  local fn = type(fn_name) == "function" and fn_name or hl[fn_name]
+  local ok2, r = pcall(function() return fn(to_simulate_fields(hl, cfg)) end)
   if not ok2 then return nil, fail_json(origin .. ": " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 1) end
   return r
 end
@@ -111,10 +112,16 @@ function M.walkthrough(...)
     else io.stderr:write("hbdlab walkthrough: unexpected argument '", a, "'; ", usage, "\n"); return 2 end
   end
   if not path or not out then io.stderr:write("hbdlab walkthrough: ", usage, "\n"); return 2 end
-  local r, code = run_config(path, "simulate", "simulate fields")
+  -- -o naming the config itself replaced it with the page (as notebook -o does, refused)
+  if path ~= "-" and core.same_file(path, out) then
+    io.stderr:write("hbdlab walkthrough: -o ", out, " would overwrite the config ", path, "; ", usage, "\n")
+    return 2
+  end
+  -- hl.walkthrough reads the fields itself: a serving config is named as one ("'rate' is a serving
+  -- field"), not reported by hl.simulate as an unknown field
+  local r, code = run_config(path, function(fields) return require("hbdlab.walkthrough").walkthrough(fields, out) end,
+    "simulate fields")
   if not r then return code end
-  local ok, err = pcall(require("hbdlab.walkthrough").walkthrough, r, out)
-  if not ok then return fail_json(tostring(err):gsub("^[^:]*:%d+: ", ""), 1) end
   io.stderr:write("hbdlab walkthrough: wrote ", out, "\n")
   return 0
 end
@@ -131,7 +138,11 @@ function M.frontier(path, ...)
     elseif rest[i] == "--json" then as_json = true; i = i + 1
     else return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2) end
   end
-  if path == nil or path == "--help" or path == "-h" then
+  if path == "--help" or path == "-h" then -- as eval, serve and walkthrough: the usage, exit 0
+    print("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]")
+    return 0
+  end
+  if path == nil then
     return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2)
   end
   local hl = require "hbdlab"

@@ -122,16 +122,19 @@ local function flops_line(g)
   return table.concat(parts, " / ") .. " TFLOP/s dense"
 end
 
+-- Object names come from users (tables, JSON, presets): printed, their control bytes are shown
+local shown = function(s) return require("hbdlab.pretty").terminal(s) end
+
 core.metatable("gpu").__tostring = function(g)
   return string.format("gpu %s: %s; HBM %s at %s; scale-up %s/dir, scale-out %s/dir%s",
-    g.name, flops_line(g), si(g.hbm_bytes, "B"), si(g.hbm_bw, "B/s"), si(g.scaleup_bw, "B/s"),
+    shown(g.name), flops_line(g), si(g.hbm_bytes, "B"), si(g.hbm_bw, "B/s"), si(g.scaleup_bw, "B/s"),
     si(g.scaleout_bw, "B/s"), g.in_switch_reduce and ", in-switch reduction" or "")
 end
 
 core.metatable("cluster").__tostring = function(c)
   return string.format("cluster %s: %d x %s in %d HBD(s) of %d (%s fabric); scale-up %s/dir, %.2g us/step; " ..
     "scale-out %s/dir, %.3g us/step",
-    c.name, c.gpus, c.gpu.name, c.gpus // c.hbd, c.hbd, c.fabric, si(c.scaleup_bw, "B/s"),
+    shown(c.name), c.gpus, shown(c.gpu.name), c.gpus // c.hbd, c.hbd, c.fabric, si(c.scaleup_bw, "B/s"),
     c.scaleup_latency * 1e6, si(c.scaleout_bw, "B/s"), c.scaleout_latency * 1e6)
 end
 
@@ -143,7 +146,7 @@ core.metatable("model").__tostring = function(m)
     m.expert_ffn > 0 and m.expert_ffn or m.ffn, m.shared_experts > 0 and (" + " .. m.shared_experts .. " shared") or "")
     or string.format(", FFN %d", m.ffn)
   return string.format("model %s: %d layers, hidden %d, %s%s, vocab %d; %.4g B params (%.4g B active); " ..
-    "KV %s/token at bf16", m.name, m.layers, m.hidden, attn, moe, m.vocab, p.total / 1e9, p.active / 1e9,
+    "KV %s/token at bf16", shown(m.name), m.layers, m.hidden, attn, moe, m.vocab, p.total / 1e9, p.active / 1e9,
     si(m:kv_bytes_per_token "bf16", "B"))
 end
 

@@ -3,6 +3,22 @@
 -- depth and a width so a huge result never floods the terminal.
 local M = {}
 
+--- s with every byte a terminal acts on shown as an escape: C0 control bytes but tab and line
+--- feed, DEL, and C1 controls (U+0080..U+009F in UTF-8, and a lone 0x9B, CSI on 8-bit terminals)
+--- become \ddd. A name holding "\27[2J" (clear the screen) or "\27]0;title\7" is printed as
+--- text. Returns s itself when there is nothing to escape.
+function M.terminal(s)
+  if not s:find("[%z\1-\8\11-\31\127\155\194]") then return s end
+  s = s:gsub("[%z\1-\8\11-\31\127]", function(c) return "\\" .. c:byte() end)
+  s = s:gsub("\194([\128-\159])", function(c) return "\\194\\" .. c:byte() end)
+  -- a lone 0x9B (not the second byte of a UTF-8 sequence: the C2 case above is already escaped)
+  s = s:gsub("()\155", function(at)
+    local prev = at > 1 and s:byte(at - 1) or 0
+    return prev >= 0x80 and "\155" or "\\155"
+  end)
+  return s
+end
+
 local MAX_DEPTH = 4
 local MAX_ITEMS = 40
 
@@ -80,7 +96,8 @@ end
 function M.print(...)
   for i = 1, select("#", ...) do
     local v = select(i, ...)
-    if type(v) == "string" then print(v) else print(M.format(v)) end
+    -- a string result is shown as text: a control sequence in it is escaped, not run
+    if type(v) == "string" then print(M.terminal(v)) else print(M.terminal(M.format(v))) end
   end
 end
 

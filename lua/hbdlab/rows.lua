@@ -124,7 +124,7 @@ local function cell(v)
     if math.type(v) == "integer" or (v == math.floor(v) and math.abs(v) < 1e15) then return string.format("%d", v) end
     return string.format("%.6g", v)
   end
-  return tostring(v)
+  return require("hbdlab.pretty").terminal(tostring(v)) -- a cell's control bytes are shown, not run
 end
 
 --- Returns an aligned text table (numbers right-aligned); print(rows, cols) prints it.
@@ -142,7 +142,10 @@ function M.format(rows, cols)
   end
   local lines = {}
   local head, rule = {}, {}
-  for j, c in ipairs(cols) do head[j] = string.format("%-" .. widths[j] .. "s", c); rule[j] = string.rep("-", widths[j]) end
+  for j, c in ipairs(cols) do
+    head[j] = string.format("%-" .. widths[j] .. "s", require("hbdlab.pretty").terminal(c))
+    rule[j] = string.rep("-", widths[j])
+  end
   lines[1] = table.concat(head, "  ")
   lines[2] = table.concat(rule, "  ")
   for i, r in ipairs(rows) do
@@ -219,7 +222,18 @@ end
 function M.parse_csv(text)
   if text:sub(1, 3) == "\239\187\191" then text = text:sub(4) end
   local records, field, record, i, n = {}, {}, {}, 1, #text
-  local function push_field() record[#record + 1] = table.concat(field); field = {} end
+  local text_cells = {} -- [record] = { [column] = true }: cells read back from "'..." stay text
+  local function push_field()
+    local s = table.concat(field)
+    -- "'=x" is how the writer escapes a cell a spreadsheet would run (core/src/csv.c): read back "=x"
+    if s:find("^'[=+%-@\t\r']") then
+      s = s:sub(2)
+      text_cells[record] = text_cells[record] or {}
+      text_cells[record][#record + 1] = true
+    end
+    record[#record + 1] = s
+    field = {}
+  end
   local function push_record() push_field(); records[#records + 1] = record; record = {} end
   local quoted = false
   while i <= n do
@@ -242,9 +256,11 @@ function M.parse_csv(text)
   local rows = {}
   for _, rec in ipairs(records) do
     local r = {}
+    local as_text = text_cells[rec] or {}
     for j, c in ipairs(head) do
       local s = rec[j]
-      if s ~= nil and s ~= "" then
+      if as_text[j] then r[c] = s -- "+1" written as text is text
+      elseif s ~= nil and s ~= "" then
         local num = tonumber(s)
         if num ~= nil and s:match("^[%d%.%-+eE]+$") then
           r[c] = math.type(num) == "float" and num == math.floor(num) and math.abs(num) < 2^53 and s:find("[.eE]") == nil

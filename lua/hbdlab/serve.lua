@@ -60,6 +60,14 @@ result_mt.__tostring = function(r)
   lines[#lines + 1] = string.format("  %d steps, %.4g tokens/step, %.4g running, %.4g waiting, KV %s mean (%s max of %d blocks), %d preemptions",
     r.steps, r.mean_step_tokens, r.mean_running, r.mean_waiting, pct(r.kv_util_mean), pct(r.kv_util_max),
     r.kv_blocks_total, r.preemptions)
+  if r.prefix_hit_rate then -- nil without prefix_cache
+    lines[#lines + 1] = string.format("  prefix cache: %s of prompt tokens found cached (%.4g saved), cached KV %s mean (%s max)",
+      pct(r.prefix_hit_rate), r.prefill_tokens_saved, pct(r.kv_cached_mean), pct(r.kv_cached_max))
+  end
+  if r.reload_s then -- nil without kv_offload
+    lines[#lines + 1] = string.format("  KV offload: %.4g tokens loaded from the host in %s ms, %.4g blocks offloaded",
+      r.host_hit_tokens, ms(r.reload_s), r.offloaded_blocks)
+  end
   lines[#lines + 1] = cost_line(r)
   return table.concat(lines, "\n")
 end
@@ -409,7 +417,12 @@ function M.serve_sweep(t)
     local ok, r = pcall(core.serve, cfg)
     if not ok then
       local parts = {}
-      for _, k in ipairs(names) do parts[#parts + 1] = k .. " = " .. tostring(p[k]) end
+      for _, k in ipairs(names) do -- a value as text: a string quoted, a table by its type (not "table: 0x...")
+        local v = p[k]
+        local shown = type(v) == "string" and string.format("%q", v)
+          or (type(v) == "table" and getmetatable(v) == nil) and "a table" or tostring(v)
+        parts[#parts + 1] = k .. " = " .. shown
+      end
       error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
     end
     local row = {}

@@ -106,10 +106,37 @@ int hl_docall(lua_State *L, int narg, int nres)
 
 int hl_was_interrupted(void) { return interrupted != 0; }
 
+/* A malloc'd copy of msg (the caller frees it; NULL when out of memory) with every byte a terminal
+ * acts on as \ddd: C0 control bytes but tab and line feed, DEL, and C1 controls (U+0080..U+009F
+ * in UTF-8). Messages quote user text ("unknown gpu preset '...'"): an escape sequence in it must
+ * be shown, not run. */
+static char *terminal_safe(const char *msg)
+{
+    size_t n = strlen(msg);
+    char *out = malloc(4 * n + 1), *o = out; /* at most 4 bytes a byte: "\127", "\194\155" */
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if ((*p < 32 && *p != '\n' && *p != '\t') || *p == 127)
+            o += sprintf(o, "\\%u", *p);
+        else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+            o += sprintf(o, "\\194\\%u", p[1]);
+            p++;
+        } else
+            *o++ = (char)*p;
+    }
+    *o = '\0';
+    return out;
+}
+
 void hl_report(lua_State *L, const char *name)
 {
     const char *msg = lua_tostring(L, -1);
-    fprintf(stderr, "%s: %s\n", name, msg ? msg : "(error without message)");
+    char *safe = terminal_safe(msg ? msg : "(error without message)");
+    /* one write of the whole line: under mpirun the ranks' lines are tagged by line, and a line
+     * written in pieces was interleaved with the other rank's */
+    fprintf(stderr, "%s: %s\n", name, safe ? safe : "(error message not shown: out of memory)");
+    free(safe);
     fflush(stderr);
     lua_pop(L, 1);
 }

@@ -51,6 +51,25 @@ static void test_cells(void **state)
     hl_csv_bytes(&c, "q\0\"", 3); /* a quote after the NUL still quotes: "q\0""" */
     assert_int_equal(c.len, 3 + 1 + 6);
     assert_memory_equal(c.text, "a\0b,\"q\0\"\"\"", 10);
+    /* issue 22: text a spreadsheet would run as a formula gets a leading apostrophe, quoted
+     * (OWASP CSV injection): = + - @ tab CR first; "'=" gets one more so reading back is exact;
+     * "'x", "a=b" and numbers stay as they were */
+    hl_csv_clear(&c);
+    hl_csv_text(&c, "=cmd|' /C calc'!A0");
+    hl_csv_text(&c, "+1");
+    hl_csv_text(&c, "-2");
+    hl_csv_text(&c, "@SUM(A1)");
+    hl_csv_text(&c, "\tx");
+    hl_csv_text(&c, "'=x");
+    hl_csv_text(&c, "''");
+    hl_csv_text(&c, "'x");
+    hl_csv_text(&c, "a=b");
+    hl_csv_text(&c, "=\"q\"");
+    hl_csv_number(&c, -2);
+    hl_csv_end_row(&c);
+    assert_string_equal(c.text, "\"'=cmd|' /C "
+                                "calc'!A0\",\"'+1\",\"'-2\",\"'@SUM(A1)\",\"'\tx\",\"''=x\",\"'''\",'x,a=b,"
+                                "\"'=\"\"q\"\"\",-2\n");
     hl_csv_free(&c);
     assert_null(c.text);
 }

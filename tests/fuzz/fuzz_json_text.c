@@ -23,7 +23,24 @@ static void check_cell(const char *s, size_t n)
     }
     const char *t = c.text ? c.text : "";
     size_t len = (size_t)c.len, k = 0;
-    if (len && t[0] == '"') {
+    if (hl_csv_formula_start(s, (int64_t)n)) { /* written "'..." : the apostrophe, then the cell */
+        if (len < 3 || t[0] != '"' || t[1] != '\'')
+            abort();
+        t++;
+        len--;
+        if (t[0] != '\'')
+            abort();
+        t++;
+        len--;
+        for (size_t i = 0; i + 1 < len; i++, k++) {
+            if (t[i] == '"' && t[++i] != '"')
+                abort();
+            if (k >= n || t[i] != s[k])
+                abort();
+        }
+        if (t[len - 1] != '"')
+            abort();
+    } else if (len && t[0] == '"') {
         if (len < 2 || t[len - 1] != '"')
             abort();
         for (size_t i = 1; i + 1 < len; i++, k++) {

@@ -149,4 +149,12 @@ cp "$O/gpus/H100-SXM.json" "$O/gpus/h100_sxm.json"
 expect_fail "two override files naming one preset are refused, both named" \
     "two override files name gpu preset 'h100-sxm': " env HBDLAB_PRESETS=$O "$HBDLAB" -e 'hl.gpu "H100-SXM"'
 
+
+# ---- issue 22 item 10: an error message quoting user text wrote its escape sequences raw ----
+"$HBDLAB" -e 'hl.gpu("x\27[2J\27]0;pwned\7")' 2> "$TMP/esc.err"
+check "an error quoting a name has no raw control byte" sh -c "! grep -q \"\$(printf '\\033')\" '$TMP/esc.err'"
+check "it shows the name escaped ($(head -c 200 "$TMP/esc.err"))" grep -qF 'x\27[2J\27]0;pwned\7' "$TMP/esc.err"
+out=$(printf 'print(string.format("%%s", hl.gpu("H100-SXM"):with { name = "n\\27[5m" }))\n' | "$HBDLAB" - 2>&1)
+check "a script printing an object shows its name escaped ($out)" contains "$out" 'gpu n\27[5m:'
+
 finish

@@ -11,7 +11,7 @@ check "figures inlined" [ "$nfig" -ge 2 ]
 check "prose rendered" grep -q "<h2>2. One simulation</h2>" "$out"
 check "printed output captured" grep -q "TTFT" "$out"
 "$HBDLAB" notebook notebooks/serving.md -o "$TMP/serving.md" 2> "$TMP/serving.err"
-check "serving notebook runs" grep -q "6 of 6 cells ran, 0 failed" "$TMP/serving.err"
+check "serving notebook runs" grep -q "7 of 7 cells ran, 0 failed" "$TMP/serving.err"
 check "serving notebook prints no warning" sh -c "! grep -q 'warning' '$TMP/serving.err'"
 att=$(sed -n 's/.*SLO attainment \([0-9.]*\)%.*/\1/p' "$TMP/serving.md" | head -n1)
 check "serving notebook: the first traffic example is not overloaded (SLO attainment $att%)" \

@@ -58,9 +58,20 @@ for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-C for 30 s" >&2; }
 wait "$pid"; rc=$?
 check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
-for sub in serve eval walkthrough; do
+for sub in serve eval walkthrough frontier; do
     "$HBDLAB" $sub --help > "$TMP/help.out" 2>&1; rc=$?
     check "hbdlab $sub --help prints its usage, exit 0 (was read as a file name; rc $rc)" \
         sh -c "[ $rc -eq 0 ] && grep -q 'usage: hbdlab $sub' '$TMP/help.out'"
 done
+# issue 22 attack pass: walkthrough -o naming its config replaced the config with the page; a
+# serving config was reported by hl.simulate as "unknown field 'rate'"
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}}' > "$TMP/w.json"
+cp "$TMP/w.json" "$TMP/w.before"
+"$HBDLAB" walkthrough "$TMP/w.json" -o "$TMP/./w.json" > "$TMP/w.out" 2>&1; rc=$?
+check "walkthrough -o naming its config is refused (rc $rc)" [ "$rc" -eq 2 ]
+check "the config is untouched" cmp -s "$TMP/w.json" "$TMP/w.before"
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "rate": 2}' > "$TMP/w2.json"
+"$HBDLAB" walkthrough "$TMP/w2.json" -o "$TMP/w2.html" > "$TMP/w2.out" 2>&1; rc=$?
+check "walkthrough of a serving config exits 1 ($rc)" [ "$rc" -eq 1 ]
+check "and says it is a serving field ($(head -c 200 "$TMP/w2.out"))" grep -q "'rate' is a serving field" "$TMP/w2.out"
 finish

@@ -62,4 +62,17 @@ T.test("MI300X 8-GPU AllReduce, large messages: xGMI bus bandwidth", function()
   T.near(busbw, 317.71e9, 0.05, "4 GiB busbw")
 end)
 
+T.test("the rocm framework profile is a name everywhere a framework is", function()
+  local job = { model = "llama-3.1-70b", cluster = "mi300x-8", precision = "fp8", kv_precision = "fp8", batch = 1,
+                input = 128, output = 64, parallel = { tp = 8 } }
+  local ideal = hl.simulate(job)
+  job.framework = "rocm"
+  local rocm = hl.simulate(job)
+  T.ok(rocm.tpot_s > ideal.tpot_s, "vLLM on ROCm adds per-step time to a batch-1 decode")
+  T.ok(hl.roofline { gpu = "MI300X", m = 4096, n = 4096, k = 4096, precision = "fp8", framework = "rocm" }.time_s >
+       hl.roofline { gpu = "MI300X", m = 4096, n = 4096, k = 4096, precision = "fp8" }.time_s,
+       "its FP8 GEMM scale slows a compute-bound FP8 GEMM")
+  T.raises(function() hl.simulate { model = "llama-3.1-8b", cluster = "mi300x-8", parallel = { tp = 8 }, framework = "roc" } end, "rocm")
+end)
+
 T.done()

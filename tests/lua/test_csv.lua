@@ -26,6 +26,25 @@ T.test("rows.to_csv: each cell form, written out by hand", function()
   T.eq(hl.rows.to_csv({}, { "a,b" }), '"a,b"\n', "no rows: the header alone, quoted")
 end)
 
+T.test("issue 22: cells a spreadsheet would run get an apostrophe, which read_csv takes off", function()
+  -- '=cmd|...' was written as is: opened in a spreadsheet it runs (OWASP "CSV Injection")
+  local names = { "=cmd|' /C calc'!A0", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "'=x", "''", "'x", "a=b", "=\"q\"" }
+  local rows = {}
+  for i, s in ipairs(names) do rows[i] = { name = s, n = -i } end
+  local text = hl.rows.to_csv(rows, { "name", "n" })
+  T.ok(text:find('\n"\'=cmd|\' /C calc\'!A0",-1\n', 1, true) ~= nil, "escaped, the number not: " .. text)
+  for line in text:gmatch("[^\n]+") do
+    T.ok(not line:find("^[=+%-@]"), "no line starts a formula: " .. line)
+  end
+  local dir = os.getenv("HBDLAB_BUILD_DIR") or "/tmp"
+  hl.rows.write(rows, dir .. "/formula.csv")
+  local back = hl.rows.read_csv(dir .. "/formula.csv")
+  for i, s in ipairs(names) do
+    T.eq(back[i].name, s, "read back exactly: " .. string.format("%q", s))
+    T.eq(back[i].n, -i, "a negative number stays a number")
+  end
+end)
+
 T.test("sweep_to_csv and rows.write_csv write one sweep identically", function()
   local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100", gpus = 8, hbd = 8 }, parallel = { tp = 1 } }
   -- tp = 3 fails (it does not divide 32 heads): an error cell and empty result cells; the placement

@@ -68,6 +68,10 @@ T.test("text with a NUL byte is refused wherever it crosses into C, naming the f
                      bounds = { a = { 0, 1 } } } end, N },
     { "read_file path", function() hl.core.read_file("/etc/hostname\0x") end, N },
     { "spawn argument", function() hl.core.spawn { "true\0x" } end, N },
+    -- found by the attack pass on the cluster fields: the file name was cut ("/tmp/x: cannot open")
+    { "expert_freq file", function()
+      hl.simulate { model = "mixtral-8x7b", cluster = "hgx-h100", parallel = { tp = 8 }, expert_freq = "/tmp/x\0y" } end,
+      "field 'expert_freq'", N },
   }
   -- the text is shown escaped in the message (no raw control byte reaches the terminal)
   local ok, err = pcall(hl.simulate, with(job, { model = "llama\0\27[31m" }))
@@ -138,6 +142,12 @@ T.test("hl.frontier: a keyed systems table, requests = 0 with simulations, inter
     { "requests 0", function() hl.frontier { model = "llama-3.1-8b", systems = "hgx-h100", requests = 0, simulate = 2 } end,
       "field 'requests': 0 is not allowed with simulate = 2" },
   }
+  -- an unknown field named by the shared check carried hbdlab's own position
+  local okslo, eslo = pcall(hl.frontier, { model = "llama-3.1-8b", systems = "hgx-h100", slo = { ttft = 1 } })
+  T.ok(not okslo and eslo:find("^hl.frontier field 'slo': unknown field 'ttft' %(did you mean 'ttft_s'%?") ~= nil,
+       "no internal position: " .. tostring(eslo))
+  local okp, ep = pcall(hl.serve_sweep, { base = serve_base, axes = { rate = { { 1 } } } })
+  T.ok(not okp and ep:find("(rate = a table)", 1, true) and not ep:find("0x", 1, true), "a table value named: " .. ep)
   local ok, err = pcall(hl.frontier, { model = "llama-3.1-8b", systems = { { gpu = "H100-SXM", gpus = 8, hbd = 3 } } })
   T.ok(not ok and err:find("systems[1]: ", 1, true) and not err:find("hbdlab/", 1, true), "no internal position: " .. err)
   -- a table of cluster fields is still one system
@@ -160,6 +170,28 @@ T.test("hl.walkthrough of a serving result or configuration says what it takes",
   local ok, err = pcall(hl.walkthrough, job, nil, { colour = 1 })
   T.ok(not ok and not err:find("hbdlab/", 1, true) and err:find("^hl.walkthrough opts") ~= nil,
        "no internal file position: " .. tostring(err))
+end)
+
+T.test("control sequences in printed names and values are shown, not run", function()
+  local ESC = "\27"
+  local g = hl.gpu("H100-SXM"):with { name = "evil" .. ESC .. "[2J" .. ESC .. "]0;title\7" }
+  local text = tostring(g)
+  T.ok(not text:find("[%z\1-\8\11-\31\127]"), "no control byte in the gpu's text: " .. text:sub(1, 60))
+  T.ok(text:find("evil\\27[2J\\27]0;title\\7", 1, true) ~= nil, "the name shown escaped: " .. text:sub(1, 60))
+  local c = hl.cluster { gpu = g, gpus = 8, hbd = 8, name = "c" .. ESC .. "[31m" }
+  T.ok(not tostring(c):find(ESC, 1, true), "cluster: " .. tostring(c):sub(1, 60))
+  local m = hl.model("llama-3.1-8b"):with { name = "m" .. ESC .. "[5m" }
+  T.ok(not tostring(m):find(ESC, 1, true), "model: " .. tostring(m):sub(1, 60))
+  -- rows.print / rows.format: cells and column names
+  local rows = { { name = "r" .. ESC .. "[2J", ["col" .. ESC] = 1 } }
+  local t = hl.rows.format(rows, { "name", "col" .. ESC })
+  T.ok(not t:find(ESC, 1, true) and t:find("r\\27[2J", 1, true), "rows.format: " .. t)
+  -- the REPL's printer: a string result, and strings inside a table (%q already escaped those)
+  local pretty = require "hbdlab.pretty"
+  T.eq(pretty.terminal("a" .. ESC .. "[31mb\tc\nd\0e\127f\194\155g\155h\211\155i"),
+       "a\\27[31mb\tc\nd\\0e\\127f\\194\\155g\\155h\211\155i",
+       "C0 but tab and newline, DEL, C1 in UTF-8 and a lone 0x9B escaped; U+04DB (D3 9B) kept")
+  T.eq(pretty.terminal("plain text, UTF-8: \226\128\148"), "plain text, UTF-8: \226\128\148", "plain text kept")
 end)
 
 T.done()

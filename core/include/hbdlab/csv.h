@@ -31,10 +31,15 @@ void hl_csv_free(hl_csv *c);
 void hl_csv_clear(hl_csv *c);
 
 /* One cell each, appended to the row being written. hl_csv_text takes a C string,
- * hl_csv_bytes len bytes (a NUL among them is kept, never cuts the cell). */
+ * hl_csv_bytes len bytes (a NUL among them is kept, never cuts the cell). Text that a
+ * spreadsheet would run as a formula (hl_csv_formula_start) is written quoted after an
+ * apostrophe: "'=cmd|..." (OWASP CSV injection); readers take the apostrophe off. */
 void hl_csv_text(hl_csv *c, const char *s);
 void hl_csv_bytes(hl_csv *c, const char *s, int64_t len);
 void hl_csv_empty(hl_csv *c);
+/* Whether text s[0..len) gets the apostrophe: it starts with = + - @ tab or CR, or with an
+ * apostrophe followed by one of those or by another apostrophe (so that reading back is exact). */
+int32_t hl_csv_formula_start(const char *s, int64_t len);
 void hl_csv_integer(hl_csv *c, int64_t v);
 void hl_csv_number(hl_csv *c, double v);
 void hl_csv_bool(hl_csv *c, int32_t v);

@@ -37,7 +37,8 @@ typedef enum hl_framework {
     HL_FW_TRTLLM = 1,
     HL_FW_VLLM = 2,
     HL_FW_SGLANG = 3,
-    HL_FW_COUNT = 4
+    HL_FW_ROCM = 4, /* vLLM on ROCm (AMD Instinct): the only ROCm engine with public cases here */
+    HL_FW_COUNT = 5
 } hl_framework;
 
 /* What a framework adds to the roofline model. Scales multiply the GPU's

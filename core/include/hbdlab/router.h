@@ -11,13 +11,15 @@ extern "C" {
 typedef enum hl_router_kind {
     HL_ROUTER_ROUND_ROBIN = 0,  /* in turn, whatever the load */
     HL_ROUTER_LEAST_LOADED = 1, /* the fewest queued + running tokens still to process */
-    HL_ROUTER_KV_AWARE = 2      /* the most free KV blocks (ties: the fewest tokens) */
+    HL_ROUTER_KV_AWARE = 2      /* the longest cached prefix of the request, then the most free KV blocks, then the
+                                   fewest tokens */
 } hl_router_kind;
 
 /* What the router sees of one candidate at the moment a request arrives. */
 typedef struct hl_router_load {
     double tokens;      /* prompt tokens still to prefill + tokens still to generate, queued and running */
     double free_blocks; /* KV blocks not held by any request */
+    double cached;      /* prompt tokens of the request the candidate's prefix cache holds (0 without one) */
 } hl_router_load;
 
 /* The state a round-robin router carries from pick to pick (zero it to start). */

@@ -43,6 +43,15 @@ typedef enum hl_kv_link {
     HL_KV_LINK_SCALEOUT = 2 /* over the scale-out network */
 } hl_kv_link;
 
+/* The host link of a KV offload tier (presets: docs/MODEL.md 12, KV offload). */
+typedef enum hl_offload_link {
+    HL_OFFLOAD_CUSTOM = 0,    /* bw (and host_bytes) given */
+    HL_OFFLOAD_PCIE_GEN4 = 1, /* PCIe 4.0 x16: 31.5 GB/s per direction */
+    HL_OFFLOAD_PCIE_GEN5 = 2, /* PCIe 5.0 x16: 63.0 GB/s per direction */
+    HL_OFFLOAD_GH200 = 3,     /* NVLink-C2C of GH200: 450 GB/s per direction, 480 GB LPDDR5X per GPU */
+    HL_OFFLOAD_GB200 = 4      /* NVLink-C2C of GB200, shared by its two GPUs: 225 GB/s and 240 GB per GPU */
+} hl_offload_link;
+
 /* How the two pools of a disaggregated deployment are simulated. */
 typedef enum hl_disagg_clock {
     HL_DISAGG_CONCURRENT = 0, /* one event clock, KV transfers as flows, back-pressure, closed loops */
@@ -69,6 +78,16 @@ typedef struct hl_trace_req {
     double input;
     double output;
 } hl_trace_req;
+
+/* What a trace request's prompt shares with others (the optional columns; 0 =
+ * not given; whole numbers), kept beside the requests only when a trace names
+ * one of them. */
+typedef struct hl_trace_content {
+    double session;    /* conversation id: its turns' prompts continue one another (prefix caching) */
+    double turn;       /* 1-based turn of the conversation (checked: 1, 2, ... in arrival order) */
+    double prefix;     /* id of a shared prefix the prompt starts with (a system prompt) */
+    double prefix_len; /* tokens of that prefix (given on one row of that id at least) */
+} hl_trace_content;
 
 /* A serving run. Every member set by name is a row of the serve field table
  * (core/src/serve_fields.c: name, type, unit, range, default, help); set them
@@ -114,6 +133,18 @@ typedef struct hl_serve_cfg {
     int64_t replicas;        /* instances of job's mapping behind the router (default 1) */
     int32_t router;          /* hl_router_kind: the instance, and the DP rank inside it, of a new request */
     int32_t disagg_clock;    /* hl_disagg_clock: the pools on one clock (default) or one after the other */
+    /* Prefix caching, sessions, KV offload (docs/MODEL.md 12, serving). */
+    /* the trace's content columns (n_trace entries beside trace's), or NULL when it gives none */
+    const hl_trace_content *trace_content;
+    int32_t prefix_cache;    /* 1: automatic prefix caching in every scheduler's KV blocks (vLLM APC) */
+    int64_t shared_prefix;   /* tokens every prompt starts with (a system prompt; part of input), 0 = none */
+    int64_t session_turns;   /* multi-turn sessions: requests (turns) of one conversation, 0 = none */
+    double session_think_s;  /* sessions: s from a turn's last token to the next turn's arrival */
+    double offload_bytes;    /* kv_offload.capacity_bytes: host memory per GPU for evicted prefix blocks (B) */
+    double offload_bw;       /* kv_offload.bw: host-to-GPU bandwidth per GPU (B/s), 0 = the link's */
+    double offload_host;     /* kv_offload.host_bytes: host memory per GPU (B), 0 = the link's (or unknown) */
+    int32_t offload_link;    /* kv_offload.link: hl_offload_link preset of bw and host memory */
+    int32_t offload_overlap; /* kv_offload.overlap: 1 = a reload runs under the step's compute (layer by layer) */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
@@ -147,6 +178,9 @@ typedef struct hl_serve_step {
     int32_t group;         /* the instance (ranks in lock-step) or DP rank that stepped, 0-based */
     double stall_s;        /* time this group waited before the step with requests queued but no KV room
                               (a prefill pool's back-pressure from a full decode pool) */
+    double cached_blocks;  /* prefix cache: blocks no request holds that still keep a prefix, after the step */
+    double saved_tokens;   /* prefix cache: prompt tokens of requests admitted in this step found cached */
+    double reload_s;       /* KV offload: time of this step's loads of host blocks (added or overlapped) */
 } hl_serve_step;
 
 /* A point of the KV-utilisation series. */
@@ -193,6 +227,15 @@ typedef struct hl_serve_result {
     double power_w;              /* mean power at the wall over the run (W) */
     double peak_power_w;         /* provisioned power: every GPU at load, PUE included (W) */
     double tokens_per_mw;        /* output tokens/s per MW of provisioned power (1/(s MW)) */
+    /* Prefix caching (NaN when off; docs/MODEL.md 12). */
+    double prefix_hit_rate;      /* prompt tokens found cached / prompt tokens admitted (a preempted request's
+                                    prompt counted again at its readmission) */
+    double prefill_tokens_saved; /* prompt tokens found cached (not computed) */
+    double kv_cached_mean;       /* time average of blocks kept only as cached prefixes / total blocks */
+    double kv_cached_max;        /* largest such fraction */
+    double host_hit_tokens;      /* KV offload: of prefill_tokens_saved, tokens loaded back from the host tier */
+    double reload_s;             /* KV offload: sum over steps of their host loads' time (s) */
+    double offloaded_blocks;     /* KV offload: evicted prefix blocks copied to the host tier */
 } hl_serve_result;
 
 /* The analytical steady state of a workload (hl_serve_steady): mean lengths,
@@ -295,9 +338,15 @@ hl_status hl_serve_steady_run(const hl_serve_cfg *cfg, hl_serve_steady *out, hl_
 /* Parses a trace: CSV with a header naming arrival_s (or arrival), input,
  * output in any order, or JSON lines {"arrival_s":..,"input":..,"output":..}.
  * `origin` names the source in errors ("trace.csv line 12: ..."). *out is
- * malloc'd: free it with hl_serve_trace_free. */
+ * malloc'd: free it with hl_serve_trace_free. Optional columns (session,
+ * turn, prefix, prefix_len) are read by hl_serve_trace_parse_content only. */
 hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin, hl_trace_req **out, int64_t *n,
                                hl_err *err);
+
+/* hl_serve_trace_parse that also reads the optional columns: *content points
+ * into the block of *out (freed with it) when the trace names one, else NULL. */
+hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char *origin, hl_trace_req **out,
+                                       const hl_trace_content **content, int64_t *n, hl_err *err);
 void hl_serve_trace_free(hl_trace_req *t);
 
 #ifdef __cplusplus
