@@ -77,13 +77,14 @@ hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, doub
     double sum = 0;
     for (int64_t e = 0; e < n; e++) {
         if (!isfinite(share[e]) || share[e] < 0)
-            return hl_fail(err, HL_EINVAL, "field '%s': share of expert %lld is %g (allowed: a finite share >= 0)",
-                           field, (long long)e, share[e]);
+            return hl_fail(err, HL_EINVAL,
+                           "field '%s': entry %lld (counting from 1) is %g (allowed: a finite share >= 0)", field,
+                           (long long)e + 1, share[e]);
         if (share[e] * topk > 1 + 1e-9)
             return hl_fail(err, HL_EINVAL,
-                           "field '%s': share of expert %lld is %g, above 1/topk = %g (a token picks an expert "
-                           "at most once)",
-                           field, (long long)e, share[e], 1 / topk);
+                           "field '%s': entry %lld (counting from 1) is %g, above 1/topk = %g (a token picks "
+                           "an expert at most once)",
+                           field, (long long)e + 1, share[e], 1 / topk);
         sum += share[e];
     }
     if (fabs(sum - 1) > 1e-6)

@@ -480,6 +480,13 @@ static hl_status check_arrival(const hl_serve_cfg *c, int *trace_out, hl_err *er
     if (*trace_out && c->requests > c->n_trace)
         return hl_fail(err, HL_EINVAL, "serve field 'requests': %lld, but the trace holds %lld requests",
                        (long long)c->requests, (long long)c->n_trace);
+    /* More clients than requests: the clients past the requests would never send one, so the
+     * loop would run at concurrency = requests, not the load asked for. Refused, naming both. */
+    if (a == HL_ARRIVAL_CONCURRENCY && c->mode == HL_SERVE_SIMULATE && c->concurrency > n)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'concurrency': %lld clients but field 'requests' is %lld%s (each client needs "
+                       "a request: allowed concurrency <= requests; raise requests or lower concurrency)",
+                       (long long)c->concurrency, (long long)n, given(c, "requests") ? "" : " (its default)");
     if (given(c, "warmup") && c->warmup >= n)
         return hl_fail(err, HL_EINVAL, "serve field 'warmup': %lld leaves no request of %lld (warmup < %s)",
                        (long long)c->warmup, (long long)n, *trace_out ? "the trace's requests" : "requests");

@@ -465,7 +465,8 @@ local function confirm(hl, ctx, sys, p)
   local f
   if p.mode == "agg" then
     f = copy(p.config)
-    f.mode, f.requests = nil, ctx.requests
+    -- at least one request per client: hl.serve refuses a closed loop of more clients than requests
+    f.mode, f.requests = nil, math.max(ctx.requests, f.concurrency or 0)
   else
     f = disagg_config(ctx, sys, p, ctx.requests)
   end

@@ -254,13 +254,16 @@ end
 
 local pd_mt = {}
 pd_mt.__tostring = function(p)
-  local lines = { string.format("best split: %d prefill + %d decode GPUs, %.4g req/s (%.4g per GPU)", p.best.prefill_gpus,
-    p.best.decode_gpus, p.best.rate, p.best.rate_per_gpu),
+  local b = p.best
+  local lines = { string.format("best split: %d prefill + %d decode GPUs%s, %.4g req/s (%.4g per GPU)", b.prefill_gpus,
+    b.decode_gpus, b.prefill_mapping and string.format(" (%s / %s)", b.prefill_mapping, b.decode_mapping) or "",
+    b.rate, b.rate_per_gpu),
     "  prefill  decode      req/s  req/s/GPU  ttft_p99_ms  tpot_p99_ms  $/Mtok_out  J/token" }
   for _, r in ipairs(p.rows) do
-    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s %11s %8s%s", r.prefill_gpus, r.decode_gpus, r.rate,
+    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s %11s %8s%s%s", r.prefill_gpus, r.decode_gpus, r.rate,
       r.rate_per_gpu, ms(r.ttft_p99_s), ms(r.tpot_p99_s), r.usd_per_mtok_out and string.format("%.4g", r.usd_per_mtok_out) or "-",
-      r.joules_per_token and string.format("%.4g", r.joules_per_token) or "-", r == p.best and "  <- best" or "")
+      r.joules_per_token and string.format("%.4g", r.joules_per_token) or "-",
+      r.prefill_mapping and string.format("  %s / %s", r.prefill_mapping, r.decode_mapping) or "", r == b and "  <- best" or "")
   end
   return table.concat(lines, "\n")
 end
@@ -286,11 +289,16 @@ local function instance_size(p, which)
   return n
 end
 
+local pd_splits -- below: the splits of N GPUs for one pair of mappings
+
 --- hl.serve_pd_ratio{ <hl.serve fields without rate>, gpus = N, prefill = {parallel = {tp =}, ...},
 ---                     decode = {parallel = {tp =}, ...}, kv_link =, slo =, target =, tolerance = }
 --- -> {best = row, rows = {{prefill_gpus, decode_gpus, rate, rate_per_gpu}, ...}}
 --- Every split of N GPUs into whole prefill and decode instances; each split's
 --- capacity (hl.serve_capacity, simulated); the best is the highest rate per GPU.
+--- prefill and decode may each be a list of instance descriptions ({{parallel = {tp = 4}},
+--- {parallel = {tp = 8}}}): every pair of them is searched, and each row names its
+--- mappings (prefill_mapping, decode_mapping: "tp4", "tp2pp2").
 function M.serve_pd_ratio(t)
   if type(t) ~= "table" then error("hl.serve_pd_ratio expects a table of fields", 2) end
   local N, pre, dec = t.gpus, t.prefill, t.decode
@@ -300,7 +308,46 @@ function M.serve_pd_ratio(t)
   if type(pre) ~= "table" or type(dec) ~= "table" then
     error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
   end
-  local sp, sd = instance_size(pre, "prefill"), instance_size(dec, "decode")
+  -- a list of instance descriptions: every pair of mappings (docs/MODEL.md 12)
+  local function alternatives(p, which)
+    if p[1] == nil then return { p }, false end
+    for k in pairs(p) do
+      if type(k) ~= "number" or type(p[k]) ~= "table" then
+        error(string.format("hl.serve_pd_ratio field '%s': a list of instance descriptions holds only tables, " ..
+          "got key %s", which, tostring(k)), 3)
+      end
+    end
+    return p, true
+  end
+  local pres, listed_p = alternatives(pre, "prefill")
+  local decs, listed_d = alternatives(dec, "decode")
+  local listed = listed_p or listed_d
+  local function mapping(p)
+    local q = p.parallel or {}
+    local pp = q.pp or p.pp or 1
+    return "tp" .. tostring(q.tp or p.tp or 1) .. (pp > 1 and ("pp" .. tostring(pp)) or "")
+  end
+  local rows, best = {}, nil
+  for ip, pre1 in ipairs(pres) do
+    for id, dec1 in ipairs(decs) do
+      local got = pd_splits(t, N, pre1, dec1, listed_p and ("prefill[" .. ip .. "]") or "prefill",
+        listed_d and ("decode[" .. id .. "]") or "decode")
+      for _, row in ipairs(got) do
+        if listed then row.prefill_mapping, row.decode_mapping = mapping(pre1), mapping(dec1) end
+        rows[#rows + 1] = row
+        if not best or row.rate > best.rate then best = row end
+      end
+    end
+  end
+  if not best then
+    error(string.format("hl.serve_pd_ratio: %d GPUs do not split into the prefill and decode instances given", N), 2)
+  end
+  return setmetatable({ best = best, rows = rows }, pd_mt)
+end
+
+-- The splits of N GPUs into whole instances of pre and dec, each with its capacity (rows).
+pd_splits = function(t, N, pre, dec, pname, dname)
+  local sp, sd = instance_size(pre, pname), instance_size(dec, dname)
   local rows, best = {}, nil
   for np = sp, N - sd, sp do
     local nd = N - np
@@ -316,7 +363,7 @@ function M.serve_pd_ratio(t)
       end
       base.disagg = { prefill = pool(pre, np), decode = pool(dec, nd), kv_link = t.kv_link }
       local ok, c = pcall(M.serve_capacity, base)
-      if not ok then error(c, 2) end
+      if not ok then error(c, 3) end
       local row = { prefill_gpus = np, decode_gpus = nd, rate = c.rate, rate_per_gpu = c.rate / N,
                     ttft_p99_s = c.result and c.result.ttft_s.p99, tpot_p99_s = c.result and c.result.tpot_s.p99 }
       for _, k in ipairs(cost_fields) do row[k] = c[k] end
@@ -324,11 +371,11 @@ function M.serve_pd_ratio(t)
       if not best or row.rate > best.rate then best = row end
     end
   end
-  if not best then
+  if not best and not (pname:find("%[") or dname:find("%[")) then
     error(string.format("hl.serve_pd_ratio: %d GPUs do not split into prefill instances of %d and decode instances of %d GPUs",
-      N, sp, sd), 2)
+      N, sp, sd), 3)
   end
-  return setmetatable({ best = best, rows = rows }, pd_mt)
+  return rows
 end
 
 --- hl.serve_sweep{ base = {<hl.serve fields>}, axes = {rate = {1, 2, 4}, max_seqs = {64, 256}, tp = {4, 8}},

@@ -175,8 +175,13 @@ static void test_errors(void **state)
     const double ok[4] = {0.4, 0.3, 0.2, 0.1};
     assert_fails_with(hl_routing_check(ok, 4, 8, 1, "expert_freq", &e), HL_EINVAL, &e, "4 shares for a model of 8");
     assert_fails_with(hl_routing_check(ok, 4, 4, 4, "expert_freq", &e), HL_EINVAL, &e, "above 1/topk");
+    /* ok[0] = 0.4 > 1/4 is the first entry to break the topk bound: named as entry 1. */
+    assert_fails_with(hl_routing_check(ok, 4, 4, 4, "expert_freq", &e), HL_EINVAL, &e,
+                      "entry 1 (counting from 1) is 0.4");
     const double neg[4] = {0.6, 0.5, -0.2, 0.1};
-    assert_fails_with(hl_routing_check(neg, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e, "expert 2 is -0.2");
+    assert_fails_with(hl_routing_check(neg, 4, 4, 1, "expert_freq", &e), HL_EINVAL, &e,
+                      "entry 3 (counting from 1) is -0.2");
+    /* neg[2] is the third entry: Lua's expert_freq[3] and line 3 of a file, so the text says 3. */
     assert_fails_with(hl_expert_layout_init(&lay, NULL, 256, 0, 72, 8, 0, &e), HL_EINVAL, &e, "does not divide");
     assert_fails_with(hl_expert_layout_init(&lay, low, 4, 0, 2, 1, 1, &e), HL_EINVAL, &e, "sum to");
     assert_fails_with(hl_routing_zipf(-1, 4, 1, (double[4]){0}, &e), HL_EINVAL, &e, "routing_skew");

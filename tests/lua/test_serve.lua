@@ -204,6 +204,12 @@ T.test("serving inputs: no silent acceptance", function()
   unchunked.chunked_prefill = false -- (with() drops false values)
   T.raises(function() hl.serve(unchunked) end, "serve field 'chunk' has no effect with chunked_prefill = false")
   T.raises(function() hl.serve(with { rate = 5, think_s = 1 }) end, "serve field 'think_s' has no effect without a closed loop")
+  -- 1e7 clients for 30 requests: all but 30 clients would never send one (a loop of 30, not 1e7)
+  T.raises(function() hl.serve(with { concurrency = 1e7, requests = 30 }) end,
+           "serve field 'concurrency': 10000000 clients but field 'requests' is 30 (each client needs a request")
+  T.raises(function() hl.serve(with { concurrency = 1001 }) end, "field 'requests' is 1000 (its default)")
+  T.ok(hl.serve(with { concurrency = 30, requests = 30 }).steps > 0, "concurrency = requests runs")
+  T.ok(hl.serve(with { concurrency = 5000, mode = "analytical" }).rate > 0, "analytical: no request count to exceed")
   T.raises(function() hl.serve(with { rate = 5, kv_link = "scaleup" }) end, "'disagg.kv_link' has no effect without disagg")
   T.raises(function() hl.serve(with { rate = 5, mode = "analytical", requests = 100 }) end,
            "serve field 'requests' has no effect with mode = \"analytical\"")
@@ -281,6 +287,27 @@ T.test("serve_pd_ratio: clear messages", function()
   T.raises(function() hl.serve_pd_ratio(t) end, "'prefill.parallel': expected a table")
   t.prefill, t.gpus = { parallel = { tp = 1 } }, 0 / 0
   T.raises(function() hl.serve_pd_ratio(t) end, "hl.serve_pd_ratio field 'gpus': nan")
+end)
+
+T.test("serve_pd_ratio over a list of mappings", function()
+  local c = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 }
+  local job = { model = "llama-3.1-8b", cluster = c, input = 2000, output = 100, requests = 150, gpus = 4,
+                slo = { ttft_s = 0.5, tpot_s = 0.02 }, tolerance = 0.1 }
+  local one = hl.serve_pd_ratio(with(job, { prefill = { parallel = { tp = 1 } }, decode = { parallel = { tp = 1 } } }))
+  local r = hl.serve_pd_ratio(with(job, { prefill = { { parallel = { tp = 1 } }, { parallel = { tp = 2 } } },
+                                          decode = { parallel = { tp = 1 } } }))
+  -- tp1 prefill: 1:3, 2:2, 3:1 (the same runs as without a list); tp2 prefill instances of 2 GPUs: 2:2
+  T.eq(#r.rows, 4, "three splits with tp1 prefill instances, one with tp2")
+  for i = 1, 3 do
+    T.eq(r.rows[i].rate, one.rows[i].rate, "the tp1 pair is the single-mapping search, split " .. i)
+    T.eq(r.rows[i].prefill_mapping, "tp1", "mapping named")
+  end
+  T.eq(r.rows[4].prefill_mapping, "tp2", "the second prefill mapping")
+  T.eq(r.rows[4].prefill_gpus, 2, "one tp2 prefill instance")
+  for _, row in ipairs(r.rows) do T.ok(row.rate <= r.best.rate, "best is the highest rate") end
+  T.ok(tostring(r):find("tp2 / tp1", 1, true), "the printout names the mappings")
+  T.raises(function() hl.serve_pd_ratio(with(job, { prefill = { { parallel = { tp = 1 } }, x = 1 }, decode = { parallel = { tp = 1 } } })) end,
+           "a list of instance descriptions holds only tables")
 end)
 
 T.done()
