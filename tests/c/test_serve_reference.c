@@ -14,20 +14,20 @@
 /* Equal, or both NaN (the cost fields of a GPU without a price, kv_transfer_s when aggregated). */
 static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 
-#define SAME(f)                                                                                                        \
-    do {                                                                                                               \
-        if (!same((double)(a->f), (double)(b->f)))                                                                     \
-            fail_msg("workload %d: field %s differs: %.17g vs reference %.17g", w, #f, (double)(a->f),                 \
-                     (double)(b->f));                                                                                  \
+#define SAME(f)                                                                                        \
+    do {                                                                                               \
+        if (!same((double)(a->f), (double)(b->f)))                                                     \
+            fail_msg("workload %d: field %s differs: %.17g vs reference %.17g", w, #f, (double)(a->f), \
+                     (double)(b->f));                                                                  \
     } while (0)
-#define SAME_STATS(s)                                                                                                  \
-    do {                                                                                                               \
-        SAME(s.mean);                                                                                                  \
-        SAME(s.p50);                                                                                                   \
-        SAME(s.p90);                                                                                                   \
-        SAME(s.p99);                                                                                                   \
-        SAME(s.max);                                                                                                   \
-        SAME(s.n);                                                                                                     \
+#define SAME_STATS(s) \
+    do {              \
+        SAME(s.mean); \
+        SAME(s.p50);  \
+        SAME(s.p90);  \
+        SAME(s.p99);  \
+        SAME(s.max);  \
+        SAME(s.n);    \
     } while (0)
 
 static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
@@ -117,7 +117,10 @@ static uint64_t next_u64(uint64_t *s)
     *s ^= *s << 17;
     return *s;
 }
-static double uniform(uint64_t *s, double lo, double hi) { return lo + (hi - lo) * (double)(next_u64(s) >> 11) / 0x1p53; }
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next_u64(s) >> 11) / 0x1p53;
+}
 
 /* Workload w: kind w % 6 (0 aggregated chunked, 1 unchunked, 2 replicas, 3 MoE DP
  * ranks, 4 speculation, 5 disaggregated); rate, lengths, KV size (small enough to
@@ -187,8 +190,8 @@ static void test_equals_reference(void **state)
         compare(w, &a, &b);
         preempting += a.preemptions > 0;
         steps += a.steps;
-        printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions\n", w, w % 6,
-               (long long)a.requests, (long long)a.steps, (long long)a.preemptions);
+        printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions\n", w, w % 6, (long long)a.requests,
+               (long long)a.steps, (long long)a.preemptions);
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
