@@ -281,7 +281,7 @@ static double busiest_normal(const rank_group *g, int64_t ng, double x_lo, doubl
     return x_lo + sum * h / 3;
 }
 
-double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
+static double busiest_load(const hl_expert_layout *lay, double tokens)
 {
     double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
     int64_t R = lay->ranks;
@@ -348,6 +348,44 @@ double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
             group_step(&g[i]);
     }
     return sum;
+}
+
+/* The last results of busiest_load on this thread, keyed by all it reads (tokens, topk, the
+ * ranks' shares, compared bit for bit): a run asks again for the same layout and token count
+ * in each MoE layer pass, and so does the next run of the same job (hl.simulate in a
+ * calibration, a frontier search); a miss costs a compare. 16 KB of shares per entry at most. */
+enum { BUSIEST_MEMO = 4 };
+typedef struct busiest_memo {
+    double tokens, topk, load;
+    int64_t ranks;
+    double share[HL_EXPERT_SLOTS_MAX];
+} busiest_memo;
+static _Thread_local busiest_memo memo[BUSIEST_MEMO];
+static _Thread_local int memo_used, memo_next;
+
+double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
+{
+    int64_t R = lay->ranks;
+    if (R < 1 || R > HL_EXPERT_SLOTS_MAX)
+        return busiest_load(lay, tokens);
+    size_t bytes = sizeof(double) * (size_t)R;
+    for (int i = 0; i < memo_used; i++) {
+        const busiest_memo *m = &memo[i];
+        if (m->tokens == tokens && m->topk == lay->topk && m->ranks == R &&
+            memcmp(m->share, lay->rank_share, bytes) == 0)
+            return m->load;
+    }
+    double load = busiest_load(lay, tokens);
+    busiest_memo *m = &memo[memo_next];
+    memo_next = (memo_next + 1) % BUSIEST_MEMO;
+    if (memo_used < BUSIEST_MEMO)
+        memo_used++;
+    m->tokens = tokens;
+    m->topk = lay->topk;
+    m->ranks = R;
+    memcpy(m->share, lay->rank_share, bytes);
+    m->load = load;
+    return load;
 }
 
 /* Distribution of the number of hit slots on one rank (Poisson-binomial over

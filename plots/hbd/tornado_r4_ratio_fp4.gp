@@ -39,13 +39,13 @@ hbdlab_label_font = ",9"
 hbdlab_small_font = ",8"
 set output hbdlab_output
 datafile = "tornado_r4_ratio_fp4.dat"
-set title "Sensitivity of R4: FP4 throughput ratio HBD128/HBD8 (baseline 1.58)"
+set title "Sensitivity of R4: FP4 throughput ratio HBD128/HBD8 (baseline 1.60)"
 set xlabel "R4: FP4 throughput ratio HBD128/HBD8"
 set ylabel ""
-set ytics ("eff_gemm" 0, "kv_precision" 1, "wire_floor" 2, "eff_scaleout" 3, "eff_scaleup" 4, "eff_mem" 5, "dispatch" 6, "topk" 7, "scaleup_latency_us" 8, "attn_tp" 9, "output" 10, "scaleout_gbps" 11, "peer_cost_us" 12, "expert_ffn_ratio" 13, "overlap" 14, "scaleout_latency_us" 15, "layer_overhead_us" 16)
+set ytics ("eff_gemm" 0, "kv_precision" 1, "wire_floor" 2, "eff_scaleout" 3, "eff_scaleup" 4, "eff_mem" 5, "dispatch" 6, "topk" 7, "output" 8, "scaleup_latency_us" 9, "attn_tp" 10, "scaleout_gbps" 11, "peer_cost_us" 12, "expert_ffn_ratio" 13, "overlap" 14, "scaleout_latency_us" 15, "layer_overhead_us" 16)
 set yrange [-0.7:16.7]
 set style fill solid 0.85 border -1
-set arrow from 1.577390038, graph 0 to 1.577390038, graph 1 nohead lw 1.5 lc rgb hbdlab_rule
+set arrow from 1.601733813, graph 0 to 1.601733813, graph 1 nohead lw 1.5 lc rgb hbdlab_rule
 set key outside right top
-plot datafile using ((1.577390038+$2)/2):($1-0.18):(abs($2-1.577390038)/2):(0.17) with boxxyerror lt 1 title "parameter at its low value", \
-     '' using ((1.577390038+$3)/2):($1+0.18):(abs($3-1.577390038)/2):(0.17) with boxxyerror lt 2 title "parameter at its high value"
+plot datafile using ((1.601733813+$2)/2):($1-0.18):(abs($2-1.601733813)/2):(0.17) with boxxyerror lt 1 title "parameter at its low value", \
+     '' using ((1.601733813+$3)/2):($1+0.18):(abs($3-1.601733813)/2):(0.17) with boxxyerror lt 2 title "parameter at its high value"

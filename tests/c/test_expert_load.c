@@ -152,6 +152,34 @@ static void test_zipf_shares(void **state)
     assert_true(hl_expert_busiest_load(&lay, 64) > 1.2 * zipf0);
 }
 
+/* hl_expert_busiest_load keeps its last 4 results per thread: six token counts on two layouts,
+ * asked again in another order after the memo has cycled, give the first answers bit for bit,
+ * and a layout changed in place (same object, ranks and tokens) is not answered from it. */
+static void test_busiest_memo_never_stale(void **state)
+{
+    (void)state;
+    hl_err e;
+    static hl_expert_layout a, b;
+    double u[256];
+    assert_ok(hl_expert_layout_init(&a, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_ok(hl_routing_zipf(1, 256, 8, u, &e), &e);
+    assert_ok(hl_expert_layout_init(&b, u, 256, 0, 32, 8, 0, &e), &e);
+    const double toks[6] = {1, 7, 64, 300, 4096, 16384};
+    double first[2][6];
+    for (int i = 0; i < 6; i++) {
+        first[0][i] = hl_expert_busiest_load(&a, toks[i]);
+        first[1][i] = hl_expert_busiest_load(&b, toks[i]);
+    }
+    for (int i = 5; i >= 0; i--) {
+        assert_true(hl_expert_busiest_load(&b, toks[i]) == first[1][i]);
+        assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]);
+        assert_true(hl_expert_busiest_load(&a, toks[i]) == first[0][i]); /* now a hit */
+    }
+    assert_true(first[1][2] > 1.2 * first[0][2]);                      /* skewed shares: a busier rank */
+    assert_ok(hl_expert_layout_init(&a, u, 256, 0, 32, 8, 0, &e), &e); /* a becomes b's layout */
+    assert_true(hl_expert_busiest_load(&a, 64) == first[1][2]);
+}
+
 /* Expert hits: one token, top-8 of 256 on EP32 (8 experts per rank): each
  * expert hit with p = 8/256; the busiest rank's count E[max of 32 Binomial(8,
  * 1/32)] = 1.591 (the value docs/MODEL.md 6 quotes). One rank: the mean 8. */
@@ -194,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_eplb_hand_worked),
         cmocka_unit_test(test_zipf_shares),
         cmocka_unit_test(test_hits),
+        cmocka_unit_test(test_busiest_memo_never_stale),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
