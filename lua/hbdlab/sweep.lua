@@ -25,9 +25,34 @@ local function axis_list(axes)
   return list
 end
 
+-- The type ("boolean", "integer", ...) of the job field an axis names (by name or path), or nil.
+local function job_field_type(name)
+  for _, f in ipairs(core.fields("job")) do
+    if f.name == name or f.path == name then return f.type end
+  end
+end
+
 -- Friendly axes (scaleout_gbps, hbm_tbs...) become SI fields; preset names of
--- model/gpu/cluster axes become objects.
+-- model/gpu/cluster axes become objects; booleans of a boolean field travel as 1/0
+-- (the core's boolean fields take 0 and 1) and come back as booleans in the rows.
 local function to_core_axis(a)
+  local bools = 0
+  for _, x in ipairs(a.values) do
+    if type(x) == "boolean" then bools = bools + 1 end
+  end
+  if bools > 0 then
+    local ft = job_field_type(a.name)
+    if ft ~= "boolean" then
+      error(string.format("sweep axis '%s': true/false given, but '%s' is %s (booleans sweep boolean fields only, "
+        .. "e.g. eplb = {true, false})", a.name, a.name, ft and ("a field of type " .. ft) or "no boolean field"), 4)
+    end
+    if bools < #a.values then
+      error(string.format("sweep axis '%s': values must all be true or false (a boolean field)", a.name), 4)
+    end
+    local v = {}
+    for i, x in ipairs(a.values) do v[i] = x and 1 or 0 end
+    return { name = a.name, values = v, label = a.name, shown = a.values }
+  end
   local alias = objects.aliases.cluster[a.name] or objects.aliases.gpu[a.name]
   if alias then
     local v = {}
@@ -250,7 +275,11 @@ function M.sweep(a, fn)
   for _, ax in ipairs(relabel) do
     local back = {}
     for i, v in ipairs(ax.values) do back[v] = ax.shown[i] end
-    for _, row in ipairs(rows) do row[ax.label] = back[row[ax.name]]; row[ax.name] = nil end
+    for _, row in ipairs(rows) do
+      local shown = back[row[ax.name]]
+      row[ax.name] = nil
+      row[ax.label] = shown
+    end
   end
   rows.interrupted = interrupted or nil
   M.check_cost(a.base, rows)
