@@ -930,6 +930,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 if (x->gen < x->output)
                     continue;
                 x->done = 1;
+                s->finished++;
                 x->finish = t_end;
                 if (P->kind == POOL_PREFILL && x->total_out > 1) {
                     /* its KV stays here until a decode unit takes it */
@@ -1026,11 +1027,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if (s->pc && s->blocks_free != (double)hl_pcache_free_blocks(s->pc)) /* the two counts agree */
                 return hl_fail(err, HL_EINVAL, "serve: internal: %g free KV blocks counted, %lld in the prefix cache",
                                s->blocks_free, (long long)hl_pcache_free_blocks(s->pc));
-            int64_t m = 0; /* drop finished requests, keep admission order */
-            for (int64_t j = 0; j < s->n_run; j++)
-                if (!s->q[s->run[j]].done)
-                    s->run[m++] = s->run[j];
-            s->n_run = m;
+            int64_t m = s->n_run; /* drop finished requests, keep admission order (the reference always looks) */
+            if (s->finished > 0 || c->sched_reference) {
+                m = 0;
+                for (int64_t j = 0; j < s->n_run; j++)
+                    if (!s->q[s->run[j]].done)
+                        s->run[m++] = s->run[j];
+                s->n_run = m;
+            }
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
                 double t_a = next < released ? P->q[next].arrival : INFINITY, tu = gr->t;

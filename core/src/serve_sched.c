@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double hl_sched_blocks_for(const sched *s, double tokens)
-{
-    return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
-}
-
 void hl_sched_wait_push_back(sched *s, int64_t r) { s->wait[(s->w_head + s->w_len++) % s->w_cap] = r; }
 void hl_sched_wait_push_front(sched *s, int64_t r)
 {
@@ -65,6 +60,34 @@ static void preempt_last(sched *s)
     }
 }
 
+/* Adds plan entry p to the step's summary (tokens, decode context sums, chunks,
+ * sampling rows) in s->it_acc; called as the entry is planned, before any
+ * request of the step moves, so the reference's second pass sums the same
+ * values in the same order. */
+static inline void summarise_entry(sched *s, const plan *p)
+{
+    hl_iter *it = s->it_acc;
+    const rq *x = &s->q[p->r];
+    s->tok_acc += p->tokens;
+    if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
+        s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
+        it->logits_rows += p->tokens;
+        s->spec_seqs++;
+        s->spec_ctx += x->kv;
+    } else if (p->decode) {
+        it->decode_seqs++;
+        s->ctx_acc += x->kv;
+        s->win_acc += s->window_acc > 0 ? fmin(x->kv + 1, s->window_acc) - 1 : x->kv;
+        it->logits_rows++;
+    } else {
+        if (s->first_acc < 0)
+            s->first_acc = p->r;
+        it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
+        s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+        it->logits_rows += x->prefilled + p->tokens >= x->prompt;
+    }
+}
+
 static void plan_add(sched *s, int64_t r, double tokens, int decode, double need)
 {
     s->q[r].blocks += need;
@@ -72,6 +95,8 @@ static void plan_add(sched *s, int64_t r, double tokens, int decode, double need
     if (s->pc && need > 0)
         hl_spc_alloc(s->pc, &s->pcr[r], (int64_t)need);
     s->plan[s->n_plan++] = (plan){r, tokens, decode};
+    if (s->it_acc)
+        summarise_entry(s, &s->plan[s->n_plan - 1]);
 }
 
 /* Schedules the running requests (decodes, unfinished prompts) within *budget,
@@ -173,9 +198,15 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
     s->n_plan = 0;
     s->preempted = 0;
     s->spec_seqs = s->spec_ctx = 0;
+    s->finished = 0;
     memset(it, 0, sizeof *it);
+    it->chunks = s->chunks;
     *step_tok = 0;
     *first_chunk = -1;
+    s->it_acc = c->sched_reference ? NULL : it; /* NULL: summarised after planning */
+    s->window_acc = window;
+    s->ctx_acc = s->win_acc = s->tok_acc = 0;
+    s->first_acc = -1;
     if (s->n_run == 0 && s->w_len == 0)
         return 0;
     double budget = (double)c->token_budget;
@@ -188,30 +219,14 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
         if (s->n_plan == 0)
             schedule_running(s, &budget, chunk);
     }
-    it->chunks = s->chunks;
-    double ctx = 0, win = 0;
-    for (int64_t k = 0; k < s->n_plan; k++) {
-        const plan *p = &s->plan[k];
-        const rq *x = &s->q[p->r];
-        *step_tok += p->tokens;
-        if (p->decode && s->dq > 1) { /* a verify pass: gamma + 1 positions after the cached ones */
-            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->kv};
-            it->logits_rows += p->tokens;
-            s->spec_seqs++;
-            s->spec_ctx += x->kv;
-        } else if (p->decode) {
-            it->decode_seqs++;
-            ctx += x->kv;
-            win += window > 0 ? fmin(x->kv + 1, window) - 1 : x->kv;
-            it->logits_rows++;
-        } else {
-            if (*first_chunk < 0)
-                *first_chunk = p->r;
-            it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
-            s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
-            it->logits_rows += x->prefilled + p->tokens >= x->prompt;
-        }
+    if (c->sched_reference) { /* the reference: a second pass over the plan */
+        s->it_acc = it;
+        for (int64_t k = 0; k < s->n_plan; k++)
+            summarise_entry(s, &s->plan[k]);
     }
+    double ctx = s->ctx_acc, win = s->win_acc;
+    *step_tok = s->tok_acc;
+    *first_chunk = s->first_acc;
     if (it->decode_seqs > 0) {
         it->decode_ctx_mean = ctx / it->decode_seqs;
         it->decode_win_mean = win / it->decode_seqs;

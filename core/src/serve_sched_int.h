@@ -3,6 +3,7 @@
  * over ranks, groups and pools is serve.c's. */
 #ifndef HL_SERVE_SCHED_INT_H
 #define HL_SERVE_SCHED_INT_H
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,12 +60,21 @@ typedef struct sched {
     double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
     double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
     int pc_oom;                 /* a request's hashes could not be allocated */
+    int64_t finished;           /* requests of this rank that finished in this step (the running set is
+                                   compacted only when one did) */
+    /* this step's plan summary, accumulated as entries are planned (default scheduler) */
+    hl_iter *it_acc;
+    double window_acc, ctx_acc, win_acc, tok_acc;
+    int64_t first_acc;
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
  * linear-attention state counted in whole blocks (vLLM's hybrid allocator
  * gives a Mamba-style state pages of the attention page size). */
-double hl_sched_blocks_for(const sched *s, double tokens);
+static inline double hl_sched_blocks_for(const sched *s, double tokens)
+{
+    return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
+}
 
 /* Queues request r at the back (an arrival) or the front (a preempted or
  * KV-holding request, admitted before the others) of s's ring buffer. */

@@ -1,0 +1,208 @@
+/* The serving scheduler against its kept reference (cfg.sched_reference: the
+ * passes over the running set every iteration): 20 random workloads, same
+ * seeds, think time and jitter zero, give equal results field by field, per
+ * request and per step (aggregated, chunked and unchunked, preemption,
+ * replicas, MoE DP ranks in lock-step, speculation, disaggregation). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "jobs.h"
+
+/* Equal, or both NaN (the cost fields of a GPU without a price, kv_transfer_s when aggregated). */
+static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+#define SAME(f)                                                                                        \
+    do {                                                                                               \
+        if (!same((double)(a->f), (double)(b->f)))                                                     \
+            fail_msg("workload %d: field %s differs: %.17g vs reference %.17g", w, #f, (double)(a->f), \
+                     (double)(b->f));                                                                  \
+    } while (0)
+#define SAME_STATS(s) \
+    do {              \
+        SAME(s.mean); \
+        SAME(s.p50);  \
+        SAME(s.p90);  \
+        SAME(s.p99);  \
+        SAME(s.max);  \
+        SAME(s.n);    \
+    } while (0)
+
+static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
+{
+    SAME(requests);
+    SAME(steps);
+    SAME(preemptions);
+    SAME(gpus);
+    SAME(duration_s);
+    SAME(rps);
+    SAME(input_tps);
+    SAME(output_tps);
+    SAME(input_tps_per_gpu);
+    SAME(output_tps_per_gpu);
+    SAME_STATS(ttft_s);
+    SAME_STATS(tpot_s);
+    SAME_STATS(e2e_s);
+    SAME_STATS(queue_s);
+    SAME_STATS(itl_s);
+    SAME(slo_attainment);
+    SAME(goodput_rps);
+    SAME(goodput_tps_per_gpu);
+    SAME(mean_in_system);
+    SAME(mean_running);
+    SAME(mean_waiting);
+    SAME(mean_step_tokens);
+    SAME(kv_blocks_total);
+    SAME(kv_block_tokens);
+    SAME(kv_util_mean);
+    SAME(kv_util_max);
+    SAME(n_samples);
+    SAME(n_steps_log);
+    SAME(saturated_output_tps);
+    SAME(kv_transfer_s);
+    SAME(kv_link);
+    SAME(usd_per_hour);
+    SAME(usd_per_mtok_in);
+    SAME(usd_per_mtok_out);
+    SAME(usd_per_mtok);
+    SAME(joules_per_token);
+    SAME(joules_per_token_in);
+    SAME(joules_per_token_out);
+    SAME(power_w);
+    SAME(peak_power_w);
+    SAME(tokens_per_mw);
+    for (int64_t i = 0; i < a->n_samples; i++) {
+        SAME(samples[i].t_s);
+        SAME(samples[i].kv_util);
+        SAME(samples[i].running);
+        SAME(samples[i].waiting);
+    }
+    assert_true(a->reqs && b->reqs);
+    for (int64_t i = 0; i < a->requests; i++) {
+        SAME(reqs[i].arrival_s);
+        SAME(reqs[i].input);
+        SAME(reqs[i].output);
+        SAME(reqs[i].first_token_s);
+        SAME(reqs[i].finish_s);
+        SAME(reqs[i].queue_s);
+        SAME(reqs[i].ttft_s);
+        SAME(reqs[i].tpot_s);
+        SAME(reqs[i].e2e_s);
+        SAME(reqs[i].preemptions);
+        SAME(reqs[i].good);
+        SAME(reqs[i].kv_transfer_s);
+    }
+    for (int64_t i = 0; i < a->n_steps_log; i++) {
+        SAME(steps_log[i].t_s);
+        SAME(steps_log[i].dt_s);
+        SAME(steps_log[i].decodes);
+        SAME(steps_log[i].chunks);
+        SAME(steps_log[i].prefill_tokens);
+        SAME(steps_log[i].first_req);
+        SAME(steps_log[i].preempted);
+        SAME(steps_log[i].kv_used);
+        SAME(steps_log[i].pool);
+        SAME(steps_log[i].group);
+        SAME(steps_log[i].stall_s);
+    }
+}
+
+/* xorshift64: the workloads' parameters (the scheduler's own draws use cfg.seed). */
+static uint64_t next_u64(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next_u64(s) >> 11) / 0x1p53;
+}
+
+/* Workload w: kind w % 6 (0 aggregated chunked, 1 unchunked, 2 replicas, 3 MoE DP
+ * ranks, 4 speculation, 5 disaggregated); rate, lengths, KV size (small enough to
+ * preempt in some), closed loop or Poisson, step log drawn from the generator. */
+static hl_serve_cfg workload(int w, uint64_t *g)
+{
+    int kind = w % 6;
+    hl_job j = kind == 3   ? job_for("mixtral-8x7b", "H100-SXM", 4, 4)
+               : kind == 2 ? job_for("llama-3.1-8b", "H100-SXM", 4, 4)
+               : kind == 5 ? job_for("llama-3.1-8b", "H100-SXM", 2, 2)
+                           : job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    if (kind == 2 || kind == 5)
+        j.gpus = 1; /* four one-GPU replicas; a prefill and a decode GPU */
+    if (kind == 3) {
+        j.dp = 2;
+        j.tp = 2;
+        j.ep = 4;
+    }
+    if (kind == 4) {
+        j.spec_tokens = 1 + (double)(next_u64(g) % 3);
+        j.spec_accept = uniform(g, 0.5, 0.9);
+        j.spec_draft_layers = (double)(next_u64(g) % 2);
+    }
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    if (kind == 2) {
+        c.replicas = 4;
+        c.router = (int32_t)(next_u64(g) % 3);
+    }
+    if (kind == 5) {
+        c.disagg = 1;
+        c.decode_job = j;
+    }
+    c.seed = next_u64(g) % 100000 + 1;
+    c.requests = 120 + (int64_t)(next_u64(g) % 120);
+    if (next_u64(g) % 3 == 0)
+        c.concurrency = 4 + (int64_t)(next_u64(g) % 28); /* think time and jitter stay 0 */
+    else
+        c.rate = uniform(g, 2, 30) * (kind == 2 ? 4 : 1);
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
+    c.input.lo = 64;
+    c.input.hi = floor(uniform(g, 200, 3000));
+    c.output.lo = 4;
+    c.output.hi = floor(uniform(g, 40, 400));
+    c.chunked_prefill = kind != 1;
+    if (kind != 1 && next_u64(g) % 2)
+        c.chunk = 256 + (int64_t)(next_u64(g) % 1024);
+    if (kind < 3 && next_u64(g) % 2)
+        c.kv_blocks = 300 + floor(uniform(g, 0, 900)); /* 16-token blocks: room for ~5k-19k tokens, preemptions */
+    c.keep_requests = 1;
+    c.keep_steps = next_u64(g) % 4 == 0; /* the step log (and no run-ahead) in a quarter */
+    return c;
+}
+
+static void test_equals_reference(void **state)
+{
+    (void)state;
+    uint64_t g = 0x9e3779b97f4a7c15ull;
+    int64_t preempting = 0, steps = 0;
+    for (int w = 0; w < 20; w++) {
+        hl_serve_cfg c = workload(w, &g);
+        hl_serve_result a, b;
+        hl_err e;
+        assert_ok(hl_serve_run(&c, &a, &e), &e);
+        c.sched_reference = 1;
+        assert_ok(hl_serve_run(&c, &b, &e), &e);
+        compare(w, &a, &b);
+        preempting += a.preemptions > 0;
+        steps += a.steps;
+        printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions\n", w, w % 6, (long long)a.requests,
+               (long long)a.steps, (long long)a.preemptions);
+        hl_serve_result_free(&a);
+        hl_serve_result_free(&b);
+    }
+    assert_true(preempting > 0); /* the comparison covered preemption */
+    printf("%lld steps compared, %lld workloads preempted\n", (long long)steps, (long long)preempting);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_equals_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
