@@ -337,6 +337,27 @@ static void count_allreduce(run *r, int stage, int group, double bytes)
         r->st->allreduce_bytes[rank_of(r, stage, group, t)] += 2.0 * (n - 1) / n * bytes;
 }
 
+/* One TP rank's share of a row-parallel output projection: acc [T x h] += a [T x k] times w
+ * [k x h] (this rank's rows of the weight, row stride h); part [T x h] is scratch. */
+static void row_parallel_add(run *r, int rk, int T, int k, const float *a, const float *w, float *part, float *acc)
+{
+    int h = r->tf->h;
+    add_flops(r, rk, gemm(T, h, k, a, k, w, h, part, h));
+    for (size_t i = 0; i < (size_t)T * h; i++)
+        acc[i] += part[i];
+}
+
+/* The TP AllReduce of the ranks' partial sums acc [T x h] (fp32, 4 bytes each), then the
+ * residual add x += acc (T x h FLOPs). */
+static void allreduce_residual(run *r, int stage, int g, int T, const float *acc, float *x)
+{
+    int h = r->tf->h;
+    count_allreduce(r, stage, g, (double)T * h * 4);
+    for (size_t i = 0; i < (size_t)T * h; i++)
+        x[i] += acc[i];
+    r->st->extra_flops += (double)T * h;
+}
+
 /* Lightning indexer (DeepSeek Sparse Attention) of one layer, computed once
  * and counted on every TP rank (it is replicated): writes the keys of the T
  * rows to the index cache and, per row, the `sel` positions it attends to
@@ -487,16 +508,10 @@ static int attention_block(run *r, int layer, int stage, int g, float *x, int T,
             }
         }
         /* row-parallel output projection: this rank's heads times its rows of wo */
-        add_flops(r, rk, gemm(T, h, Ht * d, att, Ht * d, ly->wo + (size_t)h0 * d * h, h, part, h));
-        for (size_t i = 0; i < (size_t)T * h; i++)
-            acc[i] += part[i];
+        row_parallel_add(r, rk, T, Ht * d, att, ly->wo + (size_t)h0 * d * h, part, acc);
     }
-    if (rc == 0) {
-        count_allreduce(r, stage, g, (double)T * h * 4);
-        for (size_t i = 0; i < (size_t)T * h; i++)
-            x[i] += acc[i];
-        r->st->extra_flops += (double)T * h;
-    }
+    if (rc == 0)
+        allreduce_residual(r, stage, g, T, acc, x);
     free(xn);
     free(acc);
     free(q);
@@ -627,16 +642,10 @@ static int linear_block(run *r, int layer, int stage, int g, float *x, int T, co
                 r->st->extra_flops += 10.0 * dv;
             }
         }
-        add_flops(r, rk, gemm(T, h, nv, o, nv, ly->l_out + (size_t)v0 * h, h, part, h));
-        for (size_t i = 0; i < (size_t)T * h; i++)
-            acc[i] += part[i];
+        row_parallel_add(r, rk, T, nv, o, ly->l_out + (size_t)v0 * h, part, acc);
     }
-    if (rc == 0) {
-        count_allreduce(r, stage, g, (double)T * h * 4);
-        for (size_t i = 0; i < (size_t)T * h; i++)
-            x[i] += acc[i];
-        r->st->extra_flops += (double)T * h;
-    }
+    if (rc == 0)
+        allreduce_residual(r, stage, g, T, acc, x);
     free(xn), free(acc), free(part), free(pq), free(pk), free(pv), free(pz), free(pa), free(pb), free(o), free(kvm);
     return rc;
 }
@@ -658,9 +667,7 @@ static int swiglu_slice(run *r, int rk, const float *xn, int T, const float *gat
     for (size_t i = 0; i < (size_t)T * w; i++)
         g[i] = silu(g[i]) * u[i];
     r->st->extra_flops += 6.0 * T * w;
-    add_flops(r, rk, gemm(T, h, w, g, w, down + (size_t)c0 * h, h, part, h));
-    for (size_t i = 0; i < (size_t)T * h; i++)
-        acc[i] += part[i];
+    row_parallel_add(r, rk, T, w, g, down + (size_t)c0 * h, part, acc);
     free(g);
     free(u);
     return 0;

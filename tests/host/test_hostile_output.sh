@@ -138,15 +138,19 @@ LUA
 out=$("$HBDLAB" "$TMP/csv.lua" 2>&1)
 check "sweep_to_csv quotes and keeps names and errors whole: $out" contains "$out" ok
 
-# a streamed sweep states its expected size above 10 GB (1e9 rows here; the folder does not exist)
+# a streamed sweep states its expected size above 10 GB (1e9 rows here) and is refused at once
 cat > "$TMP/huge.lua" <<'LUA'
 local a = {}
 for i = 1, 1000 do a[i] = i end
 print(pcall(hl.sweep_to_csv, { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 } },
-  axes = { input = a, output = a, batch = a }, out = "/nonexistent/huge.csv" }))
+  axes = { input = a, output = a, batch = a }, out = os.getenv("HUGE_OUT") }))
 LUA
-out=$("$HBDLAB" "$TMP/huge.lua" 2>&1)
+# the folder is a plain file, so no run (not even as root, where /nonexistent could be made by
+# anyone) can open the output and stream 10^9 rows
+: > "$TMP/not_a_folder"
+out=$(HUGE_OUT="$TMP/not_a_folder/huge.csv" timeout 60 "$HBDLAB" "$TMP/huge.lua" 2>&1)
 check "sweep_to_csv states the expected size above 10 GB: $out" contains "$out" "1000000000 rows, about"
+check "and is refused at once, the folder being a file: $out" contains "$out" "cannot write"
 
 # ---- notebooks ----
 printf '# nb\n\n```lua\nprint(1)\n```\n' > "$W/nb.md"
