@@ -2,7 +2,8 @@
  * passes over the running set every iteration): 20 random workloads, same
  * seeds, think time and jitter zero, give equal results field by field, per
  * request and per step (aggregated, chunked and unchunked, preemption,
- * replicas, MoE DP ranks in lock-step, speculation, disaggregation). */
+ * replicas, MoE DP ranks in lock-step, speculation, disaggregation, prefix
+ * caching). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -73,6 +74,13 @@ static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
     SAME(power_w);
     SAME(peak_power_w);
     SAME(tokens_per_mw);
+    SAME(prefix_hit_rate);
+    SAME(prefill_tokens_saved);
+    SAME(kv_cached_mean);
+    SAME(kv_cached_max);
+    SAME(host_hit_tokens);
+    SAME(reload_s);
+    SAME(offloaded_blocks);
     for (int64_t i = 0; i < a->n_samples; i++) {
         SAME(samples[i].t_s);
         SAME(samples[i].kv_util);
@@ -106,6 +114,9 @@ static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
         SAME(steps_log[i].pool);
         SAME(steps_log[i].group);
         SAME(steps_log[i].stall_s);
+        SAME(steps_log[i].cached_blocks);
+        SAME(steps_log[i].saved_tokens);
+        SAME(steps_log[i].reload_s);
     }
 }
 
@@ -170,6 +181,10 @@ static hl_serve_cfg workload(int w, uint64_t *g)
         c.chunk = 256 + (int64_t)(next_u64(g) % 1024);
     if (kind < 3 && next_u64(g) % 2)
         c.kv_blocks = 300 + floor(uniform(g, 0, 900)); /* 16-token blocks: room for ~5k-19k tokens, preemptions */
+    if (kind < 2 && next_u64(g) % 2) {                 /* a prefix cache, with a shared system prompt in some */
+        c.prefix_cache = 1;
+        c.shared_prefix = next_u64(g) % 2 ? 64 : 0;
+    }
     c.keep_requests = 1;
     c.keep_steps = next_u64(g) % 4 == 0; /* the step log (and no run-ahead) in a quarter */
     return c;
@@ -179,7 +194,7 @@ static void test_equals_reference(void **state)
 {
     (void)state;
     uint64_t g = 0x9e3779b97f4a7c15ull;
-    int64_t preempting = 0, steps = 0;
+    int64_t preempting = 0, caching = 0, steps = 0;
     for (int w = 0; w < 20; w++) {
         hl_serve_cfg c = workload(w, &g);
         hl_serve_result a, b;
@@ -189,14 +204,16 @@ static void test_equals_reference(void **state)
         assert_ok(hl_serve_run(&c, &b, &e), &e);
         compare(w, &a, &b);
         preempting += a.preemptions > 0;
+        caching += a.prefill_tokens_saved > 0;
         steps += a.steps;
         printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions\n", w, w % 6, (long long)a.requests,
                (long long)a.steps, (long long)a.preemptions);
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
-    assert_true(preempting > 0); /* the comparison covered preemption */
-    printf("%lld steps compared, %lld workloads preempted\n", (long long)steps, (long long)preempting);
+    assert_true(preempting > 0 && caching > 0); /* the comparison covered preemption and prefix hits */
+    printf("%lld steps compared, %lld workloads preempted, %lld hit a prefix cache\n", (long long)steps,
+           (long long)preempting, (long long)caching);
 }
 
 int main(void)
