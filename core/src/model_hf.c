@@ -39,6 +39,19 @@ static int64_t get_int(reader *r, const char *key, int required, int64_t def)
     return (int64_t)it->valuedouble;
 }
 
+/* The SigLIP-style ViT tower of a vision_config (Llama 4, Gemma 3): its shape into m; returns
+ * the patches per image side (image_size / patch_size; 0 when patch_size is missing). */
+static int64_t read_siglip_tower(reader *v, hl_model *m)
+{
+    m->vision_siglip = 1;
+    m->vision_layers = get_int(v, "num_hidden_layers", 1, 0);
+    m->vision_hidden = get_int(v, "hidden_size", 1, 0);
+    m->vision_ffn = get_int(v, "intermediate_size", 1, 0);
+    m->vision_heads = get_int(v, "num_attention_heads", 1, 0);
+    m->vision_patch = get_int(v, "patch_size", 1, 0);
+    return m->vision_patch > 0 ? get_int(v, "image_size", 1, 0) / m->vision_patch : 0;
+}
+
 static int get_bool(reader *r, const char *key, int def)
 {
     if (r->status)
@@ -298,13 +311,7 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
         const cJSON *vc = object_item(&t, "vision_config");
         if (vc && cJSON_GetObjectItemCaseSensitive(vc, "projector_input_dim")) {
             reader v = {vc, origin, err, t.status};
-            m.vision_siglip = 1;
-            m.vision_layers = get_int(&v, "num_hidden_layers", 1, 0);
-            m.vision_hidden = get_int(&v, "hidden_size", 1, 0);
-            m.vision_ffn = get_int(&v, "intermediate_size", 1, 0);
-            m.vision_heads = get_int(&v, "num_attention_heads", 1, 0);
-            m.vision_patch = get_int(&v, "patch_size", 1, 0);
-            int64_t side = m.vision_patch > 0 ? get_int(&v, "image_size", 1, 0) / m.vision_patch : 0;
+            int64_t side = read_siglip_tower(&v, &m);
             m.vision_positions = side * side + 1; /* and the class token */
             m.vision_temporal = 1;
             m.vision_full = m.vision_layers;
@@ -327,13 +334,7 @@ hl_status hl_model_from_hf_json(const char *text, const char *origin, hl_model *
         const cJSON *vc = object_item(&t, "vision_config");
         if (vc) {
             reader v = {vc, origin, err, t.status};
-            m.vision_siglip = 1;
-            m.vision_layers = get_int(&v, "num_hidden_layers", 1, 0);
-            m.vision_hidden = get_int(&v, "hidden_size", 1, 0);
-            m.vision_ffn = get_int(&v, "intermediate_size", 1, 0);
-            m.vision_heads = get_int(&v, "num_attention_heads", 1, 0);
-            m.vision_patch = get_int(&v, "patch_size", 1, 0);
-            int64_t side = m.vision_patch > 0 ? get_int(&v, "image_size", 1, 0) / m.vision_patch : 0;
+            int64_t side = read_siglip_tower(&v, &m);
             int64_t tokens = get_int(&t, "mm_tokens_per_image", 0, 256),
                     pooled = (int64_t)llround(sqrt((double)tokens));
             m.vision_positions = side * side;
