@@ -382,7 +382,10 @@ static hl_status engine_kernels(const hl_sim_ctx *s, hl_acc *a, double T, double
     for (int i = 0; i < 4; i++) {
         if (!k[i].on || k[i].layers <= 0)
             continue;
-        hl_op op = {"", HL_OP_ELEMENTWISE, s->j->act_precision, 0, k[i].rd, k[i].wr, 0, 0, 0, 0, 0, 0, 0, 0};
+        hl_op op = {.kind = HL_OP_ELEMENTWISE,
+                    .precision = s->j->act_precision,
+                    .bytes_read = k[i].rd,
+                    .bytes_written = k[i].wr};
         memcpy(op.name, k[i].name, strlen(k[i].name) + 1); /* names of at most 10 bytes */
         hl_status st = add_op(s, a, &op, k[i].layers, err);
         if (st)
@@ -415,20 +418,12 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
     /* two RMSNorms with residual adds: read x and residual, write x, per norm;
      * with sequence parallelism each TP rank normalises only its T/tp tokens */
     double Tn = j->sequence_parallel ? T / tp : T;
-    hl_op norm = {"norms",
-                  HL_OP_NORM,
-                  j->act_precision,
-                  2 * 4 * Tn * h,
-                  2 * 2 * Tn * h * s->ab,
-                  2 * Tn * h * s->ab,
-                  0,
-                  0,
-                  0,
-                  0,
-                  0,
-                  0,
-                  0,
-                  0};
+    hl_op norm = {.name = "norms",
+                  .kind = HL_OP_NORM,
+                  .precision = j->act_precision,
+                  .flops = 2 * 4 * Tn * h,
+                  .bytes_read = 2 * 2 * Tn * h * s->ab,
+                  .bytes_written = 2 * Tn * h * s->ab};
     TRY(add_op(s, a, &norm, Lst, err));
     /* softmax-attention layers and gated DeltaNet layers of this stage */
     double Llin = Lst * (double)hl_model_linear_layers(m) / (double)m->layers, Latt = Lst - Llin;
@@ -479,20 +474,12 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         gemm(&op, s, "linear_in_proj", T, chans + vt * dv + 2 * vt, h); /* q, k, v, z and the a, b gates */
         TRY(add_op(s, a, &op, Llin, err));
         double state = vt * dk * dv + chans * (c > 1 ? c - 1 : 0); /* elements per sequence */
-        hl_op rec = {"linear_attention",
-                     HL_OP_ATTENTION,
-                     j->act_precision,
-                     T * (7 * dk * dv * vt + 2 * c * chans),
-                     T * (chans + 2 * vt) * s->ab + b * state * s->ab,
-                     T * vt * dv * s->ab + b * state * s->ab,
-                     0,
-                     0,
-                     0,
-                     0,
-                     0,
-                     0,
-                     0,
-                     0};
+        hl_op rec = {.name = "linear_attention",
+                     .kind = HL_OP_ATTENTION,
+                     .precision = j->act_precision,
+                     .flops = T * (7 * dk * dv * vt + 2 * c * chans),
+                     .bytes_read = T * (chans + 2 * vt) * s->ab + b * state * s->ab,
+                     .bytes_written = T * vt * dv * s->ab + b * state * s->ab};
         TRY(add_op(s, a, &rec, Llin, err));
         gemm(&op, s, "linear_out_proj", T, h, vt * dv);
         TRY(add_op(s, a, &op, Llin, err));
@@ -641,20 +628,12 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
      * q.k and p.v over V/tp channels: 4 V/tp FLOP per pair */
     for (int full = 0; full < 2; full++) {
         double keys = full ? P : win, layers = full ? Lfull : Lwin;
-        hl_op at = {"vision_attention",
-                    HL_OP_ATTENTION,
-                    j->act_precision,
-                    4 * N * keys * V / tp,
-                    3 * N * V / tp * s->ab,
-                    N * V / tp * s->ab,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0};
+        hl_op at = {.name = "vision_attention",
+                    .kind = HL_OP_ATTENTION,
+                    .precision = j->act_precision,
+                    .flops = 4 * N * keys * V / tp,
+                    .bytes_read = 3 * N * V / tp * s->ab,
+                    .bytes_written = N * V / tp * s->ab};
         if (layers > 0)
             TRY(add_op(s, a, &at, layers, err));
     }
@@ -708,20 +687,11 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
     const hl_model *m = s->m;
     double h = (double)m->hidden, tp = (double)s->tp;
     a->layer_kind = 3;
-    hl_op emb = {"embedding",
-                 HL_OP_ELEMENTWISE,
-                 s->j->act_precision,
-                 0,
-                 tokens * h * s->ab,
-                 tokens * h * s->ab,
-                 0,
-                 0,
-                 0,
-                 0,
-                 0,
-                 0,
-                 0,
-                 0};
+    hl_op emb = {.name = "embedding",
+                 .kind = HL_OP_ELEMENTWISE,
+                 .precision = s->j->act_precision,
+                 .bytes_read = tokens * h * s->ab,
+                 .bytes_written = tokens * h * s->ab};
     hl_status st = add_op(s, a, &emb, passes, err);
     if (rows > 0) {
         hl_op head;
