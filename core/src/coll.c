@@ -76,6 +76,9 @@ typedef struct cost {
 
 static const cost NA = {0, 0, 0, 0, 0, 0};
 
+/* Whether candidate k is usable and takes less time than best (an unusable best loses to any). */
+static int faster(cost k, cost best) { return k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw); }
+
 /* ceil(log2(x)) for x >= 1 (group sizes are whole numbers below 2^53). */
 static double lg2(double x)
 {
@@ -327,12 +330,12 @@ static cost nccl_intra(hl_coll_op op, const group *G)
         for (int p = 0; p < PROTO_COUNT; p++) {
             cost k = nccl_proto(op, G, t, p);
             k.algo = t ? HL_ALGO_TREE : HL_ALGO_RING;
-            if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw))
+            if (faster(k, best))
                 best = k;
         }
     cost v = in_switch(op, G);
     v.algo = HL_ALGO_IN_SWITCH;
-    if (v.ok && (!best.ok || v.lat + v.bw < best.lat + best.bw))
+    if (faster(v, best))
         best = v;
     return best;
 }
@@ -373,9 +376,9 @@ static cost trtllm_ar(hl_coll_op op, const group *G)
     if (!G->custom || op != HL_ALLREDUCE || G->S > (G->n <= 2 ? 16e6 : 8e6))
         return best;
     cost o = oneshot(op, G), t = twoshot(op, G);
-    if (o.ok && o.lat + o.bw < best.lat + best.bw)
+    if (faster(o, best))
         best = o;
-    if (t.ok && t.lat + t.bw < best.lat + best.bw)
+    if (faster(t, best))
         best = t;
     return best;
 }
@@ -417,7 +420,7 @@ static cost nccl_choice(hl_coll_op op, const group *G)
             continue;
         cost k = algos[a](op, G);
         k.algo = a;
-        if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw))
+        if (faster(k, best))
             best = k;
     }
     return best;
@@ -591,7 +594,7 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
             if (!algos[a])
                 continue;
             cost k = algos[a]((hl_coll_op)in->op, &G);
-            if (k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw)) {
+            if (faster(k, best)) {
                 best = k;
                 best_algo = a;
             }
