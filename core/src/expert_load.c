@@ -193,7 +193,8 @@ static double binom_pmf(double M, double p, double x)
 /* `count` ranks with the same share p: Y ~ Poisson(lam = M p), its pmf and CDF
  * walked upward in x, with the pmf at x-1..x-3 kept for the truncated moments. */
 typedef struct rank_group {
-    double p, count, lam, sd;
+    double p, count, lam, sd; /* share, ranks with it, mean picks M p, Poisson sd sqrt(lam) */
+    double bsd;               /* binomial sd sqrt(lam (1 - p)) of the normal approximation */
     double x, pmf[4], cdf; /* pmf[j] = P(Y = x - j); cdf = P(Y <= x) */
 } rank_group;
 
@@ -271,10 +272,8 @@ static double busiest_normal(const rank_group *g, int64_t ng, double x_lo, doubl
     double h = (x_hi - x_lo) / N, sum = 0;
     for (int i = 0; i <= N; i++) {
         double x = x_lo + h * i, prod = 1;
-        for (int64_t k = 0; k < ng && prod > 0; k++) {
-            double sd = sqrt(g[k].lam * (1 - g[k].p));
-            prod *= pow(0.5 * erfc(-(x - g[k].lam) / (sd * 1.4142135623730951)), g[k].count);
-        }
+        for (int64_t k = 0; k < ng && prod > 0; k++)
+            prod *= pow(0.5 * erfc(-(x - g[k].lam) / (g[k].bsd * 1.4142135623730951)), g[k].count);
         double w = i == 0 || i == N ? 1 : (i % 2 ? 4 : 2);
         sum += w * (1 - prod);
     }
@@ -343,21 +342,20 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         ng++;
     }
     /* below x_lo the busiest group's CDF is ~0 (P(max > x) = 1); above x_hi every CDF is ~1 */
-    double x_lo = 0, x_hi = 0;
+    double x_lo = 0, x_hi = 0, sd_min = HUGE_VAL;
     for (int64_t i = 0; i < ng; i++) {
         g[i].lam = M * g[i].p;
         g[i].sd = sqrt(g[i].lam);
+        g[i].bsd = sqrt(g[i].lam * (1 - g[i].p));
+        sd_min = fmin(sd_min, g[i].bsd);
         x_lo = fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
         x_hi = fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
     }
     x_lo = fmax(0, x_lo);
     x_hi = fmin(M, x_hi);
-    double sd_min = HUGE_VAL;
-    for (int64_t i = 0; i < ng; i++)
-        sd_min = fmin(sd_min, sqrt(g[i].lam * (1 - g[i].p)));
     if (sd_min >= 30) { /* large counts: normal ranks (binomial sd), the correlation neglected */
         if (ng == 1)
-            return g[0].lam + sqrt(g[0].lam * (1 - g[0].p)) * expected_max_std(g[0].count);
+            return g[0].lam + g[0].bsd * expected_max_std(g[0].count);
         return busiest_normal(g, ng, x_lo, x_hi);
     }
     for (int64_t i = 0; i < ng; i++) {
