@@ -195,7 +195,7 @@ static double binom_pmf(double M, double p, double x)
 typedef struct rank_group {
     double p, count, lam, sd; /* share, ranks with it, mean picks M p, Poisson sd sqrt(lam) */
     double bsd;               /* binomial sd sqrt(lam (1 - p)) of the normal approximation */
-    double x, pmf[4], cdf; /* pmf[j] = P(Y = x - j); cdf = P(Y <= x) */
+    double x, pmf[4], cdf;    /* pmf[j] = P(Y = x - j); cdf = P(Y <= x) */
 } rank_group;
 
 static void group_start(rank_group *g, double x0)

@@ -10,11 +10,12 @@
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct gemm_class {
     double eff_c, eff_m, latency, k_latency, quant_bytes;
+    double k0; /* grouped GEMMs: the K of the fixed part of a tile's main loop */
 } gemm_class;
 
 static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
 {
-    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0};
+    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0};
     if (p != HL_FP8 && p != HL_INT8 && p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : c.eff_c;
@@ -22,6 +23,7 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     c.latency = g->gemm_latency_fp8;
     c.k_latency = g->gemm_k_latency_fp8 > 0 ? g->gemm_k_latency_fp8 : c.k_latency;
     c.quant_bytes = g->quant_bytes_fp8;
+    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0; /* FP4 too */
     if (p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : c.eff_c;
@@ -71,9 +73,7 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         if (op->kind == HL_OP_GROUPED_GEMM) {
             /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
              * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
-            int low = op->precision == HL_FP8 || op->precision == HL_INT8 || op->precision == HL_FP4;
-            double k0 = low && gpu->grouped_k0_fp8 > 0 ? gpu->grouped_k0_fp8 : gpu->grouped_k0;
-            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (k0 > 0 && op->k > 0 ? op->k / (op->k + k0) : 1);
+            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (c.k0 > 0 && op->k > 0 ? op->k / (op->k + c.k0) : 1);
             eff = fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
         }
         bw = gpu->hbm_bw * c.eff_m;
