@@ -49,21 +49,30 @@ static int listed_kind = -1;
 
 static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
-/* Lists a file's preset name: its stem as lookups compare it (normalized: "H100_SXM.json" is
- * h100-sxm), once. */
-static void add_listed(const char *file)
+/* The preset name a file "<stem>.json" gives, its stem normalized ("H100_SXM.json" is h100-sxm),
+ * into norm[cap]; 0 when the file is not a .json or its stem does not fit. */
+static int json_preset_name(const char *file, char *norm, size_t cap)
 {
     size_t len = strlen(file);
-    if (len < 6 || strcmp(file + len - 5, ".json") != 0 || len - 5 >= sizeof listed[0] || nlisted >= MAX_PRESETS)
-        return;
-    char stem[72], name[72];
+    char stem[128];
+    if (len < 6 || strcmp(file + len - 5, ".json") != 0 || len - 5 >= cap || len - 5 >= sizeof stem)
+        return 0;
     memcpy(stem, file, len - 5);
     stem[len - 5] = '\0';
-    normalize(stem, name, sizeof name);
+    normalize(stem, norm, cap);
+    return 1;
+}
+
+/* Lists a file's preset name (as lookups compare it), once. */
+static void add_listed(const char *file)
+{
+    char name[sizeof listed[0]];
+    if (nlisted >= MAX_PRESETS || !json_preset_name(file, name, sizeof name))
+        return;
     for (int32_t i = 0; i < nlisted; i++)
         if (strcmp(listed[i], name) == 0)
             return;
-    memcpy(listed[nlisted++], name, len - 4);
+    memcpy(listed[nlisted++], name, strlen(name) + 1);
 }
 
 static void build_list(hl_preset_kind kind)
@@ -185,14 +194,9 @@ static hl_status find_override(hl_preset_kind kind, const char *root, const char
     hl_status s = HL_ENOTFOUND;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        char stem[80], stem_norm[80];
-        if (len < 6 || len - 5 >= sizeof stem || strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        memcpy(stem, e->d_name, len - 5);
-        stem[len - 5] = '\0';
-        normalize(stem, stem_norm, sizeof stem_norm);
-        if (stem[0] == '.' || strcmp(stem_norm, norm) != 0)
+        char stem_norm[80];
+        if (e->d_name[0] == '.' || !json_preset_name(e->d_name, stem_norm, sizeof stem_norm) ||
+            strcmp(stem_norm, norm) != 0)
             continue;
         if (first[0]) {
             s = hl_fail(err, HL_EINVAL,
