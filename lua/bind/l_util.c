@@ -325,9 +325,9 @@ static int l_read_file(lua_State *L)
 /* max_input_bytes() -> the input limit in bytes */
 static int l_max_input_bytes(lua_State *L)
 {
-    double b;
+    int64_t b;
     hl_err err;
-    if (hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &b, &err))
+    if (hl_max_input_bytes(&b, &err))
         return hl_raise(L, &err);
     lua_pushinteger(L, (lua_Integer)b);
     return 1;
