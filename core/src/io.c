@@ -37,17 +37,12 @@ hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, 
     return HL_OK;
 }
 
-int64_t hl_max_input_bytes(void)
+hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err)
 {
-    const char *v = getenv("HBDLAB_MAX_INPUT_BYTES");
-    if (v && *v) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        if (!errno && !*end && n > 0)
-            return (int64_t)n;
-    }
-    return (int64_t)64 << 20;
+    double b;
+    hl_status st = hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &b, err);
+    *bytes = st == HL_OK ? (int64_t)b : 0;
+    return st;
 }
 
 hl_status hl_read_file(const char *path, char **text, hl_err *err)
@@ -57,12 +52,11 @@ hl_status hl_read_file(const char *path, char **text, hl_err *err)
     if (fd < 0)
         return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    double cap_bytes;
-    if (hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &cap_bytes, err)) {
+    int64_t cap;
+    if (hl_max_input_bytes(&cap, err)) {
         close(fd);
         return HL_EINVAL;
     }
-    int64_t cap = (int64_t)cap_bytes;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);

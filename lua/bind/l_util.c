@@ -226,10 +226,8 @@ static int l_check_fields(lua_State *L)
     while (lua_next(L, 1)) {
         lua_pop(L, 1);
         int found = 0;
-        size_t len = 0;
-        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
-        if (k && strlen(k) != len) /* "measured\0x" is not 'measured' */
-            hl_c_string(L, -1, what);
+        /* "measured\0x" is not 'measured': hl_c_string raises naming the NUL byte */
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? hl_c_string(L, -1, what) : NULL;
         for (int i = 0; i < n && !found && k; i++)
             found = strcmp(known[i], k) == 0;
         if (!found)
@@ -325,9 +323,9 @@ static int l_read_file(lua_State *L)
 /* max_input_bytes() -> the input limit in bytes */
 static int l_max_input_bytes(lua_State *L)
 {
-    double b;
+    int64_t b;
     hl_err err;
-    if (hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &b, &err))
+    if (hl_max_input_bytes(&b, &err))
         return hl_raise(L, &err);
     lua_pushinteger(L, (lua_Integer)b);
     return 1;

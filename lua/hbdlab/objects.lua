@@ -77,9 +77,9 @@ M.gpu = wrap("gpu", core.gpu)
 M.cluster = wrap("cluster", core.cluster)
 -- The name of an imported Hugging Face model whose config has no _name_or_path: its folder
 -- (".../Qwen2.5-7B/config.json" or the folder itself) or its file ("qwen2.5-72b.json"), so two
--- imports of one model_type ("qwen2") do not share a name in rows and legends.
-local function hf_name(path)
-  local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
+-- imports of one model_type ("qwen2") do not share a name in rows and legends. full: the
+-- config file's path (from_hf below).
+local function hf_name(full)
   local dir, file = full:match("^(.-)/?([^/]+)$")
   local nm = file == "config.json" and (dir or ""):match("([^/]+)$") or file:gsub("%.json$", "")
   if nm == nil or nm == "" or nm == "." or nm == ".." then return nil end
@@ -94,7 +94,7 @@ local function from_hf(path, opts)
   local full = path:match("%.json$") and path or (path:gsub("/+$", "") .. "/config.json")
   local ok, cfg = pcall(function() return core.json_decode(core.read_file(full), full) end)
   local given = ok and type(cfg) == "table" and cfg._name_or_path
-  local nm = hf_name(path)
+  local nm = hf_name(full)
   if (type(given) ~= "string" or given == "") and nm then m = m:with { name = nm } end
   return m
 end

@@ -15,9 +15,9 @@ extern "C" {
 hl_status hl_read_file(const char *path, char **text, hl_err *err);
 void hl_free(void *p);
 
-/* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES when set to a
- * positive integer, else 64 MiB (hl_read_file refuses a value that is not one, see hl_env_bytes). */
-int64_t hl_max_input_bytes(void);
+/* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES (read by hl_env_bytes),
+ * else 64 MiB; fails naming the variable when it is set to something that is not a byte count. */
+hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err);
 
 /* Reads environment variable `name` as a byte count: a whole number in 1..max (decimal or
  * exponent form, "65536", "8e9") into *bytes, or def when it is unset or empty. Anything else
