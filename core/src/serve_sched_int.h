@@ -81,6 +81,10 @@ static inline double hl_sched_blocks_for(const sched *s, double tokens)
 void hl_sched_wait_push_back(sched *s, int64_t r);
 void hl_sched_wait_push_front(sched *s, int64_t r);
 
+/* Request r gives back its KV blocks; with a prefix cache the blocks it named
+ * stay cached (free, but findable by a later prompt). */
+void hl_sched_release(sched *s, int64_t r);
+
 /* Tokens and new blocks the head of the queue would take with `budget` left;
  * 0 when it cannot be admitted now (budget or blocks), 1 when it can. With a
  * prefix cache, hit[0..3) = the hit's GPU blocks, host blocks, and the free
