@@ -151,9 +151,7 @@ int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
-    double need = hl_sched_blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
-                                         : arrived_prefilled ? x->kv + s->dq
-                                                             : cached + tok);
+    double need = hl_sched_blocks_for(s, hl_sched_kv_tokens(s, x, arrived_prefilled ? x->kv + s->dq : cached + tok));
     need = need > held ? need - held : 0;
     if (s->pc && hit)
         need += (double)hit[2];

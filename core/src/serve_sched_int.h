@@ -76,6 +76,14 @@ static inline double hl_sched_blocks_for(const sched *s, double tokens)
     return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
 }
 
+/* Tokens x's blocks must cover for its next `next` tokens: all it will ever
+ * hold (prompt, outputs and a verify pass's drafts) when the blocks are
+ * reserved up front, else `next`. */
+static inline double hl_sched_kv_tokens(const sched *s, const rq *x, double next)
+{
+    return s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : next;
+}
+
 /* Queues request r at the back (an arrival) or the front (a preempted or
  * KV-holding request, admitted before the others) of s's ring buffer. */
 void hl_sched_wait_push_back(sched *s, int64_t r);
