@@ -799,8 +799,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             pool *D = &o->pools[1];
             rq *xp = &P0->q[f.r], *xd = &D->q[f.r];
             sched *sp = &P0->units[f.src];
-            sp->blocks_free += xp->blocks; /* the prefill unit lets the KV go */
-            xp->blocks = 0;
+            hl_sched_release(sp, f.r); /* the prefill unit lets the KV go */
             group *gs = &P0->groups[P0->group_of[f.src]];
             if (gs->stalled) {
                 gs->stalled = 0;
