@@ -799,8 +799,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             pool *D = &o->pools[1];
             rq *xp = &P0->q[f.r], *xd = &D->q[f.r];
             sched *sp = &P0->units[f.src];
-            sp->blocks_free += xp->blocks; /* the prefill unit lets the KV go */
-            xp->blocks = 0;
+            hl_sched_release(sp, f.r); /* the prefill unit lets the KV go */
             group *gs = &P0->groups[P0->group_of[f.src]];
             if (gs->stalled) {
                 gs->stalled = 0;
@@ -941,13 +940,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                     xl->hand_src[pl->r] = u;
                     continue;
                 }
-                s->blocks_free += x->blocks;
-                if (s->pc) {
-                    hl_spc_release(s->pc, &s->pcr[pl->r]);
+                hl_sched_release(s, pl->r);
+                if (s->pc)
                     hl_spc_done(&s->pcr[pl->r]);
-                    s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
-                }
-                x->blocks = 0;
                 done++;
                 if (o->sess) { /* its conversation goes on, or the client starts a new one */
                     int64_t si = o->sess_of[pl->r];

@@ -69,8 +69,7 @@ hl_status hl_flows_admit(xlink *xl, sched *units, int64_t U, int64_t src_dp, int
             int64_t r = s->hand[s->h_head];
             rq *x = &s->q[r];
             /* as admission() asks of an arrived-prefilled request: room for its first decode (or verify) */
-            double need =
-                hl_sched_blocks_for(s, s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : x->kv + s->dq);
+            double need = hl_sched_blocks_for(s, hl_sched_kv_tokens(s, x, x->kv + s->dq));
             if (need > s->blocks_free)
                 break;
             s->blocks_free -= need;

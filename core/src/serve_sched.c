@@ -26,6 +26,17 @@ static int64_t wait_pop(sched *s)
     return r;
 }
 
+void hl_sched_release(sched *s, int64_t r)
+{
+    rq *x = &s->q[r];
+    s->blocks_free += x->blocks;
+    if (s->pc) {
+        hl_spc_release(s->pc, &s->pcr[r]);
+        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
+    }
+    x->blocks = 0;
+}
+
 /* Preemption by recompute (vLLM's default): the last admitted running request
  * gives back its blocks and returns to the head of the queue; it will prefill
  * its prompt and the tokens it generated again. */
@@ -33,12 +44,7 @@ static void preempt_last(sched *s)
 {
     int64_t r = s->run[--s->n_run];
     rq *x = &s->q[r];
-    s->blocks_free += x->blocks;
-    if (s->pc) { /* its named blocks stay cached: its readmission may find them */
-        hl_spc_release(s->pc, &s->pcr[r]);
-        s->blocks_free = (double)hl_pcache_free_blocks(s->pc);
-    }
-    x->blocks = 0;
+    hl_sched_release(s, r); /* its named blocks stay cached: its readmission may find them */
     x->kv = 0;
     s->out_tok += x->input + x->gen - (x->prompt - x->prefilled); /* the prompt and the generated tokens again */
     x->prefilled = 0;
@@ -145,9 +151,7 @@ int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_
         tok = fmin(fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
-    double need = hl_sched_blocks_for(s, c->reserve          ? x->input + x->output - 1 + s->dq - 1
-                                         : arrived_prefilled ? x->kv + s->dq
-                                                             : cached + tok);
+    double need = hl_sched_blocks_for(s, hl_sched_kv_tokens(s, x, arrived_prefilled ? x->kv + s->dq : cached + tok));
     need = need > held ? need - held : 0;
     if (s->pc && hit)
         need += (double)hit[2];

@@ -76,10 +76,22 @@ static inline double hl_sched_blocks_for(const sched *s, double tokens)
     return tokens > 0 ? ceil(tokens / s->block) + s->state_blocks : 0;
 }
 
+/* Tokens x's blocks must cover for its next `next` tokens: all it will ever
+ * hold (prompt, outputs and a verify pass's drafts) when the blocks are
+ * reserved up front, else `next`. */
+static inline double hl_sched_kv_tokens(const sched *s, const rq *x, double next)
+{
+    return s->cfg->reserve ? x->input + x->output - 1 + s->dq - 1 : next;
+}
+
 /* Queues request r at the back (an arrival) or the front (a preempted or
  * KV-holding request, admitted before the others) of s's ring buffer. */
 void hl_sched_wait_push_back(sched *s, int64_t r);
 void hl_sched_wait_push_front(sched *s, int64_t r);
+
+/* Request r gives back its KV blocks; with a prefix cache the blocks it named
+ * stay cached (free, but findable by a later prompt). */
+void hl_sched_release(sched *s, int64_t r);
 
 /* Tokens and new blocks the head of the queue would take with `budget` left;
  * 0 when it cannot be admitted now (budget or blocks), 1 when it can. With a

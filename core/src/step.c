@@ -42,8 +42,12 @@ struct hl_stepper {
 struct dline {
     hl_phase base;
     double ac, bc, am, bm, lat;
+    double stages; /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
+
+/* The divisor that takes an iteration's counts to one DP rank's share (1: they are one rank's already). */
+static double rank_div(const hl_stepper *st) { return st->per_rank ? 1 : (double)st->s.dp; }
 
 hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
 {
@@ -213,7 +217,7 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
-    double per = st->per_rank ? 1 : (double)st->s.dp; /* a rank's share */
+    double per = rank_div(st); /* a rank's share */
     hl_status rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
     if (rc)
         return rc;
@@ -236,7 +240,8 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     struct dline d;
     memset(&d, 0, sizeof d);
     double m = hl_pipeline_microbatches(&st->s, n); /* n / m sequences in each micro-batch */
-    hl_status rc = step_linear(st, 1, n / m, 0, hl_pipeline_slots(&st->s, m, 0), &d.base, err);
+    d.stages = hl_pipeline_slots(&st->s, m, 0);
+    hl_status rc = step_linear(st, 1, n / m, 0, d.stages, &d.base, err);
     hl_phase io;
     if (!rc)
         rc = step_io(st, n, n, &io, err);
@@ -245,7 +250,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     phase_add(&d.base, &io, 1);
     hl_op op;
     hl_op_time t0, t1;
-    double per = st->per_rank ? 1 : (double)st->s.dp;
+    double per = rank_div(st);
     hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
     if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
         return rc;
@@ -269,8 +274,8 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
-    int indexer = st->job.model.index_topk > 0;       /* sparse attention: the indexer's sum below, no cached line */
-    double per = st->per_rank ? 1 : (double)st->s.dp; /* divisor of the counts: one rank's share */
+    int indexer = st->job.model.index_topk > 0; /* sparse attention: the indexer's sum below, no cached line */
+    double per = rank_div(st);                  /* divisor of the counts: one rank's share */
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
     if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
         it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
@@ -278,7 +283,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         hl_status rc = decode_line(st, it->decode_seqs, &d, err);
         if (rc)
             return rc;
-        double stages = hl_pipeline_slots(&st->s, hl_pipeline_microbatches(&st->s, it->decode_seqs), 0);
+        double stages = d.stages;
         double c = it->decode_ctx_mean, w = it->decode_win_mean;
         double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
                      (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;

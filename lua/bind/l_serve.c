@@ -57,6 +57,18 @@ static int is_serve_key(const char *k)
     return 0;
 }
 
+/* The groups of serve fields, given as tables ({input = {...}}); "disagg" has its own reader. */
+static const char *const groups[] = {"input", "output", "slo", "disagg", "sessions", "kv_offload"};
+enum { N_GROUPS = sizeof groups / sizeof groups[0] };
+
+static int is_group(const char *k)
+{
+    for (int i = 0; i < N_GROUPS; i++)
+        if (!strcmp(k, groups[i]))
+            return 1;
+    return 0;
+}
+
 /* Raises "serve: unknown field 'k' (did you mean 'x'?)": serve's own names first, then the instance's. */
 static void unknown_key(lua_State *L, const char *where, const char *k, int serve_too)
 {
@@ -67,8 +79,7 @@ static void unknown_key(lua_State *L, const char *where, const char *k, int serv
         const char *p = ss->fields[i].path;
         names[n++] = p && strncmp(p, "disagg.", 7) != 0 ? p : ss->fields[i].name;
     }
-    static const char *const groups[] = {"input", "output", "slo", "disagg", "sessions", "kv_offload"};
-    for (int i = 0; serve_too && i < 6; i++)
+    for (int i = 0; serve_too && i < N_GROUPS; i++)
         names[n++] = groups[i];
     names[n] = NULL;
     const char *near = hl_nearest_name(k, names);
@@ -284,8 +295,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
             if (lua_getfield(L, d, "kv_link") != LUA_TNIL)
                 set_serve_value(L, c, "disagg.kv_link");
             lua_pop(L, 1);
-        } else if (t == LUA_TTABLE && (strcmp(k, "input") == 0 || strcmp(k, "output") == 0 || !strcmp(k, "slo") ||
-                                       !strcmp(k, "sessions") || !strcmp(k, "kv_offload"))) {
+        } else if (t == LUA_TTABLE && is_group(k)) { /* "disagg" was read above */
             set_group(L, c, k);
         } else if (t == LUA_TTABLE) {
             luaL_error(L, "serve field '%s': expected a %s, got a table", k,
