@@ -299,11 +299,18 @@ typedef struct decode_memo {
 static _Thread_local decode_memo dmemo;
 
 /* The scalar fields after `input` first, then the HBD size (both often swept),
- * then the model and cluster: a miss is found before most of the 2.7 KB. */
+ * then the model and cluster: a miss is found before most of the 3 KB. Of
+ * expert_freq only the expert_freq_n shares in use are compared (nothing reads
+ * the rest: hl_sim_layout's cache keys on the same): 8 KB fewer a run. */
 static int same_job_but_input(const hl_job *a, const hl_job *b)
 {
     size_t at = offsetof(hl_job, input), after = at + sizeof a->input;
-    return memcmp((const char *)a + after, (const char *)b + after, sizeof *a - after) == 0 &&
+    size_t freq = offsetof(hl_job, expert_freq), tail = freq + sizeof a->expert_freq;
+    int64_t n = a->expert_freq_n, cap = (int64_t)(sizeof a->expert_freq / sizeof a->expert_freq[0]);
+    n = n < 0 ? cap : n > cap ? cap : n; /* out of range (never after the checks): all of them */
+    return memcmp((const char *)a + after, (const char *)b + after, freq - after) == 0 &&
+           memcmp((const char *)a + tail, (const char *)b + tail, sizeof *a - tail) == 0 &&
+           memcmp(a->expert_freq, b->expert_freq, (size_t)n * sizeof a->expert_freq[0]) == 0 &&
            a->cluster.hbd == b->cluster.hbd && memcmp(a, b, at) == 0;
 }
 
