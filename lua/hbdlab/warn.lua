@@ -73,7 +73,7 @@ end
 --- The unknown-price rule (core/src/cost.c): a GPU without a price (capex_usd) or a
 --- power leaves the USD / J fields nil, never 0; say so once per GPU. gpu: the hl_gpu.
 function M.check_cost(gpu, r)
-  if not M.enabled or type(r) ~= "table" then return end
+  if not M.enabled or (type(r) ~= "table" and not require("hbdlab.core").is_sweep_row(r)) then return end
   if r.usd_per_mtok ~= nil then return end
   local name = gpu and gpu.name or "?"
   if r.usd_per_mtok == nil and r.joules_per_token == nil then
