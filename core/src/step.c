@@ -271,6 +271,35 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     return HL_OK;
 }
 
+/* The cached line of n decoding sequences as an hl_decode_fn (n <= cap, no indexer). */
+static hl_status decode_fn(hl_stepper *st, double n, hl_decode_fn *f, hl_err *err)
+{
+    struct dline d;
+    hl_status rc = decode_line(st, n, &d, err);
+    if (rc)
+        return rc;
+    *f = (hl_decode_fn){d.base.time_s,
+                        d.base.compute_s + d.base.memory_s,
+                        d.base.comm_s,
+                        d.ac,
+                        d.bc,
+                        d.am,
+                        d.bm,
+                        d.lat,
+                        st->full,
+                        st->sliding,
+                        d.stages,
+                        st->job.overlap_decode,
+                        st->job.step_overhead};
+    return HL_OK;
+}
+
+hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err)
+{
+    *ok = !(st->job.model.index_topk > 0) && seqs >= 1 && seqs == floor(seqs) && seqs <= (double)st->cap;
+    return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
@@ -279,16 +308,11 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
     if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
         it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
-        struct dline d;
-        hl_status rc = decode_line(st, it->decode_seqs, &d, err);
+        hl_decode_fn f;
+        hl_status rc = decode_fn(st, it->decode_seqs, &f, err);
         if (rc)
             return rc;
-        double stages = d.stages;
-        double c = it->decode_ctx_mean, w = it->decode_win_mean;
-        double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
-                     (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
-        double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
-        *time_s = time - hl_comm_hidden(st->job.overlap_decode, d.base.comm_s, ops) + st->job.step_overhead;
+        *time_s = hl_decode_fn_time(&f, it->decode_ctx_mean, it->decode_win_mean);
         if (!isfinite(*time_s) || *time_s < 0)
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;
