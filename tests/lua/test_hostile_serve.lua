@@ -172,5 +172,41 @@ T.test("hl.serve warns of a request beyond the model's context limit, as hl.simu
   T.eq(#seen, 1, "no warning for the 4-turn run")
 end)
 
+T.test("think times that carry the clock past 1e9 s are refused", function()
+  -- 1,000 requests of one client thinking 1e6 s each end near 1e9 s (allowed); 100,000 reached
+  -- 1e11 s, where a 6.24 ms step was timed 0.03% off (TPOT max 6.2408 against 6.2378 ms)
+  T.raises(function() hl.serve(with { rate = false, concurrency = 1, think_s = 1e6, requests = 100000 }) end,
+    "serve field 'think_s': 1e+06 s of think time spreads 100000 requests", "past 1e9 s")
+  T.raises(function() hl.serve(with { rate = false, concurrency = 2, requests = 4000, sessions = { turns = 4, think_s = 1e6 } }) end,
+    "serve field 'sessions.think_s': 1e+06 s")
+  T.raises(function() hl.serve(with { rate = 1, requests = 10, sessions = { turns = 2000, think_s = 1e6 } }) end,
+    "serve field 'sessions.think_s'")
+  local r = hl.serve(with { rate = false, concurrency = 1, think_s = 1e5, requests = 20 })
+  T.eq(r.requests, 20, "a long think within the clock's range runs")
+end)
+
+T.test("an interrupted frontier's outputs say so", function()
+  -- Ctrl-C during the confirming simulations: the files written are whole, but of part of the
+  -- search; the JSON used to look like a finished one. The second simulation is interrupted here.
+  local calls, serve = 0, hl.serve
+  hl.serve = function(t)
+    calls = calls + 1
+    if calls == 2 then error("interrupted!") end
+    return serve(t)
+  end
+  local stem = dir .. "/fr"
+  local ok, r = pcall(hl.frontier, { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 },
+                                     precision = "fp8", input = 256, output = 32, simulate = 4, requests = 20,
+                                     concurrency = { 1, 4 }, progress = false, out = stem })
+  hl.serve = serve
+  require("hbdlab.core").take_interrupted() -- the test goes on (a script would exit 130)
+  T.ok(ok, tostring(r))
+  T.eq(r.interrupted, true, "the result is flagged")
+  local f = assert(io.open(stem .. ".json"))
+  local js = require("hbdlab.core").json_decode(f:read("a"))
+  f:close()
+  T.eq(js.interrupted, true, "the JSON says it was interrupted")
+end)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.done()
