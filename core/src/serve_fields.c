@@ -573,6 +573,11 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
             return hl_fail(err, HL_EINVAL,
                            "serve field 'disagg': mode = \"analytical\" is for one instance (disaggregation is "
                            "simulated)");
+        if (c->job.spec_tokens > 0) /* the step timer's own refusal spoke of "not yet by serving" */
+            return hl_fail(err, HL_EINVAL,
+                           "field 'spec_tokens': %g has no effect with mode = \"analytical\" (speculative decoding "
+                           "is simulated request by request and step by step); simulate instead, or spec_tokens = 0",
+                           c->job.spec_tokens);
     }
     if (c->disagg && c->replicas > 1)
         return hl_fail(err, HL_EINVAL,
