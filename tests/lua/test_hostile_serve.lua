@@ -142,6 +142,37 @@ T.test("serve_capacity with an SLO that limits nothing is refused", function()
   T.raises(function() hl.serve_capacity(t) end, "hl.serve_capacity field 'slo': {} gives no limit")
 end)
 
+T.test("serve_capacity searches configurations the analytical mode cannot take", function()
+  -- its first probe was the analytical steady state, which refuses speculation, prefix caching,
+  -- sessions and replicas: hl.serve_capacity failed on every one of them ("... has no effect with
+  -- mode = analytical"); the simulated search now starts at 1 req/s with no analytical estimate
+  local function cap(t)
+    local o = with(t)
+    o.rate, o.requests = nil, 200
+    o.slo, o.tolerance, o.min_duration, o.max_requests = { ttft_ms = 200, tpot_ms = 30 }, 0.2, 1, 2000
+    return hl.serve_capacity(o)
+  end
+  local plain = cap {}
+  T.ok(plain.analytical_rate > 0, "an estimate without them")
+  for name, t in pairs { spec_tokens = { spec_tokens = 2, spec_accept = 0.7 },
+                         prefix_cache = { prefix_cache = true, shared_prefix = 100 },
+                         sessions = { sessions = { turns = 2 } },
+                         replicas = { cluster = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }, replicas = 2 } } do
+    local c = cap(t)
+    T.ok(c.rate > 0 and c.result ~= nil, name .. ": a capacity")
+    T.eq(c.analytical_rate, nil, name .. ": no estimate")
+    T.eq(c.no_estimate, name, name .. ": named")
+    T.ok(tostring(c):find("no analytical estimate with " .. name, 1, true), name .. " printed")
+  end
+  local o = with { spec_tokens = 2, spec_accept = 0.7, slo = { ttft_ms = 200 }, mode = "analytical" }
+  o.rate, o.requests = nil, nil
+  T.raises(function() hl.serve_capacity(o) end,
+    "hl.serve_capacity field 'mode': \"analytical\" has no model of field 'spec_tokens'")
+  -- hl.serve itself: the step timer's "not yet by the serving step timer" was stale
+  T.raises(function() hl.serve(with { mode = "analytical", requests = false, spec_tokens = 2, spec_accept = 0.7 }) end,
+    "field 'spec_tokens': 2 has no effect with mode = \"analytical\"")
+end)
+
 T.test("every part of a serve result prints readably", function()
   local r = hl.serve(with { keep_requests = true, keep_steps = true })
   for name, v in pairs { step_log = r.step_log, step = r.step_log[1], kv_series = r.kv_series,
