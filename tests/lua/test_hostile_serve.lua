@@ -113,6 +113,9 @@ T.test("CSV traces: a repeated column and extra cells are refused", function()
   -- columns the trace does not know are still read past (other tools' metadata)
   local other = file("other.csv", "arrival_s,user,input,output\n0,7,100,10\n")
   T.eq(hl.serve(traced(other)).requests, 1, "an unknown column is skipped")
+  -- an old Mac file: one line of lone CRs
+  T.raises(function() hl.serve(traced(file("cr.csv", "arrival_s,input,output\r0,100,10\r"))) end,
+    "its lines end in a lone CR")
   local wide = { "arrival_s", "input", "output" }
   for i = 1, 70 do wide[#wide + 1] = "x" .. i end
   T.raises(function() hl.serve(traced(file("wide.csv", table.concat(wide, ",") .. "\n"))) end,
