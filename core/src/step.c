@@ -271,6 +271,19 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     return HL_OK;
 }
 
+/* max(compute, memory) of the decode line's attention kernel of n sequences at context c (one
+ * kernel: its bytes are those of the mean context), for a blended kernel (attn_blend > 1). */
+static hl_status blended_kernel(hl_stepper *st, double n, double c, double *out, hl_err *err)
+{
+    hl_op op;
+    hl_op_time t;
+    double m = hl_pipeline_microbatches(&st->s, n);
+    hl_attn_op(&st->s, &op, n / m / rank_div(st), 1, c, 0);
+    hl_status rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t, err);
+    *out = fmax(t.compute_s, t.memory_s);
+    return rc;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
@@ -284,9 +297,16 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         if (rc)
             return rc;
         double stages = d.stages;
-        double c = it->decode_ctx_mean, w = it->decode_win_mean;
-        double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
-                     (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
+        double c = it->decode_ctx_mean, w = it->decode_win_mean, kc, kw;
+        if (st->job.cluster.gpu.attn_blend > 1) { /* a blended kernel is not linear in c: time it at c */
+            if ((rc = blended_kernel(st, it->decode_seqs, c, &kc, err)) ||
+                (rc = blended_kernel(st, it->decode_seqs, w, &kw, err)))
+                return rc;
+        } else {
+            kc = fmax(d.ac + d.bc * c, d.am + d.bm * c);
+            kw = fmax(d.ac + d.bc * w, d.am + d.bm * w);
+        }
+        double att = (kc + d.lat) * st->full * stages + (kw + d.lat) * st->sliding * stages;
         double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
         *time_s = time - hl_comm_hidden(st->job.overlap_decode, d.base.comm_s, ops) + st->job.step_overhead;
         if (!isfinite(*time_s) || *time_s < 0)
