@@ -525,6 +525,24 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
         return st;
     if ((st = hl_serve_check_prefix(c, err)))
         return st;
+    if (given(c, "kv_blocks") && c->kv_blocks != floor(c->kv_blocks))
+        return hl_fail(err, HL_EINVAL, "serve field 'kv_blocks': %g is not a whole number of KV blocks", c->kv_blocks);
+    if (given(c, "shared_prefix")) { /* part of every prompt: longer than the longest one is no prefix of it */
+        int kind = c->input.kind == HL_LEN_AUTO ? (trace ? HL_LEN_TRACE : HL_LEN_FIXED) : c->input.kind;
+        double longest = kind == HL_LEN_FIXED ? c->input.mean : kind == HL_LEN_UNIFORM ? c->input.hi : 0;
+        if (kind == HL_LEN_NORMAL && c->input.hi > 0)
+            longest = c->input.hi;
+        for (int64_t i = 0; kind == HL_LEN_TRACE && c->trace && i < c->n_trace; i++)
+            longest = fmax(longest, c->trace[i].input);
+        if (longest > 0 && (double)c->shared_prefix > longest)
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'shared_prefix': %lld tokens, but the longest prompt is %g tokens (%s); the "
+                           "shared prefix is part of input (at most the longest prompt)",
+                           (long long)c->shared_prefix, longest,
+                           kind == HL_LEN_TRACE   ? "the trace's input"
+                           : kind == HL_LEN_FIXED ? "input"
+                                                  : "input.max");
+    }
     if (given(c, "chunk") && !c->chunked_prefill)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'chunk' has no effect with chunked_prefill = false (prompts are taken whole)");

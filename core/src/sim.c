@@ -11,6 +11,7 @@
 
 #include "err_int.h"
 #include "framework_int.h"
+#include "kernel_match_int.h"
 #include "hbdlab/cost.h"
 #include "layer_int.h"
 #include "memory_int.h"
@@ -42,11 +43,12 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
 }
 
 /* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
- * per layer plus one kernel latency per step, times `layers`. */
+ * per layer plus one kernel latency per step (a measured sum holds it already), times `layers`. */
 static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, double layers, double sum, double steps,
-                              int mem_bound, double flops, double bytes)
+                              int mem_bound, double flops, double bytes, int measured)
 {
-    double total = (sum + (s->c->gpu.kernel_latency + s->launch_extra) * steps) * layers; /* launch: MODEL.md 6.1 */
+    double lat = (measured ? 0 : s->c->gpu.kernel_latency) + s->launch_extra; /* launch: MODEL.md 6.1 */
+    double total = (sum + lat * steps) * layers;
     a->ph.time_s += total;
     if (mem_bound)
         a->ph.memory_s += total;
@@ -61,6 +63,31 @@ static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     it->time_s += total;
     it->flops += flops * layers;
     it->bytes += bytes * layers;
+    if (measured)
+        it->measured_calls += steps * layers;
+}
+
+/* The measured decode attention of n steps of one new token, step i after in + tau i cached
+ * keys (window w), from the job's kernel tables: 1 and *sum (s per layer), or 0 when one step
+ * is not covered. Up to 64 steps each; more: 64 runs of equal length, each at its middle step's
+ * context (the table is smooth in log-log between its grid points). */
+static int measured_decode_sum(const hl_sim_ctx *s, double q, double tau, double n, double in, double w, double *sum)
+{
+    enum { RUNS = 64 };
+    if (q != 1)
+        return 0;
+    double total = 0, t;
+    for (int k = 0; k < RUNS; k++) {
+        double i0 = n <= RUNS ? k : floor(n * k / RUNS), i1 = n <= RUNS ? k + 1 : floor(n * (k + 1) / RUNS);
+        if (i0 >= n || i1 <= i0)
+            continue;
+        double steps = fmin(i1, n) - i0;
+        if (!hl_kmatch_attention(s, s->b_local, 1, in + tau * (i0 + floor((steps - 1) / 2)), w, &t))
+            return 0;
+        total += steps * t;
+    }
+    *sum = total;
+    return 1;
 }
 
 /* Attention of n decode steps of q new tokens per sequence, step i = 0..n-1
@@ -166,7 +193,9 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         if (n_grow == 0)
             mem_bound = t.memory_s >= t.compute_s;
     }
-    add_attention_sum(s, a, part == PART_INDEXER ? "indexer" : "attention", layers, sum, n, mem_bound, flops, bytes);
+    int measured = s->kern && part == PART_ATTENTION && measured_decode_sum(s, q, tau, n, in, w, &sum);
+    add_attention_sum(s, a, part == PART_INDEXER ? "indexer" : "attention", layers, sum, n, mem_bound, flops, bytes,
+                      measured);
     return HL_OK;
 }
 

@@ -42,6 +42,7 @@ struct hl_stepper {
 struct dline {
     hl_phase base;
     double ac, bc, am, bm, lat;
+    double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
     double stages; /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
@@ -251,11 +252,20 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     hl_op op;
     hl_op_time t0, t1;
     double per = rank_div(st);
+    /* a blended kernel (attn_blend > 1, MODEL.md section 3) keeps its lines without the fixed
+     * part: attn_latency + the power mean of each line and the units, at evaluation */
+    hl_gpu g = st->job.cluster.gpu;
+    if (g.attn_blend > 1) {
+        d.blend = g.attn_blend;
+        d.alat = g.attn_latency;
+        g.attn_latency = g.attn_unit_s = g.attn_blend = 0;
+    }
     hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
+    d.units = d.blend > 1 ? op.units * st->job.cluster.gpu.attn_unit_s : 0;
+    if ((rc = hl_op_time_on(&op, &g, &t0, err)))
         return rc;
     hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
+    if ((rc = hl_op_time_on(&op, &g, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
     d.bc = t1.compute_s - t0.compute_s;
@@ -271,17 +281,36 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     return HL_OK;
 }
 
-/* max(compute, memory) of the decode line's attention kernel of n sequences at context c (one
- * kernel: its bytes are those of the mean context), for a blended kernel (attn_blend > 1). */
-static hl_status blended_kernel(hl_stepper *st, double n, double c, double *out, hl_err *err)
+/* The cached line of n decoding sequences as an hl_decode_fn (n <= cap, no indexer). */
+static hl_status decode_fn(hl_stepper *st, double n, hl_decode_fn *f, hl_err *err)
 {
-    hl_op op;
-    hl_op_time t;
-    double m = hl_pipeline_microbatches(&st->s, n);
-    hl_attn_op(&st->s, &op, n / m / rank_div(st), 1, c, 0);
-    hl_status rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t, err);
-    *out = fmax(t.compute_s, t.memory_s);
-    return rc;
+    struct dline d;
+    hl_status rc = decode_line(st, n, &d, err);
+    if (rc)
+        return rc;
+    *f = (hl_decode_fn){d.base.time_s,
+                        d.base.compute_s + d.base.memory_s,
+                        d.base.comm_s,
+                        d.ac,
+                        d.bc,
+                        d.am,
+                        d.bm,
+                        d.lat,
+                        st->full,
+                        st->sliding,
+                        d.stages,
+                        st->job.overlap_decode,
+                        st->job.step_overhead,
+                        d.blend,
+                        d.alat,
+                        d.units};
+    return HL_OK;
+}
+
+hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err)
+{
+    *ok = !(st->job.model.index_topk > 0) && seqs >= 1 && seqs == floor(seqs) && seqs <= (double)st->cap;
+    return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
 }
 
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
@@ -292,23 +321,11 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
     if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
         it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
-        struct dline d;
-        hl_status rc = decode_line(st, it->decode_seqs, &d, err);
+        hl_decode_fn f;
+        hl_status rc = decode_fn(st, it->decode_seqs, &f, err);
         if (rc)
             return rc;
-        double stages = d.stages;
-        double c = it->decode_ctx_mean, w = it->decode_win_mean, kc, kw;
-        if (st->job.cluster.gpu.attn_blend > 1) { /* a blended kernel is not linear in c: time it at c */
-            if ((rc = blended_kernel(st, it->decode_seqs, c, &kc, err)) ||
-                (rc = blended_kernel(st, it->decode_seqs, w, &kw, err)))
-                return rc;
-        } else {
-            kc = fmax(d.ac + d.bc * c, d.am + d.bm * c);
-            kw = fmax(d.ac + d.bc * w, d.am + d.bm * w);
-        }
-        double att = (kc + d.lat) * st->full * stages + (kw + d.lat) * st->sliding * stages;
-        double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
-        *time_s = time - hl_comm_hidden(st->job.overlap_decode, d.base.comm_s, ops) + st->job.step_overhead;
+        *time_s = hl_decode_fn_time(&f, it->decode_ctx_mean, it->decode_win_mean);
         if (!isfinite(*time_s) || *time_s < 0)
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;

@@ -160,7 +160,8 @@ local function result_text()
     lines[#lines + 1] = string.format("  %-30s %-8s %-5s %s", f.name, f.type, (f.unit or "") ~= "" and f.unit or "-", what)
   end
   lines[#lines + 1] = "  prefill/decode.breakdown rows (core hl_item): name, kind, time_s, bytes, flops, calls, per_pass, " ..
-                      "path_factor;\n    collectives also op, tier, ranks, ranks_per_hbd, hbds and per call call_bytes, " ..
+                      "path_factor,\n    measured, measured_calls (kernels = \"dir\");" ..
+                      "\n    collectives also op, tier, ranks, ranks_per_hbd, hbds and per call call_bytes, " ..
                       "call_time_s, call_latency_s,\n    call_scaleup_bytes, call_scaleout_bytes (docs/LUA_API.md)"
   return table.concat(lines, "\n")
 end
