@@ -43,7 +43,7 @@ struct dline {
     hl_phase base;
     double ac, bc, am, bm, lat;
     double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
-    double stages; /* pipeline stage slots of the iteration (1 without pp) */
+    double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
 
