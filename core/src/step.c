@@ -294,9 +294,18 @@ static hl_status decode_fn(hl_stepper *st, double n, hl_decode_fn *f, hl_err *er
     return HL_OK;
 }
 
+/* Whether the job's kernel tables hold decode attention: its time is then the table's at the
+ * iteration's context, not the cached line's (linear in the context). */
+static int measured_decode(const hl_stepper *st)
+{
+    return st->s.kern &&
+           (hl_kernels_rows(st->s.kern, HL_KT_ATTN_DECODE) > 0 || hl_kernels_rows(st->s.kern, HL_KT_MLA_DECODE) > 0);
+}
+
 hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err)
 {
-    *ok = !(st->job.model.index_topk > 0) && seqs >= 1 && seqs == floor(seqs) && seqs <= (double)st->cap;
+    *ok = !(st->job.model.index_topk > 0) && !measured_decode(st) && seqs >= 1 && seqs == floor(seqs) &&
+          seqs <= (double)st->cap;
     return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
 }
 
@@ -306,8 +315,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     int indexer = st->job.model.index_topk > 0; /* sparse attention: the indexer's sum below, no cached line */
     double per = rank_div(st);                  /* divisor of the counts: one rank's share */
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
-    if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
-        it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
+    if (!indexer && !measured_decode(st) && it->n_chunks == 0 && it->decode_seqs >= 1 &&
+        it->decode_seqs == (double)nd && nd <= st->cap && it->logits_rows == it->decode_seqs &&
+        alike) { /* decode only: evaluate the cached line (hot path) */
         hl_decode_fn f;
         hl_status rc = decode_fn(st, it->decode_seqs, &f, err);
         if (rc)

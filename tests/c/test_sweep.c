@@ -249,7 +249,8 @@ static void *run_fresh(void *arg)
 }
 
 /* The memos never return a stale result: coll.c's per-thread collective memo
- * (and its search minimum in layer.c's best_coll) and sim.c's decode-layer memo, which
+ * (and its search minimum in layer.c's best_coll), sim.c's decode-layer memo and layer.c's
+ * LM-head memo (both keyed by sim.c's job class), which
  * hits while only input changes. The sweep runs on one thread, input
  * innermost, over output (a job field after input), hbd (inside the cluster)
  * and scaleout_bw (a link parameter: at 25 and 50 GB/s the placed time of the
