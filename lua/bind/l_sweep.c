@@ -310,6 +310,13 @@ static int l_sweep_memory_budget(lua_State *L)
     return 1;
 }
 
+/* core.sweep_memory_estimate(points) -> bytes the budget check counts for an in-memory sweep */
+static int l_sweep_memory_estimate(lua_State *L)
+{
+    lua_pushnumber(L, row_bytes() * luaL_checknumber(L, 1));
+    return 1;
+}
+
 /* What build_rows turns into Lua rows (owned by l_sweep, freed there unless the rows took it). */
 typedef struct rows_job {
     hl_sweep_store *store;
@@ -741,6 +748,7 @@ void hl_bind_sweep(lua_State *L)
     static const luaL_Reg fns[] = {{"sweep", l_sweep},
                                    {"sweep_to_csv", l_sweep_to_csv},
                                    {"sweep_memory_budget", l_sweep_memory_budget},
+                                   {"sweep_memory_estimate", l_sweep_memory_estimate},
                                    {"interrupted", l_interrupted},
                                    {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted},
