@@ -156,17 +156,25 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
         it->measured_calls += times;
 }
 
-/* Adds `times` executions of op to the phase: the measured time where the job's kernel
- * tables cover it (one pointer test without them), else the roofline's. */
+/* The time of one execution of op (its launch not added): the measured time where the job's
+ * kernel tables cover it (one pointer test without them; *measured = 1), else the roofline's. */
+static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
+{
+    hl_status st = hl_op_time_on(op, &s->c->gpu, t, err);
+    *measured = !st && s->kern && measured_op(s, op, &t->time_s);
+    return st;
+}
+
+/* Adds `times` executions of op to the phase. */
 static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
 {
     if (times <= 0)
         return HL_OK;
     hl_op_time t;
-    hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
+    int measured;
+    hl_status st = op_time(s, op, &t, &measured, err);
     if (st)
         return st;
-    int measured = s->kern && measured_op(s, op, &t.time_s);
     account_op(s, a, op, t, times, measured);
     return HL_OK;
 }
@@ -279,31 +287,49 @@ static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_ou
     return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
 }
 
-/* Adds `times` executions of a collective over `ranks` ranks (packed). */
-static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
-                          int64_t ranks_per_hbd, double times, hl_err *err)
+/* The call and the time of one collective over `ranks` ranks (packed), measured where the
+ * job's kernel tables cover it (*measured = 1); in->ranks = 0: none (one rank or no bytes). */
+static hl_status coll_timed(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes,
+                            int64_t ranks, int64_t ranks_per_hbd, hl_coll_in *in, hl_coll_out *o, int *measured,
+                            hl_err *err)
 {
-    if (times <= 0 || ranks <= 1 || bytes <= 0)
+    *measured = 0;
+    if (ranks <= 1 || bytes <= 0) {
+        in->ranks = 0;
         return HL_OK;
-    hl_coll_in in = {op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
-    hl_coll_out o;
+    }
+    *in = (hl_coll_in){op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */
-    if (a->memo_valid && memcmp(&a->memo_in, &in, sizeof in) == 0) {
-        o = a->memo_out;
+    if (a->memo_valid && memcmp(&a->memo_in, in, sizeof *in) == 0) {
+        *o = a->memo_out;
     } else {
-        hl_status st = best_coll(s->c, &in, &o, err);
+        hl_status st = best_coll(s->c, in, o, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;
         }
-        a->memo_in = in;
-        a->memo_out = o;
+        a->memo_in = *in;
+        a->memo_out = *o;
         a->memo_valid = 1;
     }
-    int measured = s->kern && hl_kmatch_coll(s, &in, &o);
-    account_coll(a, name, &in, &o, times, measured);
+    *measured = s->kern && hl_kmatch_coll(s, in, o);
     return HL_OK;
+}
+
+/* Adds `times` executions of a collective over `ranks` ranks (packed). */
+static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
+                          int64_t ranks_per_hbd, double times, hl_err *err)
+{
+    if (times <= 0)
+        return HL_OK;
+    hl_coll_in in;
+    hl_coll_out o;
+    int measured;
+    hl_status st = coll_timed(s, a, name, op, bytes, ranks, ranks_per_hbd, &in, &o, &measured, err);
+    if (!st && in.ranks > 0)
+        account_coll(a, name, &in, &o, times, measured);
+    return st;
 }
 
 /* The reduction of TP partial sums: an AllReduce, or with sequence parallelism
@@ -746,10 +772,69 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
  * the LM head (vocab-parallel), logits AllGather and token broadcast only the
  * sampling rows (none when rows = 0, e.g. a prefill chunk that does not end
  * its prompt). */
+/* The sampling of `rows` rows: the LM head, the logits AllGather and the token
+ * broadcast, timed (they depend on the job and rows only, not on the prompt). */
+typedef struct head_ops {
+    hl_op head;
+    hl_op_time head_t;
+    int head_measured;
+    hl_coll_in in[2]; /* in[i].ranks = 0: that collective does not run */
+    hl_coll_out out[2];
+    int measured[2];
+} head_ops;
+static const char *const head_coll_names[2] = {"logits_allgather", "token_broadcast"};
+
+static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+{
+    const hl_model *m = s->m;
+    gemm(&h->head, s, "lm_head", rows, (double)m->vocab / (double)s->tp, (double)m->hidden);
+    hl_status st = op_time(s, &h->head, &h->head_t, &h->head_measured, err);
+    if (!st)
+        st = coll_timed(s, a, head_coll_names[0], HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
+                        &h->in[0], &h->out[0], &h->measured[0], err);
+    if (!st)
+        st = coll_timed(s, a, head_coll_names[1], HL_BROADCAST, rows * 4, s->tp * s->pp, 0, &h->in[1], &h->out[1],
+                        &h->measured[1], err);
+    return st;
+}
+
+/* The last sampling parts timed on this thread (a prefill's and a decode's), keyed by
+ * the run's job class (sim.c: the job but its input) and rows: a sweep over input
+ * times them once. Summary mode without kernel tables only (the breakdown and events
+ * come from the ops themselves). */
+enum { HEAD_MEMO = 2 };
+typedef struct head_memo {
+    uint64_t job_class; /* 0: empty */
+    double rows;
+    head_ops h;
+} head_memo;
+static _Thread_local head_memo hmemo[HEAD_MEMO];
+static _Thread_local int hmemo_next;
+
+static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+{
+    if (!a->summary || !s->job_class || s->kern)
+        return time_head(s, a, rows, h, err);
+    for (int i = 0; i < HEAD_MEMO; i++)
+        if (hmemo[i].job_class == s->job_class && hmemo[i].rows == rows) {
+            *h = hmemo[i].h;
+            return HL_OK;
+        }
+    hl_status st = time_head(s, a, rows, h, err);
+    if (st == HL_OK) {
+        head_memo *m = &hmemo[hmemo_next];
+        hmemo_next = (hmemo_next + 1) % HEAD_MEMO;
+        m->job_class = s->job_class;
+        m->rows = rows;
+        m->h = *h;
+    }
+    return st;
+}
+
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
 {
     const hl_model *m = s->m;
-    double h = (double)m->hidden, tp = (double)s->tp;
+    double h = (double)m->hidden;
     a->layer_kind = 3;
     hl_op emb = {.name = "embedding",
                  .kind = HL_OP_ELEMENTWISE,
@@ -757,16 +842,14 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
                  .bytes_read = tokens * h * s->ab,
                  .bytes_written = tokens * h * s->ab};
     hl_status st = add_op(s, a, &emb, passes, err);
-    if (rows > 0) {
-        hl_op head;
-        gemm(&head, s, "lm_head", rows, (double)m->vocab / tp, h);
-        if (!st)
-            st = add_op(s, a, &head, passes, err);
-        if (!st)
-            st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
-                          passes, err);
-        if (!st)
-            st = add_coll(s, a, "token_broadcast", HL_BROADCAST, rows * 4, s->tp * s->pp, 0, passes, err);
+    if (rows > 0 && passes > 0 && !st) {
+        head_ops ho;
+        if (!(st = head_timed(s, a, rows, &ho, err))) {
+            account_op(s, a, &ho.head, ho.head_t, passes, ho.head_measured);
+            for (int i = 0; i < 2; i++)
+                if (ho.in[i].ranks > 0)
+                    account_coll(a, head_coll_names[i], &ho.in[i], &ho.out[i], passes, ho.measured[i]);
+        }
     }
     if (!st && s->pp > 1) {
         int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */

@@ -102,8 +102,10 @@ static void stats_of(double *v, int64_t n, hl_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
-    if (n == 0)
+    if (n == 0) { /* nothing measured (TPOT of 1-token outputs): none, pushed as nil, never a silent 0 */
+        s->mean = s->p50 = s->p90 = s->p99 = s->max = NAN;
         return;
+    }
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
@@ -126,7 +128,7 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
         hl_serve_req *x = &q[i];
         x->ttft_s = x->first_token_s - x->arrival_s;
         x->e2e_s = x->finish_s - x->arrival_s;
-        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : 0;
+        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
         x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
         in_tok += x->input;
         out_tok += x->output;
@@ -161,6 +163,7 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
     }
     free(v);
     memset(&r->itl_s, 0, sizeof r->itl_s);
+    r->itl_s.mean = r->itl_s.p50 = r->itl_s.p90 = r->itl_s.p99 = r->itl_s.max = NAN; /* no gap: none */
     if (itl->n > 0) {
         r->itl_s.n = (int64_t)itl->n;
         r->itl_s.mean = itl->sum / itl->n;

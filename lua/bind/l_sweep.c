@@ -1,7 +1,8 @@
 /* core.sweep(base, axes, opts): a sweep evaluated in C on threads.
  *   base: hl.simulate fields; axes: array of {name = "hbd", values = {...}}
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
- * Returns rows (axes + flattened result fields, or an `error` field), a second
+ * Returns rows (views over the sweep's compact store, l_sweep_rows.c: axes + flattened result
+ * fields, or an `error` field), a second
  * value: true when Ctrl-C stopped the sweep (the rows done are kept), and the
  * sweep's number of points (the rows are this shard's block of them). */
 #include <errno.h>
@@ -307,6 +308,13 @@ static double memory_budget(lua_State *L)
 static int l_sweep_memory_budget(lua_State *L)
 {
     lua_pushnumber(L, memory_budget(L));
+    return 1;
+}
+
+/* core.sweep_memory_estimate(points) -> bytes the budget check counts for an in-memory sweep */
+static int l_sweep_memory_estimate(lua_State *L)
+{
+    lua_pushnumber(L, row_bytes() * luaL_checknumber(L, 1));
     return 1;
 }
 
@@ -741,6 +749,7 @@ void hl_bind_sweep(lua_State *L)
     static const luaL_Reg fns[] = {{"sweep", l_sweep},
                                    {"sweep_to_csv", l_sweep_to_csv},
                                    {"sweep_memory_budget", l_sweep_memory_budget},
+                                   {"sweep_memory_estimate", l_sweep_memory_estimate},
                                    {"interrupted", l_interrupted},
                                    {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted},

@@ -33,6 +33,19 @@ local function context_check(m, total)
     "it is simulated anyway", total, lim.name, lim.max_position))
 end
 
+--- A prompt + output of `total` tokens beyond `model`'s context limit (a preset name, table or
+--- object): the same warning as hl.simulate's (hl.serve's longest request).
+function M.check_context(model, total)
+  if not M.enabled or type(total) ~= "number" then return end
+  local m = model
+  if type(m) ~= "userdata" then
+    local ok
+    ok, m = pcall(objects.coerce, "model", m)
+    if not ok then return end
+  end
+  if type(m) == "userdata" then context_check(m, total) end
+end
+
 --- Checks the simulate fields t (and its result r when known) for silent defaults:
 --- a prompt + output beyond the model's context limit, and no mapping on a multi-GPU cluster.
 function M.check_job(t, r, mapping_only)

@@ -185,6 +185,19 @@ T.test("rows sort, filter, print, CSV and JSON as tables did", function()
   T.ok(require("hbdlab.pretty").format(rows[1]) == require("hbdlab.pretty").format(plain), "pretty as a table")
 end)
 
+T.test("printing rows with an error column wider than 99 bytes", function()
+  -- string.format("%-Ns") refuses N >= 100: rows.format raised on every failed point's message
+  local rows = hl.sweep { base = llama, axes = { batch = { 4, 1e6 } } }
+  local msg = rows[2].error
+  T.ok(#msg >= 100, "the message is wide: " .. #msg)
+  local text = hl.rows.format(rows, { "batch", "error" })
+  local lines = {}
+  for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
+  T.eq(#lines, 4, "header, rule, two rows")
+  T.eq(lines[4], "1000000  " .. msg, "the number right-aligned in its 7 bytes, the message whole")
+  T.eq(#lines[3], #lines[4], "every line padded to the same width")
+end)
+
 T.test("a view outlives its rows array (the store stays while a row does)", function()
   local one = hl.sweep { base = llama, axes = { batch = { 4, 8 } } }[2]
   collectgarbage()
