@@ -238,12 +238,51 @@ static void test_hostile_files(void **state)
     assert_fails_with(hl_kernels_load("", &k, &e), HL_EINVAL, &e, "an empty folder name");
 }
 
+/* More rows than a table may hold, and more folders than the cache holds: refused, naming the bound. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    size_t n = (size_t)HL_KERNELS_MAX_ROWS + 2; /* a header and MAX + 1 rows, empty ones (counted as lines first) */
+    char *big = malloc(n + 32);
+    assert_non_null(big);
+    int h = snprintf(big, 32, "dtype,m,n,k,latency_ms");
+    memset(big + h, '\n', n);
+    refuses(big, (size_t)h + n, "more than the 1048576 rows a kernel table may hold");
+    free(big);
+    /* the cache: the fixture and up to 15 more folders load; the 17th is refused, the cached ones still load */
+    const hl_kernels *k;
+    hl_err e;
+    assert_ok(hl_kernels_load(fixture(), &k, &e), &e);
+    const char *row = "dtype,m,n,k,latency_ms\nbfloat16,4,64,64,0.01\n";
+    char dir[HL_KERNELS_MAX_FOLDERS + 1][256];
+    hl_status last = HL_OK;
+    int loaded = 0;
+    for (int i = 0; i < HL_KERNELS_MAX_FOLDERS; i++) {
+        snprintf(dir[i], sizeof dir[i], "/tmp/hl_kernels_cache_%d_%d", (int)getpid(), i);
+        assert_int_equal(mkdir(dir[i], 0700), 0);
+        write_file(dir[i], "gemm.csv", row, strlen(row));
+        last = hl_kernels_load(dir[i], &k, &e);
+        loaded += last == HL_OK;
+    }
+    assert_int_equal(last, HL_EINVAL);
+    assert_non_null(strstr(e.msg, "at most 16 are cached"));
+    assert_true(loaded <= HL_KERNELS_MAX_FOLDERS - 1);
+    assert_ok(hl_kernels_load(fixture(), &k, &e), &e);
+    for (int i = 0; i < HL_KERNELS_MAX_FOLDERS; i++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/gemm.csv", dir[i]);
+        unlink(path);
+        rmdir(dir[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_simulation_rows),
         cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,19 @@ T.test("hl.sweep and hl.serve take kernels as hl.simulate", function()
   T.ok(s.tpot_s.mean ~= a.tpot_s.mean, "serve steps take the measured kernels")
 end)
 
+T.test("hl.serve at concurrency 1 takes the measured decode attention as hl.simulate", function()
+  -- one request of 256 prompt tokens, one decode step after 256 cached: its attention is the fixture's
+  -- batch-1 row (0.010 ms); the GEMMs (M = 1) are outside the table. Serve's decode-only steps must
+  -- leave their line (linear in the context) for the table, or the two differ by 32 x ~5 us.
+  local b = { model = "llama-3.1-8b", cluster = cl, parallel = { tp = 1 }, input = 256, output = 2, kernels = dir }
+  local s = hl.simulate(with { batch = 1, kernels = dir })
+  T.eq(rows(s, "decode").attention.measured, true, "simulate: measured")
+  b.concurrency, b.requests = 1, 2
+  local r = hl.serve(b)
+  T.near(r.tpot_s.mean, s.tpot_s, 0.002, "serve TPOT = simulate TPOT")
+  T.near(r.ttft_s.mean, s.ttft_s, 0.002, "serve TTFT = simulate TTFT")
+end)
+
 T.test("bad folders name the field", function()
   T.raises(function() hl.simulate(with { kernels = "/nonexistent/kernels" }) end, "field 'kernels'",
     "/nonexistent/kernels")
