@@ -303,6 +303,67 @@ static double expected_max_std(int64_t n)
     return cache[n];
 }
 
+/* The ranks' shares in groups of equal ones, in increasing order (g[i].p and .count, the rest
+ * zero); 1 when one rank takes every pick (the busiest load is then M). */
+static int group_shares_uncached(const hl_expert_layout *lay, rank_group *g, int64_t *ng_out)
+{
+    int64_t R = lay->ranks, ng = 0;
+    double sh[HL_EXPERT_SLOTS_MAX];
+    memcpy(sh, lay->rank_share, (size_t)R * sizeof sh[0]);
+    int64_t sorted = 1; /* equal shares (uniform routing, the default) are in order already: no qsort */
+    while (sorted < R && sh[sorted - 1] <= sh[sorted])
+        sorted++;
+    if (sorted < R)
+        qsort(sh, (size_t)R, sizeof sh[0], cmp_double);
+    *ng_out = 0;
+    for (int64_t r = 0; r < R; r++) {
+        if (sh[r] <= 0)
+            continue; /* a rank no pick reaches: L = 0 */
+        if (sh[r] >= 1 - 1e-15)
+            return 1;
+        if (ng > 0 && fabs(sh[r] - g[ng - 1].p) <= 1e-12 * sh[r]) {
+            g[ng - 1].count++;
+            continue;
+        }
+        g[ng] = (rank_group){.p = sh[r], .count = 1};
+        ng++;
+    }
+    *ng_out = ng;
+    return 0;
+}
+
+/* group_shares_uncached of the last layout this thread grouped, keyed by its shares bit for
+ * bit: every MoE layer pass of a sweep over input asks again for the same layout with a new
+ * token count (a compare of R doubles instead of the grouping). */
+typedef struct groups_memo {
+    int64_t ranks; /* 0: empty */
+    int one;       /* group_shares_uncached's result */
+    int64_t ng;
+    double share[HL_EXPERT_SLOTS_MAX];
+    double p[HL_EXPERT_SLOTS_MAX], count[HL_EXPERT_SLOTS_MAX];
+} groups_memo;
+static _Thread_local groups_memo gmemo;
+
+static int group_shares(const hl_expert_layout *lay, rank_group *g, int64_t *ng)
+{
+    groups_memo *m = &gmemo;
+    int64_t R = lay->ranks;
+    if (m->ranks != R || memcmp(m->share, lay->rank_share, (size_t)R * sizeof m->share[0]) != 0) {
+        m->ranks = 0;
+        m->one = group_shares_uncached(lay, g, &m->ng);
+        for (int64_t i = 0; i < m->ng; i++) {
+            m->p[i] = g[i].p;
+            m->count[i] = g[i].count;
+        }
+        memcpy(m->share, lay->rank_share, (size_t)R * sizeof m->share[0]);
+        m->ranks = R;
+    }
+    *ng = m->ng;
+    for (int64_t i = 0; i < m->ng; i++)
+        g[i] = (rank_group){.p = m->p[i], .count = m->count[i]};
+    return m->one;
+}
+
 static double busiest_load(const hl_expert_layout *lay, double tokens)
 {
     double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
@@ -324,27 +385,10 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         return sum;
     }
     /* groups of ranks with equal shares (the product over ranks is a few powers) */
-    double sh[HL_EXPERT_SLOTS_MAX];
-    memcpy(sh, lay->rank_share, (size_t)R * sizeof sh[0]);
-    int64_t sorted = 1; /* equal shares (uniform routing, the default) are in order already: no qsort */
-    while (sorted < R && sh[sorted - 1] <= sh[sorted])
-        sorted++;
-    if (sorted < R)
-        qsort(sh, (size_t)R, sizeof sh[0], cmp_double);
     rank_group g[HL_EXPERT_SLOTS_MAX];
-    int64_t ng = 0;
-    for (int64_t r = 0; r < R; r++) {
-        if (sh[r] <= 0)
-            continue; /* a rank no pick reaches: L = 0 */
-        if (sh[r] >= 1 - 1e-15)
-            return M;
-        if (ng > 0 && fabs(sh[r] - g[ng - 1].p) <= 1e-12 * sh[r]) {
-            g[ng - 1].count++;
-            continue;
-        }
-        g[ng] = (rank_group){.p = sh[r], .count = 1};
-        ng++;
-    }
+    int64_t ng;
+    if (group_shares(lay, g, &ng))
+        return M;
     /* below x_lo the busiest group's CDF is ~0 (P(max > x) = 1); above x_hi every CDF is ~1 */
     double x_lo = 0, x_hi = 0, sd_min = HUGE_VAL;
     for (int64_t i = 0; i < ng; i++) {

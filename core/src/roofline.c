@@ -59,10 +59,14 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         isinf(op->bytes_read) || isinf(op->bytes_written))
         return hl_fail(err, HL_EINVAL, "operator '%s': flops and bytes must be finite and >= 0 (got %g, %g, %g)",
                        op->name, op->flops, op->bytes_read, op->bytes_written);
-    double peak;
-    hl_status s = hl_gpu_peak(gpu, (hl_precision)op->precision, &peak, err);
-    if (s)
-        return s;
+    double peak; /* hl_gpu_peak's value, read here when it has one (a call per operator was 25 instructions) */
+    if ((unsigned)op->precision < HL_PRECISION_COUNT && gpu->peak_flops[op->precision] > 0) {
+        peak = gpu->peak_flops[op->precision];
+    } else {
+        hl_status s = hl_gpu_peak(gpu, (hl_precision)op->precision, &peak, err);
+        if (s)
+            return s;
+    }
     double bytes = op->bytes_read + op->bytes_written;
     double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
     double eff, bw;
