@@ -326,7 +326,11 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
     /* groups of ranks with equal shares (the product over ranks is a few powers) */
     double sh[HL_EXPERT_SLOTS_MAX];
     memcpy(sh, lay->rank_share, (size_t)R * sizeof sh[0]);
-    qsort(sh, (size_t)R, sizeof sh[0], cmp_double);
+    int64_t sorted = 1; /* equal shares (uniform routing, the default) are in order already: no qsort */
+    while (sorted < R && sh[sorted - 1] <= sh[sorted])
+        sorted++;
+    if (sorted < R)
+        qsort(sh, (size_t)R, sizeof sh[0], cmp_double);
     rank_group g[HL_EXPERT_SLOTS_MAX];
     int64_t ng = 0;
     for (int64_t r = 0; r < R; r++) {

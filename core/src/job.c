@@ -37,6 +37,9 @@ _Static_assert((int)HL_PRECISION_AS_ACT == (int)HL_PRECISION_COUNT, "\"act\" is 
     ROW(M, NM, PATH, HL_FIELD_INT64, (int32_t)sizeof(int64_t), LO, HI, "", DEF, HELP, NULL, ZERO_OK)
 /* an int32_t 0/1 */
 #define BOOL(M, NM, DEF, HELP) ROW(M, NM, NULL, HL_FIELD_BOOL, (int32_t)sizeof(int32_t), 0, 1, "", DEF, HELP, NULL, 0)
+/* a NUL-terminated char array (its size from the member) */
+#define STR(M, NM, HELP) \
+    ROW(M, NM, NULL, HL_FIELD_STRING, (int32_t)sizeof(((hl_job *)0)->M), 0, 0, "", 0, HELP, NULL, 0)
 /* an int32_t index into NAMES ('|'-separated) */
 #define ENUM(M, NM, NAMES, DEF, HELP) \
     ROW(M, NM, NULL, HL_FIELD_ENUM, (int32_t)sizeof(int32_t), 0, 0, "", DEF, HELP, NAMES, 0)
@@ -107,6 +110,9 @@ static const hl_field job_fields[] = {
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
     ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
          "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
+    STR(kernels, "kernels",
+        "folder of measured kernel tables (gemm.csv, attention_*.csv, moe.csv, nccl.csv, ...): kernels they "
+        "cover take the measured time (docs/MODEL.md 3); \"\" = none"),
 };
 static const hl_field_set job_set = {"job", job_fields, (int32_t)(sizeof job_fields / sizeof job_fields[0]), NULL};
 

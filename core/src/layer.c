@@ -11,6 +11,7 @@
 #include "coll_int.h"
 #include "err_int.h"
 #include "hbdlab/kvcache.h"
+#include "kernel_match_int.h"
 #include "hbdlab/precision.h"
 #include "model_int.h"
 enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
@@ -56,7 +57,7 @@ static uint64_t name_tag(const char *name)
 }
 
 /* item() stores each member of a new row: a member added to hl_item must be added there too */
-_Static_assert(sizeof(hl_item) == 32 + 4 * 4 + 5 * 8 + 3 * 8 + 5 * 8, "hl_item changed: update item()");
+_Static_assert(sizeof(hl_item) == 32 + 4 * 4 + 5 * 8 + 3 * 8 + 6 * 8, "hl_item changed: update item()");
 
 /* The breakdown row of `name` (for a collective, of the shape of `o` for `in`), created on first use. */
 static hl_item *item(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o)
@@ -93,19 +94,46 @@ static hl_item *item(hl_acc *a, const char *name, const hl_coll_in *in, const hl
     it->call_latency_s = in ? o->latency_s : 0;
     it->call_scaleup_bytes = in ? o->scaleup_bytes : 0;
     it->call_scaleout_bytes = in ? o->scaleout_bytes : 0;
+    it->measured_calls = 0;
     copy_name(it->name, name);
     return it;
 }
 
-/* Adds `times` executions of op to the phase. */
-static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
+/* The measured time of an attention operator built by hl_attn_op: its shape (sequences from
+ * the work units, the window tried as none, then the local window) is taken only when
+ * hl_attn_op rebuilds the same operator from it (a summed variable-length kernel is not one). */
+static int measured_attention(const hl_sim_ctx *s, const hl_op *op, double *time_s)
 {
-    if (times <= 0)
-        return HL_OK;
-    hl_op_time t;
-    hl_status st = hl_op_time_on(op, &s->c->gpu, &t, err);
-    if (st)
-        return st;
+    const hl_model *m = s->m;
+    int latent = m->attn == HL_ATTN_MLA && op->rows <= s->decode_q;
+    double kvh =
+        m->attn == HL_ATTN_MLA ? (latent ? 1 : (double)m->heads / (double)s->tp) : hl_kv_heads_per_gpu(m, s->tp);
+    double b = op->units / kvh, w[2] = {0, hl_local_window(s)};
+    for (int i = 0; i < 2; i++) {
+        hl_op again;
+        hl_attn_op(s, &again, b, op->rows, op->ctx, w[i]);
+        if (again.flops == op->flops && again.bytes_read == op->bytes_read && again.bytes_written == op->bytes_written)
+            return hl_kmatch_attention(s, b, op->rows, op->ctx, w[i], time_s);
+        if (!(w[1] > 0))
+            break;
+    }
+    return 0;
+}
+
+/* The time of one execution of op from the job's kernel tables (1), or 0: the analytic one stands. */
+static int measured_op(const hl_sim_ctx *s, const hl_op *op, double *time_s)
+{
+    if (op->kind == HL_OP_GEMM)
+        return hl_kmatch_gemm(s, op, time_s);
+    if (op->kind == HL_OP_ATTENTION && strcmp(op->name, "attention") == 0)
+        return measured_attention(s, op, time_s);
+    return 0;
+}
+
+/* Adds `times` executions of op, timed t (one execution, its launch added here), to the phase;
+ * `measured`: t came from the job's kernel tables. */
+static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times, int measured)
+{
     t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
     a->ph.time_s += dt;
@@ -117,13 +145,37 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
     a->kernels += times;
     if (a->summary)
-        return HL_OK;
+        return;
     log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
     hl_item *it = item(a, op->name, NULL, NULL);
     it->calls += times;
     it->time_s += dt;
     it->flops += op->flops * times;
     it->bytes += (op->bytes_read + op->bytes_written) * times;
+    if (measured)
+        it->measured_calls += times;
+}
+
+/* The time of one execution of op (its launch not added): the measured time where the job's
+ * kernel tables cover it (one pointer test without them; *measured = 1), else the roofline's. */
+static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
+{
+    hl_status st = hl_op_time_on(op, &s->c->gpu, t, err);
+    *measured = !st && s->kern && measured_op(s, op, &t->time_s);
+    return st;
+}
+
+/* Adds `times` executions of op to the phase. */
+static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
+{
+    if (times <= 0)
+        return HL_OK;
+    hl_op_time t;
+    int measured;
+    hl_status st = op_time(s, op, &t, &measured, err);
+    if (st)
+        return st;
+    account_op(s, a, op, t, times, measured);
     return HL_OK;
 }
 
@@ -163,8 +215,10 @@ static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
     return job_algo(s);
 }
 
-/* Adds `times` executions of a collective (in) already timed (o) to the phase. */
-static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times)
+/* Adds `times` executions of a collective (in) already timed (o) to the phase; `measured`: o's
+ * time came from the job's kernel tables. */
+static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times,
+                         int measured)
 {
     /* Raw times here; hl_acc_finish() hides the overlapped part. */
     double raw = o->time_s * times, lat = o->latency_s * times;
@@ -182,6 +236,8 @@ static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, cons
     it->calls += times;
     it->time_s += raw;
     it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
+    if (measured)
+        it->measured_calls += times;
 }
 
 /* Whether moving peers of an HBD to scale-out can beat the placed time at
@@ -231,30 +287,49 @@ static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_ou
     return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
 }
 
-/* Adds `times` executions of a collective over `ranks` ranks (packed). */
-static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
-                          int64_t ranks_per_hbd, double times, hl_err *err)
+/* The call and the time of one collective over `ranks` ranks (packed), measured where the
+ * job's kernel tables cover it (*measured = 1); in->ranks = 0: none (one rank or no bytes). */
+static hl_status coll_timed(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes,
+                            int64_t ranks, int64_t ranks_per_hbd, hl_coll_in *in, hl_coll_out *o, int *measured,
+                            hl_err *err)
 {
-    if (times <= 0 || ranks <= 1 || bytes <= 0)
+    *measured = 0;
+    if (ranks <= 1 || bytes <= 0) {
+        in->ranks = 0;
         return HL_OK;
-    hl_coll_in in = {op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
-    hl_coll_out o;
+    }
+    *in = (hl_coll_in){op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
     /* The same collective recurs within a pass (TP AllReduce after attention,
      * FFN, shared experts): reuse the last result for identical inputs. */
-    if (a->memo_valid && memcmp(&a->memo_in, &in, sizeof in) == 0) {
-        o = a->memo_out;
+    if (a->memo_valid && memcmp(&a->memo_in, in, sizeof *in) == 0) {
+        *o = a->memo_out;
     } else {
-        hl_status st = best_coll(s->c, &in, &o, err);
+        hl_status st = best_coll(s->c, in, o, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;
         }
-        a->memo_in = in;
-        a->memo_out = o;
+        a->memo_in = *in;
+        a->memo_out = *o;
         a->memo_valid = 1;
     }
-    account_coll(a, name, &in, &o, times);
+    *measured = s->kern && hl_kmatch_coll(s, in, o);
     return HL_OK;
+}
+
+/* Adds `times` executions of a collective over `ranks` ranks (packed). */
+static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
+                          int64_t ranks_per_hbd, double times, hl_err *err)
+{
+    if (times <= 0)
+        return HL_OK;
+    hl_coll_in in;
+    hl_coll_out o;
+    int measured;
+    hl_status st = coll_timed(s, a, name, op, bytes, ranks, ranks_per_hbd, &in, &o, &measured, err);
+    if (!st && in.ranks > 0)
+        account_coll(a, name, &in, &o, times, measured);
+    return st;
 }
 
 /* The reduction of TP partial sums: an AllReduce, or with sequence parallelism
@@ -350,9 +425,9 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     }
     int dispatch = strcmp(name, "ep_dispatch") == 0;
     if (bi.time_s > 0)
-        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times);
+        account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times, 0);
     if (bu.time_s > 0)
-        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times);
+        account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
     return HL_OK;
 }
 
@@ -529,9 +604,24 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         hl_op up, down;
         hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
         up.fixed_s = s->c->gpu.moe_latency;
-        TRY(add_op(s, a, &up, Lmoe, err));
-        TRY(add_op(s, a, &down, Lmoe, err));
-        if (s->c->gpu.moe_perm_bytes > 0) {
+        double moe_s; /* the busiest rank's load as balanced tokens: routed x imbalance */
+        int moe_measured = s->kern && hl_kmatch_moe(s, routed * imb, &moe_s);
+        if (moe_measured) {
+            /* the fused module measured whole (routing, permutation, both grouped GEMMs): one
+             * "experts" row of both GEMMs' work; the roofline still says which bound it is */
+            hl_op both = up;
+            both.flops += down.flops;
+            both.bytes_read += down.bytes_read;
+            both.bytes_written += down.bytes_written;
+            hl_op_time t;
+            TRY(hl_op_time_on(&both, &s->c->gpu, &t, err));
+            t.time_s = moe_s;
+            account_op(s, a, &both, t, Lmoe, 1);
+        } else {
+            TRY(add_op(s, a, &up, Lmoe, err));
+            TRY(add_op(s, a, &down, Lmoe, err));
+        }
+        if (s->c->gpu.moe_perm_bytes > 0 && !moe_measured) {
             hl_op perm;
             hl_op_moe_permute(&perm, &ms, s->c->gpu.moe_perm_bytes, (hl_precision)j->act_precision);
             TRY(add_op(s, a, &perm, Lmoe, err));
@@ -682,10 +772,69 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
  * the LM head (vocab-parallel), logits AllGather and token broadcast only the
  * sampling rows (none when rows = 0, e.g. a prefill chunk that does not end
  * its prompt). */
+/* The sampling of `rows` rows: the LM head, the logits AllGather and the token
+ * broadcast, timed (they depend on the job and rows only, not on the prompt). */
+typedef struct head_ops {
+    hl_op head;
+    hl_op_time head_t;
+    int head_measured;
+    hl_coll_in in[2]; /* in[i].ranks = 0: that collective does not run */
+    hl_coll_out out[2];
+    int measured[2];
+} head_ops;
+static const char *const head_coll_names[2] = {"logits_allgather", "token_broadcast"};
+
+static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+{
+    const hl_model *m = s->m;
+    gemm(&h->head, s, "lm_head", rows, (double)m->vocab / (double)s->tp, (double)m->hidden);
+    hl_status st = op_time(s, &h->head, &h->head_t, &h->head_measured, err);
+    if (!st)
+        st = coll_timed(s, a, head_coll_names[0], HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
+                        &h->in[0], &h->out[0], &h->measured[0], err);
+    if (!st)
+        st = coll_timed(s, a, head_coll_names[1], HL_BROADCAST, rows * 4, s->tp * s->pp, 0, &h->in[1], &h->out[1],
+                        &h->measured[1], err);
+    return st;
+}
+
+/* The last sampling parts timed on this thread (a prefill's and a decode's), keyed by
+ * the run's job class (sim.c: the job but its input) and rows: a sweep over input
+ * times them once. Summary mode without kernel tables only (the breakdown and events
+ * come from the ops themselves). */
+enum { HEAD_MEMO = 2 };
+typedef struct head_memo {
+    uint64_t job_class; /* 0: empty */
+    double rows;
+    head_ops h;
+} head_memo;
+static _Thread_local head_memo hmemo[HEAD_MEMO];
+static _Thread_local int hmemo_next;
+
+static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+{
+    if (!a->summary || !s->job_class || s->kern)
+        return time_head(s, a, rows, h, err);
+    for (int i = 0; i < HEAD_MEMO; i++)
+        if (hmemo[i].job_class == s->job_class && hmemo[i].rows == rows) {
+            *h = hmemo[i].h;
+            return HL_OK;
+        }
+    hl_status st = time_head(s, a, rows, h, err);
+    if (st == HL_OK) {
+        head_memo *m = &hmemo[hmemo_next];
+        hmemo_next = (hmemo_next + 1) % HEAD_MEMO;
+        m->job_class = s->job_class;
+        m->rows = rows;
+        m->h = *h;
+    }
+    return st;
+}
+
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
 {
     const hl_model *m = s->m;
-    double h = (double)m->hidden, tp = (double)s->tp;
+    double h = (double)m->hidden;
     a->layer_kind = 3;
     hl_op emb = {.name = "embedding",
                  .kind = HL_OP_ELEMENTWISE,
@@ -693,16 +842,14 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
                  .bytes_read = tokens * h * s->ab,
                  .bytes_written = tokens * h * s->ab};
     hl_status st = add_op(s, a, &emb, passes, err);
-    if (rows > 0) {
-        hl_op head;
-        gemm(&head, s, "lm_head", rows, (double)m->vocab / tp, h);
-        if (!st)
-            st = add_op(s, a, &head, passes, err);
-        if (!st)
-            st = add_coll(s, a, "logits_allgather", HL_ALLGATHER, rows * (double)m->vocab * s->ab, s->tp, s->rph_tp,
-                          passes, err);
-        if (!st)
-            st = add_coll(s, a, "token_broadcast", HL_BROADCAST, rows * 4, s->tp * s->pp, 0, passes, err);
+    if (rows > 0 && passes > 0 && !st) {
+        head_ops ho;
+        if (!(st = head_timed(s, a, rows, &ho, err))) {
+            account_op(s, a, &ho.head, ho.head_t, passes, ho.head_measured);
+            for (int i = 0; i < 2; i++)
+                if (ho.in[i].ranks > 0)
+                    account_coll(a, head_coll_names[i], &ho.in[i], &ho.out[i], passes, ho.measured[i]);
+        }
     }
     if (!st && s->pp > 1) {
         int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */

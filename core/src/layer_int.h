@@ -53,7 +53,7 @@ void hl_acc_overhead(hl_acc *a, double per_pass, double passes);
  * or 0 when nothing hides. */
 static inline double hl_comm_hidden(double overlap, double comm_s, double ops_s)
 {
-    double hidden = fmin(overlap * comm_s, ops_s);
+    double want = overlap * comm_s, hidden = want < ops_s ? want : ops_s; /* fmin, inline (finite values) */
     return hidden > 0 && comm_s > 0 ? hidden : 0;
 }
 

@@ -108,7 +108,11 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     s->j = j;
     s->m = m;
     s->c = c;
+    s->kern = NULL;
+    if (j->kernels[0] && (st = hl_kernels_load(j->kernels, &s->kern, err)))
+        return st;
     launch_model(j, s);
+    s->job_class = 0; /* hl_sim_run_trusted sets it for its memos */
     s->wb = hl_precision_bytes((hl_precision)j->precision);
     s->ab = hl_precision_bytes((hl_precision)j->act_precision);
     s->kvb = hl_precision_bytes((hl_precision)hl_job_kv_precision(j));

@@ -4,6 +4,7 @@
 #ifndef HL_MAPPING_INT_H
 #define HL_MAPPING_INT_H
 #include "hbdlab/expert_load.h"
+#include "hbdlab/kernels.h"
 #include "hbdlab/sim.h"
 
 enum {
@@ -35,8 +36,12 @@ typedef struct hl_sim_ctx {
      * NULL): the resolving thread's cache (hl_sim_layout), valid until that thread
      * resolves another routing; an owner that outlives it (the stepper) copies it */
     const hl_expert_layout *layout;
-    double launch_extra; /* s each kernel costs beyond kernel_latency: host launch without CUDA graphs, else 0 */
-    hl_fw_profile fw;    /* the job's framework profile (its per-layer kernel inventory) */
+    double launch_extra;    /* s each kernel costs beyond kernel_latency: host launch without CUDA graphs, else 0 */
+    hl_fw_profile fw;       /* the job's framework profile (its per-layer kernel inventory) */
+    const hl_kernels *kern; /* the job's measured kernel tables (kernels = "dir"), NULL = none */
+    /* summary runs on one thread whose jobs are equal but for `input` share this number (sim.c
+     * job_class_of), and the memos of a run's input-independent parts key on it; 0 = none */
+    uint64_t job_class;
 } hl_sim_ctx;
 
 /* The expert layout of a job's routing (uniform, routing_skew or expert_freq;

@@ -158,9 +158,15 @@ hl_status hl_pcache_new(int64_t gpu_blocks, int64_t host_blocks, hl_pcache **out
 {
     *out = NULL;
     if (gpu_blocks < 1 || gpu_blocks > ((int64_t)1 << 30))
-        return hl_fail(err, HL_EINVAL, "prefix cache: %lld KV blocks is out of range (1..2^30)", (long long)gpu_blocks);
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'kv_blocks': %lld KV blocks on one DP rank with prefix_cache, out of the block "
+                       "pool's range 1..2^30 (fewer kv_blocks, or a larger block_tokens)",
+                       (long long)gpu_blocks);
     if (host_blocks < 0 || host_blocks > ((int64_t)1 << 30))
-        return hl_fail(err, HL_EINVAL, "prefix cache: %lld host blocks is out of range (0..2^30)",
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'kv_offload.capacity_bytes': a host tier of %lld host blocks per DP rank, out of "
+                       "the "
+                       "block pool's range 0..2^30 (a smaller tier, or a larger block_tokens)",
                        (long long)host_blocks);
     hl_pcache *c = calloc(1, sizeof *c);
     if (!c)

@@ -45,28 +45,12 @@ typedef struct recorder {
     double reload;                   /* KV offload: s of host loads over the steps */
 } recorder;
 
-/* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
- * (the groups' sums), and a KV sample (the pool's utilisation) every
- * `stride` iterations (when the series is full, every other sample is dropped
- * and the stride doubles). */
-static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
-                        double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
-                        double weight, hl_err *err)
+/* The KV sample of an iteration at t when its step number falls on the
+ * stride (when the series is full, every other sample is dropped and the
+ * stride doubles); counts the step. */
+static hl_status record_sample(recorder *rc, double t, double kv_util, double running, double waiting, hl_err *err)
 {
     hl_serve_result *r = rc->r;
-    rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
-    rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
-    rc->t_end = fmax(rc->t_end, t + dt);
-    if (waiting > 0) {
-        rc->sat_tokens += emitted;
-        rc->sat_time += dt * weight;
-    }
-    rc->little += in_system * dt;
-    rc->run += running * dt;
-    rc->wait += waiting * dt;
-    rc->kv += kv_part * dt; /* this group's blocks in use / the pool's */
-    rc->kv_max = fmax(rc->kv_max, kv_util);
-    rc->tokens += tokens;
     if (rc->steps % rc->stride == 0 && r->n_samples == rc->max_samples) {
         for (int64_t k = 0; k < rc->max_samples / 2; k++)
             r->samples[k] = r->samples[2 * k];
@@ -80,6 +64,62 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     }
     rc->steps++;
     return HL_OK;
+}
+
+/* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
+ * (the groups' sums), and a KV sample (the pool's utilisation) every
+ * `stride` iterations (when the series is full, every other sample is dropped
+ * and the stride doubles). */
+static hl_status record(recorder *rc, double t, double dt, double in_system, double running, double waiting,
+                        double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
+                        double weight, hl_err *err)
+{
+    rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
+    rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
+    rc->t_end = fmax(rc->t_end, t + dt);
+    if (waiting > 0) {
+        rc->sat_tokens += emitted;
+        rc->sat_time += dt * weight;
+    }
+    rc->little += in_system * dt;
+    rc->run += running * dt;
+    rc->wait += waiting * dt;
+    rc->kv += kv_part * dt; /* this group's blocks in use / the pool's */
+    rc->kv_max = fmax(rc->kv_max, kv_util);
+    rc->tokens += tokens;
+    return record_sample(rc, t, kv_util, running, waiting, err);
+}
+
+/* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
+ * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
+static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, const double *cnt,
+                                 recorder *rec, double weight, double blocks_all, double left, double ctx0,
+                                 double cached0, double free0, double *j_out, hl_err *err)
+{
+    int64_t m = s->n_run, bt = (int64_t)s->block;
+    double w = (double)s->w_len, j = 0;
+    hl_status rc = HL_OK;
+    while (j < left && *t < t_arr && !hl_interrupt_pending()) {
+        int64_t res = (int64_t)j % bt;
+        double need = cnt[(bt - res) % bt];
+        if (need > s->blocks_free)
+            break;
+        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
+        double dt;
+        if ((rc = hl_stepper_time(st, &it, &dt, err)))
+            break;
+        s->blocks_free -= need;
+        double util = (s->blocks_total - s->blocks_free) / blocks_all;
+        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
+            break;
+        if (s->pc)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
+        hl_itl_add(itl, dt, (double)m);
+        *t += dt;
+        j++;
+    }
+    *j_out = j;
+    return rc;
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
@@ -119,27 +159,104 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             cnt[(int64_t)x->kv % bt] += 1;
     }
     ctx0 /= (double)m;
-    double j = 0;
-    while (j < left && *t < t_arr && !hl_interrupt_pending()) { /* Ctrl-C: the caller's loop reports it */
-        int64_t res = (int64_t)j % bt;
-        double need = cnt[(bt - res) % bt]; /* requests whose cache sits on a block boundary */
-        if (need > s->blocks_free)
-            break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
-        double dt;
-        hl_status rc = hl_stepper_time(st, &it, &dt, err);
-        if (rc)
+    /* The loop below is record() and hl_itl_add() of each iteration with the
+     * integrals in locals (each sum still takes one term per iteration, in
+     * order: the same bits), the step time from the decode line of m
+     * sequences, the ITL bin looked up when the gap leaves it. */
+    hl_decode_fn got;
+    int have_line = 0;
+    hl_status rc = hl_stepper_decode_fn(st, (double)m, &got, &have_line, err);
+    if (rc)
+        return rc;
+    const hl_decode_fn line = got; /* a copy no store in the loop can alias */
+    double fm = (double)m, in_sys = fm + w, j = 0;
+    if (c->sched_reference) { /* the reference keeps the per-iteration calls: the loop below must equal it */
+        if ((rc = ahead_reference(s, st, itl, t_arr, t, cnt, rec, weight, blocks_all, left, ctx0, cached0, free0, &j,
+                                  err)))
             return rc;
-        s->blocks_free -= need;
-        double util = (s->blocks_total - s->blocks_free) / blocks_all;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
-            return rc;
-        if (s->pc)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
-        hl_itl_add(itl, dt, (double)m);
-        *t += dt;
-        j++;
+        goto advanced;
     }
+    double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
+    double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
+    double isum = itl->sum, imax = itl->max, bin_lo = INFINITY, bin_hi = -INFINITY;
+    double blocks_free = s->blocks_free, util = (s->blocks_total - blocks_free) / blocks_all, tt = *t;
+    int bin = 0;
+    int64_t res = 0, steps0 = rec->steps, jn = 0;                                  /* jn: j as an integer */
+    int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
+    while (j < left && tt < t_arr) {
+        if ((jn & 1023) == 1023 && hl_interrupt_pending())
+            break;                                  /* Ctrl-C: the caller's loop reports it */
+        double need = cnt[res == 0 ? 0 : bt - res]; /* requests whose cache sits on a block boundary */
+        if (need > blocks_free)
+            break;
+        double dt;
+        if (have_line) {
+            dt = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j);
+            if (!isfinite(dt) || dt < 0)
+                rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dt);
+        } else {
+            hl_iter it = {fm, ctx0 + j, ctx0 + j, 0, NULL, fm, 0, 0};
+            rc = hl_stepper_time(st, &it, &dt, err);
+        }
+        if (rc)
+            break;
+        if (need > 0) {
+            blocks_free -= need;
+            util = (s->blocks_total - blocks_free) / blocks_all;
+        }
+        busy += dt * weight;
+        if (w > 0) {
+            sat_tokens += fm;
+            sat_time += dt * weight;
+        }
+        little += in_sys * dt;
+        run += fm * dt;
+        wait += w * dt;
+        kv += util * dt;
+        kv_max = util > kv_max ? util : kv_max; /* fmax: neither is NaN */
+        tokens += fm;
+        if (--until_sample == 0) { /* this step's number falls on the stride: record_sample takes it */
+            rec->steps = steps0 + jn;
+            if ((rc = record_sample(rec, tt, util, fm, w, err)))
+                break;
+            until_sample = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+        }
+        if (s->pc)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - blocks_free) - (free0 - cached0))) / blocks_all * dt;
+        if (!(dt >= bin_lo && dt < bin_hi)) {
+            bin = hl_itl_bin(dt);
+            hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+        }
+        itl->count[bin] += fm;
+        itl->n += fm;
+        isum += dt * fm;
+        if (dt > imax)
+            imax = dt;
+        tt += dt;
+        if (++res == bt)
+            res = 0;
+        j++;
+        jn++;
+    }
+    s->blocks_free = blocks_free;
+    rec->busy = busy;
+    rec->little = little;
+    rec->run = run;
+    rec->wait = wait;
+    rec->kv = kv;
+    rec->kv_max = kv_max;
+    rec->tokens = tokens;
+    rec->sat_tokens = sat_tokens;
+    rec->sat_time = sat_time;
+    rec->steps = steps0 + jn;
+    if (j > 0)
+        rec->t_end = fmax(rec->t_end, tt);
+    itl->sum = isum;
+    itl->max = imax;
+    *t = tt;
+    if (rc)
+        return rc;
+advanced:
     s->out_tok -= j * (double)m;
     for (int64_t k = 0; k < m && j > 0; k++) {
         rq *x = &s->q[s->run[k]];

@@ -37,8 +37,15 @@ enum { HL_ITL_BINS = 4600 };
 typedef struct hl_itl_hist {
     double count[HL_ITL_BINS];
     double n, sum, max;
+    double edge[HL_ITL_BINS]; /* s: [b] the smallest gap filed in bin b or above (b >= 1), 0 until looked up */
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
+
+/* The bin hl_itl_add files gap_s in, and the gaps [*lo, *hi) filed in bin b
+ * (found once by bisection over the doubles, then cached in h): a caller
+ * adding many gaps of one bin looks the bin up once. */
+int hl_itl_bin(double gap_s);
+void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi);
 
 /* Fills the request statistics, goodput and ITL summary of r from reqs. */
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,

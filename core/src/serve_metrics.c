@@ -2,6 +2,7 @@
  * their mean and percentiles, SLO attainment and goodput, and the histogram
  * of inter-token gaps. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,49 @@
 
 static const double itl_lo = 1e-6;                   /* s, lower edge of bin 0 */
 static const double itl_step = 0.004987541511038968; /* ln(1.005): bins 0.5% wide */
+
+/* The bin of gap before the last bin's clamp. */
+static double itl_raw_bin(double gap) { return gap <= itl_lo ? 0 : floor(log(gap / itl_lo) / itl_step); }
+
+int hl_itl_bin(double gap)
+{
+    double b = itl_raw_bin(gap);
+    return b >= HL_ITL_BINS - 1 ? HL_ITL_BINS - 1 : (int)b;
+}
+
+/* The smallest gap > 0 of raw bin >= b (1 <= b < HL_ITL_BINS): bisection over the bit
+ * patterns of positive doubles, which order as the doubles do (the computed log is
+ * monotonic, so the gaps between two edges share a bin). */
+static double itl_edge(double b)
+{
+    double hi = itl_lo * exp((b + 1) * itl_step);
+    while (itl_raw_bin(hi) < b)
+        hi *= 2;
+    uint64_t lo_bits, hi_bits;
+    double lo = itl_lo; /* raw bin 0 < b */
+    memcpy(&lo_bits, &lo, sizeof lo);
+    memcpy(&hi_bits, &hi, sizeof hi);
+    while (hi_bits - lo_bits > 1) {
+        uint64_t mid_bits = lo_bits + (hi_bits - lo_bits) / 2;
+        double mid;
+        memcpy(&mid, &mid_bits, sizeof mid);
+        if (itl_raw_bin(mid) >= b)
+            hi_bits = mid_bits;
+        else
+            lo_bits = mid_bits;
+    }
+    memcpy(&hi, &hi_bits, sizeof hi);
+    return hi;
+}
+
+void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi)
+{
+    for (int k = b; k <= b + 1 && k < HL_ITL_BINS; k++)
+        if (k >= 1 && h->edge[k] == 0)
+            h->edge[k] = itl_edge((double)k);
+    *lo = b >= 1 ? h->edge[b] : -INFINITY;
+    *hi = b + 1 < HL_ITL_BINS ? h->edge[b + 1] : INFINITY;
+}
 
 void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
@@ -58,8 +102,10 @@ static void stats_of(double *v, int64_t n, hl_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
-    if (n == 0)
+    if (n == 0) { /* nothing measured (TPOT of 1-token outputs): none, pushed as nil, never a silent 0 */
+        s->mean = s->p50 = s->p90 = s->p99 = s->max = NAN;
         return;
+    }
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
@@ -82,7 +128,7 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
         hl_serve_req *x = &q[i];
         x->ttft_s = x->first_token_s - x->arrival_s;
         x->e2e_s = x->finish_s - x->arrival_s;
-        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : 0;
+        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
         x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
         in_tok += x->input;
         out_tok += x->output;
@@ -117,6 +163,7 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
     }
     free(v);
     memset(&r->itl_s, 0, sizeof r->itl_s);
+    r->itl_s.mean = r->itl_s.p50 = r->itl_s.p90 = r->itl_s.p99 = r->itl_s.max = NAN; /* no gap: none */
     if (itl->n > 0) {
         r->itl_s.n = (int64_t)itl->n;
         r->itl_s.mean = itl->sum / itl->n;

@@ -165,6 +165,17 @@ static hl_status trace_content(const hl_trace_req *q, const hl_trace_content *t,
                          "request %lld by arrival (%s)",
                          (long long)k[j].row + 1, k[j].len, k[j].key, (long long)pos,
                          k[j].len > (double)pos ? "an earlier turn is missing" : "a turn is repeated");
+        /* a later turn's prompt continues the earlier one's sequence (its prompt and reply): a shorter
+         * one cannot, and its blocks would be credited with content it does not hold */
+        const hl_trace_req *now = &q[k[j].row], *was = pos > 1 ? &q[k[j - 1].row] : NULL;
+        if (!st && was && now->input < was->input + was->output)
+            st = hl_fail(err, HL_EINVAL,
+                         "serve field 'trace': request %lld (session %.0f, its request %lld by arrival) has a prompt "
+                         "of %g tokens, shorter than the conversation's previous request, request %lld: %g prompt + "
+                         "%g generated tokens (a later turn's prompt holds the history; a conversation that drops "
+                         "it is a new session)",
+                         (long long)k[j].row + 1, k[j].key, (long long)pos, now->input, (long long)k[j - 1].row + 1,
+                         was->input, was->output);
     }
     free(k);
     return st;

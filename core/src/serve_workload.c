@@ -264,7 +264,7 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
     hl_trace_content *qc = NULL; /* made at the first row that gives a content column (when asked for) */
     if (!q)
         return hl_fail(err, HL_ENOMEM, "%s: out of memory", o);
-    int cols[16], ncols = 0, header = 0, jsonl = -1;
+    int cols[64], ncols = 0, header = 0, jsonl = -1;
     const char *p = text, *end = text + len;
     if (len >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
         p += 3; /* a UTF-8 byte-order mark (spreadsheets write one) */
@@ -292,13 +292,26 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
                 goto bad;
         } else if (!header) {
             int seen[COL_ALL] = {0, 0, 0, 0, 0, 0, 0};
-            for (const char *f = s; f <= e && ncols < 16;) {
+            for (const char *f = s; f <= e;) {
+                if (ncols == 64) {
+                    free(q);
+                    free(qc);
+                    return hl_fail(err, HL_EPARSE, "%s line %ld: the CSV header has more than 64 columns", o, line);
+                }
                 const char *comma = memchr(f, ',', (size_t)(e - f));
                 const char *fe = comma ? comma : e;
                 int c = column_of(f, (size_t)(fe - f));
                 cols[ncols++] = c;
+                if (c >= 0 && seen[c]) { /* "input,input_tokens": which one is the prompt? */
+                    free(q);
+                    free(qc);
+                    return hl_fail(err, HL_EPARSE,
+                                   "%s line %ld: the CSV header's column %d (%.*s) repeats column %d (the same "
+                                   "name, or another name of it); give each column once",
+                                   o, line, ncols, (int)(fe - f < 40 ? fe - f : 40), f, seen[c]);
+                }
                 if (c >= 0)
-                    seen[c] = 1;
+                    seen[c] = ncols;
                 if (!comma)
                     break;
                 f = comma + 1;
@@ -307,7 +320,10 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
                 free(q);
                 free(qc);
                 return hl_fail(err, HL_EPARSE,
-                               "%s line %ld: the CSV header must name arrival_s, input and output columns", o, line);
+                               "%s line %ld: the CSV header must name arrival_s, input and output columns%s", o, line,
+                               memchr(s, '\r', (size_t)(e - s)) ? " (its lines end in a lone CR: save the file with LF "
+                                                                  "or CRLF line ends)"
+                                                                : "");
             }
             header = 1;
             continue;
@@ -340,6 +356,10 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
                     if (k != ncols - 1)
                         goto bad;
                     break;
+                }
+                if (k == ncols - 1) { /* a cell past the header's columns: no column to read it under */
+                    why = "more cells than the header has columns";
+                    goto bad;
                 }
                 f = comma + 1;
             }

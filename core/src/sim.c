@@ -11,6 +11,7 @@
 
 #include "err_int.h"
 #include "framework_int.h"
+#include "kernel_match_int.h"
 #include "hbdlab/cost.h"
 #include "layer_int.h"
 #include "memory_int.h"
@@ -42,11 +43,12 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
 }
 
 /* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
- * per layer plus one kernel latency per step, times `layers`. */
+ * per layer plus one kernel latency per step (a measured sum holds it already), times `layers`. */
 static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, double layers, double sum, double steps,
-                              int mem_bound, double flops, double bytes)
+                              int mem_bound, double flops, double bytes, int measured)
 {
-    double total = (sum + (s->c->gpu.kernel_latency + s->launch_extra) * steps) * layers; /* launch: MODEL.md 6.1 */
+    double lat = (measured ? 0 : s->c->gpu.kernel_latency) + s->launch_extra; /* launch: MODEL.md 6.1 */
+    double total = (sum + lat * steps) * layers;
     a->ph.time_s += total;
     if (mem_bound)
         a->ph.memory_s += total;
@@ -61,6 +63,31 @@ static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     it->time_s += total;
     it->flops += flops * layers;
     it->bytes += bytes * layers;
+    if (measured)
+        it->measured_calls += steps * layers;
+}
+
+/* The measured decode attention of n steps of one new token, step i after in + tau i cached
+ * keys (window w), from the job's kernel tables: 1 and *sum (s per layer), or 0 when one step
+ * is not covered. Up to 64 steps each; more: 64 runs of equal length, each at its middle step's
+ * context (the table is smooth in log-log between its grid points). */
+static int measured_decode_sum(const hl_sim_ctx *s, double q, double tau, double n, double in, double w, double *sum)
+{
+    enum { RUNS = 64 };
+    if (q != 1)
+        return 0;
+    double total = 0, t;
+    for (int k = 0; k < RUNS; k++) {
+        double i0 = n <= RUNS ? k : floor(n * k / RUNS), i1 = n <= RUNS ? k + 1 : floor(n * (k + 1) / RUNS);
+        if (i0 >= n || i1 <= i0)
+            continue;
+        double steps = fmin(i1, n) - i0;
+        if (!hl_kmatch_attention(s, s->b_local, 1, in + tau * (i0 + floor((steps - 1) / 2)), w, &t))
+            return 0;
+        total += steps * t;
+    }
+    *sum = total;
+    return 1;
 }
 
 /* Attention of n decode steps of q new tokens per sequence, step i = 0..n-1
@@ -78,6 +105,44 @@ static void part_op(const hl_sim_ctx *s, int part, hl_op *op, double b, double q
         hl_indexer_op(s, op, b, q, ctx);
     else
         hl_attn_op(s, op, b, q, ctx, 0);
+}
+
+/* Kernel time max(compute, memory) of `part` after ctx cached keys (summed by blended_sum). */
+static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, double ctx, double *out, hl_err *err)
+{
+    hl_op op;
+    hl_op_time t;
+    part_op(s, part, &op, b, q, ctx);
+    hl_status st = hl_op_time_on(&op, &s->c->gpu, &t, err);
+    *out = fmax(t.compute_s, t.memory_s);
+    return st;
+}
+
+/* Sum over i = 0..n-1 of the kernel time after in + tau*i keys when it is not linear in the
+ * context (a blended decode kernel, attn_blend > 1): step by step up to BLEND_EXACT steps,
+ * beyond by Simpson's rule over [-1/2, n - 1/2] (the midpoint sum of a smooth function) on
+ * BLEND_PANELS panels. */
+enum { BLEND_EXACT = 4096, BLEND_PANELS = 512 };
+static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
+                             double *sum, hl_err *err)
+{
+    double f, total = 0;
+    hl_status st = HL_OK;
+    if (n <= BLEND_EXACT) {
+        for (double i = 0; i < n && !st; i++) {
+            st = part_time(s, part, b, q, in + tau * i, &f, err);
+            total += f;
+        }
+    } else {
+        double h = n / BLEND_PANELS;
+        for (int k = 0; k <= BLEND_PANELS && !st; k++) {
+            st = part_time(s, part, b, q, in + tau * (-0.5 + h * k), &f, err);
+            total += f * (k == 0 || k == BLEND_PANELS ? 1 : k % 2 ? 4 : 2);
+        }
+        total *= h / 3;
+    }
+    *sum = total;
+    return st;
 }
 
 /* attention_sum from `in` cached keys at step 0, of kernel `part`. */
@@ -106,7 +171,13 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
             by[x] = op.bytes_read + op.bytes_written;
         }
         n_grow = i_grow + 1;
-        sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
+        if (q <= 1 && s->c->gpu.attn_blend > 1) { /* not linear in the context (hl_op_time_on) */
+            double grown;
+            if ((st = blended_sum(s, part, b, q, in, tau, n_grow, &grown, err)))
+                return st;
+            sum += grown;
+        } else
+            sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
         flops += n_grow * f[0] + (f[1] - f[0]) * i_grow * n_grow / 2;
         bytes += n_grow * by[0] + (by[1] - by[0]) * i_grow * n_grow / 2;
         mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;
@@ -122,7 +193,9 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         if (n_grow == 0)
             mem_bound = t.memory_s >= t.compute_s;
     }
-    add_attention_sum(s, a, part == PART_INDEXER ? "indexer" : "attention", layers, sum, n, mem_bound, flops, bytes);
+    int measured = s->kern && part == PART_ATTENTION && measured_decode_sum(s, q, tau, n, in, w, &sum);
+    add_attention_sum(s, a, part == PART_INDEXER ? "indexer" : "attention", layers, sum, n, mem_bound, flops, bytes,
+                      measured);
     return HL_OK;
 }
 
@@ -283,50 +356,92 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     return HL_OK;
 }
 
+/* The scalar fields after `input` first, then the HBD size (both often swept),
+ * then the model and cluster: a miss is found before most of the 3 KB. Of
+ * expert_freq only the expert_freq_n shares in use are compared (nothing reads
+ * the rest: hl_sim_layout's cache keys on the same): 8 KB fewer a run. hl_job
+ * holds no pointers, so equal bytes are an equal job; padding that differs only
+ * misses. */
+static int64_t freq_in_use(const hl_job *j)
+{
+    int64_t n = j->expert_freq_n, cap = (int64_t)(sizeof j->expert_freq / sizeof j->expert_freq[0]);
+    return n < 0 ? cap : n > cap ? cap : n; /* out of range (never after the checks): all of them */
+}
+
+static int same_job_but_input(const hl_job *a, const hl_job *b)
+{
+    size_t at = offsetof(hl_job, input), after = at + sizeof a->input;
+    size_t freq = offsetof(hl_job, expert_freq), tail = freq + sizeof a->expert_freq;
+    return memcmp((const char *)a + after, (const char *)b + after, freq - after) == 0 &&
+           memcmp((const char *)a + tail, (const char *)b + tail, sizeof *a - tail) == 0 &&
+           memcmp(a->expert_freq, b->expert_freq, (size_t)freq_in_use(a) * sizeof a->expert_freq[0]) == 0 &&
+           a->cluster.hbd == b->cluster.hbd && memcmp(a, b, at) == 0;
+}
+
+/* The bytes same_job_but_input reads (all but the unused shares). */
+static void copy_compared(hl_job *dst, const hl_job *src)
+{
+    size_t freq = offsetof(hl_job, expert_freq), tail = freq + sizeof src->expert_freq;
+    memcpy(dst, src, freq);
+    memcpy(dst->expert_freq, src->expert_freq, (size_t)freq_in_use(src) * sizeof src->expert_freq[0]);
+    memcpy((char *)dst + tail, (const char *)src + tail, sizeof *src - tail);
+}
+
+/* A sweep over input (the usual innermost axis) runs jobs equal but for `input`,
+ * and so does the same job run again (a calibration, core.bench_latency). Each
+ * summary run on a thread gets the class number of the last one when its job
+ * (as run, after the framework) equals that job's but for input, else the next
+ * number: the memos of what does not depend on input (decode_layers here, the
+ * LM head of layer.c's hl_io_ops) key on it instead of comparing 3 KB each.
+ * Numbers are never reused, so an entry of an older class never matches. */
+typedef struct job_class {
+    uint64_t id; /* 0: none yet */
+    hl_job last; /* the job of class `id` (input aside) */
+} job_class;
+static _Thread_local job_class jclass;
+
+static uint64_t job_class_of(const hl_job *j)
+{
+    job_class *c = &jclass;
+    if (c->id == 0 || !same_job_but_input(&c->last, j)) {
+        copy_compared(&c->last, j);
+        c->id++;
+    }
+    return c->id;
+}
+
 /* Decode's hl_layer_ops (every operator and collective but attention) does not
- * depend on the prompt length, and a sweep over input (the usual innermost
- * axis) repeats it with an otherwise equal job. In summary mode the phase it
- * leaves (from zero: it runs first in the phase) is kept per thread, keyed on
- * the job as run, all of it but `input`, and its arguments. hl_job holds no
- * pointers, so equal bytes are an equal job; padding that differs only misses.
- * Results are bit-identical: a hit restores the same sums in the same order. */
+ * depend on the prompt length. In summary mode the phase it leaves (from zero:
+ * it runs first in the phase) is kept per thread, keyed on the job's class (all
+ * of the job but `input`) and its arguments. Results are bit-identical: a hit
+ * restores the same sums in the same order. */
 typedef struct decode_memo {
-    int valid;
-    hl_job key; /* key.input is not compared */
+    uint64_t job_class; /* 0: empty */
     double b, passes;
     hl_phase ph;
 } decode_memo;
 static _Thread_local decode_memo dmemo;
 
-/* The scalar fields after `input` first, then the HBD size (both often swept),
- * then the model and cluster: a miss is found before most of the 2.7 KB. */
-static int same_job_but_input(const hl_job *a, const hl_job *b)
-{
-    size_t at = offsetof(hl_job, input), after = at + sizeof a->input;
-    return memcmp((const char *)a + after, (const char *)b + after, sizeof *a - after) == 0 &&
-           a->cluster.hbd == b->cluster.hbd && memcmp(a, b, at) == 0;
-}
-
 /* b sequences per group in one micro-batch of m (routing batch/m tokens), `passes` passes. */
 static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double m, double passes, hl_err *err)
 {
     static const hl_phase zero;
-    if (!a->summary || memcmp(&a->ph, &zero, sizeof zero) != 0) /* breakdown and events come from the pass itself */
+    if (!a->summary || !s->job_class ||
+        memcmp(&a->ph, &zero, sizeof zero) != 0) /* breakdown and events come from the pass itself */
         return hl_layer_ops(s, a, b, 1, s->j->batch / m, passes, 1, err);
     decode_memo *d = &dmemo;
-    if (d->valid && d->b == b && d->passes == passes && same_job_but_input(&d->key, s->j)) {
+    if (d->job_class == s->job_class && d->b == b && d->passes == passes) {
         a->ph = d->ph;
         a->layer_kind = 0;
         return HL_OK;
     }
     hl_status st = hl_layer_ops(s, a, b, 1, s->j->batch / m, passes, 1, err);
-    d->valid = 0;
+    d->job_class = 0;
     if (st == HL_OK) {
-        d->key = *s->j;
+        d->job_class = s->job_class;
         d->b = b;
         d->passes = passes;
         d->ph = a->ph;
-        d->valid = 1;
     }
     return st;
 }
@@ -433,6 +548,8 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     hl_status st = hl_sim_resolve(j, &s, trust, err);
     if (st)
         return st;
+    if (j->summary_only)
+        s.job_class = job_class_of(j);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job

@@ -42,7 +42,8 @@ struct hl_stepper {
 struct dline {
     hl_phase base;
     double ac, bc, am, bm, lat;
-    double stages; /* pipeline stage slots of the iteration (1 without pp) */
+    double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
+    double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
 
@@ -251,11 +252,20 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     hl_op op;
     hl_op_time t0, t1;
     double per = rank_div(st);
+    /* a blended kernel (attn_blend > 1, MODEL.md section 3) keeps its lines without the fixed
+     * part: attn_latency + the power mean of each line and the units, at evaluation */
+    hl_gpu g = st->job.cluster.gpu;
+    if (g.attn_blend > 1) {
+        d.blend = g.attn_blend;
+        d.alat = g.attn_latency;
+        g.attn_latency = g.attn_unit_s = g.attn_blend = 0;
+    }
     hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
+    d.units = d.blend > 1 ? op.units * st->job.cluster.gpu.attn_unit_s : 0;
+    if ((rc = hl_op_time_on(&op, &g, &t0, err)))
         return rc;
     hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
+    if ((rc = hl_op_time_on(&op, &g, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
     d.bc = t1.compute_s - t0.compute_s;
@@ -271,24 +281,61 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     return HL_OK;
 }
 
+/* The cached line of n decoding sequences as an hl_decode_fn (n <= cap, no indexer). */
+static hl_status decode_fn(hl_stepper *st, double n, hl_decode_fn *f, hl_err *err)
+{
+    struct dline d;
+    hl_status rc = decode_line(st, n, &d, err);
+    if (rc)
+        return rc;
+    *f = (hl_decode_fn){d.base.time_s,
+                        d.base.compute_s + d.base.memory_s,
+                        d.base.comm_s,
+                        d.ac,
+                        d.bc,
+                        d.am,
+                        d.bm,
+                        d.lat,
+                        st->full,
+                        st->sliding,
+                        d.stages,
+                        st->job.overlap_decode,
+                        st->job.step_overhead,
+                        d.blend,
+                        d.alat,
+                        d.units};
+    return HL_OK;
+}
+
+/* Whether the job's kernel tables hold decode attention: its time is then the table's at the
+ * iteration's context, not the cached line's (linear in the context). */
+static int measured_decode(const hl_stepper *st)
+{
+    return st->s.kern &&
+           (hl_kernels_rows(st->s.kern, HL_KT_ATTN_DECODE) > 0 || hl_kernels_rows(st->s.kern, HL_KT_MLA_DECODE) > 0);
+}
+
+hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err)
+{
+    *ok = !(st->job.model.index_topk > 0) && !measured_decode(st) && seqs >= 1 && seqs == floor(seqs) &&
+          seqs <= (double)st->cap;
+    return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
     int indexer = st->job.model.index_topk > 0; /* sparse attention: the indexer's sum below, no cached line */
     double per = rank_div(st);                  /* divisor of the counts: one rank's share */
     int alike = !(it->routed > 0) || it->routed == it->decode_seqs * (st->per_rank ? (double)st->s.dp : 1);
-    if (!indexer && it->n_chunks == 0 && it->decode_seqs >= 1 && it->decode_seqs == (double)nd && nd <= st->cap &&
-        it->logits_rows == it->decode_seqs && alike) { /* decode only: evaluate the cached line (hot path) */
-        struct dline d;
-        hl_status rc = decode_line(st, it->decode_seqs, &d, err);
+    if (!indexer && !measured_decode(st) && it->n_chunks == 0 && it->decode_seqs >= 1 &&
+        it->decode_seqs == (double)nd && nd <= st->cap && it->logits_rows == it->decode_seqs &&
+        alike) { /* decode only: evaluate the cached line (hot path) */
+        hl_decode_fn f;
+        hl_status rc = decode_fn(st, it->decode_seqs, &f, err);
         if (rc)
             return rc;
-        double stages = d.stages;
-        double c = it->decode_ctx_mean, w = it->decode_win_mean;
-        double att = (fmax(d.ac + d.bc * c, d.am + d.bm * c) + d.lat) * st->full * stages +
-                     (fmax(d.ac + d.bc * w, d.am + d.bm * w) + d.lat) * st->sliding * stages;
-        double time = d.base.time_s + att, ops = d.base.compute_s + d.base.memory_s + att;
-        *time_s = time - hl_comm_hidden(st->job.overlap_decode, d.base.comm_s, ops) + st->job.step_overhead;
+        *time_s = hl_decode_fn_time(&f, it->decode_ctx_mean, it->decode_win_mean);
         if (!isfinite(*time_s) || *time_s < 0)
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;

@@ -4,8 +4,10 @@
  * Used by the serving scheduler (serve.c). Formulas: docs/MODEL.md, "Serving". */
 #ifndef HL_STEP_INT_H
 #define HL_STEP_INT_H
+#include <math.h>
 #include <stdint.h>
 #include "hbdlab/sim.h"
+#include "layer_int.h"
 
 /* A chunk of one request's prompt prefilled in this step. */
 typedef struct hl_iter_chunk {
@@ -43,6 +45,47 @@ hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper 
 
 /* Time in s of one iteration on the critical path (one GPU of the slowest stage). */
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err);
+
+/* A decode-only iteration of a fixed number of sequences as a function of their
+ * mean context: the cached line of hl_stepper_time's hot path, for a caller
+ * that times many such iterations (serve.c's decode run-ahead). */
+typedef struct hl_decode_fn {
+    double base_time, base_ops, comm; /* s: every operator but attention; its compute + memory; its comm */
+    double ac, bc, am, bm, lat;       /* one attention kernel: max(ac + bc c, am + bm c) + lat s */
+    double full, sliding, stages;     /* full and sliding-window layers, pipeline stage slots */
+    double overlap, overhead;         /* decode overlap of comm, framework s per step */
+    double blend, alat, units;        /* blend > 1: the kernel is alat + (line^p + units^p)^(1/p), p = blend */
+} hl_decode_fn;
+
+/* alat + (x^p + u^p)^(1/p) of a blended decode kernel (roofline.c's power mean, MODEL.md section 3). */
+static inline double hl_decode_blend(const hl_decode_fn *f, double x)
+{
+    double hi = x > f->units ? x : f->units;
+    return hi > 0 ? f->alat + hi * pow(pow(x / hi, f->blend) + pow(f->units / hi, f->blend), 1 / f->blend) : f->alat;
+}
+
+/* The line of `seqs` decoding sequences (an iteration hl_stepper_time would time
+ * as hl_iter{seqs, c, w, 0, NULL, seqs, 0, 0}); *ok = 0 when that iteration
+ * does not take the cached line (sparse-attention indexer, seqs over the cache). */
+hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err);
+
+/* s of that iteration at mean context c and mean windowed context w (the
+ * expression of hl_stepper_time's hot path, which calls it: the same bits). */
+static inline double hl_decode_fn_time(const hl_decode_fn *f, double c, double w)
+{
+    /* max(x, y) as fmax for the finite times here, without libm's out-of-line call */
+    double xc = f->ac + f->bc * c, yc = f->am + f->bm * c, xw = f->ac + f->bc * w, yw = f->am + f->bm * w;
+    if (f->blend > 1) {
+        xc = hl_decode_blend(f, xc);
+        yc = hl_decode_blend(f, yc);
+        xw = hl_decode_blend(f, xw);
+        yw = hl_decode_blend(f, yw);
+    }
+    double att =
+        ((xc > yc ? xc : yc) + f->lat) * f->full * f->stages + ((xw > yw ? xw : yw) + f->lat) * f->sliding * f->stages;
+    double time = f->base_time + att, ops = f->base_ops + att;
+    return time - hl_comm_hidden(f->overlap, f->comm, ops) + f->overhead;
+}
 
 /* B of KV cache one GPU holds per token of a sequence, all its layers (no window); and
  * the mapping's GPU count and data-parallel groups. */

@@ -307,10 +307,141 @@ void hl_sweep_plan_free(plan *pl, int32_t n_axes)
     free(pl);
 }
 
+/* ---- The compact store of an in-memory sweep -------------------------------------------- */
+
+/* The lock and an open-addressing index of the distinct messages (slots hold code k + 1 of
+ * message k, 0 when empty; at most half full). */
+typedef struct store_internal {
+    pthread_mutex_t lock;
+    int32_t *slots;
+    int32_t n_slots, cap_messages;
+} store_internal;
+
+double hl_sweep_store_point_bytes(void) { return (double)(sizeof(double) * HL_POINT_VALUES + sizeof(int32_t)); }
+
+hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err)
+{
+    memset(s, 0, sizeof *s);
+    size_t count = (size_t)(n > 0 ? n : 1);
+    store_internal *in = calloc(1, sizeof *in);
+    s->values = malloc(sizeof(double) * HL_POINT_VALUES * count);
+    s->fault = malloc(sizeof(int32_t) * count);
+    s->internal = in;
+    if (!in || !s->values || !s->fault) {
+        hl_sweep_store_free(s);
+        return hl_fail(err, HL_ENOMEM, "sweep: out of memory for %lld points", (long long)n);
+    }
+    pthread_mutex_init(&in->lock, NULL);
+    s->n = n;
+    for (int64_t i = 0; i < n; i++)
+        s->fault[i] = HL_STORE_NOT_RUN;
+    return HL_OK;
+}
+
+void hl_sweep_store_free(hl_sweep_store *s)
+{
+    store_internal *in = s->internal;
+    if (in) {
+        pthread_mutex_destroy(&in->lock);
+        free(in->slots);
+        free(in);
+    }
+    for (int32_t k = 0; k < s->n_messages; k++)
+        free(s->messages[k]);
+    free(s->messages);
+    free(s->statuses);
+    free(s->values);
+    free(s->fault);
+    memset(s, 0, sizeof *s);
+}
+
+static uint32_t text_hash(const char *t, int32_t st)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)st; /* FNV-1a */
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 16777619u;
+    return h;
+}
+
+/* Doubles the index (under the lock); 0 when out of memory. */
+static int grow_index(hl_sweep_store *s, store_internal *in)
+{
+    int32_t n = in->n_slots ? in->n_slots * 2 : 64;
+    int32_t *slots = calloc((size_t)n, sizeof *slots);
+    if (!slots)
+        return 0;
+    for (int32_t k = 0; k < s->n_messages; k++) {
+        uint32_t h = text_hash(s->messages[k], s->statuses[k]) & (uint32_t)(n - 1);
+        while (slots[h])
+            h = (h + 1) & (uint32_t)(n - 1);
+        slots[h] = k + 1;
+    }
+    free(in->slots);
+    in->slots = slots;
+    in->n_slots = n;
+    return 1;
+}
+
+int32_t hl_sweep_store_fault(hl_sweep_store *s, hl_status st, const char *msg)
+{
+    store_internal *in = s->internal;
+    int32_t code = 0;
+    pthread_mutex_lock(&in->lock);
+    if (2 * (s->n_messages + 1) > in->n_slots && !grow_index(s, in))
+        goto out;
+    uint32_t mask = (uint32_t)(in->n_slots - 1), h = text_hash(msg, st) & mask;
+    for (; in->slots[h]; h = (h + 1) & mask) {
+        int32_t k = in->slots[h] - 1;
+        if (s->statuses[k] == (int32_t)st && strcmp(s->messages[k], msg) == 0) {
+            code = k + 1;
+            goto out;
+        }
+    }
+    if (s->n_messages == in->cap_messages) {
+        int32_t cap = in->cap_messages ? in->cap_messages * 2 : 16;
+        char **m = realloc(s->messages, sizeof *m * (size_t)cap);
+        if (m)
+            s->messages = m;
+        int32_t *sts = m ? realloc(s->statuses, sizeof *sts * (size_t)cap) : NULL;
+        if (!sts)
+            goto out;
+        s->statuses = sts;
+        in->cap_messages = cap;
+    }
+    char *copy = malloc(strlen(msg) + 1);
+    if (!copy)
+        goto out;
+    strcpy(copy, msg);
+    s->messages[s->n_messages] = copy;
+    s->statuses[s->n_messages] = (int32_t)st;
+    code = ++s->n_messages;
+    in->slots[h] = code;
+out:
+    pthread_mutex_unlock(&in->lock);
+    return code;
+}
+
+/* Packs point i of a store: its values, or the code of its message. */
+static void store_put(hl_sweep_store *s, int64_t i, const hl_point *p)
+{
+    if (p->status == HL_OK) {
+        memcpy(s->values + i * HL_POINT_VALUES, p->v, sizeof p->v);
+        s->fault[i] = 0;
+        return;
+    }
+    if (p->status == HL_EINTR) { /* stopped inside (a plan search polls Ctrl-C): as not reached */
+        s->fault[i] = HL_STORE_NOT_RUN;
+        return;
+    }
+    int32_t code = hl_sweep_store_fault(s, p->status, p->error);
+    s->fault[i] = code ? code : HL_STORE_LOST; /* out of memory for the message: the point still fails */
+}
+
 typedef struct worker {
     const hl_sweep_in *in;
     const plan *plan;
-    hl_point *out; /* out[i - base] receives point i */
+    hl_point *out;         /* out[i - base] receives point i (NULL when store is set) */
+    hl_sweep_store *store; /* or point i goes to store index i */
     int64_t begin, end, stride, base;
 } worker;
 
@@ -339,16 +470,25 @@ static void *work(void *arg)
     int cancelled = 0;
     hl_job job;   /* the last point's job: reused when w->plan->reuse */
     int have = 0; /* job holds a point bound without error */
+    hl_point one; /* a store's point before it is packed */
     /* w->begin is this thread's first block start; blocks are w->stride points apart */
     for (int64_t b = w->begin; b < w->end; b += w->stride) {
         int64_t stop = b + BLOCK < w->end ? b + BLOCK : w->end;
         for (int64_t i = b; i < stop; i++) {
             if (cancelled || (w->in->cancel && *w->in->cancel)) {
                 cancelled = 1; /* mark what this thread will not reach */
-                w->out[i - w->base].status = HL_EINTR;
+                if (w->store)
+                    w->store->fault[i] = HL_STORE_NOT_RUN;
+                else
+                    w->out[i - w->base].status = HL_EINTR;
                 continue;
             }
-            hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &w->out[i - w->base]);
+            if (w->store) {
+                hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &one);
+                store_put(w->store, i, &one);
+            } else {
+                hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &w->out[i - w->base]);
+            }
             if (w->in->progress)
                 __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);
         }
@@ -356,7 +496,8 @@ static void *work(void *arg)
     return NULL;
 }
 
-hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
+/* Runs the points of in into out (hl_sweep_run) or store (hl_sweep_run_store). */
+static hl_status run_points(const hl_sweep_in *in, hl_point *out, hl_sweep_store *store, hl_err *err)
 {
     int64_t total;
     hl_status st = hl_sweep_count(in, &total, err);
@@ -384,7 +525,7 @@ hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
     int started[256] = {0};
     for (int32_t t = 0; t < threads; t++) {
         /* blocks round-robin: neighbouring points (similar cost) spread over threads */
-        ws[t] = (worker){in, pl, out, first + (int64_t)t * BLOCK, first + n, (int64_t)threads * BLOCK, first};
+        ws[t] = (worker){in, pl, out, store, first + (int64_t)t * BLOCK, first + n, (int64_t)threads * BLOCK, first};
         if (t > 0)
             started[t] = pthread_create(&tids[t], NULL, work, &ws[t]) == 0;
     }
@@ -400,4 +541,18 @@ hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err)
     if (in->cancel && *in->cancel)
         return hl_fail(err, HL_EINTR, "sweep interrupted");
     return HL_OK;
+}
+
+hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err) { return run_points(in, out, NULL, err); }
+
+hl_status hl_sweep_run_store(const hl_sweep_in *in, hl_sweep_store *s, hl_err *err)
+{
+    int64_t total;
+    hl_status st = hl_sweep_count(in, &total, err);
+    if (st)
+        return st;
+    if (s->n != total)
+        return hl_fail(err, HL_EINVAL, "sweep: a store of %lld points for a sweep of %lld", (long long)s->n,
+                       (long long)total);
+    return run_points(in, NULL, s, err);
 }

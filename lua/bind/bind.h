@@ -72,6 +72,22 @@ int32_t hl_result_table_size(int nested);
 /* Index of result column `name` (a result field or a friendly alias, whose
  * factor goes to *scale), or -1. */
 int32_t hl_result_column(const char *name, double *scale);
+/* Friendly alias k (ttft_ms, ...): its name, and the field it scales and the factor (each may be
+ * NULL); NULL past the last. */
+const char *hl_result_friendly(int32_t k, int32_t *field, double *scale);
+
+/* Sweep rows as views over a compact store (l_sweep_rows.c). Pushes the rows of points
+ * [lo, hi) of store (the points not reached left out; a failed one raises when strict), taking
+ * the store over (*store is cleared first; on a raise before that the caller still owns it).
+ * axes[0, na) and the core axes array at axes_idx (its .label / .shown relabel an axis) give the
+ * axis values. */
+int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes, int32_t na, int zip, int axes_idx,
+                       int64_t lo, int64_t hi, int strict);
+/* Whether the value at idx is a sweep row view; hl_sweep_row_table pushes it as a plain table
+ * (its pairs()) and returns 1, or returns 0 and pushes nothing when it is not one. */
+int hl_is_sweep_row(lua_State *L, int idx);
+int hl_sweep_row_table(lua_State *L, int idx);
+void hl_bind_sweep_rows(lua_State *L);
 
 /* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
  * delivers the interrupt: a sweep that stops early with the rows done, or the

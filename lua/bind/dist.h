@@ -69,9 +69,9 @@ int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, si
 /* 1 once hl_dist_agree has failed (the host then ends MPI without another collective). */
 int hl_dist_out_of_step(void);
 
-/* MPI: every rank holds its block [lo, hi) of all[0..n) (hl_dist_block of n);
- * afterwards every rank holds all n points. 0 on success. */
-int hl_dist_allgather_points(hl_point *all, int64_t n);
+/* MPI: every rank holds its block [lo, hi) of the store's points (hl_dist_block of s->n);
+ * afterwards every rank holds all of them (values, fault codes, messages). 0 on success. */
+int hl_dist_allgather_store(hl_sweep_store *s);
 
 /* MPI: concatenates every rank's text in rank order; on every rank *out is a
  * malloc'd buffer (caller frees) of *out_len bytes. 0 on success. */

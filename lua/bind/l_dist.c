@@ -163,13 +163,15 @@ int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, si
     return -1;
 }
 
-int hl_dist_allgather_points(hl_point *all, int64_t n)
+/* Every rank holds its block (hl_dist_block of n) of the n records of elem bytes at all;
+ * afterwards every rank holds all of them. 0 on success. */
+static int allgather_blocks(void *all, int64_t n, size_t elem)
 {
     int size = hl_bind_dist.count;
     int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
-    MPI_Datatype point;
+    MPI_Datatype record;
     int rc = -1;
-    if (!counts || !displs || n > INT_MAX)
+    if (!counts || !displs || n > INT_MAX || elem > INT_MAX)
         goto out;
     for (int r = 0; r < size; r++) {
         int64_t lo, hi;
@@ -177,15 +179,78 @@ int hl_dist_allgather_points(hl_point *all, int64_t n)
         counts[r] = (int)(hi - lo);
         displs[r] = (int)lo;
     }
-    MPI_Type_contiguous((int)sizeof(hl_point), MPI_BYTE, &point);
-    MPI_Type_commit(&point);
-    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, point, MPI_COMM_WORLD) == MPI_SUCCESS
+    MPI_Type_contiguous((int)elem, MPI_BYTE, &record);
+    MPI_Type_commit(&record);
+    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, record, MPI_COMM_WORLD) == MPI_SUCCESS
              ? 0
              : -1;
-    MPI_Type_free(&point);
+    MPI_Type_free(&record);
 out:
     free(counts);
     free(displs);
+    return rc;
+}
+
+int hl_dist_allgather_store(hl_sweep_store *s)
+{
+    /* the values and fault codes of each block, then each rank's messages ("count\0" then
+     * "status\0message\0" each, in code order), added to this rank's store (kept once each) and
+     * the gathered codes of the other ranks' blocks renumbered to them */
+    int size = hl_bind_dist.count, me = hl_bind_dist.index, rc = -1;
+    char *mine = NULL, *all = NULL;
+    size_t len = 0, all_len = 0;
+    int32_t *map = NULL;
+    if (allgather_blocks(s->values, s->n, sizeof(double) * HL_POINT_VALUES) != 0 ||
+        allgather_blocks(s->fault, s->n, sizeof(int32_t)) != 0)
+        return -1;
+    len = 12; /* the count and its NUL */
+    for (int32_t k = 0; k < s->n_messages; k++)
+        len += 12 + strlen(s->messages[k]) + 1;
+    if (!(mine = malloc(len)))
+        return -1;
+    size_t used = (size_t)snprintf(mine, 12, "%d", (int)s->n_messages) + 1;
+    for (int32_t k = 0; k < s->n_messages; k++) {
+        used += (size_t)snprintf(mine + used, 12, "%d", (int)s->statuses[k]) + 1;
+        size_t m = strlen(s->messages[k]) + 1;
+        memcpy(mine + used, s->messages[k], m);
+        used += m;
+    }
+    len = used;
+    if (hl_dist_allgather_text(mine, len, &all, &all_len) != 0)
+        goto out;
+    size_t at = 0;
+    for (int r = 0; r < size; r++) {
+        if (at >= all_len)
+            goto out;
+        long count = strtol(all + at, NULL, 10);
+        at += strlen(all + at) + 1;
+        free(map);
+        map = malloc(sizeof *map * (size_t)(count > 0 ? count : 1));
+        if (!map || count < 0)
+            goto out;
+        for (long k = 0; k < count; k++) {
+            if (at >= all_len)
+                goto out;
+            int st = (int)strtol(all + at, NULL, 10);
+            at += strlen(all + at) + 1;
+            if (at >= all_len)
+                goto out;
+            map[k] = r == me ? (int32_t)k + 1 : hl_sweep_store_fault(s, (hl_status)st, all + at);
+            at += strlen(all + at) + 1;
+            if (!map[k])
+                map[k] = HL_STORE_LOST;
+        }
+        int64_t lo, hi;
+        hl_dist_block(s->n, r, size, &lo, &hi);
+        for (int64_t i = lo; r != me && i < hi; i++)
+            if (s->fault[i] > 0)
+                s->fault[i] = s->fault[i] <= count ? map[s->fault[i] - 1] : HL_STORE_LOST;
+    }
+    rc = 0;
+out:
+    free(map);
+    free(mine);
+    free(all);
     return rc;
 }
 
@@ -237,10 +302,9 @@ int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, si
     (void)out_of_step;
     return 0;
 }
-int hl_dist_allgather_points(hl_point *all, int64_t n)
+int hl_dist_allgather_store(hl_sweep_store *s)
 {
-    (void)all;
-    (void)n;
+    (void)s;
     return -1;
 }
 int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out_len)

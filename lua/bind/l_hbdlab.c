@@ -13,9 +13,9 @@ static int l_embedded_chunks(lua_State *L);
 
 typedef void (*binder)(lua_State *L);
 static const binder binders[] = {
-    hl_bind_util,  hl_bind_objects, hl_bind_roofline, hl_bind_coll,   hl_bind_sim,
-    hl_bind_json,  hl_bind_sweep,   hl_bind_bench,    hl_bind_minitf, hl_bind_files,
-    hl_bind_calib, hl_bind_serve,   hl_bind_dist_fns, hl_bind_result, hl_bind_merge,
+    hl_bind_util,     hl_bind_objects, hl_bind_roofline, hl_bind_coll,       hl_bind_sim,   hl_bind_json,
+    hl_bind_sweep,    hl_bind_bench,   hl_bind_minitf,   hl_bind_files,      hl_bind_calib, hl_bind_serve,
+    hl_bind_dist_fns, hl_bind_result,  hl_bind_merge,    hl_bind_sweep_rows,
 };
 
 static int open_core(lua_State *L)

@@ -82,6 +82,8 @@ static void fill_table(lua_State *L, int idx, hl_json *node, int is_arr, size_t 
 
 static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, int depth)
 {
+    if (hl_sweep_row_table(L, idx)) /* a sweep row view (l_sweep_rows.c) as the table it reads as */
+        lua_replace(L, idx);
     switch (lua_type(L, idx)) {
     case LUA_TNIL: attach(L, parent, key, hl_json_new(HL_JSON_NULL)); return;
     case LUA_TBOOLEAN: attach(L, parent, key, hl_json_new_bool(lua_toboolean(L, idx))); return;
@@ -146,6 +148,8 @@ static void check_string(lua_State *L, int idx, const char *what)
 static void check_encodable(lua_State *L, int idx, int depth)
 {
     idx = lua_absindex(L, idx);
+    if (hl_sweep_row_table(L, idx)) /* a sweep row view (l_sweep_rows.c) as the table it reads as */
+        lua_replace(L, idx);
     switch (lua_type(L, idx)) {
     case LUA_TNIL:
     case LUA_TBOOLEAN:

@@ -155,6 +155,17 @@ void hl_set_result_fields(lua_State *L, const double *v, int nested)
     lua_settop(L, t);
 }
 
+const char *hl_result_friendly(int32_t k, int32_t *field, double *scale)
+{
+    if (k < 0 || k >= N_FRIENDLY)
+        return NULL;
+    if (field)
+        *field = hl_result_field_index(friendly[k].field);
+    if (scale)
+        *scale = friendly[k].scale;
+    return friendly[k].name;
+}
+
 int32_t hl_result_column(const char *name, double *scale)
 {
     *scale = 1;

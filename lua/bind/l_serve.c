@@ -129,11 +129,32 @@ static void set_serve_value(lua_State *L, hl_serve_cfg *c, const char *name)
         hl_raise(L, &err);
 }
 
+/* The keys of group g, ", "-separated ("ttft_s, tpot_s"), written to list[400]. */
+static const char *group_members(const char *g, char list[400])
+{
+    const hl_field_set *ss = hl_serve_fields();
+    size_t gl = strlen(g);
+    list[0] = '\0';
+    for (int32_t i = 0; i < ss->count; i++) {
+        const char *p = ss->fields[i].path;
+        if (p && strncmp(p, g, gl) == 0 && p[gl] == '.')
+            snprintf(list + strlen(list), 400 - strlen(list), "%s%s", list[0] ? ", " : "", p + gl + 1);
+    }
+    return list;
+}
+
 /* Sets group g's fields ("input", "output", "slo") from the table at the top of the stack. The
  * table is the whole group: its fields start unset. "_ms" keys are friendly aliases of "_s" ones. */
 static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
 {
     int t = lua_gettop(L);
+    char keys[400];
+    lua_pushnil(L);
+    if (!lua_next(L, t)) /* {} (or a JSON null inside it) sets nothing: say so, not a silent "none" */
+        luaL_error(L,
+                   "serve field '%s': an empty table gives none of its fields (allowed: %s; leave '%s' out for none)",
+                   g, group_members(g, keys), g);
+    lua_pop(L, 2);
     hl_serve_clear_group(c, g);
     lua_pushnil(L);
     while (lua_next(L, t)) { /* [.. group key value] */
@@ -249,6 +270,15 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
         const char *k = hl_c_string(L, -2, "serve: a field name");
         if (is_serve_key(k))
             continue;
+        const hl_field *pf = strchr(k, '.') ? hl_serve_field(k) : NULL;
+        if (pf && pf->path && !strcmp(pf->path, k)) { /* "kv_offload.bw": a key of its group, or the flat name */
+            int gl = (int)(strchr(k, '.') - k);
+            char msg[300]; /* luaL_error has no %.*s */
+            snprintf(msg, sizeof msg, "serve: '%s' is key '%s' of group '%.*s': give %.*s = {%s = ...}%s%s%s", k,
+                     k + gl + 1, gl, k, gl, k, k + gl + 1, pf->type == HL_FIELD_TABLE ? "" : ", or its flat name '",
+                     pf->type == HL_FIELD_TABLE ? "" : pf->name, pf->type == HL_FIELD_TABLE ? "" : "'");
+            luaL_error(L, "%s", msg);
+        }
         if (!is_job_key(k))
             unknown_key(L, "serve", k, 1);
         lua_pushvalue(L, -2);
@@ -298,10 +328,19 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
         } else if (t == LUA_TTABLE && is_group(k)) { /* "disagg" was read above */
             set_group(L, c, k);
         } else if (t == LUA_TTABLE) {
-            luaL_error(L, "serve field '%s': expected a %s, got a table", k,
-                       hl_serve_field(k) && hl_serve_field(k)->type == HL_FIELD_STRING ? "string" : "number");
+            const hl_field *f = hl_serve_field(k);
+            luaL_error(L, "serve field '%s': expected %s, got a table", k,
+                       !f                           ? "a number"
+                       : f->type == HL_FIELD_BOOL   ? "true or false"
+                       : f->type == HL_FIELD_STRING ? "a string"
+                       : f->type == HL_FIELD_ENUM   ? "a name"
+                                                    : "a number");
         } else if (strcmp(k, "slo") == 0) {
             luaL_error(L, "serve field 'slo': expected {ttft_s =, tpot_s =} (or ttft_ms, tpot_ms), got %s",
+                       luaL_typename(L, -1));
+        } else if (is_group(k) && strcmp(k, "input") && strcmp(k, "output")) { /* kv_offload = true, sessions = 3 */
+            char members[400];
+            luaL_error(L, "serve field '%s': expected a table {%s}, got %s", k, group_members(k, members),
                        luaL_typename(L, -1));
         } else {
             set_serve_value(L, c, k);

@@ -337,7 +337,7 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
-        lua_createtable(L, 0, 18);
+        lua_createtable(L, 0, 20);
         lua_pushstring(L, items[i].name);
         lua_setfield(L, -2, "name");
         lua_pushstring(L, items[i].is_comm ? "comm" : "op");
@@ -349,6 +349,10 @@ static void push_items(lua_State *L, const hl_item *items, int n)
         hl_set_num(L, "path_factor", items[i].path_factor);
         lua_pushboolean(L, items[i].per_pass);
         lua_setfield(L, -2, "per_pass");
+        /* measured: every call of the row was timed from the job's kernel tables (kernels = "dir") */
+        lua_pushboolean(L, items[i].measured_calls > 0 && items[i].measured_calls >= items[i].calls);
+        lua_setfield(L, -2, "measured");
+        hl_set_num(L, "measured_calls", items[i].measured_calls);
         if (items[i].is_comm) { /* a collective: its shape and one call as simulated (hl_item) */
             const hl_item *it = &items[i];
             lua_pushstring(L, it->tier ? "scale-out" : "scale-up");

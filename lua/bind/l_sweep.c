@@ -1,7 +1,8 @@
 /* core.sweep(base, axes, opts): a sweep evaluated in C on threads.
  *   base: hl.simulate fields; axes: array of {name = "hbd", values = {...}}
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
- * Returns rows (axes + flattened result fields, or an `error` field), a second
+ * Returns rows (views over the sweep's compact store, l_sweep_rows.c: axes + flattened result
+ * fields, or an `error` field), a second
  * value: true when Ctrl-C stopped the sweep (the rows done are kept), and the
  * sweep's number of points (the rows are this shard's block of them). */
 #include <errno.h>
@@ -20,7 +21,8 @@ volatile int32_t hl_bind_interrupt = 0;
 
 typedef struct run_ctx {
     hl_sweep_in in;
-    hl_point *points;
+    hl_sweep_store *store; /* the points (the sweep's whole count; this run fills in.first..) */
+    hl_sweep_store points; /* l_sweep's store (store points here there) */
     hl_err err;
     hl_status status;
     int finished;       /* under mu: the sweep returned */
@@ -32,7 +34,7 @@ typedef struct run_ctx {
 static void *run_thread(void *arg)
 {
     run_ctx *c = arg;
-    c->status = hl_sweep_run(&c->in, c->points, &c->err);
+    c->status = hl_sweep_run_store(&c->in, c->store, &c->err);
     if (c->watched) {
         pthread_mutex_lock(&c->mu);
         c->finished = 1;
@@ -57,7 +59,7 @@ static void draw_progress(int64_t done, int64_t total, double elapsed)
     fflush(stderr);
 }
 
-/* Runs hl_sweep_run(in, out) on a thread while this one polls Ctrl-C (setting
+/* Runs hl_sweep_run_store(in, store) on a thread while this one polls Ctrl-C (setting
  * *in->cancel) and, when `show`, draws the progress of `total` points of which
  * `before` were done earlier (t0: when the whole sweep started). */
 /* Test hook for deterministic interruption tests: HBDLAB_TEST_INTERRUPT="INT:N" (or
@@ -79,15 +81,15 @@ static int test_interrupt(int64_t *after)
     return strcmp(name, "TERM") == 0 ? SIGTERM : strcmp(name, "INT") == 0 ? SIGINT : 0;
 }
 
-static hl_status run_polled(const hl_sweep_in *in, hl_point *out, hl_err *err, int show, int64_t before, int64_t total,
-                            double t0)
+static hl_status run_polled(const hl_sweep_in *in, hl_sweep_store *store, hl_err *err, int show, int64_t before,
+                            int64_t total, double t0)
 {
     run_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     volatile int64_t done = 0;
     ctx.in = *in;
     ctx.in.progress = &done;
-    ctx.points = out;
+    ctx.store = store;
     pthread_t th;
     double last = 0;
     int64_t test_after = 0;
@@ -283,27 +285,13 @@ static void read_sweep_args(lua_State *L, const char *who, hl_sweep_in *in, axes
     }
 }
 
-static void push_axis_value(lua_State *L, const hl_axis *ax, int64_t i)
-{
-    switch (ax->kind) {
-    case HL_AXIS_NUMBER: lua_pushnumber(L, ax->numbers[i]); break;
-    case HL_AXIS_STRING: lua_pushstring(L, ax->strings[i]); break;
-    case HL_AXIS_MODEL: lua_pushstring(L, ax->models[i].name); break;
-    case HL_AXIS_CLUSTER: lua_pushstring(L, ax->clusters[i].name); break;
-    default: lua_pushstring(L, ax->gpus[i].name);
-    }
-}
-
-/* Bytes one in-memory row takes: its hl_point plus the Lua table (a 56-byte header and
- * 24-byte nodes, a power of two of them, for the result fields, the axes and "error");
- * measured: 3,144 bytes per Lua row with 67 fields (128 nodes: 56 + 128 * 24 = 3,128). */
-static double row_bytes(int32_t na)
-{
-    double nodes = 1;
-    while (nodes < HL_POINT_VALUES + 2 + na)
-        nodes *= 2;
-    return (double)sizeof(hl_point) + 56 + 24 * nodes;
-}
+/* Bytes one in-memory row takes: its point in the store (hl_sweep_store_point_bytes: 66 values
+ * and a fault code, 532 bytes) and its view (l_sweep_rows.c): a Lua 5.4 userdata of 8 bytes
+ * (a 32-byte header, 40 bytes, a 48-byte malloc chunk) and its 16-byte slot in the rows array
+ * (the array part grows by doubling while the rows are pushed: up to 2 x 16 bytes a row at its
+ * peak). Messages of failed points come on top, once per distinct text. Measured: bench's
+ * sweep_rows_bytes_per_point (docs/PERFORMANCE.md). */
+static double row_bytes(void) { return hl_sweep_store_point_bytes() + 48 + 32; }
 
 /* The in-memory sweep budget in bytes: $HBDLAB_SWEEP_MEMORY_BYTES, else 8 GB; a value that is
  * not a number of bytes in 1..1e18 raises naming the variable (it was replaced by 8 GB silently). */
@@ -323,50 +311,30 @@ static int l_sweep_memory_budget(lua_State *L)
     return 1;
 }
 
-/* What build_rows turns into Lua rows (owned by l_sweep, freed there). */
+/* core.sweep_memory_estimate(points) -> bytes the budget check counts for an in-memory sweep */
+static int l_sweep_memory_estimate(lua_State *L)
+{
+    lua_pushnumber(L, row_bytes() * luaL_checknumber(L, 1));
+    return 1;
+}
+
+/* What build_rows turns into Lua rows (owned by l_sweep, freed there unless the rows took it). */
 typedef struct rows_job {
-    run_ctx *ctx;
+    hl_sweep_store *store;
     const axes_mem *mem;
-    int64_t lo, hi, n;
-    int32_t na;
+    int64_t lo, hi;
     int zip, strict;
 } rows_job;
 
-/* build_rows(job) -> rows: one table per point done (protected call from l_sweep). */
+/* build_rows(job, core axes) -> rows: a view per point done (protected call from l_sweep). */
 static int build_rows(lua_State *L)
 {
     const rows_job *rj = lua_touserdata(L, 1);
-    const axes_mem *mem = rj->mem;
-    int32_t na = rj->na;
-    lua_createtable(L, (int)(rj->n < 1 << 30 ? rj->n : 0), 0); /* [job rows] */
-    int64_t out = 0, test_after = 0;
+    int64_t test_after = 0;
     int test_sig = test_interrupt(&test_after);
-    for (int64_t i = rj->lo; i < rj->hi; i++) {
-        if (test_sig && test_after == -2 && i == (rj->lo + rj->hi) / 2) {
-            raise(test_sig);
-            test_sig = 0;
-        }
-        const hl_point *p = &rj->ctx->points[i];
-        if (p->status == HL_EINTR)
-            continue;
-        if (p->status != HL_OK && rj->strict)
-            return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1), p->error);
-        lua_createtable(L, 0, HL_POINT_VALUES + 2 + na);
-        int64_t value_index[HL_SWEEP_MAX_AXES];
-        hl_sweep_value_indices(mem->axes, na, rj->zip, i, value_index);
-        for (int32_t a = na - 1; a >= 0; a--) {
-            push_axis_value(L, &mem->axes[a], value_index[a]);
-            lua_setfield(L, -2, mem->axes[a].name);
-        }
-        if (p->status != HL_OK) {
-            lua_pushstring(L, p->error);
-            lua_setfield(L, -2, "error");
-        } else {
-            hl_set_result_fields(L, p->v, 0); /* flat dotted keys, typed as in hl.simulate */
-        }
-        lua_rawseti(L, -2, (lua_Integer)++out);
-    }
-    return 1;
+    if (test_sig && test_after == -2)
+        raise(test_sig);
+    return hl_sweep_rows_push(L, rj->store, rj->mem->axes, rj->mem->n, rj->zip, 2, rj->lo, rj->hi, rj->strict);
 }
 
 /* A hash of a sweep's axes (names, kinds, values; objects by name) and zip: MPI ranks check
@@ -430,7 +398,7 @@ static int l_sweep(lua_State *L)
         return hl_raise(L, &err);
     }
     /* refused before anything is allocated when the rows would exceed the memory budget */
-    double per_row = row_bytes(na), need = per_row * (double)n;
+    double per_row = row_bytes(), need = per_row * (double)n;
     if (need > budget) {
         free_axes(&mem);
         free(ctx);
@@ -454,31 +422,27 @@ static int l_sweep(lua_State *L)
     hl_dist_block(n, hl_bind_dist.index, hl_bind_dist.count, &lo, &hi);
     ctx->in.first = lo;
     ctx->in.count = hi - lo;
-    ctx->points = malloc(sizeof(hl_point) * (size_t)(n > 0 ? n : 1));
-    if (!ctx->points) {
+    if (hl_sweep_store_init(&ctx->points, n, &err)) {
         free_axes(&mem);
         free(ctx);
-        return luaL_error(L, "sweep: out of memory for %I points", (lua_Integer)n);
+        return hl_raise(L, &err);
     }
-    hl_point *mine = ctx->points;
-    ctx->points += lo; /* hl_sweep_run writes the range from out[0] */
     int show = progress && isatty(STDERR_FILENO) && hi - lo >= 2000;
     double t0 = hl_clock_s();
     /* an empty block runs nothing (count 0 would mean "all") */
-    ctx->status = hi == lo ? HL_OK : run_polled(&ctx->in, ctx->points, &ctx->err, show, 0, hi - lo, t0);
+    ctx->status = hi == lo ? HL_OK : run_polled(&ctx->in, &ctx->points, &ctx->err, show, 0, hi - lo, t0);
     if (show) {
         draw_progress(done, hi - lo, hl_clock_s() - t0);
         fputc('\n', stderr);
     }
-    ctx->points = mine;
     if (hl_bind_dist.mpi && hl_bind_dist.count > 1) {
         /* gathered only when every rank's block ran (an error or Ctrl-C on one rank alone must not
          * leave the others in the gather) */
         int agreed = hl_dist_agree(HL_DIST_GATHER, ctx->status == HL_OK ? 0 : 1, 0, agree_msg, sizeof agree_msg) == 0;
-        if (!agreed || (ctx->status == HL_OK && hl_dist_allgather_points(ctx->points, n) != 0)) {
+        if (!agreed || (ctx->status == HL_OK && hl_dist_allgather_store(&ctx->points) != 0)) {
             hl_status st = ctx->status;
             hl_err own = ctx->err;
-            free(ctx->points);
+            hl_sweep_store_free(&ctx->points);
             free_axes(&mem);
             free(ctx);
             if (!agreed && st != HL_OK && st != HL_EINTR) /* this rank's own error says more */
@@ -493,13 +457,13 @@ static int l_sweep(lua_State *L)
     int interrupted = hl_bind_interrupt != 0;
     if (ctx->status != HL_OK && ctx->status != HL_EINTR) { /* the sweep itself failed (an unknown axis, ...) */
         hl_err e = ctx->err;
-        free(ctx->points);
+        hl_sweep_store_free(&ctx->points);
         free_axes(&mem);
         free(ctx);
         return hl_raise(L, &e);
     }
     if (interrupted && hl_bind_interrupt == 2) { /* SIGTERM: the script ends, the rows are dropped */
-        free(ctx->points);
+        hl_sweep_store_free(&ctx->points);
         free_axes(&mem);
         free(ctx);
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
@@ -513,11 +477,12 @@ static int l_sweep(lua_State *L)
     }
     /* the rows are built in a protected call: running out of Lua memory (or a strict
      * sweep's error) there frees the points and axes here, then is raised again */
-    rows_job rj = {ctx, &mem, lo, hi, n, na, zip, strict};
+    rows_job rj = {&ctx->points, &mem, lo, hi, zip, strict};
     lua_pushcfunction(L, build_rows);
     lua_pushlightuserdata(L, &rj);
-    int status = lua_pcall(L, 1, 1, 0);
-    free(ctx->points);
+    lua_pushvalue(L, 2); /* the core axes (their labels and given values) */
+    int status = lua_pcall(L, 2, 1, 0);
+    hl_sweep_store_free(&ctx->points); /* cleared when the rows took it */
     free_axes(&mem);
     free(ctx);
     if (status != LUA_OK)
@@ -784,6 +749,7 @@ void hl_bind_sweep(lua_State *L)
     static const luaL_Reg fns[] = {{"sweep", l_sweep},
                                    {"sweep_to_csv", l_sweep_to_csv},
                                    {"sweep_memory_budget", l_sweep_memory_budget},
+                                   {"sweep_memory_estimate", l_sweep_memory_estimate},
                                    {"interrupted", l_interrupted},
                                    {"note_interrupted_sweep", l_note_interrupted_sweep},
                                    {"take_interrupted", l_take_interrupted},

@@ -103,6 +103,32 @@ function M.run(opts)
   local f = io.open(csv, "rb")
   if f then r.stream_csv_bytes = f:seek("end"); f:close() end
   os.remove(csv)
+  -- an in-memory hl.sweep (rows: views over the C points) of 1,000,000 points (20,000 in --quick)
+  -- in a child process, against one of a single point: peak RSS per point, and what 10 M points
+  -- take by it and by the budget check's estimate (issue 28; a small job, so it runs in seconds)
+  local mem_script = [[
+    local n = %d
+    local batches, inputs = {}, {}
+    for i = 1, 100 do batches[i] = i end
+    for i = 1, math.max(n // 100, 1) do inputs[i] = 64 + i end
+    local rows = hl.sweep { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, output = 16 },
+      axes = { input = inputs, batch = n == 1 and { 1 } or batches }, progress = false }
+    assert(#rows == n, "rows: " .. #rows)]]
+  local mem_points = quick and 20000 or 1000000
+  phase(5, string.format("in-memory sweep of %d points: peak RSS", mem_points))
+  local _, _, rss_one = core.spawn { exe(), "-e", string.format(mem_script, 1), stdout = "/dev/null" }
+  t0 = core.clock()
+  local code_m, _, rss_mem = core.spawn { exe(), "-e", string.format(mem_script, mem_points), stdout = "/dev/null" }
+  r.sweep_mem_wall_s = core.clock() - t0
+  r.sweep_mem_ok = code_m == 0
+  r.sweep_mem_points, r.sweep_mem_rss_bytes = mem_points, rss_mem
+  if rss_mem and rss_one then
+    r.sweep_mem_bytes_per_point = (rss_mem - rss_one) / mem_points
+    r.sweep_10m_projected_bytes = rss_one + 1e7 * r.sweep_mem_bytes_per_point
+  end
+  r.sweep_10m_estimate_bytes = core.sweep_memory_estimate(1e7)
+  r.sweep_memory_budget_bytes = core.sweep_memory_budget()
+  r.sweep_10m_fits = r.sweep_10m_estimate_bytes <= r.sweep_memory_budget_bytes
   -- hbdlab merge of two CSV files of 200 MB each (2 MB in --quick), in a child process: its
   -- wall time and peak RSS (the rows: a sweep's columns, written here)
   local shard_bytes = quick and 2e6 or 200e6
@@ -204,6 +230,10 @@ function M.print_table(r)
       string.format("%.2f s%s", r.merge_wall_s, r.merge_ok and "" or " (FAILED)") },
     { "hbdlab merge: peak RSS of the process", string.format("%.1f MB", (r.merge_rss_bytes or 0) / 1e6) },
     { "streamed sweep: peak RSS of the process", string.format("%.1f MB", (r.stream_10m_rss_bytes or 0) / 1e6) },
+    { string.format("in-memory sweep of %d points: peak RSS%s", r.sweep_mem_points, r.sweep_mem_ok and "" or " (FAILED)"),
+      string.format("%.1f MB (%.0f B a point)", (r.sweep_mem_rss_bytes or 0) / 1e6, r.sweep_mem_bytes_per_point or 0) },
+    { "in-memory sweep of 10M points: budget estimate", string.format("%.2f GB of %.2f GB (%s)", r.sweep_10m_estimate_bytes / 1e9,
+      r.sweep_memory_budget_bytes / 1e9, r.sweep_10m_fits and "fits" or "refused") },
     { string.format("hl.serve, %d requests, light load (%d iterations)", r.serve_requests, r.serve_light_steps),
       string.format("%.3f s", r.serve_light_wall_s) },
     { string.format("hl.serve, %d requests, near saturation (%d iterations)", r.serve_requests, r.serve_heavy_steps),

@@ -62,7 +62,8 @@ local topics = {
   { "roofline", "hl.roofline{gpu, precision, framework, m, n, k | kind = attention | moe + shape | flops, bytes} -> {time_s, compute_s, memory_s, bound, ...}",
     "Time of one operator on one GPU.", 'hl.roofline { gpu = "H100-SXM", m = 16, n = 8192, k = 8192, precision = "fp8" }' },
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
-    "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...).",
+    "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...),\n" ..
+      "read on access from the C points (a row is a view: core.sweep_row_table(row) copies it into a table).",
     'local rows = hl.sweep { base = job, axes = { hbd = { 8, 16, 32, 64, 128 }, precision = { "fp16", "fp8", "fp4" } } }' },
   { "sweep_to_csv", "hl.sweep_to_csv{base, axes, out = 'x.csv', columns, zip, threads, progress} -> rows written, "
       .. "interrupted (hl.interrupted() handles a Ctrl-C; unhandled, the host exits 130)",
@@ -160,7 +161,8 @@ local function result_text()
     lines[#lines + 1] = string.format("  %-30s %-8s %-5s %s", f.name, f.type, (f.unit or "") ~= "" and f.unit or "-", what)
   end
   lines[#lines + 1] = "  prefill/decode.breakdown rows (core hl_item): name, kind, time_s, bytes, flops, calls, per_pass, " ..
-                      "path_factor;\n    collectives also op, tier, ranks, ranks_per_hbd, hbds and per call call_bytes, " ..
+                      "path_factor,\n    measured, measured_calls (kernels = \"dir\");" ..
+                      "\n    collectives also op, tier, ranks, ranks_per_hbd, hbds and per call call_bytes, " ..
                       "call_time_s, call_latency_s,\n    call_scaleup_bytes, call_scaleout_bytes (docs/LUA_API.md)"
   return table.concat(lines, "\n")
 end

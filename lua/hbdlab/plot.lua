@@ -189,7 +189,7 @@ end
 local function series(t, kind)
   local order, groups = {}, {}
   for i, row in ipairs(t.data) do
-    if type(row) ~= "table" then error(string.format("plot.%s: data[%d] is a %s, not a row table", kind, i, type(row)), 4) end
+    if type(row) ~= "table" and not core.is_sweep_row(row) then error(string.format("plot.%s: data[%d] is a %s, not a row table", kind, i, type(row)), 4) end
     if row[t.x] ~= nil and row[t.y] ~= nil and not row.error then
       number(kind, t.x, row[t.x], i)
       number(kind, t.y, row[t.y], i)

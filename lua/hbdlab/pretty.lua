@@ -84,6 +84,8 @@ format = function(v, depth, indent, seen)
   if tv == "string" then return string.format("%q", v) end
   if tv == "number" then return format_number(v) end
   if tv == "table" and not has_tostring(v) then return format_table(v, depth, indent, seen) end
+  -- a sweep row (a view over the C sweep's points, lua/bind/l_sweep_rows.c) reads as its table
+  if tv == "userdata" and require("hbdlab.core").is_sweep_row(v) then return format_table(v, depth, indent, seen) end
   return tostring(v)
 end
 

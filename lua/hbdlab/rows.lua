@@ -32,7 +32,8 @@ end
 
 --- sort(rows, "key") ascending, sort(rows, "-key") descending, or sort(rows, less_fn). Returns a new array.
 function M.sort(rows, by)
-  local out = { table.unpack(rows) }
+  local out = {} -- copied in a loop: table.unpack refuses arrays of more than ~1M (a sweep's 10M rows)
+  for i = 1, #rows do out[i] = rows[i] end
   M.axes_of[out] = M.axes_of[rows]
   M.result_rows[out] = M.result_rows[rows]
   if type(by) == "function" then
@@ -127,6 +128,14 @@ local function cell(v)
   return require("hbdlab.pretty").terminal(tostring(v)) -- a cell's control bytes are shown, not run
 end
 
+-- s padded with spaces to w bytes, on the left when `right` (string.format's "%-99s" refuses
+-- widths of 100 and more: an error row's message is wider)
+local function pad(s, w, right)
+  local n = w - #s
+  if n <= 0 then return s end
+  return right and (string.rep(" ", n) .. s) or (s .. string.rep(" ", n))
+end
+
 --- Returns an aligned text table (numbers right-aligned); print(rows, cols) prints it.
 function M.format(rows, cols)
   cols = M.columns(rows, cols)
@@ -143,7 +152,7 @@ function M.format(rows, cols)
   local lines = {}
   local head, rule = {}, {}
   for j, c in ipairs(cols) do
-    head[j] = string.format("%-" .. widths[j] .. "s", require("hbdlab.pretty").terminal(c))
+    head[j] = pad(require("hbdlab.pretty").terminal(c), widths[j])
     rule[j] = string.rep("-", widths[j])
   end
   lines[1] = table.concat(head, "  ")
@@ -151,8 +160,7 @@ function M.format(rows, cols)
   for i, r in ipairs(rows) do
     local parts = {}
     for j, c in ipairs(cols) do
-      local fmtw = type(r[c]) == "number" and "%" or "%-"
-      parts[j] = string.format(fmtw .. widths[j] .. "s", cells[i][j])
+      parts[j] = pad(cells[i][j], widths[j], type(r[c]) == "number")
     end
     lines[#lines + 1] = table.concat(parts, "  ")
   end

@@ -26,6 +26,54 @@ per_request_mt.__tostring = function(rows)
   return table.concat(lines, "\n")
 end
 
+-- print(r.per_request[i]), print(r.step_log[i]): one record, its fields in the result table's order.
+local function record_mt(kind)
+  local names
+  return { __tostring = function(q)
+    names = names or core.serve_result_fields(kind)
+    local parts = {}
+    for _, f in ipairs(names) do
+      local v = q[f.name]
+      if v ~= nil then
+        parts[#parts + 1] = f.name .. " = " .. (math.type(v) == "float" and string.format("%.6g", v) or tostring(v))
+      end
+    end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end }
+end
+local request_mt, step_mt = record_mt("request"), record_mt("step")
+
+-- print(r.step_log): the first and last iterations, one line each (the fields of hl.help "serve").
+local step_log_mt = {}
+step_log_mt.__tostring = function(rows)
+  local lines = { string.format("%d iterations (step_log):", #rows),
+                  "         #      t_s    dt_ms  decodes  chunks  prefill  preempt    kv_used  pool  group" }
+  local n = #rows
+  local function line(i)
+    local q = rows[i]
+    lines[#lines + 1] = string.format("  %8d %8.4g %8s %8d %7d %8.4g %8d %10.4g %5d %6d", i, q.t_s, ms(q.dt_s), q.decodes,
+      q.chunks, q.prefill_tokens, q.preempted, q.kv_used, q.pool, q.group)
+  end
+  for i = 1, math.min(n, 10) do line(i) end
+  if n > 20 then lines[#lines + 1] = string.format("  ... %d more ...", n - 20) end
+  for i = math.max(11, n - 9), n do line(i) end
+  return table.concat(lines, "\n")
+end
+
+-- print(r.kv_series): its samples, first and last.
+local kv_series_mt = {}
+kv_series_mt.__tostring = function(s)
+  local n = #s.t_s
+  local lines = { string.format("%d samples (kv_series):", n), "         #        t_s  kv_util  running  waiting" }
+  local function line(i)
+    lines[#lines + 1] = string.format("  %8d %10.4g %8s %8.4g %8.4g", i, s.t_s[i], pct(s.kv_util[i]), s.running[i], s.waiting[i])
+  end
+  for i = 1, math.min(n, 5) do line(i) end
+  if n > 10 then lines[#lines + 1] = string.format("  ... %d more ...", n - 10) end
+  for i = math.max(6, n - 4), n do line(i) end
+  return table.concat(lines, "\n")
+end
+
 local result_mt = {}
 result_mt.__index = result_mt
 
@@ -42,8 +90,8 @@ end
 
 result_mt.__tostring = function(r)
   local lines = {
-    string.format("%d requests in %.4g s on %d GPUs: %.4g req/s, %.4g input + %.4g output tok/s (%.4g + %.4g per GPU)",
-      r.requests, r.duration_s, r.gpus, r.rps, r.input_tps, r.output_tps, r.input_tps_per_gpu, r.output_tps_per_gpu),
+    string.format("%d requests in %.4g s on %d GPU%s: %.4g req/s, %.4g input + %.4g output tok/s (%.4g + %.4g per GPU)",
+      r.requests, r.duration_s, r.gpus, r.gpus == 1 and "" or "s", r.rps, r.input_tps, r.output_tps, r.input_tps_per_gpu, r.output_tps_per_gpu),
     "            mean       p50       p90       p99  (ms)",
   }
   for _, k in ipairs { "ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s" } do
@@ -89,14 +137,42 @@ local function check_cost(r, t)
   require("hbdlab.warn").check_cost(ok and type(c) == "userdata" and c.gpu or nil, r)
 end
 
+-- The longest request of a configuration in tokens (prompt + output; nil when a trace's): each
+-- length's fixed value or upper bound (a normal length without one: its mean), a session's last
+-- turn holding every earlier turn. For the context-limit warning hl.simulate gives.
+local function longest_request(t)
+  local function top(v, def)
+    if v == nil then return def end
+    if type(v) == "number" then return v end
+    if type(v) ~= "table" or v.dist == "trace" then return nil end
+    return v.max or v.mean
+  end
+  local i = top(t.input, t.input_max or t.input_mean or 1024)
+  local o = top(t.output, t.output_max or t.output_mean or 128)
+  if type(i) ~= "number" or type(o) ~= "number" or t.trace ~= nil then return nil end
+  local turns = type(t.sessions) == "table" and t.sessions.turns or t.session_turns
+  local n = type(t.requests) == "number" and t.requests or 1000 -- a conversation ends with the requests
+  if type(turns) == "number" and turns > 1 then turns = math.min(turns, n); i = turns * i + (turns - 1) * o end
+  return i + o
+end
+
 --- hl.serve{ model =, cluster =, parallel = {tp = 8}, rate = 10 | concurrency = 4 | trace = "t.csv", ... }
 --- -> result (fields: hl.help "serve")
 function M.serve(t)
   if type(t) ~= "table" then error("hl.serve expects a table of fields", 2) end
   local ok, r = pcall(core.serve, t)
   if not ok then error(r, 2) end
+  require("hbdlab.warn").check_context(t.model, longest_request(t))
   if t.mode == "analytical" then return setmetatable(r, steady_mt) end
-  if r.per_request then setmetatable(r.per_request, per_request_mt) end
+  if r.per_request then
+    setmetatable(r.per_request, per_request_mt)
+    for _, q in ipairs(r.per_request) do setmetatable(q, request_mt) end
+  end
+  if r.step_log then
+    setmetatable(r.step_log, step_log_mt)
+    for _, q in ipairs(r.step_log) do setmetatable(q, step_mt) end
+  end
+  if r.kv_series then setmetatable(r.kv_series, kv_series_mt) end
   check_cost(r, t)
   return setmetatable(r, result_mt)
 end
@@ -109,6 +185,8 @@ end
 
 -- Fields a steady state has no use for (the core refuses them with mode = "analytical").
 local simulate_only = { "requests", "seed", "warmup", "keep_requests", "keep_steps", "max_samples" }
+-- Features only the simulation has (the analytical mode refuses them): no analytical estimate.
+local simulated_only_fields = { "spec_tokens", "prefix_cache", "sessions", "session_turns", "replicas" }
 
 local cost_fields = { "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "usd_per_hour", "joules_per_token",
                       "joules_per_token_in", "joules_per_token_out", "power_w", "peak_power_w", "tokens_per_mw" }
@@ -120,8 +198,10 @@ capacity_mt.__tostring = function(c)
     for k, v in pairs(c.slo) do slo[#slo + 1] = k .. " " .. tostring(v) end
     table.sort(slo)
   end
-  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; analytical estimate %.4g req/s, %d probes)",
-    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "), c.analytical_rate, #c.probes) }
+  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; %s, %d probes)",
+    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "),
+    c.analytical_rate and string.format("analytical estimate %.4g req/s", c.analytical_rate)
+      or string.format("no analytical estimate with %s", c.no_estimate or "?"), #c.probes) }
   if c.lower_bound then lines[#lines + 1] = "  a lower bound: " .. c.lower_bound end
   if c.result then lines[#lines + 1] = tostring(c.result) else lines[#lines + 1] = "  no rate meets the SLO" end
   return table.concat(lines, "\n")
@@ -156,6 +236,11 @@ function M.serve_capacity(t)
       "rate bracket; below 1e-3 the attainment of a finite run is noise)", 2)
   end
   if base.slo == nil then error("hl.serve_capacity: field 'slo' is required ({ttft_s =, tpot_s =})", 2) end
+  -- slo = {} (or a JSON null in it) limits nothing: every rate "meets" it and the search would
+  -- double up to the probe limit; refused here (hl.serve refuses an empty group too)
+  if type(base.slo) == "table" and next(base.slo) == nil then
+    error("hl.serve_capacity field 'slo': {} gives no limit (give ttft_s, tpot_s or ttft_ms, tpot_ms)", 2)
+  end
   if base.rate ~= nil or base.concurrency ~= nil or base.trace ~= nil or base.arrival ~= nil then
     error("hl.serve_capacity: the rate is what it searches; give no rate, concurrency, trace or arrival", 2)
   end
@@ -236,7 +321,19 @@ function M.serve_capacity(t)
     end
     return lo, best
   end
-  local est = base.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
+  -- the steady state (mode = "analytical") is of one instance without speculation, prefix caching
+  -- or sessions, and refuses them: with one of them the simulated search starts at 1 req/s and there
+  -- is no analytical estimate (nil, not 0); asked for, the analytical mode says why it cannot
+  local simulated_only
+  for _, k in ipairs(simulated_only_fields) do
+    local v = base[k]
+    if v ~= nil and v ~= false and v ~= 0 and not (k == "replicas" and v == 1) then simulated_only = k break end
+  end
+  if mode == "analytical" and simulated_only then
+    error(string.format("hl.serve_capacity field 'mode': \"analytical\" has no model of field '%s' (simulated " ..
+      "only); mode = \"simulate\"", simulated_only), 2)
+  end
+  local est = (base.disagg == nil and not simulated_only) and search("analytical", 1) or 0
   local rate, best = est, nil
   if mode == "simulate" then
     stopped = nil
@@ -244,7 +341,9 @@ function M.serve_capacity(t)
   else
     if est > 0 then best = select(2, probe(est, "analytical")) end
   end
-  local out = { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
+  local no_estimate = base.disagg ~= nil and "disagg" or simulated_only
+  local out = { rate = rate, analytical_rate = (not no_estimate) and est or nil, no_estimate = no_estimate,
+                result = best, probes = probes, target = target, mode = mode,
                 slo = t.slo, lower_bound = stopped,
                 goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
   -- cost and energy at the capacity: the simulated run's (nil when unknown, or for the analytical mode)
@@ -439,7 +538,7 @@ function M.serve_sweep(t)
   -- an axis given by path ("input.mean", "slo.ttft_s") sets that key of its group in the base
   -- (input.mean: the base's input table, or a fixed length made a table; parallel.tp alike)
   local function set(cfg, k, v)
-    local g, key = k:match("^(%a+)%.([%w_]+)$")
+    local g, key = k:match("^([%a_]+)%.([%w_]+)$") -- kv_offload.bw: group names hold "_"
     if g then
       local sub = type(cfg[g]) == "table" and copy(cfg[g]) or (type(cfg[g]) == "number" and { mean = cfg[g] }) or {}
       sub[key] = v

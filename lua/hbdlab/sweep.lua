@@ -1,5 +1,6 @@
 -- hl.sweep: the cartesian product (or zip) of axes, evaluated in C on all cores,
--- or a Lua function called per point. Rows are flat tables.
+-- or a Lua function called per point. Rows are flat: views over the C sweep's points
+-- (fields read on access, core.sweep_row_table gives a plain copy), or tables (function form).
 local core = require "hbdlab.core"
 local objects = require "hbdlab.objects"
 
@@ -265,22 +266,11 @@ function M.sweep(a, fn)
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
   check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
   M.check_base(a.base, axis_list(a.axes))
-  local core_axes, relabel = core_axes_of(axis_list(a.axes)), {}
-  for _, ax in ipairs(core_axes) do
-    if ax.label then relabel[#relabel + 1] = ax end
-  end
+  local core_axes = core_axes_of(axis_list(a.axes))
+  -- rows are views over the C points (lua/bind/l_sweep_rows.c); friendly axes keep their
+  -- friendly name and values in them (each core axis's .label and .shown)
   local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
-  -- friendly axes keep their friendly name and values in the rows
-  for _, ax in ipairs(relabel) do
-    local back = {}
-    for i, v in ipairs(ax.values) do back[v] = ax.shown[i] end
-    for _, row in ipairs(rows) do
-      local shown = back[row[ax.name]]
-      row[ax.name] = nil
-      row[ax.label] = shown
-    end
-  end
   rows.interrupted = interrupted or nil
   M.check_cost(a.base, rows)
   local names = {} -- hl.rows.print / columns put them first

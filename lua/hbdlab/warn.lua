@@ -33,6 +33,19 @@ local function context_check(m, total)
     "it is simulated anyway", total, lim.name, lim.max_position))
 end
 
+--- A prompt + output of `total` tokens beyond `model`'s context limit (a preset name, table or
+--- object): the same warning as hl.simulate's (hl.serve's longest request).
+function M.check_context(model, total)
+  if not M.enabled or type(total) ~= "number" then return end
+  local m = model
+  if type(m) ~= "userdata" then
+    local ok
+    ok, m = pcall(objects.coerce, "model", m)
+    if not ok then return end
+  end
+  if type(m) == "userdata" then context_check(m, total) end
+end
+
 --- Checks the simulate fields t (and its result r when known) for silent defaults:
 --- a prompt + output beyond the model's context limit, and no mapping on a multi-GPU cluster.
 function M.check_job(t, r, mapping_only)
@@ -60,7 +73,7 @@ end
 --- The unknown-price rule (core/src/cost.c): a GPU without a price (capex_usd) or a
 --- power leaves the USD / J fields nil, never 0; say so once per GPU. gpu: the hl_gpu.
 function M.check_cost(gpu, r)
-  if not M.enabled or type(r) ~= "table" then return end
+  if not M.enabled or (type(r) ~= "table" and not require("hbdlab.core").is_sweep_row(r)) then return end
   if r.usd_per_mtok ~= nil then return end
   local name = gpu and gpu.name or "?"
   if r.usd_per_mtok == nil and r.joules_per_token == nil then

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "hbdlab/hbdlab.h"
 #include "jobs.h"
+#include "serve_int.h"
 #include "step_int.h"
 
 /* Time of one iteration from the per-step model (the scheduler is under test, not it). */
@@ -232,6 +233,34 @@ static void test_run_ahead_equals_step_by_step(void **state)
         printf("load %d: %lld steps, %lld preemptions\n", load, (long long)a.steps, (long long)a.preemptions);
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
+    }
+}
+
+/* The ITL histogram's cached bin edges (the run-ahead files a run of gaps by
+ * them without a log each): the edge of bin b is the first gap hl_itl_add
+ * files in b, and the gap just below it falls in b - 1 (1.005^b us, the bin
+ * width: 1e-6 * exp(b ln 1.005); ln(2e-3 / 1e-6) / ln 1.005 = 1523.9 puts
+ * 2 ms in bin 1523). */
+static void test_itl_bin_edges(void **state)
+{
+    (void)state;
+    static hl_itl_hist h;
+    assert_int_equal(hl_itl_bin(2e-3), 1523);
+    assert_int_equal(hl_itl_bin(0), 0);
+    assert_int_equal(hl_itl_bin(1e9), HL_ITL_BINS - 1);
+    for (int b = 1; b < HL_ITL_BINS; b += 37) {
+        double lo, hi;
+        hl_itl_bin_range(&h, b, &lo, &hi);
+        assert_true(lo > 0 && lo < hi);
+        assert_int_equal(hl_itl_bin(lo), b);
+        assert_int_equal(hl_itl_bin(nextafter(lo, 0)), b - 1);
+        if (b + 1 < HL_ITL_BINS) {
+            assert_int_equal(hl_itl_bin(nextafter(hi, 0)), b);
+            assert_int_equal(hl_itl_bin(hi), b + 1);
+        } else {
+            assert_true(isinf(hi));
+        }
+        assert_rel(lo, 1e-6 * pow(1.005, b), 1e-9, "bin edge"); /* bins 0.5% wide */
     }
 }
 
@@ -730,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
+        cmocka_unit_test(test_itl_bin_edges),
         cmocka_unit_test(test_steady_state_follows_scheduler),
         cmocka_unit_test(test_disaggregated_one_request),
         cmocka_unit_test(test_goodput_monotone_in_slo),

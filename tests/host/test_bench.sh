@@ -10,6 +10,8 @@ for f in sim_latency_median_s sim_latency_p99_s sweep_points_per_s_1thread sweep
 done
 check "the HBD reproduction ran inside the bench" contains "$out" '"hbd_repro_ok":	true'
 check "the streamed sweep ran inside the bench" contains "$out" '"stream_ok":	true'
+check "the in-memory sweep ran inside the bench" contains "$out" '"sweep_mem_ok":	true'
+check "bench reports the 10M in-memory sweep's estimate" contains "$out" '"sweep_10m_estimate_bytes":'
 check "bench prints a progress line per phase on stderr" grep -q "^bench 9/9: " "$TMP/err"
 check "bench prints no warning" sh -c "! grep -q 'warning' '$TMP/err'"
 out=$("$HBDLAB" bench --bogus 2>&1); rc=$?

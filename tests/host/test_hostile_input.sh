@@ -98,11 +98,12 @@ expect_fail "preset bool field as a number" "'in_switch_reduce': expected true o
 cat > "$TMP/oom.lua" <<'LUA'
 local base = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 512, output = 16, parallel = { tp = 8 } }
 local inputs = {}
-for i = 1, 5000 do inputs[i] = 100 + i end
+for i = 1, 100000 do inputs[i] = 1e9 + i end -- out of range: failed points, cheap to run
 print(pcall(hl.sweep, { base = base, axes = { input = inputs }, progress = false }))
 LUA
-# 5,000 rows of ~3.1 kB need ~16 MB: a 12 MB cap fails while the rows are built
-out=$(HBDLAB_TEST_LUA_MEMORY=12000000 "$HBDLAB" "$TMP/oom.lua" 2>&1); rc=$?
+# 100,000 row views of ~72 bytes of Lua memory need ~7 MB over the ~4 MB of the script and its
+# axis values: a 9 MB cap fails while the rows are built (12 MB is enough)
+out=$(HBDLAB_TEST_LUA_MEMORY=9000000 "$HBDLAB" "$TMP/oom.lua" 2>&1); rc=$?
 check "Lua OOM building sweep rows: a clean error, exit 0 (rc $rc): $out" sh -c "[ $rc -eq 0 ] && echo '$out' | grep -q 'false.*not enough memory'"
 
 

@@ -12,6 +12,7 @@
 #include "hbdlab/hw.h"
 #include "hbdlab/model.h"
 #include "hbdlab/roofline.h"
+#include "hbdlab/kernels.h"
 #include "hbdlab/expert_load.h"
 #include "hbdlab/router.h"
 #include "hbdlab/kvcache.h"

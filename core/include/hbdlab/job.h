@@ -122,6 +122,7 @@ typedef struct hl_job {
     double expert_freq[1024]; /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
     int32_t cuda_graphs;      /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
     int32_t reserved_job;     /* 0 */
+    char kernels[256];        /* folder of measured kernel tables (kernels.h), "" = none: the analytic model */
 } hl_job;
 
 /* ---- Defaults and validation ---- */

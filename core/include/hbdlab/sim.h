@@ -60,6 +60,7 @@ typedef struct hl_item {
     double call_latency_s;      /* the size-independent part of call_time_s */
     double call_scaleup_bytes;  /* B one GPU sends over scale-up links per call */
     double call_scaleout_bytes; /* B one GPU sends over the scale-out network per call */
+    double measured_calls;      /* of calls, those timed from the job's kernel tables (kernels = "dir") */
 } hl_item;
 
 /* One kernel or collective of one layer pass (prefill) or one decode step, in

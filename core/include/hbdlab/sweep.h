@@ -81,6 +81,40 @@ void hl_point_from_job(const hl_job *job, hl_point *out);
  * not reached get status HL_EINTR). */
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
 
+/* ---- A sweep's points kept compactly in memory (the in-memory hl.sweep) -------------------
+ * A point is its HL_POINT_VALUES result values and a 4-byte fault code (532 bytes, where an
+ * hl_point is 1,048: its 512-byte message buffer is not kept per point). The messages of failed
+ * points are kept once each, however many points fail with the same one. */
+/* fault codes: a point not reached (the sweep was cancelled); a point failed whose message could
+ * not be kept (out of memory) */
+enum { HL_STORE_NOT_RUN = -1, HL_STORE_LOST = -2 };
+
+typedef struct hl_sweep_store {
+    int64_t n;          /* points held: [0, n), the whole sweep (a range run fills its part) */
+    double *values;     /* n * HL_POINT_VALUES doubles: point i's values at values + i * HL_POINT_VALUES,
+                         * in the order of the result table (meaningless when fault[i] != 0) */
+    int32_t *fault;     /* n codes: 0 evaluated, k > 0 failed with message k - 1, or HL_STORE_* */
+    int32_t n_messages; /* distinct messages of failed points */
+    char **messages;    /* n_messages strings (malloc'd, owned) */
+    int32_t *statuses;  /* n_messages: the hl_status of the points that failed with each */
+    void *internal;     /* the lock and the message index while a sweep runs (owned) */
+} hl_sweep_store;
+
+/* Bytes the store takes per point (the budget check of the in-memory sweep reads it). */
+double hl_sweep_store_point_bytes(void);
+
+/* Allocates a store of n points (every fault code HL_STORE_NOT_RUN); HL_ENOMEM when it cannot. */
+hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err);
+void hl_sweep_store_free(hl_sweep_store *s); /* frees what init and the runs allocated; safe twice */
+
+/* Adds message `msg` of a point failed with status `st` (kept once per distinct text); returns its
+ * fault code (> 0), or 0 when out of memory. Thread-safe. */
+int32_t hl_sweep_store_fault(hl_sweep_store *s, hl_status st, const char *msg);
+
+/* Evaluates the points [in->first, in->first + in->count) into s (point i at index i;
+ * s->n is the sweep's whole count). As hl_sweep_run otherwise. */
+hl_status hl_sweep_run_store(const hl_sweep_in *in, hl_sweep_store *s, hl_err *err);
+
 /* ---- Streaming a sweep to CSV (core/src/sweep_csv.c) ------------------------------------
  * Points are evaluated and their rows formatted (hbdlab/csv.h) on worker threads started once
  * per call, in blocks of HL_SWEEP_CSV_BLOCK points; the calling thread hands the blocks' text to
