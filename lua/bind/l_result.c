@@ -113,12 +113,6 @@ void hl_result_push_key_array(lua_State *L)
 
 int hl_result_friendly_count(void) { return N_FRIENDLY; }
 
-const char *hl_result_friendly(int k, int32_t *field, double *scale)
-{
-    *field = hl_result_field_index(friendly[k].field);
-    *scale = friendly[k].scale;
-    return friendly[k].name;
-}
 
 int32_t hl_result_table_size(int nested)
 {

@@ -22,9 +22,8 @@ const hl_result_shape *hl_result_shape_get(void);
  * its leaf, [2n + g] group g's name, [2n + G + k] friendly alias k (l_result.c). */
 void hl_result_push_key_array(lua_State *L);
 
-/* Friendly aliases (ttft_ms, ...): how many, and alias k's name, SI field index and factor. */
+/* Friendly aliases (ttft_ms, ...): how many (hl_result_friendly in bind.h reads alias k). */
 int hl_result_friendly_count(void);
-const char *hl_result_friendly(int k, int32_t *field, double *scale);
 
 /* A view: the result values (hl_result_values order) and a compact copy of the job as run
  * (for the lazy breakdown; the unused tail of expert_freq is not kept). Opaque. */
