@@ -19,6 +19,7 @@ local P = hl.params {
   json = { "", "write the fitted fields and errors as JSON to this file" },
   start_json = { "", "fields fitted by an earlier run (its json), fitted on top of" },
   prefill_tile = { 32, "query tile rows of prefill attention (attn_tile_rows; not fitted: a granularity)" },
+  attn_blend_max = { 16, "largest attn_blend of the decode attention fit (1: the additive model, for comparison)" },
   allreduce = { "both", "all-reduce tables: custom (TensorRT-LLM's kernel, in a CUDA graph), nccl (nccl-tests) or both" },
 }
 if P.dir == "" then error("fit_kernels: give --set dir=<directory of one GPU's CSV tables>", 0) end
@@ -225,9 +226,9 @@ end
 
 kinds.attn_decode = function()
   return fit_kind("attn decode", attn_rows("attention_decode_vllm.csv", true),
-    { "eff_mem_attn", "attn_latency", "attn_unit_s" },
-    { eff_mem_attn = { 0.2, 1 }, attn_latency = { 0, 40e-6 }, attn_unit_s = { 0, 1e-6 } },
-    { eff_mem_attn = 0.8, attn_latency = 5e-6, attn_unit_s = 0.02e-6 })
+    { "eff_mem_attn", "attn_latency", "attn_unit_s", "attn_blend" },
+    { eff_mem_attn = { 0.2, 1 }, attn_latency = { 0, 40e-6 }, attn_unit_s = { 0, 1e-6 }, attn_blend = { 0, P.attn_blend_max } },
+    { eff_mem_attn = 0.8, attn_latency = 5e-6, attn_unit_s = 0.02e-6, attn_blend = math.min(2, P.attn_blend_max / 2) })
 end
 
 kinds.attn_prefill = function()

@@ -52,6 +52,8 @@ static const hl_field gpu_fields[] = {
           "fraction of HBM bandwidth reading the KV cache (0 = eff_mem)"),
     HL_FD(hl_gpu, attn_latency, "attn_latency", 0, 1, "s", "fixed cost of an attention kernel beyond kernel_latency"),
     HL_FD(hl_gpu, attn_unit_s, "attn_unit_s", 0, 1e-3, "s", "per (sequence x KV head) unit of an attention kernel"),
+    HL_FD(hl_gpu, attn_blend, "attn_blend", 0, 20, "",
+          "power mean p of decode attention's KV stream and work-unit times (0 or 1 = their sum)"),
     HL_FD(hl_gpu, attn_tile_rows, "attn_tile_rows", 0, 1024, "", "prefill attention's query tile rows (0 = none)"),
     HL_FD(hl_gpu, attn_tile_s, "attn_tile_s", 0, 1e-3, "s", "per (sequence x head x query tile) of prefill attention"),
     HL_FD(hl_gpu, attn_prefill_latency, "attn_prefill_latency", 0, 1, "s",

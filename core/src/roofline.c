@@ -89,9 +89,12 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         eff = gpu->eff_attn;
         bw = gpu->hbm_bw * (gpu->eff_mem_attn > 0 ? gpu->eff_mem_attn : gpu->eff_mem);
         /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
-         * is on both sides, so compute and memory time stay linear in the context (section 6) */
-        double part = gpu->attn_latency + op->units * gpu->attn_unit_s;
+         * is on both sides, so compute and memory time stay linear in the context (section 6);
+         * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
+         * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
+        double units = op->units * gpu->attn_unit_s, part = gpu->attn_latency + units;
         double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
+        int blended = q <= 1 && gpu->attn_blend > 1;
         if (q > 1 && T > 1) {
             /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
              * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
@@ -101,8 +104,9 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
             pad = useful > 0 && tiled > useful ? tiled / useful : 1;
             part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
         }
-        out->compute_s = op->flops * pad / (peak * eff) + part;
-        out->memory_s = bytes / bw + part;
+        double c = op->flops * pad / (peak * eff), m = bytes / bw;
+        out->compute_s = blended ? gpu->attn_latency + blend(c, units, 0, gpu->attn_blend) : c + part;
+        out->memory_s = blended ? gpu->attn_latency + blend(m, units, 0, gpu->attn_blend) : m + part;
         out->time_s = fmax(out->compute_s, out->memory_s) + fixed;
     } else {
         eff = gpu->eff_gemm;

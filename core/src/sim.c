@@ -107,6 +107,44 @@ static void part_op(const hl_sim_ctx *s, int part, hl_op *op, double b, double q
         hl_attn_op(s, op, b, q, ctx, 0);
 }
 
+/* Kernel time max(compute, memory) of `part` after ctx cached keys (summed by blended_sum). */
+static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, double ctx, double *out, hl_err *err)
+{
+    hl_op op;
+    hl_op_time t;
+    part_op(s, part, &op, b, q, ctx);
+    hl_status st = hl_op_time_on(&op, &s->c->gpu, &t, err);
+    *out = fmax(t.compute_s, t.memory_s);
+    return st;
+}
+
+/* Sum over i = 0..n-1 of the kernel time after in + tau*i keys when it is not linear in the
+ * context (a blended decode kernel, attn_blend > 1): step by step up to BLEND_EXACT steps,
+ * beyond by Simpson's rule over [-1/2, n - 1/2] (the midpoint sum of a smooth function) on
+ * BLEND_PANELS panels. */
+enum { BLEND_EXACT = 4096, BLEND_PANELS = 512 };
+static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
+                             double *sum, hl_err *err)
+{
+    double f, total = 0;
+    hl_status st = HL_OK;
+    if (n <= BLEND_EXACT) {
+        for (double i = 0; i < n && !st; i++) {
+            st = part_time(s, part, b, q, in + tau * i, &f, err);
+            total += f;
+        }
+    } else {
+        double h = n / BLEND_PANELS;
+        for (int k = 0; k <= BLEND_PANELS && !st; k++) {
+            st = part_time(s, part, b, q, in + tau * (-0.5 + h * k), &f, err);
+            total += f * (k == 0 || k == BLEND_PANELS ? 1 : k % 2 ? 4 : 2);
+        }
+        total *= h / 3;
+    }
+    *sum = total;
+    return st;
+}
+
 /* attention_sum from `in` cached keys at step 0, of kernel `part`. */
 static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, double layers, double w, double q,
                                     double tau, double n, double in, hl_err *err)
@@ -133,7 +171,13 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
             by[x] = op.bytes_read + op.bytes_written;
         }
         n_grow = i_grow + 1;
-        sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
+        if (q <= 1 && s->c->gpu.attn_blend > 1) { /* not linear in the context (hl_op_time_on) */
+            double grown;
+            if ((st = blended_sum(s, part, b, q, in, tau, n_grow, &grown, err)))
+                return st;
+            sum += grown;
+        } else
+            sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
         flops += n_grow * f[0] + (f[1] - f[0]) * i_grow * n_grow / 2;
         bytes += n_grow * by[0] + (by[1] - by[0]) * i_grow * n_grow / 2;
         mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;

@@ -42,7 +42,8 @@ struct hl_stepper {
 struct dline {
     hl_phase base;
     double ac, bc, am, bm, lat;
-    double stages; /* pipeline stage slots of the iteration (1 without pp) */
+    double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
+    double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
 
@@ -251,11 +252,20 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
     hl_op op;
     hl_op_time t0, t1;
     double per = rank_div(st);
+    /* a blended kernel (attn_blend > 1, MODEL.md section 3) keeps its lines without the fixed
+     * part: attn_latency + the power mean of each line and the units, at evaluation */
+    hl_gpu g = st->job.cluster.gpu;
+    if (g.attn_blend > 1) {
+        d.blend = g.attn_blend;
+        d.alat = g.attn_latency;
+        g.attn_latency = g.attn_unit_s = g.attn_blend = 0;
+    }
     hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t0, err)))
+    d.units = d.blend > 1 ? op.units * st->job.cluster.gpu.attn_unit_s : 0;
+    if ((rc = hl_op_time_on(&op, &g, &t0, err)))
         return rc;
     hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
-    if ((rc = hl_op_time_on(&op, &st->job.cluster.gpu, &t1, err)))
+    if ((rc = hl_op_time_on(&op, &g, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
     d.bc = t1.compute_s - t0.compute_s;
@@ -290,7 +300,10 @@ static hl_status decode_fn(hl_stepper *st, double n, hl_decode_fn *f, hl_err *er
                         st->sliding,
                         d.stages,
                         st->job.overlap_decode,
-                        st->job.step_overhead};
+                        st->job.step_overhead,
+                        d.blend,
+                        d.alat,
+                        d.units};
     return HL_OK;
 }
 

@@ -54,7 +54,15 @@ typedef struct hl_decode_fn {
     double ac, bc, am, bm, lat;       /* one attention kernel: max(ac + bc c, am + bm c) + lat s */
     double full, sliding, stages;     /* full and sliding-window layers, pipeline stage slots */
     double overlap, overhead;         /* decode overlap of comm, framework s per step */
+    double blend, alat, units;        /* blend > 1: the kernel is alat + (line^p + units^p)^(1/p), p = blend */
 } hl_decode_fn;
+
+/* alat + (x^p + u^p)^(1/p) of a blended decode kernel (roofline.c's power mean, MODEL.md section 3). */
+static inline double hl_decode_blend(const hl_decode_fn *f, double x)
+{
+    double hi = x > f->units ? x : f->units;
+    return hi > 0 ? f->alat + hi * pow(pow(x / hi, f->blend) + pow(f->units / hi, f->blend), 1 / f->blend) : f->alat;
+}
 
 /* The line of `seqs` decoding sequences (an iteration hl_stepper_time would time
  * as hl_iter{seqs, c, w, 0, NULL, seqs, 0, 0}); *ok = 0 when that iteration
@@ -67,6 +75,12 @@ static inline double hl_decode_fn_time(const hl_decode_fn *f, double c, double w
 {
     /* max(x, y) as fmax for the finite times here, without libm's out-of-line call */
     double xc = f->ac + f->bc * c, yc = f->am + f->bm * c, xw = f->ac + f->bc * w, yw = f->am + f->bm * w;
+    if (f->blend > 1) {
+        xc = hl_decode_blend(f, xc);
+        yc = hl_decode_blend(f, yc);
+        xw = hl_decode_blend(f, xw);
+        yw = hl_decode_blend(f, yw);
+    }
     double att =
         ((xc > yc ? xc : yc) + f->lat) * f->full * f->stages + ((xw > yw ? xw : yw) + f->lat) * f->sliding * f->stages;
     double time = f->base_time + att, ops = f->base_ops + att;

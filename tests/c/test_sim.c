@@ -40,6 +40,29 @@ static void test_closed_form_matches_exact_steps(void **state)
     assert_true(checked >= 100);
 }
 
+/* A blended decode kernel (B200: attn_blend > 1, MODEL.md section 3) is not linear in the
+ * context: past 4,096 steps hl_sim_run sums it by Simpson's rule; it stays within 1e-6 of the
+ * step-by-step sum (measured 1.4e-7 at batch 512), and the blend is on in the preset. */
+static void test_blended_decode_sum_matches_exact_steps(void **state)
+{
+    (void)state;
+    double bs[] = {1, 64, 512};
+    for (int i = 0; i < 3; i++) {
+        hl_job j = job_for("llama-3.1-8b", "B200", 1, 1);
+        assert_true(j.cluster.gpu.attn_blend > 1);
+        j.batch = bs[i];
+        j.input = 100;
+        j.output = 6000;
+        j.ignore_memory = 1;
+        hl_result a, b;
+        hl_err e;
+        assert_ok(hl_sim_run(&j, &a, &e), &e);
+        j.exact_steps = 1;
+        assert_ok(hl_sim_run(&j, &b, &e), &e);
+        assert_rel(a.tpot_s, b.tpot_s, 1e-6, "blended tpot: Simpson vs exact");
+    }
+}
+
 /* Single-GPU decode of Llama-3.1-8B at BF16, batch 1: TPOT is no lower than
  * weights / HBM bandwidth (8.03e9 * 2 B / 3.35e12 B/s = 4.79 ms) and within 1.5x. */
 static void test_tpot_bounded_by_weight_reads(void **state)
@@ -176,6 +199,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_closed_form_matches_exact_steps),
+        cmocka_unit_test(test_blended_decode_sum_matches_exact_steps),
         cmocka_unit_test(test_tpot_bounded_by_weight_reads),
         cmocka_unit_test(test_prefill_flops_by_hand),
         cmocka_unit_test(test_decode_step_bytes_by_hand),

@@ -97,6 +97,79 @@ static void test_points_equal_direct_runs(void **state)
     assert_int_equal(errors, 6);
 }
 
+/* The compact store holds what hl_sweep_run's points hold: point by point the same values
+ * (bit for bit) or the same status and message; 6 of the 12 points fail with 2 distinct
+ * messages (imbalance 0.5 with hbd 8 or 4: the message names the field and value only, so all
+ * six say the same), kept once each; a range run fills only its part; a cancelled run leaves
+ * its points HL_STORE_NOT_RUN. */
+static void test_store_equals_points(void **state)
+{
+    (void)state;
+    const double batch[] = {8, 16, 3};
+    const double hbd[] = {8, 4};
+    const double imb[] = {1, 0.5};
+    hl_axis axes[3] = {num_axis("batch", batch, 3), num_axis("hbd", hbd, 2), num_axis("imbalance", imb, 2)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = axes;
+    in.n_axes = 3;
+    in.threads = 2;
+    hl_point pts[12];
+    hl_sweep_store s;
+    hl_err e;
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    assert_ok(hl_sweep_store_init(&s, 12, &e), &e);
+    assert_ok(hl_sweep_run_store(&in, &s, &e), &e);
+    int failed = 0;
+    for (int64_t i = 0; i < 12; i++) {
+        if (pts[i].status != HL_OK) {
+            assert_true(s.fault[i] > 0 && s.fault[i] <= s.n_messages);
+            assert_int_equal(s.statuses[s.fault[i] - 1], pts[i].status);
+            assert_string_equal(s.messages[s.fault[i] - 1], pts[i].error);
+            failed++;
+            continue;
+        }
+        assert_int_equal(s.fault[i], 0);
+        assert_memory_equal(s.values + i * HL_POINT_VALUES, pts[i].v, sizeof pts[i].v);
+    }
+    assert_int_equal(failed, 6);
+    assert_int_equal(s.n_messages, 1);
+    assert_true(hl_sweep_store_point_bytes() == 66 * 8 + 4);
+    hl_sweep_store_free(&s);
+    hl_sweep_store_free(&s); /* safe twice */
+    /* a range: points [4, 7) only */
+    in.first = 4;
+    in.count = 3;
+    assert_ok(hl_sweep_store_init(&s, 12, &e), &e);
+    assert_ok(hl_sweep_run_store(&in, &s, &e), &e);
+    for (int64_t i = 0; i < 12; i++)
+        assert_true((i >= 4 && i < 7) == (s.fault[i] != HL_STORE_NOT_RUN));
+    /* messages are kept once per (status, text) */
+    int32_t a = hl_sweep_store_fault(&s, HL_EINVAL, "x"), b = hl_sweep_store_fault(&s, HL_EINVAL, "x");
+    int32_t c = hl_sweep_store_fault(&s, HL_ENOFIT, "x");
+    assert_true(a > 0 && a == b && c != a);
+    for (int k = 0; k < 200; k++) { /* past the index's growth */
+        char msg[16];
+        snprintf(msg, sizeof msg, "m%d", k);
+        assert_int_equal(hl_sweep_store_fault(&s, HL_EINVAL, msg), hl_sweep_store_fault(&s, HL_EINVAL, msg));
+    }
+    assert_int_equal(hl_sweep_store_fault(&s, HL_EINVAL, "x"), a);
+    hl_sweep_store_free(&s);
+    /* a store of another size is refused; a cancelled run leaves every point not run */
+    in.first = in.count = 0;
+    assert_ok(hl_sweep_store_init(&s, 11, &e), &e);
+    assert_fails_with(hl_sweep_run_store(&in, &s, &e), HL_EINVAL, &e, "a store of 11 points for a sweep of 12");
+    hl_sweep_store_free(&s);
+    volatile int32_t cancel = 1;
+    in.cancel = &cancel;
+    assert_ok(hl_sweep_store_init(&s, 12, &e), &e);
+    assert_fails_with(hl_sweep_run_store(&in, &s, &e), HL_EINTR, &e, "interrupted");
+    for (int64_t i = 0; i < 12; i++)
+        assert_int_equal(s.fault[i], HL_STORE_NOT_RUN);
+    hl_sweep_store_free(&s);
+}
+
 /* An unknown axis fails the whole sweep with a suggestion; a cancelled sweep marks its points. */
 static void test_unknown_axis_and_cancel(void **state)
 {
@@ -227,7 +300,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
         cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
-        cmocka_unit_test(test_memos_never_stale),
+        cmocka_unit_test(test_memos_never_stale),       cmocka_unit_test(test_store_equals_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

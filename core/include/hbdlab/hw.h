@@ -44,6 +44,7 @@ typedef struct hl_gpu {
     double eff_mem_attn;         /* fraction of hbm_bw reached reading the KV cache in decode (0 = eff_mem) */
     double attn_latency;         /* s fixed per attention kernel beyond kernel_latency */
     double attn_unit_s;          /* s per (sequence x KV head) work unit of an attention kernel */
+    double attn_blend;           /* p of a decode kernel's (stream^p + units^p)^(1/p); 0 or 1 = their sum */
     double attn_tile_rows;       /* prefill attention computes whole tiles of this many query rows (0 = none) */
     double attn_tile_s;          /* s per (sequence x query head x query tile) of prefill attention */
     double attn_prefill_latency; /* s fixed per prefill attention (more than one query row) beyond attn_latency */
