@@ -113,7 +113,6 @@ void hl_result_push_key_array(lua_State *L)
 
 int hl_result_friendly_count(void) { return N_FRIENDLY; }
 
-
 int32_t hl_result_table_size(int nested)
 {
     pthread_once(&shape_once, build_shape);
