@@ -320,7 +320,10 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
                 free(q);
                 free(qc);
                 return hl_fail(err, HL_EPARSE,
-                               "%s line %ld: the CSV header must name arrival_s, input and output columns", o, line);
+                               "%s line %ld: the CSV header must name arrival_s, input and output columns%s", o, line,
+                               memchr(s, '\r', (size_t)(e - s)) ? " (its lines end in a lone CR: save the file with LF "
+                                                                  "or CRLF line ends)"
+                                                                : "");
             }
             header = 1;
             continue;

@@ -616,7 +616,8 @@ function M.plain(res)
     o.pareto, o.config = p.pareto, M.plain_config(p.config)
     return o
   end
-  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch }
+  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch,
+                interrupted = res.interrupted } -- Ctrl-C / SIGTERM: the points done, not the whole search
   for i, p in ipairs(res.points) do js.points[i] = plain(p) end
   for k, list in pairs(res.pareto) do
     js.pareto[k] = {}
@@ -924,7 +925,15 @@ function M.frontier(t)
                              launch = launch, interrupted = interrupted or nil, groups = order,
                              -- a configuration yields any number of points: the count is not checked
                              block = { lo, hi, #work, filtered = true } }, M.result_mt)
-  if o.out then write_outputs(hl, res, o.out) end
+  if o.out then
+    write_outputs(hl, res, o.out)
+    if interrupted then -- whole files of a partial search: say so, and the JSON says "interrupted": true
+      local confirmed = 0
+      for _, p in ipairs(points) do if p.simulated then confirmed = confirmed + 1 end end
+      io.stderr:write(string.format("frontier interrupted: %s_points.csv and %s.json hold the %d points done " ..
+        "(%d confirmed by simulation), not the whole search\n", o.out, o.out, #points, confirmed))
+    end
+  end
   return res
 end
 

@@ -185,6 +185,8 @@ end
 
 -- Fields a steady state has no use for (the core refuses them with mode = "analytical").
 local simulate_only = { "requests", "seed", "warmup", "keep_requests", "keep_steps", "max_samples" }
+-- Features only the simulation has (the analytical mode refuses them): no analytical estimate.
+local simulated_only_fields = { "spec_tokens", "prefix_cache", "sessions", "session_turns", "replicas" }
 
 local cost_fields = { "usd_per_mtok_in", "usd_per_mtok_out", "usd_per_mtok", "usd_per_hour", "joules_per_token",
                       "joules_per_token_in", "joules_per_token_out", "power_w", "peak_power_w", "tokens_per_mw" }
@@ -196,8 +198,10 @@ capacity_mt.__tostring = function(c)
     for k, v in pairs(c.slo) do slo[#slo + 1] = k .. " " .. tostring(v) end
     table.sort(slo)
   end
-  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; analytical estimate %.4g req/s, %d probes)",
-    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "), c.analytical_rate, #c.probes) }
+  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; %s, %d probes)",
+    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "),
+    c.analytical_rate and string.format("analytical estimate %.4g req/s", c.analytical_rate)
+      or string.format("no analytical estimate with %s", c.no_estimate or "?"), #c.probes) }
   if c.lower_bound then lines[#lines + 1] = "  a lower bound: " .. c.lower_bound end
   if c.result then lines[#lines + 1] = tostring(c.result) else lines[#lines + 1] = "  no rate meets the SLO" end
   return table.concat(lines, "\n")
@@ -317,7 +321,19 @@ function M.serve_capacity(t)
     end
     return lo, best
   end
-  local est = base.disagg == nil and search("analytical", 1) or 0 -- no analytical model of two pools
+  -- the steady state (mode = "analytical") is of one instance without speculation, prefix caching
+  -- or sessions, and refuses them: with one of them the simulated search starts at 1 req/s and there
+  -- is no analytical estimate (nil, not 0); asked for, the analytical mode says why it cannot
+  local simulated_only
+  for _, k in ipairs(simulated_only_fields) do
+    local v = base[k]
+    if v ~= nil and v ~= false and v ~= 0 and not (k == "replicas" and v == 1) then simulated_only = k break end
+  end
+  if mode == "analytical" and simulated_only then
+    error(string.format("hl.serve_capacity field 'mode': \"analytical\" has no model of field '%s' (simulated " ..
+      "only); mode = \"simulate\"", simulated_only), 2)
+  end
+  local est = (base.disagg == nil and not simulated_only) and search("analytical", 1) or 0
   local rate, best = est, nil
   if mode == "simulate" then
     stopped = nil
@@ -325,7 +341,9 @@ function M.serve_capacity(t)
   else
     if est > 0 then best = select(2, probe(est, "analytical")) end
   end
-  local out = { rate = rate, analytical_rate = est, result = best, probes = probes, target = target, mode = mode,
+  local no_estimate = base.disagg ~= nil and "disagg" or simulated_only
+  local out = { rate = rate, analytical_rate = (not no_estimate) and est or nil, no_estimate = no_estimate,
+                result = best, probes = probes, target = target, mode = mode,
                 slo = t.slo, lower_bound = stopped,
                 goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
   -- cost and energy at the capacity: the simulated run's (nil when unknown, or for the analytical mode)

@@ -113,6 +113,9 @@ T.test("CSV traces: a repeated column and extra cells are refused", function()
   -- columns the trace does not know are still read past (other tools' metadata)
   local other = file("other.csv", "arrival_s,user,input,output\n0,7,100,10\n")
   T.eq(hl.serve(traced(other)).requests, 1, "an unknown column is skipped")
+  -- an old Mac file: one line of lone CRs
+  T.raises(function() hl.serve(traced(file("cr.csv", "arrival_s,input,output\r0,100,10\r"))) end,
+    "its lines end in a lone CR")
   local wide = { "arrival_s", "input", "output" }
   for i = 1, 70 do wide[#wide + 1] = "x" .. i end
   T.raises(function() hl.serve(traced(file("wide.csv", table.concat(wide, ",") .. "\n"))) end,
@@ -140,6 +143,37 @@ T.test("serve_capacity with an SLO that limits nothing is refused", function()
   local t = with { slo = {} }
   t.rate, t.requests = nil, nil
   T.raises(function() hl.serve_capacity(t) end, "hl.serve_capacity field 'slo': {} gives no limit")
+end)
+
+T.test("serve_capacity searches configurations the analytical mode cannot take", function()
+  -- its first probe was the analytical steady state, which refuses speculation, prefix caching,
+  -- sessions and replicas: hl.serve_capacity failed on every one of them ("... has no effect with
+  -- mode = analytical"); the simulated search now starts at 1 req/s with no analytical estimate
+  local function cap(t)
+    local o = with(t)
+    o.rate, o.requests = nil, 200
+    o.slo, o.tolerance, o.min_duration, o.max_requests = { ttft_ms = 200, tpot_ms = 30 }, 0.2, 1, 2000
+    return hl.serve_capacity(o)
+  end
+  local plain = cap {}
+  T.ok(plain.analytical_rate > 0, "an estimate without them")
+  for name, t in pairs { spec_tokens = { spec_tokens = 2, spec_accept = 0.7 },
+                         prefix_cache = { prefix_cache = true, shared_prefix = 100 },
+                         sessions = { sessions = { turns = 2 } },
+                         replicas = { cluster = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }, replicas = 2 } } do
+    local c = cap(t)
+    T.ok(c.rate > 0 and c.result ~= nil, name .. ": a capacity")
+    T.eq(c.analytical_rate, nil, name .. ": no estimate")
+    T.eq(c.no_estimate, name, name .. ": named")
+    T.ok(tostring(c):find("no analytical estimate with " .. name, 1, true), name .. " printed")
+  end
+  local o = with { spec_tokens = 2, spec_accept = 0.7, slo = { ttft_ms = 200 }, mode = "analytical" }
+  o.rate, o.requests = nil, nil
+  T.raises(function() hl.serve_capacity(o) end,
+    "hl.serve_capacity field 'mode': \"analytical\" has no model of field 'spec_tokens'")
+  -- hl.serve itself: the step timer's "not yet by the serving step timer" was stale
+  T.raises(function() hl.serve(with { mode = "analytical", requests = false, spec_tokens = 2, spec_accept = 0.7 }) end,
+    "field 'spec_tokens': 2 has no effect with mode = \"analytical\"")
 end)
 
 T.test("every part of a serve result prints readably", function()
@@ -170,6 +204,42 @@ T.test("hl.serve warns of a request beyond the model's context limit, as hl.simu
   for _, m in ipairs(seen) do if m:find("202000 tokens is beyond llama-3.1-8b's context limit", 1, true) then hit = m end end
   T.ok(hit, "the context warning: " .. table.concat(seen, " | "))
   T.eq(#seen, 1, "no warning for the 4-turn run")
+end)
+
+T.test("think times that carry the clock past 1e9 s are refused", function()
+  -- 1,000 requests of one client thinking 1e6 s each end near 1e9 s (allowed); 100,000 reached
+  -- 1e11 s, where a 6.24 ms step was timed 0.03% off (TPOT max 6.2408 against 6.2378 ms)
+  T.raises(function() hl.serve(with { rate = false, concurrency = 1, think_s = 1e6, requests = 100000 }) end,
+    "serve field 'think_s': 1e+06 s of think time spreads 100000 requests", "past 1e9 s")
+  T.raises(function() hl.serve(with { rate = false, concurrency = 2, requests = 4000, sessions = { turns = 4, think_s = 1e6 } }) end,
+    "serve field 'sessions.think_s': 1e+06 s")
+  T.raises(function() hl.serve(with { rate = 1, requests = 10, sessions = { turns = 2000, think_s = 1e6 } }) end,
+    "serve field 'sessions.think_s'")
+  local r = hl.serve(with { rate = false, concurrency = 1, think_s = 1e5, requests = 20 })
+  T.eq(r.requests, 20, "a long think within the clock's range runs")
+end)
+
+T.test("an interrupted frontier's outputs say so", function()
+  -- Ctrl-C during the confirming simulations: the files written are whole, but of part of the
+  -- search; the JSON used to look like a finished one. The second simulation is interrupted here.
+  local calls, serve = 0, hl.serve
+  hl.serve = function(t)
+    calls = calls + 1
+    if calls == 2 then error("interrupted!") end
+    return serve(t)
+  end
+  local stem = dir .. "/fr"
+  local ok, r = pcall(hl.frontier, { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 },
+                                     precision = "fp8", input = 256, output = 32, simulate = 4, requests = 20,
+                                     concurrency = { 1, 4 }, progress = false, out = stem })
+  hl.serve = serve
+  require("hbdlab.core").take_interrupted() -- the test goes on (a script would exit 130)
+  T.ok(ok, tostring(r))
+  T.eq(r.interrupted, true, "the result is flagged")
+  local f = assert(io.open(stem .. ".json"))
+  local js = require("hbdlab.core").json_decode(f:read("a"))
+  f:close()
+  T.eq(js.interrupted, true, "the JSON says it was interrupted")
 end)
 
 os.execute("rm -rf '" .. dir .. "'")
