@@ -242,5 +242,30 @@ T.test("an interrupted frontier's outputs say so", function()
   T.eq(js.interrupted, true, "the JSON says it was interrupted")
 end)
 
+T.test("hl.frontier: serve fields its steady-state points cannot model, and output errors", function()
+  local f = { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 }, precision = "fp8", input = 256,
+              output = 32, simulate = 0, concurrency = { 1, 4 }, progress = false }
+  local function fr(t)
+    local o = {}
+    for k, v in pairs(f) do o[k] = v end
+    for k, v in pairs(t) do o[k] = v end
+    return hl.frontier(o)
+  end
+  -- each used to end "no configuration of llama-3.1-8b could be evaluated on any system; the most
+  -- frequent reason: serve field 'prefix_cache' has no effect with mode = \"analytical\" ..."
+  for _, k in ipairs { "prefix_cache", "spec_tokens", "sessions", "kv_offload", "replicas", "keep_steps" } do
+    local v = ({ prefix_cache = true, spec_tokens = 2, sessions = { turns = 2 }, kv_offload = { capacity_bytes = 1 },
+                 replicas = 2, keep_steps = true })[k]
+    T.raises(function() fr { serve = { [k] = v } } end, "hl.frontier: field 'serve." .. k .. "': not modelled by the " ..
+      "frontier's points")
+  end
+  -- serve.trace said "give trace at the top level", which the frontier refuses
+  T.raises(function() fr { serve = { trace = "x.csv" } } end, "field 'serve.trace': the search sets it (each point's")
+  -- an output folder that is a file: the message had hbdlab's own position (hbdlab/frontier.lua:636:)
+  local plainfile = file("plain", "x")
+  local ok, e = pcall(fr, { out = plainfile .. "/fr" })
+  T.ok(not ok and e:find("hl.frontier: cannot create folder", 1, true) and not e:find("frontier.lua:", 1, true), e)
+end)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.done()
