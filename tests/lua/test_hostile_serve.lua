@@ -176,6 +176,19 @@ T.test("serve_capacity searches configurations the analytical mode cannot take",
     "field 'spec_tokens': 2 has no effect with mode = \"analytical\"")
 end)
 
+T.test("serve_pd_ratio: a capacity that is only a lower bound says so", function()
+  -- max_requests = 2,000 over min_duration = 2 s stops each search at 1,000 req/s: the 3 + 1 split
+  -- reached it (its capacity is "512 or more"); the rows and the best line read as exact before
+  local r = hl.serve_pd_ratio { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 },
+                                gpus = 4, prefill = { parallel = { tp = 1 } }, decode = { parallel = { tp = 1 } },
+                                input = 300, output = 30, slo = { ttft_ms = 300, tpot_ms = 30 }, tolerance = 0.2,
+                                min_duration = 2, max_requests = 2000 }
+  local bounded
+  for _, row in ipairs(r.rows) do if row.lower_bound then bounded = row end end
+  T.ok(bounded, "a row stopped at max_requests")
+  T.ok(tostring(r):find(">= " .. string.format("%.4g", bounded.rate), 1, true), "printed as >=: " .. tostring(r))
+end)
+
 T.test("every part of a serve result prints readably", function()
   local r = hl.serve(with { keep_requests = true, keep_steps = true })
   for name, v in pairs { step_log = r.step_log, step = r.step_log[1], kv_series = r.kv_series,
