@@ -31,6 +31,7 @@ struct hl_stepper {
     hl_phase *io;             /* [rows]: hl_io_ops of one step */
     unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
     struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
+    struct io_memo *mix;      /* [IO_MEMO]: hl_io_ops of steps whose rows differ from their tokens, NULL until used */
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
     int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
 };
@@ -45,6 +46,15 @@ struct dline {
     double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
     double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
+};
+
+/* hl_io_ops of a step of `tokens` tokens, `rows` of which sample (a mixed step: prompt chunks
+ * sample only where they end), memoised direct-mapped by the pair (rows 0 = empty slot): a
+ * loaded server's mixed steps repeat pairs, each computed once per slot (6 MB). */
+enum { IO_MEMO = 1 << 16 };
+struct io_memo {
+    int32_t rows, tokens;
+    hl_phase ph;
 };
 
 /* The divisor that takes an iteration's counts to one DP rank's share (1: they are one rank's already). */
@@ -120,6 +130,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->lin[0]);
     free(st->lin[1]);
     free(st->io);
+    free(st->mix);
     free(st->have);
     free(st->dl);
     free(st->layout);
@@ -215,6 +226,16 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         *out = st->io[k];
         return HL_OK;
     }
+    struct io_memo *memo = NULL; /* a mixed step of whole counts */
+    if (!cached && rows >= 1 && rows == floor(rows) && tokens == floor(tokens) && tokens <= (double)st->cap &&
+        (st->mix || (st->mix = calloc(IO_MEMO, sizeof *st->mix)))) {
+        uint32_t h = ((uint32_t)rows * 2654435761u) ^ ((uint32_t)tokens * 40503u);
+        memo = &st->mix[(h ^ (h >> 16)) & (IO_MEMO - 1)];
+        if (memo->rows == (int32_t)rows && memo->tokens == (int32_t)tokens) {
+            *out = memo->ph;
+            return HL_OK;
+        }
+    }
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
@@ -227,6 +248,8 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         st->io[k] = a.ph;
         st->have[slot] = 1;
     }
+    if (memo)
+        *memo = (struct io_memo){(int32_t)rows, (int32_t)tokens, a.ph};
     return HL_OK;
 }
 

@@ -6,10 +6,24 @@
 #include <strings.h>
 
 #include "bind.h"
+#include "result_view.h"
 
 /* Codes of the keys an hl.simulate table may hold (built once per state from
  * the core's job and plan field tables, kept in the registry). */
 enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_EXPERT_FREQ, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
+/* Flags above the code: a mapping key (no "parallel is not given" warning) and a speculative
+ * decoding key that has no effect without spec_tokens (hbdlab/warn.lua, which reads the same). */
+enum { KEY_CODE_MASK = 0xffff, KEY_MAPPING = 0x10000, KEY_SPEC = 0x20000 };
+static const char *const mapping_keys[] = {"tp", "pp", "ep", "dp", "etp", "instance_gpus", NULL};
+static const char *const spec_keys[] = {"spec_accept", "spec_draft_layers", NULL};
+
+static int listed(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(name, *list) == 0)
+            return 1;
+    return 0;
+}
 static char keys_key;
 
 /* Pushes the key -> code table, building it on first use. */
@@ -21,8 +35,10 @@ static void push_keys(lua_State *L)
     lua_newtable(L);
     const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
     for (int32_t i = 0; i < js->count; i++) {
-        lua_pushinteger(L, KEY_JOB + i);
-        lua_setfield(L, -2, js->fields[i].name);
+        const char *name = js->fields[i].name;
+        lua_pushinteger(L, KEY_JOB + i + (listed(name, mapping_keys) ? KEY_MAPPING : 0) +
+                               (listed(name, spec_keys) ? KEY_SPEC : 0));
+        lua_setfield(L, -2, name);
         const char *path = js->fields[i].path;
         if (path) { /* "parallel.tp": the group name is a key too */
             lua_pushlstring(L, path, (size_t)(strchr(path, '.') - path));
@@ -38,7 +54,7 @@ static void push_keys(lua_State *L)
     lua_setfield(L, -2, "model");
     lua_pushinteger(L, KEY_OBJECT);
     lua_setfield(L, -2, "cluster");
-    lua_pushinteger(L, KEY_PARALLEL);
+    lua_pushinteger(L, KEY_PARALLEL + KEY_MAPPING);
     lua_setfield(L, -2, "parallel");
     lua_pushinteger(L, KEY_EXPERT_FREQ);
     lua_setfield(L, -2, "expert_freq");
@@ -192,11 +208,15 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
     }
 }
 
-/* The model or cluster of field `name` of the table at idx: an object or a preset name. */
-static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl_cluster *c)
+/* The model or cluster of field `name` of the table at idx (or, when obj != 0, the value at
+ * stack index obj that stands for that field): an object or a preset name. */
+static void read_object(lua_State *L, int idx, int obj, const char *name, hl_model *m, hl_cluster *c)
 {
     hl_err err;
-    lua_getfield(L, idx, name);
+    if (obj)
+        lua_pushvalue(L, obj);
+    else
+        lua_getfield(L, idx, name);
     if (m && hl_to_model(L, -1))
         *m = *hl_to_model(L, -1);
     else if (c && hl_to_cluster(L, -1))
@@ -213,18 +233,25 @@ static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl
 
 /* Reads simulate fields from the table at idx into *out; see bind.h. Every
  * key is looked up in the core's field tables (job fields by name, grouped
- * ones also as parallel = {...} and overlap = {...} / a number for the group). */
-void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)
+ * ones also as parallel = {...} and overlap = {...} / a number for the group).
+ * model_idx / cluster_idx: stack indices of the model and cluster to use instead of the
+ * table's fields (0: the fields). *seen: KEY_MAPPING and KEY_SPEC of the keys given. */
+static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_plan_in *out, int *batch_max_out,
+                      int *auto_plan_out, int *seen)
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
-    hl_model m;
-    hl_cluster c;
-    read_object(L, idx, "model", &m, NULL);
-    read_object(L, idx, "cluster", NULL, &c);
-    memset(out, 0, sizeof *out);
+    /* the search options after the job: the job itself is cleared by hl_job_init */
+    memset((char *)out + sizeof out->job, 0, sizeof *out - sizeof out->job);
     hl_job *j = &out->job;
-    hl_job_init(j, &m, &c);
+    {
+        hl_model m;
+        hl_cluster c;
+        read_object(L, idx, model_idx, "model", &m, NULL);
+        read_object(L, idx, cluster_idx, "cluster", NULL, &c);
+        hl_job_init(j, &m, &c);
+    }
+    *seen = 0;
     const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
     *batch_max_out = *auto_plan_out = 0;
     push_keys(L);
@@ -237,6 +264,8 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
+        *seen |= code & ~KEY_CODE_MASK;
+        code &= KEY_CODE_MASK;
         int t = lua_type(L, -1);
         if (code == 0) {
             unknown_key(L, k);
@@ -273,6 +302,12 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         lua_pop(L, 1);
     }
     lua_pop(L, 1); /* keys */
+}
+
+void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)
+{
+    int seen;
+    check_job(L, idx, 0, 0, out, batch_max_out, auto_plan_out, &seen);
 }
 
 static void push_events(lua_State *L, const hl_event *ev, int n)
@@ -343,7 +378,7 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 }
 
 /* Registry keys of the weak tables that map a result's prefill / decode
- * subtable to the userdata holding its job (for lazy fields). */
+ * subtable to the view data holding its job (for lazy fields). */
 static char lazy_key[2];
 
 /* __index of phase subtables: builds `breakdown` and `events` on first use, by
@@ -357,17 +392,23 @@ static int phase_index(lua_State *L)
         lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
         lua_pushvalue(L, 1);
         lua_rawget(L, -2);
-        const hl_job *job = lua_touserdata(L, -1);
+        const hl_result_view *rv = lua_touserdata(L, -1);
         lua_pop(L, 2);
-        if (!job)
+        if (!rv)
             continue;
         hl_result *r = malloc(sizeof *r);
+        hl_job *full = malloc(sizeof *full);
         hl_err err;
-        if (!r)
+        if (!r || !full) {
+            free(r);
+            free(full);
             return luaL_error(L, "out of memory");
-        hl_job full = *job;
-        full.summary_only = 0;
-        if (hl_sim_run(&full, r, &err)) {
+        }
+        hl_result_view_job(rv, full);
+        full->summary_only = 0;
+        hl_status st = hl_sim_run(full, r, &err);
+        free(full);
+        if (st) {
             free(r);
             return hl_raise(L, &err);
         }
@@ -382,42 +423,54 @@ static int phase_index(lua_State *L)
     return 0;
 }
 
-/* Makes the phase subtable `which` (0 prefill, 1 decode) of the result at the
- * top lazy: `breakdown` and `events` are built on first access from the job
- * kept in the userdata at result_ud. */
-static void attach_lazy(lua_State *L, int which, int result_ud)
+void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 {
-    lua_getfield(L, -1, which ? "decode" : "prefill"); /* [result phase] */
-    luaL_setmetatable(L, "hbdlab.phase");
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [result phase lazy] */
-    lua_pushvalue(L, -2);
-    lua_pushvalue(L, result_ud);
+    phase_idx = lua_absindex(L, phase_idx);
+    ud_idx = lua_absindex(L, ud_idx);
+    luaL_setmetatable(L, "hbdlab.phase"); /* the phase table must be at the top */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
+    lua_pushvalue(L, phase_idx);
+    lua_pushvalue(L, ud_idx);
     lua_rawset(L, -3);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
 }
 
+/* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
+ * them): a prompt + output beyond the model's context, limits missed, an unknown price or
+ * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
+enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16 };
+
+/* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
+ * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
 static int l_simulate(lua_State *L)
 {
     hl_plan_in pin;
     hl_err err;
-    int batch_max, auto_plan;
-    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    hl_job j;
+    int batch_max, auto_plan, seen;
+    int objs = lua_gettop(L) >= 3;
+    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, &pin, &batch_max, &auto_plan, &seen);
     hl_candidate cands[32];
     int32_t ncand = 0;
     pin.max_batch = batch_max; /* the chosen job is checked against memory below, as any other */
     pin.auto_plan = auto_plan;
-    if (hl_job_resolve(&pin, &j, cands, 32, &ncand, &err)) /* core/src/plan.c: the one resolver */
-        return hl_raise(L, &err);
-    hl_job *kept = lua_newuserdatauv(L, sizeof(hl_job), 0); /* [.. ud] the job, for lazy fields */
-    *kept = j;
-    int ud = lua_gettop(L);
+    hl_job resolved, *jp = &pin.job;
+    /* core/src/plan.c is the one resolver; a job with no search and no limits is its own
+     * resolution (hl_job_resolve would only copy it), so it runs as read */
+    if (auto_plan || batch_max || pin.max_ttft != 0 || pin.max_tpot != 0) {
+        if (hl_job_resolve(&pin, &resolved, cands, 32, &ncand, &err))
+            return hl_raise(L, &err);
+        jp = &resolved;
+    }
     hl_result res;
     hl_result *rp = &res;
-    j.summary_only = 1; /* breakdown and events are built on first access */
-    if (hl_sim_run(&j, rp, &err))
+    jp->summary_only = 1; /* breakdown and events are built on first access */
+    if (hl_sim_run(jp, rp, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, hl_result_table_size(1) + 3); /* + candidates, meets_limits, objective */
+    double v[HL_POINT_VALUES];
+    hl_result_values(rp, v);
+    int kept[3] = {1, objs ? 2 : 0, objs ? 3 : 0};
+    hl_push_result_view(L, v, jp, kept);
+    int meets = 1;
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */
         for (int32_t i = 0; i < ncand; i++) {
@@ -439,21 +492,31 @@ static int l_simulate(lua_State *L)
             lua_setfield(L, -2, "meets_limits");
             lua_rawseti(L, -2, i + 1);
         }
-        lua_setfield(L, -2, "candidates");
-        lua_pushboolean(L, cands[0].meets_limits); /* the search raised if no candidate met them */
+        lua_setfield(L, -2, "candidates"); /* rawset: the view's metatable has no __newindex */
+        meets = cands[0].meets_limits;     /* the search raised if no candidate met them */
+        lua_pushboolean(L, meets);
         lua_setfield(L, -2, "meets_limits");
         lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
         lua_setfield(L, -2, "objective");
     } else if (pin.max_ttft > 0 || pin.max_tpot > 0) { /* a fixed or "max" batch under limits */
-        lua_pushboolean(L, hl_plan_meets_limits(&pin, rp));
+        meets = hl_plan_meets_limits(&pin, rp);
+        lua_pushboolean(L, meets);
         lua_setfield(L, -2, "meets_limits");
     }
-    double v[HL_POINT_VALUES];
-    hl_result_values(rp, v);
-    hl_set_result_fields(L, v, 1); /* the result table of core/src/result.c, nested */
-    attach_lazy(L, 0, ud);
-    attach_lazy(L, 1, ud);
-    return 1;
+    const hl_model *m = &jp->model;
+    int flags = 0;
+    if (m->max_position > 0 && rp->input + rp->output > (double)m->max_position)
+        flags |= WARN_CONTEXT;
+    if (!meets)
+        flags |= WARN_LIMITS;
+    if (rp->cost.usd_per_mtok != rp->cost.usd_per_mtok) /* NaN: an unknown price (core/src/cost.c) */
+        flags |= WARN_COST;
+    if (!(seen & KEY_MAPPING) && rp->gpus > 1)
+        flags |= WARN_MAPPING;
+    if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
+        flags |= WARN_SPEC;
+    lua_pushinteger(L, flags);
+    return 2;
 }
 
 void hl_bind_sim(lua_State *L)

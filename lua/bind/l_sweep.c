@@ -1,7 +1,8 @@
 /* core.sweep(base, axes, opts): a sweep evaluated in C on threads.
  *   base: hl.simulate fields; axes: array of {name = "hbd", values = {...}}
  *   opts: {zip = false, threads = 0, strict = false, progress = true}
- * Returns rows (axes + flattened result fields, or an `error` field), a second
+ * Returns rows (views over the sweep's compact store, l_sweep_rows.c: axes + flattened result
+ * fields, or an `error` field), a second
  * value: true when Ctrl-C stopped the sweep (the rows done are kept), and the
  * sweep's number of points (the rows are this shard's block of them). */
 #include <errno.h>

@@ -32,7 +32,8 @@ end
 
 --- sort(rows, "key") ascending, sort(rows, "-key") descending, or sort(rows, less_fn). Returns a new array.
 function M.sort(rows, by)
-  local out = { table.unpack(rows) }
+  local out = {} -- copied in a loop: table.unpack refuses arrays of more than ~1M (a sweep's 10M rows)
+  for i = 1, #rows do out[i] = rows[i] end
   M.axes_of[out] = M.axes_of[rows]
   M.result_rows[out] = M.result_rows[rows]
   if type(by) == "function" then
