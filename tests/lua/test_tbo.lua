@@ -53,6 +53,15 @@ T.test("prefill: the SM share of the EP kernels slows the compute under them", f
   T.ok(b.ttft_s > a.ttft_s, "24/132 of the SMs held (the default): slower than f = 0")
 end)
 
+T.test("a sweep (summary mode, the decode memo across inputs) equals hl.simulate", function()
+  local base = job { two_batch_overlap = true }
+  local rows = hl.sweep { base = base, axes = { input = { 500, 1000 } } }
+  for i, inp in ipairs { 500, 1000 } do
+    local r = hl.simulate(job { two_batch_overlap = true, input = inp })
+    T.eq(rows[i].total_s, r.total_s, "input " .. inp)
+  end
+end)
+
 T.test("no EP: nothing to overlap, the same times", function()
   local t = { model = "mixtral-8x7b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }, batch = 8,
               input = 100, output = 4, parallel = { tp = 2, ep = 1 } }
