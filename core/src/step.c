@@ -68,6 +68,12 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     hl_stepper *st = calloc(1, sizeof *st);
     if (!st)
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+    if (job->two_batch_overlap) {
+        free(st);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'two_batch_overlap': true; two-batch overlap is modelled by hl.simulate, not yet by the "
+                       "serving step timer (use two_batch_overlap = false here)");
+    }
     if (job->spec_tokens > 0) {
         free(st);
         return hl_fail(err, HL_EINVAL,
