@@ -261,10 +261,12 @@ static void read_object(lua_State *L, int idx, int obj, const char *name, hl_mod
         lua_pushvalue(L, obj);
     else
         lua_getfield(L, idx, name);
-    if (m && hl_to_model(L, -1))
-        *m = *hl_to_model(L, -1);
-    else if (c && hl_to_cluster(L, -1))
-        *c = *hl_to_cluster(L, -1);
+    const hl_model *mo = m ? hl_to_model(L, -1) : NULL;
+    const hl_cluster *co = c ? hl_to_cluster(L, -1) : NULL;
+    if (mo)
+        *m = *mo;
+    else if (co)
+        *c = *co;
     else if (lua_type(L, -1) == LUA_TSTRING) {
         const char *preset = hl_c_string(L, -1, m ? "simulate field 'model'" : "simulate field 'cluster'");
         if (m ? hl_model_preset(preset, m, &err) : hl_cluster_preset(preset, c, &err))
@@ -489,11 +491,11 @@ static int phase_index(lua_State *L)
     for (int which = 0; which < 2; which++) {
         lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
         lua_pushvalue(L, 1);
-        lua_rawget(L, -2);
-        const hl_result_view *rv = lua_touserdata(L, -1);
-        lua_pop(L, 2);
-        if (!rv)
+        lua_rawget(L, -2); /* [.. lazy ud] */
+        if (!lua_touserdata(L, -1)) {
+            lua_pop(L, 2);
             continue;
+        }
         hl_result *r = malloc(sizeof *r);
         hl_job *full = malloc(sizeof *full);
         hl_err err;
@@ -502,7 +504,8 @@ static int phase_index(lua_State *L)
             free(full);
             return luaL_error(L, "out of memory");
         }
-        hl_result_view_job(rv, full);
+        hl_result_view_job(L, lua_gettop(L), full);
+        lua_pop(L, 2);
         full->summary_only = 0;
         hl_status st = hl_sim_run(full, r, &err);
         free(full);
@@ -568,7 +571,7 @@ static int l_simulate(lua_State *L)
     double v[HL_POINT_VALUES];
     hl_result_values(rp, v);
     int kept[3] = {1, objs ? 2 : 0, objs ? 3 : 0};
-    hl_push_result_view(L, v, jp, kept);
+    hl_push_result_view(L, v, jp, kept, objs && hl_to_model(L, 2) && hl_to_cluster(L, 3));
     int meets = 1;
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */
