@@ -11,15 +11,19 @@
 #include "result_view.h"
 
 /* The view data (a userdata; user values: 1 the group cache, 2..4 the values kept for Lua).
- * job holds the bytes of hl_job before expert_freq, then the job's expert_freq_n shares, then
- * the bytes after expert_freq: a 2.9 KB copy instead of 11 KB (the shares are at most 8 KB). */
+ * job holds the bytes of hl_job from `JOB_COPY_AT` (after the model and the cluster when
+ * `objects`: user values 3 and 4 are then the model and cluster objects the job was read
+ * from, which are immutable) up to expert_freq, then the job's expert_freq_n shares, then the
+ * bytes after expert_freq: about 300 bytes with the objects, 3.1 KB without (not 11 KB). */
 struct hl_result_view {
     double v[HL_POINT_VALUES];
     int32_t freq_n;
+    int32_t objects;
     unsigned char job[];
 };
 
 enum {
+    JOB_AFTER_OBJECTS = offsetof(hl_job, cluster) + sizeof(hl_cluster),
     JOB_HEAD = offsetof(hl_job, expert_freq),
     JOB_TAIL_AT = offsetof(hl_job, expert_freq) + sizeof(((hl_job *)0)->expert_freq),
     JOB_TAIL = sizeof(hl_job) - JOB_TAIL_AT,
@@ -70,28 +74,39 @@ hl_result_view *hl_to_result_view(lua_State *L, int idx)
     return rv;
 }
 
-void hl_result_view_job(const hl_result_view *rv, hl_job *out)
+void hl_result_view_job(lua_State *L, int ud, hl_job *out)
 {
+    const hl_result_view *rv = lua_touserdata(L, ud);
+    size_t at = rv->objects ? JOB_AFTER_OBJECTS : 0, freq = (size_t)rv->freq_n * sizeof(double);
     memset(out, 0, sizeof *out);
-    memcpy(out, rv->job, JOB_HEAD);
-    memcpy(out->expert_freq, rv->job + JOB_HEAD, (size_t)rv->freq_n * sizeof(double));
-    memcpy((char *)out + JOB_TAIL_AT, rv->job + JOB_HEAD + (size_t)rv->freq_n * sizeof(double), JOB_TAIL);
+    if (rv->objects) {
+        lua_getiuservalue(L, ud, 3);
+        lua_getiuservalue(L, ud, 4);
+        out->model = *hl_to_model(L, -2); /* checked when the view was made */
+        out->cluster = *hl_to_cluster(L, -1);
+        lua_pop(L, 2);
+    }
+    memcpy((char *)out + at, rv->job, JOB_HEAD - at);
+    memcpy(out->expert_freq, rv->job + JOB_HEAD - at, freq);
+    memcpy((char *)out + JOB_TAIL_AT, rv->job + JOB_HEAD - at + freq, JOB_TAIL);
 }
 
-void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3])
+void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects)
 {
     int kept[3];
     for (int k = 0; k < 3; k++)
         kept[k] = uv && uv[k] ? lua_absindex(L, uv[k]) : 0;
+    objects = objects && kept[1] && kept[2];
     int32_t n = job->expert_freq_n > 0 && job->expert_freq_n <= HL_EXPERTS_MAX ? job->expert_freq_n : 0;
-    size_t freq = (size_t)n * sizeof(double);
+    size_t freq = (size_t)n * sizeof(double), at = objects ? JOB_AFTER_OBJECTS : 0;
     lua_createtable(L, 0, 0); /* the view */
-    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + JOB_HEAD + freq + JOB_TAIL, 4);
+    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + (JOB_HEAD - at) + freq + JOB_TAIL, 4);
     memcpy(rv->v, v, sizeof rv->v);
     rv->freq_n = n;
-    memcpy(rv->job, job, JOB_HEAD);
-    memcpy(rv->job + JOB_HEAD, job->expert_freq, freq);
-    memcpy(rv->job + JOB_HEAD + freq, (const char *)job + JOB_TAIL_AT, JOB_TAIL);
+    rv->objects = objects;
+    memcpy(rv->job, (const char *)job + at, JOB_HEAD - at);
+    memcpy(rv->job + JOB_HEAD - at, job->expert_freq, freq);
+    memcpy(rv->job + JOB_HEAD - at + freq, (const char *)job + JOB_TAIL_AT, JOB_TAIL);
     for (int k = 0; k < 3; k++)
         if (kept[k]) {
             lua_pushvalue(L, kept[k]);

@@ -33,14 +33,16 @@ typedef struct hl_result_view hl_result_view;
  * but for fields set on it later) with the shared view metatable; its fields are read from
  * the C values on access; groups (prefill, decode, ...) are built on first access and kept.
  * uv: stack indices of up to 3 values the view keeps for Lua (0 = none), read back by
- * hl_result_view_kept. */
-void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3]);
+ * core.result_view_kept; objects: uv[1] and uv[2] are the model and cluster objects whose
+ * copies job holds (so the view keeps them instead of a copy). */
+void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects);
 
 /* The view data of the table at idx, or NULL when it is not a view. */
 hl_result_view *hl_to_result_view(lua_State *L, int idx);
 
-/* The job of a view as it was run (every field; expert_freq beyond its count zero). */
-void hl_result_view_job(const hl_result_view *rv, hl_job *out);
+/* The job of the view whose data userdata is at stack index ud, as it was run (every field;
+ * expert_freq beyond its count zero). */
+void hl_result_view_job(lua_State *L, int ud, hl_job *out);
 
 /* When the value at idx is a view: pushes a plain table with every field it shows (the same
  * keys, values and group tables as indexing it; fields set on the view win) and returns 1;

@@ -11,15 +11,6 @@ local trace = require "hbdlab.trace"
 -- views' own; its methods live in `methods`.
 local result_mt, methods = core.result_view_mt()
 
--- The objects a model / cluster field names (a preset name or a plain table of fields), so that
--- neither the core nor the warnings resolve it again; other values pass through (the core says
--- what is wrong with them).
-local function resolved(kind, x)
-  local tx = type(x)
-  if tx == "string" or (tx == "table" and getmetatable(x) == nil) then return objects[kind](x) end
-  return x
-end
-
 -- The simulate fields each result was run from, for hl.walkthrough: the fields table itself when
 -- it held the objects, else a copy with the objects in it (made when asked for).
 M.job_of = setmetatable({}, { __index = function(_, r)
@@ -79,6 +70,7 @@ local warn -- hbdlab.warn, required on the first call
 -- Clusters whose GPU's price was checked (the cost warning depends only on the GPU): weak keys.
 local cost_checked = setmetatable({}, { __mode = "k" })
 local simulate_c = core.simulate
+local resolved = objects.resolved
 
 -- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
 -- only when the core saw what they look for.
@@ -87,7 +79,7 @@ local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC = 1, 2, 4, 8
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
   warn = warn or require "hbdlab.warn"
-  local m, c = resolved("model", t.model), resolved("cluster", t.cluster)
+  local m, c = resolved("model", t.model), resolved("cluster", t.cluster) -- names resolve once
   local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
     warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so

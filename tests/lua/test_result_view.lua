@@ -139,6 +139,25 @@ T.test("warnings: decided by the core's flags, printed once, as before", functio
   T.ok((next(warn.seen) or ""):find("spec_accept has no effect", 1, true) ~= nil, "speculative field alone")
 end)
 
+T.test("the lazy breakdown re-runs the job as it was run (objects kept or copied, expert_freq kept)", function()
+  local skew = {}
+  for i = 1, 16 do skew[i] = (i == 1 and 0.4 or 0.04) end -- 0.4 + 15 * 0.04 = 1
+  local base = { model = hl.model("qwen1.5-110b"):with { experts = 16, topk = 2 },
+                 cluster = hl.cluster { gpu = "B200", gpus = 16, hbd = 8 }, precision = "fp8", batch = 64,
+                 input = 4096, output = 64, parallel = { tp = 1, ep = 16 } }
+  local skewed = {}
+  for k, v in pairs(base) do skewed[k] = v end
+  skewed.expert_freq = skew
+  local a = hl.simulate(skewed)           -- the view keeps the model and cluster objects
+  local b = core.simulate(skewed)         -- no objects given: the view copies them
+  local u = hl.simulate(base)
+  local enc = core.json_encode
+  T.eq(enc(a.prefill.breakdown), enc(b.prefill.breakdown), "prefill breakdown, objects kept or copied")
+  T.eq(enc(a.decode.events), enc(b.decode.events), "decode events")
+  T.ok(enc(a.prefill.breakdown) ~= enc(u.prefill.breakdown), "the routing shares reach the re-run")
+  T.eq(a.prefill.time_s, b.prefill.time_s, "the same job")
+end)
+
 T.test("hl.walkthrough's job of a view: the fields with the objects", function()
   local r = hl.simulate(jobs.dense)
   local job = sim.job_of[r]
