@@ -131,9 +131,10 @@ void hl_csv_integer(hl_csv *c, int64_t v)
 
 void hl_csv_number(hl_csv *c, double v)
 {
-    char b[32];
     next_cell(c);
-    put(c, b, hl_csv_format_number(v, b)); /* a NaN is "nan": printf's "-nan" sign carries no meaning */
+    if (!reserve(c, 25)) /* formatted in place: at most 25 bytes and the NUL */
+        return;
+    c->len += hl_csv_format_number(v, c->text + c->len); /* a NaN is "nan": printf's "-nan" sign carries no meaning */
 }
 
 void hl_csv_bool(hl_csv *c, int32_t v)

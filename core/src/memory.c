@@ -7,7 +7,8 @@
 #include "model_int.h"
 #include "memory_int.h"
 
-hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
+/* The weights on the critical-path GPU, B. */
+static hl_status weights_bytes(const hl_sim_ctx *s, double *out, hl_err *err)
 {
     const hl_job *j = s->j;
     const hl_model *m = s->m;
@@ -51,7 +52,31 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
         w += n * ((p.mtp / n - routed - eh) / (double)s->tp + eh) + routed_gpu;
         experts_gpu += routed_gpu;
     }
-    out->weights_bytes = w * s->wb + experts_gpu * (hl_model_expert_weight_bytes(m, s->wb) - s->wb);
+    *out = w * s->wb + experts_gpu * (hl_model_expert_weight_bytes(m, s->wb) - s->wb);
+    return HL_OK;
+}
+
+/* The weights of the last job class (sim.c's job_class_of: the job but its input) this
+ * thread ran: they do not depend on the prompt, so a sweep over input counts them once. */
+typedef struct weights_memo {
+    uint64_t job_class; /* 0: empty */
+    double bytes;
+} weights_memo;
+static _Thread_local weights_memo wmemo;
+
+hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
+{
+    const hl_job *j = s->j;
+    const hl_model *m = s->m;
+    if (s->job_class && wmemo.job_class == s->job_class) {
+        out->weights_bytes = wmemo.bytes;
+    } else {
+        hl_status st = weights_bytes(s, &out->weights_bytes, err);
+        if (st)
+            return st;
+        wmemo.job_class = s->job_class;
+        wmemo.bytes = out->weights_bytes;
+    }
     double b = s->b_local;
     double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
     /* linear-attention state: one per sequence, whatever its context, at the

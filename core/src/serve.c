@@ -148,10 +148,14 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     /* prefix cache: the free queue is its empty blocks, then its cached ones (least recently
      * released first), so the blocks taken below evict cached prefixes once the empty ones are gone */
     double free0 = s->blocks_free, cached0 = s->pc ? (double)hl_pcache_cached_blocks(s->pc) : 0;
+    if (s->ev_on && s->dn != (double)s->n_run)
+        hl_dset_off(s); /* (every running request decodes here: all are members) */
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
     memset(cnt, 0, sizeof *cnt * (size_t)bt);
-    for (int64_t k = 0; k < m; k++) {
+    if (s->ev_on) /* the set's: the same whole-token sums, without a pass over its members */
+        hl_dset_ahead(s, &left, &ctx0, cnt);
+    for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
         left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
@@ -258,7 +262,9 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         return rc;
 advanced:
     s->out_tok -= j * (double)m;
-    for (int64_t k = 0; k < m && j > 0; k++) {
+    if (s->ev_on && j > 0)
+        hl_dset_advance(s, j, *t);
+    for (int64_t k = 0; k < m && j > 0 && !s->ev_on; k++) {
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
@@ -513,6 +519,7 @@ typedef struct pool {
     hl_pc_req *pcr; /* prefix cache: per request (n), NULL when off */
     int64_t n;
     double block_bytes, offload_bw; /* KV offload: B per GPU of one block, host-to-GPU B/s per GPU (0: none) */
+    void *ev_mem;                   /* the units' decode sets: ring, heap, prefilling and finishing lists */
 } pool;
 
 static void pool_free(pool *p)
@@ -539,6 +546,7 @@ static void pool_free(pool *p)
     free(p->hand);
     free(p->plan);
     free(p->chunks);
+    free(p->ev_mem);
     memset(p, 0, sizeof *p);
 }
 
@@ -658,6 +666,25 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                 return rc;
             s->pcr = p->pcr;
         }
+    }
+    /* the decode set (serve_dset.c) where its members step alike: whole-token lengths (its sums are
+     * exact), chunked prefill, no prefix cache, speculation, window, state, reservation */
+    int ev = !c->sched_reference && c->chunked_prefill && kind == POOL_ONE && !c->prefix_cache && p->sp.gamma == 0 &&
+             p->window == 0 && state_blocks == 0 && !c->reserve && c->block_tokens <= 65536;
+    for (int64_t i = 0; i < n && ev; i++)
+        ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
+             reqs[i].input + reqs[i].output < 0x1p40;
+    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + 3 * sizeof(int64_t) * ms;
+    if (ev && !(p->ev_mem = calloc((size_t)U, per_unit)))
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld schedulers", (long long)U);
+    for (int64_t u = 0; u < U && ev; u++) {
+        sched *s = &p->units[u];
+        char *base = (char *)p->ev_mem + (size_t)u * per_unit;
+        s->ev = 1;
+        s->ring = (double *)base;
+        s->heap = (int64_t *)(base + sizeof(double) * (size_t)c->block_tokens);
+        s->pre = s->heap + ms;
+        s->fin = s->pre + ms;
     }
     for (int64_t g = 0; g < p->G; g++)
         p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};
@@ -824,6 +851,66 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
     return HL_OK;
 }
 
+/* What finishing a request touches: the run's clock, clients and sessions. */
+typedef struct finish_ctx {
+    const hl_serve_cfg *c;
+    owned *o;
+    int npools, closed;
+    pool *P;
+    xlink *xl;
+    double t_end;      /* s: the end of the step it finished in */
+    int64_t next, n;   /* the next arrival; requests */
+    int64_t *released; /* requests released (closed loop, sessions) */
+    int64_t *done;
+    hl_rng *clients;
+    hl_err *err;
+} finish_ctx;
+
+/* Request r of unit u (of pool f->P) generated its last token at f->t_end: it
+ * leaves (its KV given back, or held for a decode unit on a prefill pool) and
+ * its client or conversation sends the next request. */
+static hl_status finish_request(const finish_ctx *f, sched *s, int64_t u, int64_t r)
+{
+    const hl_serve_cfg *c = f->c;
+    owned *o = f->o;
+    rq *x = &s->q[r];
+    double t_end = f->t_end;
+    int64_t n = f->n;
+    x->done = 1;
+    s->finished++;
+    x->finish = t_end;
+    if (f->P->kind == POOL_PREFILL && x->total_out > 1) {
+        /* its KV stays here until a decode unit takes it */
+        pool *D = &o->pools[1];
+        int64_t du = pick_unit(D, r);
+        sched *sd = &D->units[du];
+        sd->hand[sd->h_head + sd->h_len++] = r; /* each request once: n + 1 entries suffice */
+        f->xl->hand_src[r] = u;
+        return HL_OK;
+    }
+    hl_sched_release(s, r);
+    if (s->pc)
+        hl_spc_done(&s->pcr[r]);
+    (*f->done)++;
+    if (o->sess) { /* its conversation goes on, or the client starts a new one */
+        int64_t si = o->sess_of[r];
+        o->sess[si].history = x->input + x->total_out;
+        o->sess[si].turns++;
+        if (o->sess[si].turns < c->session_turns && *f->released < n) {
+            hl_status rc = release_turn(c, o, f->npools, f->next, (*f->released)++, si, t_end, f->err);
+            if (rc)
+                return rc;
+        } else if (f->closed && *f->released < n) {
+            o->sess_of[*f->released] = o->n_sess;
+            o->sess[o->n_sess++] = (hl_session){0, 0};
+            release_next(o, f->npools, f->next, (*f->released)++, t_end, c->think_s, f->clients);
+        }
+    } else if (f->closed && *f->released < n) {
+        release_next(o, f->npools, f->next, (*f->released)++, t_end, c->think_s, f->clients);
+    }
+    return HL_OK;
+}
+
 /* One event clock over the pools (the deployment, or prefill and decode),
  * serving n requests arriving at pools[0]: route arrivals, complete KV
  * transfers, step the group whose step starts first (docs/MODEL.md 12). With
@@ -980,7 +1067,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         double reload = 0; /* KV offload: host blocks of this step's admissions, moved at the link's rate */
         for (int64_t k = 0; k < gr->count; k++) {
             const sched *s = &P->units[gr->first + k];
-            if (s->n_plan == 0)
+            if (s->n_plan == 0 && !(s->ev_planned > 0))
                 continue;
             double dk;
             P->its[k].routed = gr->count > 1 ? routed : 0;
@@ -1007,13 +1094,25 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         }
         dt += draft_dt;
         double t_end = t + dt, emitted = 0;
+        finish_ctx fc = {c, o, npools, closed, P, xl, t_end, next, n, &released, &done, &clients, err};
         for (int64_t k = 0; k < gr->count; k++) {
             int64_t u = gr->first + k;
             sched *s = &P->units[u];
             double same = 0;
+            if (s->ev_planned > 0) { /* the decode set: one token each, the finishers written back */
+                emitted += s->ev_planned;
+                s->out_tok -= s->ev_planned;
+                same += s->ev_planned; /* every member emitted at t (plan_set) */
+                hl_dset_emit(s, t_end);
+            } else {
+                s->n_fin = s->fin_done = 0;
+            }
             for (int64_t j = 0; j < s->n_plan; j++) {
                 const plan *pl = &s->plan[j];
                 rq *x = &s->q[pl->r];
+                while (s->fin_done < s->n_fin && s->q[s->fin[s->fin_done]].seq < x->seq) /* in admission order */
+                    if ((rc = finish_request(&fc, s, u, s->fin[s->fin_done++])))
+                        return rc;
                 int emits = 1;
                 double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
                 if (pl->decode && s->dq > 1) {
@@ -1045,38 +1144,12 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 x->last_tok = t_end;
                 if (x->gen < x->output)
                     continue;
-                x->done = 1;
-                s->finished++;
-                x->finish = t_end;
-                if (P->kind == POOL_PREFILL && x->total_out > 1) {
-                    /* its KV stays here until a decode unit takes it */
-                    pool *D = &o->pools[1];
-                    int64_t du = pick_unit(D, pl->r);
-                    sched *sd = &D->units[du];
-                    sd->hand[sd->h_head + sd->h_len++] = pl->r; /* each request once: n + 1 entries suffice */
-                    xl->hand_src[pl->r] = u;
-                    continue;
-                }
-                hl_sched_release(s, pl->r);
-                if (s->pc)
-                    hl_spc_done(&s->pcr[pl->r]);
-                done++;
-                if (o->sess) { /* its conversation goes on, or the client starts a new one */
-                    int64_t si = o->sess_of[pl->r];
-                    o->sess[si].history = x->input + x->total_out;
-                    o->sess[si].turns++;
-                    if (o->sess[si].turns < c->session_turns && released < n) {
-                        if ((rc = release_turn(c, o, npools, next, released++, si, t_end, err)))
-                            return rc;
-                    } else if (closed && released < n) {
-                        o->sess_of[released] = o->n_sess;
-                        o->sess[o->n_sess++] = (hl_session){0, 0};
-                        release_next(o, npools, next, released++, t_end, c->think_s, &clients);
-                    }
-                } else if (closed && released < n) {
-                    release_next(o, npools, next, released++, t_end, c->think_s, &clients);
-                }
+                if ((rc = finish_request(&fc, s, u, pl->r)))
+                    return rc;
             }
+            while (s->fin_done < s->n_fin) /* the set's other finishers, after every planned request */
+                if ((rc = finish_request(&fc, s, u, s->fin[s->fin_done++])))
+                    return rc;
             hl_itl_add(o->itl, dt, same);
             decodes += (int64_t)P->its[k].decode_seqs;
             n_chunks += P->its[k].n_chunks - (int64_t)s->spec_seqs; /* verify passes are decodes */
@@ -1135,18 +1208,24 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         gr->t = t_end;
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
-            int all_decoded = P->its[k].n_chunks == 0 && s->n_plan == s->n_run && s->preempted == 0;
+            int all_decoded =
+                P->its[k].n_chunks == 0 && (double)s->n_plan + s->ev_planned == (double)s->n_run && s->preempted == 0;
             if (s->pc && s->blocks_free != (double)hl_pcache_free_blocks(s->pc)) /* the two counts agree */
                 return hl_fail(err, HL_EINVAL, "serve: internal: %g free KV blocks counted, %lld in the prefix cache",
                                s->blocks_free, (long long)hl_pcache_free_blocks(s->pc));
             int64_t m = s->n_run; /* drop finished requests, keep admission order (the reference always looks) */
-            if (s->finished > 0 || c->sched_reference) {
+            if (s->ev_on) {       /* the set's: finished requests keep their slots until wanted */
+                hl_dset_after_step(s);
+                m = s->n_run;
+            } else if (s->finished > 0 || c->sched_reference) {
                 m = 0;
                 for (int64_t j = 0; j < s->n_run; j++)
                     if (!s->q[s->run[j]].done)
                         s->run[m++] = s->run[j];
                 s->n_run = m;
             }
+            if (!s->ev_on)
+                hl_dset_try_on(s, t_end);
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
                 double t_a = next < released ? P->q[next].arrival : INFINITY, tu = gr->t;
@@ -1159,6 +1238,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             (rc = hl_flows_admit(xl, o->pools[1].units, o->pools[1].U, o->pools[0].dp, o->pools[1].dp, t_end, err)))
             return rc;
     }
+    for (int p = 0; p < npools; p++) /* the records true again for the summary */
+        for (int64_t u = 0; u < o->pools[p].U; u++)
+            hl_dset_off(&o->pools[p].units[u]);
     *preempts += preempt_total;
     return HL_OK;
 }

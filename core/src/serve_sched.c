@@ -189,10 +189,60 @@ static void admit_waiting(sched *s, double *budget, double chunk, double t)
         }
         if (x->first_sched < 0)
             x->first_sched = t;
-        s->run[s->n_run++] = r;
+        x->seq = s->seq++;
+        if (s->ev_on) { /* finished requests stay in run[] until their slots are wanted */
+            if (s->n_slots == c->max_seqs)
+                hl_dset_compact(s);
+            s->run[s->n_slots++] = r;
+            s->n_run++;
+            if (!arrived_prefilled)
+                s->pre[s->n_pre++] = r;
+        } else {
+            s->run[s->n_run++] = r;
+        }
         plan_add(s, r, tok, arrived_prefilled, need);
         *budget -= tok;
     }
+}
+
+/* The decode set's step (chunked prefill): its members decode and the prefilling
+ * requests take their next chunks, in admission order, when all of them fit the
+ * budget and the free blocks (then schedule_running would take each one without
+ * preempting); 0 (nothing planned) otherwise. The members' summary is the set's
+ * count and context sum: whole numbers, the sums schedule_running makes. */
+static int plan_set(sched *s, double t, double *budget, double chunk)
+{
+    if (s->t_emit != t && s->dn > 0)
+        return 0; /* its members did not emit at the end of the last step */
+    int64_t bt = (int64_t)s->block;
+    double set_need = s->dn > 0 ? s->ring[(bt - s->dc_res) % bt] : 0; /* members at kv = 0 mod block */
+    double tok = s->dn, need = set_need;
+    for (int64_t k = 0; k < s->n_pre; k++) {
+        const rq *x = &s->q[s->pre[k]];
+        double c = fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
+        tok += c;
+        need += end > x->blocks * s->block ? hl_sched_blocks_for(s, end) - x->blocks : 0;
+    }
+    if (tok > *budget || need > s->blocks_free)
+        return 0;
+    if (s->dn > 0) {
+        hl_iter *it = s->it_acc;
+        s->blocks_free -= set_need;
+        s->ev_planned = s->dn;
+        it->decode_seqs += s->dn;
+        it->logits_rows += s->dn;
+        s->ctx_acc += s->dctx;
+        s->win_acc += s->dctx; /* no window */
+        s->tok_acc += s->dn;
+    }
+    for (int64_t k = 0; k < s->n_pre; k++) {
+        const rq *x = &s->q[s->pre[k]];
+        double c = fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
+        double nk = end > x->blocks * s->block ? hl_sched_blocks_for(s, end) - x->blocks : 0;
+        plan_add(s, s->pre[k], c, 0, nk > 0 ? nk : 0);
+    }
+    *budget -= tok;
+    return 1;
 }
 
 int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
@@ -200,6 +250,7 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
 {
     const hl_serve_cfg *c = s->cfg;
     s->n_plan = 0;
+    s->ev_planned = 0;
     s->preempted = 0;
     s->spec_seqs = s->spec_ctx = 0;
     s->finished = 0;
@@ -215,7 +266,10 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
         return 0;
     double budget = (double)c->token_budget;
     if (c->chunked_prefill) {
-        schedule_running(s, &budget, chunk);
+        if (!(s->ev_on && plan_set(s, t, &budget, chunk))) {
+            hl_dset_off(s); /* the per-request scheduler takes this step */
+            schedule_running(s, &budget, chunk);
+        }
         if (s->preempted == 0) /* vLLM v1: no new requests in a step that preempted */
             admit_waiting(s, &budget, chunk, t);
     } else {
@@ -235,7 +289,7 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
         it->decode_ctx_mean = ctx / it->decode_seqs;
         it->decode_win_mean = win / it->decode_seqs;
     }
-    return s->n_plan;
+    return s->n_plan + (int64_t)s->ev_planned;
 }
 
 int hl_sched_grow(void **arr, int64_t n, int64_t *cap, size_t size)

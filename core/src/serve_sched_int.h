@@ -21,8 +21,10 @@ typedef struct rq {
     double blocks;    /* KV blocks held */
     double first_tok, last_tok, first_sched, finish;
     double total_out; /* the request's generated tokens (a prefill pool's record has output 1) */
+    int64_t seq;      /* its rank's admission count when it was last admitted (the running set's order) */
     int32_t preempt;
-    int32_t done;
+    unsigned char done;
+    unsigned char member; /* in its rank's decode set (kv and gen are offsets there) */
 } rq;
 
 /* One entry of an iteration's plan. */
@@ -66,6 +68,27 @@ typedef struct sched {
     hl_iter *it_acc;
     double window_acc, ctx_acc, win_acc, tok_acc;
     int64_t first_acc;
+    int64_t seq; /* admissions so far */
+    /* The decode set (serve_dset.c; docs/MODEL.md, "Serving"): with ev_on the running
+     * requests that decode advance together, one token a step, and are touched only
+     * when they join, finish or leave the set; their records hold kv - dc and gen - dc,
+     * their last token is t_emit and their blocks ceil(kv / block). */
+    int ev;            /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
+                           cache, speculation, window, state or reservation; not the reference) */
+    int ev_on;         /* the set holds every decoding running request */
+    int64_t n_slots;   /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
+    double dc;         /* decode steps the set has taken */
+    int64_t dc_res;    /* dc mod block */
+    double dn, dctx;   /* members; the sum of their kv (whole tokens: exact) */
+    double t_emit;     /* s: the end of the set's last step (its members' last token) */
+    double ev_planned; /* members planned in this step (0 or dn) */
+    double *ring;      /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
+    int64_t *heap;     /* members, a min-heap by the dc they finish at (output - (gen - dc)) */
+    int64_t n_heap;
+    int64_t *pre; /* running requests still prefilling, in admission order */
+    int64_t n_pre;
+    int64_t *fin; /* members that finished in this step, admission order (fin_done handled) */
+    int64_t n_fin, fin_done;
 } sched;
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
@@ -104,6 +127,32 @@ int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_
  * *step_tok: tokens scheduled; *first_chunk: the first prefilling request (-1: none). */
 int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *it, double *step_tok,
                       int64_t *first_chunk);
+
+/* The decode set (serve_dset.c). hl_dset_join: running request r, which decodes
+ * from now (its record is true), joins the set of s, whose last step ended at
+ * its last token; a request that cannot join turns the set off. */
+void hl_dset_join(sched *s, int64_t r);
+/* Writes every member's record back (kv, gen, last token, blocks), drops the
+ * finished requests from run[] and turns the set off. */
+void hl_dset_off(sched *s);
+/* After a step of the per-request scheduler that ended at t_end: takes the
+ * running decoders into a set when each emitted at t_end and holds its blocks
+ * as tokens came. */
+void hl_dset_try_on(sched *s, double t_end);
+/* The set's part of a step that ended at t_end: every member emits one token;
+ * those that reach their output are written back, leave the set and are
+ * listed in s->fin in admission order. */
+void hl_dset_emit(sched *s, double t_end);
+/* After a step: the planned requests now decoding join, the finished leave. */
+void hl_dset_after_step(sched *s);
+/* The decode run-ahead over the set (every running request a member): *left,
+ * the steps before its first member's last; *ctx, the mean kv; cnt[k] the
+ * members at kv = k mod block. hl_dset_advance: the members took j steps,
+ * the last one ending at t. */
+void hl_dset_ahead(const sched *s, double *left, double *ctx, double *cnt);
+void hl_dset_advance(sched *s, double j, double t);
+/* Drops finished requests from run[0, n_slots) (admission order kept). */
+void hl_dset_compact(sched *s);
 
 /* Makes room for element n of a growable array of `size`-byte elements
  * (*arr realloc'd, *cap doubled from 256); 0 when out of memory. */

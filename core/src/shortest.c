@@ -188,14 +188,19 @@ static const uint64_t POW10[20] = {1ull,
                                    1000000000000000000ull,
                                    10000000000000000000ull};
 
-/* The decimal digits of f (0 < f < 10^19) into d, most significant first; returns how many.
- * Written from the end two at a time (one 2-byte copy from DIGIT_PAIRS), eight digits at a
- * time in 32-bit arithmetic. */
-static int digits_of(uint64_t f, char *d)
+/* The number of decimal digits of f (0 < f < 10^19). */
+static int digit_count(uint64_t f)
 {
     int bits = 64 - __builtin_clzll(f);
     int t = (bits * 1233) >> 12; /* 1233 / 4096 ~ log10(2): t or t + 1 digits */
-    int n = t + (f >= POW10[t]);
+    return t + (f >= POW10[t]);
+}
+
+/* The n = digit_count(f) decimal digits of f into d[0, n), most significant first. Written
+ * from the end two at a time (one 2-byte copy from DIGIT_PAIRS), eight digits at a time in
+ * 32-bit arithmetic. */
+static void put_digits(uint64_t f, char *d, int n)
+{
     char *p = d + n;
     while (f >= 100000000) {
         uint32_t lo = (uint32_t)(f % 100000000);
@@ -219,7 +224,6 @@ static int digits_of(uint64_t f, char *d)
     } else {
         *--p = (char)('0' + h);
     }
-    return n;
 }
 
 int32_t hl_csv_format_number(double v, char *out)
@@ -270,8 +274,9 @@ int32_t hl_csv_format_number(double v, char *out)
         f /= 10;
         e++;
     }
-    char d[24];
-    int n = digits_of(f, d);
+    /* the digits go straight into out (no copies of a buffer): where a '.' follows the
+     * first x + 1 of them, they are written one place to the right and those moved back */
+    int n = digit_count(f);
     int x = e + n - 1; /* v = d[0].d[1..n) x 10^x */
     if (x >= -4 && x < 17) {
         if (x < 0) { /* 0.000ddd */
@@ -279,26 +284,28 @@ int32_t hl_csv_format_number(double v, char *out)
             *o++ = '.';
             for (int i = 0; i < -x - 1; i++)
                 *o++ = '0';
-            memcpy(o, d, (size_t)n);
+            put_digits(f, o, n);
             o += n;
         } else if (x >= n - 1) { /* ddd000 */
-            memcpy(o, d, (size_t)n);
+            put_digits(f, o, n);
             o += n;
             for (int i = 0; i < x - (n - 1); i++)
                 *o++ = '0';
         } else { /* dd.ddd */
-            memcpy(o, d, (size_t)x + 1);
-            o += x + 1;
-            *o++ = '.';
-            memcpy(o, d + x + 1, (size_t)(n - x - 1));
-            o += n - x - 1;
+            put_digits(f, o + 1, n);
+            for (int i = 0; i <= x; i++)
+                o[i] = o[i + 1];
+            o[x + 1] = '.';
+            o += n + 1;
         }
     } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        *o++ = d[0];
+        put_digits(f, o + 1, n);
+        o[0] = o[1];
         if (n > 1) {
-            *o++ = '.';
-            memcpy(o, d + 1, (size_t)n - 1);
-            o += n - 1;
+            o[1] = '.';
+            o += n + 1;
+        } else {
+            o += 1;
         }
         *o++ = 'e';
         *o++ = x < 0 ? '-' : '+';

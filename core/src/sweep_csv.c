@@ -28,7 +28,8 @@ typedef struct stream {
     const hl_sweep_in *in;
     const hl_sweep_plan *plan;
     const hl_sweep_csv_opts *o;
-    const int32_t *cols; /* o->columns, or every field */
+    const int32_t *cols;  /* o->columns, or every field */
+    const int32_t *plain; /* plain[c]: column c is a number (hl_csv_number, no type lookup per cell) */
     int32_t ncols;
     int64_t first, n, nblocks;
     slot *slots;
@@ -66,8 +67,11 @@ static void format_row(const stream *s, int64_t index, const hl_point *p, hl_csv
     for (int32_t a = 0; a < in->n_axes; a++)
         axis_cell(csv, &in->axes[a], value_index[a]);
     for (int32_t c = 0; c < s->ncols; c++) {
-        if (p->status == HL_OK)
-            hl_csv_result(csv, s->cols[c], p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1));
+        double v = p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1);
+        if (p->status == HL_OK && s->plain[c])
+            hl_csv_number(csv, v);
+        else if (p->status == HL_OK)
+            hl_csv_result(csv, s->cols[c], v);
         else
             hl_csv_empty(csv);
     }
@@ -175,15 +179,17 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         return st;
     if (!o->sink)
         return hl_fail(err, HL_EINVAL, "sweep csv: no sink");
-    int32_t all[HL_POINT_VALUES];
+    int32_t all[HL_POINT_VALUES], plain[HL_POINT_VALUES];
     int32_t ncols = o->columns ? o->n_columns : HL_POINT_VALUES;
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return hl_fail(err, HL_EINVAL, "sweep csv: %d columns; allowed 1..%d", (int)ncols, HL_POINT_VALUES);
     for (int32_t c = 0; c < ncols; c++) {
         all[c] = o->columns ? o->columns[c] : c;
-        if (!hl_result_field_at(all[c]))
+        const hl_result_field *f = hl_result_field_at(all[c]);
+        if (!f)
             return hl_fail(err, HL_EINVAL, "sweep csv: column %d is field %d; allowed 0..%d", (int)c, (int)all[c],
                            HL_POINT_VALUES - 1);
+        plain[c] = f->type == HL_VALUE_NUMBER;
     }
     if (o->parts < 0 || (o->parts > 0 && (o->part < 0 || o->part >= o->parts)))
         return hl_fail(err, HL_EINVAL, "sweep csv: part %d of %d is not allowed", (int)o->part, (int)o->parts);
@@ -196,6 +202,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     s.in = in;
     s.o = o;
     s.cols = all;
+    s.plain = plain;
     s.ncols = ncols;
     s.first = first;
     s.n = n;

@@ -165,7 +165,7 @@ function M.roofline(t)
   core.check_fields(t, { "gpu", "name", "kind", "precision", "framework", "m", "n", "k", "weight_bytes", "act_bytes",
                          "flops", "bytes", "bytes_read", "bytes_written", "rows", "batch", "q", "context", "heads",
                          "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes", "window",
-                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance" }, "hl.roofline")
+                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance", "kernels" }, "hl.roofline")
   local g = t.gpu
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
   g = M.coerce("gpu", g)

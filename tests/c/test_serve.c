@@ -567,12 +567,13 @@ static void test_limits(void **state)
     c.max_samples = 0;
     assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'max_samples': 0");
     /* memory per request, worked out from the structs: two trace copies 2 x 24 B, the
-     * scheduler's state 13 doubles + 2 int32 = 112 B, the queue 8 B, the summary record
-     * 10 doubles + 2 int32 = 88 B, a sorted metric 8 B: 264 B; 1e8 requests = 2.64e10 B */
+     * scheduler's state 13 doubles + an int64 + an int32 + 2 chars = 118 B, padded to 120 B, the
+     * queue 8 B, the summary record 10 doubles + 2 int32 = 88 B, a sorted metric 8 B: 272 B;
+     * 1e8 requests = 2.72e10 B */
     hl_serve_init(&c, &j);
     c.rate = 1;
     c.requests = 100000000;
-    assert_rel(hl_serve_memory_bytes(&c), 2.64e10, 1e-12, "serve memory of 1e8 requests");
+    assert_rel(hl_serve_memory_bytes(&c), 2.72e10, 1e-12, "serve memory of 1e8 requests");
 }
 
 /* A closed loop of identical requests: with the default jittered starts the five clients never

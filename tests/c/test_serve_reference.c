@@ -3,7 +3,7 @@
  * seeds, think time and jitter zero, give equal results field by field, per
  * request and per step (aggregated, chunked and unchunked, preemption,
  * replicas, MoE DP ranks in lock-step, speculation, disaggregation, prefix
- * caching). */
+ * caching, multi-turn sessions). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -174,7 +174,7 @@ static hl_serve_cfg workload(int w, uint64_t *g)
     c.input.kind = c.output.kind = HL_LEN_UNIFORM;
     c.input.lo = 64;
     c.input.hi = floor(uniform(g, 200, 3000));
-    c.output.lo = 4;
+    c.output.lo = kind == 0 || kind == 2 ? 1 : 4; /* some requests end with their prompt (one token) */
     c.output.hi = floor(uniform(g, 40, 400));
     c.chunked_prefill = kind != 1;
     if (kind != 1 && next_u64(g) % 2)
@@ -186,7 +186,9 @@ static hl_serve_cfg workload(int w, uint64_t *g)
         c.shared_prefix = next_u64(g) % 2 ? 64 : 0;
     }
     c.keep_requests = 1;
-    c.keep_steps = next_u64(g) % 4 == 0; /* the step log (and no run-ahead) in a quarter */
+    c.keep_steps = next_u64(g) % 4 == 0;             /* the step log (and no run-ahead) in a quarter */
+    if ((kind == 0 || kind == 2) && next_u64(g) % 2) /* multi-turn sessions: who finishes first picks the next turn */
+        c.session_turns = 2 + (int64_t)(next_u64(g) % 3);
     return c;
 }
 
@@ -194,7 +196,7 @@ static void test_equals_reference(void **state)
 {
     (void)state;
     uint64_t g = 0x9e3779b97f4a7c15ull;
-    int64_t preempting = 0, caching = 0, steps = 0;
+    int64_t preempting = 0, caching = 0, sessions = 0, steps = 0;
     for (int w = 0; w < 20; w++) {
         hl_serve_cfg c = workload(w, &g);
         hl_serve_result a, b;
@@ -205,13 +207,15 @@ static void test_equals_reference(void **state)
         compare(w, &a, &b);
         preempting += a.preemptions > 0;
         caching += a.prefill_tokens_saved > 0;
+        sessions += c.session_turns > 0;
         steps += a.steps;
-        printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions\n", w, w % 6, (long long)a.requests,
-               (long long)a.steps, (long long)a.preemptions);
+        printf("workload %2d (kind %d): %lld requests, %lld steps, %lld preemptions%s%s\n", w, w % 6,
+               (long long)a.requests, (long long)a.steps, (long long)a.preemptions,
+               c.prefix_cache ? ", prefix cache" : "", c.session_turns > 0 ? ", sessions" : "");
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
-    assert_true(preempting > 0 && caching > 0); /* the comparison covered preemption and prefix hits */
+    assert_true(preempting > 0 && caching > 0 && sessions > 0); /* it covered preemption, prefix hits, sessions */
     printf("%lld steps compared, %lld workloads preempted, %lld hit a prefix cache\n", (long long)steps,
            (long long)preempting, (long long)caching);
 }

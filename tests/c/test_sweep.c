@@ -255,28 +255,30 @@ static void *run_fresh(void *arg)
  * innermost, over output (a job field after input), hbd (inside the cluster)
  * and scaleout_bw (a link parameter: at 25 and 50 GB/s the placed time of the
  * TP group, which spans two HBDs of 4, changes with it; at 400 GB/s, above
- * half of H100's scale-up, best_coll searches smaller HBD shares). Each of
- * its 36 points must equal, bit for bit, the same job run alone on a fresh
+ * half of H100's scale-up, best_coll searches smaller HBD shares), outermost
+ * tp (weights per GPU, the LM head: memory.c's and layer.c's memos). Each of
+ * its 72 points must equal, bit for bit, the same job run alone on a fresh
  * thread. */
 static void test_memos_never_stale(void **state)
 {
     (void)state;
-    const double out[] = {64, 128}, hbd[] = {8, 4}, so[] = {25e9, 50e9, 400e9}, input[] = {512, 1024, 2048};
-    hl_axis axes[4] = {num_axis("output", out, 2), num_axis("hbd", hbd, 2), num_axis("scaleout_bw", so, 3),
-                       num_axis("input", input, 3)};
+    const double tp[] = {8, 4}, out[] = {64, 128}, hbd[] = {8, 4}, so[] = {25e9, 50e9, 400e9},
+                 input[] = {512, 1024, 2048};
+    hl_axis axes[5] = {num_axis("tp", tp, 2), num_axis("output", out, 2), num_axis("hbd", hbd, 2),
+                       num_axis("scaleout_bw", so, 3), num_axis("input", input, 3)};
     hl_sweep_in in;
     memset(&in, 0, sizeof in);
     in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
     in.base.batch = 8;
     in.base.tp = 8;
     in.axes = axes;
-    in.n_axes = 4;
+    in.n_axes = 5;
     in.threads = 1;
-    hl_point pts[36];
+    hl_point pts[72];
     hl_err e;
     for (int pass = 0; pass < 2; pass++) { /* the second pass starts with every memo warm */
         assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 36; i++) {
+        for (int64_t i = 0; i < 72; i++) {
             fresh_run f;
             memset(&f, 0, sizeof f);
             f.in = &in;

@@ -39,12 +39,12 @@ echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "r
 check "a misspelt field in JSON gets serve's suggestion" contains "$(cat "$TMP/err")" "serve: unknown field 'rte' (did you mean 'rate'?"
 "$HBDLAB" serve > /dev/null 2>&1; rc=$?
 check "serve without a config is a usage error" [ "$rc" -eq 2 ]
-# Hostile sizes: 1e8 requests (~26.4 GB of state) are refused before anything is allocated, naming
+# Hostile sizes: 1e8 requests (~27.2 GB of state) are refused before anything is allocated, naming
 # the field and the budget (the run used to eat all memory).
 echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1, "requests": 1e8}' |
     timeout 60 "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
 check "1e8 requests are refused ($rc)" [ "$rc" -eq 1 ]
-check "the refusal names requests and the budget" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 26.4 GB, more than the budget of 8 GB"
+check "the refusal names requests and the budget" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 27.2 GB, more than the budget of 8 GB"
 # Ctrl-C during a long hl.serve (1e5 requests of 1e5 tokens: hours of simulated steps) ends it
 # with 130; the scheduler's C loop used to ignore it until the run finished.
 "$HBDLAB" -e 'io.stdout:write("ready\n") io.stdout:flush()

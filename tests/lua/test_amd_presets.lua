@@ -88,6 +88,18 @@ T.test("MI300X: one-row FP8 GEMMs as hipBLASLt runs them under vLLM", function()
   T.near(us(16384, 6656), 31.07, 0.17, "down")
 end)
 
+T.test("MI300X: vLLM's memory-bound kernels at 2,048 rows", function()
+  -- Hugging Face "Creating custom kernels for the AMD MI300", VLLM column, [2048, 16384] FP16 in:
+  -- RMS norm + residual + FP8 out moves 2048 x 16384 x 7 B in 81.21 us; SwiGLU + FP8 out reads
+  -- 2048 x 16384 x 2 B and writes 2048 x 8192 x 1 B in 25.43 us. eff_mem is the geometric mean of
+  -- the two efficiencies (0.566, 0.703 after kernel_latency), so each misses by the pair's spread (-10% / +10%).
+  local function us(bytes)
+    return hl.roofline { gpu = "MI300X", precision = "bf16", flops = 0, bytes = bytes }.time_s * 1e6
+  end
+  T.near(us(2048 * 16384 * 7), 81.21, 0.11, "RMS norm")
+  T.near(us(2048 * 16384 * 2 + 2048 * 8192), 25.43, 0.11, "SwiGLU")
+end)
+
 T.test("MI300X, MI325X: a large FP8 GEMM runs at AMD's max-achievable rate", function()
   -- ROCm blog "Measuring Max-Achievable FLOPs - Part 2": hipblaslt-bench FP8 4096 x 3648 x 32896,
   -- MI300X 1,273 TFLOP/s, MI325X 1,519 TFLOP/s (compute-bound: 2mnk / t)
