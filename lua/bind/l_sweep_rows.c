@@ -45,7 +45,7 @@ typedef struct rows_store {
     const char **slot_key;
     int32_t *slot_index;
     uint32_t n_slots;
-    int32_t interned; /* every key checked interned (a copy pushed is the same string); else the
+    int32_t interned;   /* every key checked interned (a copy pushed is the same string); else the
                        * keymap table is asked */
     int32_t has_writes; /* a row was written to: reads look at the written tables first */
 } rows_store;
