@@ -10,13 +10,6 @@
 #include "hbdlab/kvcache.h"
 #include "hbdlab/precision.h"
 
-/* The tables' name of a precision (their dtype columns: AIConfigurator's names). */
-static const char *dtype_name(int32_t p)
-{
-    static const char *const names[HL_PRECISION_COUNT] = {"float32", "bfloat16", "float16", "fp8", "nvfp4", "int8"};
-    return p >= 0 && p < HL_PRECISION_COUNT ? names[p] : "?";
-}
-
 #define TEXT(s) \
     {           \
         (s), 0  \
@@ -30,7 +23,7 @@ int hl_kmatch_gemm(const hl_sim_ctx *s, const hl_op *op, double *time_s)
 {
     if (op->kind != HL_OP_GEMM || !(op->rows > 0 && op->n > 0 && op->k > 0))
         return 0;
-    hl_kcell key[1] = {TEXT(dtype_name(op->precision))};
+    hl_kcell key[1] = {TEXT(hl_kernels_dtype(op->precision))};
     double x[3] = {op->rows, op->n, op->k};
     return hl_kernels_time(s->kern, HL_KT_GEMM, key, x, time_s);
 }
@@ -42,7 +35,7 @@ int hl_kmatch_attention(const hl_sim_ctx *s, double b, double q, double ctx, dou
     if (!decode && ctx != 0)
         return 0; /* the prefill tables cache nothing before the pass */
     double heads = (double)m->heads / (double)s->tp, x[2] = {b, decode ? ctx : q};
-    const char *act = dtype_name(s->j->act_precision), *kv = dtype_name(hl_job_kv_precision(s->j));
+    const char *act = hl_kernels_dtype(s->j->act_precision), *kv = hl_kernels_dtype(hl_job_kv_precision(s->j));
     if (m->attn == HL_ATTN_MLA) {
         if (w > 0)
             return 0;
@@ -68,7 +61,7 @@ int hl_kmatch_moe(const hl_sim_ctx *s, double tokens, double *time_s)
     double best = 0, t;
     int found = 0;
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
-        hl_kcell key[9] = {TEXT(dtype_name(s->j->precision)),
+        hl_kcell key[9] = {TEXT(hl_kernels_dtype(s->j->precision)),
                            TEXT(kernels[i]),
                            NUM((double)m->hidden),
                            NUM((double)hl_model_expert_ffn(m)),
@@ -94,7 +87,7 @@ int hl_kmatch_coll(const hl_sim_ctx *s, const hl_coll_in *in, hl_coll_out *o)
     double x[1] = {in->bytes}, t;
     int hit = 0;
     if (in->op == HL_ALLREDUCE && in->algo == HL_ALGO_TRTLLM_AR) {
-        hl_kcell key[2] = {TEXT(dtype_name(s->j->act_precision)), NUM((double)in->ranks)};
+        hl_kcell key[2] = {TEXT(hl_kernels_dtype(s->j->act_precision)), NUM((double)in->ranks)};
         hit = hl_kernels_time(s->kern, HL_KT_ALLREDUCE, key, x, &t);
     } else if (in->algo != HL_ALGO_VLLM_AR && in->algo != HL_ALGO_ONESHOT && in->algo != HL_ALGO_TWOSHOT) {
         const char *op = in->op == HL_ALLREDUCE       ? "all_reduce"

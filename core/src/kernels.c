@@ -71,6 +71,12 @@ struct hl_kernels {
     ktable t[HL_KT_COUNT];
 };
 
+const char *hl_kernels_dtype(int32_t p)
+{
+    static const char *const names[] = {"float32", "bfloat16", "float16", "fp8", "nvfp4", "int8"};
+    return p >= 0 && p < (int32_t)(sizeof names / sizeof names[0]) ? names[p] : "?";
+}
+
 const char *hl_kernels_file(int32_t t) { return t >= 0 && t < HL_KT_COUNT ? specs[t].file : NULL; }
 
 int64_t hl_kernels_rows(const hl_kernels *k, int32_t t) { return k && t >= 0 && t < HL_KT_COUNT ? k->t[t].nrows : 0; }

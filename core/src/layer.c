@@ -137,6 +137,7 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
     t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
     a->ph.time_s += dt;
+    a->stage_s[a->stage] += dt;
     if (t.bound == HL_BOUND_COMPUTE)
         a->ph.compute_s += dt;
     else
@@ -223,6 +224,7 @@ static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, cons
     /* Raw times here; hl_acc_finish() hides the overlapped part. */
     double raw = o->time_s * times, lat = o->latency_s * times;
     a->ph.time_s += raw;
+    a->stage_s[a->stage] += raw;
     a->ph.comm_s += raw;
     a->ph.latency_comm_s += lat;
     if (o->hbds > 1)
@@ -591,8 +593,10 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         a->moe_imbalance = imb;
         /* tokens per expert slot on the busiest rank */
         double tok_e = routed * k / E * imb;
+        a->stage = HL_TBO_DISPATCH;
         if (s->ep > 1)
             TRY(moe_exchange(s, a, "ep_dispatch", mine, s->wireb, domain, Lmoe, err));
+        a->stage = HL_TBO_EXPERTS;
         /* experts of the busiest EP rank that receive at least one token (their weights are
          * read; the routing model of expert_load.c) */
         double active = hl_expert_busiest_hits(s->layout, routed);
@@ -626,6 +630,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
             hl_op_moe_permute(&perm, &ms, s->c->gpu.moe_perm_bytes, (hl_precision)j->act_precision);
             TRY(add_op(s, a, &perm, Lmoe, err));
         }
+        a->stage = HL_TBO_COMBINE;
         if (s->ep > 1) {
             TRY(moe_exchange(s, a, "ep_combine", mine, s->ab, domain, Lmoe, err));
             /* each TP rank combined only its T/tp tokens: attention TP needs all T again */
@@ -635,6 +640,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
              * expert outputs are partial sums, reduced like a dense FFN's */
             TRY(tp_reduce(s, a, ar_bytes, s->etp, Lmoe, err));
         }
+        a->stage = HL_TBO_ATTN;
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);

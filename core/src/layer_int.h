@@ -27,13 +27,20 @@ typedef struct hl_acc {
     uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
+    double tbo_hidden;    /* s of communication two-batch overlap hides (set by the phase; 0: `overlap` rules) */
     int summary;          /* skip items and events */
     double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
     double kernels;       /* kernels launched so far (operator executions) */
+    int stage;            /* two-batch overlap stage of the ops being added (HL_TBO_*) */
+    double stage_s[4];    /* s of the ops and collectives added in each stage (raw, before hiding) */
     int memo_valid;       /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } hl_acc;
+
+/* The stages of a layer under two-batch overlap (docs/MODEL.md 6.5): compute before the MoE
+ * dispatch (attention side), the dispatch, the experts, the combine. */
+enum { HL_TBO_ATTN = 0, HL_TBO_DISPATCH = 1, HL_TBO_EXPERTS = 2, HL_TBO_COMBINE = 3 };
 
 /* Logs one event (kept only while a->ev is set and has room). */
 void hl_acc_event(hl_acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops);
@@ -62,7 +69,8 @@ static inline double hl_comm_hidden(double overlap, double comm_s, double ops_s)
  * (inline, as the functions below: the phases call them once each). */
 static inline void hl_acc_finish(hl_acc *a)
 {
-    double hidden = hl_comm_hidden(a->overlap, a->ph.comm_s, a->ph.compute_s + a->ph.memory_s);
+    double hidden = a->tbo_hidden > 0 ? fmin(a->tbo_hidden, a->ph.comm_s)
+                                      : hl_comm_hidden(a->overlap, a->ph.comm_s, a->ph.compute_s + a->ph.memory_s);
     if (hidden > 0) {
         double keep = 1 - hidden / a->ph.comm_s;
         a->ph.time_s -= hidden;

@@ -190,10 +190,10 @@ void hl_dset_after_step(sched *s)
 void hl_dset_ahead(const sched *s, double *left, double *ctx, double *cnt)
 {
     int64_t bt = (int64_t)s->block;
-    *left = finish_dc(s, s->heap[0]) - s->dc - 1; /* min over members of output - gen - 1 */
-    *ctx = s->dctx;                               /* divided by the caller, as its own sum */
-    for (int64_t k = 0; k < bt; k++)
-        cnt[k] = s->ring[((k - s->dc_res) % bt + bt) % bt];
+    *left = finish_dc(s, s->heap[0]) - s->dc - 1;                   /* min over members of output - gen - 1 */
+    *ctx = s->dctx;                                                 /* divided by the caller, as its own sum */
+    for (int64_t k = 0, from = bt - s->dc_res; k < bt; k++, from++) /* ring slot (k - dc) mod block */
+        cnt[k] = s->ring[from >= bt ? from - bt : from];
 }
 
 void hl_dset_advance(sched *s, double j, double t)

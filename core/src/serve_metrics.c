@@ -59,9 +59,11 @@ void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
     if (count <= 0)
         return;
-    int b = gap <= itl_lo ? 0 : (int)(log(gap / itl_lo) / itl_step);
-    if (b >= HL_ITL_BINS)
-        b = HL_ITL_BINS - 1;
+    if (!(gap >= h->last_lo && gap < h->last_hi)) { /* a gap outside the last one's bin: look it up */
+        h->last_bin = hl_itl_bin(gap);
+        hl_itl_bin_range(h, h->last_bin, &h->last_lo, &h->last_hi);
+    }
+    int b = h->last_bin;
     h->count[b] += count;
     h->n += count;
     h->sum += gap * count;
@@ -98,6 +100,58 @@ static double pct(const double *v, int64_t n, double q)
     return v[k];
 }
 
+/* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
+ * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
+ * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
+ * doubles are the same bits), so NaN and -0 (the two exceptions) and short
+ * arrays go to qsort. */
+static void sort_values(double *v, int64_t n)
+{
+    enum { BITS = 11, DIGITS = 6, RADIX = 1 << BITS };
+    uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL;
+    int ok = tmp != NULL;
+    for (int64_t i = 0; i < n && ok; i++)
+        ok = !isnan(v[i]) && !(v[i] == 0 && signbit(v[i]));
+    if (!ok) {
+        free(tmp);
+        qsort(v, (size_t)n, sizeof *v, cmp_double);
+        return;
+    }
+    uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
+    static _Thread_local int64_t count[DIGITS][RADIX];
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t b;
+        memcpy(&b, &v[i], sizeof b);
+        b = b >> 63 ? ~b : b | 0x8000000000000000ull; /* negatives reversed below the positives */
+        memcpy(&key[i], &b, sizeof b);
+        for (int d = 0; d < DIGITS; d++)
+            count[d][(b >> (d * BITS)) & (RADIX - 1)]++;
+    }
+    uint64_t *from = key, *to = tmp;
+    for (int d = 0; d < DIGITS; d++) {
+        int64_t *c = count[d], at = 0;
+        if (c[(from[0] >> (d * BITS)) & (RADIX - 1)] == n)
+            continue; /* every key has this digit */
+        for (int k = 0; k < RADIX; k++) {
+            int64_t here = c[k];
+            c[k] = at;
+            at += here;
+        }
+        for (int64_t i = 0; i < n; i++)
+            to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
+        uint64_t *sw = from;
+        from = to;
+        to = sw;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t b = from[i];
+        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
+        memcpy(&v[i], &b, sizeof b);
+    }
+    free(tmp);
+}
+
 static void stats_of(double *v, int64_t n, hl_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -106,7 +160,7 @@ static void stats_of(double *v, int64_t n, hl_stats *s)
         s->mean = s->p50 = s->p90 = s->p99 = s->max = NAN;
         return;
     }
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    sort_values(v, n);
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
         sum += v[i];

@@ -307,6 +307,23 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
     a->overlap = overlap;
 }
 
+/* Two-batch overlap (docs/MODEL.md 6.5): the phase's layers ran as two micro-batches of half the
+ * batch; S holds their stage sums (both halves). The compute stream runs attention-side compute
+ * c1, then experts c2, of one half while the other half's dispatch x1 or combine x2 is in flight,
+ * four pairs per layer: C1a|X2b, C1b|X1a, C2a|X1b, C2b|X2a (derived from the stream order; halves
+ * equal). A pair lasts max(x, c + f x) when the communication kernels hold a share f of the SMs
+ * while they run (compute at 1 - f of its rate meanwhile). Returns the s hidden: the serial sum
+ * minus the four pairs. */
+static double tbo_hidden(const double S[4], double f)
+{
+    double c1 = S[HL_TBO_ATTN] / 2, x1 = S[HL_TBO_DISPATCH] / 2, c2 = S[HL_TBO_EXPERTS] / 2, x2 = S[HL_TBO_COMBINE] / 2;
+    double pairs = fmax(x2, c1 + f * x2) + fmax(x1, c1 + f * x1) + fmax(x1, c2 + f * x1) + fmax(x2, c2 + f * x2);
+    return fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
+}
+
+/* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
+static int tbo_on(const hl_sim_ctx *s) { return s->j->two_batch_overlap && s->ep > 1 && s->pp == 1; }
+
 /* Prefill: the whole prompt of b_local sequences, in m micro-batches of b_local/m
  * sequences from an empty pipeline: m passes per stage, then the pipeline fill
  * to (m + pp - 1) stage slots (layer_int.h's rule). Fills *pre (events into r). */
@@ -320,6 +337,15 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
     double b = s->b_local, in = j->input;
     double m = hl_pipeline_microbatches(s, j->batch), bm = b / m; /* micro-batches, sequences per group in one */
+    int tbo = tbo_on(s);
+    const hl_sim_ctx *all_ctx = s;
+    hl_sim_ctx half = *s; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
+    if (tbo) {
+        m = 2;
+        bm = b / 2;
+        half.b_local = bm;
+        s = &half;
+    }
     if ((st = hl_layer_ops(s, pre, bm, in, j->batch * in / m, m, 0, err)))
         return st;
     hl_op op;
@@ -343,6 +369,11 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
         hl_indexer_op(s, &op, bm, in, 0);
         if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
+    }
+    if (tbo) { /* the layers' stages so far (attention included), then the rest of the pass as before */
+        pre->tbo_hidden = tbo_hidden(pre->stage_s, j->tbo_comm_sms);
+        m = 1;
+        s = all_ctx;
     }
     double scale = hl_pipeline_fill(s, &pre->ph, m);
     for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
@@ -419,6 +450,7 @@ typedef struct decode_memo {
     uint64_t job_class; /* 0: empty */
     double b, passes;
     hl_phase ph;
+    double stage_s[4]; /* and its two-batch overlap stages */
 } decode_memo;
 static _Thread_local decode_memo dmemo;
 
@@ -432,6 +464,7 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
     decode_memo *d = &dmemo;
     if (d->job_class == s->job_class && d->b == b && d->passes == passes) {
         a->ph = d->ph;
+        memcpy(a->stage_s, d->stage_s, sizeof d->stage_s);
         a->layer_kind = 0;
         return HL_OK;
     }
@@ -442,6 +475,7 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
         d->b = b;
         d->passes = passes;
         d->ph = a->ph;
+        memcpy(d->stage_s, a->stage_s, sizeof d->stage_s);
     }
     return st;
 }
@@ -464,6 +498,9 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             return st;
     } else if (steps > 0) {
         double m = hl_pipeline_microbatches(s, j->batch), stages = hl_pipeline_slots(s, m, 0);
+        int tbo = tbo_on(s);
+        if (tbo) /* two-batch overlap: two micro-batches of half the sequences, each in every step */
+            m = stages = 2;
         hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
         one.b_local = b / m;
         if ((st = decode_layers(s, dec, b / m, m, steps * stages, err)))
@@ -486,6 +523,8 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             (st = attention_sum_from(&one, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
+        if (tbo) /* decode's low-latency EP kernels hold no SMs while in flight (f = 0, MODEL.md 6.5) */
+            dec->tbo_hidden = tbo_hidden(dec->stage_s, 0);
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))
             return st;
         hl_acc_overhead(dec, j->step_overhead, steps);

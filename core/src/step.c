@@ -31,6 +31,7 @@ struct hl_stepper {
     hl_phase *io;             /* [rows]: hl_io_ops of one step */
     unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
     struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
+    struct io_memo *mix;      /* [IO_MEMO]: hl_io_ops of steps whose rows differ from their tokens, NULL until used */
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
     int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
 };
@@ -47,6 +48,15 @@ struct dline {
     int have;
 };
 
+/* hl_io_ops of a step of `tokens` tokens, `rows` of which sample (a mixed step: prompt chunks
+ * sample only where they end), memoised direct-mapped by the pair (rows 0 = empty slot): a
+ * loaded server's mixed steps repeat pairs, each computed once per slot (6 MB). */
+enum { IO_MEMO = 1 << 16 };
+struct io_memo {
+    int32_t rows, tokens;
+    hl_phase ph;
+};
+
 /* The divisor that takes an iteration's counts to one DP rank's share (1: they are one rank's already). */
 static double rank_div(const hl_stepper *st) { return st->per_rank ? 1 : (double)st->s.dp; }
 
@@ -58,6 +68,12 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     hl_stepper *st = calloc(1, sizeof *st);
     if (!st)
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory");
+    if (job->two_batch_overlap) {
+        free(st);
+        return hl_fail(err, HL_EINVAL,
+                       "field 'two_batch_overlap': true; two-batch overlap is modelled by hl.simulate, not yet by the "
+                       "serving step timer (use two_batch_overlap = false here)");
+    }
     if (job->spec_tokens > 0) {
         free(st);
         return hl_fail(err, HL_EINVAL,
@@ -120,6 +136,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->lin[0]);
     free(st->lin[1]);
     free(st->io);
+    free(st->mix);
     free(st->have);
     free(st->dl);
     free(st->layout);
@@ -215,6 +232,16 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         *out = st->io[k];
         return HL_OK;
     }
+    struct io_memo *memo = NULL; /* a mixed step of whole counts */
+    if (!cached && rows >= 1 && rows == floor(rows) && tokens == floor(tokens) && tokens <= (double)st->cap &&
+        (st->mix || (st->mix = calloc(IO_MEMO, sizeof *st->mix)))) {
+        uint32_t h = ((uint32_t)rows * 2654435761u) ^ ((uint32_t)tokens * 40503u);
+        memo = &st->mix[(h ^ (h >> 16)) & (IO_MEMO - 1)];
+        if (memo->rows == (int32_t)rows && memo->tokens == (int32_t)tokens) {
+            *out = memo->ph;
+            return HL_OK;
+        }
+    }
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
@@ -227,6 +254,8 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         st->io[k] = a.ph;
         st->have[slot] = 1;
     }
+    if (memo)
+        *memo = (struct io_memo){(int32_t)rows, (int32_t)tokens, a.ph};
     return HL_OK;
 }
 

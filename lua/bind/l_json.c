@@ -9,6 +9,7 @@
 #include "bind.h"
 #include "hbdlab/io.h"
 #include "hbdlab/json.h"
+#include "result_view.h"
 
 enum { MAX_DEPTH = 200 };
 static char null_sentinel;
@@ -96,6 +97,11 @@ static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, i
         if (depth > MAX_DEPTH)
             luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 8, "json_encode");
+        if (hl_result_view_push_plain(L, idx)) { /* a result view: the fields it shows */
+            add_value(L, lua_gettop(L), parent, key, depth);
+            lua_pop(L, 1);
+            return;
+        }
         size_t n = 0;
         int arr = is_array(L, idx, &n);
         hl_json *node = hl_json_new(arr ? HL_JSON_ARRAY : HL_JSON_OBJECT);
@@ -157,6 +163,11 @@ static void check_encodable(lua_State *L, int idx, int depth)
         if (depth > MAX_DEPTH)
             luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 4, "json_encode");
+        if (hl_result_view_push_plain(L, idx)) {
+            check_encodable(L, -1, depth);
+            lua_pop(L, 1);
+            return;
+        }
         size_t n;
         int array = is_array(L, idx, &n);
         lua_pushnil(L);

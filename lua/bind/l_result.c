@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "result_view.h"
 
 /* Friendly aliases (Lua only; the core is SI): name, SI field, factor. */
 static const struct {
@@ -28,17 +29,12 @@ void hl_push_result_value(lua_State *L, int32_t i, double v)
     }
 }
 
-/* The result table's shape, worked out once per process from the core's result table: each
- * field's group (the part before a dot; -1 for none) and leaf; and the keys as Lua strings,
- * interned once per state in a registry array: [i] the full name of field i (1-based),
- * [n + i] its leaf, [2n + g] group g's name, [2n + G + k] friendly alias k. */
-enum { MAX_GROUPS = 16 };
-typedef struct result_shape {
-    int32_t n, groups;
-    int8_t group[HL_POINT_VALUES];
-    int32_t group_size[MAX_GROUPS]; /* fields in each group */
-    int32_t top;                    /* keys of a nested table's top level: fields without a group, groups */
-} result_shape;
+/* The result table's shape (result_view.h), worked out once per process from the core's
+ * result table; and the keys as Lua strings, interned once per state in a registry array:
+ * [i] the full name of field i (1-based), [n + i] its leaf, [2n + g] group g's name,
+ * [2n + G + k] friendly alias k. */
+enum { MAX_GROUPS = HL_RESULT_MAX_GROUPS };
+typedef hl_result_shape result_shape;
 
 static result_shape shape;
 static pthread_once_t shape_once = PTHREAD_ONCE_INIT;
@@ -102,6 +98,20 @@ static void push_keys(lua_State *L)
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &keys_key);
 }
+
+const hl_result_shape *hl_result_shape_get(void)
+{
+    pthread_once(&shape_once, build_shape);
+    return &shape;
+}
+
+void hl_result_push_key_array(lua_State *L)
+{
+    pthread_once(&shape_once, build_shape);
+    push_keys(L);
+}
+
+int hl_result_friendly_count(void) { return N_FRIENDLY; }
 
 int32_t hl_result_table_size(int nested)
 {
@@ -201,4 +211,5 @@ void hl_bind_result(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"result_fields", l_result_fields}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
+    hl_bind_result_view(L);
 }

@@ -141,7 +141,23 @@ static int l_op_time(lua_State *L)
     snprintf(op.name, sizeof op.name, "%s", name ? name : "op");
     if (hl_op_time_on(&op, &g, &t, &err))
         return hl_raise(L, &err);
+    /* kernels = "dir": a dense GEMM its gemm.csv covers takes the measured time (docs/MODEL.md 3) */
+    int measured = 0;
+    if (lua_getfield(L, 2, "kernels") != LUA_TNIL) {
+        const hl_kernels *kt;
+        if (hl_kernels_load(hl_c_string(L, -1, "roofline field 'kernels'"), &kt, &err))
+            return hl_raise(L, &err);
+        hl_kcell key[1] = {{hl_kernels_dtype(op.precision), 0}};
+        double x[3] = {op.rows, op.n, op.k}, ts;
+        if (op.kind == HL_OP_GEMM && op.rows > 0 && hl_kernels_time(kt, HL_KT_GEMM, key, x, &ts)) {
+            t.time_s = ts;
+            measured = 1;
+        }
+    }
+    lua_pop(L, 1);
     push_time(L, &op, op_kinds[op.kind], &t);
+    lua_pushboolean(L, measured);
+    lua_setfield(L, -2, "measured");
     return 1;
 }
 

@@ -1,15 +1,31 @@
 /* Binding of the simulation: core.simulate{...} -> result table (field names
  * are the contract of docs/LUA_API.md). */
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "bind.h"
+#include "result_view.h"
 
 /* Codes of the keys an hl.simulate table may hold (built once per state from
  * the core's job and plan field tables, kept in the registry). */
 enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_EXPERT_FREQ, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
+/* Flags above the code: a mapping key (no "parallel is not given" warning) and a speculative
+ * decoding key that has no effect without spec_tokens (hbdlab/warn.lua, which reads the same). */
+enum { KEY_CODE_MASK = 0xffff, KEY_MAPPING = 0x10000, KEY_SPEC = 0x20000 };
+static const char *const mapping_keys[] = {"tp", "pp", "ep", "dp", "etp", "instance_gpus", NULL};
+static const char *const spec_keys[] = {"spec_accept", "spec_draft_layers", NULL};
+
+static int listed(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(name, *list) == 0)
+            return 1;
+    return 0;
+}
 static char keys_key;
 
 /* Pushes the key -> code table, building it on first use. */
@@ -21,8 +37,10 @@ static void push_keys(lua_State *L)
     lua_newtable(L);
     const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
     for (int32_t i = 0; i < js->count; i++) {
-        lua_pushinteger(L, KEY_JOB + i);
-        lua_setfield(L, -2, js->fields[i].name);
+        const char *name = js->fields[i].name;
+        lua_pushinteger(L, KEY_JOB + i + (listed(name, mapping_keys) ? KEY_MAPPING : 0) +
+                               (listed(name, spec_keys) ? KEY_SPEC : 0));
+        lua_setfield(L, -2, name);
         const char *path = js->fields[i].path;
         if (path) { /* "parallel.tp": the group name is a key too */
             lua_pushlstring(L, path, (size_t)(strchr(path, '.') - path));
@@ -38,12 +56,47 @@ static void push_keys(lua_State *L)
     lua_setfield(L, -2, "model");
     lua_pushinteger(L, KEY_OBJECT);
     lua_setfield(L, -2, "cluster");
-    lua_pushinteger(L, KEY_PARALLEL);
+    lua_pushinteger(L, KEY_PARALLEL + KEY_MAPPING);
     lua_setfield(L, -2, "parallel");
     lua_pushinteger(L, KEY_EXPERT_FREQ);
     lua_setfield(L, -2, "expert_freq");
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &keys_key);
+}
+
+/* Pushes the members of job field group g ("parallel", "overlap"): leaf name -> index in the
+ * job field table (built once per state: no path formatted and looked up per field). */
+static char group_keys_key;
+static void push_group_keys(lua_State *L, const char *g)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &group_keys_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        const hl_field_set *js = hl_job_fields();
+        for (int32_t i = 0; i < js->count; i++) {
+            const char *path = js->fields[i].path, *dot = path ? strchr(path, '.') : NULL;
+            if (!dot)
+                continue;
+            lua_pushlstring(L, path, (size_t)(dot - path));
+            if (lua_rawget(L, -2) != LUA_TTABLE) {
+                lua_pop(L, 1);
+                lua_newtable(L);
+                lua_pushlstring(L, path, (size_t)(dot - path));
+                lua_pushvalue(L, -2);
+                lua_rawset(L, -4);
+            }
+            lua_pushinteger(L, i);
+            lua_setfield(L, -2, dot + 1);
+            lua_pop(L, 1);
+        }
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &group_keys_key);
+    }
+    if (lua_getfield(L, -1, g) != LUA_TTABLE) { /* not a group: no members */
+        lua_pop(L, 1);
+        lua_newtable(L);
+    }
+    lua_remove(L, -2);
 }
 
 /* expert_freq = {share, ...} (one per expert) or "file" (numbers, docs/LUA_API.md):
@@ -131,9 +184,12 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
     case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
     case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;
     case LUA_TSTRING: {
-        char what[96];
-        snprintf(what, sizeof what, "%s field '%s'", set->kind, shown);
-        st = hl_field_set_string(set, obj, f->name, hl_c_string(L, -1, what), &err);
+        if (hl_holds_nul(L, -1)) { /* hl_c_string raises, naming the field (formatted only then) */
+            char what[96];
+            snprintf(what, sizeof what, "%s field '%s'", set->kind, shown);
+            hl_c_string(L, -1, what);
+        }
+        st = hl_field_set_string(set, obj, f->name, lua_tostring(L, -1), &err);
         break;
     }
     default:
@@ -152,13 +208,16 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
 static void set_group_table(lua_State *L, hl_job *j, const char *g)
 {
     int t = lua_gettop(L);
+    push_group_keys(L, g); /* [.. group members] */
+    int members_idx = t + 1;
     lua_pushnil(L);
-    while (lua_next(L, t)) { /* [.. group key value] */
-        char path[64];
+    while (lua_next(L, t)) { /* [.. group members key value] */
         const char *k = lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name") : NULL;
         const hl_field *f = NULL;
-        if (k && snprintf(path, sizeof path, "%s.%s", g, k) < (int)sizeof path)
-            f = hl_job_field_by_path(path);
+        lua_pushvalue(L, -2);
+        if (k && lua_rawget(L, members_idx) == LUA_TNUMBER)
+            f = &hl_job_fields()->fields[lua_tointeger(L, -1)];
+        lua_pop(L, 1);
         if (!f) {
             luaL_Buffer b;
             luaL_buffinit(L, &b);
@@ -187,20 +246,27 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
                            lua_tostring(L, -1));
             luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
-        set_from_lua(L, hl_job_fields(), f, j, path);
+        set_from_lua(L, hl_job_fields(), f, j, f->path);
         lua_pop(L, 1);
     }
+    lua_pop(L, 1); /* members */
 }
 
-/* The model or cluster of field `name` of the table at idx: an object or a preset name. */
-static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl_cluster *c)
+/* The model or cluster of field `name` of the table at idx (or, when obj != 0, the value at
+ * stack index obj that stands for that field): an object or a preset name. */
+static void read_object(lua_State *L, int idx, int obj, const char *name, hl_model *m, hl_cluster *c)
 {
     hl_err err;
-    lua_getfield(L, idx, name);
-    if (m && hl_to_model(L, -1))
-        *m = *hl_to_model(L, -1);
-    else if (c && hl_to_cluster(L, -1))
-        *c = *hl_to_cluster(L, -1);
+    if (obj)
+        lua_pushvalue(L, obj);
+    else
+        lua_getfield(L, idx, name);
+    const hl_model *mo = m ? hl_to_model(L, -1) : NULL;
+    const hl_cluster *co = c ? hl_to_cluster(L, -1) : NULL;
+    if (mo)
+        *m = *mo;
+    else if (co)
+        *c = *co;
     else if (lua_type(L, -1) == LUA_TSTRING) {
         const char *preset = hl_c_string(L, -1, m ? "simulate field 'model'" : "simulate field 'cluster'");
         if (m ? hl_model_preset(preset, m, &err) : hl_cluster_preset(preset, c, &err))
@@ -211,20 +277,80 @@ static void read_object(lua_State *L, int idx, const char *name, hl_model *m, hl
     lua_pop(L, 1);
 }
 
+/* hl_job_init's job with a zero model and cluster, made once: hl_job_init clears the whole job
+ * (11 KB, 8 KB of them the expert_freq shares) and sets the defaults of the field table; a job
+ * whose expert_freq is already zero needs only the rest of these bytes (init_job). */
+static hl_job job_template;
+static pthread_once_t template_once = PTHREAD_ONCE_INIT;
+
+static void make_template(void)
+{
+    static const hl_model no_model;
+    static const hl_cluster no_cluster;
+    hl_job_init(&job_template, &no_model, &no_cluster);
+}
+
+enum {
+    JOB_AFTER_OBJECTS = offsetof(hl_job, cluster) + sizeof(hl_cluster),
+    JOB_FREQ_AT = offsetof(hl_job, expert_freq),
+    JOB_FREQ_END = offsetof(hl_job, expert_freq) + sizeof(((hl_job *)0)->expert_freq)
+};
+
+/* hl_job_init(j, model, cluster) but for the model and cluster, which the caller sets, on a job
+ * whose expert_freq shares beyond its expert_freq_n are zero (hl_job_set_expert_freq keeps them
+ * so; a job cleared once, as the state's scratch job below, starts so): the shares it set are
+ * cleared, every other byte but the model's and the cluster's is the template's. */
+static void init_job(hl_job *j)
+{
+    pthread_once(&template_once, make_template);
+    if (j->expert_freq_n > 0 && j->expert_freq_n <= HL_EXPERTS_MAX)
+        memset(j->expert_freq, 0, (size_t)j->expert_freq_n * sizeof j->expert_freq[0]);
+    memcpy((char *)j + JOB_AFTER_OBJECTS, (const char *)&job_template + JOB_AFTER_OBJECTS,
+           JOB_FREQ_AT - JOB_AFTER_OBJECTS);
+    memcpy((char *)j + JOB_FREQ_END, (const char *)&job_template + JOB_FREQ_END, sizeof *j - JOB_FREQ_END);
+}
+
+/* The state's scratch hl_plan_in for hl.simulate (a userdata, cleared once): taken out of the
+ * registry while a call uses it (a call made meanwhile, from a metamethod or a finalizer,
+ * gets one of its own), put back when the call returns; a call that raises drops it. The
+ * userdata is pushed (it anchors the memory). */
+static char scratch_key;
+static hl_plan_in *take_scratch(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &scratch_key) == LUA_TUSERDATA) {
+        lua_pushnil(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &scratch_key);
+        return lua_touserdata(L, -1);
+    }
+    lua_pop(L, 1);
+    hl_plan_in *p = lua_newuserdatauv(L, sizeof *p, 0);
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+static void give_back_scratch(lua_State *L, int idx)
+{
+    lua_pushvalue(L, idx);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &scratch_key);
+}
+
 /* Reads simulate fields from the table at idx into *out; see bind.h. Every
  * key is looked up in the core's field tables (job fields by name, grouped
- * ones also as parallel = {...} and overlap = {...} / a number for the group). */
-void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)
+ * ones also as parallel = {...} and overlap = {...} / a number for the group).
+ * model_idx / cluster_idx: stack indices of the model and cluster to use instead of the
+ * table's fields (0: the fields). *seen: KEY_MAPPING and KEY_SPEC of the keys given. */
+static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_plan_in *out, int *batch_max_out,
+                      int *auto_plan_out, int *seen)
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
-    hl_model m;
-    hl_cluster c;
-    read_object(L, idx, "model", &m, NULL);
-    read_object(L, idx, "cluster", NULL, &c);
-    memset(out, 0, sizeof *out);
+    /* the search options after the job: the job itself is set by init_job */
+    memset((char *)out + sizeof out->job, 0, sizeof *out - sizeof out->job);
     hl_job *j = &out->job;
-    hl_job_init(j, &m, &c);
+    init_job(j);
+    read_object(L, idx, model_idx, "model", &j->model, NULL);
+    read_object(L, idx, cluster_idx, "cluster", NULL, &j->cluster);
+    *seen = 0;
     const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
     *batch_max_out = *auto_plan_out = 0;
     push_keys(L);
@@ -237,6 +363,8 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
+        *seen |= code & ~KEY_CODE_MASK;
+        code &= KEY_CODE_MASK;
         int t = lua_type(L, -1);
         if (code == 0) {
             unknown_key(L, k);
@@ -273,6 +401,13 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
         lua_pop(L, 1);
     }
     lua_pop(L, 1); /* keys */
+}
+
+void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)
+{
+    int seen;
+    memset(&out->job, 0, sizeof out->job); /* init_job wants the shares zero */
+    check_job(L, idx, 0, 0, out, batch_max_out, auto_plan_out, &seen);
 }
 
 static void push_events(lua_State *L, const hl_event *ev, int n)
@@ -343,7 +478,7 @@ static void push_items(lua_State *L, const hl_item *items, int n)
 }
 
 /* Registry keys of the weak tables that map a result's prefill / decode
- * subtable to the userdata holding its job (for lazy fields). */
+ * subtable to the view data holding its job (for lazy fields). */
 static char lazy_key[2];
 
 /* __index of phase subtables: builds `breakdown` and `events` on first use, by
@@ -356,18 +491,25 @@ static int phase_index(lua_State *L)
     for (int which = 0; which < 2; which++) {
         lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
         lua_pushvalue(L, 1);
-        lua_rawget(L, -2);
-        const hl_job *job = lua_touserdata(L, -1);
-        lua_pop(L, 2);
-        if (!job)
+        lua_rawget(L, -2); /* [.. lazy ud] */
+        if (!lua_touserdata(L, -1)) {
+            lua_pop(L, 2);
             continue;
+        }
         hl_result *r = malloc(sizeof *r);
+        hl_job *full = malloc(sizeof *full);
         hl_err err;
-        if (!r)
+        if (!r || !full) {
+            free(r);
+            free(full);
             return luaL_error(L, "out of memory");
-        hl_job full = *job;
-        full.summary_only = 0;
-        if (hl_sim_run(&full, r, &err)) {
+        }
+        hl_result_view_job(L, lua_gettop(L), full);
+        lua_pop(L, 2);
+        full->summary_only = 0;
+        hl_status st = hl_sim_run(full, r, &err);
+        free(full);
+        if (st) {
             free(r);
             return hl_raise(L, &err);
         }
@@ -382,42 +524,55 @@ static int phase_index(lua_State *L)
     return 0;
 }
 
-/* Makes the phase subtable `which` (0 prefill, 1 decode) of the result at the
- * top lazy: `breakdown` and `events` are built on first access from the job
- * kept in the userdata at result_ud. */
-static void attach_lazy(lua_State *L, int which, int result_ud)
+void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 {
-    lua_getfield(L, -1, which ? "decode" : "prefill"); /* [result phase] */
-    luaL_setmetatable(L, "hbdlab.phase");
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]); /* [result phase lazy] */
-    lua_pushvalue(L, -2);
-    lua_pushvalue(L, result_ud);
+    phase_idx = lua_absindex(L, phase_idx);
+    ud_idx = lua_absindex(L, ud_idx);
+    luaL_setmetatable(L, "hbdlab.phase"); /* the phase table must be at the top */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lazy_key[which]);
+    lua_pushvalue(L, phase_idx);
+    lua_pushvalue(L, ud_idx);
     lua_rawset(L, -3);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
 }
 
+/* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
+ * them): a prompt + output beyond the model's context, limits missed, an unknown price or
+ * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
+enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16 };
+
+/* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
+ * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
 static int l_simulate(lua_State *L)
 {
-    hl_plan_in pin;
     hl_err err;
-    int batch_max, auto_plan;
-    hl_check_job(L, 1, &pin, &batch_max, &auto_plan);
-    hl_job j;
+    int batch_max, auto_plan, seen;
+    int objs = lua_gettop(L) >= 3;
+    lua_settop(L, 3);
+    hl_plan_in *pinp = take_scratch(L); /* at 4 */
+    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, pinp, &batch_max, &auto_plan, &seen);
     hl_candidate cands[32];
     int32_t ncand = 0;
-    pin.max_batch = batch_max; /* the chosen job is checked against memory below, as any other */
-    pin.auto_plan = auto_plan;
-    if (hl_job_resolve(&pin, &j, cands, 32, &ncand, &err)) /* core/src/plan.c: the one resolver */
-        return hl_raise(L, &err);
-    hl_job *kept = lua_newuserdatauv(L, sizeof(hl_job), 0); /* [.. ud] the job, for lazy fields */
-    *kept = j;
-    int ud = lua_gettop(L);
+    pinp->max_batch = batch_max; /* the chosen job is checked against memory below, as any other */
+    pinp->auto_plan = auto_plan;
+    hl_job resolved, *jp = &pinp->job;
+    /* core/src/plan.c is the one resolver; a job with no search and no limits is its own
+     * resolution (hl_job_resolve would only copy it), so it runs as read */
+    if (auto_plan || batch_max || pinp->max_ttft != 0 || pinp->max_tpot != 0) {
+        if (hl_job_resolve(pinp, &resolved, cands, 32, &ncand, &err))
+            return hl_raise(L, &err);
+        jp = &resolved;
+    }
     hl_result res;
     hl_result *rp = &res;
-    j.summary_only = 1; /* breakdown and events are built on first access */
-    if (hl_sim_run(&j, rp, &err))
+    jp->summary_only = 1; /* breakdown and events are built on first access */
+    if (hl_sim_run(jp, rp, &err))
         return hl_raise(L, &err);
-    lua_createtable(L, 0, hl_result_table_size(1) + 3); /* + candidates, meets_limits, objective */
+    double v[HL_POINT_VALUES];
+    hl_result_values(rp, v);
+    int kept[3] = {1, objs ? 2 : 0, objs ? 3 : 0};
+    hl_push_result_view(L, v, jp, kept, objs && hl_to_model(L, 2) && hl_to_cluster(L, 3));
+    int meets = 1;
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */
         for (int32_t i = 0; i < ncand; i++) {
@@ -439,20 +594,56 @@ static int l_simulate(lua_State *L)
             lua_setfield(L, -2, "meets_limits");
             lua_rawseti(L, -2, i + 1);
         }
-        lua_setfield(L, -2, "candidates");
-        lua_pushboolean(L, cands[0].meets_limits); /* the search raised if no candidate met them */
+        lua_setfield(L, -2, "candidates"); /* rawset: the view's metatable has no __newindex */
+        meets = cands[0].meets_limits;     /* the search raised if no candidate met them */
+        lua_pushboolean(L, meets);
         lua_setfield(L, -2, "meets_limits");
-        lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), &pin));
+        lua_pushstring(L, hl_field_get_string(hl_field_find(hl_plan_fields(), "objective"), pinp));
         lua_setfield(L, -2, "objective");
-    } else if (pin.max_ttft > 0 || pin.max_tpot > 0) { /* a fixed or "max" batch under limits */
-        lua_pushboolean(L, hl_plan_meets_limits(&pin, rp));
+    } else if (pinp->max_ttft > 0 || pinp->max_tpot > 0) { /* a fixed or "max" batch under limits */
+        meets = hl_plan_meets_limits(pinp, rp);
+        lua_pushboolean(L, meets);
         lua_setfield(L, -2, "meets_limits");
     }
-    double v[HL_POINT_VALUES];
-    hl_result_values(rp, v);
-    hl_set_result_fields(L, v, 1); /* the result table of core/src/result.c, nested */
-    attach_lazy(L, 0, ud);
-    attach_lazy(L, 1, ud);
+    const hl_model *m = &jp->model;
+    int flags = 0;
+    if (m->max_position > 0 && rp->input + rp->output > (double)m->max_position)
+        flags |= WARN_CONTEXT;
+    if (!meets)
+        flags |= WARN_LIMITS;
+    if (rp->cost.usd_per_mtok != rp->cost.usd_per_mtok) /* NaN: an unknown price (core/src/cost.c) */
+        flags |= WARN_COST;
+    if (!(seen & KEY_MAPPING) && rp->gpus > 1)
+        flags |= WARN_MAPPING;
+    if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
+        flags |= WARN_SPEC;
+    lua_pushinteger(L, flags);
+    give_back_scratch(L, 4);
+    return 2;
+}
+
+/* presets_generation() -> an integer that changes when $HBDLAB_PRESETS (where user presets
+ * come from) does: what hbdlab/objects.lua compares to keep the objects of preset names, with
+ * no string made per call. One value per process (the environment is the process's). */
+static pthread_mutex_t presets_env_lock = PTHREAD_MUTEX_INITIALIZER;
+static int l_presets_generation(lua_State *L)
+{
+    static char last[4096];
+    static int have_last, unset_last = 1;
+    static lua_Integer generation;
+    pthread_mutex_lock(&presets_env_lock);
+    const char *env = getenv("HBDLAB_PRESETS");
+    int same = env ? (have_last && !unset_last && strcmp(env, last) == 0) : (have_last && unset_last);
+    if (!same) {
+        generation++;
+        have_last = 1;
+        unset_last = env == NULL;
+        /* a longer value is cut: a change within it is still seen, one past 4 KB is not */
+        snprintf(last, sizeof last, "%s", env ? env : "");
+    }
+    lua_Integer g = generation;
+    pthread_mutex_unlock(&presets_env_lock);
+    lua_pushinteger(L, g);
     return 1;
 }
 
@@ -470,6 +661,7 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"simulate", l_simulate}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

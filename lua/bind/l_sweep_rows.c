@@ -39,6 +39,14 @@ typedef struct rows_store {
     int32_t *axis_len; /* na: values per axis */
     row_key *keys;     /* n_keys, in pairs() order */
     int32_t n_keys;
+    /* the keys by the address of their Lua string: Lua 5.4 interns short strings (up to 40 bytes),
+     * so a string equal to a key is the key's object and is found here without a table lookup.
+     * Slots hold key index + 1 (0 empty), n_slots a power of two >= 4 n_keys. */
+    const char **slot_key;
+    int32_t *slot_index;
+    uint32_t n_slots;
+    int32_t interned;   /* every key checked interned (a copy pushed is the same string); else the
+                       * keymap table is asked */
     int32_t has_writes; /* a row was written to: reads look at the written tables first */
 } rows_store;
 
@@ -53,8 +61,12 @@ static int store_gc(lua_State *L)
     hl_sweep_store_free(&rs->st);
     free(rs->axis_len);
     free(rs->keys);
+    free(rs->slot_key);
+    free(rs->slot_index);
     rs->axis_len = NULL;
     rs->keys = NULL;
+    rs->slot_key = NULL;
+    rs->slot_index = NULL;
     return 0;
 }
 
@@ -62,7 +74,7 @@ static int store_gc(lua_State *L)
 static int64_t row_index(lua_State *L, int idx, const rows_store *rs)
 {
     const int64_t *p = lua_touserdata(L, idx);
-    if (!p || lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n)
+    if (!p || lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n) /* a light userdata's rawlen is 0 */
         luaL_error(L, "a sweep row's metamethod called on something else");
     return *p;
 }
@@ -124,9 +136,24 @@ static int push_writes(lua_State *L, const rows_store *rs, int64_t i)
     return 0;
 }
 
-/* The stored key index of the key at idx, or -1. */
-static int32_t key_of(lua_State *L, int idx)
+static uint32_t slot_of(const rows_store *rs, const char *p)
 {
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32) & (rs->n_slots - 1);
+}
+
+/* The stored key index of the key at idx, or -1. */
+static int32_t key_of(lua_State *L, const rows_store *rs, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        return -1;
+    if (rs->interned) { /* a string equal to a key has its length, so is interned too: the key itself */
+        const char *p = lua_tostring(L, idx);
+        for (uint32_t h = slot_of(rs, p); rs->slot_index[h]; h = (h + 1) & (rs->n_slots - 1))
+            if (rs->slot_key[h] == p)
+                return rs->slot_index[h] - 1;
+        return -1;
+    }
     lua_pushvalue(L, idx);
     int32_t k = lua_rawget(L, lua_upvalueindex(UP_KEYMAP)) == LUA_TNUMBER ? (int32_t)lua_tointeger(L, -1) - 1 : -1;
     lua_pop(L, 1);
@@ -147,7 +174,7 @@ static int row_get(lua_State *L)
         }
         lua_pop(L, 2);
     }
-    int32_t k = key_of(L, 2);
+    int32_t k = key_of(L, rs, 2);
     if (k < 0)
         return 0;
     push_stored(L, rs, i, &rs->keys[k]);
@@ -170,7 +197,7 @@ static int row_set(lua_State *L)
         rs->has_writes = 1;
     }
     lua_pushvalue(L, 2);
-    if (lua_isnil(L, 3) && key_of(L, 2) >= 0)
+    if (lua_isnil(L, 3) && key_of(L, rs, 2) >= 0)
         lua_pushlightuserdata(L, &deleted_key); /* hides the stored value */
     else
         lua_pushvalue(L, 3);
@@ -197,9 +224,10 @@ static int row_next(lua_State *L)
     int64_t i = row_index(L, 1, rs);
     lua_settop(L, 2);
     int w = push_writes(L, rs, i) ? 3 : 0;
-    int32_t from = lua_isnil(L, 2) ? 0 : key_of(L, 2);
-    if (lua_isnil(L, 2) || from >= 0) {
-        for (int32_t k = lua_isnil(L, 2) ? 0 : from + 1; k < rs->n_keys; k++) {
+    int first = lua_type(L, 2) == LUA_TNIL;
+    int32_t from = first ? -1 : key_of(L, rs, 2);
+    if (first || from >= 0) {
+        for (int32_t k = from + 1; k < rs->n_keys; k++) {
             lua_rawgeti(L, lua_upvalueindex(UP_KEYS), k + 1); /* the key */
             if (w) {
                 lua_pushvalue(L, -1);
@@ -226,7 +254,7 @@ static int row_next(lua_State *L)
         lua_pushvalue(L, 2);
     }
     while (lua_next(L, w)) { /* skips the stored keys (given above) and deletions */
-        if (key_of(L, -2) < 0 && lua_touserdata(L, -1) != &deleted_key)
+        if (key_of(L, rs, -2) < 0 && lua_touserdata(L, -1) != &deleted_key)
             return 2;
         lua_pop(L, 1);
     }
@@ -386,6 +414,29 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
         }
     }
     add_key(L, rs, km, ka, "error")->error = 1;
+    /* the keys by their strings' addresses (alive: the key array is an upvalue of the closures) */
+    rs->n_slots = 16;
+    while (rs->n_slots < 4u * (uint32_t)rs->n_keys)
+        rs->n_slots *= 2;
+    rs->slot_key = calloc(rs->n_slots, sizeof *rs->slot_key);
+    rs->slot_index = calloc(rs->n_slots, sizeof *rs->slot_index);
+    if (!rs->slot_key || !rs->slot_index)
+        return luaL_error(L, "sweep: out of memory");
+    rs->interned = 1;
+    for (int32_t k = 0; k < rs->n_keys; k++) {
+        lua_rawgeti(L, ka, k + 1);
+        size_t len;
+        const char *p = lua_tolstring(L, -1, &len);
+        lua_pushlstring(L, p, len); /* a copy: the same object when interned */
+        rs->interned &= lua_tostring(L, -1) == p;
+        lua_pop(L, 1);
+        uint32_t h = slot_of(rs, p);
+        while (rs->slot_index[h])
+            h = (h + 1) & (rs->n_slots - 1);
+        rs->slot_key[h] = p;
+        rs->slot_index[h] = k + 1;
+        lua_pop(L, 1);
+    }
     /* the rows' metatable: its closures share the upvalues (store, keys, axis values, writes) */
     lua_newtable(L);
     int wr = lua_gettop(L);

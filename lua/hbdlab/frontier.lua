@@ -564,7 +564,18 @@ local function check(t)
   if o.serve ~= nil and type(o.serve) ~= "table" then fail("field 'serve': expected a table of hl.serve fields", 3) end
   for _, k in ipairs { "model", "cluster", "parallel", "precision", "rate", "concurrency", "trace", "mode", "disagg", "input", "output" } do
     if o.serve and o.serve[k] ~= nil then
-      fail("field 'serve." .. k .. "': the search sets it (give " .. k .. " at the top level, or not at all)", 3)
+      local top = ({ model = 1, precision = 1, concurrency = 1, input = 1, output = 1 })[k]
+      fail("field 'serve." .. k .. "': the search sets it (" ..
+        (top and ("give " .. k .. " at the top level, or not at all)") or "each point's; leave it out)"), 3)
+    end
+  end
+  -- the points are steady states (hl.serve mode = "analytical"), which model none of these: every
+  -- point failed and the search ended "no configuration ... could be evaluated" (attack pass 3)
+  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "prefix_cache", "shared_prefix", "sessions",
+                       "kv_offload", "replicas", "keep_steps", "keep_requests", "max_samples" } do
+    if o.serve and o.serve[k] ~= nil then
+      fail("field 'serve." .. k .. "': not modelled by the frontier's points (steady states of one instance, " ..
+        "hl.serve mode = \"analytical\"); run hl.serve or hl.serve_capacity with it on a point's config", 3)
     end
   end
   if o.out ~= nil and (type(o.out) ~= "string" or o.out == "" or o.out:sub(-1) == "/") then
@@ -926,7 +937,8 @@ function M.frontier(t)
                              -- a configuration yields any number of points: the count is not checked
                              block = { lo, hi, #work, filtered = true } }, M.result_mt)
   if o.out then
-    write_outputs(hl, res, o.out)
+    local okw, ew = pcall(write_outputs, hl, res, o.out)
+    if not okw then fail(plain_error(ew), 2) end -- "cannot create folder ...", not hbdlab's own position
     if interrupted then -- whole files of a partial search: say so, and the JSON says "interrupted": true
       local confirmed = 0
       for _, p in ipairs(points) do if p.simulated then confirmed = confirmed + 1 end end

@@ -59,7 +59,7 @@ local topics = {
     "algo auto | nccl | ring | tree | direct | halving_doubling | in_switch | hierarchical | oneshot | twoshot | " ..
     "trtllm_ar | vllm_ar (engines' custom all-reduce; docs/MODEL.md 5.1).",
     'hl.collective { op = "allreduce", bytes = 1e9, ranks = 16, cluster = c }' },
-  { "roofline", "hl.roofline{gpu, precision, framework, m, n, k | kind = attention | moe + shape | flops, bytes} -> {time_s, compute_s, memory_s, bound, ...}",
+  { "roofline", "hl.roofline{gpu, precision, framework, kernels, m, n, k | kind = attention | moe + shape | flops, bytes} -> {time_s, ..., bound}",
     "Time of one operator on one GPU.", 'hl.roofline { gpu = "H100-SXM", m = 16, n = 8192, k = 8192, precision = "fp8" }' },
   { "sweep", "hl.sweep{base = {...}, axes = {name = {values}}, zip, threads, strict} -> rows; hl.sweep(axes, fn)",
     "Every combination of the axes, in C on all cores; rows hold the axes and every result field (prefill.comm_share, ...),\n" ..

@@ -18,25 +18,30 @@ local function from_file(kind, path)
 end
 
 -- Objects of preset names, resolved once (objects are immutable, so one object serves every
--- call); emptied when $HBDLAB_PRESETS (where user presets come from) changes.
+-- call); emptied when $HBDLAB_PRESETS (where user presets come from) changes: core.presets_generation
+-- tells, without a string per call. A preset file edited while the process runs is not read again.
 local presets = { gpu = {}, cluster = {}, model = {} }
-local presets_env = os.getenv("HBDLAB_PRESETS")
+local presets_generation = core.presets_generation
+local presets_gen = presets_generation()
+
+-- The object of preset name x of `kind` (ctor builds it on the first call).
+local function named(kind, ctor, x)
+  local gen = presets_generation()
+  if gen ~= presets_gen then
+    presets_gen = gen
+    presets = { gpu = {}, cluster = {}, model = {} }
+  end
+  local hit = presets[kind][x]
+  if hit then return hit end
+  if x:match("%.json$") then return from_file(kind, x) end
+  local obj = ctor(x)
+  presets[kind][x] = obj
+  return obj
+end
 
 local function wrap(kind, ctor)
   return function(x)
-    if type(x) == "string" then
-      local env = os.getenv("HBDLAB_PRESETS")
-      if env ~= presets_env then
-        presets_env = env
-        presets = { gpu = {}, cluster = {}, model = {} }
-      end
-      local hit = presets[kind][x]
-      if hit then return hit end
-      if x:match("%.json$") then return from_file(kind, x) end
-      local obj = ctor(x)
-      presets[kind][x] = obj
-      return obj
-    end
+    if type(x) == "string" then return named(kind, ctor, x) end
     if type(x) == "table" then
       -- a cluster's gpu may be a plain table of GPU fields too
       if kind == "cluster" and type(x.gpu) == "table" then
@@ -99,9 +104,19 @@ local function from_hf(path, opts)
   return m
 end
 
+local model_of = wrap("model", core.model)
 M.model = setmetatable({ from_hf = from_hf }, {
-  __call = function(_, x) return wrap("model", core.model)(x) end,
+  __call = function(_, x) return model_of(x) end,
 })
+
+--- The object a simulate field `model` / `cluster` (kind) names: a preset name, or a plain table of
+--- fields; other values (objects, or what the core refuses, naming the field) pass through.
+function M.resolved(kind, x)
+  local tx = type(x)
+  if tx == "string" then return named(kind, kind == "model" and core.model or core.cluster, x) end
+  if tx == "table" and getmetatable(x) == nil then return M[kind](x) end
+  return x
+end
 
 
 local function si(v, unit)
@@ -165,7 +180,7 @@ function M.roofline(t)
   core.check_fields(t, { "gpu", "name", "kind", "precision", "framework", "m", "n", "k", "weight_bytes", "act_bytes",
                          "flops", "bytes", "bytes_read", "bytes_written", "rows", "batch", "q", "context", "heads",
                          "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes", "window",
-                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance" }, "hl.roofline")
+                         "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance", "kernels" }, "hl.roofline")
   local g = t.gpu
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
   g = M.coerce("gpu", g)

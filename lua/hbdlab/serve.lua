@@ -354,12 +354,17 @@ end
 local pd_mt = {}
 pd_mt.__tostring = function(p)
   local b = p.best
-  local lines = { string.format("best split: %d prefill + %d decode GPUs%s, %.4g req/s (%.4g per GPU)", b.prefill_gpus,
+  local bounded = 0 -- other rows whose capacity is only a lower bound: one of them may beat the best
+  for _, r in ipairs(p.rows) do if r.lower_bound and r ~= b then bounded = bounded + 1 end end
+  local lines = { string.format("best split: %d prefill + %d decode GPUs%s, %.4g req/s (%.4g per GPU)%s", b.prefill_gpus,
     b.decode_gpus, b.prefill_mapping and string.format(" (%s / %s)", b.prefill_mapping, b.decode_mapping) or "",
-    b.rate, b.rate_per_gpu),
+    b.rate, b.rate_per_gpu, bounded > 0 and string.format("; %d other capacities are lower bounds (>=: the search " ..
+      "reached max_requests), so the best split is not decided", bounded)
+      or b.lower_bound and " or more (the search reached max_requests)" or ""),
     "  prefill  decode      req/s  req/s/GPU  ttft_p99_ms  tpot_p99_ms  $/Mtok_out  J/token" }
   for _, r in ipairs(p.rows) do
-    lines[#lines + 1] = string.format("  %7d %7d %10.4g %10.4g %12s %12s %11s %8s%s%s", r.prefill_gpus, r.decode_gpus, r.rate,
+    lines[#lines + 1] = string.format("  %7d %7d %10s %10.4g %12s %12s %11s %8s%s%s", r.prefill_gpus, r.decode_gpus,
+      string.format(r.lower_bound and ">= %.4g" or "%.4g", r.rate),
       r.rate_per_gpu, ms(r.ttft_p99_s), ms(r.tpot_p99_s), r.usd_per_mtok_out and string.format("%.4g", r.usd_per_mtok_out) or "-",
       r.joules_per_token and string.format("%.4g", r.joules_per_token) or "-",
       r.prefill_mapping and string.format("  %s / %s", r.prefill_mapping, r.decode_mapping) or "", r == b and "  <- best" or "")
@@ -464,6 +469,7 @@ pd_splits = function(t, N, pre, dec, pname, dname)
       local ok, c = pcall(M.serve_capacity, base)
       if not ok then error(c, 3) end
       local row = { prefill_gpus = np, decode_gpus = nd, rate = c.rate, rate_per_gpu = c.rate / N,
+                    lower_bound = c.lower_bound, -- the search stopped early: rate is at least this
                     ttft_p99_s = c.result and c.result.ttft_s.p99, tpot_p99_s = c.result and c.result.tpot_s.p99 }
       for _, k in ipairs(cost_fields) do row[k] = c[k] end
       rows[#rows + 1] = row

@@ -6,13 +6,25 @@ local M = {}
 
 local trace = require "hbdlab.trace"
 
-local result_mt = {}
--- The simulate fields each result was run from (weak keys), for hl.walkthrough.
-M.job_of = setmetatable({}, { __mode = "k" })
-result_mt.__index = result_mt
+-- A result is a view over the C result (lua/bind/l_result_view.c): fields are read on access,
+-- groups built on first access; pairs() and json_encode see every field. Its metatable is the
+-- views' own; its methods live in `methods`.
+local result_mt, methods = core.result_view_mt()
+
+-- The simulate fields each result was run from, for hl.walkthrough: the fields table itself when
+-- it held the objects, else a copy with the objects in it (made when asked for).
+M.job_of = setmetatable({}, { __index = function(_, r)
+  local t, m, c = core.result_view_kept(r)
+  if t == nil then return nil end
+  if rawequal(t.model, m) and rawequal(t.cluster, c) then return t end
+  local job = {}
+  for k, v in pairs(t) do job[k] = v end
+  job.model, job.cluster = m, c
+  return job
+end })
 
 --- r:trace(): per-GPU events of one prefill layer pass and one decode step.
-function result_mt.trace(r) return trace.events(r) end
+function methods.trace(r) return trace.events(r) end
 
 --- A duration in the unit that reads best: s from 1 s, ms from 1 ms, else us.
 function M.duration(s)
@@ -57,32 +69,35 @@ end
 local warn -- hbdlab.warn, required on the first call
 -- Clusters whose GPU's price was checked (the cost warning depends only on the GPU): weak keys.
 local cost_checked = setmetatable({}, { __mode = "k" })
+local simulate_c = core.simulate
+local resolved = objects.resolved
+
+-- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
+-- only when the core saw what they look for.
+local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC = 1, 2, 4, 8, 16
 
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
   warn = warn or require "hbdlab.warn"
-  local job = objects.coerce_job(t)
-  local ok, r = pcall(core.simulate, job)
+  local m, c = resolved("model", t.model), resolved("cluster", t.cluster) -- names resolve once
+  local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
     warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
     error(r, 0)
   end
-  warn.check_job(job, r)
-  warn.check_limits(t, r)
-  M.job_of[r] = job
-  local c = job.cluster
-  if type(c) ~= "userdata" then
-    local okc
-    okc, c = pcall(objects.coerce, "cluster", c)
-    if not okc then c = nil end
+  if flags ~= 0 and warn.enabled then
+    if flags & (WARN_CONTEXT | WARN_MAPPING | WARN_SPEC) ~= 0 then
+      local job = t
+      if not (rawequal(t.model, m) and rawequal(t.cluster, c)) then job = M.job_of[r] end
+      warn.check_job(job, r)
+    end
+    if flags & WARN_LIMITS ~= 0 then warn.check_limits(t, r) end
+    if flags & WARN_COST ~= 0 and type(c) == "userdata" and not cost_checked[c] then
+      cost_checked[c] = true
+      warn.check_cost(c.gpu, r)
+    end
   end
-  if type(c) ~= "userdata" then
-    warn.check_cost(nil, r)
-  elseif not cost_checked[c] and warn.enabled then
-    cost_checked[c] = true
-    warn.check_cost(c.gpu, r)
-  end
-  return setmetatable(r, result_mt)
+  return r
 end
 
 M.result_mt = result_mt

@@ -264,6 +264,56 @@ static void test_itl_bin_edges(void **state)
     }
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The metrics' sort (a radix sort from 4,096 values): the mean, percentiles and
+ * max of 20,000 values of both signs, with ties, zeros and a wide range, equal
+ * those of a qsort'ed copy bit for bit (nearest rank: p50 of 20,000 is the
+ * 10,000th, p90 the 18,000th, p99 the 19,800th; the mean sums them in order);
+ * with a -0 among them the same values come out too. */
+static void test_metric_sort(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    static hl_serve_req q[N];
+    static double want[N];
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    uint64_t g = 12345;
+    for (int neg0 = 0; neg0 < 2; neg0++) {
+        for (int i = 0; i < N; i++) {
+            g ^= g << 13;
+            g ^= g >> 7;
+            g ^= g << 17;
+            double u = (double)(g >> 11) / 0x1p53;
+            double v = i % 7 == 0 ? 0.25 : i % 11 == 0 ? 0 : (u - 0.3) * pow(10, (double)(g % 13) - 6);
+            if (neg0 && i == 77)
+                v = -0.0;
+            q[i] = (hl_serve_req){
+                .arrival_s = 0, .input = 1, .output = 2, .first_token_s = 1, .finish_s = 2, .queue_s = v};
+            want[i] = v;
+        }
+        hl_serve_result r = {0};
+        r.gpus = 1;
+        hl_itl_hist itl = {0};
+        hl_err e;
+        assert_ok(hl_serve_summarise(&c, q, N, &itl, &r, &e), &e);
+        qsort(want, N, sizeof *want, cmp_d);
+        double sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += want[i];
+        assert_true(r.queue_s.mean == sum / N);
+        assert_true(r.queue_s.p50 == want[9999] && r.queue_s.p90 == want[17999] && r.queue_s.p99 == want[19799]);
+        assert_true(r.queue_s.max == want[N - 1] && r.queue_s.n == N);
+        hl_serve_result_free(&r);
+    }
+}
+
 /* The analytical steady state follows the scheduler below saturation: TPOT and
  * the running count within 10%, TTFT within 40% (it leaves out the queueing of
  * prompts behind each other), and it marks an overloaded rate unstable. */
@@ -761,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
         cmocka_unit_test(test_itl_bin_edges),
+        cmocka_unit_test(test_metric_sort),
         cmocka_unit_test(test_steady_state_follows_scheduler),
         cmocka_unit_test(test_disaggregated_one_request),
         cmocka_unit_test(test_goodput_monotone_in_slo),

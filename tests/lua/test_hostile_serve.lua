@@ -176,6 +176,19 @@ T.test("serve_capacity searches configurations the analytical mode cannot take",
     "field 'spec_tokens': 2 has no effect with mode = \"analytical\"")
 end)
 
+T.test("serve_pd_ratio: a capacity that is only a lower bound says so", function()
+  -- max_requests = 2,000 over min_duration = 2 s stops each search at 1,000 req/s: the 3 + 1 split
+  -- reached it (its capacity is "512 or more"); the rows and the best line read as exact before
+  local r = hl.serve_pd_ratio { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 4, hbd = 4 },
+                                gpus = 4, prefill = { parallel = { tp = 1 } }, decode = { parallel = { tp = 1 } },
+                                input = 300, output = 30, slo = { ttft_ms = 300, tpot_ms = 30 }, tolerance = 0.2,
+                                min_duration = 2, max_requests = 2000 }
+  local bounded
+  for _, row in ipairs(r.rows) do if row.lower_bound then bounded = row end end
+  T.ok(bounded, "a row stopped at max_requests")
+  T.ok(tostring(r):find(">= " .. string.format("%.4g", bounded.rate), 1, true), "printed as >=: " .. tostring(r))
+end)
+
 T.test("every part of a serve result prints readably", function()
   local r = hl.serve(with { keep_requests = true, keep_steps = true })
   for name, v in pairs { step_log = r.step_log, step = r.step_log[1], kv_series = r.kv_series,
@@ -240,6 +253,31 @@ T.test("an interrupted frontier's outputs say so", function()
   local js = require("hbdlab.core").json_decode(f:read("a"))
   f:close()
   T.eq(js.interrupted, true, "the JSON says it was interrupted")
+end)
+
+T.test("hl.frontier: serve fields its steady-state points cannot model, and output errors", function()
+  local f = { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 }, precision = "fp8", input = 256,
+              output = 32, simulate = 0, concurrency = { 1, 4 }, progress = false }
+  local function fr(t)
+    local o = {}
+    for k, v in pairs(f) do o[k] = v end
+    for k, v in pairs(t) do o[k] = v end
+    return hl.frontier(o)
+  end
+  -- each used to end "no configuration of llama-3.1-8b could be evaluated on any system; the most
+  -- frequent reason: serve field 'prefix_cache' has no effect with mode = \"analytical\" ..."
+  for _, k in ipairs { "prefix_cache", "spec_tokens", "sessions", "kv_offload", "replicas", "keep_steps" } do
+    local v = ({ prefix_cache = true, spec_tokens = 2, sessions = { turns = 2 }, kv_offload = { capacity_bytes = 1 },
+                 replicas = 2, keep_steps = true })[k]
+    T.raises(function() fr { serve = { [k] = v } } end, "hl.frontier: field 'serve." .. k .. "': not modelled by the " ..
+      "frontier's points")
+  end
+  -- serve.trace said "give trace at the top level", which the frontier refuses
+  T.raises(function() fr { serve = { trace = "x.csv" } } end, "field 'serve.trace': the search sets it (each point's")
+  -- an output folder that is a file: the message had hbdlab's own position (hbdlab/frontier.lua:636:)
+  local plainfile = file("plain", "x")
+  local ok, e = pcall(fr, { out = plainfile .. "/fr" })
+  T.ok(not ok and e:find("hl.frontier: cannot create folder", 1, true) and not e:find("frontier.lua:", 1, true), e)
 end)
 
 os.execute("rm -rf '" .. dir .. "'")

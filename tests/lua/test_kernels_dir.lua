@@ -64,6 +64,16 @@ T.test("hl.serve at concurrency 1 takes the measured decode attention as hl.simu
   T.near(r.ttft_s.mean, s.ttft_s, 0.002, "serve TTFT = simulate TTFT")
 end)
 
+T.test("hl.roofline takes kernels for one GEMM", function()
+  -- M = 16 between the fixture's M = 4 (20 us) and 64 (40 us): half way in log space, sqrt(20 x 40) us
+  local r = hl.roofline { gpu = "H100-SXM", m = 16, n = 6144, k = 4096, kernels = dir }
+  T.eq(r.measured, true, "covered")
+  T.near(r.time_s, 20 * math.sqrt(2) * 1e-6, 1e-12, "20 sqrt(2) us")
+  local out = hl.roofline { gpu = "H100-SXM", m = 128, n = 6144, k = 4096, kernels = dir }
+  T.eq(out.measured, false, "M = 128 outside the grid")
+  T.eq(out.time_s, hl.roofline { gpu = "H100-SXM", m = 128, n = 6144, k = 4096 }.time_s, "analytic outside")
+end)
+
 T.test("bad folders name the field", function()
   T.raises(function() hl.simulate(with { kernels = "/nonexistent/kernels" }) end, "field 'kernels'",
     "/nonexistent/kernels")

@@ -116,13 +116,16 @@ typedef struct hl_job {
     double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
                                  the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
     /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
-    double routing_skew;      /* Zipf exponent of expert popularity (0 = uniform) */
-    int32_t eplb;             /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
-    int32_t expert_freq_n;    /* entries of expert_freq; 0 = none (uniform or routing_skew) */
-    double expert_freq[1024]; /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
-    int32_t cuda_graphs;      /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
-    int32_t reserved_job;     /* 0 */
-    char kernels[256];        /* folder of measured kernel tables (kernels.h), "" = none: the analytic model */
+    double routing_skew;       /* Zipf exponent of expert popularity (0 = uniform) */
+    int32_t eplb;              /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
+    int32_t expert_freq_n;     /* entries of expert_freq; 0 = none (uniform or routing_skew) */
+    double expert_freq[1024];  /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
+    int32_t cuda_graphs;       /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
+    int32_t two_batch_overlap; /* 1: MoE layers run as two micro-batches, each one's dispatch/combine under the
+                                  other's compute (SGLang's TBO, docs/MODEL.md 6.5); hl.simulate only */
+    double tbo_comm_sms;       /* fraction of the SMs the EP communication kernels hold while they run in
+                                  prefill under TBO (compute there runs on the rest; default 24/132) */
+    char kernels[256];         /* folder of measured kernel tables (kernels.h), "" = none: the analytic model */
 } hl_job;
 
 /* ---- Defaults and validation ---- */

@@ -52,6 +52,10 @@ typedef struct hl_kcell {
  * allowed: latencies and axes finite and > 0, no two rows of one shape. */
 hl_status hl_kernels_load(const char *dir, const hl_kernels **out, hl_err *err);
 
+/* The tables' name of precision p (an hl_precision) in their dtype columns: "float32", "bfloat16",
+ * "float16", "fp8", "nvfp4", "int8" (AIConfigurator's names); "?" for an unknown value. */
+const char *hl_kernels_dtype(int32_t p);
+
 /* The file name of table t ("gemm.csv"), or NULL outside 0..HL_KT_COUNT-1. */
 const char *hl_kernels_file(int32_t t);
 

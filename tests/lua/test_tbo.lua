@@ -1,0 +1,80 @@
+-- Two-batch overlap (docs/MODEL.md 6.5): the layers run as two micro-batches of half the batch,
+-- each one's dispatch / combine under the other's compute, four pairs per layer.
+local T = require "testlib"
+local hl = require "hbdlab"
+
+local ds = hl.model "deepseek-v3"
+local function job(extra)
+  local t = { model = ds, cluster = hl.cluster { gpu = "H100-SXM", gpus = 16, hbd = 8 }, precision = "fp8",
+              kv_precision = "bf16", batch = 16 * 64, input = 1000, output = 3, parallel = { tp = 1, ep = 16 },
+              dispatch = "flat", ignore_memory = true }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return t
+end
+local comm = { ep_dispatch_inter = 1, ep_dispatch_intra = 1, ep_combine_inter = 2, ep_combine_intra = 2,
+               moe_allgather = 2, ep_dispatch = 1, ep_combine = 2 }
+local experts = { experts = true, moe_permute = true }
+local outside = { embedding = true, lm_head = true, step_overhead = true, logits_gather = true }
+
+T.test("decode: the four pairs of the breakdown's stages, by hand", function()
+  local r = hl.simulate(job { two_batch_overlap = true })
+  -- stage sums of both halves from the rows (each row holds both micro-batches' calls)
+  local c1, x1, c2, x2, rest = 0, 0, 0, 0, 0
+  for _, b in ipairs(r.decode.breakdown) do
+    if comm[b.name] == 1 then x1 = x1 + b.time_s
+    elseif comm[b.name] == 2 then x2 = x2 + b.time_s
+    elseif experts[b.name] then c2 = c2 + b.time_s
+    elseif outside[b.name] then rest = rest + b.time_s
+    else c1 = c1 + b.time_s end
+  end
+  T.ok(x1 > 0 and x2 > 0 and c2 > 0, "the MoE stages have time")
+  -- per half: c1/2 ...; decode's kernels hold no SM in flight (f = 0): P(c, x) = max(c, x)
+  c1, x1, c2, x2 = c1 / 2, x1 / 2, c2 / 2, x2 / 2
+  local layer = math.max(c1, x2) + math.max(c1, x1) + math.max(c2, x1) + math.max(c2, x2)
+  T.near(r.decode.time_s, layer + rest, 1e-9, "decode = the four pairs + what runs outside the layers")
+  T.ok(r.decode.time_s < 2 * (c1 + x1 + c2 + x2) + rest, "something is hidden")
+  T.ok(2 * (c1 + x1 + c2 + x2) - layer <= 2 * (x1 + x2), "at most the communication")
+end)
+
+T.test("the split costs: two half batches without overlap are no faster than the whole batch", function()
+  local whole = hl.simulate(job())
+  local half = hl.simulate(job { batch = 16 * 32 })
+  T.ok(2 * half.decode.time_s >= whole.decode.time_s * (1 - 1e-9), "two half batches >= one whole batch")
+end)
+
+T.test("prefill: the SM share of the EP kernels slows the compute under them", function()
+  -- one node (NVLink all-to-all, compute-bound stages): P(c, x) = c + f x > max(c, x) when c > x
+  local t = { model = ds, cluster = hl.cluster { gpu = "H100-SXM", gpus = 8, hbd = 8 }, precision = "fp8",
+              kv_precision = "bf16", batch = 8 * 64, input = 1000, output = 1, parallel = { tp = 1, ep = 8 },
+              ignore_memory = true, two_batch_overlap = true, tbo_comm_sms = 0 }
+  local a = hl.simulate(t)
+  t.tbo_comm_sms = nil
+  local b = hl.simulate(t)
+  T.ok(b.ttft_s > a.ttft_s, "24/132 of the SMs held (the default): slower than f = 0")
+end)
+
+T.test("a sweep (summary mode, the decode memo across inputs) equals hl.simulate", function()
+  local base = job { two_batch_overlap = true }
+  local rows = hl.sweep { base = base, axes = { input = { 500, 1000 } } }
+  for i, inp in ipairs { 500, 1000 } do
+    local r = hl.simulate(job { two_batch_overlap = true, input = inp })
+    T.eq(rows[i].total_s, r.total_s, "input " .. inp)
+  end
+end)
+
+T.test("no EP: nothing to overlap, the same times", function()
+  local t = { model = "mixtral-8x7b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }, batch = 8,
+              input = 100, output = 4, parallel = { tp = 2, ep = 1 } }
+  local a = hl.simulate(t)
+  t.two_batch_overlap = true
+  T.eq(hl.simulate(t).total_s, a.total_s, "ep = 1")
+end)
+
+T.test("hl.serve refuses it with a clear message", function()
+  T.raises(function()
+    hl.serve { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }, requests = 2,
+               concurrency = 1, input = 10, output = 4, two_batch_overlap = true }
+  end, "two_batch_overlap")
+end)
+
+T.done()
