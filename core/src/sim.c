@@ -147,8 +147,8 @@ static double blend_at(blend_fn *f, double i)
 
 /* Simpson on [a, b] (fa, fm, fb at a, the middle, b; whole = its one-panel estimate), halved
  * until the two halves agree with the whole within 15 eps (Richardson's correction added). */
-static double blend_simpson(blend_fn *f, double a, double b, double fa, double fm, double fb, double whole,
-                            double eps, int depth)
+static double blend_simpson(blend_fn *f, double a, double b, double fa, double fm, double fb, double whole, double eps,
+                            int depth)
 {
     double m = (a + b) / 2, flm = blend_at(f, (a + m) / 2), frm = blend_at(f, (m + b) / 2);
     double left = (m - a) / 6 * (fa + 4 * flm + fm), right = (b - m) / 6 * (fm + 4 * frm + fb);
