@@ -118,31 +118,71 @@ static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, do
     return st;
 }
 
-/* Sum over i = 0..n-1 of the kernel time after in + tau*i keys when it is not linear in the
- * context (a blended decode kernel, attn_blend > 1): step by step up to BLEND_EXACT steps,
- * beyond by Simpson's rule over [-1/2, n - 1/2] (the midpoint sum of a smooth function) on
- * BLEND_PANELS panels. */
-enum { BLEND_EXACT = 4096, BLEND_PANELS = 512 };
+/* Sum over i = 0..n-1 of the kernel time g(i) after in + tau*i keys when it is not linear in
+ * the context (a blended decode kernel, attn_blend > 1). Step by step up to BLEND_EXACT steps;
+ * beyond, the midpoint form of Euler-Maclaurin (derived, MODEL.md section 3):
+ *   sum_i g(i) = [integral of g over -1/2 .. n - 1/2] - (g'(n - 1/2) - g'(-1/2)) / 24 + O(g^(3))
+ * with the integral by adaptive Simpson (relative tolerance BLEND_TOL, BLEND_START panels first
+ * so the knee of the power mean is not stepped over) and g' from the end steps' differences.
+ * g is smooth but for the knee where units and KV stream cross, so a few dozen evaluations
+ * replace thousands (each is one hl_op_time_on with its pow calls). */
+enum { BLEND_EXACT = 64, BLEND_START = 8, BLEND_DEPTH = 30 };
+#define BLEND_TOL 1e-10
+
+typedef struct blend_fn {
+    const hl_sim_ctx *s;
+    int part;
+    double b, q, in, tau;
+    hl_err *err;
+    hl_status st;
+} blend_fn;
+
+static double blend_at(blend_fn *f, double i)
+{
+    double v = 0;
+    if (!f->st)
+        f->st = part_time(f->s, f->part, f->b, f->q, f->in + f->tau * i, &v, f->err);
+    return v;
+}
+
+/* Simpson on [a, b] (fa, fm, fb at a, the middle, b; whole = its one-panel estimate), halved
+ * until the two halves agree with the whole within 15 eps (Richardson's correction added). */
+static double blend_simpson(blend_fn *f, double a, double b, double fa, double fm, double fb, double whole, double eps,
+                            int depth)
+{
+    double m = (a + b) / 2, flm = blend_at(f, (a + m) / 2), frm = blend_at(f, (m + b) / 2);
+    double left = (m - a) / 6 * (fa + 4 * flm + fm), right = (b - m) / 6 * (fm + 4 * frm + fb);
+    double diff = left + right - whole;
+    if (depth <= 0 || fabs(diff) <= 15 * eps || f->st)
+        return left + right + diff / 15;
+    return blend_simpson(f, a, m, fa, flm, fm, left, eps / 2, depth - 1) +
+           blend_simpson(f, m, b, fm, frm, fb, right, eps / 2, depth - 1);
+}
+
 static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
                              double *sum, hl_err *err)
 {
-    double f, total = 0;
-    hl_status st = HL_OK;
+    blend_fn f = {s, part, b, q, in, tau, err, HL_OK};
+    double total = 0;
     if (n <= BLEND_EXACT) {
-        for (double i = 0; i < n && !st; i++) {
-            st = part_time(s, part, b, q, in + tau * i, &f, err);
-            total += f;
-        }
+        for (double i = 0; i < n && !f.st; i++)
+            total += blend_at(&f, i);
     } else {
-        double h = n / BLEND_PANELS;
-        for (int k = 0; k <= BLEND_PANELS && !st; k++) {
-            st = part_time(s, part, b, q, in + tau * (-0.5 + h * k), &f, err);
-            total += f * (k == 0 || k == BLEND_PANELS ? 1 : k % 2 ? 4 : 2);
+        double lo = -0.5, h = n / BLEND_START, g[BLEND_START + 1];
+        for (int k = 0; k <= BLEND_START; k++)
+            g[k] = blend_at(&f, lo + h * k);
+        double scale = fabs(g[0]) + fabs(g[BLEND_START]);
+        for (int k = 0; k < BLEND_START && !f.st; k++) {
+            double a = lo + h * k, fm = blend_at(&f, a + h / 2);
+            double whole = h / 6 * (g[k] + 4 * fm + g[k + 1]);
+            total += blend_simpson(&f, a, a + h, g[k], fm, g[k + 1], whole, BLEND_TOL * scale * h, BLEND_DEPTH);
         }
-        total *= h / 3;
+        /* the end slopes at -1/2 and n - 1/2 from the steps beside them */
+        double d0 = blend_at(&f, 0) - blend_at(&f, -1), d1 = blend_at(&f, n) - blend_at(&f, n - 1);
+        total -= (d1 - d0) / 24;
     }
     *sum = total;
-    return st;
+    return f.st;
 }
 
 /* attention_sum from `in` cached keys at step 0, of kernel `part`. */
