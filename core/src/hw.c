@@ -248,7 +248,9 @@ hl_status hl_cluster_check_consistency(const hl_cluster *c, hl_err *err)
     if (s)
         return s;
     if (c->hbd > c->gpus)
-        return hl_fail(err, HL_EINVAL, "cluster field 'hbd': %lld is larger than the cluster (gpus = %lld)",
+        return hl_fail(err, HL_EINVAL,
+                       "cluster field 'hbd': %lld is larger than the cluster (gpus = %lld; allowed: a divisor "
+                       "of gpus; for part of a larger domain, e.g. 64 GPUs of an NVL72, set hbd = gpus)",
                        (long long)c->hbd, (long long)c->gpus);
     if (c->gpus % c->hbd != 0)
         return hl_fail(err, HL_EINVAL,

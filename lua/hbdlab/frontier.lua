@@ -759,9 +759,14 @@ function M.frontier(t)
         local profs = prefill_profiles(w.sys, w.prec)
         if #profs > 0 then
           for _, c in ipairs(ctx.concurrency or pow2_upto(4096)) do
-            local d = decode_point(hl, ctx, w.sys, w.prec, w.m, c)
-            if not d then break end
-            disagg_points(hl, ctx, w.sys, w.prec, profs, d, points)
+            -- a decode instance with attention DP needs at least one sequence per DP group: the
+            -- concurrencies below dp (or not a multiple of it) are skipped, not the end of the loop
+            -- (stopping there dropped every wide-EP DP-attention decode instance from disagg)
+            if c % w.m.dp == 0 then
+              local d = decode_point(hl, ctx, w.sys, w.prec, w.m, c)
+              if not d then break end
+              disagg_points(hl, ctx, w.sys, w.prec, profs, d, points)
+            end
           end
         end
       end

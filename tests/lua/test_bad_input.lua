@@ -84,7 +84,7 @@ local sim_cases = {
   { "model preset path traversal", with(base, { model = "../../etc/passwd" }), "not a valid name" },
   { "cluster preset unknown", with(base, { cluster = "nvl73" }), "unknown cluster preset 'nvl73'", "did you mean 'gb200-nvl72'" },
   { "gpu preset unknown in cluster", with(base, { cluster = { gpu = "H1OO", gpus = 8 } }), "unknown gpu preset 'H1OO'" },
-  { "cluster hbd larger than gpus", with(base, { cluster = { gpu = "H100-SXM", gpus = 8, hbd = 16 } }), "'hbd': 16 is larger than the cluster (gpus = 8)" },
+  { "cluster hbd larger than gpus", with(base, { cluster = { gpu = "H100-SXM", gpus = 8, hbd = 16 } }), "'hbd': 16 is larger than the cluster (gpus = 8; allowed: a divisor of gpus; for part of a larger domain" },
   { "cluster hbd does not divide", with(base, { cluster = { gpu = "H100-SXM", gpus = 12, hbd = 8 } }), "'hbd': 8 does not divide gpus = 12" },
   { "cluster gpus missing", with(base, { cluster = { gpu = "H100-SXM" } }), "cluster field 'gpus' is required" },
   { "cluster gpus zero", with(base, { cluster = { gpu = "H100-SXM", gpus = 0 } }), "'gpus': 0 is out of range" },

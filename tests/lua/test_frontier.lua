@@ -106,6 +106,22 @@ T.test("a disaggregated point's TTFT includes the KV hand-off of its prompt", fu
   end
 end)
 
+T.test("disaggregated decode instances include wide EP with attention DP", function()
+  -- mixtral-8x7b (8 experts) on 8 GPUs: decode mappings with dp = 2 or 4 (ep = tp x dp) exist, and
+  -- concurrency 1 does not split over dp groups; that must skip to c = dp, not end the search
+  local r = hl.frontier { model = "mixtral-8x7b", systems = { gpu = "H100-SXM", gpus = 8, hbd = 8 }, modes = "disagg",
+                          precision = "fp8", input = 512, output = 256, simulate = 0 }
+  local wide = 0
+  for _, p in ipairs(r.points) do
+    if p.mode == "disagg" and p.dp > 1 then
+      wide = wide + 1
+      T.ok(p.concurrency % p.dp == 0, "concurrency is a multiple of dp")
+      T.eq(p.ep, p.tp * p.dp, "wide EP spans the instance")
+    end
+  end
+  T.ok(wide > 0, "some disaggregated points decode with attention DP")
+end)
+
 T.test("the best point meets the SLO; an impossible SLO names the best found", function()
   local slo = { ttft_s = 1.0, tpot_s = 0.03 }
   local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8",
