@@ -126,8 +126,8 @@ static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, do
  * so the knee of the power mean is not stepped over) and g' from the end steps' differences.
  * g is smooth but for the knee where units and KV stream cross, so a few dozen evaluations
  * replace thousands (each is one hl_op_time_on with its pow calls). */
-enum { BLEND_EXACT = 64, BLEND_START = 8, BLEND_DEPTH = 30 };
-#define BLEND_TOL 1e-10
+enum { BLEND_EXACT = 64, BLEND_START = 4, BLEND_DEPTH = 30 };
+#define BLEND_TOL 1e-8
 
 typedef struct blend_fn {
     const hl_sim_ctx *s;
