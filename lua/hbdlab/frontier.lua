@@ -25,7 +25,7 @@ M.fields = {
   { "serve", nil, "extra hl.serve fields applied to every configuration (max_seqs, token_budget, chunk, block_tokens, ...)" },
   { "simulate", 24, "how many points on or near each frontier hl.serve simulates to confirm (0 = none)" },
   { "near", 0.05, "a point within this fraction of the frontier's tokens/s per GPU is 'near' it (simulated too)" },
-  { "requests", 600, "requests per confirming simulation (per instance for agg)" },
+  { "requests", 600, "requests per confirming simulation (per instance for agg; at least 3 per client of the simulated population)" },
   { "out", nil, "path stem: writes STEM_points.csv, STEM.json, STEM.png (frontier) and STEM_cost.png" },
   { "progress", false, "a progress line on stderr" },
 }
