@@ -465,10 +465,12 @@ local function confirm(hl, ctx, sys, p)
   local f
   if p.mode == "agg" then
     f = copy(p.config)
-    -- at least one request per client: hl.serve refuses a closed loop of more clients than requests
-    f.mode, f.requests = nil, math.max(ctx.requests, f.concurrency or 0)
+    -- three requests per client at least (as agg_points does): with one per client the run is the
+    -- start-up burst and the drain, not the steady state the analytical point stands for
+    f.mode, f.requests = nil, math.max(ctx.requests, 3 * (f.concurrency or 0))
   else
-    f = disagg_config(ctx, sys, p, ctx.requests)
+    -- likewise three times the decode population, else the arrivals end before the decode pool fills
+    f = disagg_config(ctx, sys, p, math.max(ctx.requests, 3 * (p.concurrency or 0) * (p.d_instances or 1)))
   end
   local ok, r = pcall(hl.serve, f)
   if not ok then
