@@ -46,4 +46,4 @@ set yrange [7.6:-1.9]
 set ytics 0, 1
 set style fill solid 0.9 border -1
 plot for [c=1:3] datafile using (($2+$3)/2):($4==c ? $1 : 1/0):(($3-$2)/2):(0.35) with boxxyerror lt c title (c==1 ? 'compute/memory' : c==2 ? 'collective, scale-up' : 'collective, scale-out'), \
-     datafile using (($2+$3)/2):($1==0 && ($3-$2)>=1.506526886 ? $1-0.5 : 1/0):5 with labels rotate by 35 left font hbdlab_small_font textcolor rgb hbdlab_ink notitle
+     datafile using (($2+$3)/2):($1==0 && ($3-$2)>=1.506537611 ? $1-0.5 : 1/0):5 with labels rotate by 35 left font hbdlab_small_font textcolor rgb hbdlab_ink notitle
