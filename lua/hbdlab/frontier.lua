@@ -888,7 +888,10 @@ function M.frontier(t)
     for _, k in ipairs(order) do for _, p in ipairs(pareto[k]) do p.pareto = true end end
   end
   for _, p in ipairs(points) do
-    if p.mode == "disagg" and p._prefill and not p.config then p.config = disagg_config(ctx, sys_of[p.system], p, o.requests) end
+    if p.mode == "disagg" and p._prefill and not p.config then
+      -- the fields that reproduce the point: as confirm runs them, three requests per decode client at least
+      p.config = disagg_config(ctx, sys_of[p.system], p, math.max(o.requests, 3 * (p.concurrency or 0) * (p.d_instances or 1)))
+    end
     p._prefill, p._decode, p._rates = nil, nil, nil
   end
   if next(best) == nil and not interrupted and not sharded then
