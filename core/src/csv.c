@@ -62,6 +62,21 @@ static void next_cell(hl_csv *c)
 
 static int is_space(char ch) { return ch != '\0' && strchr(" \t\n\v\f\r", ch) != NULL; }
 
+/* The body of a quoted cell after its opening quote: s[0..n) in runs up to and including each
+ * quote, each followed by the doubling quote, then the closing quote. */
+static void put_quoted_rest(hl_csv *c, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        const char *q = memchr(s + i, '"', n - i);
+        size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
+        put(c, s + i, (int64_t)run);
+        if (q)
+            put(c, "\"", 1);
+        i += run;
+    }
+    put(c, "\"", 1);
+}
+
 int32_t hl_csv_formula_start(const char *s, int64_t len)
 {
     if (len < 1)
@@ -81,15 +96,7 @@ void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
      * reading back is exact */
     if (hl_csv_formula_start(s, len)) {
         put(c, "\"'", 2);
-        for (size_t i = 0; i < n;) {
-            const char *q = memchr(s + i, '"', n - i);
-            size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
-            put(c, s + i, (int64_t)run);
-            if (q)
-                put(c, "\"", 1);
-            i += run;
-        }
-        put(c, "\"", 1);
+        put_quoted_rest(c, s, n);
         return;
     }
     int quote = n && (is_space(s[0]) || is_space(s[n - 1]));
@@ -100,15 +107,7 @@ void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
         return;
     }
     put(c, "\"", 1);
-    for (size_t i = 0; i < n;) { /* runs up to and including each quote, then the doubling quote */
-        const char *q = memchr(s + i, '"', n - i);
-        size_t run = q ? (size_t)(q - (s + i)) + 1 : n - i;
-        put(c, s + i, (int64_t)run);
-        if (q)
-            put(c, "\"", 1);
-        i += run;
-    }
-    put(c, "\"", 1);
+    put_quoted_rest(c, s, n);
 }
 
 void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s, (int64_t)strlen(s)); }

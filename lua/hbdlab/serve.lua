@@ -10,6 +10,15 @@ local M = {}
 local function ms(s) return s and string.format("%.4g", s * 1e3) or "-" end
 local function pct(x) return string.format("%.1f%%", x * 100) end
 
+-- Appends line(i) for rows 1..k and n-k+1..n (every row when n <= 2k), a "... m more ..." line
+-- between, and returns the lines joined.
+local function head_tail(lines, n, k, line)
+  for i = 1, math.min(n, k) do line(i) end
+  if n > 2 * k then lines[#lines + 1] = string.format("  ... %d more ...", n - 2 * k) end
+  for i = math.max(k + 1, n - k + 1), n do line(i) end
+  return table.concat(lines, "\n")
+end
+
 local per_request_mt = {}
 per_request_mt.__tostring = function(rows)
   local lines = { string.format("%d requests (per_request):", #rows),
@@ -20,10 +29,7 @@ per_request_mt.__tostring = function(rows)
     lines[#lines + 1] = string.format("  %6d %10.4g %6d %7d %10s %10s %10s %10s %8d  %s", i, q.arrival_s, q.input,
       q.output, ms(q.queue_s), ms(q.ttft_s), ms(q.tpot_s), ms(q.e2e_s), q.preemptions, tostring(q.good))
   end
-  for i = 1, math.min(n, 10) do line(i) end
-  if n > 20 then lines[#lines + 1] = string.format("  ... %d more ...", n - 20) end
-  for i = math.max(11, n - 9), n do line(i) end
-  return table.concat(lines, "\n")
+  return head_tail(lines, n, 10, line)
 end
 
 -- print(r.per_request[i]), print(r.step_log[i]): one record, its fields in the result table's order.
@@ -54,10 +60,7 @@ step_log_mt.__tostring = function(rows)
     lines[#lines + 1] = string.format("  %8d %8.4g %8s %8d %7d %8.4g %8d %10.4g %5d %6d", i, q.t_s, ms(q.dt_s), q.decodes,
       q.chunks, q.prefill_tokens, q.preempted, q.kv_used, q.pool, q.group)
   end
-  for i = 1, math.min(n, 10) do line(i) end
-  if n > 20 then lines[#lines + 1] = string.format("  ... %d more ...", n - 20) end
-  for i = math.max(11, n - 9), n do line(i) end
-  return table.concat(lines, "\n")
+  return head_tail(lines, n, 10, line)
 end
 
 -- print(r.kv_series): its samples, first and last.
@@ -68,10 +71,7 @@ kv_series_mt.__tostring = function(s)
   local function line(i)
     lines[#lines + 1] = string.format("  %8d %10.4g %8s %8.4g %8.4g", i, s.t_s[i], pct(s.kv_util[i]), s.running[i], s.waiting[i])
   end
-  for i = 1, math.min(n, 5) do line(i) end
-  if n > 10 then lines[#lines + 1] = string.format("  ... %d more ...", n - 10) end
-  for i = math.max(6, n - 4), n do line(i) end
-  return table.concat(lines, "\n")
+  return head_tail(lines, n, 5, line)
 end
 
 local result_mt = {}
