@@ -35,6 +35,21 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     return c;
 }
 
+/* Whether pow(r, p) < 2^-54 for sure, 0 < r < 1 and p >= 1 (derived): r^p <= r^k, k = floor(p)
+ * capped at 64, and r^k by repeated squaring is within 2 k ulp of itself, so r^k <= 2^-55
+ * computed leaves pow's own error (glibc: under 1 ulp) room. */
+static int term_vanishes(double r, double p)
+{
+    if (!(r > 0 && r < 1 && p >= 1))
+        return 0;
+    unsigned k = p >= 64 ? 64 : (unsigned)p;
+    double x = r, y = 1;
+    for (; k; k >>= 1, x *= x)
+        if (k & 1)
+            y *= x;
+    return y <= 0x1p-55;
+}
+
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max. */
 static double blend(double a, double b, double c, double p)
 {
@@ -43,6 +58,12 @@ static double blend(double a, double b, double c, double p)
         return hi;
     if (isinf(hi)) /* inf / inf: NaN, as it always was */
         return hi * pow(pow(a / hi, p) + pow(b / hi, p) + pow(c / hi, p), 1 / p);
+    /* one largest term and the others 0 or under 2^-54 once scaled: their sum below rounds to
+     * 1 (each at most 2^-53, the half ulp of 1, with the ties to even), pow(1, 1/p) = 1, so the
+     * result is hi, the same bits as the pow calls below give */
+    if ((a == hi) + (b == hi) + (c == hi) == 1 && (a == hi || a == 0 || term_vanishes(a / hi, p)) &&
+        (b == hi || b == 0 || term_vanishes(b / hi, p)) && (c == hi || c == 0 || term_vanishes(c / hi, p)))
+        return hi;
     /* the largest term is pow(1, p) = 1 and a zero one pow(0, p) = 0, exactly (C11 F.10.4.4):
      * written so, same sum, same bits, and one or two of the four pow calls fewer */
     double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);

@@ -413,7 +413,7 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
         hl_attn_op(s, &op, bm, rest, 0, 0);
         if (rest > 0 && (st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
-    } else {
+    } else if (sliding * m > 0) { /* (hl_acc_op adds nothing for no layers: not built then) */
         hl_attn_op(s, &op, bm, in, 0, window);
         if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
@@ -561,10 +561,12 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         /* the attention kernel of a step at the mean context, for the trace */
         hl_op op;
         hl_op_time at;
-        hl_attn_op(s, &op, b / m, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
-        if (!dec->summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
-            dec->layer_kind = 0;
-            hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+        if (!dec->summary) { /* (a summary run logs no events: not built) */
+            hl_attn_op(s, &op, b / m, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
+            if (hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
+                dec->layer_kind = 0;
+                hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+            }
         }
         hl_event *saved = dec->ev;
         dec->ev = NULL; /* the closed-form sums below are not single events */

@@ -238,6 +238,52 @@ static void test_attn_stream_matches_full_time(void **state)
     assert_false(hl_attn_stream_at(&a, 1e6, &t));
 }
 
+/* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c wrote it before its shortcut for
+ * vanishing terms: the reference the shortcut must equal bit for bit. */
+static double blend_by_pow(double a, double b, double c, double p)
+{
+    double hi = fmax(a, fmax(b, c));
+    if (p <= 0 || hi <= 0)
+        return hi;
+    double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);
+    double tb = b == hi ? 1 : b == 0 ? 0 : pow(b / hi, p);
+    double tc = c == hi ? 1 : c == 0 ? 0 : pow(c / hi, p);
+    return hi * pow(ta + tb + tc, 1 / p);
+}
+
+/* hl_op_time_on's GEMM time (no fixed latencies: time = blend(compute, memory, K loop)) equals
+ * blend_by_pow on seeded shapes from one-row GEMVs (memory dwarfs the rest) to huge GEMMs
+ * (compute does), p from 1 to 40; many of them take the shortcut (a term ratio whose
+ * pow(r, floor(p)) is under 2^-55). */
+static void test_gemm_blend_shortcut_same_bits(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.gemm_k_latency = 1e-12;
+    const double ps[] = {1, 1.2, 1.702, 2.435, 16, 40};
+    uint64_t x = 987654321;
+    int tiny = 0;
+    for (int n = 0; n < 20000; n++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 11;
+        g.gemm_blend = ps[r % 6];
+        double m = pow(2, (double)((r >> 3) % 24)), nn = pow(2, (double)((r >> 8) % 16)),
+               k = pow(2, (double)((r >> 12) % 16));
+        hl_op op;
+        hl_op_time t;
+        hl_err e;
+        hl_op_gemm(&op, "g", m, nn, k, 2, 2, 2, HL_BF16);
+        assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+        double loop = g.gemm_k_latency * op.k, want = blend_by_pow(t.compute_s, t.memory_s, loop, g.gemm_blend);
+        if (memcmp(&want, &t.time_s, sizeof want) != 0)
+            fail_msg("m %g n %g k %g p %g: %.17g, by pow %.17g", m, nn, k, g.gemm_blend, t.time_s, want);
+        double hi = fmax(t.compute_s, fmax(t.memory_s, loop));
+        double mid = t.compute_s + t.memory_s + loop - hi - fmin(t.compute_s, fmin(t.memory_s, loop));
+        tiny += pow(mid / hi, floor(g.gemm_blend)) < 0x1p-56; /* so the smallest too */
+    }
+    assert_true(tiny > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_shape_aware_gemm_by_hand),
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
         cmocka_unit_test(test_attn_stream_matches_full_time),
+        cmocka_unit_test(test_gemm_blend_shortcut_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
