@@ -339,7 +339,7 @@ typedef struct spec_model {
     double gamma, alpha; /* draft tokens per step (0: off), acceptance of each (n_pos = 0) */
     int32_t n_pos;       /* > 0: per-position acceptance pos[k] of draft k given drafts < k (n_pos = gamma) */
     double pos[HL_SPEC_POSITIONS_MAX];
-    double overhead_s;   /* the drafter stepper's per-pass framework overhead, not charged to drafts */
+    double overhead_s; /* the drafter stepper's per-pass framework overhead, not charged to drafts */
 } spec_model;
 
 static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec_model *sp, hl_stepper **draft,

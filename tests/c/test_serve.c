@@ -771,8 +771,8 @@ static void test_speculative_decoding(void **state)
         hl_serve_result r;
         assert_ok(hl_serve_run(&c, &r, &e), &e);
         printf("%s gamma %g alpha %g (%lld positions) drafter %g layers: TPOT %.6g vs hl_sim_run %.6g (%+.2f%%)\n",
-               cases[i].model, cases[i].gamma, cases[i].alpha, (long long)cases[i].npos, cases[i].layers, r.tpot_s.mean, ref.tpot_s,
-               100 * (r.tpot_s.mean / ref.tpot_s - 1));
+               cases[i].model, cases[i].gamma, cases[i].alpha, (long long)cases[i].npos, cases[i].layers, r.tpot_s.mean,
+               ref.tpot_s, 100 * (r.tpot_s.mean / ref.tpot_s - 1));
         assert_rel(r.tpot_s.mean, ref.tpot_s, 0.02, "speculative TPOT at concurrency 1");
         hl_serve_result_free(&r);
     }

@@ -121,8 +121,8 @@ typedef struct hl_job {
      * spec_accept, i.i.d. per position. Entries past spec_accept_n are 0 (hl_job_set_spec_accept). */
     int32_t spec_accept_n;
     double spec_accept_pos[HL_SPEC_POSITIONS_MAX];
-    double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
-                                 the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
+    double image_tokens; /* of `input`, the prompt tokens that are image tokens (vision-language models):
+                            the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
     /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
     double routing_skew;       /* Zipf exponent of expert popularity (0 = uniform) */
     int32_t eplb;              /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
