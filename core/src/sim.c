@@ -292,12 +292,22 @@ static hl_status decode_attention(const hl_sim_ctx *s, hl_acc *a, double layers,
  * each accepted with probability alpha independently, the step keeps the
  * accepted prefix plus the target's own next token:
  * E = sum_{i=0..gamma} alpha^i = (1 - alpha^(gamma+1)) / (1 - alpha), and gamma + 1
- * at alpha = 1 (Leviathan, Kalman, Matias 2023, eq. 1). 1 without speculation. */
+ * at alpha = 1 (Leviathan, Kalman, Matias 2023, eq. 1). With per-position acceptance a_k
+ * (position k accepted with probability a_k given positions < k were; spec_accept = {...}) the
+ * step keeps k drafts with probability (prod_{i<=k} a_i)(1 - a_{k+1}), so
+ * E = 1 + sum_{k=1..gamma} prod_{i<=k} a_i (derived; all a_k = alpha gives the sum above).
+ * 1 without speculation. */
 static double spec_tokens_per_step(const hl_job *j)
 {
     double g = j->spec_tokens, al = j->spec_accept;
     if (g <= 0)
         return 1;
+    if (j->spec_accept_n > 0) {
+        double e = 1, run = 1;
+        for (int32_t k = 0; k < j->spec_accept_n && k < (int32_t)g; k++)
+            e += run *= j->spec_accept_pos[k];
+        return e;
+    }
     return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
 }
 
