@@ -233,7 +233,7 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
                        (long long)line, (long long)bad);
     }
     if ((unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
-        text += 3; /* a byte-order mark (spreadsheets write one before the header): not part of a name */
+        text += 3;     /* a byte-order mark (spreadsheets write one before the header): not part of a name */
     int64_t lines = 1; /* the rows array holds every line but the header, at most the limit and one more */
     for (const char *c = text; *c; c++)
         lines += *c == '\n';
