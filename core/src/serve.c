@@ -654,6 +654,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
     int64_t host_blocks =
         c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+    if (c->prefix_cache && c->offload_bytes > 0 && host_blocks < 1) /* it would hold nothing, silently */
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'kv_offload.capacity_bytes': %g B per GPU holds no KV block (a block of %lld "
+                       "tokens is %g B per GPU for this model and mapping); give at least %g B, or no kv_offload",
+                       c->offload_bytes, (long long)c->block_tokens, p->block_bytes, p->block_bytes);
     if (c->prefix_cache) {
         if (state_blocks > 0)
             return hl_fail(err, HL_EINVAL,

@@ -75,7 +75,7 @@ T.test("kv_offload: evicted prefixes come back from the host", function()
   local s = with { concurrency = 4, requests = 48, input = 1500, output = 50, sessions = { turns = 6, think_s = 2 },
                    prefix_cache = true, kv_blocks = 1200 }
   local hbm = hl.serve(s)
-  local tier = hl.serve(with(s, { kv_offload = { link = "pcie_gen5", capacity_bytes = 50e9, overlap = false } }))
+  local tier = hl.serve(with(s, { kv_offload = { link = "pcie_gen5", capacity_bytes = 50e9, host_bytes = 2.56e11, overlap = false } }))
   T.ok(tier.prefill_tokens_saved > hbm.prefill_tokens_saved, "the tier adds hits")
   T.ok(tier.host_hit_tokens > 0 and tier.reload_s > 0 and tier.offloaded_blocks > 0, "host hits, reloads, offloads")
   T.eq(hbm.reload_s, nil, "no tier, no reload")
@@ -100,6 +100,22 @@ T.test("bad input names the field", function()
            "kv_offload.link")
   T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacty_bytes = 1 } }) end,
            "capacity_bytes")
+  -- a link with no host memory of its own (PCIe, custom): host_bytes bounds the tier, so it is required
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e9, link = "pcie_gen5" } }) end,
+           "serve field 'kv_offload.host_bytes' is required with link = \"pcie_gen5\"")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e15, bw = 1e10 } }) end,
+           "serve field 'kv_offload.host_bytes' is required with link = \"custom\"")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true,
+                                      kv_offload = { capacity_bytes = 3e11, bw = 1e10, host_bytes = 2.56e11 } }) end,
+           "more than the host memory")
+  -- a tier smaller than one block held nothing, silently. Llama-3.1-8B BF16 on one GPU: 32 layers x 8 KV
+  -- heads x 128 x 2 (K, V) x 2 B = 131,072 B a token, x 16 tokens = 2,097,152 B a block
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, requests = 4,
+                                      kv_offload = { capacity_bytes = 2097151, link = "gh200" } }) end,
+           "serve field 'kv_offload.capacity_bytes': 2.09715e+06 B per GPU holds no KV block",
+           "a block of 16 tokens is 2.09715e+06 B")
+  local one = hl.serve(with { rate = 1, prefix_cache = true, requests = 4, kv_offload = { capacity_bytes = 2097152, link = "gh200" } })
+  T.ok(one.reload_s ~= nil, "one block's worth runs")
   -- a conversation outgrowing a rank's KV cache
   T.raises(function() hl.serve(with { concurrency = 1, requests = 4, input = 3000, output = 10, kv_blocks = 500,
                                       sessions = { turns = 4 } }) end, "sessions")
