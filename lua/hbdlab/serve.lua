@@ -483,6 +483,46 @@ pd_splits = function(t, N, pre, dec, pname, dname)
   return rows
 end
 
+-- print(rows) of hl.serve_sweep: the axes, then a summary of each row (the rows hold every result
+-- field flat; hl.rows.print(rows, cols) shows others). print(rows[i]): every field of the row,
+-- the axes first. A vector axis value (spec_accept = {0.9, 0.8}) prints as its numbers.
+local sweep_summary = { "rps", "ttft_s.p50", "ttft_s.p99", "tpot_s.mean", "output_tps_per_gpu", "slo_attainment",
+                        "goodput_rps", "usd_per_mtok_out", "joules_per_token" }
+local vector_mt = { __tostring = function(v)
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = string.format("%.6g", x) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end }
+local function sweep_cell(v)
+  return math.type(v) == "float" and string.format("%.6g", v) or tostring(v)
+end
+local serve_row_mt = {}
+local serve_rows_mt = { __tostring = function(rows)
+  local axes = require("hbdlab.rows").axes_of[rows] or {}
+  local cols = {}
+  for _, k in ipairs(axes) do cols[#cols + 1] = k end
+  for _, k in ipairs(sweep_summary) do
+    for _, r in ipairs(rows) do
+      if r[k] ~= nil then cols[#cols + 1] = k; break end -- slo fields only with an SLO, cost only with a price
+    end
+  end
+  return string.format("%d serve_sweep rows (every result field is in each row; hl.rows.print(rows, {...}) shows others):\n",
+    #rows) .. require("hbdlab.rows").format(rows, cols)
+end }
+serve_row_mt.__tostring = function(row)
+  local axes, seen, parts = serve_row_mt.axes[row] or {}, {}, {}
+  for _, k in ipairs(axes) do
+    seen[k] = true
+    parts[#parts + 1] = k .. " = " .. sweep_cell(row[k])
+  end
+  local rest = {}
+  for k in pairs(row) do if not seen[k] then rest[#rest + 1] = k end end
+  table.sort(rest)
+  for _, k in ipairs(rest) do parts[#parts + 1] = k .. " = " .. sweep_cell(row[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+serve_row_mt.axes = setmetatable({}, { __mode = "k" })
+
 --- hl.serve_sweep{ base = {<hl.serve fields>}, axes = {rate = {1, 2, 4}, max_seqs = {64, 256}, tp = {4, 8}},
 ---                 zip = false } -> rows
 --- A serving sweep: hl.serve at every combination of the axes (or, with zip, at
@@ -577,16 +617,22 @@ function M.serve_sweep(t)
       end
       error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
     end
-    local row = {}
+    local row = setmetatable({}, serve_row_mt)
     flatten(row, "", r)
     for _, k in ipairs(names) do
       local v = p[k]
+      if type(v) == "table" and getmetatable(v) == nil then -- a vector value: a copy that prints its numbers
+        local c = {}
+        for j, x in ipairs(v) do c[j] = x end
+        v = setmetatable(c, vector_mt)
+      end
       row[k] = (type(v) == "userdata" and v.name) or v
     end
+    serve_row_mt.axes[row] = names
     rows[#rows + 1] = row
   end
   require("hbdlab.rows").axes_of[rows] = names
-  return rows
+  return setmetatable(rows, serve_rows_mt)
 end
 
 M.result_mt = result_mt
