@@ -81,6 +81,26 @@ T.test("kv_offload: evicted prefixes come back from the host", function()
   T.eq(hbm.reload_s, nil, "no tier, no reload")
 end)
 
+T.test("serve_capacity with sessions: the rate starts conversations, named so; rps counts turns", function()
+  -- 3 turns each: the searched rate is conversations/s, the offered turns/s 3 x that; the result's rps
+  -- (requests = turns over the run) is that within the run's ends (5%); each probe offers min_duration
+  -- = 100 s of conversations, 3 x rate x 100 requests (it was rate x 100: a third of the time)
+  local c = hl.serve_capacity(with { input = 300, output = 20, sessions = { turns = 3, think_s = 0.5 },
+                                     slo = { ttft_ms = 200, tpot_ms = 30 }, tolerance = 0.2, min_duration = 100,
+                                     max_requests = 20000 })
+  T.eq(c.rate_unit, "conversations/s", "the unit")
+  T.eq(c.conversations_per_s, c.rate, "conversations/s")
+  T.eq(c.turns_per_s, 3 * c.rate, "turns/s")
+  T.near(c.result.rps, c.turns_per_s, 0.05, "the run's requests/s are turns/s")
+  T.eq(c.result.requests, math.ceil(c.rate * 3 * 100), "min_duration of conversations")
+  T.ok(tostring(c):find("conversations/s (" .. string.format("%.4g", c.turns_per_s) .. " turns/s offered, 3 turns each)", 1, true),
+    "printed: " .. tostring(c):sub(1, 120))
+  local p = hl.serve_capacity(with { input = 300, output = 20, slo = { ttft_ms = 200 }, tolerance = 0.3, min_duration = 1,
+                                     max_requests = 5000 })
+  T.eq(p.rate_unit, "requests/s", "without sessions")
+  T.eq(p.turns_per_s, nil, "no turns")
+end)
+
 T.test("bad input names the field", function()
   T.raises(function() hl.serve(with { rate = 1, sessions = { turn = 3 } }) end, "turns")
   T.raises(function() hl.serve(with { rate = 1, sessions = { think_s = 3 } }) end, "sessions.turns")
