@@ -126,6 +126,16 @@ T.test("MI300X, MI325X: a large FP8 GEMM runs at AMD's max-achievable rate", fun
   end
 end)
 
+T.test("MI355X: a large FP8 GEMM runs at hipBLASLt's measured rate", function()
+  -- ROCm blog "FP8 GEMM Optimization on AMD CDNA4 Architecture" (Mar 2026, ROCm 7.1.0, E4M3FN in,
+  -- BF16 out), Table 5, hipBLASLt rows: M = N = K = 8192 in 0.351 ms = 3,130.21 TFLOP/s, the fitted
+  -- point (eff_gemm_fp8 = 3130.21 / 5033.16); M = N = K = 4096 in 0.04997 ms = 2,750.42 TFLOP/s, not
+  -- fitted: predicted 2 * 4096^3 / (5033.16e12 * 0.6219) + kernel_latency 3 us = 46.9 us, 6% fast.
+  local function us(n) return hl.roofline { gpu = "MI355X", m = n, n = n, k = n, precision = "fp8" }.time_s * 1e6 end
+  T.near(2 * 8192 ^ 3 / (us(8192) * 1e-6), 3130.21e12, 0.02, "8192^3: 2mnk / t")
+  T.near(us(4096), 49.97, 0.10, "4096^3 (held out)")
+end)
+
 T.test("the rocm framework profile is a name everywhere a framework is", function()
   local job = { model = "llama-3.1-70b", cluster = "mi300x-8", precision = "fp8", kv_precision = "fp8", batch = 1,
                 input = 128, output = 64, parallel = { tp = 8 } }
