@@ -688,11 +688,20 @@ void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
 }
 
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
+void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window)
+{
+    hl_attn_shape_for(s, q, out);
+    out->batch = b;
+    out->new_tokens = q;
+    out->context = ctx;
+    out->window = window;
+}
+
 void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window)
 {
     hl_attn_shape sh;
-    hl_attn_shape_for(s, q, &sh);
-    hl_attn_op_shaped(s, op, &sh, b, q, ctx, window);
+    hl_attn_shape_of(s, &sh, b, q, ctx, window);
+    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
 void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_job, double b, double q, double ctx,

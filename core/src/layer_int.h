@@ -132,6 +132,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones (window w, 0 = none). */
 void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window);
+/* Its shape (hl_attn_op is hl_op_attention of it, at the job's activation precision). */
+void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window);
 
 /* hl_attn_op in two parts, for a caller that builds many kernels of one job (step.c): the
  * shape's per-job fields for q new tokens, which depend on q only through q <= s->decode_q;
