@@ -66,6 +66,19 @@ static hl_status record_sample(recorder *rc, double t, double kv_util, double ru
     return HL_OK;
 }
 
+/* The clock's bound (the one serve_fields.c puts on arrivals and think times): past 1e9 s a double
+ * no longer resolves a step of microseconds, and step times that long (a kernel table's latency_ms of
+ * 1e300, GPU fields at their limits) ran the clock to infinity and gave inf/NaN statistics. */
+static hl_status clock_bound(double t_start, double t_end, hl_err *err)
+{
+    if (t_end <= 1e9)
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL,
+                   "serve: a step from t = %.3g s to %.3g s passes 1e9 s, where the clock no longer resolves a "
+                   "step: the step times are out of bounds (check the GPU fields and the kernel tables)",
+                   t_start, t_end);
+}
+
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
  * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
@@ -77,6 +90,9 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = fmax(rc->t_end, t + dt);
+    hl_status st = clock_bound(t, t + dt, err);
+    if (st)
+        return st;
     if (waiting > 0) {
         rc->sat_tokens += emitted;
         rc->sat_time += dt * weight;
@@ -255,6 +271,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     rec->steps = steps0 + jn;
     if (j > 0)
         rec->t_end = fmax(rec->t_end, tt);
+    if (!rc && j > 0)
+        rc = clock_bound(*t, tt, err);
     itl->sum = isum;
     itl->max = imax;
     *t = tt;
@@ -336,8 +354,10 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
  * step keeps the accepted drafts + 1, each draft accepted with probability alpha until the first
  * rejection (Leviathan et al. 2023). */
 typedef struct spec_model {
-    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each */
-    double overhead_s;   /* the drafter stepper's per-pass framework overhead, not charged to drafts */
+    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each (n_pos = 0) */
+    int32_t n_pos;       /* > 0: per-position acceptance pos[k] of draft k given drafts < k (n_pos = gamma) */
+    double pos[HL_SPEC_POSITIONS_MAX];
+    double overhead_s; /* the drafter stepper's per-pass framework overhead, not charged to drafts */
 } spec_model;
 
 static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec_model *sp, hl_stepper **draft,
@@ -345,19 +365,15 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
 {
     *target = *job;
     target->spec_tokens = target->spec_accept = 0;
+    hl_job_set_spec_accept(target, NULL, 0, NULL); /* n = 0 cannot fail */
     target->spec_draft_layers = 1;
     memset(sp, 0, sizeof *sp);
     *draft = *draft2 = NULL;
     if (!(job->spec_tokens > 0))
         return HL_OK;
-    if (job->spec_tokens != floor(job->spec_tokens))
-        return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
-                       job->spec_tokens);
-    if (!(job->spec_accept > 0))
-        return hl_fail(err, HL_EINVAL,
-                       "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token is "
-                       "accepted (0 < spec_accept <= 1)",
-                       job->spec_accept, job->spec_tokens);
+    hl_status chk = hl_job_check_spec(job, err);
+    if (chk)
+        return chk;
     if (job->pp > 1)
         return hl_fail(err, HL_EINVAL,
                        "field 'spec_tokens': speculative decoding in serving is modelled for pp = 1 (got pp = %lld)",
@@ -367,6 +383,8 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
                        job->spec_draft_layers);
     sp->gamma = job->spec_tokens;
     sp->alpha = job->spec_accept;
+    sp->n_pos = job->spec_accept_n;
+    memcpy(sp->pos, job->spec_accept_pos, sizeof sp->pos);
     hl_job d = *target;
     d.model.layers = job->spec_draft_layers >= 1 ? (int64_t)job->spec_draft_layers : 1;
     if (d.model.dense_layers >= d.model.layers)
@@ -398,10 +416,16 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
     return rc;
 }
 
-/* Draft tokens a verify pass accepts: each with probability alpha, until the first rejection. */
+/* Draft tokens a verify pass accepts: draft k (0-based) with probability alpha (or pos[k]) given
+ * drafts < k were, until the first rejection; one uniform draw per draft tried either way. */
 static double accepted(const spec_model *sp, hl_rng *rng)
 {
     double k = 0;
+    if (sp->n_pos > 0) {
+        while (k < sp->gamma && hl_rng_uniform(rng) < sp->pos[(int32_t)k])
+            k++;
+        return k;
+    }
     while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
         k++;
     return k;

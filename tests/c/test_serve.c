@@ -740,9 +740,12 @@ static void test_speculative_decoding(void **state)
         const char *model;
         int64_t gpus, tp, ep;
         double gamma, alpha, layers;
-    } cases[] = {{"llama-3.1-8b", 1, 1, 1, 3, 0.7, 1},
-                 {"llama-3.1-8b", 1, 1, 1, 3, 0.8, 0},
-                 {"qwen3-30b-a3b", 2, 2, 2, 2, 0.6, 1}};
+        int64_t npos;  /* > 0: per-position acceptance pos[0..npos) instead of alpha */
+        double pos[3]; /* {0.9, 0.6, 0.3}: E = 1 + 0.9 + 0.54 + 0.162 = 2.602 tokens a step */
+    } cases[] = {{"llama-3.1-8b", 1, 1, 1, 3, 0.7, 1, 0, {0}},
+                 {"llama-3.1-8b", 1, 1, 1, 3, 0.8, 0, 0, {0}},
+                 {"qwen3-30b-a3b", 2, 2, 2, 2, 0.6, 1, 0, {0}},
+                 {"llama-3.1-8b", 1, 1, 1, 3, 0, 1, 3, {0.9, 0.6, 0.3}}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hl_job j = job_for(cases[i].model, "H100-SXM", cases[i].gpus, cases[i].gpus);
         j.tp = cases[i].tp;
@@ -754,7 +757,11 @@ static void test_speculative_decoding(void **state)
         j.spec_draft_layers = cases[i].layers;
         hl_result ref;
         hl_err e;
+        if (cases[i].npos > 0)
+            assert_ok(hl_job_set_spec_accept(&j, cases[i].pos, cases[i].npos, &e), &e);
         assert_ok(hl_sim_run(&j, &ref, &e), &e);
+        if (cases[i].npos > 0)
+            assert_rel(ref.tokens_per_step, 2.602, 1e-12, "E of {0.9, 0.6, 0.3}, by hand");
         hl_serve_cfg c;
         hl_serve_init(&c, &j);
         c.concurrency = 1;
@@ -763,9 +770,9 @@ static void test_speculative_decoding(void **state)
         c.output.mean = 128;
         hl_serve_result r;
         assert_ok(hl_serve_run(&c, &r, &e), &e);
-        printf("%s gamma %g alpha %g drafter %g layers: TPOT %.6g vs hl_sim_run %.6g (%+.2f%%)\n", cases[i].model,
-               cases[i].gamma, cases[i].alpha, cases[i].layers, r.tpot_s.mean, ref.tpot_s,
-               100 * (r.tpot_s.mean / ref.tpot_s - 1));
+        printf("%s gamma %g alpha %g (%lld positions) drafter %g layers: TPOT %.6g vs hl_sim_run %.6g (%+.2f%%)\n",
+               cases[i].model, cases[i].gamma, cases[i].alpha, (long long)cases[i].npos, cases[i].layers, r.tpot_s.mean,
+               ref.tpot_s, 100 * (r.tpot_s.mean / ref.tpot_s - 1));
         assert_rel(r.tpot_s.mean, ref.tpot_s, 0.02, "speculative TPOT at concurrency 1");
         hl_serve_result_free(&r);
     }
