@@ -132,7 +132,10 @@ static int l_clock(lua_State *L)
 
 void hl_bind_bench(lua_State *L)
 {
-    static const luaL_Reg fns[] = {
-        {"bench_latency", l_bench_latency}, {"bench_sweep", l_bench_sweep}, {"clock", l_clock}, {"bench_spawn", l_bench_spawn}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"bench_latency", l_bench_latency},
+                                   {"bench_sweep", l_bench_sweep},
+                                   {"clock", l_clock},
+                                   {"bench_spawn", l_bench_spawn},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

@@ -53,7 +53,8 @@ static int allgather_bytes(const char *mine, int n, char *out, const int *counts
 
 const hl_mpi_ops *hl_mpi_plugin_ops(void)
 {
-    static const hl_mpi_ops ops = {HL_MPI_OPS_ABI, init,          finalize,          abort_all,      start_min_reduce,
-                                   test_reduce,    allgather_records, allgather_int, allgather_bytes};
+    static const hl_mpi_ops ops = {HL_MPI_OPS_ABI,   init,        finalize,          abort_all,
+                                   start_min_reduce, test_reduce, allgather_records, allgather_int,
+                                   allgather_bytes};
     return &ops;
 }
