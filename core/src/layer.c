@@ -138,6 +138,9 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
     double dt = t.time_s * times;
     a->ph.time_s += dt;
     a->stage_s[a->stage] += dt;
+    if (t.bound == HL_BOUND_COMPUTE && op->precision == HL_FP8 &&
+        (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM)) /* two-batch overlap caps their SMs */
+        a->stage_gemm_s[a->stage] += dt;
     if (t.bound == HL_BOUND_COMPUTE)
         a->ph.compute_s += dt;
     else

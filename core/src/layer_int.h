@@ -27,13 +27,14 @@ typedef struct hl_acc {
     uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
-    double tbo_hidden;    /* s of communication two-batch overlap hides (set by the phase; 0: `overlap` rules) */
-    int summary;          /* skip items and events */
-    double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
-    double kernels;       /* kernels launched so far (operator executions) */
-    int stage;            /* two-batch overlap stage of the ops being added (HL_TBO_*) */
-    double stage_s[4];    /* s of the ops and collectives added in each stage (raw, before hiding) */
-    int memo_valid;       /* last collective, for reuse */
+    double tbo_hidden;      /* s of communication two-batch overlap hides (set by the phase; 0: `overlap` rules) */
+    int summary;            /* skip items and events */
+    double moe_imbalance;   /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
+    double kernels;         /* kernels launched so far (operator executions) */
+    int stage;              /* two-batch overlap stage of the ops being added (HL_TBO_*) */
+    double stage_s[4];      /* s of the ops and collectives added in each stage (raw, before hiding) */
+    double stage_gemm_s[4]; /* of stage_s, the compute-bound FP8 GEMMs (SGLang's DeepGEMM kernels: MODEL.md 6.5) */
+    int memo_valid;         /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } hl_acc;
