@@ -7,6 +7,7 @@
 
 #include "coll_int.h"
 #include "err_int.h"
+#include "fmax_int.h"
 
 static const char *const op_names[HL_COLL_OP_COUNT] = {
     "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv"};
@@ -182,7 +183,7 @@ static cost direct(hl_coll_op op, const group *G)
     double remote = op == HL_SENDRECV ? (g > 1 ? 0 : 1) : n - g;
     c.up = local * per_peer;
     c.out = remote * per_peer;
-    c.bw = fmax(c.up / G->bu, remote > 0 ? c.out / G->bo : 0);
+    c.bw = hl_fmax(c.up / G->bu, remote > 0 ? c.out / G->bo : 0);
     c.lat = G->L + (remote > 0 ? G->ao : G->au) + remote * G->peer;
     if (op == HL_ALLTOALL) {
         double mean = S / n;
