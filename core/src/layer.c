@@ -661,7 +661,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 }
 
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
-void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window)
+void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window)
 {
     const hl_model *m = s->m;
     hl_attn_shape sh;
@@ -688,6 +688,13 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
         sh.qk_dim = sh.v_dim = (double)m->head_dim;
         sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
     }
+    *out = sh;
+}
+
+void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window)
+{
+    hl_attn_shape sh;
+    hl_attn_shape_of(s, &sh, b, q, ctx, window);
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 

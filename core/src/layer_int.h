@@ -132,6 +132,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones (window w, 0 = none). */
 void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window);
+/* Its shape (hl_attn_op is hl_op_attention of it, at the job's activation precision). */
+void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window);
 
 /* The vision encoder of a vision-language model over the image tokens of b
  * sequences (job image_tokens): patch embedding, vision_layers ViT blocks

@@ -15,6 +15,7 @@
 #include "hbdlab/cost.h"
 #include "layer_int.h"
 #include "memory_int.h"
+#include "roofline_int.h"
 #include "sim_int.h"
 
 const char *hl_bound_name(int32_t b)
@@ -133,15 +134,21 @@ typedef struct blend_fn {
     const hl_sim_ctx *s;
     int part;
     double b, q, in, tau;
+    hl_attn_stream fast; /* PART_ATTENTION: hl_attn_op's shape along its context */
     hl_err *err;
     hl_status st;
 } blend_fn;
 
+/* g at step i: where the KV stream dwarfs the rest, hl_attn_stream_at gives part_time's
+ * bits without its pow calls (roofline.c); else part_time. */
 static double blend_at(blend_fn *f, double i)
 {
-    double v = 0;
-    if (!f->st)
-        f->st = part_time(f->s, f->part, f->b, f->q, f->in + f->tau * i, &v, f->err);
+    double v = 0, ctx = f->in + f->tau * i;
+    if (f->st)
+        return v;
+    if (hl_attn_stream_at(&f->fast, ctx, &v))
+        return v;
+    f->st = part_time(f->s, f->part, f->b, f->q, ctx, &v, f->err);
     return v;
 }
 
@@ -162,7 +169,13 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
 static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
                              double *sum, hl_err *err)
 {
-    blend_fn f = {s, part, b, q, in, tau, err, HL_OK};
+    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK};
+    f.fast.ok = 0;
+    if (part == PART_ATTENTION) {
+        hl_attn_shape sh;
+        hl_attn_shape_of(s, &sh, b, q, in, 0);
+        hl_attn_stream_init(&f.fast, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+    }
     double total = 0;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
@@ -410,7 +423,7 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
         hl_attn_op(s, &op, bm, rest, 0, 0);
         if (rest > 0 && (st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
-    } else {
+    } else if (sliding * m > 0) { /* (hl_acc_op adds nothing for no layers: not built then) */
         hl_attn_op(s, &op, bm, in, 0, window);
         if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
@@ -558,10 +571,12 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         /* the attention kernel of a step at the mean context, for the trace */
         hl_op op;
         hl_op_time at;
-        hl_attn_op(s, &op, b / m, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
-        if (!dec->summary && hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
-            dec->layer_kind = 0;
-            hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+        if (!dec->summary) { /* (a summary run logs no events: not built) */
+            hl_attn_op(s, &op, b / m, 1, j->input + steps / 2, sliding > 0 && full == 0 ? window : 0);
+            if (hl_op_time_on(&op, &j->cluster.gpu, &at, err) == HL_OK) {
+                dec->layer_kind = 0;
+                hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
+            }
         }
         hl_event *saved = dec->ev;
         dec->ev = NULL; /* the closed-form sums below are not single events */
