@@ -66,6 +66,19 @@ static hl_status record_sample(recorder *rc, double t, double kv_util, double ru
     return HL_OK;
 }
 
+/* The clock's bound (the one serve_fields.c puts on arrivals and think times): past 1e9 s a double
+ * no longer resolves a step of microseconds, and step times that long (a kernel table's latency_ms of
+ * 1e300, GPU fields at their limits) ran the clock to infinity and gave inf/NaN statistics. */
+static hl_status clock_bound(double t_start, double t_end, hl_err *err)
+{
+    if (t_end <= 1e9)
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL,
+                   "serve: a step from t = %.3g s to %.3g s passes 1e9 s, where the clock no longer resolves a "
+                   "step: the step times are out of bounds (check the GPU fields and the kernel tables)",
+                   t_start, t_end);
+}
+
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
  * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
@@ -77,6 +90,9 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = fmax(rc->t_end, t + dt);
+    hl_status st = clock_bound(t, t + dt, err);
+    if (st)
+        return st;
     if (waiting > 0) {
         rc->sat_tokens += emitted;
         rc->sat_time += dt * weight;
@@ -255,6 +271,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     rec->steps = steps0 + jn;
     if (j > 0)
         rec->t_end = fmax(rec->t_end, tt);
+    if (!rc && j > 0)
+        rc = clock_bound(*t, tt, err);
     itl->sum = isum;
     itl->max = imax;
     *t = tt;
