@@ -104,7 +104,7 @@ static void test_scale_capped_and_missing_class(void **state)
     assert_rel(b.total_s, a.total_s, 0, "BF16 job unchanged by FP8/FP4 scales");
     hl_gpu g = j.cluster.gpu;
     hl_gpu_apply_framework(&g, 1, 1.4, 1.4, 1);
-    assert_true(g.eff_gemm_fp8 == 1);                        /* INT8 class present: capped */
+    assert_true(g.eff_gemm_fp8 == 1);                          /* INT8 class present: capped */
     assert_true(g.eff_gemm_fp4 == j.cluster.gpu.eff_gemm_fp4); /* no FP4: untouched */
     /* where the product stays below 1 the scale applies as before: B200's FP4 0.463 x 1.4 = 0.648 */
     hl_job k = one_gpu("llama-3.1-8b", "B200", HL_FP4);
