@@ -247,23 +247,6 @@ static void attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
     l->written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
 }
 
-/* FLOPs and bytes read of the attention of line l after `context` cached keys. */
-static void attn_counts(const hl_attn_line *l, double context, double *flops, double *read)
-{
-    double q = l->q, w = l->window, pairs; /* hl_attn_pairs, its full causal case inline */
-    if (q <= 0)
-        pairs = 0;
-    else if (w <= 0 || context + q <= w)
-        pairs = q * context + l->q_pairs;
-    else
-        pairs = hl_attn_pairs(q, context, w);
-    *flops = l->flops_per_pair * pairs * l->pair_dims;
-    double keys = context + q;
-    if (w > 0 && keys > w && q == 1)
-        keys = w; /* decode with a window reads only the window */
-    *read = l->batch * (l->q_read + keys * l->kv_token_bytes);
-}
-
 void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math)
 {
     set_name(op, name);
@@ -271,7 +254,7 @@ void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_pre
     op->precision = math;
     hl_attn_line l;
     attn_line_of(s, &l);
-    attn_counts(&l, s->context, &op->flops, &op->bytes_read);
+    hl_attn_counts(&l, s->context, &op->flops, &op->bytes_read);
     op->bytes_written = l.written;
     op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
     op->n = op->k = op->groups = 0;
@@ -305,19 +288,4 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->latency = gpu->attn_latency;
     /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
     a->r_max = exp2(-54.0 / floor(fmin(p, 20))) * (1 - 1e-9);
-}
-
-int hl_attn_stream_at(const hl_attn_stream *a, double context, double *t)
-{
-    if (!a->ok)
-        return 0;
-    double flops, read;
-    attn_counts(&a->line, context, &flops, &read);
-    double bytes = read + a->line.written, m = bytes / a->bw, c = flops / a->peak_eff;
-    /* flops and bytes finite and >= 0 (hl_op_time_on's checks; NaN fails them all) */
-    if (!(flops >= 0) || !(read >= 0) || isinf(flops) || isinf(read) || !(m > 0) || isinf(m) ||
-        !(2 * fmax(c, a->units) <= m) || !(a->units / m <= a->r_max))
-        return 0;
-    *t = a->latency + m;
-    return 1;
 }

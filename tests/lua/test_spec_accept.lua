@@ -90,6 +90,13 @@ T.test("hl.serve draws accepted drafts per step from the vector; hl.serve_sweep 
   local rows = hl.serve_sweep { base = b, axes = { spec_accept = { { 0.9, 0.6, 0.3 }, { 0.3, 0.6, 0.9 } } } }
   T.eq(rows[1]["tpot_s.mean"], r.tpot_s.mean, "the first vector, as hl.serve")
   T.eq(rows[2]["tpot_s.mean"], r2.tpot_s.mean, "the second vector, as hl.serve")
+  -- print(rows) and print(rows[i]) are readable (they printed "table: 0x..."), vectors as numbers
+  local text = tostring(rows)
+  T.ok(text:find("2 serve_sweep rows", 1, true) and text:find("tpot_s.mean", 1, true)
+    and text:find("{0.9, 0.6, 0.3}", 1, true) and text:find("{0.3, 0.6, 0.9}", 1, true), "rows: " .. text)
+  local one = tostring(rows[2])
+  T.ok(one:find("^{spec_accept = {0.3, 0.6, 0.9}, ") and one:find("tpot_s.mean = ", 1, true), "a row: " .. one)
+  T.eq(rows[2].spec_accept[3], 0.9, "the vector's values stay in the row")
 end)
 
 T.done()
