@@ -34,11 +34,10 @@ end)
 T.test("a sweep row a finaliser kept after its sweep was collected says so", function()
   -- the rows' store is finalised with the rows that reach it; a finaliser that stores a row
   -- (resurrection) keeps a row whose store is gone: "a sweep row's metamethod called on something else"
-  do
+  (function() -- the rows and their holder go out of scope with this call
     local rows = hl.sweep { base = base, axes = { batch = { 1, 2 } } }
-    local holder = setmetatable({ rows[1] }, { __gc = function(o) _G.KEPT_ROW = o[1] end })
-    rows, holder = nil, nil
-  end
+    setmetatable({ rows[1] }, { __gc = function(o) _G.KEPT_ROW = o[1] end })
+  end)()
   collectgarbage()
   collectgarbage()
   T.ok(_G.KEPT_ROW ~= nil, "the finaliser ran")
