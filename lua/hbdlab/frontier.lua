@@ -26,7 +26,7 @@ M.fields = {
   { "simulate", 24, "how many points on or near each frontier hl.serve simulates to confirm (0 = none)" },
   { "near", 0.05, "a point within this fraction of the frontier's tokens/s per GPU is 'near' it (simulated too)" },
   { "requests", 600, "requests per confirming simulation (per instance for agg; at least 3 per client of the simulated population)" },
-  { "tolerance", 0.02, "the best points are re-run with twice the requests until their tokens/s per GPU and per user move by at most this fraction (0 = no re-runs)" },
+  { "tolerance", 0.02, "best points are re-run at twice the requests until tokens/s per GPU and per user move by at most this (0 = none)" },
   { "out", nil, "path stem: writes STEM_points.csv, STEM.json, STEM.png (frontier) and STEM_cost.png" },
   { "progress", false, "a progress line on stderr" },
 }
