@@ -3,6 +3,7 @@
  * and the precision rule "KV and wire precision follow the activations". */
 #include "hbdlab/job.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -291,6 +292,57 @@ hl_status hl_job_set_expert_freq(hl_job *job, const double *share, int64_t n, hl
     memset(job->expert_freq, 0, sizeof job->expert_freq);
     memcpy(job->expert_freq, share, (size_t)n * sizeof share[0]);
     job->expert_freq_n = (int32_t)n;
+    return HL_OK;
+}
+
+hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, hl_err *err)
+{
+    if (n < 0 || n > HL_SPEC_POSITIONS_MAX)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_accept': a vector of %lld positions (allowed: 1 to %d, one per draft token)",
+                       (long long)n, (int)HL_SPEC_POSITIONS_MAX);
+    for (int64_t k = 0; k < n; k++)
+        if (!(accept[k] > 0 && accept[k] <= 1)) /* NaN fails too */
+            return hl_fail(err, HL_EINVAL,
+                           "field 'spec_accept': entry %lld is %g (allowed: 0 < p <= 1, the probability that draft "
+                           "position %lld is accepted given the positions before it were)",
+                           (long long)k + 1, accept[k], (long long)k + 1);
+    memset(job->spec_accept_pos, 0, sizeof job->spec_accept_pos);
+    if (n > 0)
+        memcpy(job->spec_accept_pos, accept, (size_t)n * sizeof accept[0]);
+    job->spec_accept_n = (int32_t)n;
+    if (n > 0)
+        job->spec_accept = 0;
+    return HL_OK;
+}
+
+hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
+{
+    if (j->spec_tokens != floor(j->spec_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
+                       j->spec_tokens);
+    if (j->spec_accept_n == 0) {
+        if (!(j->spec_accept > 0))
+            return hl_fail(err, HL_EINVAL,
+                           "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token "
+                           "is accepted (0 < spec_accept <= 1) or one per position ({p1, ..., p%g})",
+                           j->spec_accept, j->spec_tokens, j->spec_tokens);
+        return HL_OK;
+    }
+    if (j->spec_accept != 0)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_accept': both a number (%g) and a vector of %d positions were set; give one "
+                       "(a sweep axis over the number needs a base job without the vector)",
+                       j->spec_accept, (int)j->spec_accept_n);
+    if (j->spec_accept_n < 0 || j->spec_accept_n > HL_SPEC_POSITIONS_MAX || (double)j->spec_accept_n != j->spec_tokens)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_accept': a vector of %d positions with spec_tokens = %g (allowed: exactly one "
+                       "acceptance per draft token)",
+                       (int)j->spec_accept_n, j->spec_tokens);
+    for (int32_t k = 0; k < j->spec_accept_n; k++)
+        if (!(j->spec_accept_pos[k] > 0 && j->spec_accept_pos[k] <= 1))
+            return hl_fail(err, HL_EINVAL, "field 'spec_accept': entry %d is %g (allowed: 0 < p <= 1)", (int)k + 1,
+                           j->spec_accept_pos[k]);
     return HL_OK;
 }
 

@@ -112,6 +112,19 @@ static int read_number(const char *s, double *v)
     return *end == '\0';
 }
 
+/* The bytes of s shown in a message: at most max, cut back to a whole UTF-8 sequence (the file
+ * was checked to be UTF-8, so a cut inside a character would leave half of one). */
+static int shown_len(const char *s, int max)
+{
+    int n = (int)strnlen(s, (size_t)max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) /* s[n] continues the character before it */
+        n--;
+    return n;
+}
+
 /* ---- Loading ---- */
 
 static _Thread_local const char *sort_arena; /* the keys qsort compares (one load at a time, under the lock) */
@@ -219,12 +232,13 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
         return hl_fail(err, HL_EPARSE, "%s:%lld: not UTF-8 text (byte %lld): a CSV file is expected", path,
                        (long long)line, (long long)bad);
     }
-    int64_t lines = 1;
+    if ((unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
+        text += 3;     /* a byte-order mark (spreadsheets write one before the header): not part of a name */
+    int64_t lines = 1; /* the rows array holds every line but the header, at most the limit and one more */
     for (const char *c = text; *c; c++)
         lines += *c == '\n';
-    if (lines - 1 > HL_KERNELS_MAX_ROWS)
-        return hl_fail(err, HL_EINVAL, "%s: %lld lines, more than the %d rows a kernel table may hold", path,
-                       (long long)lines, HL_KERNELS_MAX_ROWS);
+    if (lines > HL_KERNELS_MAX_ROWS + 1)
+        lines = HL_KERNELS_MAX_ROWS + 1;
     enum { MAX_COLS = 64 };
     int col_key[HL_KERNELS_MAX_KEYS], col_axis[HL_KERNELS_MAX_AXES], col_lat = -1, ncols = 0;
     for (int i = 0; i < sp->nkeys; i++)
@@ -311,6 +325,11 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
             st = hl_fail(err, HL_EPARSE, "%s:%d: %d cells, the header has %d columns", path, line, ncells, ncols);
             goto done;
         }
+        if (t->nrows == HL_KERNELS_MAX_ROWS) {
+            st = hl_fail(err, HL_EINVAL, "%s:%d: more than the %d rows a kernel table may hold", path, line,
+                         HL_KERNELS_MAX_ROWS);
+            goto done;
+        }
         krow *r = &t->rows[t->nrows];
         memset(r, 0, sizeof *r);
         r->line = line;
@@ -318,8 +337,9 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
             int c = i < sp->naxes ? col_axis[i] : col_lat;
             double v;
             if (!read_number(cells[c], &v) || !isfinite(v) || !(v > 0)) {
-                st = hl_fail(err, HL_EINVAL, "%s:%d:%zu: column '%s' is '%.40s' (allowed: a finite number > 0)", path,
-                             line, colpos[c], i < sp->naxes ? sp->axes[i] : "latency_ms", cells[c]);
+                st = hl_fail(err, HL_EINVAL, "%s:%d:%zu: column '%s' is '%.*s' (allowed: a finite number > 0)", path,
+                             line, colpos[c], i < sp->naxes ? sp->axes[i] : "latency_ms", shown_len(cells[c], 40),
+                             cells[c]);
                 goto done;
             }
             if (i < sp->naxes)
@@ -334,8 +354,8 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
             double v;
             int num = read_number(cells[c], &v);
             if (!cells[c][0] || (num && !isfinite(v))) {
-                st = hl_fail(err, HL_EINVAL, "%s:%d:%zu: column '%s' is '%.40s' (allowed: a name or a finite number)",
-                             path, line, colpos[c], sp->keys[i], cells[c]);
+                st = hl_fail(err, HL_EINVAL, "%s:%d:%zu: column '%s' is '%.*s' (allowed: a name or a finite number)",
+                             path, line, colpos[c], sp->keys[i], shown_len(cells[c], 40), cells[c]);
                 goto done;
             }
             klen = put_cell(key, klen, cells[c], v, !num);
@@ -400,8 +420,13 @@ static hl_status load_folder(const char *dir, hl_kernels **out, hl_err *err)
             st = hl_fail(err, HL_EINVAL, "field 'kernels': folder name of %zu bytes is too long", strlen(dir));
             break;
         }
-        if (stat(path, &sb) != 0 && errno == ENOENT)
-            continue;
+        if (stat(path, &sb) != 0 && errno == ENOENT) {
+            if (lstat(path, &sb) != 0)
+                continue; /* no such table */
+            st = hl_fail(err, HL_ENOTFOUND, "field 'kernels': %s is a symbolic link to a file that does not exist",
+                         path);
+            break;
+        }
         char *text = NULL;
         st = hl_read_file(path, &text, err);
         if (!st)
@@ -537,7 +562,9 @@ int hl_kernels_time(const hl_kernels *k, int32_t ti, const hl_kcell *key, const 
         } else {
             v0[a] = v[l];
             v1[a] = v[h];
-            w[a] = (log(x[a]) - log(v0[a])) / (log(v1[a]) - log(v0[a]));
+            /* log(x / v0) / log(v1 / v0) from the differences (exact for near values), so grid values
+             * a few ulps apart do not give log(v1) == log(v0) and 0 / 0; in [0, 1] by monotonicity */
+            w[a] = log1p((x[a] - v0[a]) / v0[a]) / log1p((v1[a] - v0[a]) / v0[a]);
             two[a] = 1;
         }
     }

@@ -149,14 +149,8 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     s->slots = (double)(m->experts + j->redundant_experts);
     s->decode_q = 1;
     if (j->spec_tokens > 0) {
-        if (j->spec_tokens != floor(j->spec_tokens))
-            return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
-                           j->spec_tokens);
-        if (!(j->spec_accept > 0))
-            return hl_fail(err, HL_EINVAL,
-                           "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token "
-                           "is accepted (0 < spec_accept <= 1)",
-                           j->spec_accept, j->spec_tokens);
+        if ((st = hl_job_check_spec(j, err)))
+            return st;
         s->decode_q = 1 + j->spec_tokens;
     }
     if (m->experts > 0) {

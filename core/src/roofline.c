@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "roofline_int.h"
 
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct gemm_class {
@@ -34,6 +35,21 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     return c;
 }
 
+/* Whether pow(r, p) < 2^-54 for sure, 0 < r < 1 and p >= 1 (derived): r^p <= r^k, k = floor(p)
+ * capped at 64, and r^k by repeated squaring is within 2 k ulp of itself, so r^k <= 2^-55
+ * computed leaves pow's own error (glibc: under 1 ulp) room. */
+static int term_vanishes(double r, double p)
+{
+    if (!(r > 0 && r < 1 && p >= 1))
+        return 0;
+    unsigned k = p >= 64 ? 64 : (unsigned)p;
+    double x = r, y = 1;
+    for (; k; k >>= 1, x *= x)
+        if (k & 1)
+            y *= x;
+    return y <= 0x1p-55;
+}
+
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max. */
 static double blend(double a, double b, double c, double p)
 {
@@ -42,6 +58,14 @@ static double blend(double a, double b, double c, double p)
         return hi;
     if (isinf(hi)) /* inf / inf: NaN, as it always was */
         return hi * pow(pow(a / hi, p) + pow(b / hi, p) + pow(c / hi, p), 1 / p);
+    /* one largest term and the others 0 or under 2^-54 once scaled: their sum below rounds to
+     * 1 (each at most 2^-53, the half ulp of 1, with the ties to even), pow(1, 1/p) = 1, so the
+     * result is hi, the same bits as the pow calls below give. Tried from p = 4 only: below, a
+     * term must be under 2^-18 of the largest to vanish, which a GEMM's (p ~ 2) never are, and
+     * the check would cost more than it saves. */
+    if (p >= 4 && (a == hi) + (b == hi) + (c == hi) == 1 && (a == hi || a == 0 || term_vanishes(a / hi, p)) &&
+        (b == hi || b == 0 || term_vanishes(b / hi, p)) && (c == hi || c == 0 || term_vanishes(c / hi, p)))
+        return hi;
     /* the largest term is pow(1, p) = 1 and a zero one pow(0, p) = 0, exactly (C11 F.10.4.4):
      * written so, same sum, same bits, and one or two of the four pow calls fewer */
     double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);
@@ -49,6 +73,9 @@ static double blend(double a, double b, double c, double p)
     double tc = c == hi ? 1 : c == 0 ? 0 : pow(c / hi, p);
     return hi * pow(ta + tb + tc, 1 / p);
 }
+
+/* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
+static double attn_bw(const hl_gpu *g) { return g->hbm_bw * (g->eff_mem_attn > 0 ? g->eff_mem_attn : g->eff_mem); }
 
 /* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
 static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
@@ -91,7 +118,7 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + c.latency;
     } else if (op->kind == HL_OP_ATTENTION) {
         eff = gpu->eff_attn;
-        bw = gpu->hbm_bw * (gpu->eff_mem_attn > 0 ? gpu->eff_mem_attn : gpu->eff_mem);
+        bw = attn_bw(gpu);
         /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
          * is on both sides, so compute and memory time stay linear in the context (section 6);
          * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
@@ -207,23 +234,60 @@ double hl_attn_pairs(double q, double c, double w)
     return small + (hi - w) * w;
 }
 
+/* The parts of shape s's counts that do not depend on its context, grouped as the expressions
+ * below evaluate them (left to right), so the counts from them are the same bits. */
+static void attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
+{
+    l->flops_per_pair = 2 * s->batch * s->heads; /* times (qk_dim + v_dim): scores q.k and the sum of values */
+    l->pair_dims = s->qk_dim + s->v_dim;
+    l->q = s->new_tokens;
+    l->q_pairs = s->new_tokens * (s->new_tokens + 1) / 2;
+    l->window = s->window;
+    l->batch = s->batch;
+    l->q_read = s->new_tokens * s->heads * s->qk_dim * s->act_bytes;
+    l->kv_token_bytes = s->kv_token_bytes;
+    l->written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
+}
+
 void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math)
 {
     set_name(op, name);
     op->kind = HL_OP_ATTENTION;
     op->precision = math;
-    double pairs = hl_attn_pairs(s->new_tokens, s->context, s->window);
-    /* scores q.k (2*qk_dim per pair) and the weighted sum of values (2*v_dim). */
-    op->flops = 2 * s->batch * s->heads * pairs * (s->qk_dim + s->v_dim);
-    double keys = s->context + s->new_tokens;
-    if (s->window > 0 && keys > s->window && s->new_tokens == 1)
-        keys = s->window; /* decode with a window reads only the window */
-    op->bytes_read = s->batch * (s->new_tokens * s->heads * s->qk_dim * s->act_bytes + keys * s->kv_token_bytes);
-    op->bytes_written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
+    hl_attn_line l;
+    attn_line_of(s, &l);
+    hl_attn_counts(&l, s->context, &op->flops, &op->bytes_read);
+    op->bytes_written = l.written;
     op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
     op->n = op->k = op->groups = 0;
     op->units = s->batch * s->kv_heads;
     op->ctx = s->window > 0 ? 0 : s->context;
     op->q_units = s->batch * s->heads;
     op->fixed_s = 0;
+}
+
+/* A blended decode kernel (attn_blend = p > 1, one query row) takes, in hl_op_time_on,
+ *   memory_s  = attn_latency + blend(m, U, 0, p),  compute_s = attn_latency + blend(c, U, 0, p)
+ * with m = bytes / bw, c = flops / (peak eff_attn), U = units attn_unit_s, and the time
+ * max(compute_s, memory_s). Where the KV stream m dwarfs U and c, those bits are
+ * attn_latency + m exactly (derived; IEEE 754 round to nearest, C11 F.10.4.4):
+ *  - r = U / m <= R with R^k < 2^-54, k = floor(p) (1..20, hw.c's range): r^p <= r^k < 2^-54,
+ *    so pow(r, p) < 2^-53 even with pow's error (glibc: under 1 ulp); 1 + pow(r, p) + 0 rounds
+ *    to 1, pow(1, 1/p) = 1 and blend(m, U, 0, p) = m;
+ *  - 2 max(c, U) <= m: blend(c, U, 0, p) = max(c, U) pow(t, 1/p) with t <= 2 and
+ *    pow(t, 1/p) <= 2 (1/p < 1), so it is <= m, and adding attn_latency keeps the order:
+ *    the max is memory_s. */
+void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu)
+{
+    double p = gpu->attn_blend;
+    a->ok = p > 1 && s->new_tokens <= 1 && (unsigned)math < HL_PRECISION_COUNT && gpu->peak_flops[math] > 0;
+    if (!a->ok)
+        return;
+    attn_line_of(s, &a->line);
+    a->bw = attn_bw(gpu);
+    a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
+    a->units = s->batch * s->kv_heads * gpu->attn_unit_s;
+    a->latency = gpu->attn_latency;
+    /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
+    a->r_max = exp2(-54.0 / floor(fmin(p, 20))) * (1 - 1e-9);
 }

@@ -3,6 +3,7 @@
  * (serve_sched.c) stepping alone or in lock-step groups, each iteration timed
  * by the per-step model (step_int.h), the KV transfers between pools
  * (serve_flows.c); then the run's summary and cost. docs/MODEL.md, "Serving". */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,19 @@ static hl_status record_sample(recorder *rc, double t, double kv_util, double ru
     return HL_OK;
 }
 
+/* The clock's bound (the one serve_fields.c puts on arrivals and think times): past 1e9 s a double
+ * no longer resolves a step of microseconds, and step times that long (a kernel table's latency_ms of
+ * 1e300, GPU fields at their limits) ran the clock to infinity and gave inf/NaN statistics. */
+static hl_status clock_bound(double t_start, double t_end, hl_err *err)
+{
+    if (t_end <= 1e9)
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL,
+                   "serve: a step from t = %.3g s to %.3g s passes 1e9 s, where the clock no longer resolves a "
+                   "step: the step times are out of bounds (check the GPU fields and the kernel tables)",
+                   t_start, t_end);
+}
+
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
  * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
@@ -77,6 +91,9 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = fmax(rc->t_end, t + dt);
+    hl_status st = clock_bound(t, t + dt, err);
+    if (st)
+        return st;
     if (waiting > 0) {
         rc->sat_tokens += emitted;
         rc->sat_time += dt * weight;
@@ -120,6 +137,23 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     }
     *j_out = j;
     return rc;
+}
+
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+ * iterations' times, each the same bits as hl_decode_fn_time at that context (one loop without
+ * other work, which the compiler can vectorise). */
+static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
+{
+    const hl_decode_fn l = *f; /* a copy the stores cannot alias */
+    if (l.blend > 1) {
+        for (int i = 0; i < n; i++)
+            dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
+        return;
+    }
+    for (int i = 0; i < n; i++) { /* hl_decode_fn_time without a blend, branch-free */
+        double c = ctx0 + (j + (double)i), x = l.ac + l.bc * c, y = l.am + l.bm * c;
+        dt[i] = hl_decode_fn_total(&l, x, y, x, y);
+    }
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
@@ -182,66 +216,108 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, bin_lo = INFINITY, bin_hi = -INFINITY;
-    double blocks_free = s->blocks_free, util = (s->blocks_total - blocks_free) / blocks_all, tt = *t;
-    int bin = 0;
-    int64_t res = 0, steps0 = rec->steps, jn = 0;                                  /* jn: j as an integer */
+    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->last_lo, bin_hi = itl->last_hi;
+    double blocks_free = s->blocks_free, tt = *t;
+    int bin = itl->last_bin, more = 1;
+    int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
-    while (j < left && tt < t_arr) {
-        if ((jn & 1023) == 1023 && hl_interrupt_pending())
-            break;                                  /* Ctrl-C: the caller's loop reports it */
-        double need = cnt[res == 0 ? 0 : bt - res]; /* requests whose cache sits on a block boundary */
-        if (need > blocks_free)
-            break;
-        double dt;
+    /* A block of iterations at a time: first their step times, block counts and samples (the
+     * loop's exits), then each integral's terms over the block, in iteration order (the same
+     * sums, bit for bit, as one loop; few live values per pass, so nothing spills) */
+    enum { AHEAD_BLOCK = 64 };
+    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK]; /* s of each step; free blocks after it */
+    double total = s->blocks_total;
+    int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
+    while (more) {
+        if ((++nblk & 15) == 0 && hl_interrupt_pending())
+            break; /* Ctrl-C: the caller's loop reports it */
+        /* the block's step times (a pure function of j), as many as can run: the iterations left,
+         * and the arrival (later steps are no shorter); hints only, the loop below tests every exit */
+        int nb = 0, nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step whose time fails */
+        hl_status brc = HL_OK;
+        if (left - j < nmax)
+            nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            dt = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j);
-            if (!isfinite(dt) || dt < 0)
-                rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dt);
+            double d0 = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
+            if (d0 > 0 && est < nmax)
+                nmax = est > 1 ? (int)est : 1;
+            decode_times(&line, ctx0, j, nmax, dts);
+            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++)
+                if (!(dts[i] >= 0 && dts[i] <= DBL_MAX)) /* not finite, or negative */
+                    bad = i;
         } else {
-            hl_iter it = {fm, ctx0 + j, ctx0 + j, 0, NULL, fm, 0, 0};
-            rc = hl_stepper_time(st, &it, &dt, err);
+            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
+                hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
+                if ((brc = hl_stepper_time(st, &it, &dts[i], err)))
+                    bad = i;
+            }
         }
-        if (rc)
-            break;
-        if (need > 0) {
-            blocks_free -= need;
-            util = (s->blocks_total - blocks_free) / blocks_all;
-        }
-        busy += dt * weight;
-        if (w > 0) {
-            sat_tokens += fm;
-            sat_time += dt * weight;
-        }
-        little += in_sys * dt;
-        run += fm * dt;
-        wait += w * dt;
-        kv += util * dt;
-        kv_max = util > kv_max ? util : kv_max; /* fmax: neither is NaN */
-        tokens += fm;
-        if (--until_sample == 0) { /* this step's number falls on the stride: record_sample takes it */
-            rec->steps = steps0 + jn;
-            if ((rc = record_sample(rec, tt, util, fm, w, err)))
+        /* the exits, the blocks taken, the samples: one step at a time */
+        int64_t next_s = until_sample - 1; /* the block's step that is sampled */
+        for (double jj = j; nb < nmax; nb++, jj++) {
+            if (!(jj < left && tt < t_arr)) {
+                more = 0;
                 break;
-            until_sample = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+            }
+            double need = cnt[r2]; /* requests whose cache sits on a block boundary */
+            if (need > blocks_free) {
+                more = 0;
+                break;
+            }
+            if (nb == bad) {
+                rc = have_line ? hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dts[nb]) : brc;
+                more = 0;
+                break;
+            }
+            blocks_free -= need; /* (exact: whole counts) */
+            bfs[nb] = blocks_free;
+            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
+                rec->steps = steps0 + jn + nb;
+                if ((rc = record_sample(rec, tt, (total - blocks_free) / blocks_all, fm, w, err))) {
+                    more = 0;
+                    break;
+                }
+                next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+            }
+            tt += dts[nb];
+            r2 = r2 == 0 ? bt - 1 : r2 - 1;
         }
-        if (s->pc)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - blocks_free) - (free0 - cached0))) / blocks_all * dt;
-        if (!(dt >= bin_lo && dt < bin_hi)) {
-            bin = hl_itl_bin(dt);
-            hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+        until_sample = next_s - nb + 1;
+        j += nb;
+        jn += nb;
+        for (int i = 0; i < nb; i++) {                             /* record()'s integrals */
+            double dt = dts[i], u = (total - bfs[i]) / blocks_all; /* util as each step left it */
+            busy += dt * weight;
+            little += in_sys * dt;
+            run += fm * dt;
+            wait += w * dt;
+            kv += u * dt;
+            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
+            tokens += fm;
         }
-        itl->count[bin] += fm;
-        itl->n += fm;
-        isum += dt * fm;
-        if (dt > imax)
-            imax = dt;
-        tt += dt;
-        if (++res == bt)
-            res = 0;
-        j++;
-        jn++;
+        for (int i = 0; i < nb && w > 0; i++) { /* saturated: requests wait */
+            sat_tokens += fm;
+            sat_time += dts[i] * weight;
+        }
+        for (int i = 0; i < nb && s->pc; i++)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
+        for (int i = 0; i < nb; i++) { /* hl_itl_add(itl, dt, m) */
+            double dt = dts[i];
+            if (!(dt >= bin_lo && dt < bin_hi)) {
+                bin = hl_itl_bin(dt);
+                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+            }
+            itl->count[bin] += fm;
+            n_itl += fm;
+            isum += dt * fm;
+            if (dt > imax)
+                imax = dt;
+        }
     }
+    itl->n = n_itl;
+    itl->last_bin = bin; /* the bin the next gap most likely falls in */
+    itl->last_lo = bin_lo;
+    itl->last_hi = bin_hi;
     s->blocks_free = blocks_free;
     rec->busy = busy;
     rec->little = little;
@@ -255,6 +331,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     rec->steps = steps0 + jn;
     if (j > 0)
         rec->t_end = fmax(rec->t_end, tt);
+    if (!rc && j > 0)
+        rc = clock_bound(*t, tt, err);
     itl->sum = isum;
     itl->max = imax;
     *t = tt;
@@ -336,8 +414,10 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
  * step keeps the accepted drafts + 1, each draft accepted with probability alpha until the first
  * rejection (Leviathan et al. 2023). */
 typedef struct spec_model {
-    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each */
-    double overhead_s;   /* the drafter stepper's per-pass framework overhead, not charged to drafts */
+    double gamma, alpha; /* draft tokens per step (0: off), acceptance of each (n_pos = 0) */
+    int32_t n_pos;       /* > 0: per-position acceptance pos[k] of draft k given drafts < k (n_pos = gamma) */
+    double pos[HL_SPEC_POSITIONS_MAX];
+    double overhead_s; /* the drafter stepper's per-pass framework overhead, not charged to drafts */
 } spec_model;
 
 static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec_model *sp, hl_stepper **draft,
@@ -345,19 +425,15 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
 {
     *target = *job;
     target->spec_tokens = target->spec_accept = 0;
+    hl_job_set_spec_accept(target, NULL, 0, NULL); /* n = 0 cannot fail */
     target->spec_draft_layers = 1;
     memset(sp, 0, sizeof *sp);
     *draft = *draft2 = NULL;
     if (!(job->spec_tokens > 0))
         return HL_OK;
-    if (job->spec_tokens != floor(job->spec_tokens))
-        return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
-                       job->spec_tokens);
-    if (!(job->spec_accept > 0))
-        return hl_fail(err, HL_EINVAL,
-                       "field 'spec_accept': %g with spec_tokens = %g; give the probability that a draft token is "
-                       "accepted (0 < spec_accept <= 1)",
-                       job->spec_accept, job->spec_tokens);
+    hl_status chk = hl_job_check_spec(job, err);
+    if (chk)
+        return chk;
     if (job->pp > 1)
         return hl_fail(err, HL_EINVAL,
                        "field 'spec_tokens': speculative decoding in serving is modelled for pp = 1 (got pp = %lld)",
@@ -367,6 +443,8 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
                        job->spec_draft_layers);
     sp->gamma = job->spec_tokens;
     sp->alpha = job->spec_accept;
+    sp->n_pos = job->spec_accept_n;
+    memcpy(sp->pos, job->spec_accept_pos, sizeof sp->pos);
     hl_job d = *target;
     d.model.layers = job->spec_draft_layers >= 1 ? (int64_t)job->spec_draft_layers : 1;
     if (d.model.dense_layers >= d.model.layers)
@@ -398,10 +476,16 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
     return rc;
 }
 
-/* Draft tokens a verify pass accepts: each with probability alpha, until the first rejection. */
+/* Draft tokens a verify pass accepts: draft k (0-based) with probability alpha (or pos[k]) given
+ * drafts < k were, until the first rejection; one uniform draw per draft tried either way. */
 static double accepted(const spec_model *sp, hl_rng *rng)
 {
     double k = 0;
+    if (sp->n_pos > 0) {
+        while (k < sp->gamma && hl_rng_uniform(rng) < sp->pos[(int32_t)k])
+            k++;
+        return k;
+    }
     while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
         k++;
     return k;
@@ -576,6 +660,19 @@ static void owned_free(owned *o)
     free(o->sess_of);
 }
 
+/* A prompt the run made (a normal length drawn without input.max, a session's turn with its
+ * history) longer than token_budget under chunked_prefill = false: refused, as
+ * hl_serve_check refuses the configurations it can bound (serve_fields.c, check_unchunked). */
+static hl_status unchunked_too_long(const hl_serve_cfg *c, const char *what, int64_t k, double prompt, hl_err *err)
+{
+    return hl_fail(err, HL_EINVAL,
+                   "serve field 'token_budget': %s %lld has a prompt of %g tokens, more than token_budget = %lld "
+                   "with chunked_prefill = false (an unchunked prompt runs whole in one iteration; vLLM refuses "
+                   "max_num_batched_tokens < max_model_len without chunked prefill); raise token_budget, bound "
+                   "the prompts (input.max, sessions.turns) or set chunked_prefill = true",
+                   what, (long long)k, prompt, (long long)c->token_budget);
+}
+
 /* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
  * rank with its share of the instance's KV blocks, requests from reqs
  * (prefilled: they arrive with their prompt's KV and first token). */
@@ -635,6 +732,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
     int64_t host_blocks =
         c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+    if (c->prefix_cache && c->offload_bytes > 0 && host_blocks < 1) /* it would hold nothing, silently */
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'kv_offload.capacity_bytes': %g B per GPU holds no KV block (a block of %lld "
+                       "tokens is %g B per GPU for this model and mapping); give at least %g B, or no kv_offload",
+                       c->offload_bytes, (long long)c->block_tokens, p->block_bytes, p->block_bytes);
     if (c->prefix_cache) {
         if (state_blocks > 0)
             return hl_fail(err, HL_EINVAL,
@@ -704,6 +806,8 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                            "request %lld: input %g tokens is shorter than its image (field 'image_tokens': %g); "
                            "image_tokens must be <= every request's input",
                            (long long)i + 1, t->input, job->image_tokens);
+        if (!prefilled && !c->chunked_prefill && t->input > (double)c->token_budget) /* drawn past the budget */
+            return unchunked_too_long(c, "request", i + 1, t->input, err);
         if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -846,6 +950,8 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
                        "(sessions.turns), shorter turns or more memory would help",
                        (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
                        P->unit_blocks);
+    if (!c->chunked_prefill && x->input > (double)c->token_budget)
+        return unchunked_too_long(c, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
     o->sess_of[r] = si;
     release_at(o, npools, next, r, t + c->session_think_s);
     return HL_OK;

@@ -525,6 +525,42 @@ static hl_status check_arrival(const hl_serve_cfg *c, int *trace_out, hl_err *er
     return HL_OK;
 }
 
+/* chunked_prefill = false: a prompt runs whole in one iteration, so the longest prompt must fit
+ * token_budget. vLLM refuses max_num_batched_tokens < max_model_len without chunked prefill
+ * (vllm/config.py, SchedulerConfig._verify_args: "max_num_batched_tokens (...) is smaller than
+ * max_model_len (...)"); here the bound is the longest prompt the workload can give: a fixed
+ * input, input.max of a uniform or clamped normal length, or the trace's first request over the
+ * budget. A normal length without max and sessions' growing prompts are checked per request when
+ * the run makes them (serve.c). */
+static hl_status check_unchunked(const hl_serve_cfg *c, int trace, hl_err *err)
+{
+    double budget = (double)c->token_budget;
+    int kind = c->input.kind == HL_LEN_AUTO ? (trace ? HL_LEN_TRACE : HL_LEN_FIXED) : c->input.kind;
+    if (kind == HL_LEN_TRACE) {
+        for (int64_t i = 0; c->trace && i < c->n_trace; i++)
+            if (c->trace[i].input > budget)
+                return hl_fail(err, HL_EINVAL,
+                               "serve field 'trace': request %lld has a prompt of %g tokens, more than token_budget "
+                               "= %lld with chunked_prefill = false (an unchunked prompt runs whole in one "
+                               "iteration; vLLM refuses max_num_batched_tokens < max_model_len without chunked "
+                               "prefill); raise token_budget to >= %g or set chunked_prefill = true",
+                               (long long)i + 1, c->trace[i].input, (long long)c->token_budget, c->trace[i].input);
+        return HL_OK;
+    }
+    double longest = kind == HL_LEN_FIXED     ? c->input.mean
+                     : kind == HL_LEN_UNIFORM ? c->input.hi
+                     : kind == HL_LEN_NORMAL  ? c->input.hi /* 0: no max given, checked per request */
+                                              : 0;
+    if (longest > budget)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'token_budget': %lld tokens with chunked_prefill = false, but prompts reach %g "
+                       "tokens (%s): an unchunked prompt runs whole in one iteration, and vLLM refuses "
+                       "max_num_batched_tokens < max_model_len without chunked prefill; raise token_budget to >= "
+                       "%g, give shorter prompts, or set chunked_prefill = true",
+                       (long long)c->token_budget, longest, kind == HL_LEN_FIXED ? "input" : "input.max", longest);
+    return HL_OK;
+}
+
 hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
 {
     hl_status st = check_rows(c, err);
@@ -557,6 +593,8 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
                            : kind == HL_LEN_FIXED ? "input"
                                                   : "input.max");
     }
+    if (!c->chunked_prefill && (st = check_unchunked(c, trace, err)))
+        return st;
     if (given(c, "chunk") && !c->chunked_prefill)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'chunk' has no effect with chunked_prefill = false (prompts are taken whole)");

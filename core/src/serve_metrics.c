@@ -100,12 +100,18 @@ static double pct(const double *v, int64_t n, double q)
     return v[k];
 }
 
+/* Ctrl-C / SIGTERM while the summary sorts: looked at every 2^16 values of each pass, so a
+ * summary of 1e7 requests stops within one block of one pass (the serve loop looks at it per
+ * iteration; the summary's sorts of up to 4 x n values used to run to the end). */
+enum { INTR_BLOCK = 1 << 16 };
+static int interrupted_at(int64_t i) { return (i & (INTR_BLOCK - 1)) == 0 && hl_interrupt_pending(); }
+
 /* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
  * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
  * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
  * doubles are the same bits), so NaN and -0 (the two exceptions) and short
- * arrays go to qsort. */
-static void sort_values(double *v, int64_t n)
+ * arrays go to qsort. Returns 1 when interrupted (v is then in no order). */
+static int sort_values(double *v, int64_t n)
 {
     enum { BITS = 11, DIGITS = 6, RADIX = 1 << BITS };
     uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL;
@@ -114,13 +120,19 @@ static void sort_values(double *v, int64_t n)
         ok = !isnan(v[i]) && !(v[i] == 0 && signbit(v[i]));
     if (!ok) {
         free(tmp);
-        qsort(v, (size_t)n, sizeof *v, cmp_double);
-        return;
+        if (hl_interrupt_pending())
+            return 1;
+        qsort(v, (size_t)n, sizeof *v, cmp_double); /* short, or NaN / -0: not interruptible inside */
+        return hl_interrupt_pending();
     }
     uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
     static _Thread_local int64_t count[DIGITS][RADIX];
     memset(count, 0, sizeof count);
     for (int64_t i = 0; i < n; i++) {
+        if (interrupted_at(i)) {
+            free(tmp);
+            return 1;
+        }
         uint64_t b;
         memcpy(&b, &v[i], sizeof b);
         b = b >> 63 ? ~b : b | 0x8000000000000000ull; /* negatives reversed below the positives */
@@ -138,8 +150,13 @@ static void sort_values(double *v, int64_t n)
             c[k] = at;
             at += here;
         }
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; i < n; i++) {
+            if (interrupted_at(i)) {
+                free(tmp);
+                return 1;
+            }
             to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
+        }
         uint64_t *sw = from;
         from = to;
         to = sw;
@@ -150,17 +167,20 @@ static void sort_values(double *v, int64_t n)
         memcpy(&v[i], &b, sizeof b);
     }
     free(tmp);
+    return 0;
 }
 
-static void stats_of(double *v, int64_t n, hl_stats *s)
+/* The stats of v[0, n) (sorted in place); 1 when interrupted. */
+static int stats_of(double *v, int64_t n, hl_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
     if (n == 0) { /* nothing measured (TPOT of 1-token outputs): none, pushed as nil, never a silent 0 */
         s->mean = s->p50 = s->p90 = s->p99 = s->max = NAN;
-        return;
+        return 0;
     }
-    sort_values(v, n);
+    if (sort_values(v, n))
+        return 1;
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
         sum += v[i];
@@ -169,6 +189,7 @@ static void stats_of(double *v, int64_t n, hl_stats *s)
     s->p90 = pct(v, n, 0.90);
     s->p99 = pct(v, n, 0.99);
     s->max = v[n - 1];
+    return 0;
 }
 
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
@@ -213,7 +234,10 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
                 continue; /* no TPOT with a single output token */
             v[k++] = w == 0 ? x->ttft_s : w == 1 ? x->tpot_s : w == 2 ? x->e2e_s : x->queue_s;
         }
-        stats_of(v, k, w == 0 ? &r->ttft_s : w == 1 ? &r->tpot_s : w == 2 ? &r->e2e_s : &r->queue_s);
+        if (stats_of(v, k, w == 0 ? &r->ttft_s : w == 1 ? &r->tpot_s : w == 2 ? &r->e2e_s : &r->queue_s)) {
+            free(v);
+            return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)n);
+        }
     }
     free(v);
     memset(&r->itl_s, 0, sizeof r->itl_s);

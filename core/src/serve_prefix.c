@@ -203,7 +203,7 @@ hl_status hl_spc_content(const hl_serve_cfg *c, const hl_trace_req *reqs, const 
 /* Host links of a KV offload tier, per GPU, host to GPU (docs/MODEL.md 12, KV offload):
  * PCIe x16 at 16 GT/s (4.0) and 32 GT/s (5.0) with 128b/130b coding: 16 x 16e9 x 128/130 / 8
  * = 31.5 GB/s and 63.0 GB/s per direction (PCI-SIG, PCI Express Base Specification 4.0 and 5.0);
- * the host memory of a PCIe server is the server's, not the link's (0: give host_bytes).
+ * the host memory of a PCIe server is the server's, not the link's (0: host_bytes is required).
  * GH200: NVLink-C2C 900 GB/s bidirectional = 450 GB/s per direction, up to 480 GB LPDDR5X per
  * superchip of one GPU (NVIDIA GH200 Grace Hopper Superchip datasheet). GB200: one Grace and
  * two Blackwell GPUs on a 900 GB/s bidirectional NVLink-C2C (NVIDIA GB200 NVL72 page) and up to
@@ -244,7 +244,16 @@ hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
             return hl_fail(err, HL_EINVAL,
                            "serve field 'kv_offload.bw' is required without kv_offload.link (host-to-GPU B/s per GPU; "
                            "or link = \"pcie_gen4\", \"pcie_gen5\", \"gh200\", \"gb200\")");
-        if (host > 0 && c->offload_bytes > host)
+        if (host <= 0) { /* a PCIe or custom link: the host memory is the server's, which no preset knows */
+            static const char *const names[] = {"custom", "pcie_gen4", "pcie_gen5", "gh200", "gb200"};
+            int k = c->offload_link >= 0 && c->offload_link <= HL_OFFLOAD_GB200 ? c->offload_link : 0;
+            return hl_fail(err, HL_EINVAL,
+                           "serve field 'kv_offload.host_bytes' is required with link = \"%s\" (the link does not "
+                           "say how much host memory the server has, which bounds capacity_bytes): give the host "
+                           "memory per GPU in B, e.g. 2.56e11 for a DGX H100 (2 TB over 8 GPUs)",
+                           names[k]);
+        }
+        if (c->offload_bytes > host)
             return hl_fail(err, HL_EINVAL,
                            "serve field 'kv_offload.capacity_bytes': %g B per GPU is more than the host memory, %g B "
                            "per GPU (%s); a smaller tier",

@@ -1,6 +1,7 @@
 /* Splitting sweeps across shards and MPI ranks (dist.h): the blocks, the gathers and
- * their Lua functions. MPI is optional at build time (HBDLAB_HAVE_MPI); without it
- * the gathers report failure. The host sets hl_bind_dist at launch (lua/host/launch.c). */
+ * their Lua functions. The MPI calls go through hl_bind_mpi (mpi_ops.h), the plugin the host
+ * loads under an MPI launcher; without it the gathers report failure. The host sets
+ * hl_bind_dist at launch (lua/host/launch.c). */
 #include "dist.h"
 
 #include <limits.h>
@@ -8,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bind.h"
-
-#ifdef HBDLAB_HAVE_MPI
-#include <mpi.h>
 #include <time.h>
-#endif
+
+#include "bind.h"
+#include "mpi_ops.h"
 
 hl_dist hl_bind_dist = {0, 1, 0, 0};
+const hl_mpi_ops *hl_bind_mpi = NULL;
 
 void hl_dist_block(int64_t n, int32_t index, int32_t count, int64_t *lo, int64_t *hi)
 {
@@ -116,12 +116,19 @@ static void disagreement(const long long *lo, const long long *hi, char *msg, si
         snprintf(msg, n, "MPI ranks disagree on a sweep's axes: %lld points each, other values (%s)", lo[1], rule);
 }
 
+/* HBDLAB_HAVE_MPI: the build made the plugin (hbdlab_mpi.so) */
+int hl_dist_have_mpi(void)
+{
 #ifdef HBDLAB_HAVE_MPI
-int hl_dist_have_mpi(void) { return 1; }
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n)
 {
-    if (!hl_bind_dist.mpi || hl_bind_dist.count <= 1)
+    if (!hl_bind_mpi || !hl_bind_dist.mpi || hl_bind_dist.count <= 1)
         return 0;
     if (out_of_step) {
         snprintf(msg, n, "the MPI ranks are out of step since an earlier disagreement; no more sweeps run");
@@ -131,20 +138,23 @@ int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, si
     long long mine[8] = {step, count, (long long)(hash >> 32), (long long)(hash & 0xffffffffu)}, all[8];
     for (int i = 0; i < 4; i++)
         mine[4 + i] = -mine[i];
-    MPI_Request req;
-    if (MPI_Iallreduce(mine, all, 8, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+    if (hl_bind_mpi->start_min_reduce(mine, all, 8) != 0) {
         out_of_step = 1;
         snprintf(msg, n, "MPI: the agreement between ranks failed");
         return -1;
     }
     for (int done = 0;;) {
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (hl_bind_mpi->test_reduce(&done) != 0) {
+            out_of_step = 1;
+            snprintf(msg, n, "MPI: the agreement between ranks failed");
+            return -1;
+        }
         if (done)
             break;
         if (hl_bind_interrupt) { /* a collective cannot be cancelled: the whole job ends */
             fprintf(stderr, "hbdlab: interrupted while MPI rank %d waited for the others; ending every rank\n",
                     (int)hl_bind_dist.index);
-            MPI_Abort(MPI_COMM_WORLD, 130);
+            hl_bind_mpi->abort_all(130);
         }
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
@@ -169,9 +179,8 @@ static int allgather_blocks(void *all, int64_t n, size_t elem)
 {
     int size = hl_bind_dist.count;
     int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
-    MPI_Datatype record;
     int rc = -1;
-    if (!counts || !displs || n > INT_MAX || elem > INT_MAX)
+    if (!hl_bind_mpi || !counts || !displs || n > INT_MAX || elem > INT_MAX)
         goto out;
     for (int r = 0; r < size; r++) {
         int64_t lo, hi;
@@ -179,12 +188,7 @@ static int allgather_blocks(void *all, int64_t n, size_t elem)
         counts[r] = (int)(hi - lo);
         displs[r] = (int)lo;
     }
-    MPI_Type_contiguous((int)elem, MPI_BYTE, &record);
-    MPI_Type_commit(&record);
-    rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, record, MPI_COMM_WORLD) == MPI_SUCCESS
-             ? 0
-             : -1;
-    MPI_Type_free(&record);
+    rc = hl_bind_mpi->allgather_records(all, elem, counts, displs);
 out:
     free(counts);
     free(displs);
@@ -264,7 +268,7 @@ int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out
     int n = (int)len;
     int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
     int rc = -1;
-    if (!counts || !displs || MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (!hl_bind_mpi || !counts || !displs || hl_bind_mpi->allgather_int(n, counts) != 0)
         goto out;
     long long total = 0;
     for (int r = 0; r < size; r++) {
@@ -276,7 +280,7 @@ int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out
     *out = malloc((size_t)total + 1);
     if (!*out)
         goto out;
-    if (MPI_Allgatherv(mine, n, MPI_CHAR, *out, counts, displs, MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    if (hl_bind_mpi->allgather_bytes(mine, n, *out, counts, displs) != 0) {
         free(*out);
         *out = NULL;
         goto out;
@@ -289,33 +293,6 @@ out:
     free(displs);
     return rc;
 }
-#else
-int hl_dist_have_mpi(void) { return 0; }
-int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n)
-{
-    (void)step;
-    (void)count;
-    (void)hash;
-    (void)msg;
-    (void)n;
-    (void)disagreement;
-    (void)out_of_step;
-    return 0;
-}
-int hl_dist_allgather_store(hl_sweep_store *s)
-{
-    (void)s;
-    return -1;
-}
-int hl_dist_allgather_text(const char *mine, size_t len, char **out, size_t *out_len)
-{
-    (void)mine;
-    (void)len;
-    *out = NULL;
-    *out_len = 0;
-    return -1;
-}
-#endif
 
 /* core.dist() -> {index = i, count = n, mpi = bool, have_mpi = bool} */
 static int l_dist(lua_State *L)

@@ -32,11 +32,26 @@ static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_
 /* A positive number field of table 2, or an error naming it. */
 static double need_pos(lua_State *L, const char *name)
 {
+    int given = lua_getfield(L, 2, name) != LUA_TNIL;
+    lua_pop(L, 1);
     double v = hl_opt_number_field(L, 2, name, -1);
-    if (!(v > 0))
-        luaL_error(L, "hl.roofline: field '%s' must be a number > 0 (got %s)", name,
-                   v == -1 ? "nothing" : lua_pushfstring(L, "%f", v));
+    if (!(v > 0)) { /* no position: the host places the message at the user's line */
+        lua_pushfstring(L, "hl.roofline: field '%s' must be a number > 0 (got %s)", name,
+                        given ? lua_pushfstring(L, "%f", v) : "nothing");
+        lua_error(L);
+    }
     return v;
+}
+
+/* Whether the shape field `name` is given (then it must be > 0: m = -1 or NaN used to time an
+ * operator of no work silently) */
+static int shape_given(lua_State *L, const char *name)
+{
+    int given = lua_getfield(L, 2, name) != LUA_TNIL;
+    lua_pop(L, 1);
+    if (given)
+        need_pos(L, name);
+    return given;
 }
 
 /* op_time(gpu, {name, kind, precision, framework, flops, bytes_read, bytes_written | m, n, k |
@@ -109,11 +124,11 @@ static int l_op_time(lua_State *L)
         push_time(L, &sum, "moe", &t);
         return 1;
     }
-    if (hl_opt_number_field(L, 2, "m", 0) > 0) {
+    if (shape_given(L, "m")) {
         hl_op_gemm(&op, "gemm", need_pos(L, "m"), need_pos(L, "n"), need_pos(L, "k"), ab, wb, ab, prec);
         if (kind == HL_OP_GROUPED_GEMM)
             op.kind = kind;
-    } else if (kind == HL_OP_ATTENTION && hl_opt_number_field(L, 2, "batch", 0) > 0) {
+    } else if (kind == HL_OP_ATTENTION && shape_given(L, "batch")) {
         hl_attn_shape s;
         s.batch = need_pos(L, "batch");
         s.new_tokens = hl_opt_number_field(L, 2, "q", 1);
@@ -145,6 +160,11 @@ static int l_op_time(lua_State *L)
     int measured = 0;
     if (lua_getfield(L, 2, "kernels") != LUA_TNIL) {
         const hl_kernels *kt;
+        if (lua_type(L, -1) != LUA_TSTRING) { /* a table read as no name: "an empty folder name" */
+            lua_pushfstring(L, "roofline field 'kernels': expected a folder name (a string), got %s",
+                            luaL_typename(L, -1));
+            return lua_error(L);
+        }
         if (hl_kernels_load(hl_c_string(L, -1, "roofline field 'kernels'"), &kt, &err))
             return hl_raise(L, &err);
         hl_kcell key[1] = {{hl_kernels_dtype(op.precision), 0}};

@@ -130,6 +130,31 @@ static void set_expert_freq(lua_State *L, hl_job *j)
         hl_raise(L, &err);
 }
 
+/* spec_accept = {a1, ..., a_gamma}: the per-position acceptance of draft tokens (docs/MODEL.md
+ * 6.2), checked by the core (each in (0, 1]; as many as spec_tokens when the job runs). Value at
+ * the top. */
+static void set_spec_accept(lua_State *L, hl_job *j)
+{
+    lua_Integer n = luaL_len(L, -1);
+    if (n < 1 || n > HL_SPEC_POSITIONS_MAX)
+        luaL_error(L,
+                   "field 'spec_accept': a vector of %d entries (allowed: 1 to %d, one acceptance probability "
+                   "per draft token, or a number for all of them)",
+                   (int)n, (int)HL_SPEC_POSITIONS_MAX);
+    double a[HL_SPEC_POSITIONS_MAX];
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_type(L, -1) != LUA_TNUMBER)
+            luaL_error(L, "field 'spec_accept': entry %d is a %s, not a number in (0, 1]", (int)i,
+                       luaL_typename(L, -1));
+        a[i - 1] = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    hl_err err;
+    if (hl_job_set_spec_accept(j, a, (int64_t)n, &err))
+        hl_raise(L, &err);
+}
+
 /* Raises "simulate: unknown field 'k' (did you mean ...?; allowed: ...)". */
 static void unknown_key(lua_State *L, const char *k)
 {
@@ -394,6 +419,8 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
                 if (strcasecmp(hl_c_string(L, -1, "field 'batch'"), "max") != 0)
                     luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
                 *batch_max_out = 1;
+            } else if (t == LUA_TTABLE && strcmp(k, "spec_accept") == 0) {
+                set_spec_accept(L, j);
             } else {
                 set_from_lua(L, js, &js->fields[code - KEY_JOB], j, k);
             }

@@ -18,21 +18,83 @@ local function median(t)
   return t[(#t + 1) // 2]
 end
 
--- Median per-call time of hl.simulate over `batches` batches of `n` calls.
-local function lua_call_time(hl, job, batches, n)
-  local times = {}
-  for b = 1, batches do
-    local t0 = core.clock()
-    for _ = 1, n do hl.simulate(job) end
-    times[b] = (core.clock() - t0) / n
-  end
-  return median(times)
-end
-
 local function exe()
   local a = _G.arg and _G.arg[-1] or nil
   -- the host runs as arg[-1] for subcommands; fall back to the PATH
   return (a and a ~= "" and a) or "hbdlab"
+end
+
+-- The Lua overhead of hl.simulate over hl_sim_run of the same job, as paired differences: `pairs`
+-- times, one batch of `n` hl_sim_run calls (summary mode, as hl.simulate runs) and one batch of `n`
+-- hl.simulate calls back to back, in alternating order, each pair giving (Lua - C) per call. The
+-- median of the differences follows the overhead while the machine's load drifts, which the
+-- difference of two medians taken a second apart did not (it read 1.7-4.4 us on a loaded machine).
+-- Returns the median difference, its quartiles, and the medians of the two sides.
+local function lua_overhead(hl, job, pairs, n)
+  hl.simulate(job) -- first call: preset names resolved, warnings decided, result keys interned
+  local d, lua_t, c_t = {}, {}, {}
+  local function lua_batch()
+    local t0 = core.clock()
+    for _ = 1, n do hl.simulate(job) end
+    return (core.clock() - t0) / n
+  end
+  local function c_batch() return core.bench_latency(job, n, n, true).median_s end
+  for k = 1, pairs do
+    local c, l
+    if k % 2 == 1 then c = c_batch(); l = lua_batch() else l = lua_batch(); c = c_batch() end
+    d[k], lua_t[k], c_t[k] = l - c, l, c
+  end
+  table.sort(d)
+  return median(d), d[(#d + 3) // 4], d[(3 * #d + 3) // 4], median(lua_t), median(c_t)
+end
+
+-- The instructions a child `hbdlab ARGS...` executes, counted by callgrind (its "summary:" line),
+-- or nil when valgrind is not on the PATH or the child fails: a count does not move with the
+-- machine's load, as wall times do on a shared machine.
+local function instructions(...)
+  local out = os.tmpname()
+  local cmd = { "valgrind", "--tool=callgrind", "--callgrind-out-file=" .. out, exe(), ...,
+                stdout = "/dev/null", stderr = "/dev/null" }
+  for i, a in ipairs { ... } do cmd[4 + i] = a end -- `...` inside a constructor keeps only its first value
+  local code = core.spawn(cmd)
+  local f = code == 0 and io.open(out) or nil
+  local n
+  if f then
+    n = tonumber(f:read("a"):match("\nsummary: (%d+)"))
+    f:close()
+  end
+  os.remove(out)
+  return n
+end
+
+-- The job of the Lua-overhead rows: the reference job's objects, or the same with preset names
+-- (resolved once, then cached; input 31,744 + output 1,024 stays within the preset's context of
+-- 32,768, so no warning).
+local function overhead_job(hl, names)
+  if not names then return reference(hl) end
+  return { model = "qwen1.5-110b", cluster = "hgx-b200", precision = "fp8", batch = 16, input = 31744,
+           output = 1024, parallel = { tp = 8 } }
+end
+
+--- bench.probe(what, names, n): the body the instruction counts run in a child: 200 warm-up
+--- hl.simulate calls, then n more ("lua"), n hl_sim_run calls in summary mode ("c") or nothing.
+function M.probe(what, names, n)
+  local hl = require "hbdlab"
+  local job = overhead_job(hl, names == "names")
+  for _ = 1, 200 do hl.simulate(job) end
+  n = tonumber(n)
+  if what == "lua" then for _ = 1, n do hl.simulate(job) end
+  elseif what == "c" then core.bench_latency(job, n, n, true) end
+end
+
+-- The overhead in instructions per call: (lua - none - (c - none)) / n, or nil without valgrind.
+local function overhead_instructions(names, n)
+  local counts = {}
+  for _, what in ipairs { "none", "lua", "c" } do
+    counts[what] = instructions("-e", string.format("require('hbdlab.bench').probe(%q, %q, %d)", what, names, n))
+    if not counts[what] then return nil end
+  end
+  return (counts.lua - counts.c) / n
 end
 
 -- One progress line per phase on stderr (the full run takes over a minute; stdout stays the report).
@@ -57,20 +119,25 @@ function M.run(opts)
   local _, ppsall = core.bench_sweep(job, n_inputs, 0)
   r.sweep_points = points
   r.sweep_points_per_s_1thread, r.sweep_points_per_s_all = pps1, ppsall
-  -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work (medians;
-  -- hl.simulate runs in summary mode and builds the breakdown only when read)
+  -- Lua overhead: one hl.simulate minus one hl_sim_run of the same work, paired batches
+  -- (hl.simulate runs in summary mode and builds the breakdown only when read)
   phase(3, "hl.simulate from Lua")
-  local c = core.bench_latency(job, quick and 2000 or 200000, 100, true).median_s
-  r.sim_latency_summary_median_s = c
-  local l = lua_call_time(hl, job, quick and 5 or 100, quick and 100 or 1000)
-  r.lua_call_s, r.lua_call_overhead_s = l, l - c
-  -- the same with the model and cluster given as preset names (resolved once, then cached); input
-  -- 31,744 + output 1,024 stays within the preset's context of 32,768 (no warning)
-  local named = { model = "qwen1.5-110b", cluster = "hgx-b200", precision = "fp8", batch = 16, input = 31744,
-                  output = 1024, parallel = { tp = 8 } }
-  local cn = core.bench_latency(named, quick and 2000 or 200000, 100, true).median_s
-  local ln = lua_call_time(hl, named, quick and 5 or 100, quick and 100 or 1000)
-  r.lua_call_names_s, r.lua_call_names_overhead_s, r.sim_latency_names_summary_median_s = ln, ln - cn, cn
+  local pairs_n, per_batch = quick and 100 or 2000, 200
+  r.lua_call_overhead_pairs, r.lua_call_overhead_batch = pairs_n, per_batch
+  r.lua_call_overhead_s, r.lua_call_overhead_q1_s, r.lua_call_overhead_q3_s, r.lua_call_s,
+    r.sim_latency_summary_median_s = lua_overhead(hl, overhead_job(hl, false), pairs_n, per_batch)
+  -- the same with the model and cluster given as preset names
+  r.lua_call_names_overhead_s, r.lua_call_names_overhead_q1_s, r.lua_call_names_overhead_q3_s, r.lua_call_names_s,
+    r.sim_latency_names_summary_median_s = lua_overhead(hl, overhead_job(hl, true), pairs_n, per_batch)
+  local probe_n = quick and 200 or 1000
+  r.lua_call_overhead_instructions = overhead_instructions("objects", probe_n)
+  r.lua_call_names_overhead_instructions = overhead_instructions("names", probe_n)
+  -- start-up: `hbdlab -e ''` (issue 28: under 2.5 ms), waited for without polling (core.bench_spawn)
+  phase(3, "start-up of hbdlab -e ''")
+  r.startup_runs = quick and 50 or 200
+  local st = core.bench_spawn({ exe(), "-e", "" }, r.startup_runs)
+  r.startup_median_s, r.startup_min_s = st.median_s, st.min_s
+  r.startup_instructions = instructions("-e", "")
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
   phase(4, "the HBD reproduction (scripts/hbd/reproduce.lua)")
   local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
@@ -220,8 +287,15 @@ function M.print_table(r)
     { string.format("sweep throughput, 1 thread (%d points)", r.sweep_points), string.format("%.0f points/s", r.sweep_points_per_s_1thread) },
     { "sweep throughput, all cores", string.format("%.0f points/s", r.sweep_points_per_s_all) },
     { "hl.simulate from Lua, per call", string.format("%.3f us", r.lua_call_s * 1e6) },
-    { "Lua call overhead (over hl_sim_run)", string.format("%.3f us", r.lua_call_overhead_s * 1e6) },
-    { "Lua call overhead, preset names (qwen1.5-110b, hgx-b200)", string.format("%.3f us", r.lua_call_names_overhead_s * 1e6) },
+    { "Lua call overhead (over hl_sim_run; paired median, quartiles)", string.format("%.3f us (%.3f-%.3f)",
+      r.lua_call_overhead_s * 1e6, r.lua_call_overhead_q1_s * 1e6, r.lua_call_overhead_q3_s * 1e6) },
+    { "Lua call overhead, preset names (qwen1.5-110b, hgx-b200)", string.format("%.3f us (%.3f-%.3f)",
+      r.lua_call_names_overhead_s * 1e6, r.lua_call_names_overhead_q1_s * 1e6, r.lua_call_names_overhead_q3_s * 1e6) },
+    { "Lua call overhead, instructions a call (callgrind; objects, names)", r.lua_call_overhead_instructions and
+      string.format("%.0f, %.0f", r.lua_call_overhead_instructions, r.lua_call_names_overhead_instructions) or "no valgrind" },
+    { string.format("start-up, hbdlab -e '' (median of %d; min)", r.startup_runs), string.format("%.3f ms (%.3f)%s",
+      r.startup_median_s * 1e3, r.startup_min_s * 1e3, r.startup_instructions and
+      string.format(", %d instructions", r.startup_instructions) or "") },
     { "HBD reproduction, whole script with figures", string.format("%.3f s%s", r.hbd_repro_wall_s, r.hbd_repro_ok and "" or " (FAILED)") },
     { string.format("streamed sweep of %d points to CSV: wall", r.stream_points),
       string.format("%.2f s%s", r.stream_wall_s, r.stream_ok and "" or " (FAILED)") },

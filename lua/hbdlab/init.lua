@@ -9,8 +9,6 @@ local hl = {
   core = core,
 }
 
-hl.pretty = require "hbdlab.pretty"
-
 local objects = require "hbdlab.objects"
 for _, k in ipairs { "gpu", "cluster", "model", "gpus", "models", "clusters", "roofline", "kv_capacity" } do
   hl[k] = objects[k]
@@ -23,17 +21,35 @@ local function lazy(module, name)
   return function(...) return require(module)[name](...) end
 end
 
+-- Module tables load on first access the same way (hl.plot, hl.rows, ...: an __index on hl keeps
+-- each one once loaded); pairs(hl) and the REPL's completion (the metatable's __load_all) load them
+-- all first, so hl lists the same names as when every module was loaded up front.
+local lazy_tables = { pretty = "hbdlab.pretty", plot = "hbdlab.plot", trace = "hbdlab.trace", rows = "hbdlab.rows",
+                      minitf = "hbdlab.minitf" }
+local function load_table(t, k)
+  local module = lazy_tables[k]
+  if module == nil then return nil end
+  local m = require(module)
+  rawset(t, k, m)
+  return m
+end
+local function load_all()
+  for k in pairs(lazy_tables) do
+    if rawget(hl, k) == nil then load_table(hl, k) end
+  end
+end
+setmetatable(hl, { __index = load_table, __pairs = function(t) load_all(); return next, t, nil end,
+                   __load_all = load_all })
+
 hl.simulate = require("hbdlab.simulate").simulate
 hl.serve = lazy("hbdlab.serve", "serve")
 hl.serve_capacity = lazy("hbdlab.serve", "serve_capacity")
 hl.serve_pd_ratio = lazy("hbdlab.serve", "serve_pd_ratio")
 hl.serve_sweep = lazy("hbdlab.serve", "serve_sweep")
 hl.frontier = lazy("hbdlab.frontier", "frontier")
-hl.plot = require "hbdlab.plot"
-hl.trace = require "hbdlab.trace"
-hl.walkthrough = require("hbdlab.walkthrough").walkthrough
-hl.sweep = require("hbdlab.sweep").sweep
-hl.sweep_to_csv = require("hbdlab.sweep").sweep_to_csv
+hl.walkthrough = lazy("hbdlab.walkthrough", "walkthrough")
+hl.sweep = lazy("hbdlab.sweep", "sweep")
+hl.sweep_to_csv = lazy("hbdlab.sweep", "sweep_to_csv")
 --- hl.interrupted() -> true when Ctrl-C / SIGTERM stopped a sweep since the last call. Asking
 --- handles it: a script whose sweep was stopped and which never asks exits with status 130.
 --- hl.warnings(false) silences the warnings for silent defaults (context limit, no mapping).
@@ -44,9 +60,7 @@ hl.warnings = function(on)
   require("hbdlab.warn").enabled = on ~= false
 end
 hl.interrupted = function() return core.take_interrupted() end
-hl.rows = require "hbdlab.rows"
 hl.params = lazy("hbdlab.params", "params")
-hl.minitf = require "hbdlab.minitf"
 hl.help = lazy("hbdlab.help", "help")
 hl.calibrate = lazy("hbdlab.calibrate", "calibrate")
 if _G.help == nil then _G.help = hl.help end

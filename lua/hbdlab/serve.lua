@@ -198,8 +198,10 @@ capacity_mt.__tostring = function(c)
     for k, v in pairs(c.slo) do slo[#slo + 1] = k .. " " .. tostring(v) end
     table.sort(slo)
   end
-  local lines = { string.format("capacity %.4g req/s%s (%s; %s of requests within %s; %s, %d probes)",
-    c.rate, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "),
+  local unit = c.conversations_per_s and string.format(" conversations/s (%.4g turns/s offered, %d turns each)",
+    c.turns_per_s, c.session_turns) or " req/s"
+  local lines = { string.format("capacity %.4g%s%s (%s; %s of requests within %s; %s, %d probes)",
+    c.rate, unit, c.lower_bound and " or more" or "", c.mode, pct(c.target), table.concat(slo, ", "),
     c.analytical_rate and string.format("analytical estimate %.4g req/s", c.analytical_rate)
       or string.format("no analytical estimate with %s", c.no_estimate or "?"), #c.probes) }
   if c.lower_bound then lines[#lines + 1] = "  a lower bound: " .. c.lower_bound end
@@ -250,6 +252,11 @@ function M.serve_capacity(t)
   if mode == "analytical" and base.disagg ~= nil then
     error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
   end
+  -- sessions: the searched rate starts conversations (hl.serve's rate with sessions), each of
+  -- `turns` requests, while a result's rps and goodput_rps count requests (turns)
+  local turns = type(base.sessions) == "table" and type(base.sessions.turns) == "number" and base.sessions.turns
+    or type(base.session_turns) == "number" and base.session_turns or 1
+  if turns < 1 then turns = 1 end
   local given_requests = base.requests
   if given_requests ~= nil and type(given_requests) == "number" and given_requests > max_requests then
     error(string.format("hl.serve_capacity field 'requests': %g is more than max_requests = %g", given_requests, max_requests), 2)
@@ -265,7 +272,9 @@ function M.serve_capacity(t)
     else
       -- a finite run hides overload when its whole backlog clears within the SLO: offer at least
       -- min_duration seconds of arrivals, so a rate the instance cannot carry builds a queue
-      sv.requests = math.max(given_requests or 2000, math.ceil(rate * min_duration))
+      -- with sessions the rate starts conversations of `turns` requests each: min_duration s of
+      -- them is rate * turns * min_duration requests
+      sv.requests = math.max(given_requests or 2000, math.ceil(rate * turns * min_duration))
       if sv.requests > max_requests then
         stopped = string.format("at %.4g req/s a probe of min_duration = %g s needs %d requests, more than " ..
           "max_requests = %d (raise max_requests, or lower min_duration)", rate, min_duration, sv.requests, max_requests)
@@ -345,7 +354,10 @@ function M.serve_capacity(t)
   local out = { rate = rate, analytical_rate = (not no_estimate) and est or nil, no_estimate = no_estimate,
                 result = best, probes = probes, target = target, mode = mode,
                 slo = t.slo, lower_bound = stopped,
-                goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0 }
+                goodput_rps = best and (best.goodput_rps or (best.meets_slo and best.rate)) or 0,
+                rate_unit = turns > 1 and "conversations/s" or "requests/s",
+                conversations_per_s = turns > 1 and rate or nil, turns_per_s = turns > 1 and rate * turns or nil,
+                session_turns = turns > 1 and turns or nil }
   -- cost and energy at the capacity: the simulated run's (nil when unknown, or for the analytical mode)
   for _, k in ipairs(cost_fields) do out[k] = best and best[k] end
   return setmetatable(out, capacity_mt)
@@ -483,6 +495,46 @@ pd_splits = function(t, N, pre, dec, pname, dname)
   return rows
 end
 
+-- print(rows) of hl.serve_sweep: the axes, then a summary of each row (the rows hold every result
+-- field flat; hl.rows.print(rows, cols) shows others). print(rows[i]): every field of the row,
+-- the axes first. A vector axis value (spec_accept = {0.9, 0.8}) prints as its numbers.
+local sweep_summary = { "rps", "ttft_s.p50", "ttft_s.p99", "tpot_s.mean", "output_tps_per_gpu", "slo_attainment",
+                        "goodput_rps", "usd_per_mtok_out", "joules_per_token" }
+local vector_mt = { __tostring = function(v)
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = string.format("%.6g", x) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end }
+local function sweep_cell(v)
+  return math.type(v) == "float" and string.format("%.6g", v) or tostring(v)
+end
+local serve_row_mt = {}
+local serve_rows_mt = { __tostring = function(rows)
+  local axes = require("hbdlab.rows").axes_of[rows] or {}
+  local cols = {}
+  for _, k in ipairs(axes) do cols[#cols + 1] = k end
+  for _, k in ipairs(sweep_summary) do
+    for _, r in ipairs(rows) do
+      if r[k] ~= nil then cols[#cols + 1] = k; break end -- slo fields only with an SLO, cost only with a price
+    end
+  end
+  return string.format("%d serve_sweep rows (every result field is in each row; hl.rows.print(rows, {...}) shows others):\n",
+    #rows) .. require("hbdlab.rows").format(rows, cols)
+end }
+serve_row_mt.__tostring = function(row)
+  local axes, seen, parts = serve_row_mt.axes[row] or {}, {}, {}
+  for _, k in ipairs(axes) do
+    seen[k] = true
+    parts[#parts + 1] = k .. " = " .. sweep_cell(row[k])
+  end
+  local rest = {}
+  for k in pairs(row) do if not seen[k] then rest[#rest + 1] = k end end
+  table.sort(rest)
+  for _, k in ipairs(rest) do parts[#parts + 1] = k .. " = " .. sweep_cell(row[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+serve_row_mt.axes = setmetatable({}, { __mode = "k" })
+
 --- hl.serve_sweep{ base = {<hl.serve fields>}, axes = {rate = {1, 2, 4}, max_seqs = {64, 256}, tp = {4, 8}},
 ---                 zip = false } -> rows
 --- A serving sweep: hl.serve at every combination of the axes (or, with zip, at
@@ -577,16 +629,22 @@ function M.serve_sweep(t)
       end
       error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
     end
-    local row = {}
+    local row = setmetatable({}, serve_row_mt)
     flatten(row, "", r)
     for _, k in ipairs(names) do
       local v = p[k]
+      if type(v) == "table" and getmetatable(v) == nil then -- a vector value: a copy that prints its numbers
+        local c = {}
+        for j, x in ipairs(v) do c[j] = x end
+        v = setmetatable(c, vector_mt)
+      end
       row[k] = (type(v) == "userdata" and v.name) or v
     end
+    serve_row_mt.axes[row] = names
     rows[#rows + 1] = row
   end
   require("hbdlab.rows").axes_of[rows] = names
-  return rows
+  return setmetatable(rows, serve_rows_mt)
 end
 
 M.result_mt = result_mt

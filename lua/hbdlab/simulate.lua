@@ -4,8 +4,6 @@ local objects = require "hbdlab.objects"
 
 local M = {}
 
-local trace = require "hbdlab.trace"
-
 -- A result is a view over the C result (lua/bind/l_result_view.c): fields are read on access,
 -- groups built on first access; pairs() and json_encode see every field. Its metatable is the
 -- views' own; its methods live in `methods`.
@@ -24,7 +22,7 @@ M.job_of = setmetatable({}, { __index = function(_, r)
 end })
 
 --- r:trace(): per-GPU events of one prefill layer pass and one decode step.
-function methods.trace(r) return trace.events(r) end
+function methods.trace(r) return require("hbdlab.trace").events(r) end
 
 --- A duration in the unit that reads best: s from 1 s, ms from 1 ms, else us.
 function M.duration(s)

@@ -206,6 +206,23 @@ end
 -- mapping field (tp, pp, ep, ...) is a mapping, so "'parallel' is not given" does not apply.
 function M.check_base(base, list)
   local warn = require "hbdlab.warn"
+  -- spec_accept: an axis of numbers sets one acceptance for every draft position; a per-position
+  -- vector ({0.9, 0.8, 0.6}) is a base field only (hl.serve_sweep takes vectors as axis values)
+  for _, ax in ipairs(list) do
+    if ax.name == "spec_accept" then
+      for i, v in ipairs(ax.values) do
+        if type(v) == "table" then
+          error(string.format("sweep axis 'spec_accept': value %d is a per-position vector; hl.sweep axes take "
+            .. "numbers (one acceptance for every draft position). Give the vector in base and sweep other "
+            .. "fields, or run one sweep per vector", i), 3)
+        end
+      end
+      if type(base) == "table" and type(base.spec_accept) == "table" then
+        error("sweep axis 'spec_accept' sets one acceptance for every draft position, but base gives a "
+          .. "per-position vector; give one of them", 3)
+      end
+    end
+  end
   if type(base) ~= "table" then return warn.check_job(base) end
   local seen = {}
   for k, v in pairs(base) do seen[k] = v end

@@ -1,7 +1,8 @@
 /* How the executable joins a shared sweep at launch (docs/LUA_API.md "Sweeps on a
  * cluster"): `--shard I/N` parsed, or MPI started under mpirun, into hl_bind_dist
  * (lua/bind/dist.h), which the bindings read. Only the host starts and ends MPI: the
- * Lua module hbdlab.so always runs alone. MPI is optional at build time (HBDLAB_HAVE_MPI). */
+ * Lua module hbdlab.so always runs alone. MPI is optional at build time (HBDLAB_HAVE_MPI: the
+ * plugin hbdlab_mpi.so was built, and is loaded only under a launcher). */
 #include "host.h"
 
 #include <stdint.h>
@@ -11,7 +12,10 @@
 #include <sys/stat.h>
 
 #ifdef HBDLAB_HAVE_MPI
-#include <mpi.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "mpi_ops.h"
 #endif
 
 int hl_dist_parse_shard(const char *text, hl_dist *d)
@@ -50,23 +54,65 @@ uint64_t hl_dist_run_id(int argc, char **argv, int32_t count)
 }
 
 #ifdef HBDLAB_HAVE_MPI
+/* The plugin beside the executable (the build folder), else where `make install` puts it, found
+ * from the executable's own folder (HBDLAB_MPI_PLUGIN_REL: the install's libdir/hbdlab relative
+ * to its bindir), so a moved install still finds it. */
+static void *open_plugin(char *why, size_t n)
+{
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        snprintf(why, n, "cannot find the executable's folder (/proc/self/exe)");
+        return NULL;
+    }
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    const char *const places[] = {"", "/" HBDLAB_MPI_PLUGIN_REL};
+    why[0] = '\0';
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        char path[4096 + 256];
+        snprintf(path, sizeof path, "%s%s/hbdlab_mpi.so", exe, places[i]);
+        /* RTLD_GLOBAL: Open MPI's own components, which it dlopens, resolve libmpi's symbols */
+        void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+        if (h)
+            return h;
+        size_t used = strlen(why);
+        snprintf(why + used, n - used, "%s%s", used ? "; " : "", dlerror());
+    }
+    return NULL;
+}
+
 int hl_dist_mpi_start(int *argc, char ***argv)
 {
-    /* only under a launcher: a plain run must not pay for (or be confused by) MPI start-up */
+    /* only under a launcher: a plain run must not pay for (or be confused by) MPI start-up, nor
+     * even map libmpi (the plugin is loaded here, mpi_ops.h) */
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_SIZE"))
         return 0;
-    if (MPI_Init(argc, argv) != MPI_SUCCESS)
-        return 0;
+    char why[2048];
+    void *h = open_plugin(why, sizeof why);
+    hl_mpi_plugin_fn get = h ? (hl_mpi_plugin_fn)(uintptr_t)dlsym(h, HL_MPI_OPS_SYMBOL) : NULL;
+    const hl_mpi_ops *ops = get ? get() : NULL;
+    if (!ops || ops->abi != HL_MPI_OPS_ABI) {
+        /* every rank running the whole script alone would write the same files N times */
+        fprintf(stderr, "hbdlab: started by an MPI launcher but the MPI plugin cannot be used: %s\n",
+                !h     ? why
+                : !ops ? "it has no " HL_MPI_OPS_SYMBOL
+                       : "it is of another hbdlab version");
+        exit(EXIT_FAILURE);
+    }
     int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (ops->init(argc, argv, &rank, &size) != 0)
+        return 0;
+    hl_bind_mpi = ops;
     hl_bind_dist = (hl_dist){rank, size, 1, 0};
     return 1;
 }
 
 int hl_dist_mpi_stop(int code)
 {
-    if (!hl_bind_dist.mpi)
+    if (!hl_bind_dist.mpi || !hl_bind_mpi)
         return code;
     /* The end of the script is a step the ranks agree on, as each sweep is (issue 22): a rank that
      * ran one more sweep, or failed while the others succeeded, is met here and every rank exits
@@ -80,7 +126,7 @@ int hl_dist_mpi_stop(int code)
                 code = EXIT_FAILURE;
         }
     }
-    MPI_Finalize();
+    hl_bind_mpi->finalize();
     return code;
 }
 #else

@@ -454,9 +454,20 @@ static void print_results(lua_State *L, int n)
         hl_report(L, "hbdlab");
 }
 
+/* Loads the modules hl loads on first use (init.lua: its metatable's __load_all), so that
+ * completion, which reads tables raw, lists hl.plot.line and the like from the first line. */
+static void load_lazy_modules(lua_State *L)
+{
+    lua_getglobal(L, "hl");
+    if (luaL_getmetafield(L, -1, "__load_all") != LUA_TNIL && hl_docall(L, 0, 0) != LUA_OK)
+        hl_report(L, "hbdlab");
+    lua_pop(L, 1);
+}
+
 int hl_repl(lua_State *L)
 {
     repl_state = L;
+    load_lazy_modules(L);
     setup_readline();
     printf("hbdlab %s (%s)  hl.help() lists the API; Ctrl-D exits\n", hl_version(), LUA_RELEASE);
     for (;;) {

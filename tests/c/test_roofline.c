@@ -2,6 +2,7 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "roofline_int.h"
 
 /* A round-number GPU: 1000 TFLOP/s BF16, 2 TB/s, efficiencies 0.5 (GEMM),
  * 0.25 (attention), 0.8 (memory), no kernel latency. */
@@ -171,6 +172,118 @@ static void test_unsupported_precision(void **state)
     assert_fails_with(hl_op_time_on(&op, &g, &t, &e), HL_EUNSUPPORTED, &e, "has no fp4 tensor support");
 }
 
+/* hl_attn_stream_at (sim.c's blended decode sums) against hl_op_time_on on hl_op_attention of
+ * the same shape: wherever it answers, the same bits as max(compute_s, memory_s); it must answer
+ * far past the knee (KV stream >> units) and decline near it, where the blend term is not lost
+ * (there attn_latency + m differs from the full time, which the second check shows). Seeded
+ * shapes: batch 1-512, 1-64 query heads over 1-8 KV heads, head dims 64-576, KV 1-2 B, windows,
+ * p in {1.5, 2.7, 16, 20}, contexts 1 .. 4e6 log-spaced, some kernels compute-bound. */
+static void test_attn_stream_matches_full_time(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.peak_flops[HL_FP8] = 2e15;
+    g.attn_latency = 4.78e-6;
+    g.attn_unit_s = 8.228e-9;
+    g.eff_mem_attn = 0.8823;
+    g.kernel_latency = 2e-6;
+    const double ps[] = {1.5, 2.7, 16, 20};
+    uint64_t x = 12345;
+    int fast = 0, slow = 0, differs = 0;
+    for (int n = 0; n < 4000; n++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 11;
+        g.attn_blend = ps[r % 4];
+        double kvh = (double)(1 + (r >> 2) % 8), heads = kvh * (double)(1 + (r >> 5) % 8);
+        double dim = (double)(64 + 32 * ((r >> 8) % 16)), kvb = (double)(1 + (r >> 12) % 2);
+        double batch = (double)(1 + (r >> 13) % 512), window = (r >> 22) % 4 == 0 ? 4096 : 0;
+        hl_attn_shape sh = {batch, 1, 0, heads, kvh, dim, dim, 2 * kvh * dim * kvb, 2, window};
+        hl_precision math = (r >> 24) % 2 ? HL_FP8 : HL_BF16;
+        g.eff_attn = (r >> 25) % 2 ? 0.25 : 0.005; /* the second: compute-bound at 8 query heads per KV head */
+        hl_attn_stream a;
+        hl_attn_stream_init(&a, &sh, math, &g);
+        assert_true(a.ok);
+        for (int k = 0; k < 12; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            sh.context = floor(pow(4e6, (double)((x >> 20) % 1000) / 1000.0));
+            hl_op op;
+            hl_op_time t;
+            hl_err e;
+            hl_op_attention(&op, "attention", &sh, math);
+            assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+            double full = fmax(t.compute_s, t.memory_s), got = -1;
+            if (hl_attn_stream_at(&a, sh.context, &got)) {
+                fast++;
+                if (memcmp(&got, &full, sizeof got) != 0)
+                    fail_msg("context %.17g p %g: stream %.17g, full %.17g", sh.context, g.attn_blend, got, full);
+            } else {
+                slow++;
+                double m = (op.bytes_read + op.bytes_written) / (g.hbm_bw * g.eff_mem_attn);
+                differs += g.attn_latency + m != full;
+            }
+        }
+    }
+    assert_true(fast > 5000 && slow > 5000);
+    assert_true(differs > 5000); /* declined where the shortcut would have been wrong */
+    /* not a blended kernel, or more than one query row: never answers */
+    g.attn_blend = 1;
+    hl_attn_shape sh = {1, 1, 1e6, 8, 1, 128, 128, 256, 2, 0};
+    hl_attn_stream a;
+    double t;
+    hl_attn_stream_init(&a, &sh, HL_BF16, &g);
+    assert_false(hl_attn_stream_at(&a, 1e6, &t));
+    g.attn_blend = 16;
+    sh.new_tokens = 2;
+    hl_attn_stream_init(&a, &sh, HL_BF16, &g);
+    assert_false(hl_attn_stream_at(&a, 1e6, &t));
+}
+
+/* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c wrote it before its shortcut for
+ * vanishing terms: the reference the shortcut must equal bit for bit. */
+static double blend_by_pow(double a, double b, double c, double p)
+{
+    double hi = fmax(a, fmax(b, c));
+    if (p <= 0 || hi <= 0)
+        return hi;
+    double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);
+    double tb = b == hi ? 1 : b == 0 ? 0 : pow(b / hi, p);
+    double tc = c == hi ? 1 : c == 0 ? 0 : pow(c / hi, p);
+    return hi * pow(ta + tb + tc, 1 / p);
+}
+
+/* hl_op_time_on's GEMM time (no fixed latencies: time = blend(compute, memory, K loop)) equals
+ * blend_by_pow on seeded shapes from one-row GEMVs (memory dwarfs the rest) to huge GEMMs
+ * (compute does), p from 1 to 40; many of them take the shortcut (a term ratio whose
+ * pow(r, floor(p)) is under 2^-55). */
+static void test_gemm_blend_shortcut_same_bits(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.gemm_k_latency = 1e-12;
+    const double ps[] = {1, 1.2, 1.702, 2.435, 16, 40};
+    uint64_t x = 987654321;
+    int tiny = 0;
+    for (int n = 0; n < 20000; n++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 11;
+        g.gemm_blend = ps[r % 6];
+        double m = pow(2, (double)((r >> 3) % 24)), nn = pow(2, (double)((r >> 8) % 16)),
+               k = pow(2, (double)((r >> 12) % 16));
+        hl_op op;
+        hl_op_time t;
+        hl_err e;
+        hl_op_gemm(&op, "g", m, nn, k, 2, 2, 2, HL_BF16);
+        assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+        double loop = g.gemm_k_latency * op.k, want = blend_by_pow(t.compute_s, t.memory_s, loop, g.gemm_blend);
+        if (memcmp(&want, &t.time_s, sizeof want) != 0)
+            fail_msg("m %g n %g k %g p %g: %.17g, by pow %.17g", m, nn, k, g.gemm_blend, t.time_s, want);
+        double hi = fmax(t.compute_s, fmax(t.memory_s, loop));
+        double mid = t.compute_s + t.memory_s + loop - hi - fmin(t.compute_s, fmin(t.memory_s, loop));
+        tiny += pow(mid / hi, floor(g.gemm_blend)) < 0x1p-56; /* so the smallest too */
+    }
+    assert_true(tiny > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +294,8 @@ int main(void)
         cmocka_unit_test(test_unsupported_precision),
         cmocka_unit_test(test_shape_aware_gemm_by_hand),
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
+        cmocka_unit_test(test_attn_stream_matches_full_time),
+        cmocka_unit_test(test_gemm_blend_shortcut_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,10 +92,10 @@ static void test_hand_worked_schedule_chunked(void **state)
     hl_serve_result_free(&r);
 }
 
-/* The same three requests without chunking (vLLM v0: a prefill-only step when
- * prompts fit, whole prompts, one larger than the budget alone):
- *   step 1: A's whole prompt (10 > 8, alone).         step 2: B (4) and C (3) prefill, A waits.
- *   step 3: A decodes at 10, B at 4 (B done).         step 4: A decodes at 11 (done).
+/* The three requests without chunking (vLLM v0: a prefill-only step when prompts fit, whole
+ * prompts), A's prompt now 8 = the budget (a prompt over it is refused: test_unchunked_over_budget):
+ *   step 1: A's whole prompt (8, the budget: B waits). step 2: B (4) and C (3) prefill, A waits.
+ *   step 3: A decodes at 8, B at 4 (B done).          step 4: A decodes at 9 (done).
  * C arrives at d1/2 < d1 and finishes at the end of step 2. */
 static void test_hand_worked_schedule_unchunked(void **state)
 {
@@ -104,13 +104,13 @@ static void test_hand_worked_schedule_unchunked(void **state)
     hl_stepper *st;
     hl_err e;
     assert_ok(hl_stepper_new(&j, 64, &st, &e), &e);
-    hl_iter_chunk c1[] = {{10, 0}}, c2[] = {{4, 0}, {3, 0}};
+    hl_iter_chunk c1[] = {{8, 0}}, c2[] = {{4, 0}, {3, 0}};
     double d1 = step_time(st, 0, 0, c1, 1, 1);
     double d2 = step_time(st, 0, 0, c2, 2, 2);
-    double d3 = step_time(st, 2, 7, NULL, 0, 2);
-    double d4 = step_time(st, 1, 11, NULL, 0, 1);
+    double d3 = step_time(st, 2, 6, NULL, 0, 2); /* mean context (8 + 4) / 2 */
+    double d4 = step_time(st, 1, 9, NULL, 0, 1);
     hl_stepper_free(st);
-    hl_trace_req tr[] = {{0, 10, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
+    hl_trace_req tr[] = {{0, 8, 3}, {0, 4, 2}, {d1 / 2, 3, 1}};
     hl_serve_cfg c = three_requests(&j, tr, 0);
     hl_serve_result r;
     assert_ok(hl_serve_run(&c, &r, &e), &e);
@@ -127,6 +127,60 @@ static void test_hand_worked_schedule_unchunked(void **state)
     assert_rel(r.reqs[2].ttft_s, d1 / 2 + d2, 1e-12, "TTFT C");
     assert_rel(r.reqs[0].tpot_s, (d2 + d3 + d4) / 2, 1e-12, "TPOT A (waits through step 2)");
     hl_serve_result_free(&r);
+}
+
+/* chunked_prefill = false with a prompt longer than token_budget is refused (vLLM refuses
+ * max_num_batched_tokens < max_model_len without chunked prefill), naming the field, the value
+ * and the bound: a trace's first such request, a fixed input or input.max up front, a normal
+ * length drawn without max and a session's turn (history + input) when the run makes them. */
+static void test_unchunked_over_budget(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_result r;
+    hl_err e;
+    hl_trace_req tr[] = {{0, 8, 3}, {0, 12, 2}, {0.1, 9, 1}}; /* request 2 is the first over 8 */
+    hl_serve_cfg c = three_requests(&j, tr, 0);
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e,
+                      "serve field 'trace': request 2 has a prompt of 12 tokens, more than token_budget = 8");
+    c.chunked_prefill = 1; /* chunked, the same trace runs */
+    c.chunk = 8;
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_serve_result_free(&r);
+
+    hl_serve_init(&c, &j);
+    c.chunked_prefill = 0;
+    c.rate = 1;
+    c.requests = 20;
+    c.token_budget = 2048;
+    c.input.mean = 2049;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e,
+                      "serve field 'token_budget': 2048 tokens with chunked_prefill = false, but prompts reach 2049 "
+                      "tokens (input)");
+    c.input.mean = 2048; /* exactly the budget: runs */
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_serve_result_free(&r);
+    c.input.kind = HL_LEN_UNIFORM;
+    c.input.mean = 0;
+    c.input.lo = 100;
+    c.input.hi = 3000;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "but prompts reach 3000 tokens (input.max)");
+    c.input.kind = HL_LEN_NORMAL; /* no max: 20 draws of N(2000, 500) pass 2048 (P = 0.46 each) */
+    c.input.lo = c.input.hi = 0;
+    c.input.mean = 2000;
+    c.input.std = 500;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "serve field 'token_budget': request ");
+
+    hl_serve_init(&c, &j); /* turns of 100 + 100: turn 2's prompt is 100 + 100 + 100 = 300 > 250 */
+    c.chunked_prefill = 0;
+    c.concurrency = 1;
+    c.requests = 4;
+    c.token_budget = 250;
+    c.input.mean = 100;
+    c.output.mean = 100;
+    c.session_turns = 2;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e,
+                      "a conversation's turn 2 has a prompt of 300 tokens, more than token_budget = 250");
 }
 
 /* One request at a time: TTFT is hl_sim_run's prefill of batch 1 and TPOT its
@@ -587,6 +641,43 @@ static void test_trace_hostile(void **state)
     hl_serve_trace_free(t);
 }
 
+/* Ctrl-C while the summary sorts: 200,000 requests' TTFT, TPOT, end-to-end and queue times (the
+ * radix sort's path, n >= 4096) stop with HL_EINTR at the first block of the first pass (they ran
+ * to the end); without the flag the same summary sorts: p50 of TTFT 0..199,999 ms is rank
+ * ceil(0.5 n) - 1 = 99,999, 99.999 s. */
+static void test_summary_interrupt(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    enum { N = 200000 };
+    hl_serve_req *q = calloc(N, sizeof *q);
+    hl_itl_hist *itl = calloc(1, sizeof *itl);
+    assert_non_null(q);
+    assert_non_null(itl);
+    for (int64_t i = 0; i < N; i++) { /* TTFT i ms, in reverse order */
+        q[i].arrival_s = 0;
+        q[i].first_token_s = (double)(N - 1 - i) * 1e-3;
+        q[i].finish_s = q[i].first_token_s + 1;
+        q[i].input = 100;
+        q[i].output = 10;
+    }
+    hl_serve_result r;
+    memset(&r, 0, sizeof r);
+    r.gpus = 1;
+    hl_err e;
+    volatile int32_t flag = 1;
+    hl_set_interrupt_flag(&flag);
+    hl_status st = hl_serve_summarise(&c, q, N, itl, &r, &e);
+    hl_set_interrupt_flag(NULL);
+    assert_fails_with(st, HL_EINTR, &e, "serve interrupted while summarising 200000 requests");
+    assert_ok(hl_serve_summarise(&c, q, N, itl, &r, &e), &e);
+    assert_rel(r.ttft_s.p50, 99.999, 1e-12, "TTFT p50 after an uninterrupted sort");
+    free(q);
+    free(itl);
+}
+
 /* Limits that keep a hostile run from trapping or exhausting the caller. */
 static void test_limits(void **state)
 {
@@ -740,9 +831,12 @@ static void test_speculative_decoding(void **state)
         const char *model;
         int64_t gpus, tp, ep;
         double gamma, alpha, layers;
-    } cases[] = {{"llama-3.1-8b", 1, 1, 1, 3, 0.7, 1},
-                 {"llama-3.1-8b", 1, 1, 1, 3, 0.8, 0},
-                 {"qwen3-30b-a3b", 2, 2, 2, 2, 0.6, 1}};
+        int64_t npos;  /* > 0: per-position acceptance pos[0..npos) instead of alpha */
+        double pos[3]; /* {0.9, 0.6, 0.3}: E = 1 + 0.9 + 0.54 + 0.162 = 2.602 tokens a step */
+    } cases[] = {{"llama-3.1-8b", 1, 1, 1, 3, 0.7, 1, 0, {0}},
+                 {"llama-3.1-8b", 1, 1, 1, 3, 0.8, 0, 0, {0}},
+                 {"qwen3-30b-a3b", 2, 2, 2, 2, 0.6, 1, 0, {0}},
+                 {"llama-3.1-8b", 1, 1, 1, 3, 0, 1, 3, {0.9, 0.6, 0.3}}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hl_job j = job_for(cases[i].model, "H100-SXM", cases[i].gpus, cases[i].gpus);
         j.tp = cases[i].tp;
@@ -754,7 +848,11 @@ static void test_speculative_decoding(void **state)
         j.spec_draft_layers = cases[i].layers;
         hl_result ref;
         hl_err e;
+        if (cases[i].npos > 0)
+            assert_ok(hl_job_set_spec_accept(&j, cases[i].pos, cases[i].npos, &e), &e);
         assert_ok(hl_sim_run(&j, &ref, &e), &e);
+        if (cases[i].npos > 0)
+            assert_rel(ref.tokens_per_step, 2.602, 1e-12, "E of {0.9, 0.6, 0.3}, by hand");
         hl_serve_cfg c;
         hl_serve_init(&c, &j);
         c.concurrency = 1;
@@ -763,9 +861,9 @@ static void test_speculative_decoding(void **state)
         c.output.mean = 128;
         hl_serve_result r;
         assert_ok(hl_serve_run(&c, &r, &e), &e);
-        printf("%s gamma %g alpha %g drafter %g layers: TPOT %.6g vs hl_sim_run %.6g (%+.2f%%)\n", cases[i].model,
-               cases[i].gamma, cases[i].alpha, cases[i].layers, r.tpot_s.mean, ref.tpot_s,
-               100 * (r.tpot_s.mean / ref.tpot_s - 1));
+        printf("%s gamma %g alpha %g (%lld positions) drafter %g layers: TPOT %.6g vs hl_sim_run %.6g (%+.2f%%)\n",
+               cases[i].model, cases[i].gamma, cases[i].alpha, (long long)cases[i].npos, cases[i].layers, r.tpot_s.mean,
+               ref.tpot_s, 100 * (r.tpot_s.mean / ref.tpot_s - 1));
         assert_rel(r.tpot_s.mean, ref.tpot_s, 0.02, "speculative TPOT at concurrency 1");
         hl_serve_result_free(&r);
     }
@@ -807,6 +905,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_worked_schedule_chunked),
         cmocka_unit_test(test_hand_worked_schedule_unchunked),
+        cmocka_unit_test(test_unchunked_over_budget),
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
@@ -819,6 +918,7 @@ int main(void)
         cmocka_unit_test(test_trace_parse),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_summary_interrupt),
         cmocka_unit_test(test_trace_hostile),
         cmocka_unit_test(test_closed_loop_desynchronises),
         cmocka_unit_test(test_serve_cost),

@@ -304,6 +304,7 @@ static void test_offload_reload(void **state)
             c.offload_bytes = 1e9; /* 476 blocks */
             c.offload_link = k == 0 ? HL_OFFLOAD_PCIE_GEN4 : HL_OFFLOAD_CUSTOM;
             c.offload_bw = k == 0 ? 0 : bws[1];
+            c.offload_host = 2.56e11; /* a DGX H100: 2 TB of host memory over 8 GPUs */
             c.offload_overlap = overlap;
             assert_ok(hl_serve_run(&c, &r, &e), &e);
             double load = bytes / bws[k];
@@ -365,6 +366,7 @@ static void test_pressure_keeps_blocks_consistent(void **state)
     c.prefix_cache = 1;
     c.offload_bytes = 200 * 16 * 131072.0; /* 200 host blocks */
     c.offload_link = HL_OFFLOAD_PCIE_GEN5;
+    c.offload_host = 2.56e11; /* a DGX H100: 2 TB of host memory over 8 GPUs */
     c.keep_steps = 1;
     hl_serve_result r;
     hl_err e;
@@ -399,6 +401,7 @@ static void test_run_ahead_equals_step_by_step(void **state)
     c.prefix_cache = 1;
     c.offload_bytes = 300 * 16 * 131072.0;
     c.offload_link = HL_OFFLOAD_PCIE_GEN5;
+    c.offload_host = 2.56e11; /* a DGX H100: 2 TB of host memory over 8 GPUs */
     c.keep_requests = 1;
     hl_serve_result fast, slow;
     hl_err e;

@@ -79,11 +79,69 @@ static void test_speculative_bad_input(void **state)
     assert_non_null(strstr(e.msg, "spec_tokens"));
 }
 
+/* Per-position acceptance (spec_accept = {a1, ..., a_gamma}): a verify pass keeps k drafts with
+ * probability a1...ak (1 - a_{k+1}), so E = 1 + a1 + a1 a2 + a1 a2 a3. By hand for {0.9, 0.8, 0.6}:
+ * 1 + 0.9 + 0.72 + 0.432 = 3.052 (the i.i.d. 0.8 gives 2.952: position matters). A vector of equal
+ * entries is the scalar: E and TPOT equal to rounding. */
+static void test_speculative_per_position(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    j.batch = 8;
+    j.input = 1024;
+    j.output = 257;
+    j.spec_tokens = 3;
+    j.spec_accept = 0.8;
+    hl_result iid, vec, flat;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &iid, &e), &e);
+    const double pos[3] = {0.9, 0.8, 0.6}, same[3] = {0.8, 0.8, 0.8};
+    assert_ok(hl_job_set_spec_accept(&j, pos, 3, &e), &e);
+    assert_true(j.spec_accept == 0); /* the vector replaces the scalar */
+    assert_ok(hl_sim_run(&j, &vec, &e), &e);
+    assert_rel(vec.tokens_per_step, 3.052, 1e-12, "E of {0.9, 0.8, 0.6}, by hand");
+    /* 256 tokens after the first: 256 / 3.052 verify passes against 256 / 2.952, each the same pass */
+    assert_rel(vec.decode.time_s / iid.decode.time_s, 2.952 / 3.052, 1e-3, "decode time scales as 1 / E");
+    assert_ok(hl_job_set_spec_accept(&j, same, 3, &e), &e);
+    assert_ok(hl_sim_run(&j, &flat, &e), &e);
+    assert_rel(flat.tokens_per_step, iid.tokens_per_step, 1e-15, "equal entries: the scalar's E");
+    assert_rel(flat.tpot_s, iid.tpot_s, 1e-12, "equal entries: the scalar's TPOT");
+}
+
+/* Bad acceptance vectors name the field, the entry, its value and what is allowed. */
+static void test_speculative_bad_vector(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_result r;
+    hl_err e;
+    const double two[2] = {0.9, 0.8}, zero[3] = {0.9, 0, 0.5}, big[3] = {0.9, 1.5, 0.5}, many[17] = {0.5};
+    assert_int_equal(hl_job_set_spec_accept(&j, zero, 3, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "field 'spec_accept': entry 2 is 0"));
+    assert_int_equal(hl_job_set_spec_accept(&j, big, 3, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "entry 2 is 1.5"));
+    assert_int_equal(hl_job_set_spec_accept(&j, many, 17, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "17 positions"));
+    assert_int_equal(j.spec_accept_n, 0); /* a refused vector leaves the job as it was */
+    j.spec_tokens = 3;
+    assert_ok(hl_job_set_spec_accept(&j, two, 2, &e), &e);
+    assert_int_equal(hl_sim_run(&j, &r, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "a vector of 2 positions with spec_tokens = 3"));
+    j.spec_tokens = 2;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    assert_rel(r.tokens_per_step, 1 + 0.9 + 0.72, 1e-12, "{0.9, 0.8}");
+    j.spec_accept = 0.7; /* a number set over the vector (a sweep axis): refused, not guessed */
+    assert_int_equal(hl_sim_run(&j, &r, &e), HL_EINVAL);
+    assert_non_null(strstr(e.msg, "both a number (0.7) and a vector of 2 positions"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_speculative_verify_steps),
         cmocka_unit_test(test_speculative_bad_input),
+        cmocka_unit_test(test_speculative_per_position),
+        cmocka_unit_test(test_speculative_bad_vector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,12 +5,16 @@ cd "$HBDLAB_SOURCE_DIR" || exit 1
 out=$("$HBDLAB" bench --quick --json 2> "$TMP/err"); rc=$?
 check "bench --quick exits 0" [ "$rc" -eq 0 ] || cat "$TMP/err" >&2
 for f in sim_latency_median_s sim_latency_p99_s sweep_points_per_s_1thread sweep_points_per_s_all \
-         lua_call_overhead_s hbd_repro_wall_s stream_10m_rss_bytes serve_light_wall_s serve_heavy_wall_s; do
+         lua_call_overhead_s lua_call_overhead_q1_s lua_call_overhead_q3_s lua_call_names_overhead_s \
+         startup_median_s startup_min_s hbd_repro_wall_s stream_10m_rss_bytes serve_light_wall_s serve_heavy_wall_s; do
     check "bench reports $f" contains "$out" "\"$f\":"
 done
 check "the HBD reproduction ran inside the bench" contains "$out" '"hbd_repro_ok":	true'
 check "the streamed sweep ran inside the bench" contains "$out" '"stream_ok":	true'
 check "the in-memory sweep ran inside the bench" contains "$out" '"sweep_mem_ok":	true'
+if command -v valgrind > /dev/null; then
+    check "bench counts the start-up's instructions (valgrind is on the PATH)" contains "$out" '"startup_instructions":'
+fi
 check "bench reports the 10M in-memory sweep's estimate" contains "$out" '"sweep_10m_estimate_bytes":'
 check "bench prints a progress line per phase on stderr" grep -q "^bench 9/9: " "$TMP/err"
 check "bench prints no warning" sh -c "! grep -q 'warning' '$TMP/err'"

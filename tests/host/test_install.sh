@@ -40,4 +40,11 @@ check "find_package consumer runs without LD_LIBRARY_PATH (CMake's rpath)" conta
 
 out=$(env -u LD_LIBRARY_PATH "$prefix/bin/hbdlab" -e 'print(hl.version)')
 check "installed hbdlab runs" [ -n "$out" ]
+# the MPI plugin (loaded only under a launcher) is found from the installed executable's folder
+if [ "$("$prefix/bin/hbdlab" -e 'io.write(tostring(hl.core.dist().have_mpi))')" = true ] && command -v mpirun > /dev/null; then
+    check "installed MPI plugin" [ -e "$libdir/hbdlab/hbdlab_mpi.so" ]
+    out=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 120 mpirun --allow-run-as-root \
+        --oversubscribe -n 2 "$prefix/bin/hbdlab" -e 'io.write("ranks=", hl.core.dist().count, "\n")' 2>&1)
+    check "installed hbdlab under mpirun loads the plugin (2 ranks)" contains "$out" "ranks=2"
+fi
 finish

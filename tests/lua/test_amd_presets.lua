@@ -73,6 +73,23 @@ T.test("MI300X: vLLM's one-stage custom all-reduce on 8 GPUs", function()
   T.near(vllm_us(196608), 9.9, 0.05, "192 KiB")
 end)
 
+T.test("MI355X: xGMI links and vLLM's one-stage custom all-reduce on 8 GPUs", function()
+  -- vLLM PR #39080 ("[ROCM] Optimize all-reduce performances", MI355X): peak busbw
+  -- (N - 1) x 76.8 GB/s, so 7 x 76.8 = 537.6 GB/s per GPU at TP8.
+  T.near(hl.gpu("MI355X").scaleup_bw, 7 * 76.8e9, 1e-12, "7 links of 76.8 GB/s per direction")
+  -- The PR's TP8 sweep, bf16 (tokens x 3072), the shipped kernel's ("vllm") column: 24 KiB 6.3 us,
+  -- 48 KiB 6.7 us, 96 KiB 7.6 us, 192 KiB 10.0 us. custom_ar_latency / custom_ar_eff were fitted to
+  -- these four (log error; errors -1.4%, +0.5%, +2.3%, -1.4%), so the bound is the fit's worst error.
+  local c = hl.cluster "mi355x-8"
+  local function us(bytes)
+    return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = c, algo = "vllm_ar" }.time_s * 1e6
+  end
+  T.near(us(24576), 6.3, 0.025, "24 KiB")
+  T.near(us(49152), 6.7, 0.025, "48 KiB")
+  T.near(us(98304), 7.6, 0.025, "96 KiB")
+  T.near(us(196608), 10.0, 0.025, "192 KiB")
+end)
+
 T.test("MI300X: one-row FP8 GEMMs as hipBLASLt runs them under vLLM", function()
   -- Hugging Face "Creating custom kernels for the AMD MI300", Torch (hipBLASLt) column, M = 1,
   -- HIP graph: QKV 2304 x 16384 14.94 us, gate/up 13312 x 16384 77.64 us, down 16384 x 6656
@@ -107,6 +124,16 @@ T.test("MI300X, MI325X: a large FP8 GEMM runs at AMD's max-achievable rate", fun
     local t = hl.roofline { gpu = name, m = 4096, n = 3648, k = 32896, precision = "fp8" }.time_s
     T.near(2 * 4096 * 3648 * 32896 / t, maf, 0.03, name .. " FP8 MAF")
   end
+end)
+
+T.test("MI355X: a large FP8 GEMM runs at hipBLASLt's measured rate", function()
+  -- ROCm blog "FP8 GEMM Optimization on AMD CDNA4 Architecture" (Mar 2026, ROCm 7.1.0, E4M3FN in,
+  -- BF16 out), Table 5, hipBLASLt rows: M = N = K = 8192 in 0.351 ms = 3,130.21 TFLOP/s, the fitted
+  -- point (eff_gemm_fp8 = 3130.21 / 5033.16); M = N = K = 4096 in 0.04997 ms = 2,750.42 TFLOP/s, not
+  -- fitted: predicted 2 * 4096^3 / (5033.16e12 * 0.6219) + kernel_latency 3 us = 46.9 us, 6% fast.
+  local function us(n) return hl.roofline { gpu = "MI355X", m = n, n = n, k = n, precision = "fp8" }.time_s * 1e6 end
+  T.near(2 * 8192 ^ 3 / (us(8192) * 1e-6), 3130.21e12, 0.02, "8192^3: 2mnk / t")
+  T.near(us(4096), 49.97, 0.10, "4096^3 (held out)")
 end)
 
 T.test("the rocm framework profile is a name everywhere a framework is", function()

@@ -33,4 +33,36 @@ T.test("modules loaded on first use behave as loaded ones", function()
   T.ok(require("hbdlab.help").text("serve"):find("hl.serve", 1, true), "help of a wrapped function")
 end)
 
+T.test("a bare start loads only the modules it needs; the others on first access", function()
+  -- `hbdlab -e ''` is the startup bench row: plot, rows, sweep... are loaded when first touched
+  local out = os.tmpname()
+  local code = core.spawn { os.getenv("HBDLAB") or "hbdlab", "-e", [[
+    local eager = {}
+    for _, m in ipairs { "plot", "rows", "trace", "minitf", "pretty", "sweep", "walkthrough", "serve", "frontier" } do
+      if package.loaded["hbdlab." .. m] then eager[#eager + 1] = m end
+    end
+    io.write(table.concat(eager, ","))]], stdout = out }
+  local f = assert(io.open(out))
+  local eager = f:read("a")
+  f:close()
+  os.remove(out)
+  T.eq(code, 0, "child ran")
+  T.eq(eager, "", "modules loaded at startup")
+  -- on access: the module itself, once (this process has loaded some already: the same table)
+  for _, m in ipairs { "plot", "rows", "trace", "minitf", "pretty" } do
+    T.ok(hl[m] == require("hbdlab." .. m), "hl." .. m .. " is hbdlab." .. m)
+    T.ok(rawget(hl, m) == hl[m], "hl." .. m .. " kept after the first access")
+  end
+  T.ok(type(hl.plot.line) == "function" and type(hl.rows.sort) == "function", "module functions")
+  T.eq(hl.no_such_thing, nil, "an unknown name is nil")
+end)
+
+T.test("pairs(hl) lists the modules loaded on first use", function()
+  local seen = {}
+  for k in pairs(hl) do seen[k] = true end
+  for _, k in ipairs { "plot", "rows", "trace", "minitf", "pretty", "sweep", "sweep_to_csv", "walkthrough", "simulate" } do
+    T.ok(seen[k], "pairs(hl) has " .. k)
+  end
+end)
+
 T.done()

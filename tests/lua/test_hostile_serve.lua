@@ -73,7 +73,7 @@ T.test("a group's path at the top level names the group", function()
   T.raises(function() hl.serve(with { prefix_cache = true, ["kv_offload.bw"] = 1e9 }) end,
     "'kv_offload.bw' is key 'bw' of group 'kv_offload': give kv_offload = {bw = ...}, or its flat name 'kv_offload_bw'")
   -- and a serve_sweep axis by that path sets the group (the group name holds "_")
-  local rows = hl.serve_sweep { base = with { prefix_cache = true, requests = 8, kv_offload = { capacity_bytes = 1e9 } },
+  local rows = hl.serve_sweep { base = with { prefix_cache = true, requests = 8, kv_offload = { capacity_bytes = 1e9, host_bytes = 2.56e11 } },
                                 axes = { ["kv_offload.bw"] = { 1e9, 2e9 } } }
   T.eq(#rows, 2, "two points")
   T.eq(rows[2]["kv_offload.bw"], 2e9, "the axis value in its row")

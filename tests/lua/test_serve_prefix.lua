@@ -75,10 +75,30 @@ T.test("kv_offload: evicted prefixes come back from the host", function()
   local s = with { concurrency = 4, requests = 48, input = 1500, output = 50, sessions = { turns = 6, think_s = 2 },
                    prefix_cache = true, kv_blocks = 1200 }
   local hbm = hl.serve(s)
-  local tier = hl.serve(with(s, { kv_offload = { link = "pcie_gen5", capacity_bytes = 50e9, overlap = false } }))
+  local tier = hl.serve(with(s, { kv_offload = { link = "pcie_gen5", capacity_bytes = 50e9, host_bytes = 2.56e11, overlap = false } }))
   T.ok(tier.prefill_tokens_saved > hbm.prefill_tokens_saved, "the tier adds hits")
   T.ok(tier.host_hit_tokens > 0 and tier.reload_s > 0 and tier.offloaded_blocks > 0, "host hits, reloads, offloads")
   T.eq(hbm.reload_s, nil, "no tier, no reload")
+end)
+
+T.test("serve_capacity with sessions: the rate starts conversations, named so; rps counts turns", function()
+  -- 3 turns each: the searched rate is conversations/s, the offered turns/s 3 x that; the result's rps
+  -- (requests = turns over the run) is that within the run's ends (5%); each probe offers min_duration
+  -- = 100 s of conversations, 3 x rate x 100 requests (it was rate x 100: a third of the time)
+  local c = hl.serve_capacity(with { input = 300, output = 20, sessions = { turns = 3, think_s = 0.5 },
+                                     slo = { ttft_ms = 200, tpot_ms = 30 }, tolerance = 0.2, min_duration = 100,
+                                     max_requests = 20000 })
+  T.eq(c.rate_unit, "conversations/s", "the unit")
+  T.eq(c.conversations_per_s, c.rate, "conversations/s")
+  T.eq(c.turns_per_s, 3 * c.rate, "turns/s")
+  T.near(c.result.rps, c.turns_per_s, 0.05, "the run's requests/s are turns/s")
+  T.eq(c.result.requests, math.ceil(c.rate * 3 * 100), "min_duration of conversations")
+  T.ok(tostring(c):find("conversations/s (" .. string.format("%.4g", c.turns_per_s) .. " turns/s offered, 3 turns each)", 1, true),
+    "printed: " .. tostring(c):sub(1, 120))
+  local p = hl.serve_capacity(with { input = 300, output = 20, slo = { ttft_ms = 200 }, tolerance = 0.3, min_duration = 1,
+                                     max_requests = 5000 })
+  T.eq(p.rate_unit, "requests/s", "without sessions")
+  T.eq(p.turns_per_s, nil, "no turns")
 end)
 
 T.test("bad input names the field", function()
@@ -100,6 +120,22 @@ T.test("bad input names the field", function()
            "kv_offload.link")
   T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacty_bytes = 1 } }) end,
            "capacity_bytes")
+  -- a link with no host memory of its own (PCIe, custom): host_bytes bounds the tier, so it is required
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e9, link = "pcie_gen5" } }) end,
+           "serve field 'kv_offload.host_bytes' is required with link = \"pcie_gen5\"")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, kv_offload = { capacity_bytes = 1e15, bw = 1e10 } }) end,
+           "serve field 'kv_offload.host_bytes' is required with link = \"custom\"")
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true,
+                                      kv_offload = { capacity_bytes = 3e11, bw = 1e10, host_bytes = 2.56e11 } }) end,
+           "more than the host memory")
+  -- a tier smaller than one block held nothing, silently. Llama-3.1-8B BF16 on one GPU: 32 layers x 8 KV
+  -- heads x 128 x 2 (K, V) x 2 B = 131,072 B a token, x 16 tokens = 2,097,152 B a block
+  T.raises(function() hl.serve(with { rate = 1, prefix_cache = true, requests = 4,
+                                      kv_offload = { capacity_bytes = 2097151, link = "gh200" } }) end,
+           "serve field 'kv_offload.capacity_bytes': 2.09715e+06 B per GPU holds no KV block",
+           "a block of 16 tokens is 2.09715e+06 B")
+  local one = hl.serve(with { rate = 1, prefix_cache = true, requests = 4, kv_offload = { capacity_bytes = 2097152, link = "gh200" } })
+  T.ok(one.reload_s ~= nil, "one block's worth runs")
   -- a conversation outgrowing a rank's KV cache
   T.raises(function() hl.serve(with { concurrency = 1, requests = 4, input = 3000, output = 10, kv_blocks = 500,
                                       sessions = { turns = 4 } }) end, "sessions")

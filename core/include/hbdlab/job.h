@@ -73,6 +73,9 @@ typedef enum hl_placement {
     HL_PLACE_DP_TP_PP = 3  /* DP/EP innermost: TP groups strided across the HBD */
 } hl_placement;
 
+/* Most draft positions a per-position acceptance vector may give (spec_accept = {...}). */
+enum { HL_SPEC_POSITIONS_MAX = 16 };
+
 typedef struct hl_job {
     hl_model model;
     hl_cluster cluster;
@@ -113,8 +116,13 @@ typedef struct hl_job {
     double spec_tokens;       /* draft tokens proposed per decode step (gamma) */
     double spec_accept;       /* probability that each draft token is accepted (alpha, i.i.d. per position) */
     double spec_draft_layers; /* target-shaped layers the drafter runs per draft token (MTP module / EAGLE head: 1) */
-    double image_tokens;      /* of `input`, the prompt tokens that are image tokens (vision-language models):
-                                 the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
+    /* Per-position acceptance (spec_accept = {a1, ..., a_gamma}): entry k-1 is the probability that
+     * draft position k is accepted given positions < k were; spec_accept_n = 0: the scalar
+     * spec_accept, i.i.d. per position. Entries past spec_accept_n are 0 (hl_job_set_spec_accept). */
+    int32_t spec_accept_n;
+    double spec_accept_pos[HL_SPEC_POSITIONS_MAX];
+    double image_tokens; /* of `input`, the prompt tokens that are image tokens (vision-language models):
+                            the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
     /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
     double routing_skew;       /* Zipf exponent of expert popularity (0 = uniform) */
     int32_t eplb;              /* 1: experts placed by DeepSeek's EPLB for the routing shares (implied by replicas) */
@@ -153,6 +161,23 @@ hl_status hl_job_set_expert_freq(hl_job *job, const double *share, int64_t n, hl
  * or commas, '#' starts a comment; a JSON array also reads) and sets it as
  * hl_job_set_expert_freq does; the error names the field and the file. */
 hl_status hl_job_read_expert_freq(hl_job *job, const char *path, hl_err *err);
+
+/* Sets the per-position acceptance vector: n entries, each in (0, 1] (errors name 'spec_accept'
+ * with the entry, its value and what is allowed), 1 <= n <= HL_SPEC_POSITIONS_MAX; n = 0 clears it.
+ * The scalar spec_accept is set to 0 (the vector replaces it). */
+hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, hl_err *err);
+
+/* The acceptance model of a job with spec_tokens > 0, checked: a whole number of draft tokens, a
+ * scalar spec_accept in (0, 1] or a vector of exactly spec_tokens entries, not both. Errors name
+ * the field, its value and what is allowed. */
+hl_status hl_job_check_spec(const hl_job *job, hl_err *err);
+
+/* Probability that draft position k (0-based, k < spec_tokens) is accepted given positions < k
+ * were: the vector's entry k, else the scalar spec_accept. */
+static inline double hl_job_spec_accept_at(const hl_job *job, int64_t k)
+{
+    return job->spec_accept_n > 0 ? job->spec_accept_pos[k] : job->spec_accept;
+}
 
 /* ---- Fields by name ---- */
 

@@ -1,0 +1,65 @@
+/* Roofline helpers internal to the core (core/src/roofline.c). */
+#ifndef HL_ROOFLINE_INT_H
+#define HL_ROOFLINE_INT_H
+#include <math.h>
+
+#include "hbdlab/roofline.h"
+
+/* The parts of an attention shape's FLOPs and bytes that do not depend on its context. */
+typedef struct hl_attn_line {
+    double flops_per_pair, pair_dims; /* FLOP per (query, key) pair = their product */
+    double q, q_pairs;                /* new tokens per sequence, q (q + 1) / 2 */
+    double window, batch;
+    double q_read, kv_token_bytes, written; /* B: q read per sequence, KV per key, output written */
+} hl_attn_line;
+
+/* FLOPs and bytes read of the attention of line l after `context` cached keys (hl_op_attention's
+ * counts: the same expressions, so the same bits). */
+static inline void hl_attn_counts(const hl_attn_line *l, double context, double *flops, double *read)
+{
+    double q = l->q, w = l->window, pairs; /* hl_attn_pairs, its full causal case inline */
+    if (q <= 0)
+        pairs = 0;
+    else if (w <= 0 || context + q <= w)
+        pairs = q * context + l->q_pairs;
+    else
+        pairs = hl_attn_pairs(q, context, w);
+    *flops = l->flops_per_pair * pairs * l->pair_dims;
+    double keys = context + q;
+    if (w > 0 && keys > w && q == 1)
+        keys = w; /* decode with a window reads only the window */
+    *read = l->batch * (l->q_read + keys * l->kv_token_bytes);
+}
+
+/* A blended decode attention kernel (attn_blend > 1) along its context, for the sums of many
+ * steps: hl_attn_stream_at gives, where it is so bit for bit, max(compute_s, memory_s) of
+ * hl_op_time_on on hl_op_attention of the shape at that context as attn_latency + its KV
+ * stream (the work units and compute vanish beside it), without the blend's pow calls. */
+typedef struct hl_attn_stream {
+    int ok; /* a blended one-row kernel with a known peak */
+    hl_attn_line line;
+    double bw, peak_eff, units, latency; /* B/s, FLOP/s, s, s */
+    double r_max;                        /* largest units / KV-stream ratio whose blend term vanishes */
+} hl_attn_stream;
+
+void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu);
+/* 1 and *t (s) at `context` cached keys; 0 where it is not so (hl_op_time_on decides then).
+ * Why the bits are the same: roofline.c, above hl_attn_stream_init. Inline: sim.c calls it a
+ * few dozen times a run. */
+static inline int hl_attn_stream_at(const hl_attn_stream *a, double context, double *t)
+{
+    if (!a->ok)
+        return 0;
+    double flops, read;
+    hl_attn_counts(&a->line, context, &flops, &read);
+    /* flops and bytes finite and >= 0 (hl_op_time_on's checks; NaN fails them) */
+    if (!(flops >= 0 && read >= 0 && flops < INFINITY && read < INFINITY))
+        return 0;
+    double m = (read + a->line.written) / a->bw, c = flops / a->peak_eff, big = c > a->units ? c : a->units;
+    if (!(m > 0 && m < INFINITY && 2 * big <= m && a->units / m <= a->r_max))
+        return 0;
+    *t = a->latency + m;
+    return 1;
+}
+
+#endif
