@@ -166,16 +166,14 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
            blend_simpson(f, m, b, fm, frm, fb, right, eps / 2, depth - 1);
 }
 
-static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
-                             double *sum, hl_err *err)
+/* sh: the attention's shape (PART_ATTENTION; its context is not read), else NULL. */
+static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_shape *sh, double b, double q, double in,
+                             double tau, double n, double *sum, hl_err *err)
 {
     blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK};
     f.fast.ok = 0;
-    if (part == PART_ATTENTION) {
-        hl_attn_shape sh;
-        hl_attn_shape_of(s, &sh, b, q, in, 0);
-        hl_attn_stream_init(&f.fast, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
-    }
+    if (sh)
+        hl_attn_stream_init(&f.fast, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
     double total = 0;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
@@ -214,8 +212,16 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     int mem_bound = 0;
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
+        hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
+        if (part == PART_ATTENTION)
+            hl_attn_shape_of(s, &sh, b, q, in, 0);
         for (int x = 0; x < 2; x++) {
-            part_op(s, part, &op, b, q, in + tau * x);
+            if (part == PART_ATTENTION) {
+                sh.context = in + tau * x;
+                hl_op_attention(&op, "attention", &sh, (hl_precision)s->j->act_precision);
+            } else {
+                part_op(s, part, &op, b, q, in + tau * x);
+            }
             if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
                 return st;
             c[x] = t.compute_s;
@@ -226,7 +232,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         n_grow = i_grow + 1;
         if (q <= 1 && s->c->gpu.attn_blend > 1) { /* not linear in the context (hl_op_time_on) */
             double grown;
-            if ((st = blended_sum(s, part, b, q, in, tau, n_grow, &grown, err)))
+            if ((st = blended_sum(s, part, part == PART_ATTENTION ? &sh : NULL, b, q, in, tau, n_grow, &grown, err)))
                 return st;
             sum += grown;
         } else
@@ -371,16 +377,27 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
 }
 
 /* Two-batch overlap (docs/MODEL.md 6.5): the phase's layers ran as two micro-batches of half the
- * batch; S holds their stage sums (both halves). The compute stream runs attention-side compute
- * c1, then experts c2, of one half while the other half's dispatch x1 or combine x2 is in flight,
- * four pairs per layer: C1a|X2b, C1b|X1a, C2a|X1b, C2b|X2a (derived from the stream order; halves
- * equal). A pair lasts max(x, c + f x) when the communication kernels hold a share f of the SMs
- * while they run (compute at 1 - f of its rate meanwhile). Returns the s hidden: the serial sum
- * minus the four pairs. */
-static double tbo_hidden(const double S[4], double f)
+ * batch; S holds their stage sums (both halves), G the compute-bound FP8 GEMMs of each stage. The
+ * compute stream runs attention-side compute c1, then experts c2, of one half while the other half's
+ * dispatch x1 or combine x2 is in flight, four pairs per layer: C1a|X2b, C1b|X1a, C2a|X1b, C2b|X2a
+ * (derived from the stream order; halves equal). The communication kernels hold a share f of the
+ * SMs. SGLang runs the whole overlapped pass with DeepGEMM confined to the other 1 - f of them
+ * (two_batch_overlap.py, `configure_deep_gemm_num_sms`), so the GEMM part g of a compute stage
+ * takes g / (1 - f) whether or not communication is in flight; the other kernels o lose f of the
+ * SMs only while they overlap it: a pair lasts max(x, g / (1 - f) + o + f min(x, o)). Returns the
+ * s hidden: the serial sum minus the four pairs (0 when the pairs take longer: nothing hides). */
+static double tbo_pair(double c, double g, double x, double f)
+{
+    double o = c - g;
+    return fmax(x, g / (1 - f) + o + f * fmin(x, o));
+}
+
+static double tbo_hidden(const double S[4], const double G[4], double f)
 {
     double c1 = S[HL_TBO_ATTN] / 2, x1 = S[HL_TBO_DISPATCH] / 2, c2 = S[HL_TBO_EXPERTS] / 2, x2 = S[HL_TBO_COMBINE] / 2;
-    double pairs = fmax(x2, c1 + f * x2) + fmax(x1, c1 + f * x1) + fmax(x1, c2 + f * x1) + fmax(x2, c2 + f * x2);
+    double g1 = G[HL_TBO_ATTN] / 2, g2 = G[HL_TBO_EXPERTS] / 2;
+    double pairs =
+        tbo_pair(c1, g1, x2, f) + tbo_pair(c1, g1, x1, f) + tbo_pair(c2, g2, x1, f) + tbo_pair(c2, g2, x2, f);
     return fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
 }
 
@@ -434,7 +451,7 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
             return st;
     }
     if (tbo) { /* the layers' stages so far (attention included), then the rest of the pass as before */
-        pre->tbo_hidden = tbo_hidden(pre->stage_s, j->tbo_comm_sms);
+        pre->tbo_hidden = tbo_hidden(pre->stage_s, pre->stage_gemm_s, j->tbo_comm_sms);
         m = 1;
         s = all_ctx;
     }
@@ -513,7 +530,7 @@ typedef struct decode_memo {
     uint64_t job_class; /* 0: empty */
     double b, passes;
     hl_phase ph;
-    double stage_s[4]; /* and its two-batch overlap stages */
+    double stage_s[4], stage_gemm_s[4]; /* and its two-batch overlap stages */
 } decode_memo;
 static _Thread_local decode_memo dmemo;
 
@@ -528,6 +545,7 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
     if (d->job_class == s->job_class && d->b == b && d->passes == passes) {
         a->ph = d->ph;
         memcpy(a->stage_s, d->stage_s, sizeof d->stage_s);
+        memcpy(a->stage_gemm_s, d->stage_gemm_s, sizeof d->stage_gemm_s);
         a->layer_kind = 0;
         return HL_OK;
     }
@@ -539,6 +557,7 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
         d->passes = passes;
         d->ph = a->ph;
         memcpy(d->stage_s, a->stage_s, sizeof d->stage_s);
+        memcpy(d->stage_gemm_s, a->stage_gemm_s, sizeof d->stage_gemm_s);
     }
     return st;
 }
@@ -589,7 +608,7 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             return st;
         dec->ev = saved;
         if (tbo) /* decode's low-latency EP kernels hold no SMs while in flight (f = 0, MODEL.md 6.5) */
-            dec->tbo_hidden = tbo_hidden(dec->stage_s, 0);
+            dec->tbo_hidden = tbo_hidden(dec->stage_s, dec->stage_gemm_s, 0);
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))
             return st;
         hl_acc_overhead(dec, j->step_overhead, steps);

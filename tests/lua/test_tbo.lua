@@ -53,6 +53,52 @@ T.test("prefill: the SM share of the EP kernels slows the compute under them", f
   T.ok(b.ttft_s > a.ttft_s, "24/132 of the SMs held (the default): slower than f = 0")
 end)
 
+-- the stage sums of a phase's breakdown (both halves; each row holds both micro-batches' calls)
+local function stages(rows)
+  local c1, x1, c2, x2, rest = 0, 0, 0, 0, 0
+  for _, b in ipairs(rows) do
+    if comm[b.name] == 1 then x1 = x1 + b.time_s
+    elseif comm[b.name] == 2 then x2 = x2 + b.time_s
+    elseif experts[b.name] then c2 = c2 + b.time_s
+    elseif outside[b.name] then rest = rest + b.time_s
+    else c1 = c1 + b.time_s end
+  end
+  return c1, x1, c2, x2, rest
+end
+
+T.test("prefill, BF16 (no DeepGEMM kernels): the four pairs by hand, f of the SMs lost under communication", function()
+  -- two nodes, so the dispatch and combine are long enough to matter
+  local f = 24 / 132
+  local r = hl.simulate(job { two_batch_overlap = true, precision = "bf16", output = 1 })
+  local c1, x1, c2, x2, rest = stages(r.prefill.breakdown)
+  T.ok(x1 > 0 and x2 > 0 and c2 > 0, "the MoE stages have time")
+  c1, x1, c2, x2 = c1 / 2, x1 / 2, c2 / 2, x2 / 2
+  -- no GEMM is capped (g = 0): P(c, x) = max(x, c + f min(x, c))
+  local function P(c, x) return math.max(x, c + f * math.min(x, c)) end
+  local layer = P(c1, x2) + P(c1, x1) + P(c2, x1) + P(c2, x2)
+  T.near(r.prefill.time_s, layer + rest, 1e-9, "prefill = the four pairs + what runs outside the layers")
+end)
+
+T.test("prefill, FP8: DeepGEMM on 1 - f of the SMs for the whole pass costs more than f under communication alone", function()
+  -- one node, compute-bound stages: the FP8 GEMMs take g / (1 - f) throughout, so the phase is longer
+  -- than the pairs with only the f x loss of the old model, max(x, c + f x)
+  local f = 24 / 132
+  local t = { model = ds, cluster = hl.cluster { gpu = "H100-SXM", gpus = 8, hbd = 8 }, precision = "fp8",
+              kv_precision = "bf16", batch = 8 * 64, input = 1000, output = 1, parallel = { tp = 1, ep = 8 },
+              ignore_memory = true, two_batch_overlap = true }
+  local r = hl.simulate(t)
+  local c1, x1, c2, x2, rest = stages(r.prefill.breakdown)
+  c1, x1, c2, x2 = c1 / 2, x1 / 2, c2 / 2, x2 / 2
+  T.ok(c1 > x1 and c2 > x1, "compute-bound pairs")
+  local function old(c, x) return math.max(x, c + f * x) end
+  local before = old(c1, x2) + old(c1, x1) + old(c2, x1) + old(c2, x2) + rest
+  T.ok(r.prefill.time_s > before * (1 + 1e-3), "slower than the f x model: " .. r.prefill.time_s .. " vs " .. before)
+  -- and no slower than every compute kernel on 1 - f of the SMs
+  local function all(c, x) return math.max(x, c / (1 - f)) end
+  local bound = all(c1, x2) + all(c1, x1) + all(c2, x1) + all(c2, x2) + rest
+  T.ok(r.prefill.time_s <= bound * (1 + 1e-12), "at most every kernel capped")
+end)
+
 T.test("a sweep (summary mode, the decode memo across inputs) equals hl.simulate", function()
   local base = job { two_batch_overlap = true }
   local rows = hl.sweep { base = base, axes = { input = { 500, 1000 } } }
