@@ -663,41 +663,58 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 #undef TRY
 }
 
+/* The per-job part of an attention kernel's shape (heads, widths, KV bytes per token) for
+ * q new tokens per sequence: it depends on q only through q <= s->decode_q (MLA's absorbed
+ * decode form), so a caller may keep one per side of that test. */
+void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
+{
+    const hl_model *m = s->m;
+    sh->heads = (double)m->heads / (double)s->tp;
+    sh->act_bytes = s->ab;
+    if (m->attn == HL_ATTN_MLA) {
+        if (q <= s->decode_q) { /* decode (and verify) on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
+            sh->kv_heads = 1;
+            sh->qk_dim = (double)(m->kv_lora_rank + m->qk_rope_dim);
+            sh->v_dim = (double)m->kv_lora_rank;
+            sh->kv_token_bytes = sh->qk_dim * s->kvb;
+        } else { /* prefill on expanded K, V */
+            sh->kv_heads = sh->heads;
+            sh->qk_dim = (double)(m->qk_nope_dim + m->qk_rope_dim);
+            sh->v_dim = (double)m->v_head_dim;
+            sh->kv_token_bytes = sh->heads * (sh->qk_dim + sh->v_dim) * s->ab;
+        }
+    } else {
+        sh->kv_heads = hl_kv_heads_per_gpu(m, s->tp);
+        sh->qk_dim = sh->v_dim = (double)m->head_dim;
+        sh->kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
+    }
+}
+
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
 void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window)
 {
-    const hl_model *m = s->m;
-    hl_attn_shape sh;
-    sh.batch = b;
-    sh.new_tokens = q;
-    sh.context = ctx;
-    sh.heads = (double)m->heads / (double)s->tp;
-    sh.act_bytes = s->ab;
-    sh.window = window;
-    if (m->attn == HL_ATTN_MLA) {
-        if (q <= s->decode_q) { /* decode (and verify) on the latent: MQA-like, qk = kv_lora + rope, v = kv_lora */
-            sh.kv_heads = 1;
-            sh.qk_dim = (double)(m->kv_lora_rank + m->qk_rope_dim);
-            sh.v_dim = (double)m->kv_lora_rank;
-            sh.kv_token_bytes = sh.qk_dim * s->kvb;
-        } else { /* prefill on expanded K, V */
-            sh.kv_heads = sh.heads;
-            sh.qk_dim = (double)(m->qk_nope_dim + m->qk_rope_dim);
-            sh.v_dim = (double)m->v_head_dim;
-            sh.kv_token_bytes = sh.heads * (sh.qk_dim + sh.v_dim) * s->ab;
-        }
-    } else {
-        sh.kv_heads = hl_kv_heads_per_gpu(m, s->tp);
-        sh.qk_dim = sh.v_dim = (double)m->head_dim;
-        sh.kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
-    }
-    *out = sh;
+    hl_attn_shape_for(s, q, out);
+    out->batch = b;
+    out->new_tokens = q;
+    out->context = ctx;
+    out->window = window;
 }
 
 void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, double window)
 {
     hl_attn_shape sh;
     hl_attn_shape_of(s, &sh, b, q, ctx, window);
+    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+}
+
+void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_job, double b, double q, double ctx,
+                       double window)
+{
+    hl_attn_shape sh = *per_job;
+    sh.batch = b;
+    sh.new_tokens = q;
+    sh.context = ctx;
+    sh.window = window;
     hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
@@ -787,20 +804,12 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
  * the embedding lookup and the (pp - 1) stage hand-offs carry every token;
  * the LM head (vocab-parallel), logits AllGather and token broadcast only the
  * sampling rows (none when rows = 0, e.g. a prefill chunk that does not end
- * its prompt). */
-/* The sampling of `rows` rows: the LM head, the logits AllGather and the token
- * broadcast, timed (they depend on the job and rows only, not on the prompt). */
-typedef struct head_ops {
-    hl_op head;
-    hl_op_time head_t;
-    int head_measured;
-    hl_coll_in in[2]; /* in[i].ranks = 0: that collective does not run */
-    hl_coll_out out[2];
-    int measured[2];
-} head_ops;
+ * its prompt). The timed parts (hl_io_tok, hl_io_head: layer_int.h) depend on
+ * the job and one count each, so the step timer keeps them per count. */
 static const char *const head_coll_names[2] = {"logits_allgather", "token_broadcast"};
 
-static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+/* The sampling of `rows` rows, timed; `a` lends its collective memo (coll_timed). */
+static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *h, hl_err *err)
 {
     const hl_model *m = s->m;
     gemm(&h->head, s, "lm_head", rows, (double)m->vocab / (double)s->tp, (double)m->hidden);
@@ -822,12 +831,12 @@ enum { HEAD_MEMO = 2 };
 typedef struct head_memo {
     uint64_t job_class; /* 0: empty */
     double rows;
-    head_ops h;
+    hl_io_head h;
 } head_memo;
 static _Thread_local head_memo hmemo[HEAD_MEMO];
 static _Thread_local int hmemo_next;
 
-static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, head_ops *h, hl_err *err)
+static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *h, hl_err *err)
 {
     if (!a->summary || !s->job_class || s->kern)
         return time_head(s, a, rows, h, err);
@@ -847,32 +856,59 @@ static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, head_op
     return st;
 }
 
+hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_err *err)
+{
+    double h = (double)s->m->hidden;
+    e->emb = (hl_op){.name = "embedding",
+                     .kind = HL_OP_ELEMENTWISE,
+                     .precision = s->j->act_precision,
+                     .bytes_read = tokens * h * s->ab,
+                     .bytes_written = tokens * h * s->ab};
+    return op_time(s, &e->emb, &e->t, &e->measured, err);
+}
+
+hl_status hl_io_head_time(const hl_sim_ctx *s, double rows, hl_io_head *h, hl_err *err)
+{
+    hl_acc a; /* no collective memo yet, as in a phase's first collective */
+    memset(&a, 0, sizeof a);
+    return time_head(s, &a, rows, h, err);
+}
+
+hl_status hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double tokens,
+                          double passes, hl_err *err)
+{
+    a->layer_kind = 3;
+    if (passes <= 0)
+        return HL_OK;
+    account_op(s, a, &e->emb, e->t, passes, e->measured);
+    if (ho) {
+        account_op(s, a, &ho->head, ho->head_t, passes, ho->head_measured);
+        for (int i = 0; i < 2; i++)
+            if (ho->in[i].ranks > 0)
+                account_coll(a, head_coll_names[i], &ho->in[i], &ho->out[i], passes, ho->measured[i]);
+    }
+    if (s->pp > 1) {
+        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
+        double h = (double)s->m->hidden;
+        return add_coll(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, passes * (double)(s->pp - 1),
+                        err);
+    }
+    return HL_OK;
+}
+
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
 {
-    const hl_model *m = s->m;
-    double h = (double)m->hidden;
     a->layer_kind = 3;
-    hl_op emb = {.name = "embedding",
-                 .kind = HL_OP_ELEMENTWISE,
-                 .precision = s->j->act_precision,
-                 .bytes_read = tokens * h * s->ab,
-                 .bytes_written = tokens * h * s->ab};
-    hl_status st = add_op(s, a, &emb, passes, err);
-    if (rows > 0 && passes > 0 && !st) {
-        head_ops ho;
-        if (!(st = head_timed(s, a, rows, &ho, err))) {
-            account_op(s, a, &ho.head, ho.head_t, passes, ho.head_measured);
-            for (int i = 0; i < 2; i++)
-                if (ho.in[i].ranks > 0)
-                    account_coll(a, head_coll_names[i], &ho.in[i], &ho.out[i], passes, ho.measured[i]);
-        }
-    }
-    if (!st && s->pp > 1) {
-        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
-        st = add_coll(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, passes * (double)(s->pp - 1), err);
-    }
-    return st;
+    if (passes <= 0)
+        return HL_OK;
+    hl_io_tok e;
+    hl_io_head ho;
+    hl_status st = hl_io_tok_time(s, tokens, &e, err);
+    if (!st && rows > 0)
+        st = head_timed(s, a, rows, &ho, err);
+    return st ? st : hl_io_ops_timed(s, a, &e, rows > 0 ? &ho : NULL, tokens, passes, err);
 }
+
 /* The framework's fixed cost per forward pass (scheduling, sampling, launch
  * not hidden under GPU work), `passes` times. */
 void hl_acc_overhead(hl_acc *a, double per_pass, double passes)

@@ -136,6 +136,13 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
 /* Its shape (hl_attn_op is hl_op_attention of it, at the job's activation precision). */
 void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window);
 
+/* hl_attn_op in two parts, for a caller that builds many kernels of one job (step.c): the
+ * shape's per-job fields for q new tokens, which depend on q only through q <= s->decode_q;
+ * then the kernel from them (the same operator, bit for bit, as hl_attn_op). */
+void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh);
+void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_job, double b, double q, double ctx,
+                       double window);
+
 /* The vision encoder of a vision-language model over the image tokens of b
  * sequences (job image_tokens): patch embedding, vision_layers ViT blocks
  * (windowed or full attention), the patch merger (docs/MODEL.md 6.4). */
@@ -170,5 +177,27 @@ static inline double hl_local_window(const hl_sim_ctx *s)
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
  * embedding, stage hand-offs, LM head, logits gather, token broadcast. */
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err);
+
+/* hl_io_ops in parts, for a caller that keeps them per count (step.c): the embedding of
+ * `tokens` tokens and the sampling of `rows` rows (LM head, logits AllGather, token
+ * broadcast), each timed on its own; hl_io_ops_timed adds them to the phase (ho = NULL:
+ * no row samples) with the stage hand-offs, the same sums in the same order as hl_io_ops. */
+typedef struct hl_io_tok {
+    hl_op emb;
+    hl_op_time t;
+    int measured; /* t from the job's kernel tables */
+} hl_io_tok;
+typedef struct hl_io_head {
+    hl_op head;
+    hl_op_time head_t;
+    int head_measured;
+    hl_coll_in in[2]; /* in[i].ranks = 0: that collective does not run */
+    hl_coll_out out[2];
+    int measured[2];
+} hl_io_head;
+hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_err *err);
+hl_status hl_io_head_time(const hl_sim_ctx *s, double rows, hl_io_head *h, hl_err *err);
+hl_status hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double tokens,
+                          double passes, hl_err *err);
 
 #endif

@@ -3,6 +3,7 @@
  * (serve_sched.c) stepping alone or in lock-step groups, each iteration timed
  * by the per-step model (step_int.h), the KV transfers between pools
  * (serve_flows.c); then the run's summary and cost. docs/MODEL.md, "Serving". */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,23 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     return rc;
 }
 
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+ * iterations' times, each the same bits as hl_decode_fn_time at that context (one loop without
+ * other work, which the compiler can vectorise). */
+static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
+{
+    const hl_decode_fn l = *f; /* a copy the stores cannot alias */
+    if (l.blend > 1) {
+        for (int i = 0; i < n; i++)
+            dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
+        return;
+    }
+    for (int i = 0; i < n; i++) { /* hl_decode_fn_time without a blend, branch-free */
+        double c = ctx0 + (j + (double)i), x = l.ac + l.bc * c, y = l.am + l.bm * c;
+        dt[i] = hl_decode_fn_total(&l, x, y, x, y);
+    }
+}
+
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
@@ -198,66 +216,108 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, bin_lo = INFINITY, bin_hi = -INFINITY;
-    double blocks_free = s->blocks_free, util = (s->blocks_total - blocks_free) / blocks_all, tt = *t;
-    int bin = 0;
-    int64_t res = 0, steps0 = rec->steps, jn = 0;                                  /* jn: j as an integer */
+    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->last_lo, bin_hi = itl->last_hi;
+    double blocks_free = s->blocks_free, tt = *t;
+    int bin = itl->last_bin, more = 1;
+    int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
-    while (j < left && tt < t_arr) {
-        if ((jn & 1023) == 1023 && hl_interrupt_pending())
-            break;                                  /* Ctrl-C: the caller's loop reports it */
-        double need = cnt[res == 0 ? 0 : bt - res]; /* requests whose cache sits on a block boundary */
-        if (need > blocks_free)
-            break;
-        double dt;
+    /* A block of iterations at a time: first their step times, block counts and samples (the
+     * loop's exits), then each integral's terms over the block, in iteration order (the same
+     * sums, bit for bit, as one loop; few live values per pass, so nothing spills) */
+    enum { AHEAD_BLOCK = 64 };
+    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK]; /* s of each step; free blocks after it */
+    double total = s->blocks_total;
+    int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
+    while (more) {
+        if ((++nblk & 15) == 0 && hl_interrupt_pending())
+            break; /* Ctrl-C: the caller's loop reports it */
+        /* the block's step times (a pure function of j), as many as can run: the iterations left,
+         * and the arrival (later steps are no shorter); hints only, the loop below tests every exit */
+        int nb = 0, nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step whose time fails */
+        hl_status brc = HL_OK;
+        if (left - j < nmax)
+            nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            dt = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j);
-            if (!isfinite(dt) || dt < 0)
-                rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dt);
+            double d0 = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
+            if (d0 > 0 && est < nmax)
+                nmax = est > 1 ? (int)est : 1;
+            decode_times(&line, ctx0, j, nmax, dts);
+            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++)
+                if (!(dts[i] >= 0 && dts[i] <= DBL_MAX)) /* not finite, or negative */
+                    bad = i;
         } else {
-            hl_iter it = {fm, ctx0 + j, ctx0 + j, 0, NULL, fm, 0, 0};
-            rc = hl_stepper_time(st, &it, &dt, err);
+            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
+                hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
+                if ((brc = hl_stepper_time(st, &it, &dts[i], err)))
+                    bad = i;
+            }
         }
-        if (rc)
-            break;
-        if (need > 0) {
-            blocks_free -= need;
-            util = (s->blocks_total - blocks_free) / blocks_all;
-        }
-        busy += dt * weight;
-        if (w > 0) {
-            sat_tokens += fm;
-            sat_time += dt * weight;
-        }
-        little += in_sys * dt;
-        run += fm * dt;
-        wait += w * dt;
-        kv += util * dt;
-        kv_max = util > kv_max ? util : kv_max; /* fmax: neither is NaN */
-        tokens += fm;
-        if (--until_sample == 0) { /* this step's number falls on the stride: record_sample takes it */
-            rec->steps = steps0 + jn;
-            if ((rc = record_sample(rec, tt, util, fm, w, err)))
+        /* the exits, the blocks taken, the samples: one step at a time */
+        int64_t next_s = until_sample - 1; /* the block's step that is sampled */
+        for (double jj = j; nb < nmax; nb++, jj++) {
+            if (!(jj < left && tt < t_arr)) {
+                more = 0;
                 break;
-            until_sample = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+            }
+            double need = cnt[r2]; /* requests whose cache sits on a block boundary */
+            if (need > blocks_free) {
+                more = 0;
+                break;
+            }
+            if (nb == bad) {
+                rc = have_line ? hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dts[nb]) : brc;
+                more = 0;
+                break;
+            }
+            blocks_free -= need; /* (exact: whole counts) */
+            bfs[nb] = blocks_free;
+            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
+                rec->steps = steps0 + jn + nb;
+                if ((rc = record_sample(rec, tt, (total - blocks_free) / blocks_all, fm, w, err))) {
+                    more = 0;
+                    break;
+                }
+                next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+            }
+            tt += dts[nb];
+            r2 = r2 == 0 ? bt - 1 : r2 - 1;
         }
-        if (s->pc)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - blocks_free) - (free0 - cached0))) / blocks_all * dt;
-        if (!(dt >= bin_lo && dt < bin_hi)) {
-            bin = hl_itl_bin(dt);
-            hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+        until_sample = next_s - nb + 1;
+        j += nb;
+        jn += nb;
+        for (int i = 0; i < nb; i++) {                             /* record()'s integrals */
+            double dt = dts[i], u = (total - bfs[i]) / blocks_all; /* util as each step left it */
+            busy += dt * weight;
+            little += in_sys * dt;
+            run += fm * dt;
+            wait += w * dt;
+            kv += u * dt;
+            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
+            tokens += fm;
         }
-        itl->count[bin] += fm;
-        itl->n += fm;
-        isum += dt * fm;
-        if (dt > imax)
-            imax = dt;
-        tt += dt;
-        if (++res == bt)
-            res = 0;
-        j++;
-        jn++;
+        for (int i = 0; i < nb && w > 0; i++) { /* saturated: requests wait */
+            sat_tokens += fm;
+            sat_time += dts[i] * weight;
+        }
+        for (int i = 0; i < nb && s->pc; i++)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
+        for (int i = 0; i < nb; i++) { /* hl_itl_add(itl, dt, m) */
+            double dt = dts[i];
+            if (!(dt >= bin_lo && dt < bin_hi)) {
+                bin = hl_itl_bin(dt);
+                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+            }
+            itl->count[bin] += fm;
+            n_itl += fm;
+            isum += dt * fm;
+            if (dt > imax)
+                imax = dt;
+        }
     }
+    itl->n = n_itl;
+    itl->last_bin = bin; /* the bin the next gap most likely falls in */
+    itl->last_lo = bin_lo;
+    itl->last_hi = bin_hi;
     s->blocks_free = blocks_free;
     rec->busy = busy;
     rec->little = little;

@@ -18,7 +18,7 @@
 /* The parts of a step that depend only on its token count (every GEMM, norm,
  * MoE exchange and TP collective: hl_layer_ops) and on its sampled rows
  * (hl_io_ops) are cached per count; the attention kernels, which depend on
- * each sequence's context, are built per step. With pipeline stages an
+ * each sequence's context, are built per step from a per-job shape kept here. With pipeline stages an
  * iteration's sequences ride in m micro-batches kept in flight (layer_int.h's
  * rule): it lasts max(m, pp) stage slots of its busiest micro-batch, as a step
  * of hl_sim_run's decode phase. */
@@ -26,12 +26,15 @@ struct hl_stepper {
     hl_job job;   /* owned copy, as its framework runs it; batch only a multiple of dp for the resolve */
     hl_sim_ctx s; /* resolved against job */
     double full, sliding, window;
-    int64_t cap;              /* counts 0..cap are cached */
-    hl_phase *lin[2];         /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
-    hl_phase *io;             /* [rows]: hl_io_ops of one step */
-    unsigned char *have;      /* (2 + 1) * (cap + 1) flags */
-    struct dline *dl;         /* [sequences]: decode-only steps, NULL until first used */
-    struct io_memo *mix;      /* [IO_MEMO]: hl_io_ops of steps whose rows differ from their tokens, NULL until used */
+    int64_t cap;          /* counts 0..cap are cached */
+    hl_phase *lin[2];     /* [prefill=0 / decode=1][tokens]: hl_layer_ops of one pass over one stage */
+    hl_phase *io;         /* [rows]: hl_io_ops of one step whose every token samples */
+    unsigned char *have;  /* (2 + 1 + 2) * (cap + 1) flags: lin[0], lin[1], io, tok, head */
+    struct dline *dl;     /* [sequences]: decode-only steps, NULL until first used */
+    hl_io_tok *tok;       /* [tokens]: the embedding part of hl_io_ops, NULL until a mixed step needs it */
+    hl_io_head *head;     /* [rows]: its sampling part (LM head, logits gather, token broadcast), the same */
+    hl_attn_shape ash[2]; /* hl_attn_shape_for of [q <= s.decode_q], valid where ash_have[] is set */
+    int ash_have[2];
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
     int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
 };
@@ -46,15 +49,6 @@ struct dline {
     double blend, alat, units; /* a blended kernel: p, attn_latency, the units' s (blend 0: none) */
     double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
-};
-
-/* hl_io_ops of a step of `tokens` tokens, `rows` of which sample (a mixed step: prompt chunks
- * sample only where they end), memoised direct-mapped by the pair (rows 0 = empty slot): a
- * loaded server's mixed steps repeat pairs, each computed once per slot (6 MB). */
-enum { IO_MEMO = 1 << 16 };
-struct io_memo {
-    int32_t rows, tokens;
-    hl_phase ph;
 };
 
 /* The divisor that takes an iteration's counts to one DP rank's share (1: they are one rank's already). */
@@ -112,7 +106,7 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
     st->lin[0] = malloc(n * sizeof(hl_phase));
     st->lin[1] = malloc(n * sizeof(hl_phase));
     st->io = malloc(n * sizeof(hl_phase));
-    st->have = calloc(3 * n, 1);
+    st->have = calloc(5 * n, 1);
     if (!st->lin[0] || !st->lin[1] || !st->io || !st->have) {
         hl_stepper_free(st);
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory for %lld cached counts", (long long)max_tokens);
@@ -136,7 +130,8 @@ void hl_stepper_free(hl_stepper *st)
     free(st->lin[0]);
     free(st->lin[1]);
     free(st->io);
-    free(st->mix);
+    free(st->tok);
+    free(st->head);
     free(st->have);
     free(st->dl);
     free(st->layout);
@@ -221,32 +216,72 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, double r
     return HL_OK;
 }
 
-/* hl_io_ops of one step: `tokens` tokens of which `rows` sample (cached by count
- * when every token samples, as in a decode-only step). */
+/* The kernel hl_attn_op builds (the same operator), its per-job shape kept on first use. */
+static void step_attn(hl_stepper *st, hl_op *op, double b, double q, double ctx, double window)
+{
+    int i = q <= st->s.decode_q; /* the only way the shape depends on q (hl_attn_shape_for) */
+    if (!st->ash_have[i]) {
+        hl_attn_shape_for(&st->s, q, &st->ash[i]);
+        st->ash_have[i] = 1;
+    }
+    hl_attn_op_shaped(&st->s, op, &st->ash[i], b, q, ctx, window);
+}
+
+/* The timed parts of hl_io_ops for whole counts rows, tokens <= cap, kept per count
+ * (*head = NULL when rows = 0); 0 when the caches cannot be had (out of memory). */
+static int io_parts(hl_stepper *st, int64_t rows, int64_t tokens, const hl_io_tok **tok, const hl_io_head **head,
+                    hl_status *rc, hl_err *err)
+{
+    size_t n = (size_t)st->cap + 1;
+    unsigned char *have_tok = st->have + 3 * n, *have_head = st->have + 4 * n;
+    if ((!st->tok && !(st->tok = malloc(n * sizeof *st->tok))) ||
+        (!st->head && !(st->head = malloc(n * sizeof *st->head))))
+        return 0;
+    double per = rank_div(st); /* a rank's share */
+    *rc = HL_OK;
+    if (!have_tok[tokens]) {
+        if ((*rc = hl_io_tok_time(&st->s, (double)tokens / per, &st->tok[tokens], err)))
+            return 1;
+        have_tok[tokens] = 1;
+    }
+    *tok = &st->tok[tokens];
+    *head = NULL;
+    if (rows > 0) {
+        if (!have_head[rows]) {
+            if ((*rc = hl_io_head_time(&st->s, (double)rows / per, &st->head[rows], err)))
+                return 1;
+            have_head[rows] = 1;
+        }
+        *head = &st->head[rows];
+    }
+    return 1;
+}
+
+/* hl_io_ops of one step: `tokens` tokens of which `rows` sample (a mixed step: prompt chunks
+ * sample only where they end). Cached by count when every token samples, as in a decode-only
+ * step; otherwise added from its two parts kept per count (the same sums: hl_io_ops_timed). */
 static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *out, hl_err *err)
 {
-    int64_t k = (int64_t)rows;
+    int64_t k = (int64_t)rows, kt = (int64_t)tokens;
     int cached = rows == tokens && rows == (double)k && k <= st->cap;
     size_t slot = 2 * (size_t)(st->cap + 1) + (size_t)k;
     if (cached && st->have[slot]) {
         *out = st->io[k];
         return HL_OK;
     }
-    struct io_memo *memo = NULL; /* a mixed step of whole counts */
-    if (!cached && rows >= 1 && rows == floor(rows) && tokens == floor(tokens) && tokens <= (double)st->cap &&
-        (st->mix || (st->mix = calloc(IO_MEMO, sizeof *st->mix)))) {
-        uint32_t h = ((uint32_t)rows * 2654435761u) ^ ((uint32_t)tokens * 40503u);
-        memo = &st->mix[(h ^ (h >> 16)) & (IO_MEMO - 1)];
-        if (memo->rows == (int32_t)rows && memo->tokens == (int32_t)tokens) {
-            *out = memo->ph;
-            return HL_OK;
-        }
-    }
     hl_acc a;
     memset(&a, 0, sizeof a);
     a.summary = 1;
     double per = rank_div(st); /* a rank's share */
-    hl_status rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
+    const hl_io_tok *tok;
+    const hl_io_head *head;
+    hl_status rc;
+    if (!cached && rows >= 0 && rows == (double)k && k <= st->cap && tokens >= 1 && tokens == (double)kt &&
+        kt <= st->cap && io_parts(st, k, kt, &tok, &head, &rc, err)) {
+        if (!rc)
+            rc = hl_io_ops_timed(&st->s, &a, tok, head, tokens / per, 1, err);
+    } else
+        rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
     if (rc)
         return rc;
     *out = a.ph;
@@ -254,8 +289,6 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         st->io[k] = a.ph;
         st->have[slot] = 1;
     }
-    if (memo)
-        *memo = (struct io_memo){(int32_t)rows, (int32_t)tokens, a.ph};
     return HL_OK;
 }
 
@@ -289,11 +322,11 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
         d.alat = g.attn_latency;
         g.attn_latency = g.attn_unit_s = g.attn_blend = 0;
     }
-    hl_attn_op(&st->s, &op, n / m / per, 1, 0, 0);
+    step_attn(st, &op, n / m / per, 1, 0, 0);
     d.units = d.blend > 1 ? op.units * st->job.cluster.gpu.attn_unit_s : 0;
     if ((rc = hl_op_time_on(&op, &g, &t0, err)))
         return rc;
-    hl_attn_op(&st->s, &op, n / m / per, 1, 1, 0);
+    step_attn(st, &op, n / m / per, 1, 1, 0);
     if ((rc = hl_op_time_on(&op, &g, &t1, err)))
         return rc;
     d.ac = t0.compute_s;
@@ -397,12 +430,14 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return rc;
     hl_op op;
     if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
-        hl_attn_op(s, &op, dseq, 1, it->decode_ctx_mean, 0);
+        step_attn(st, &op, dseq, 1, it->decode_ctx_mean, 0);
         if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
             return rc;
-        hl_attn_op(s, &op, dseq, 1, it->decode_win_mean, 0);
-        if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
-            return rc;
+        if (st->sliding * stages > 0) { /* (hl_acc_op adds nothing for none) */
+            step_attn(st, &op, dseq, 1, it->decode_win_mean, 0);
+            if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
+                return rc;
+        }
         if (indexer) { /* the indexer scores every key: the mean context */
             hl_indexer_op(s, &op, dseq, 1, it->decode_ctx_mean);
             if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
@@ -421,7 +456,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                 if (w == 2)
                     hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
                 else
-                    hl_attn_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
+                    step_attn(st, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
                 if (i == 0)
                     sum = op;
                 else {

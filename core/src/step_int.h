@@ -69,6 +69,16 @@ static inline double hl_decode_blend(const hl_decode_fn *f, double x)
  * does not take the cached line (sparse-attention indexer, seqs over the cache). */
 hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int *ok, hl_err *err);
 
+/* s of the iteration whose attention kernel takes max(xc, yc) (full layers) and max(xw, yw)
+ * (sliding-window layers) s before its launch: the rest of hl_decode_fn_time. */
+static inline double hl_decode_fn_total(const hl_decode_fn *f, double xc, double yc, double xw, double yw)
+{
+    double att =
+        ((xc > yc ? xc : yc) + f->lat) * f->full * f->stages + ((xw > yw ? xw : yw) + f->lat) * f->sliding * f->stages;
+    double time = f->base_time + att, ops = f->base_ops + att;
+    return time - hl_comm_hidden(f->overlap, f->comm, ops) + f->overhead;
+}
+
 /* s of that iteration at mean context c and mean windowed context w (the
  * expression of hl_stepper_time's hot path, which calls it: the same bits). */
 static inline double hl_decode_fn_time(const hl_decode_fn *f, double c, double w)
@@ -81,10 +91,7 @@ static inline double hl_decode_fn_time(const hl_decode_fn *f, double c, double w
         xw = hl_decode_blend(f, xw);
         yw = hl_decode_blend(f, yw);
     }
-    double att =
-        ((xc > yc ? xc : yc) + f->lat) * f->full * f->stages + ((xw > yw ? xw : yw) + f->lat) * f->sliding * f->stages;
-    double time = f->base_time + att, ops = f->base_ops + att;
-    return time - hl_comm_hidden(f->overlap, f->comm, ops) + f->overhead;
+    return hl_decode_fn_total(f, xc, yc, xw, yw);
 }
 
 /* B of KV cache one GPU holds per token of a sequence, all its layers (no window); and
