@@ -90,10 +90,9 @@ end
 --- result table's order, `error` last.
 function M.columns(rows, cols, whole_schema)
   if cols then return cols end
-  local set, list = {}, {}
-  for _, r in ipairs(rows) do
-    for k in pairs(r) do if not set[k] then set[k] = true; list[#list + 1] = k end end
-  end
+  local list = core.rows_keys(rows) -- every row's keys in pairs() order, once (sweep views read in C)
+  local set = {}
+  for _, k in ipairs(list) do set[k] = true end
   if whole_schema then -- every result field, its friendly aliases and `error`, whatever the data
     for _, f in ipairs(core.result_fields()) do
       if not set[f.name] then set[f.name] = true; list[#list + 1] = f.name end
