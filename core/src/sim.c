@@ -166,16 +166,14 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
            blend_simpson(f, m, b, fm, frm, fb, right, eps / 2, depth - 1);
 }
 
-static hl_status blended_sum(const hl_sim_ctx *s, int part, double b, double q, double in, double tau, double n,
-                             double *sum, hl_err *err)
+/* sh: the attention's shape (PART_ATTENTION; its context is not read), else NULL. */
+static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_shape *sh, double b, double q, double in,
+                             double tau, double n, double *sum, hl_err *err)
 {
     blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK};
     f.fast.ok = 0;
-    if (part == PART_ATTENTION) {
-        hl_attn_shape sh;
-        hl_attn_shape_of(s, &sh, b, q, in, 0);
-        hl_attn_stream_init(&f.fast, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
-    }
+    if (sh)
+        hl_attn_stream_init(&f.fast, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
     double total = 0;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
@@ -214,8 +212,16 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     int mem_bound = 0;
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
+        hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
+        if (part == PART_ATTENTION)
+            hl_attn_shape_of(s, &sh, b, q, in, 0);
         for (int x = 0; x < 2; x++) {
-            part_op(s, part, &op, b, q, in + tau * x);
+            if (part == PART_ATTENTION) {
+                sh.context = in + tau * x;
+                hl_op_attention(&op, "attention", &sh, (hl_precision)s->j->act_precision);
+            } else {
+                part_op(s, part, &op, b, q, in + tau * x);
+            }
             if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
                 return st;
             c[x] = t.compute_s;
@@ -226,7 +232,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         n_grow = i_grow + 1;
         if (q <= 1 && s->c->gpu.attn_blend > 1) { /* not linear in the context (hl_op_time_on) */
             double grown;
-            if ((st = blended_sum(s, part, b, q, in, tau, n_grow, &grown, err)))
+            if ((st = blended_sum(s, part, part == PART_ATTENTION ? &sh : NULL, b, q, in, tau, n_grow, &grown, err)))
                 return st;
             sum += grown;
         } else
@@ -574,8 +580,11 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             return st;
     } else if (steps > 0) {
         double m = hl_pipeline_microbatches(s, j->batch), stages = hl_pipeline_slots(s, m, 0);
-        int tbo = tbo_on(s);
-        if (tbo) /* two-batch overlap: two micro-batches of half the sequences, each in every step */
+        /* two-batch overlap: two micro-batches of half the sequences, each in every step; SGLang splits a
+         * decode batch at num_seqs // 2 (two_batch_overlap.py compute_split_seq_index), so one sequence
+         * per rank has nothing to split and runs whole (it ran as two halves of half a sequence) */
+        int tbo = tbo_on(s) && b >= 2;
+        if (tbo)
             m = stages = 2;
         hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
         one.b_local = b / m;
