@@ -581,8 +581,11 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             return st;
     } else if (steps > 0) {
         double m = hl_pipeline_microbatches(s, j->batch), stages = hl_pipeline_slots(s, m, 0);
-        int tbo = tbo_on(s);
-        if (tbo) /* two-batch overlap: two micro-batches of half the sequences, each in every step */
+        /* two-batch overlap: two micro-batches of half the sequences, each in every step; SGLang splits a
+         * decode batch at num_seqs // 2 (two_batch_overlap.py compute_split_seq_index), so one sequence
+         * per rank has nothing to split and runs whole (it ran as two halves of half a sequence) */
+        int tbo = tbo_on(s) && b >= 2;
+        if (tbo)
             m = stages = 2;
         hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
         one.b_local = b / m;
