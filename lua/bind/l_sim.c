@@ -570,7 +570,7 @@ void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 /* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
  * them): a prompt + output beyond the model's context, limits missed, an unknown price or
  * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
-enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16 };
+enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16, WARN_TBO = 32 };
 
 /* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
  * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
@@ -648,6 +648,11 @@ static int l_simulate(lua_State *L)
         flags |= WARN_MAPPING;
     if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
         flags |= WARN_SPEC;
+    /* two_batch_overlap where it overlaps nothing (sim.c tbo_on: EP layers, one stage; decode
+     * needs two sequences per rank and no speculation) */
+    if (jp->two_batch_overlap &&
+        (rp->ep == 1 || rp->pp > 1 || jp->spec_tokens > 0 || (rp->output > 1 && rp->batch / (double)rp->dp < 2)))
+        flags |= WARN_TBO;
     lua_pushinteger(L, flags);
     give_back_scratch(L, 4);
     return 2;
