@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 #include "hbdlab/kvcache.h"
 #include "layer_int.h"
@@ -50,10 +51,6 @@ struct dline {
     double stages;             /* pipeline stage slots of the iteration (1 without pp) */
     int have;
 };
-
-/* fmax(a, b) inline (libm's is a call a mixed step made six times): b unless it is NaN or less than a;
- * for the non-negative counts and sizes here the same value. */
-static inline double max_of(double a, double b) { return isnan(a) ? b : (b > a ? b : a); }
 
 /* The divisor that takes an iteration's counts to one DP rank's share (1: they are one rank's already). */
 static double rank_div(const hl_stepper *st) { return st->per_rank ? 1 : (double)st->s.dp; }
@@ -416,7 +413,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     int decode = it->n_chunks == 0;
     double dp = per, largest = 1; /* the most new tokens of one sequence */
     for (int32_t i = 0; i < it->n_chunks; i++)
-        largest = max_of(largest, it->chunks[i].tokens);
+        largest = hl_fmax(largest, it->chunks[i].tokens);
     /* The busiest of m micro-batches (balanced, but a sequence is not split: at
      * least the largest chunk; the decodes spread over at most md of them), over
      * `stages` slots. One stage: the whole iteration, m = md = stages = 1. */
@@ -428,7 +425,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
     /* the busiest micro-batch's tokens, and its share of the tokens the lock-step group routes */
-    double mb_tok = max_of(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
+    double mb_tok = hl_fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
     hl_status rc = step_linear(st, decode, mb_tok, mb_routed, stages, &a.ph, err);
     if (rc)
         return rc;
@@ -472,9 +469,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                     big = op;
             }
             /* the busiest micro-batch's share (at least the largest chunk), over the data-parallel groups */
-            sum.flops = max_of(sum.flops / m, big.flops) / dp;
-            sum.bytes_read = max_of(sum.bytes_read / m, big.bytes_read) / dp;
-            sum.bytes_written = max_of(sum.bytes_written / m, big.bytes_written) / dp;
+            sum.flops = hl_fmax(sum.flops / m, big.flops) / dp;
+            sum.bytes_read = hl_fmax(sum.bytes_read / m, big.bytes_read) / dp;
+            sum.bytes_written = hl_fmax(sum.bytes_written / m, big.bytes_written) / dp;
             if ((rc = hl_acc_op(s, &a, &sum, layers * stages, err)))
                 return rc;
         }

@@ -26,6 +26,7 @@ M.fields = {
   { "simulate", 24, "how many points on or near each frontier hl.serve simulates to confirm (0 = none)" },
   { "near", 0.05, "a point within this fraction of the frontier's tokens/s per GPU is 'near' it (simulated too)" },
   { "requests", 600, "requests per confirming simulation (per instance for agg; at least 3 per client of the simulated population)" },
+  { "tolerance", 0.02, "best points are re-run at twice the requests until tokens/s per GPU and per user move by at most this (0 = none)" },
   { "out", nil, "path stem: writes STEM_points.csv, STEM.json, STEM.png (frontier) and STEM_cost.png" },
   { "progress", false, "a progress line on stderr" },
 }
@@ -95,21 +96,40 @@ local function system_of(hl, s, i)
   return { cluster = s, name = name, gpus = s.gpus, hbd = s.hbd }
 end
 
+-- Instance sizes the search tries on G GPUs: the powers of two, the divisors of G (the sizes that
+-- tile the cluster: 72 = 9 x 8 = 3 x 24 = 1 x 72 on an NVL72), and G - s for each of those (the pool
+-- beside one prefill or decode pool of size s: 24 + 48 on 72 GPUs). Derived, docs/MODEL.md 14.
+local function instance_sizes(G)
+  local base, set = {}, {}
+  for _, v in ipairs(pow2_upto(G)) do base[v] = true end
+  for d = 1, G do if G % d == 0 then base[d] = true end end
+  for s in pairs(base) do
+    set[s] = true
+    if G - s >= 1 then set[G - s] = true end
+  end
+  return set
+end
+
 -- Instance mappings of a model on a system: TP (powers of two up to max_tp, dividing the heads) x
--- PP (powers of two) x, for MoE models, attention DP (powers of two) with EP = 1 (experts sharded
--- by TP) or EP = TP x DP (wide EP: every GPU of a stage holds its own experts, as vLLM's
--- --enable-expert-parallel and SGLang's DP attention deploy it). Experts that do not divide EP get
--- the fewest redundant experts that make them divide (at most a quarter more; DeepSeek-V3's own
--- deployment adds 32 to 256).
+-- PP (powers of two) x, for MoE models, attention DP with EP = 1 (experts sharded by TP; DP 1) or
+-- EP = TP x DP (wide EP: every GPU of a stage holds its own experts, as vLLM's
+-- --enable-expert-parallel and SGLang's DP attention deploy it), DP such that the instance's GPUs
+-- are one of instance_sizes(G). Experts that do not divide EP get the fewest redundant experts that
+-- make them divide (at most a quarter more; DeepSeek-V3's own deployment adds 32 to 256).
 local function mappings(model, sys, opt)
   local G, out = sys.gpus, {}
   local max_tp = opt.max_tp > 0 and opt.max_tp or sys.hbd
   local experts = model.experts or 0
+  local sizes = instance_sizes(G)
   for _, tp in ipairs(pow2_upto(math.min(G, max_tp))) do
     if model.heads % tp == 0 then
       for _, pp in ipairs(pow2_upto(math.min(opt.max_pp, G // tp))) do
         if pp <= model.layers then
-          local dps = experts > 0 and pow2_upto(G // (tp * pp)) or { 1 }
+          local dps = { 1 }
+          if experts > 0 then
+            dps = {}
+            for dp = 1, G // (tp * pp) do if sizes[tp * pp * dp] then dps[#dps + 1] = dp end end
+          end
           for _, dp in ipairs(dps) do
             local eps = experts > 0 and (tp * dp > 1 and { 1, tp * dp } or { 1 }) or { 1 }
             for _, ep in ipairs(eps) do
@@ -190,6 +210,7 @@ local function note_error(ctx, msg)
   if msg:find("interrupted!", 1, true) then error(msg, 0) end
   msg = msg:gsub("^[^:]*:%d+: ", "")
   ctx.errors[msg] = (ctx.errors[msg] or 0) + 1
+  if ctx.cur_errors then ctx.cur_errors[msg] = (ctx.cur_errors[msg] or 0) + 1 end
 end
 
 local function most_frequent(errors)
@@ -290,6 +311,11 @@ end
 -- A point's numbers from an hl.serve simulation (percentiles included); scale: the instances the
 -- simulated one stands for (requests/s of the system).
 local function take_simulated(p, r, scale)
+  -- the analytical numbers stay beside the simulated ones (ratios never mix the two sets)
+  if not p.simulated and p.tps_per_gpu then
+    p.analytical = { tps_per_gpu = p.tps_per_gpu, tps_per_user = p.tps_per_user, tpot_s = p.tpot_s,
+                     ttft_p90_s = p.ttft_p90_s }
+  end
   p.tps_per_gpu = r.output_tps_per_gpu
   p.tps_per_user = 1 / r.tpot_s.mean
   p.tpot_s = r.tpot_s.mean
@@ -364,10 +390,11 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
   local limit = ctx.slo and ctx.slo.ttft_s
   for _, pr in ipairs(profiles) do
     local gp, gd = pr.m.gpus, d.m.gpus
-    for x = 1, (G - gd) // gp do
+    -- MoE: one prefill and one decode instance (see prefill_profiles); dense: x and y instances
+    for x = 1, ctx.moe and math.min(1, (G - gd) // gp) or (G - gd) // gp do
       local pcap = x * pr.sat
-      local y0 = math.max(1, math.floor(pcap / d.rate))
-      for y = y0, y0 + 1 do
+      local y0 = ctx.moe and 1 or math.max(1, math.floor(pcap / d.rate))
+      for y = y0, ctx.moe and 1 or y0 + 1 do
         if x * gp + y * gd <= G then
           local rate = math.min(pcap * pr.loads[#pr.loads].u, y * d.rate)
           local u = rate / pcap
@@ -383,7 +410,7 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
               instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
               p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
               kv_transfer_s = pr.kv_transfer_s,
-              _prefill = pr, _decode = d,
+              _prefill = pr, _decode = d, _offered = rate, -- the arrival rate of its config (p.rps may become simulated)
             }
             if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end
             if limit and ttft <= limit and (not best_slo or p.tps_per_gpu > best_slo.tps_per_gpu) then best_slo = p end
@@ -409,8 +436,12 @@ local function disagg_config(ctx, sys, p, requests)
   f.disagg = { prefill = { parallel = pp }, decode = { parallel = dp } }
   if pr.m.redundant > 0 then f.disagg.prefill.redundant_experts = pr.m.redundant end
   if d.m.redundant > 0 then f.disagg.decode.redundant_experts = d.m.redundant end
-  f.rate, f.requests = p.rps, requests
-  if not ctx.base.max_seqs then f.max_seqs = math.max(256, (p.concurrency + 1) * p.d_instances) end
+  f.rate, f.requests = p._offered or p.rps, requests
+  -- room for twice the decode population: Poisson arrivals fluctuate around the mean population c,
+  -- and a batch capped at c puts the decode pool exactly at its capacity (a critically loaded queue
+  -- whose waits grow with the run: 26.6 tok/s/user analytically, 17.8 simulated over 48,000 requests
+  -- with the cap, 25.0 without it; qwen3-30b-a3b on 8 H200, docs/MODEL.md 14)
+  if not ctx.base.max_seqs then f.max_seqs = math.max(256, 2 * (p.concurrency + 1) * p.d_instances) end
   return f
 end
 
@@ -458,8 +489,15 @@ local function reach(front, x)
   return y
 end
 
+-- The requests a confirmation of p runs: `requests`, and at least three per client of the
+-- simulated population (the decode population of a disaggregated point).
+local function requests_for(ctx, p)
+  return math.max(ctx.requests, 3 * (p.concurrency or 0) * (p.mode == "agg" and 1 or (p.d_instances or 1)))
+end
+
 -- Confirms a point by simulation: its numbers become hl.serve's (percentiles included).
-local function confirm(hl, ctx, sys, p)
+-- requests: the run's requests (default requests_for(ctx, p)).
+local function confirm(hl, ctx, sys, p, requests)
   p._rates = p._rates or (p.usd_per_mtok and { usd_per_gpu_s = p.usd_per_mtok * p.tps_per_gpu / 1e6,
                                                 w_per_gpu = p.joules_per_token and p.joules_per_token * p.tps_per_gpu })
   local f
@@ -467,10 +505,10 @@ local function confirm(hl, ctx, sys, p)
     f = copy(p.config)
     -- three requests per client at least (as agg_points does): with one per client the run is the
     -- start-up burst and the drain, not the steady state the analytical point stands for
-    f.mode, f.requests = nil, math.max(ctx.requests, 3 * (f.concurrency or 0))
+    f.mode, f.requests = nil, requests or requests_for(ctx, p)
   else
     -- likewise three times the decode population, else the arrivals end before the decode pool fills
-    f = disagg_config(ctx, sys, p, math.max(ctx.requests, 3 * (p.concurrency or 0) * (p.d_instances or 1)))
+    f = disagg_config(ctx, sys, p, requests or requests_for(ctx, p))
   end
   local ok, r = pcall(hl.serve, f)
   if not ok then
@@ -481,6 +519,38 @@ local function confirm(hl, ctx, sys, p)
   take_simulated(p, r, p.mode == "agg" and p.instances or 1)
   p.config = f
   if p.usd_per_mtok and p._rates then priced(p, p._rates) end
+end
+
+-- Doubles a confirmed point's requests until its tokens/s per GPU and per user move by at most
+-- o.tolerance between runs of R and 2R requests, at most five doublings (32 R) and 2e5 requests.
+-- A run of R requests includes its start-up and drain, which bias its rates by about population / R
+-- (docs/MODEL.md 14); the point keeps the last run's numbers and config (re-running it reproduces
+-- them), p.converged says whether the change fell within the tolerance, p.converged_change the change.
+local function converge(hl, ctx, sys, p, o)
+  local k = p.system .. " " .. p.precision .. " " .. p.mode
+  if o.tolerance <= 0 then return end
+  local R = p.config.requests
+  local prev_gpu, prev_user = p.tps_per_gpu, p.tps_per_user
+  local change
+  for _ = 1, 5 do
+    if 2 * R > 2e5 then break end
+    R = 2 * R
+    confirm(hl, ctx, sys, p, R)
+    if p.config.requests ~= R then break end -- the longer run failed (p.sim_error): keep the last one
+    change = math.max(math.abs(p.tps_per_gpu - prev_gpu) / p.tps_per_gpu, math.abs(p.tps_per_user - prev_user) / p.tps_per_user)
+    p.converged_change = change
+    if change <= o.tolerance then p.converged = true; return end
+    prev_gpu, prev_user = p.tps_per_gpu, p.tps_per_user
+  end
+  p.converged = false
+  if not change then
+    p.converge_note = (string.format("%s: the best point's convergence was not checked (a run of %d requests could not be doubled " ..
+      "within 2e5 requests, or the longer run failed)", k, R))
+    return
+  end
+  p.converge_note = (string.format("%s: the best point's numbers are not converged: they moved by %.3g%% between %d and %d requests " ..
+    "(tolerance %.3g%%; runs stop at 32 times the first one's requests or 2e5); its numbers depend on the run's length",
+    k, 100 * change, R // 2, R, 100 * o.tolerance))
 end
 
 local function check(t)
@@ -529,6 +599,9 @@ local function check(t)
   if o.simulate > 0 and o.requests < 1 then
     fail(string.format("field 'requests': 0 is not allowed with simulate = %d (each confirming simulation needs " ..
       "at least 1 request; simulate = 0 confirms none)", o.simulate), 3)
+  end
+  if type(o.tolerance) ~= "number" or not (o.tolerance >= 0 and o.tolerance < 1) then
+    fail("field 'tolerance': " .. tostring(o.tolerance) .. " is not a fraction in [0, 1) (0 = no convergence re-runs)", 3)
   end
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
     fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
@@ -627,9 +700,11 @@ function M.plain(res)
   local function plain(p)
     local o = flat(p)
     o.pareto, o.config = p.pareto, M.plain_config(p.config)
+    -- a simulated point's analytical numbers; a best point's convergence; an unconfirmed best
+    o.analytical, o.converged, o.converged_change, o.unconfirmed = p.analytical, p.converged, p.converged_change, p.unconfirmed
     return o
   end
-  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch,
+  local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch, warnings = res.warnings,
                 interrupted = res.interrupted } -- Ctrl-C / SIGTERM: the points done, not the whole search
   for i, p in ipairs(res.points) do js.points[i] = plain(p) end
   for k, list in pairs(res.pareto) do
@@ -696,7 +771,8 @@ function M.frontier(t)
   base.model, base.input, base.output, base.framework = model, o.input, o.output, o.framework
   local ctx = { base = base, concurrency = o.concurrency, prefill_load = o.prefill_load, slo = o.slo,
                 requests = o.requests, simulate = o.simulate > 0 and core.dist().count == 1,
-                input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {} }
+                input_mean = mean_length(o.input), output_mean = mean_length(o.output), errors = {},
+                moe = (model.experts or 0) > 0 }
   if not ctx.input_mean or not ctx.output_mean then fail("fields 'input' and 'output': give numbers or distributions with a mean or min/max", 2) end
   -- the disaggregated points are computed from these means without hl.serve's own check: a NaN or
   -- infinite length would give NaN tokens/s per GPU on every disagg point
@@ -716,19 +792,20 @@ function M.frontier(t)
     for _, prec in ipairs(precs) do
       for _, m in ipairs(maps) do
         if want.agg and sys.gpus % m.gpus == 0 then work[#work + 1] = { sys = sys, prec = prec, mode = "agg", m = m } end
-        if want.disagg and 2 * m.gpus <= sys.gpus then work[#work + 1] = { sys = sys, prec = prec, mode = "disagg", m = m } end
+        if want.disagg and m.gpus < sys.gpus then work[#work + 1] = { sys = sys, prec = prec, mode = "disagg", m = m } end
       end
     end
   end
   local lo, hi = core.dist_block(#work)
   local points, interrupted = {}, false
+  local group_errors = {} -- per system|precision|mode of the work list: its configurations' errors
   local profiles = {} -- per system|precision: prefill profiles (evaluated in every shard: they are few)
   local function prefill_profiles(sys, prec)
     local key = sys.name .. "|" .. prec
     if profiles[key] then return profiles[key] end
     local list = {}
     for _, m in ipairs(mappings(model, sys, o)) do
-      if 2 * m.gpus <= sys.gpus then
+      if m.gpus < sys.gpus then
         local p = prefill_profile(hl, ctx, sys, prec, m)
         if p then list[#list + 1] = p end
       end
@@ -739,8 +816,18 @@ function M.frontier(t)
       if ca ~= cb then return ca < cb end
       return a.m.gpus < b.m.gpus
     end)
-    local keep = {}
-    for i = 1, math.min(4, #list) do keep[i] = list[i] end
+    -- dense models: the best four (a pool of x instances is one instance with DP x, the same
+    -- per-GPU rate); MoE models: the best of each instance size, since a pool is one instance
+    -- (x = 1: pooling x wide-EP instances would be one EP group of x times the GPUs, and pooling
+    -- TP-sharded experts would shard each expert over the pool), so the size itself is the choice
+    local keep, seen_size = {}, {}
+    for _, p in ipairs(list) do
+      if ctx.moe then
+        if not seen_size[p.m.gpus] then seen_size[p.m.gpus] = true; keep[#keep + 1] = p end
+      elseif #keep < 4 then
+        keep[#keep + 1] = p
+      end
+    end
     -- and the fastest prompt (lowest TTFT at the lightest load), for tight TTFT limits
     local fastest
     for _, p in ipairs(list) do if not fastest or p.loads[1].ttft_s < fastest.loads[1].ttft_s then fastest = p end end
@@ -755,6 +842,9 @@ function M.frontier(t)
   local ok, err = pcall(function()
     for i = lo + 1, hi do
       local w = work[i]
+      local wk = w.sys.name .. "|" .. w.prec .. "|" .. w.mode
+      group_errors[wk] = group_errors[wk] or {}
+      ctx.cur_errors = group_errors[wk]
       if w.mode == "agg" then
         agg_points(hl, ctx, w.sys, w.prec, w.m, points)
       else
@@ -854,12 +944,17 @@ function M.frontier(t)
   -- by simulation when the search simulates (the analytical TTFT is optimistic near saturation):
   -- candidates are tried best first until a simulated one still meets the SLO (at most `simulate`)
   local best, missing, overall = {}, {}, nil
+  local warnings = {} -- what the user must know about the result (also printed once to stderr)
+  local function note(msg)
+    warnings[#warnings + 1] = msg
+    require("hbdlab.warn").warn("hl.frontier: " .. msg)
+  end
   local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
   for _, k in ipairs(order) do
     for _, p in ipairs(groups[k]) do
       if not overall or p.tps_per_gpu > overall.tps_per_gpu then overall = p end
     end
-    local b
+    local b, budget_out
     local tries, skip = 0, {}
     while true do
       -- the point that meets the SLO with the most tokens/s per GPU, by the numbers known now
@@ -870,8 +965,25 @@ function M.frontier(t)
           if p.simulated and (not top_sim or p.tps_per_gpu > top_sim.tps_per_gpu) then top_sim = p end
         end
       end
+      if top and top.simulated and can_simulate and o.tolerance > 0 and not top.converged_checked then
+        -- a confirmed candidate is re-run until its numbers converge; one that then misses the SLO
+        -- (a queue that grows with the run: its TTFT p90 rises with the requests) is dropped
+        top.converged_checked = true
+        local ok4, e4 = pcall(converge, hl, ctx, sys_of[top.system], top, o)
+        if not ok4 then
+          if tostring(e4):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); b = top; break end
+          error(e4, 0)
+        end
+        if not meets(top, o.slo) then skip[top] = true; goto next_candidate end
+      end
       if not top or top.simulated or not can_simulate then b = top; break end
-      if tries >= o.simulate then b = top_sim or top; break end
+      if tries >= o.simulate then
+        -- the budget ran out before the best candidate was confirmed: the best confirmed point, or
+        -- the analytical one (flagged) when none is; what it left unconfirmed is counted below
+        budget_out = true
+        if top_sim then b = top_sim else b = top; b.unconfirmed = true end
+        break
+      end
       tries = tries + 1
       local ok3, e3 = pcall(confirm, hl, ctx, sys_of[top.system], top)
       if not ok3 then
@@ -879,6 +991,42 @@ function M.frontier(t)
         error(e3, 0)
       end
       if not top.simulated then skip[top] = true end -- its simulation failed (p.sim_error): not a candidate
+      ::next_candidate::
+    end
+    if b and b.simulated and can_simulate and not interrupted and o.tolerance > 0 and not b.converged_checked then
+      -- the best confirmed point left when the budget ran out: converged too
+      b.converged_checked = true
+      local ok4, e4 = pcall(converge, hl, ctx, sys_of[b.system], b, o)
+      if not ok4 then
+        if tostring(e4):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep() else error(e4, 0) end
+      end
+      if not meets(b, o.slo) then
+        note(string.format("%s: the best confirmed point misses the SLO once converged (TTFT p90 %.4g s, TPOT %.4g s); " ..
+          "raise simulate to confirm others", k:gsub("|", " "), b.ttft_p90_s, b.tpot_s))
+      end
+    end
+    if b and b.converge_note then note(b.converge_note) end
+    if budget_out and b then
+      -- the unconfirmed candidates (analytically within the SLO) above the best, by its final numbers;
+      -- confirming them all (at most) settles the curve's best
+      local above, highest = 0, nil
+      for _, p in ipairs(groups[k]) do
+        if p ~= b and meets(p, o.slo) and not skip[p] and not p.simulated and p.tps_per_gpu > b.tps_per_gpu then
+          above = above + 1
+          highest = math.max(highest or 0, p.tps_per_gpu)
+        end
+      end
+      if b.unconfirmed then
+        note(string.format("%s: the simulate budget (%d) ran out before any candidate was confirmed within the SLO: " ..
+          "'best' is analytical and unconfirmed (%.4g tok/s/GPU); simulate = %d confirms it and every candidate above it",
+          k:gsub("|", " "), o.simulate, b.tps_per_gpu, tries + above + 1))
+      elseif above > 0 then
+        note(string.format("%s: the simulate budget (%d) ran out with %d unconfirmed candidates above the best confirmed " ..
+          "point (%.4g tok/s/GPU; the highest unconfirmed one %.4g analytically): 'best' is the best confirmed point, " ..
+          "not necessarily the curve's best; simulate = %d confirms them all", k:gsub("|", " "), o.simulate, above,
+          b.tps_per_gpu, highest, tries + above))
+        b.unsettled = above
+      end
     end
     if b then best[k] = b else missing[#missing + 1] = k end
   end
@@ -890,9 +1038,23 @@ function M.frontier(t)
   for _, p in ipairs(points) do
     if p.mode == "disagg" and p._prefill and not p.config then
       -- the fields that reproduce the point: as confirm runs them, three requests per decode client at least
-      p.config = disagg_config(ctx, sys_of[p.system], p, math.max(o.requests, 3 * (p.concurrency or 0) * (p.d_instances or 1)))
+      p.config = disagg_config(ctx, sys_of[p.system], p, requests_for(ctx, p))
     end
-    p._prefill, p._decode, p._rates = nil, nil, nil
+    p._prefill, p._decode, p._rates, p._offered = nil, nil, nil, nil
+    p.converged_checked, p.converge_note = nil, nil
+  end
+  -- a curve of the work list without a single point (a precision the GPU cannot run, a model that
+  -- fits no mapping) is named with its most frequent reason, not left out silently
+  if not interrupted and not d.mpi then
+    local named = {}
+    for _, w in ipairs(work) do
+      local wk = w.sys.name .. "|" .. w.prec .. "|" .. w.mode
+      if group_errors[wk] and not groups[wk] and not named[wk] then
+        named[wk] = true
+        note(string.format("%s: no configuration could be evaluated; the most frequent reason: %s", wk:gsub("|", " "),
+          tostring(most_frequent(group_errors[wk]) or "none of its mappings fits (memory) or is stable")))
+      end
+    end
   end
   if next(best) == nil and not interrupted and not sharded then
     if not overall then
@@ -905,36 +1067,69 @@ function M.frontier(t)
       overall.system, overall.precision, overall.mode, overall.tp, overall.pp, overall.ep, overall.dp,
       overall.concurrency, overall.tps_per_gpu, overall.tps_per_user, overall.ttft_p90_s, overall.tpot_s), 2)
   end
-  -- ratios at equal interactivity: disagg/agg per system x precision, and each system against the first
+  -- ratios at equal interactivity, each from one set of numbers, named by `basis`: "simulated" (the
+  -- Pareto sets of the simulated points alone) when both curves have a simulated point that reaches
+  -- x, else "analytical" (every point at its analytical numbers); never a simulated number over an
+  -- analytical one. At the SLO the ratio is of the two best points printed (basis "best").
   local ratios = {}
   local xs = {}
-  if o.slo and o.slo.tps_per_user then xs[1] = o.slo.tps_per_user end
-  for _, v in ipairs { 10, 20, 50, 100, 200 } do if v ~= xs[1] then xs[#xs + 1] = v end end
-  for _, sys in ipairs(systems) do
-    for _, prec in ipairs(precs) do
-      local a, g = pareto[sys.name .. "|" .. prec .. "|agg"], pareto[sys.name .. "|" .. prec .. "|disagg"]
-      if a and g then
-        for _, x in ipairs(xs) do
-          local ya, yg = reach(a, x), reach(g, x)
-          if ya and yg then ratios[#ratios + 1] = { what = "disagg/agg", system = sys.name, precision = prec, tps_per_user = x, ratio = yg / ya } end
+  for _, v in ipairs { 10, 20, 50, 100, 200 } do if not (o.slo and o.slo.tps_per_user == v) then xs[#xs + 1] = v end end
+  local sets = {}
+  local function set_of(k, basis)
+    local key = k .. "|" .. basis
+    if sets[key] == nil then
+      local list = {}
+      for _, p in ipairs(groups[k] or {}) do
+        if basis == "simulated" then
+          if p.simulated then list[#list + 1] = p end
+        else
+          local a = p.analytical or (not p.simulated and p) or nil -- a suspect point has no analytical numbers
+          if a then list[#list + 1] = { tps_per_user = a.tps_per_user, tps_per_gpu = a.tps_per_gpu } end
         end
       end
+      sets[key] = M.pareto(list)
+    end
+    return sets[key]
+  end
+  local function ratio_at(ka, kb, x)
+    for _, basis in ipairs { "simulated", "analytical" } do
+      local ya, yb = reach(set_of(ka, basis), x), reach(set_of(kb, basis), x)
+      if ya and yb then return yb / ya, basis, yb, ya end
+    end
+  end
+  local function add(q, kb, ka)
+    local bb, ba = best[kb], best[ka]
+    if bb and ba then
+      local basis = (bb.simulated and ba.simulated) and "simulated" or "analytical"
+      local yb = basis == "simulated" and bb.tps_per_gpu or (bb.analytical or bb).tps_per_gpu
+      local ya = basis == "simulated" and ba.tps_per_gpu or (ba.analytical or ba).tps_per_gpu
+      local r = copy(q)
+      r.at, r.basis, r.ratio, r.tps_per_gpu, r.ref_tps_per_gpu = "best", "best " .. basis, yb / ya, yb, ya
+      ratios[#ratios + 1] = r
+    end
+    for _, x in ipairs(xs) do
+      local v, basis, yb, ya = ratio_at(ka, kb, x)
+      if v then
+        local r = copy(q)
+        r.tps_per_user, r.ratio, r.basis, r.tps_per_gpu, r.ref_tps_per_gpu = x, v, basis, yb, ya
+        ratios[#ratios + 1] = r
+      end
+    end
+  end
+  for _, sys in ipairs(systems) do
+    for _, prec in ipairs(precs) do
+      local ka, kg = sys.name .. "|" .. prec .. "|agg", sys.name .. "|" .. prec .. "|disagg"
+      if groups[ka] and groups[kg] then add({ what = "disagg/agg", system = sys.name, precision = prec }, kg, ka) end
     end
   end
   if #systems > 1 then
     for _, prec in ipairs(precs) do
       for _, mode in ipairs(o.modes) do
-        local ref = pareto[systems[1].name .. "|" .. prec .. "|" .. mode]
+        local ref = systems[1].name .. "|" .. prec .. "|" .. mode
         for s = 2, #systems do
-          local other = pareto[systems[s].name .. "|" .. prec .. "|" .. mode]
-          if ref and other then
-            for _, x in ipairs(xs) do
-              local y0, y1 = reach(ref, x), reach(other, x)
-              if y0 and y1 then
-                ratios[#ratios + 1] = { what = systems[s].name .. " / " .. systems[1].name, precision = prec, mode = mode,
-                                        tps_per_user = x, ratio = y1 / y0 }
-              end
-            end
+          local other = systems[s].name .. "|" .. prec .. "|" .. mode
+          if groups[ref] and groups[other] then
+            add({ what = systems[s].name .. " / " .. systems[1].name, precision = prec, mode = mode }, other, ref)
           end
         end
       end
@@ -943,6 +1138,7 @@ function M.frontier(t)
   local launch = {}
   for k, p in pairs(best) do launch[k] = M.launch(p, model) end
   local res = setmetatable({ points = points, pareto = pareto, best = best, missing = missing, ratios = ratios,
+                             warnings = warnings,
                              launch = launch, interrupted = interrupted or nil, groups = order,
                              -- a configuration yields any number of points: the count is not checked
                              block = { lo, hi, #work, filtered = true } }, M.result_mt)
@@ -1005,15 +1201,23 @@ M.result_mt.__tostring = function(r)
     if b then
       lines[#lines + 1] = string.format("    best: tp %d pp %d ep %d dp %d x%d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g ms%s",
         b.tp, b.pp, b.ep, b.dp, b.instances, b.concurrency, b.tps_per_gpu, b.tps_per_user, b.ttft_p90_s * 1e3,
-        b.simulated and " (simulated)" or " (analytical)")
+        b.simulated and (" (simulated" .. (b.converged == false and ", NOT converged)" or ")"))
+          or (b.unconfirmed and " (analytical, NOT confirmed: the simulate budget ran out)" or " (analytical)"))
+      if b.mode == "disagg" then
+        lines[#lines] = lines[#lines] .. string.format(" with %d prefill x tp %d pp %d ep %d dp %d at load %.2f",
+          b.p_instances, b.p_tp, b.p_pp, b.p_ep, b.p_dp, b.p_load)
+      end
     else
       lines[#lines + 1] = "    best: none meets the SLO"
     end
   end
   for _, q in ipairs(r.ratios) do
-    lines[#lines + 1] = string.format("  %s %s%s at %g tok/s/user: %.3gx", q.what, q.system and (q.system .. " ") or "",
-      q.precision .. (q.mode and (" " .. q.mode) or ""), q.tps_per_user, q.ratio)
+    lines[#lines + 1] = string.format("  %s %s%s %s: %.3gx (%s: %.4g / %.4g tok/s/GPU)", q.what,
+      q.system and (q.system .. " ") or "", q.precision .. (q.mode and (" " .. q.mode) or ""),
+      q.at == "best" and "of the best points above" or string.format("at >= %g tok/s/user", q.tps_per_user),
+      q.ratio, q.basis, q.tps_per_gpu, q.ref_tps_per_gpu)
   end
+  for _, w in ipairs(r.warnings or {}) do lines[#lines + 1] = "  warning: " .. w end
   return table.concat(lines, "\n")
 end
 

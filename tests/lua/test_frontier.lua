@@ -187,4 +187,165 @@ T.test("bad input is named", function()
   T.eq(#r.groups, 2, "two curves")
 end)
 
+local function group_of(r, k)
+  local g = {}
+  for _, p in ipairs(r.points) do if p.system .. "|" .. p.precision .. "|" .. p.mode == k then g[#g + 1] = p end end
+  return g
+end
+
+-- the most tokens/s per GPU among a group's points at >= x tokens/s per user, by one set of numbers
+-- (the max over the points equals the max over their Pareto set: whatever dominates it reaches x too)
+local function reach_of(group, x, basis)
+  local y
+  for _, p in ipairs(group) do
+    local v
+    if basis == "simulated" then v = p.simulated and p or nil else v = p.analytical or ((not p.simulated) and p or nil) end
+    if v and v.tps_per_user >= x and (not y or v.tps_per_gpu > y) then y = v.tps_per_gpu end
+  end
+  return y
+end
+
+T.test("ratios: each from one named set of numbers; at the SLO the ratio of the printed best points", function()
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8",
+                          input = 1024, output = 256, slo = { ttft_s = 1.0, tps_per_user = 20 }, simulate = 4,
+                          requests = 150 }
+  local ka, kg = "4xH100-SXM HBD4|fp8|agg", "4xH100-SXM HBD4|fp8|disagg"
+  local ga, gg = group_of(r, ka), group_of(r, kg)
+  local n_best, n_at = 0, 0
+  for _, q in ipairs(r.ratios) do
+    T.eq(q.what, "disagg/agg", "one system: disagg/agg only")
+    if q.at == "best" then
+      n_best = n_best + 1
+      local bg, ba = r.best[kg], r.best[ka]
+      T.eq(q.basis, "best simulated", "both best points are simulated")
+      T.ok(bg.simulated and ba.simulated, "best points simulated")
+      T.eq(q.tps_per_gpu, bg.tps_per_gpu, "numerator: the printed disagg best")
+      T.eq(q.ref_tps_per_gpu, ba.tps_per_gpu, "denominator: the printed agg best")
+      T.near(q.ratio, bg.tps_per_gpu / ba.tps_per_gpu, 1e-12, "ratio of the best points")
+      T.ok(q.tps_per_user == nil, "the best points' ratio is not also given at the SLO's tok/s/user")
+    else
+      n_at = n_at + 1
+      T.ok(q.tps_per_user ~= 20, "no second ratio at the SLO's tok/s/user")
+      T.ok(q.basis == "simulated" or q.basis == "analytical", "basis named: " .. tostring(q.basis))
+      -- simulated whenever both curves have a simulated point that reaches x
+      local both = reach_of(ga, q.tps_per_user, "simulated") and reach_of(gg, q.tps_per_user, "simulated")
+      T.eq(q.basis, both and "simulated" or "analytical", "the simulated set when both curves have one")
+      T.eq(q.tps_per_gpu, reach_of(gg, q.tps_per_user, q.basis), "numerator from the named set")
+      T.eq(q.ref_tps_per_gpu, reach_of(ga, q.tps_per_user, q.basis), "denominator from the named set")
+      T.near(q.ratio, q.tps_per_gpu / q.ref_tps_per_gpu, 1e-12, "ratio")
+    end
+  end
+  T.eq(n_best, 1, "one ratio of the best points")
+  T.ok(n_at > 0, "ratios at other interactivities")
+  T.ok(tostring(r):find("disagg/agg .* of the best points above: [%d.]+x %(best simulated: ") ~= nil, "printed with its set")
+end)
+
+T.test("a small simulate budget says so; 'best' is confirmed or flagged", function()
+  local f = { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 4, hbd = 4 }, precision = "fp8", input = 1024,
+              output = 256, slo = { ttft_s = 1.0, tpot_s = 0.03 }, requests = 150 }
+  f.simulate = 1
+  local r = hl.frontier(f)
+  local warned = {}
+  for _, w in ipairs(r.warnings) do
+    local k, n = w:match("^(.-): the simulate budget %(1%) ran out.*simulate = (%d+) confirms")
+    if k then warned[k] = tonumber(n) end
+  end
+  T.ok(next(warned) ~= nil, "the budget of 1 ran out somewhere (a budget warning)")
+  for k, b in pairs(r.best) do
+    local name = k:gsub("|", " ")
+    T.ok(b.simulated or (b.unconfirmed and warned[name]), k .. ": best is simulated, or flagged unconfirmed with a warning")
+    if b.unsettled then T.ok(warned[name], k .. ": unconfirmed candidates above the best are warned about") end
+    local printed = tostring(r)
+    if b.unconfirmed then T.ok(printed:find("NOT confirmed", 1, true), "printed as unconfirmed") end
+  end
+  -- the budget the warning names settles the curve: no budget warning at that budget
+  for k, n in pairs(warned) do
+    f.simulate = n
+    local r2 = hl.frontier(f)
+    for _, w in ipairs(r2.warnings) do
+      T.ok(not (w:find(k, 1, true) and w:find("simulate budget", 1, true)), "simulate = " .. n .. " settles " .. k .. ": " .. w)
+    end
+    local b = r2.best[(k:gsub(" fp8 ", "|fp8|"))]
+    T.ok(b and b.simulated and not b.unconfirmed, k .. ": best confirmed at simulate = " .. n)
+  end
+end)
+
+T.test("the best points are converged in their requests, and re-running their config reproduces them", function()
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 }, precision = "fp8",
+                          input = 1024, output = 128, slo = { ttft_s = 2 }, simulate = 2, requests = 40, tolerance = 0.02 }
+  local n = 0
+  for k, b in pairs(r.best) do
+    T.ok(b.simulated, k .. ": simulated")
+    T.ok(b.converged ~= nil, k .. ": convergence checked")
+    if b.converged then
+      n = n + 1
+      T.ok(b.converged_change <= 0.02, k .. ": change within the tolerance")
+      local s = hl.serve(b.config)
+      T.near(s.output_tps_per_gpu, b.tps_per_gpu, 1e-12, k .. ": re-run tok/s/GPU")
+      T.near(1 / s.tpot_s.mean, b.tps_per_user, 1e-12, k .. ": re-run tok/s/user")
+      -- the run of half the requests differs by the change it reports
+      local f = {}
+      for kk, v in pairs(b.config) do f[kk] = v end
+      f.requests = f.requests // 2
+      local h = hl.serve(f)
+      local ch = math.max(math.abs(b.tps_per_gpu - h.output_tps_per_gpu) / b.tps_per_gpu,
+                          math.abs(b.tps_per_user - 1 / h.tpot_s.mean) / b.tps_per_user)
+      T.near(ch, b.converged_change, 1e-9, k .. ": the change between R/2 and R requests")
+      T.ok(b.config.requests > 40, k .. ": more than the first run's requests")
+    else
+      local found = false
+      for _, w in ipairs(r.warnings) do if w:find("not converged", 1, true) then found = true end end
+      T.ok(found, k .. ": not converged is warned about")
+    end
+  end
+  T.ok(n > 0, "a converged best point")
+end)
+
+T.test("instance sizes beyond powers of two: divisors of the cluster, pools beyond G/2", function()
+  -- qwen3-30b-a3b (128 experts) on 12 GPUs: wide-EP instances of 3, 6, 12 GPUs (12 = 1 x 12, 2 x 6,
+  -- 4 x 3) and disaggregated pools larger than 6 (e.g. 9 decode + 3 prefill)
+  local r = hl.frontier { model = "qwen3-30b-a3b", systems = { gpu = "H100-SXM", gpus = 12, hbd = 12 }, precision = "fp8",
+                          input = 512, output = 128, simulate = 0 }
+  local agg_sizes, big_pool, mixed = {}, false, false
+  for _, p in ipairs(r.points) do
+    if p.mode == "agg" then
+      agg_sizes[p.instance_gpus] = true
+      T.eq(12 % p.instance_gpus, 0, "aggregated instances tile the cluster")
+      T.eq(p.instances, 12 // p.instance_gpus, "instances")
+    else
+      local pg = p.p_tp * p.p_pp * p.p_dp
+      T.ok(p.instance_gpus * p.d_instances + pg * p.p_instances <= 12, "the pools fit the cluster")
+      if p.instance_gpus > 6 or pg > 6 then big_pool = true end
+      if p.instance_gpus % 3 == 0 or pg % 3 == 0 then mixed = true end
+    end
+  end
+  T.ok(agg_sizes[3] or agg_sizes[6] or agg_sizes[12], "an aggregated instance of 3, 6 or 12 GPUs")
+  T.ok(big_pool, "a disaggregated pool of more than G/2 GPUs")
+  T.ok(mixed, "a disaggregated pool whose size is not a power of two")
+end)
+
+T.test("MoE disaggregated points simulate the pools they were searched as", function()
+  -- x wide-EP prefill instances pooled as dp x with the instance's ep meant experts sharded over
+  -- the pool (etp = pool / ep) in hl.serve: not what the search evaluated. A MoE pool is one instance.
+  local r = hl.frontier { model = "qwen3-30b-a3b", systems = { gpu = "H100-SXM", gpus = 12, hbd = 12 }, precision = "fp8",
+                          modes = "disagg", input = 512, output = 128, simulate = 0 }
+  T.ok(#r.points > 0, "points")
+  for _, p in ipairs(r.points) do
+    T.eq(p.p_instances, 1, "one prefill instance")
+    T.eq(p.d_instances, 1, "one decode instance")
+    local pp, dp = p.config.disagg.prefill.parallel, p.config.disagg.decode.parallel
+    T.ok(pp.tp == p.p_tp and pp.pp == p.p_pp and pp.ep == p.p_ep and pp.dp == p.p_dp, "prefill pool = the searched mapping")
+    T.ok(dp.tp == p.tp and dp.pp == p.pp and dp.ep == p.ep and dp.dp == p.dp, "decode pool = the searched mapping")
+  end
+end)
+
+T.test("a curve with no point at all is named with its reason", function()
+  local r = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 }, precision = { "fp8", "fp4" },
+                          modes = "agg", simulate = 0 }
+  local found
+  for _, w in ipairs(r.warnings) do if w:find("fp4 agg: no configuration could be evaluated", 1, true) then found = w end end
+  T.ok(found and found:find("fp4", 40, true), "the fp4 curve is named with the reason: " .. tostring(found))
+  T.ok(r.best["2xH100-SXM HBD2|fp8|agg"] ~= nil, "the fp8 curve is there")
+end)
+
 T.done()
