@@ -87,6 +87,19 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
  * (its pairs()) and returns 1, or returns 0 and pushes nothing when it is not one. */
 int hl_is_sweep_row(lua_State *L, int idx);
 int hl_sweep_row_table(lua_State *L, int idx);
+/* Reading the cells of many rows from C (to_csv): open pushes the reader's stack slots (the
+ * caller pops them after the last row); cells pushes row[cols[1]] .. row[cols[ncols]] and returns
+ * 1 when the value at `row` is a sweep row view without written values (read from its store, no
+ * metamethod call or key lookup per cell), else returns 0 and pushes nothing. */
+typedef struct hl_rows_reader {
+    const void *mt;    /* the metatable of the rows last read (NULL: none yet) */
+    void *rs;          /* their store (l_sweep_rows.c), alive while the metatable in the slots is */
+    int slot, changed; /* the first stack slot; 1: the last row read was of other rows than before */
+    int32_t *col_key;  /* per column, its stored key in those rows (-1: none); a slot's userdata */
+    lua_Integer ncols;
+} hl_rows_reader;
+void hl_rows_reader_open(lua_State *L, hl_rows_reader *r);
+int hl_rows_reader_cells(lua_State *L, hl_rows_reader *r, int row, int cols, lua_Integer ncols);
 void hl_bind_sweep_rows(lua_State *L);
 
 /* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what

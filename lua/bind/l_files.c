@@ -392,10 +392,18 @@ static int l_to_csv(lua_State *L)
     }
     lua_pop(L, 1);
     hl_csv_end_row(c);
-    for (lua_Integer i = 1; lua_geti(L, 1, i) != LUA_TNIL; i++) { /* row at 4 */
+    hl_rows_reader rd; /* sweep row views: their cells read from the store (l_sweep_rows.c) */
+    hl_rows_reader_open(L, &rd);
+    int row = lua_gettop(L) + 1;
+    for (lua_Integer i = 1; lua_geti(L, 1, i) != LUA_TNIL; i++) { /* the row at `row` */
+        int cells = hl_rows_reader_cells(L, &rd, row, 2, ncols);
         for (lua_Integer j = 1; j <= ncols; j++) {
-            lua_geti(L, 2, j);
-            lua_gettable(L, 4);
+            if (cells) {
+                lua_pushvalue(L, row + (int)j);
+            } else {
+                lua_geti(L, 2, j);
+                lua_gettable(L, row);
+            }
             if (lua_type(L, -1) == LUA_TTABLE) { /* a nested table wrote "table: 0x55..." into the file */
                 if (luaL_getmetafield(L, -1, "__tostring") == LUA_TNIL) {
                     lua_geti(L, 2, j);
@@ -409,7 +417,7 @@ static int l_to_csv(lua_State *L)
             csv_value(L, c, -1);
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
+        lua_settop(L, row - 1);
         hl_csv_end_row(c);
     }
     if (c->failed)

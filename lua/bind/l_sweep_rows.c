@@ -54,6 +54,10 @@ typedef struct rows_store {
 enum { UP_STORE = 1, UP_KEYMAP, UP_KEYS, UP_AXVALS, UP_WRITES, N_UP };
 
 static char deleted_key; /* a written nil over a stored key: the value of the key in a row's writes */
+/* The rows' metatable also holds the store, the keymap, the axis values and the written tables
+ * under these light-userdata keys (no name a script can reach), for the whole-row readers below
+ * (to_csv, rows.columns, JSON), which run outside the metamethods' closures. */
+static char mt_store_key, mt_keymap_key, mt_keys_key, mt_axvals_key, mt_writes_key;
 
 static int store_gc(lua_State *L)
 {
@@ -74,6 +78,9 @@ static int store_gc(lua_State *L)
 static int64_t row_index(lua_State *L, int idx, const rows_store *rs)
 {
     const int64_t *p = lua_touserdata(L, idx);
+    if (p && lua_rawlen(L, idx) == sizeof *p && rs->st.n == 0 && !rs->keys) /* store_gc ran */
+        luaL_error(L, "a sweep row used after its sweep was collected (a row a finaliser kept: keep the "
+                      "rows themselves, or a copy from core.sweep_row_table)");
     if (!p || lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n) /* a light userdata's rawlen is 0 */
         luaL_error(L, "a sweep row's metamethod called on something else");
     return *p;
@@ -81,7 +88,7 @@ static int64_t row_index(lua_State *L, int idx, const rows_store *rs)
 
 /* Pushes axis a's value at point i (as the row table held it: numbers as floats, strings,
  * objects by name, relabelled axes' given values). */
-static void push_axis(lua_State *L, const rows_store *rs, int64_t i, int32_t a)
+static void push_axis(lua_State *L, const rows_store *rs, int av, int64_t i, int32_t a)
 {
     int64_t value_index;
     if (rs->zip) {
@@ -92,17 +99,18 @@ static void push_axis(lua_State *L, const rows_store *rs, int64_t i, int32_t a)
             rest /= rs->axis_len[b];
         value_index = rest % rs->axis_len[a];
     }
-    lua_rawgeti(L, lua_upvalueindex(UP_AXVALS), a + 1);
+    lua_rawgeti(L, av, a + 1);
     lua_rawgeti(L, -1, (lua_Integer)value_index + 1);
     lua_remove(L, -2);
 }
 
-/* Pushes stored key k of point i (nil where the row table had no such key). */
-static void push_stored(lua_State *L, const rows_store *rs, int64_t i, const row_key *k)
+/* Pushes stored key k of point i (nil where the row table had no such key); av: the axis values
+ * (an upvalue index in the metamethods, a stack slot in the whole-row readers). */
+static void push_stored(lua_State *L, const rows_store *rs, int av, int64_t i, const row_key *k)
 {
     int32_t fault = rs->st.fault[i];
     if (k->axis >= 0 && k->shown) {
-        push_axis(L, rs, i, k->axis);
+        push_axis(L, rs, av, i, k->axis);
     } else if (fault == 0) {
         const double *v = rs->st.values + i * HL_POINT_VALUES;
         if (k->field >= 0)
@@ -110,7 +118,7 @@ static void push_stored(lua_State *L, const rows_store *rs, int64_t i, const row
         else if (k->friendly >= 0)
             lua_pushnumber(L, v[k->friendly_field] * k->scale);
         else if (k->axis >= 0)
-            push_axis(L, rs, i, k->axis);
+            push_axis(L, rs, av, i, k->axis);
         else
             lua_pushnil(L);
     } else if (k->error) {
@@ -119,7 +127,7 @@ static void push_stored(lua_State *L, const rows_store *rs, int64_t i, const row
         else
             lua_pushliteral(L, "out of memory keeping the message of this point's error");
     } else if (k->axis >= 0) {
-        push_axis(L, rs, i, k->axis);
+        push_axis(L, rs, av, i, k->axis);
     } else {
         lua_pushnil(L);
     }
@@ -142,8 +150,8 @@ static uint32_t slot_of(const rows_store *rs, const char *p)
     return (uint32_t)(h >> 32) & (rs->n_slots - 1);
 }
 
-/* The stored key index of the key at idx, or -1. */
-static int32_t key_of(lua_State *L, const rows_store *rs, int idx)
+/* The stored key index of the key at idx, or -1; km: the keymap (an upvalue index or a slot). */
+static int32_t key_of_in(lua_State *L, const rows_store *rs, int km, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
         return -1;
@@ -155,9 +163,15 @@ static int32_t key_of(lua_State *L, const rows_store *rs, int idx)
         return -1;
     }
     lua_pushvalue(L, idx);
-    int32_t k = lua_rawget(L, lua_upvalueindex(UP_KEYMAP)) == LUA_TNUMBER ? (int32_t)lua_tointeger(L, -1) - 1 : -1;
+    int32_t k = lua_rawget(L, km) == LUA_TNUMBER ? (int32_t)lua_tointeger(L, -1) - 1 : -1;
     lua_pop(L, 1);
     return k;
+}
+
+/* key_of_in with the metamethods' keymap */
+static int32_t key_of(lua_State *L, const rows_store *rs, int idx)
+{
+    return key_of_in(L, rs, lua_upvalueindex(UP_KEYMAP), idx);
 }
 
 /* row[key] */
@@ -177,7 +191,7 @@ static int row_get(lua_State *L)
     int32_t k = key_of(L, rs, 2);
     if (k < 0)
         return 0;
-    push_stored(L, rs, i, &rs->keys[k]);
+    push_stored(L, rs, lua_upvalueindex(UP_AXVALS), i, &rs->keys[k]);
     return 1;
 }
 
@@ -240,7 +254,7 @@ static int row_next(lua_State *L)
                 }
                 lua_pop(L, 1);
             }
-            push_stored(L, rs, i, &rs->keys[k]);
+            push_stored(L, rs, lua_upvalueindex(UP_AXVALS), i, &rs->keys[k]);
             if (!lua_isnil(L, -1))
                 return 2;
             lua_pop(L, 2);
@@ -278,11 +292,203 @@ int hl_is_sweep_row(lua_State *L, int idx)
     return is;
 }
 
+/* ---- whole-row reads from C: to_csv, rows.columns, JSON --------------------------------------
+ * They read a row's stored values straight from the store, as the metamethods do, without a
+ * metamethod call and a key lookup per field. A row with a written table goes the ordinary way. */
+
+/* Stack slots of a reader from r->slot: the rows' metatable, its keymap, key array, axis values,
+ * written tables, and a scratch userdata (the columns' keys or the keys seen). */
+enum { SLOT_MT, SLOT_KEYMAP, SLOT_KEYS, SLOT_AXVALS, SLOT_WRITES, SLOT_SCRATCH, N_SLOTS };
+
+void hl_rows_reader_open(lua_State *L, hl_rows_reader *r)
+{
+    luaL_checkstack(L, N_SLOTS + 4, "sweep rows");
+    memset(r, 0, sizeof *r);
+    r->slot = lua_gettop(L) + 1;
+    for (int k = 0; k < N_SLOTS; k++)
+        lua_pushnil(L);
+}
+
+/* 1 when the value at idx is a row view without written values, with *i its point and the
+ * reader holding its metatable's tables; else 0, the stack as it was. Sets r->changed when the
+ * rows are another sweep's than the last (the caller clears it once it has rebuilt what it keeps
+ * per sweep). */
+static int reader_row(lua_State *L, hl_rows_reader *r, int idx, int64_t *i)
+{
+    if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx))
+        return 0;
+    const void *mt = lua_topointer(L, -1);
+    if (mt != r->mt) {
+        if (lua_rawgetp(L, -1, &mt_store_key) != LUA_TUSERDATA) {
+            lua_pop(L, 2);
+            return 0;
+        }
+        r->rs = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        static char *const keys[] = {&mt_keymap_key, &mt_keys_key, &mt_axvals_key, &mt_writes_key};
+        for (int k = 0; k < 4; k++) {
+            lua_rawgetp(L, -1, keys[k]);
+            lua_replace(L, r->slot + SLOT_KEYMAP + k);
+        }
+        lua_replace(L, r->slot + SLOT_MT); /* keeps the store alive while it is read */
+        r->mt = mt;
+        r->changed = 1;
+    } else {
+        lua_pop(L, 1);
+    }
+    const rows_store *rs = r->rs;
+    const int64_t *p = lua_touserdata(L, idx);
+    if (lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n)
+        return 0;
+    *i = *p;
+    if (rs->has_writes) {
+        int written = lua_rawgeti(L, r->slot + SLOT_WRITES, (lua_Integer)*i) == LUA_TTABLE;
+        lua_pop(L, 1);
+        if (written)
+            return 0;
+    }
+    return 1;
+}
+
+int hl_rows_reader_cells(lua_State *L, hl_rows_reader *r, int row, int cols, lua_Integer ncols)
+{
+    row = lua_absindex(L, row);
+    cols = lua_absindex(L, cols);
+    int64_t i;
+    if (ncols > INT32_MAX / 8 || !lua_checkstack(L, (int)ncols + 4) || !reader_row(L, r, row, &i))
+        return 0;
+    const rows_store *rs = r->rs;
+    if (r->changed || r->ncols != ncols) { /* each column's stored key in these rows (-1: none, reads nil) */
+        int32_t *ck = lua_newuserdatauv(L, sizeof *ck * (size_t)(ncols > 0 ? ncols : 1), 0);
+        lua_replace(L, r->slot + SLOT_SCRATCH);
+        for (lua_Integer j = 0; j < ncols; j++) {
+            lua_geti(L, cols, j + 1);
+            ck[j] = key_of_in(L, rs, r->slot + SLOT_KEYMAP, -1);
+            lua_pop(L, 1);
+        }
+        r->col_key = ck;
+        r->ncols = ncols;
+        r->changed = 0;
+    }
+    for (lua_Integer j = 0; j < ncols; j++) {
+        if (r->col_key[j] < 0)
+            lua_pushnil(L);
+        else
+            push_stored(L, rs, r->slot + SLOT_AXVALS, i, &rs->keys[r->col_key[j]]);
+    }
+    return 1;
+}
+
+/* Appends key `k` (at the top, popped) to list (its length *n) unless set holds it. */
+static void add_new_key(lua_State *L, int set, int list, lua_Integer *n)
+{
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, set) == LUA_TNIL) {
+        lua_pushvalue(L, -2);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, set);
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, list, ++*n);
+    }
+    lua_pop(L, 2);
+}
+
+/* core.rows_keys(rows) -> the keys of rows[1], rows[2], ... (up to the first nil), each once, in
+ * the order pairs() first gives them (rows.columns): row views read from their store, a key of a
+ * sweep's rows looked at until one row has it; other rows through pairs(). */
+static int l_rows_keys(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_newtable(L); /* 2: set */
+    lua_newtable(L); /* 3: list */
+    lua_Integer n = 0;
+    hl_rows_reader r;
+    hl_rows_reader_open(L, &r);
+    unsigned char *seen = NULL; /* per stored key of the current rows: already in the list */
+    for (lua_Integer ri = 1; lua_geti(L, 1, ri) != LUA_TNIL; ri++) {
+        int row = lua_gettop(L);
+        int64_t i;
+        if (reader_row(L, &r, row, &i)) {
+            const rows_store *rs = r.rs;
+            if (r.changed) {
+                seen = lua_newuserdatauv(L, (size_t)rs->n_keys + 1, 0);
+                memset(seen, 0, (size_t)rs->n_keys + 1);
+                lua_replace(L, r.slot + SLOT_SCRATCH);
+                r.changed = 0;
+            }
+            for (int32_t k = 0; k < rs->n_keys; k++) {
+                if (seen[k])
+                    continue;
+                push_stored(L, rs, r.slot + SLOT_AXVALS, i, &rs->keys[k]);
+                int present = !lua_isnil(L, -1);
+                lua_pop(L, 1);
+                if (present) {
+                    seen[k] = 1;
+                    lua_rawgeti(L, r.slot + SLOT_KEYS, k + 1);
+                    add_new_key(L, 2, 3, &n);
+                }
+            }
+        } else if (luaL_getmetafield(L, row, "__pairs") != LUA_TNIL) {
+            lua_pushvalue(L, row);
+            lua_call(L, 1, 3); /* next, state, control */
+            for (;;) {
+                lua_pushvalue(L, -3);
+                lua_pushvalue(L, -3);
+                lua_pushvalue(L, -3);
+                lua_call(L, 2, 2);
+                if (lua_isnil(L, -2)) {
+                    lua_pop(L, 2);
+                    break;
+                }
+                lua_pop(L, 1);
+                lua_pushvalue(L, -1);
+                lua_replace(L, -3); /* the next call's control */
+                add_new_key(L, 2, 3, &n);
+            }
+            lua_pop(L, 3);
+        } else if (lua_istable(L, row)) {
+            lua_pushnil(L);
+            while (lua_next(L, row)) {
+                lua_pop(L, 1);
+                lua_pushvalue(L, -1);
+                add_new_key(L, 2, 3, &n);
+            }
+        } else {
+            return luaL_error(L, "rows: row %I is a %s, not a table", (lua_Integer)ri, luaL_typename(L, row));
+        }
+        lua_settop(L, row - 1);
+    }
+    lua_pushvalue(L, 3);
+    return 1;
+}
+
 int hl_sweep_row_table(lua_State *L, int idx)
 {
     if (!hl_is_sweep_row(L, idx))
         return 0;
     idx = lua_absindex(L, idx);
+    hl_rows_reader r;
+    hl_rows_reader_open(L, &r);
+    int64_t i;
+    if (reader_row(L, &r, idx, &i)) { /* no written values: the stored keys with a value */
+        const rows_store *rs = r.rs;
+        lua_createtable(L, 0, rs->n_keys);
+        for (int32_t k = 0; k < rs->n_keys; k++) {
+            push_stored(L, rs, r.slot + SLOT_AXVALS, i, &rs->keys[k]);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                continue;
+            }
+            lua_rawgeti(L, r.slot + SLOT_KEYS, k + 1);
+            lua_insert(L, -2);
+            lua_rawset(L, -3);
+        }
+        lua_replace(L, r.slot);
+        lua_settop(L, r.slot);
+        return 1;
+    }
+    lua_settop(L, r.slot - 1);
     lua_newtable(L);
     int t = lua_gettop(L);
     luaL_getmetafield(L, idx, "__pairs");
@@ -465,6 +671,12 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
     }
     lua_pushliteral(L, ROW_NAME);
     lua_setfield(L, mt, "__name");
+    const int tables[] = {su, km, ka, av, wr};
+    char *const table_keys[] = {&mt_store_key, &mt_keymap_key, &mt_keys_key, &mt_axvals_key, &mt_writes_key};
+    for (int t = 0; t < 5; t++) {
+        lua_pushvalue(L, tables[t]);
+        lua_rawsetp(L, mt, table_keys[t]);
+    }
     /* the rows: one view per point done (points not reached are left out) */
     lua_createtable(L, (int)(hi - lo < 1 << 30 ? hi - lo : 0), 0);
     int rows = lua_gettop(L);
@@ -487,7 +699,9 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
 
 void hl_bind_sweep_rows(lua_State *L)
 {
-    static const luaL_Reg fns[] = {
-        {"sweep_row_table", l_sweep_row_table}, {"is_sweep_row", l_is_sweep_row}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"sweep_row_table", l_sweep_row_table},
+                                   {"is_sweep_row", l_is_sweep_row},
+                                   {"rows_keys", l_rows_keys},
+                                   {NULL, NULL}};
     luaL_setfuncs(L, fns, 0);
 }

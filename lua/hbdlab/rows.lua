@@ -90,10 +90,9 @@ end
 --- result table's order, `error` last.
 function M.columns(rows, cols, whole_schema)
   if cols then return cols end
-  local set, list = {}, {}
-  for _, r in ipairs(rows) do
-    for k in pairs(r) do if not set[k] then set[k] = true; list[#list + 1] = k end end
-  end
+  local list = core.rows_keys(rows) -- every row's keys in pairs() order, once (sweep views read in C)
+  local set = {}
+  for _, k in ipairs(list) do set[k] = true end
   if whole_schema then -- every result field, its friendly aliases and `error`, whatever the data
     for _, f in ipairs(core.result_fields()) do
       if not set[f.name] then set[f.name] = true; list[#list + 1] = f.name end
@@ -139,8 +138,11 @@ end
 --- Returns an aligned text table (numbers right-aligned); print(rows, cols) prints it.
 function M.format(rows, cols)
   cols = M.columns(rows, cols)
-  local widths, cells = {}, {}
-  for j, c in ipairs(cols) do widths[j] = #c end
+  local widths, cells, names = {}, {}, {}
+  for j, c in ipairs(cols) do -- a key that is no string (row[1] = x, row[print] = 1) is named by tostring
+    names[j] = require("hbdlab.pretty").terminal(type(c) == "string" and c or tostring(c))
+    widths[j] = #names[j]
+  end
   for i, r in ipairs(rows) do
     cells[i] = {}
     for j, c in ipairs(cols) do
@@ -152,7 +154,7 @@ function M.format(rows, cols)
   local lines = {}
   local head, rule = {}, {}
   for j, c in ipairs(cols) do
-    head[j] = pad(require("hbdlab.pretty").terminal(c), widths[j])
+    head[j] = pad(names[j], widths[j])
     rule[j] = string.rep("-", widths[j])
   end
   lines[1] = table.concat(head, "  ")

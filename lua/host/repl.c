@@ -14,8 +14,7 @@
 #include <unistd.h>
 
 #ifdef HBDLAB_HAVE_READLINE
-#include <readline/history.h>
-#include <readline/readline.h>
+#include "readline_dl.h"
 #endif
 
 enum { MAX_INPUT_LINE = 4096, HISTORY_KEEP = 2000 };
@@ -24,8 +23,23 @@ static lua_State *repl_state = NULL;
 
 /* ---- reading lines ---------------------------------------------------- */
 
+/* Plain lines from stdin: without readline, or when it cannot be loaded. */
+static char *read_plain_line(const char *prompt)
+{
+    char buf[MAX_INPUT_LINE];
+    fputs(prompt, stdout);
+    fflush(stdout);
+    if (!fgets(buf, sizeof buf, stdin))
+        return NULL;
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    return strdup(buf);
+}
+
 #ifdef HBDLAB_HAVE_READLINE
 static char history_path[4096];
+static const hl_readline *rl; /* loaded by setup_readline; NULL: plain lines */
 
 static void on_sigint_at_prompt(int sig)
 {
@@ -33,9 +47,9 @@ static void on_sigint_at_prompt(int sig)
     /* Ctrl-C at the prompt abandons the current line, as a shell does. */
     ssize_t ignored = write(STDOUT_FILENO, "\n", 1);
     (void)ignored;
-    rl_on_new_line();
-    rl_replace_line("", 0);
-    rl_redisplay();
+    rl->on_new_line();
+    rl->replace_line("", 0);
+    rl->redisplay();
 }
 
 /* Collects completions of `text`: "a.b.pre" lists the fields of a.b (and of
@@ -203,18 +217,23 @@ static char **hl_complete(const char *text, int start, int end)
 {
     (void)start;
     (void)end;
-    rl_attempted_completion_over = 1;
-    rl_completion_append_character = '\0';
-    return rl_completion_matches(text, completion_generator);
+    *rl->attempted_completion_over = 1;
+    *rl->completion_append_character = '\0';
+    return rl->completion_matches(text, completion_generator);
 }
 
 static void setup_readline(void)
 {
-    rl_readline_name = "hbdlab";
-    rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#{}()[],&|";
-    rl_attempted_completion_function = hl_complete;
-    using_history();
-    stifle_history(HISTORY_KEEP);
+    char why[600];
+    if (!(rl = hl_readline_load(why, sizeof why))) {
+        fprintf(stderr, "hbdlab: no line editing (%s)\n", why);
+        return;
+    }
+    *rl->readline_name = "hbdlab";
+    *rl->basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#{}()[],&|";
+    *rl->attempted_completion_function = hl_complete;
+    rl->using_history();
+    rl->stifle_history(HISTORY_KEEP);
     const char *home = getenv("HOME");
     if (home && *home) {
         snprintf(history_path, sizeof history_path, "%s/.hbdlab_history", home);
@@ -228,24 +247,26 @@ static void setup_readline(void)
                                            : "not a file");
             history_path[0] = '\0';
         } else {
-            read_history(history_path);
+            rl->read_history(history_path);
         }
     }
 }
 
 static char *read_line(const char *prompt)
 {
+    if (!rl)
+        return read_plain_line(prompt);
     void (*old)(int) = signal(SIGINT, on_sigint_at_prompt);
-    char *line = readline(prompt);
+    char *line = rl->readline(prompt);
     signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
     return line;
 }
 
 static void save_line(const char *line)
 {
-    if (!line[0])
+    if (!rl || !line[0])
         return;
-    add_history(line);
+    rl->add_history(line);
     if (!history_path[0])
         return;
     /* The file is rewritten whole to a temp file beside it and renamed over it (history_truncate_file
@@ -258,11 +279,11 @@ static void save_line(const char *line)
         return;
     close(fd);
     struct stat st;
-    int ok = (lstat(history_path, &st) != 0 || S_ISREG(st.st_mode)) && write_history(tmp) == 0;
+    int ok = (lstat(history_path, &st) != 0 || S_ISREG(st.st_mode)) && rl->write_history(tmp) == 0;
     /* readline takes a short write for success (a file size limit cuts the file, write() returns
      * the bytes it wrote): the temp file must hold every line, each with its line end */
     long long want = 0;
-    HIST_ENTRY **list = history_list();
+    HIST_ENTRY **list = rl->history_list();
     for (int i = 0; list && list[i]; i++)
         want += (long long)strlen(list[i]->line) + 1;
     ok = ok && stat(tmp, &st) == 0 && (long long)st.st_size == want;
@@ -272,18 +293,7 @@ static void save_line(const char *line)
 #else
 static void setup_readline(void) {}
 
-static char *read_line(const char *prompt)
-{
-    char buf[MAX_INPUT_LINE];
-    fputs(prompt, stdout);
-    fflush(stdout);
-    if (!fgets(buf, sizeof buf, stdin))
-        return NULL;
-    size_t n = strlen(buf);
-    if (n && buf[n - 1] == '\n')
-        buf[n - 1] = '\0';
-    return strdup(buf);
-}
+static char *read_line(const char *prompt) { return read_plain_line(prompt); }
 
 static void save_line(const char *line) { (void)line; }
 #endif

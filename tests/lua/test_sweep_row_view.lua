@@ -211,4 +211,46 @@ T.test("strict: a failed point raises naming it", function()
   T.ok(not ok and tostring(e):find("sweep point 2", 1, true), "raised: " .. tostring(e))
 end)
 
+T.test("whole-row reads in C (to_csv, rows.columns, JSON, sweep_row_table) equal reads through the metamethods", function()
+  -- l_sweep_rows.c reads unwritten views straight from the store; the reference is pairs() and
+  -- row[key] through the metamethods, on rows of two sweeps (failed points, a relabelled axis),
+  -- written rows and a plain table mixed in one array
+  local a = hl.sweep { base = llama, axes = { batch = { 4, 1e6, 8 }, scaleout_gbps = { 100, 400 } } }
+  local b = hl.sweep { base = llama, axes = { precision = { "bf16", "fp8" } } }
+  a[2].note = "written"
+  a[3].ttft_s = nil
+  local mixed = {}
+  for _, r in ipairs(a) do mixed[#mixed + 1] = r end
+  mixed[#mixed + 1] = { batch = 2, extra = true }
+  for _, r in ipairs(b) do mixed[#mixed + 1] = r end
+  local function by_pairs(r)
+    if type(r) == "table" then return r end
+    local t = {}
+    for k, v in pairs(r) do t[k] = v end
+    return t
+  end
+  local copies, want_keys, seen = {}, {}, {}
+  for i, r in ipairs(mixed) do
+    copies[i] = by_pairs(r)
+    for k in pairs(r) do if not seen[k] then seen[k] = true; want_keys[#want_keys + 1] = k end end
+  end
+  local keys = core.rows_keys(mixed)
+  T.eq(#keys, #want_keys, "as many keys as pairs() gives")
+  for i = 1, #want_keys do T.eq(keys[i], want_keys[i], "key " .. i .. " in first-seen order") end
+  T.ok(seen.note and seen.error and seen.extra and seen.scaleout_gbps, "written, error, plain and relabelled keys")
+  local cols = hl.rows.columns(mixed)
+  cols[#cols + 1] = "no_such_column"
+  T.eq(core.to_csv(mixed, cols), core.to_csv(copies, cols), "to_csv, byte for byte")
+  T.eq(core.json_encode(mixed), core.json_encode(copies), "JSON, byte for byte")
+  for i, r in ipairs(mixed) do
+    local t, want = core.sweep_row_table(r), copies[i]
+    for k, v in pairs(want) do
+      T.ok(t[k] == v and math.type(t[k]) == math.type(v), string.format("row %d, %s: %s", i, k, tostring(t[k])))
+    end
+    for k in pairs(t) do T.ok(want[k] ~= nil, string.format("row %d: no extra key %s", i, k)) end
+  end
+  local ok, e = pcall(core.rows_keys, { a[1], 42 })
+  T.ok(not ok and tostring(e):find("row 2 is a number", 1, true), "a row that is not a table: " .. tostring(e))
+end)
+
 T.done()

@@ -16,17 +16,22 @@ local comm = { ep_dispatch_inter = 1, ep_dispatch_intra = 1, ep_combine_inter = 
 local experts = { experts = true, moe_permute = true }
 local outside = { embedding = true, lm_head = true, step_overhead = true, logits_gather = true }
 
-T.test("decode: the four pairs of the breakdown's stages, by hand", function()
-  local r = hl.simulate(job { two_batch_overlap = true })
-  -- stage sums of both halves from the rows (each row holds both micro-batches' calls)
+-- the stage sums of a phase's breakdown (both halves; each row holds both micro-batches' calls)
+local function stages(rows)
   local c1, x1, c2, x2, rest = 0, 0, 0, 0, 0
-  for _, b in ipairs(r.decode.breakdown) do
+  for _, b in ipairs(rows) do
     if comm[b.name] == 1 then x1 = x1 + b.time_s
     elseif comm[b.name] == 2 then x2 = x2 + b.time_s
     elseif experts[b.name] then c2 = c2 + b.time_s
     elseif outside[b.name] then rest = rest + b.time_s
     else c1 = c1 + b.time_s end
   end
+  return c1, x1, c2, x2, rest
+end
+
+T.test("decode: the four pairs of the breakdown's stages, by hand", function()
+  local r = hl.simulate(job { two_batch_overlap = true })
+  local c1, x1, c2, x2, rest = stages(r.decode.breakdown)
   T.ok(x1 > 0 and x2 > 0 and c2 > 0, "the MoE stages have time")
   -- per half: c1/2 ...; decode's kernels hold no SM in flight (f = 0): P(c, x) = max(c, x)
   c1, x1, c2, x2 = c1 / 2, x1 / 2, c2 / 2, x2 / 2
@@ -52,19 +57,6 @@ T.test("prefill: the SM share of the EP kernels slows the compute under them", f
   local b = hl.simulate(t)
   T.ok(b.ttft_s > a.ttft_s, "24/132 of the SMs held (the default): slower than f = 0")
 end)
-
--- the stage sums of a phase's breakdown (both halves; each row holds both micro-batches' calls)
-local function stages(rows)
-  local c1, x1, c2, x2, rest = 0, 0, 0, 0, 0
-  for _, b in ipairs(rows) do
-    if comm[b.name] == 1 then x1 = x1 + b.time_s
-    elseif comm[b.name] == 2 then x2 = x2 + b.time_s
-    elseif experts[b.name] then c2 = c2 + b.time_s
-    elseif outside[b.name] then rest = rest + b.time_s
-    else c1 = c1 + b.time_s end
-  end
-  return c1, x1, c2, x2, rest
-end
 
 T.test("prefill, BF16 (no DeepGEMM kernels): the four pairs by hand, f of the SMs lost under communication", function()
   -- two nodes, so the dispatch and combine are long enough to matter
