@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 #include "kernel_match_int.h"
 #include "hbdlab/cost.h"
@@ -40,7 +41,7 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
     }
     double n = hi - lo + 1, mid = (lo + hi) / 2;
     double s1 = n * (a1 + b1 * mid), s2 = n * (a2 + b2 * mid);
-    return total + fmax(s1, s2);
+    return total + hl_fmax(s1, s2);
 }
 
 /* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
@@ -115,7 +116,7 @@ static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, do
     hl_op_time t;
     part_op(s, part, &op, b, q, ctx);
     hl_status st = hl_op_time_on(&op, &s->c->gpu, &t, err);
-    *out = fmax(t.compute_s, t.memory_s);
+    *out = hl_fmax(t.compute_s, t.memory_s);
     return st;
 }
 
@@ -246,7 +247,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         part_op(s, part, &op, b, q, w - 1);
         if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
             return st;
-        sum += n_flat * fmax(t.compute_s, t.memory_s);
+        sum += n_flat * hl_fmax(t.compute_s, t.memory_s);
         flops += n_flat * op.flops;
         bytes += n_flat * (op.bytes_read + op.bytes_written);
         if (n_grow == 0)
@@ -389,7 +390,7 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
 static double tbo_pair(double c, double g, double x, double f)
 {
     double o = c - g;
-    return fmax(x, g / (1 - f) + o + f * fmin(x, o));
+    return hl_fmax(x, g / (1 - f) + o + f * fmin(x, o));
 }
 
 static double tbo_hidden(const double S[4], const double G[4], double f)
@@ -398,7 +399,7 @@ static double tbo_hidden(const double S[4], const double G[4], double f)
     double g1 = G[HL_TBO_ATTN] / 2, g2 = G[HL_TBO_EXPERTS] / 2;
     double pairs =
         tbo_pair(c1, g1, x2, f) + tbo_pair(c1, g1, x1, f) + tbo_pair(c2, g2, x1, f) + tbo_pair(c2, g2, x2, f);
-    return fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
+    return hl_fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
 }
 
 /* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
