@@ -237,12 +237,15 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
     int members_idx = t + 1;
     lua_pushnil(L);
     while (lua_next(L, t)) { /* [.. group members key value] */
-        const char *k = lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name") : NULL;
         const hl_field *f = NULL;
         lua_pushvalue(L, -2);
-        if (k && lua_rawget(L, members_idx) == LUA_TNUMBER)
+        if (lua_type(L, -1) == LUA_TSTRING && lua_rawget(L, members_idx) == LUA_TNUMBER)
             f = &hl_job_fields()->fields[lua_tointeger(L, -1)];
         lua_pop(L, 1);
+        /* a member found is a field's name (no NUL byte): only an unknown string key is checked */
+        const char *k = f                                ? lua_tostring(L, -2)
+                        : lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name")
+                                                         : NULL;
         if (!f) {
             luaL_Buffer b;
             luaL_buffinit(L, &b);
@@ -384,10 +387,11 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
     while (lua_next(L, idx)) { /* [keys key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
-        const char *k = hl_c_string(L, -2, "simulate: a field name");
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
+        /* a key found is a field's name (no NUL byte): only an unknown one is checked, for its message */
+        const char *k = code ? lua_tostring(L, -2) : hl_c_string(L, -2, "simulate: a field name");
         *seen |= code & ~KEY_CODE_MASK;
         code &= KEY_CODE_MASK;
         int t = lua_type(L, -1);
