@@ -159,6 +159,24 @@ for _, row in ipairs { { 1, 15.851 }, { 2, 16.995 }, { 4, 17.578 } } do
   end)
 end
 
+-- O1-O9: Oracle's "Serving Llama 3.1 405B model with AMD Instinct MI300X Accelerators" (OCI blog,
+-- 10 Oct 2024): one vLLM instance of Llama-3.1-405B FP8 on all eight MI300X of a BM.GPU.MI300X.8
+-- (TP8), vLLM's benchmark_latency (a static batch), input 128, output 128, batch 1 to 256: every
+-- row of its latency table. The blog does not give the vLLM release or the KV-cache precision; FP8
+-- KV is assumed, as in AMD's FP8-KV checkpoints (at 256 tokens the KV is under 4% of a step's bytes
+-- at batch 256, under 0.1% at batch 1). Its throughput table is not used: it does not say how many
+-- prompts each run had. Validation only: the rocm profile is not fitted to it (see `current`).
+source = "oci-mi300x-405b"
+local llama405 = hl.model "llama-3.1-405b"
+for k, row in ipairs { { 1, 3.530 }, { 2, 3.583 }, { 4, 3.734 }, { 8, 3.974 }, { 16, 4.375 }, { 32, 5.130 },
+                       { 64, 6.919 }, { 128, 10.340 }, { 256, 17.750 } } do
+  case("O" .. k, string.format("Llama-3.1-405B 8xMI300X TP8, bs %d, 128/128", row[1]), row[2], "s", "rocm",
+       function(p)
+    return sim({ model = llama405, cluster = hl.cluster "mi300x-8", precision = "fp8", kv_precision = "fp8",
+                 batch = row[1], input = 128, output = 128, parallel = { tp = 8 } }, p).total_s
+  end)
+end
+
 -- F1-F2: TensorRT-LLM v0.7a, Llama-2-70B FP8 on one H200 (TP1), fixed batches
 -- (blog "Falcon-180B on a single H200 ... 6.7x faster Llama-70B over A100",
 -- out_tps = output * batch / total_latency / tp). The KV cache gets 90% of the

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 
 /* splitmix64 (Steele, Lea & Flood 2014): the fixed permutation of Zipf ranks. */
 static uint64_t splitmix64(uint64_t *x)
@@ -232,12 +233,12 @@ static double levin_cdf(const rank_group *g, int64_t ng, double M, double log_pr
         if (P[0] <= 0)
             return 0;
         for (int j = 1; j < 5; j++)
-            P[j] = fmax(0, P[j - 1] - g[i].pmf[j - 1]);
+            P[j] = hl_fmax(0, P[j - 1] - g[i].pmf[j - 1]);
         logp += n * log(P[0]);
         double m1 = lam * P[1] / P[0], f2 = lam * lam * P[2] / P[0];
         double f3 = lam * lam * lam * P[3] / P[0], f4 = lam * lam * lam * lam * P[4] / P[0];
         double e2 = f2 + m1, e3 = f3 + 3 * f2 + m1, e4 = f4 + 6 * f3 + 7 * f2 + m1;
-        double var = fmax(0, e2 - m1 * m1);
+        double var = hl_fmax(0, e2 - m1 * m1);
         double mu3 = e3 - 3 * m1 * e2 + 2 * m1 * m1 * m1;
         double mu4 = e4 - 4 * m1 * e3 + 6 * m1 * m1 * e2 - 3 * m1 * m1 * m1 * m1;
         K1 += n * m1;
@@ -252,7 +253,7 @@ static double levin_cdf(const rank_group *g, int64_t ng, double M, double log_pr
     double he6 = z2 * z2 * z2 - 15 * z2 * z2 + 45 * z2 - 15;
     double dens = exp(-z2 / 2) / (2.5066282746310002 /* sqrt(2 pi) */ * sd) *
                   (1 + g1 / 6 * he3 + g2 / 24 * he4 + g1 * g1 / 72 * he6);
-    return fmin(1, fmax(0, exp(logp) * dens));
+    return fmin(1, hl_fmax(0, exp(logp) * dens));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -376,10 +377,10 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
         if (p <= 0 || p >= 1)
             return M;
-        double lo = fmax(0, floor(M * p - 13 * sd - 1)), hi = fmin(M, ceil(M * p + 13 * sd + 1));
+        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = fmin(M, ceil(M * p + 13 * sd + 1));
         double pmf = binom_pmf(M, p, lo);
         for (double x = lo; x <= hi; x++) {
-            sum += pmf * fmax(x, M - x);
+            sum += pmf * hl_fmax(x, M - x);
             pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
         }
         return sum;
@@ -396,10 +397,10 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         g[i].sd = sqrt(g[i].lam);
         g[i].bsd = sqrt(g[i].lam * (1 - g[i].p));
         sd_min = fmin(sd_min, g[i].bsd);
-        x_lo = fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
-        x_hi = fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
+        x_lo = hl_fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
+        x_hi = hl_fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
     }
-    x_lo = fmax(0, x_lo);
+    x_lo = hl_fmax(0, x_lo);
     x_hi = fmin(M, x_hi);
     if (sd_min >= 30) { /* large counts: normal ranks (binomial sd), the correlation neglected */
         if (ng == 1)
@@ -407,7 +408,7 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         return busiest_normal(g, ng, x_lo, x_hi);
     }
     for (int64_t i = 0; i < ng; i++) {
-        group_start(&g[i], fmax(0, floor(g[i].lam - 13 * g[i].sd - 1)));
+        group_start(&g[i], hl_fmax(0, floor(g[i].lam - 13 * g[i].sd - 1)));
         while (g[i].x < x_lo)
             group_step(&g[i]);
     }
@@ -497,7 +498,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
     }
     double hit[HL_EXPERT_SLOTS_MAX];
     for (int64_t s = 0; s < S; s++)
-        hit[s] = 1 - pow(fmax(0, 1 - k * lay->slot_share[s]), tokens);
+        hit[s] = 1 - pow(hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
     if (R == 1) {
         double sum = 0;
         for (int64_t s = 0; s < S; s++)

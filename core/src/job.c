@@ -101,7 +101,8 @@ static const hl_field job_fields[] = {
     NUM(spec_tokens, "spec_tokens", NULL, 0, 64, 0, "", 0,
         "speculative decoding: draft tokens proposed per decode step (0 = off)"),
     NUM(spec_accept, "spec_accept", NULL, 0, 1, 0, "", 0,
-        "speculative decoding: acceptance probability of each draft token (needed when spec_tokens > 0)"),
+        "speculative decoding: acceptance probability of each draft token (needed when spec_tokens > 0); in an "
+        "hl.simulate / hl.serve table also a vector {p1, ..., p_gamma}, one per position (docs/MODEL.md 6.2)"),
     NUM(spec_draft_layers, "spec_draft_layers", NULL, 0, 1e3, 0, "", 1,
         "speculative decoding: target-shaped layers run per draft token (MTP module / EAGLE head: 1)"),
     NUM(image_tokens, "image_tokens", NULL, 0, 1e9, 0, "", 0,

@@ -10,6 +10,7 @@
 
 #include "coll_int.h"
 #include "err_int.h"
+#include "fmax_int.h"
 #include "hbdlab/kvcache.h"
 #include "kernel_match_int.h"
 #include "hbdlab/precision.h"
@@ -375,7 +376,7 @@ static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, doub
     double E = s->slots, k = (double)m->topk, h = (double)m->hidden; /* a token picks k of the slots */
     double D = (double)domain, etp = (double)s->etp, ep = (double)s->ep;
     double dests = ep * (1 - miss_prob(E, E / ep, k)) * etp; /* distinct destination GPUs per token */
-    double u = fmax(gf, etp);                                /* GPUs holding whole experts together */
+    double u = hl_fmax(gf, etp);                             /* GPUs holding whole experts together */
     double units_hit = D / u * (1 - miss_prob(E, E * u / D, k));
     double doms_hit = units_hit * u / gf; /* distinct destination domains per token */
     memset(inter, 0, sizeof *inter);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "roofline_int.h"
 
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
@@ -53,7 +54,7 @@ static int term_vanishes(double r, double p)
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max. */
 static double blend(double a, double b, double c, double p)
 {
-    double hi = fmax(a, fmax(b, c));
+    double hi = hl_fmax(a, hl_fmax(b, c));
     if (p <= 0 || hi <= 0)
         return hi;
     if (isinf(hi)) /* inf / inf: NaN, as it always was */
@@ -138,13 +139,13 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         double c = op->flops * pad / (peak * eff), m = bytes / bw;
         out->compute_s = blended ? gpu->attn_latency + blend(c, units, 0, gpu->attn_blend) : c + part;
         out->memory_s = blended ? gpu->attn_latency + blend(m, units, 0, gpu->attn_blend) : m + part;
-        out->time_s = fmax(out->compute_s, out->memory_s) + fixed;
+        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
     } else {
         eff = gpu->eff_gemm;
         bw = gpu->hbm_bw * gpu->eff_mem;
         out->compute_s = op->flops / (peak * eff);
         out->memory_s = bytes / bw;
-        out->time_s = fmax(out->compute_s, out->memory_s) + fixed;
+        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
     }
     out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
     out->ridge = peak * eff / bw;

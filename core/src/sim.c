@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 #include "kernel_match_int.h"
 #include "hbdlab/cost.h"
@@ -40,7 +41,7 @@ static double sum_max_lines(double a1, double b1, double a2, double b2, double k
     }
     double n = hi - lo + 1, mid = (lo + hi) / 2;
     double s1 = n * (a1 + b1 * mid), s2 = n * (a2 + b2 * mid);
-    return total + fmax(s1, s2);
+    return total + hl_fmax(s1, s2);
 }
 
 /* Adds an attention sum over `steps` steps to the phase: `sum` s of kernel time
@@ -116,7 +117,7 @@ static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, do
     hl_op_time t;
     part_op(s, part, &op, b, q, ctx);
     hl_status st = hl_op_time_on(&op, &s->c->gpu, &t, err);
-    *out = fmax(t.compute_s, t.memory_s);
+    *out = hl_fmax(t.compute_s, t.memory_s);
     return st;
 }
 
@@ -247,7 +248,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         part_op(s, part, &op, b, q, w - 1);
         if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
             return st;
-        sum += n_flat * fmax(t.compute_s, t.memory_s);
+        sum += n_flat * hl_fmax(t.compute_s, t.memory_s);
         flops += n_flat * op.flops;
         bytes += n_flat * (op.bytes_read + op.bytes_written);
         if (n_grow == 0)
@@ -390,7 +391,7 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
 static double tbo_pair(double c, double g, double x, double f)
 {
     double o = c - g;
-    return fmax(x, g / (1 - f) + o + f * fmin(x, o));
+    return hl_fmax(x, g / (1 - f) + o + f * fmin(x, o));
 }
 
 static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[HL_TBO_STAGES], double f)
@@ -400,7 +401,7 @@ static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[H
     double g1 = (G[HL_TBO_ATTN] + G[HL_TBO_CORE] + G[HL_TBO_SHARED]) / 2, g2 = G[HL_TBO_EXPERTS] / 2;
     double pairs =
         tbo_pair(c1, g1, x2, f) + tbo_pair(c1, g1, x1, f) + tbo_pair(c2, g2, x1, f) + tbo_pair(c2, g2, x2, f);
-    return fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
+    return hl_fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
 }
 
 /* Two-batch overlap in decode (docs/MODEL.md 6.5): SGLang's decode strategy (operations_strategy.py,
@@ -594,8 +595,11 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             return st;
     } else if (steps > 0) {
         double m = hl_pipeline_microbatches(s, j->batch), stages = hl_pipeline_slots(s, m, 0);
-        int tbo = tbo_on(s);
-        if (tbo) /* two-batch overlap: two micro-batches of half the sequences, each in every step */
+        /* two-batch overlap: two micro-batches of half the sequences, each in every step; SGLang splits a
+         * decode batch at num_seqs // 2 (two_batch_overlap.py compute_split_seq_index), so one sequence
+         * per rank has nothing to split and runs whole (it ran as two halves of half a sequence) */
+        int tbo = tbo_on(s) && b >= 2;
+        if (tbo)
             m = stages = 2;
         hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
         one.b_local = b / m;

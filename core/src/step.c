@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 #include "hbdlab/kvcache.h"
 #include "layer_int.h"
@@ -412,7 +413,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     int decode = it->n_chunks == 0;
     double dp = per, largest = 1; /* the most new tokens of one sequence */
     for (int32_t i = 0; i < it->n_chunks; i++)
-        largest = fmax(largest, it->chunks[i].tokens);
+        largest = hl_fmax(largest, it->chunks[i].tokens);
     /* The busiest of m micro-batches (balanced, but a sequence is not split: at
      * least the largest chunk; the decodes spread over at most md of them), over
      * `stages` slots. One stage: the whole iteration, m = md = stages = 1. */
@@ -424,7 +425,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     a.summary = 1;
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
     /* the busiest micro-batch's tokens, and its share of the tokens the lock-step group routes */
-    double mb_tok = fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
+    double mb_tok = hl_fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
     hl_status rc = step_linear(st, decode, mb_tok, mb_routed, stages, &a.ph, err);
     if (rc)
         return rc;
@@ -468,9 +469,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                     big = op;
             }
             /* the busiest micro-batch's share (at least the largest chunk), over the data-parallel groups */
-            sum.flops = fmax(sum.flops / m, big.flops) / dp;
-            sum.bytes_read = fmax(sum.bytes_read / m, big.bytes_read) / dp;
-            sum.bytes_written = fmax(sum.bytes_written / m, big.bytes_written) / dp;
+            sum.flops = hl_fmax(sum.flops / m, big.flops) / dp;
+            sum.bytes_read = hl_fmax(sum.bytes_read / m, big.bytes_read) / dp;
+            sum.bytes_written = hl_fmax(sum.bytes_written / m, big.bytes_written) / dp;
             if ((rc = hl_acc_op(s, &a, &sum, layers * stages, err)))
                 return rc;
         }

@@ -237,12 +237,15 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
     int members_idx = t + 1;
     lua_pushnil(L);
     while (lua_next(L, t)) { /* [.. group members key value] */
-        const char *k = lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name") : NULL;
         const hl_field *f = NULL;
         lua_pushvalue(L, -2);
-        if (k && lua_rawget(L, members_idx) == LUA_TNUMBER)
+        if (lua_type(L, -1) == LUA_TSTRING && lua_rawget(L, members_idx) == LUA_TNUMBER)
             f = &hl_job_fields()->fields[lua_tointeger(L, -1)];
         lua_pop(L, 1);
+        /* a member found is a field's name (no NUL byte): only an unknown string key is checked */
+        const char *k = f                                ? lua_tostring(L, -2)
+                        : lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "a field name")
+                                                         : NULL;
         if (!f) {
             luaL_Buffer b;
             luaL_buffinit(L, &b);
@@ -384,10 +387,11 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
     while (lua_next(L, idx)) { /* [keys key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
-        const char *k = hl_c_string(L, -2, "simulate: a field name");
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
+        /* a key found is a field's name (no NUL byte): only an unknown one is checked, for its message */
+        const char *k = code ? lua_tostring(L, -2) : hl_c_string(L, -2, "simulate: a field name");
         *seen |= code & ~KEY_CODE_MASK;
         code &= KEY_CODE_MASK;
         int t = lua_type(L, -1);
@@ -566,7 +570,7 @@ void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 /* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
  * them): a prompt + output beyond the model's context, limits missed, an unknown price or
  * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
-enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16 };
+enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16, WARN_TBO = 32 };
 
 /* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
  * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
@@ -644,6 +648,11 @@ static int l_simulate(lua_State *L)
         flags |= WARN_MAPPING;
     if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
         flags |= WARN_SPEC;
+    /* two_batch_overlap where it overlaps nothing (sim.c tbo_on: EP layers, one stage; decode
+     * needs two sequences per rank and no speculation) */
+    if (jp->two_batch_overlap &&
+        (rp->ep == 1 || rp->pp > 1 || jp->spec_tokens > 0 || (rp->output > 1 && rp->batch / (double)rp->dp < 2)))
+        flags |= WARN_TBO;
     lua_pushinteger(L, flags);
     give_back_scratch(L, 4);
     return 2;

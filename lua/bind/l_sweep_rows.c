@@ -78,6 +78,9 @@ static int store_gc(lua_State *L)
 static int64_t row_index(lua_State *L, int idx, const rows_store *rs)
 {
     const int64_t *p = lua_touserdata(L, idx);
+    if (p && lua_rawlen(L, idx) == sizeof *p && rs->st.n == 0 && !rs->keys) /* store_gc ran */
+        luaL_error(L, "a sweep row used after its sweep was collected (a row a finaliser kept: keep the "
+                      "rows themselves, or a copy from core.sweep_row_table)");
     if (!p || lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n) /* a light userdata's rawlen is 0 */
         luaL_error(L, "a sweep row's metamethod called on something else");
     return *p;

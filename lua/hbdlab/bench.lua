@@ -292,7 +292,8 @@ function M.print_table(r)
     { "Lua call overhead, preset names (qwen1.5-110b, hgx-b200)", string.format("%.3f us (%.3f-%.3f)",
       r.lua_call_names_overhead_s * 1e6, r.lua_call_names_overhead_q1_s * 1e6, r.lua_call_names_overhead_q3_s * 1e6) },
     { "Lua call overhead, instructions a call (callgrind; objects, names)", r.lua_call_overhead_instructions and
-      string.format("%.0f, %.0f", r.lua_call_overhead_instructions, r.lua_call_names_overhead_instructions) or "no valgrind" },
+      string.format("%.0f, %.0f", r.lua_call_overhead_instructions, r.lua_call_names_overhead_instructions) or
+      "not counted (valgrind absent or unable to run this build)" },
     { string.format("start-up, hbdlab -e '' (median of %d; min)", r.startup_runs), string.format("%.3f ms (%.3f)%s",
       r.startup_median_s * 1e3, r.startup_min_s * 1e3, r.startup_instructions and
       string.format(", %d instructions", r.startup_instructions) or "") },

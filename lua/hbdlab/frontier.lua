@@ -70,6 +70,22 @@ local function pow2_upto(n)
   return out
 end
 
+-- The default concurrencies of an instance with attention DP size dp: 1, 2, 4, ..., 4096 and dp
+-- times each (a per-rank batch of 1 ... 4096). Powers of two alone were never multiples of a DP
+-- size of 3, 9, 18, 72: such decode instances had no point at all, and wide instances stopped at
+-- 4096 / dp sequences a rank (57 on EP 72). Sorted, without repeats; the search stops at the
+-- first that does not fit or is unstable. decode_only: the multiples of dp alone.
+local function concurrencies(dp, decode_only)
+  local seen, out = {}, {}
+  for _, v in ipairs(pow2_upto(4096)) do
+    for _, c in ipairs(decode_only and { dp * v } or { v, dp * v }) do
+      if not seen[c] then seen[c] = true; out[#out + 1] = c end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
 local function copy(t)
   local o = {}
   for k, v in pairs(t or {}) do o[k] = v end
@@ -333,7 +349,7 @@ local function agg_points(hl, ctx, sys, prec, m, out)
   fields.precision = prec
   fields.mode = "analytical"
   local instances = sys.gpus // m.gpus
-  local loads = ctx.concurrency or pow2_upto(4096)
+  local loads = ctx.concurrency or concurrencies(m.dp)
   local rates = nil
   for _, c in ipairs(loads) do
     local f = copy(fields)
@@ -702,6 +718,7 @@ function M.plain(res)
     o.pareto, o.config = p.pareto, M.plain_config(p.config)
     -- a simulated point's analytical numbers; a best point's convergence; an unconfirmed best
     o.analytical, o.converged, o.converged_change, o.unconfirmed = p.analytical, p.converged, p.converged_change, p.unconfirmed
+    o.unsettled, o.settle_simulate = p.unsettled, p.settle_simulate
     return o
   end
   local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch, warnings = res.warnings,
@@ -850,7 +867,7 @@ function M.frontier(t)
       else
         local profs = prefill_profiles(w.sys, w.prec)
         if #profs > 0 then
-          for _, c in ipairs(ctx.concurrency or pow2_upto(4096)) do
+          for _, c in ipairs(ctx.concurrency or concurrencies(w.m.dp, true)) do
             -- a decode instance with attention DP needs at least one sequence per DP group: the
             -- concurrencies below dp (or not a multiple of it) are skipped, not the end of the loop
             -- (stopping there dropped every wide-EP DP-attention decode instance from disagg)
@@ -1025,7 +1042,7 @@ function M.frontier(t)
           "point (%.4g tok/s/GPU; the highest unconfirmed one %.4g analytically): 'best' is the best confirmed point, " ..
           "not necessarily the curve's best; simulate = %d confirms them all", k:gsub("|", " "), o.simulate, above,
           b.tps_per_gpu, highest, tries + above))
-        b.unsettled = above
+        b.unsettled, b.settle_simulate = above, tries + above
       end
     end
     if b then best[k] = b else missing[#missing + 1] = k end
@@ -1201,7 +1218,9 @@ M.result_mt.__tostring = function(r)
     if b then
       lines[#lines + 1] = string.format("    best: tp %d pp %d ep %d dp %d x%d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g ms%s",
         b.tp, b.pp, b.ep, b.dp, b.instances, b.concurrency, b.tps_per_gpu, b.tps_per_user, b.ttft_p90_s * 1e3,
-        b.simulated and (" (simulated" .. (b.converged == false and ", NOT converged)" or ")"))
+        b.simulated and (" (simulated" .. (b.converged == false and ", NOT converged" or "") ..
+          (b.unsettled and string.format("; NOT settled: %d unconfirmed candidates above it, simulate = %d confirms them",
+            b.unsettled, b.settle_simulate) or "") .. ")")
           or (b.unconfirmed and " (analytical, NOT confirmed: the simulate budget ran out)" or " (analytical)"))
       if b.mode == "disagg" then
         lines[#lines] = lines[#lines] .. string.format(" with %d prefill x tp %d pp %d ep %d dp %d at load %.2f",

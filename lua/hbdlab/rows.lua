@@ -138,8 +138,11 @@ end
 --- Returns an aligned text table (numbers right-aligned); print(rows, cols) prints it.
 function M.format(rows, cols)
   cols = M.columns(rows, cols)
-  local widths, cells = {}, {}
-  for j, c in ipairs(cols) do widths[j] = #c end
+  local widths, cells, names = {}, {}, {}
+  for j, c in ipairs(cols) do -- a key that is no string (row[1] = x, row[print] = 1) is named by tostring
+    names[j] = require("hbdlab.pretty").terminal(type(c) == "string" and c or tostring(c))
+    widths[j] = #names[j]
+  end
   for i, r in ipairs(rows) do
     cells[i] = {}
     for j, c in ipairs(cols) do
@@ -151,7 +154,7 @@ function M.format(rows, cols)
   local lines = {}
   local head, rule = {}, {}
   for j, c in ipairs(cols) do
-    head[j] = pad(require("hbdlab.pretty").terminal(c), widths[j])
+    head[j] = pad(names[j], widths[j])
     rule[j] = string.rep("-", widths[j])
   end
   lines[1] = table.concat(head, "  ")

@@ -44,12 +44,12 @@ end
 result_mt.__tostring = function(r)
   local p = r.parallel
   return string.format(
-    "%s on %d GPUs (tp %d, pp %d, ep %d, dp %d, etp %d), batch %d, input %d, output %d\n" ..
+    "%s on %d GPU%s (tp %d, pp %d, ep %d, dp %d, etp %d), batch %d, input %d, output %d\n" ..
     "  TTFT %s   TPOT %s   total %s   bound: %s\n" ..
     "  decode %.4g tok/s   per GPU %.4g tok/s (%.4g incl. prompt)\n" ..
     "  comm share: prefill %.1f%%, decode %.1f%%\n" ..
     "  memory/GPU: weights %s + KV %s + workspace %s = %s (%s)",
-    r.precision, p.gpus, p.tp, p.pp, p.ep, p.dp, p.etp, r.batch, r.input, r.output,
+    r.precision, p.gpus, p.gpus == 1 and "" or "s", p.tp, p.pp, p.ep, p.dp, p.etp, r.batch, r.input, r.output,
     ms(r.ttft_s), ms(r.tpot_s), ms(r.total_s), r.bound,
     r.decode_tps, r.tps_per_gpu, r.tps_per_gpu_incl_prompt,
     r.prefill.comm_share * 100, r.decode.comm_share * 100,
@@ -72,7 +72,7 @@ local resolved = objects.resolved
 
 -- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
 -- only when the core saw what they look for.
-local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC = 1, 2, 4, 8, 16
+local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 1, 2, 4, 8, 16, 32
 
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
@@ -90,6 +90,7 @@ function M.simulate(t)
       warn.check_job(job, r)
     end
     if flags & WARN_LIMITS ~= 0 then warn.check_limits(t, r) end
+    if flags & WARN_TBO ~= 0 then warn.check_tbo(r, t) end
     if flags & WARN_COST ~= 0 and type(c) == "userdata" and not cost_checked[c] then
       cost_checked[c] = true
       warn.check_cost(c.gpu, r)

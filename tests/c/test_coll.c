@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "coll_int.h"
 #include "hbdlab/hbdlab.h"
 
 /* A round-number cluster: scale-up 100 GB/s/dir, scale-out 10 GB/s/dir,
@@ -271,6 +272,51 @@ static void test_requirement_and_moe_bytes(void **state)
     assert_rel(hl_coll_moe_bytes(4096, 8, 1, 7168, 1), 234881024.0, 0, "MoE payload bytes");
 }
 
+/* A stand-in collective for the memo tests: counts its calls, time = 2 x bytes. */
+static int counted_calls;
+static hl_status counted(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
+{
+    (void)c, (void)hbd, (void)err;
+    counted_calls++;
+    memset(out, 0, sizeof *out);
+    out->time_s = 2 * in->bytes;
+    return HL_OK;
+}
+
+/* One call of `counted` through the memo with `bytes`; whether it ran (a miss or a skip). */
+static int memo_ran(const hl_cluster *c, double bytes)
+{
+    hl_coll_in in = {HL_ALLREDUCE, HL_ALGO_RING, bytes, 8, 0, 0};
+    hl_coll_out out;
+    hl_err e;
+    int before = counted_calls;
+    assert_ok(hl_coll_memo(counted, c, 8, &in, &out, &e), &e);
+    assert_rel(out.time_s, 2 * bytes, 0, "memo result");
+    return counted_calls != before;
+}
+
+/* The memo's skip rule (coll.c): a hit resets the run of misses; 64 misses in a row make the
+ * next 1024 calls run without the memo (each computed, with fn's result); then it is used again. */
+static void test_memo_skips_after_a_run_of_misses(void **state)
+{
+    (void)state;
+    hl_cluster c = toy(8, 8);
+    int hit = 0;
+    for (int i = 0; i < 2000 && !hit; i++) /* any skip left by earlier tests runs out, then A hits */
+        hit = !memo_ran(&c, 1);
+    assert_true(hit);
+    for (int i = 0; i < 63; i++) /* 63 misses: not yet a run */
+        assert_true(memo_ran(&c, 100 + i));
+    assert_false(memo_ran(&c, 1)); /* still looked up: a hit */
+    for (int i = 0; i < 64; i++)   /* 64 misses in a row */
+        assert_true(memo_ran(&c, 1000 + i));
+    for (int i = 0; i < 1024; i++) /* skipped: computed although stored */
+        assert_true(memo_ran(&c, 1));
+    int ran = memo_ran(&c, 1);
+    ran += memo_ran(&c, 1); /* looked up again: the second call at least hits */
+    assert_true(ran <= 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_custom_allreduce_by_hand),
         cmocka_unit_test(test_calibration),
         cmocka_unit_test(test_requirement_and_moe_bytes),
+        cmocka_unit_test(test_memo_skips_after_a_run_of_misses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

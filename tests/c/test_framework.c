@@ -85,6 +85,34 @@ static void test_gemm_scale_per_precision(void **state)
     }
 }
 
+/* Scales that would lift an efficiency past 1 are capped at 1, and a class the GPU lacks is not
+ * touched. A100-SXM has no FP8 or FP4 but has INT8 (the FP8/INT8 class); its FP8 and FP4 slots fall
+ * back to the 16-bit 0.8587, so 1.4 x 0.8587 = 1.20 would be out of range. The BF16 job is unchanged. */
+static void test_scale_capped_and_missing_class(void **state)
+{
+    (void)state;
+    hl_job j = one_gpu("llama-3.1-8b", "A100-SXM", HL_BF16);
+    hl_err e;
+    double f;
+    assert_true(hl_gpu_peak(&j.cluster.gpu, HL_FP4, &f, &e) != HL_OK);
+    assert_true(1.4 * j.cluster.gpu.eff_gemm > 1);
+    hl_result a, b;
+    assert_ok(hl_sim_run(&j, &a, &e), &e);
+    j.gemm_scale_fp8 = 1.4;
+    j.gemm_scale_fp4 = 1.4;
+    assert_ok(hl_sim_run(&j, &b, &e), &e);
+    assert_rel(b.total_s, a.total_s, 0, "BF16 job unchanged by FP8/FP4 scales");
+    hl_gpu g = j.cluster.gpu;
+    hl_gpu_apply_framework(&g, 1, 1.4, 1.4, 1);
+    assert_true(g.eff_gemm_fp8 == 1);                          /* INT8 class present: capped */
+    assert_true(g.eff_gemm_fp4 == j.cluster.gpu.eff_gemm_fp4); /* no FP4: untouched */
+    /* where the product stays below 1 the scale applies as before: B200's FP4 0.463 x 1.4 = 0.648 */
+    hl_job k = one_gpu("llama-3.1-8b", "B200", HL_FP4);
+    hl_gpu h = k.cluster.gpu;
+    hl_gpu_apply_framework(&h, 1, 1, 1.4, 1);
+    assert_rel(h.eff_gemm_fp4, k.cluster.gpu.eff_gemm_fp4 * 1.4, 1e-15, "B200 FP4 scaled");
+}
+
 static void test_bad_framework_named(void **state)
 {
     (void)state;
@@ -102,6 +130,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_overhead),
         cmocka_unit_test(test_gemm_scale_per_precision),
+        cmocka_unit_test(test_scale_capped_and_missing_class),
         cmocka_unit_test(test_bad_framework_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,7 +306,7 @@ T.test("instance sizes beyond powers of two: divisors of the cluster, pools beyo
   -- 4 x 3) and disaggregated pools larger than 6 (e.g. 9 decode + 3 prefill)
   local r = hl.frontier { model = "qwen3-30b-a3b", systems = { gpu = "H100-SXM", gpus = 12, hbd = 12 }, precision = "fp8",
                           input = 512, output = 128, simulate = 0 }
-  local agg_sizes, big_pool, mixed = {}, false, false
+  local agg_sizes, big_pool, mixed, odd_dp = {}, false, false, false
   for _, p in ipairs(r.points) do
     if p.mode == "agg" then
       agg_sizes[p.instance_gpus] = true
@@ -317,11 +317,14 @@ T.test("instance sizes beyond powers of two: divisors of the cluster, pools beyo
       T.ok(p.instance_gpus * p.d_instances + pg * p.p_instances <= 12, "the pools fit the cluster")
       if p.instance_gpus > 6 or pg > 6 then big_pool = true end
       if p.instance_gpus % 3 == 0 or pg % 3 == 0 then mixed = true end
+      -- a decode instance of DP 3, 6 or 12 decodes a multiple of its DP size (powers of two never were)
+      if p.dp % 3 == 0 then odd_dp = true; T.eq(p.concurrency % p.dp, 0, "decode concurrency a multiple of dp") end
     end
   end
   T.ok(agg_sizes[3] or agg_sizes[6] or agg_sizes[12], "an aggregated instance of 3, 6 or 12 GPUs")
   T.ok(big_pool, "a disaggregated pool of more than G/2 GPUs")
   T.ok(mixed, "a disaggregated pool whose size is not a power of two")
+  T.ok(odd_dp, "a disaggregated decode instance whose DP size is not a power of two")
 end)
 
 T.test("MoE disaggregated points simulate the pools they were searched as", function()
