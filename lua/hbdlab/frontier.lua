@@ -646,7 +646,7 @@ local function check(t)
   end
   -- the points are steady states (hl.serve mode = "analytical"), which model none of these: every
   -- point failed and the search ended "no configuration ... could be evaluated" (attack pass 3)
-  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "prefix_cache", "shared_prefix", "sessions",
+  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "spec_draft_model", "prefix_cache", "shared_prefix", "sessions",
                        "kv_offload", "replicas", "keep_steps", "keep_requests", "max_samples" } do
     if o.serve and o.serve[k] ~= nil then
       fail("field 'serve." .. k .. "': not modelled by the frontier's points (steady states of one instance, " ..
