@@ -1203,7 +1203,10 @@ function M.launch(p, model)
     out.instance = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
     out.instances = p.instances
   else
-    out.decode = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    -- the decode instance's room as its config gives it (twice the population: the pool is not run
+    -- at exactly its capacity, MODEL.md 14), per decode instance
+    local room = p.config and p.config.max_seqs and math.ceil(p.config.max_seqs / (p.d_instances or 1)) or p.concurrency
+    out.decode = one(p.tp, p.pp, p.dp, p.ep, room)
     out.prefill = one(p.p_tp, p.p_pp, p.p_dp, p.p_ep, 1)
     out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
     out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"
