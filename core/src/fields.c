@@ -262,6 +262,11 @@ hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *e
                 s = hl_fail(err, HL_EINVAL, "%s field '%s': %d is not a boolean (0 or 1)", set->kind, f->name, (int)v);
             break;
         }
+        case HL_FIELD_STRING: /* a struct filled by hand (C, an FFI) may leave no NUL: read past the member */
+            if (p[f->size - 1] != '\0' && !memchr(p, '\0', (size_t)f->size)) /* last byte first: cheap */
+                s = hl_fail(err, HL_EINVAL, "%s field '%s': no NUL byte within its %d bytes (a C string is expected)",
+                            set->kind, f->name, (int)f->size);
+            break;
         case HL_FIELD_ENUM: {
             int32_t v = *(const int32_t *)p;
             if (v < 0 || v >= enum_count_upto(f->enum_names, v))

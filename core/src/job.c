@@ -173,6 +173,7 @@ hl_status hl_job_check_fields(const hl_job *job, hl_err *err)
             break;
         case HL_FIELD_BOOL: ok = *(const int32_t *)at == 0 || *(const int32_t *)at == 1; break;
         case HL_FIELD_ENUM: ok = *(const int32_t *)at >= 0 && *(const int32_t *)at < enum_counts[i]; break;
+        case HL_FIELD_STRING: ok = at[f->size - 1] == '\0' || memchr(at, '\0', (size_t)f->size) != NULL; break;
         default: break;
         }
         if (!ok)

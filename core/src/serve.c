@@ -239,10 +239,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            double d0 = hl_decode_fn_time(&line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
-            if (d0 > 0 && est < nmax)
+            decode_times(&line, ctx0, j, 1, dts);
+            double est = (t_arr - tt) / dts[0] + 2;
+            if (dts[0] > 0 && est < nmax)
                 nmax = est > 1 ? (int)est : 1;
-            decode_times(&line, ctx0, j, nmax, dts);
+            if (nmax > 1)
+                decode_times(&line, ctx0, j + 1, nmax - 1, dts + 1);
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++)
                 if (!(dts[i] >= 0 && dts[i] <= DBL_MAX)) /* not finite, or negative */
                     bad = i;

@@ -104,7 +104,8 @@ static double pct(const double *v, int64_t n, double q)
  * summary of 1e7 requests stops within one block of one pass (the serve loop looks at it per
  * iteration; the summary's sorts of up to 4 x n values used to run to the end). */
 enum { INTR_BLOCK = 1 << 16 };
-static int interrupted_at(int64_t i) { return (i & (INTR_BLOCK - 1)) == 0 && hl_interrupt_pending(); }
+/* The end of the block of values that starts at i (the loops over them test nothing else). */
+static int64_t block_end(int64_t i, int64_t n) { return n - i < INTR_BLOCK ? n : i + INTR_BLOCK; }
 
 /* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
  * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
@@ -128,17 +129,19 @@ static int sort_values(double *v, int64_t n)
     uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
     static _Thread_local int64_t count[DIGITS][RADIX];
     memset(count, 0, sizeof count);
-    for (int64_t i = 0; i < n; i++) {
-        if (interrupted_at(i)) {
+    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
+        if (hl_interrupt_pending()) {
             free(tmp);
             return 1;
         }
-        uint64_t b;
-        memcpy(&b, &v[i], sizeof b);
-        b = b >> 63 ? ~b : b | 0x8000000000000000ull; /* negatives reversed below the positives */
-        memcpy(&key[i], &b, sizeof b);
-        for (int d = 0; d < DIGITS; d++)
-            count[d][(b >> (d * BITS)) & (RADIX - 1)]++;
+        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
+            uint64_t b;
+            memcpy(&b, &v[i], sizeof b);
+            b = b >> 63 ? ~b : b | 0x8000000000000000ull; /* negatives reversed below the positives */
+            memcpy(&key[i], &b, sizeof b);
+            for (int d = 0; d < DIGITS; d++)
+                count[d][(b >> (d * BITS)) & (RADIX - 1)]++;
+        }
     }
     uint64_t *from = key, *to = tmp;
     for (int d = 0; d < DIGITS; d++) {
@@ -150,12 +153,13 @@ static int sort_values(double *v, int64_t n)
             c[k] = at;
             at += here;
         }
-        for (int64_t i = 0; i < n; i++) {
-            if (interrupted_at(i)) {
+        for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
+            if (hl_interrupt_pending()) {
                 free(tmp);
                 return 1;
             }
-            to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
+            for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
+                to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
         }
         uint64_t *sw = from;
         from = to;

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "err_int.h"
@@ -234,8 +235,23 @@ static int json_line(const char *s, const char *e, double v[COL_ALL], const char
         if (!x && c >= COL_REQUIRED)
             continue; /* an optional column left out: 0 */
         if (!x || (a && b) || !cJSON_IsNumber(x) || !isfinite(x->valuedouble)) {
-            ok = 0;
-            *why = a && b ? "a field is given under two names" : "a field is missing or not a number";
+            ok = 0; /* the field named: "session": "a" (a string id) read as "a field is missing or not a number" */
+            const char *name = a ? keys[c][0] : b ? keys[c][1] : keys[c][0];
+            if (a && b)
+                snprintf(detail->msg, sizeof detail->msg, "field '%s' is given under two names ('%s')", keys[c][0],
+                         keys[c][1]);
+            else if (!x)
+                snprintf(detail->msg, sizeof detail->msg, "field '%s' is missing", name);
+            else
+                snprintf(detail->msg, sizeof detail->msg, "field '%s' is %s, not a finite number%s", name,
+                         cJSON_IsString(x)   ? "a string"
+                         : cJSON_IsBool(x)   ? "a boolean"
+                         : cJSON_IsNull(x)   ? "null"
+                         : cJSON_IsArray(x)  ? "an array"
+                         : cJSON_IsObject(x) ? "an object"
+                                             : "out of range",
+                         c >= COL_REQUIRED && c != 6 ? " (ids are whole numbers: map string ids to numbers)" : "");
+            *why = detail->msg;
         } else {
             v[c] = x->valuedouble;
         }

@@ -70,6 +70,22 @@ local function pow2_upto(n)
   return out
 end
 
+-- The default concurrencies of an instance with attention DP size dp: 1, 2, 4, ..., 4096 and dp
+-- times each (a per-rank batch of 1 ... 4096). Powers of two alone were never multiples of a DP
+-- size of 3, 9, 18, 72: such decode instances had no point at all, and wide instances stopped at
+-- 4096 / dp sequences a rank (57 on EP 72). Sorted, without repeats; the search stops at the
+-- first that does not fit or is unstable. decode_only: the multiples of dp alone.
+local function concurrencies(dp, decode_only)
+  local seen, out = {}, {}
+  for _, v in ipairs(pow2_upto(4096)) do
+    for _, c in ipairs(decode_only and { dp * v } or { v, dp * v }) do
+      if not seen[c] then seen[c] = true; out[#out + 1] = c end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
 local function copy(t)
   local o = {}
   for k, v in pairs(t or {}) do o[k] = v end
@@ -333,7 +349,7 @@ local function agg_points(hl, ctx, sys, prec, m, out)
   fields.precision = prec
   fields.mode = "analytical"
   local instances = sys.gpus // m.gpus
-  local loads = ctx.concurrency or pow2_upto(4096)
+  local loads = ctx.concurrency or concurrencies(m.dp)
   local rates = nil
   for _, c in ipairs(loads) do
     local f = copy(fields)
@@ -481,12 +497,13 @@ local function meets(p, slo)
 end
 
 -- The best tokens/s per GPU a frontier reaches at interactivity >= x (nil beyond its reach).
+-- Also the point that reaches it.
 local function reach(front, x)
-  local y
+  local y, at
   for _, p in ipairs(front) do
-    if p.tps_per_user >= x and (not y or p.tps_per_gpu > y) then y = p.tps_per_gpu end
+    if p.tps_per_user >= x and (not y or p.tps_per_gpu > y) then y, at = p.tps_per_gpu, p end
   end
-  return y
+  return y, at
 end
 
 -- The requests a confirmation of p runs: `requests`, and at least three per client of the
@@ -702,6 +719,7 @@ function M.plain(res)
     o.pareto, o.config = p.pareto, M.plain_config(p.config)
     -- a simulated point's analytical numbers; a best point's convergence; an unconfirmed best
     o.analytical, o.converged, o.converged_change, o.unconfirmed = p.analytical, p.converged, p.converged_change, p.unconfirmed
+    o.unsettled, o.settle_simulate = p.unsettled, p.settle_simulate
     return o
   end
   local js = { points = {}, pareto = {}, best = {}, ratios = res.ratios, launch = res.launch, warnings = res.warnings,
@@ -850,7 +868,7 @@ function M.frontier(t)
       else
         local profs = prefill_profiles(w.sys, w.prec)
         if #profs > 0 then
-          for _, c in ipairs(ctx.concurrency or pow2_upto(4096)) do
+          for _, c in ipairs(ctx.concurrency or concurrencies(w.m.dp, true)) do
             -- a decode instance with attention DP needs at least one sequence per DP group: the
             -- concurrencies below dp (or not a multiple of it) are skipped, not the end of the loop
             -- (stopping there dropped every wide-EP DP-attention decode instance from disagg)
@@ -1025,7 +1043,7 @@ function M.frontier(t)
           "point (%.4g tok/s/GPU; the highest unconfirmed one %.4g analytically): 'best' is the best confirmed point, " ..
           "not necessarily the curve's best; simulate = %d confirms them all", k:gsub("|", " "), o.simulate, above,
           b.tps_per_gpu, highest, tries + above))
-        b.unsettled = above
+        b.unsettled, b.settle_simulate = above, tries + above
       end
     end
     if b then best[k] = b else missing[#missing + 1] = k end
@@ -1093,8 +1111,11 @@ function M.frontier(t)
   end
   local function ratio_at(ka, kb, x)
     for _, basis in ipairs { "simulated", "analytical" } do
-      local ya, yb = reach(set_of(ka, basis), x), reach(set_of(kb, basis), x)
-      if ya and yb then return yb / ya, basis, yb, ya end
+      local ya, pa = reach(set_of(ka, basis), x)
+      local yb, pb = reach(set_of(kb, basis), x)
+      -- simulated: whether both runs converged (only best points are re-run; others are runs of
+      -- `requests`, at least 3 a client, biased low by about population / requests: MODEL.md 14)
+      if ya and yb then return yb / ya, basis, yb, ya, basis == "simulated" and (pa.converged and pb.converged) or nil end
     end
   end
   local function add(q, kb, ka)
@@ -1108,10 +1129,11 @@ function M.frontier(t)
       ratios[#ratios + 1] = r
     end
     for _, x in ipairs(xs) do
-      local v, basis, yb, ya = ratio_at(ka, kb, x)
+      local v, basis, yb, ya, conv = ratio_at(ka, kb, x)
       if v then
         local r = copy(q)
         r.tps_per_user, r.ratio, r.basis, r.tps_per_gpu, r.ref_tps_per_gpu = x, v, basis, yb, ya
+        if basis == "simulated" then r.converged = conv == true end
         ratios[#ratios + 1] = r
       end
     end
@@ -1181,7 +1203,10 @@ function M.launch(p, model)
     out.instance = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
     out.instances = p.instances
   else
-    out.decode = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    -- the decode instance's room as its config gives it (twice the population: the pool is not run
+    -- at exactly its capacity, MODEL.md 14), per decode instance
+    local room = p.config and p.config.max_seqs and math.ceil(p.config.max_seqs / (p.d_instances or 1)) or p.concurrency
+    out.decode = one(p.tp, p.pp, p.dp, p.ep, room)
     out.prefill = one(p.p_tp, p.p_pp, p.p_dp, p.p_ep, 1)
     out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
     out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"
@@ -1201,7 +1226,9 @@ M.result_mt.__tostring = function(r)
     if b then
       lines[#lines + 1] = string.format("    best: tp %d pp %d ep %d dp %d x%d at concurrency %d: %.4g tok/s/GPU, %.4g tok/s/user, TTFT p90 %.4g ms%s",
         b.tp, b.pp, b.ep, b.dp, b.instances, b.concurrency, b.tps_per_gpu, b.tps_per_user, b.ttft_p90_s * 1e3,
-        b.simulated and (" (simulated" .. (b.converged == false and ", NOT converged)" or ")"))
+        b.simulated and (" (simulated" .. (b.converged == false and ", NOT converged" or "") ..
+          (b.unsettled and string.format("; NOT settled: %d unconfirmed candidates above it, simulate = %d confirms them",
+            b.unsettled, b.settle_simulate) or "") .. ")")
           or (b.unconfirmed and " (analytical, NOT confirmed: the simulate budget ran out)" or " (analytical)"))
       if b.mode == "disagg" then
         lines[#lines] = lines[#lines] .. string.format(" with %d prefill x tp %d pp %d ep %d dp %d at load %.2f",
@@ -1211,11 +1238,17 @@ M.result_mt.__tostring = function(r)
       lines[#lines + 1] = "    best: none meets the SLO"
     end
   end
+  local short = false
   for _, q in ipairs(r.ratios) do
     lines[#lines + 1] = string.format("  %s %s%s %s: %.3gx (%s: %.4g / %.4g tok/s/GPU)", q.what,
       q.system and (q.system .. " ") or "", q.precision .. (q.mode and (" " .. q.mode) or ""),
       q.at == "best" and "of the best points above" or string.format("at >= %g tok/s/user", q.tps_per_user),
-      q.ratio, q.basis, q.tps_per_gpu, q.ref_tps_per_gpu)
+      q.ratio, q.basis, q.tps_per_gpu, q.ref_tps_per_gpu) .. (q.converged == false and " *" or "")
+    if q.converged == false then short = true end
+  end
+  if short then
+    lines[#lines + 1] = "  * from a confirming run that was not re-run to convergence (only best points are): " ..
+      "runs of `requests`, at least 3 a client, read low by about population / requests (docs/MODEL.md 14)"
   end
   for _, w in ipairs(r.warnings or {}) do lines[#lines + 1] = "  warning: " .. w end
   return table.concat(lines, "\n")

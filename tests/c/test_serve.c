@@ -630,7 +630,13 @@ static void test_trace_hostile(void **state)
                       "d.jsonl line 1: malformed line (a key is repeated");
     const char *both = "{\"arrival_s\": 0, \"arrival\": 1, \"input\": 10, \"output\": 4}\n";
     assert_fails_with(hl_serve_trace_parse(both, strlen(both), "b.jsonl", &t, &n, &e), HL_EPARSE, &e,
-                      "a field is given under two names");
+                      "field 'arrival_s' is given under two names ('arrival')"); /* the field named (attack pass 4) */
+    const char *sid = "{\"arrival_s\": 0, \"input\": 10, \"output\": 4, \"session\": \"a\"}\n";
+    assert_fails_with(hl_serve_trace_parse(sid, strlen(sid), "s.jsonl", &t, &n, &e), HL_EPARSE, &e,
+                      "field 'session' is a string, not a finite number (ids are whole numbers");
+    const char *miss = "{\"arrival_s\": 0, \"input\": 10}\n";
+    assert_fails_with(hl_serve_trace_parse(miss, strlen(miss), "m.jsonl", &t, &n, &e), HL_EPARSE, &e,
+                      "malformed line (field 'output' is missing;");
     const char nul[] = "{\"arrival_s\": 0, \"input\": 10, \"output\": 4}\0x\n";
     assert_fails_with(hl_serve_trace_parse(nul, sizeof nul - 1, "n.jsonl", &t, &n, &e), HL_EPARSE, &e,
                       "n.jsonl line 1");

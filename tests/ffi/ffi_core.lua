@@ -60,5 +60,16 @@ return function(ffi, lib, check)
   check(tonumber(rows[0]) == 6 and #lines == 7, "sweep csv through the FFI: " .. tonumber(rows[0]) .. " rows")
   check(lines[1] == "batch,input,ttft_s,tpot_s,error", "header: " .. lines[1])
   check(lines[2]:match("^1,100,[%d.e+-]+,[%d.e+-]+,$") and lines[7]:match("^2,300,"), "rows: " .. lines[2] .. " / " .. lines[7])
+  -- attack pass 4: a string member filled to its end with no NUL (only C or an FFI can) was read past
+  -- the member: `kernels` of 256 'A's named a folder of those bytes and the next fields' ("AAAA...A\xF0@")
+  ffi.fill(job.kernels, ffi.sizeof(job.kernels), 65)
+  check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
+    ffi.string(err.msg) == "job field 'kernels': no NUL byte within its 256 bytes (a C string is expected)",
+    "unterminated kernels: " .. ffi.string(err.msg))
+  ffi.fill(job.kernels, ffi.sizeof(job.kernels), 0)
+  ffi.fill(job.model.name, ffi.sizeof(job.model.name), 66)
+  check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
+    ffi.string(err.msg):find("model field 'name': no NUL byte within its 64 bytes", 1, true),
+    "unterminated model name: " .. ffi.string(err.msg))
   print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", tpot * 1e3, floor * 1e3))
 end

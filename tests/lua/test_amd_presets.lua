@@ -62,15 +62,17 @@ T.test("MI300X 8-GPU AllReduce, large messages: xGMI bus bandwidth", function()
   T.near(busbw, 317.71e9, 0.05, "4 GiB busbw")
 end)
 
+-- vLLM's custom all-reduce of `bytes` on the 8 GPUs of cluster `c`, in us
+local function vllm_ar_us(c, bytes)
+  return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = c, algo = "vllm_ar" }.time_s * 1e6
+end
+
 T.test("MI300X: vLLM's one-stage custom all-reduce on 8 GPUs", function()
   -- vLLM PR #39080's MI300X TP8 sweep, bf16 (tokens x 3072), 1stage column:
   -- 24 KiB 6.3 us, 96 KiB 7.7 us, 192 KiB 9.9 us (below 256 KiB vLLM runs one-shot at 8 ranks)
-  local function vllm_us(bytes)
-    return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = mi300x, algo = "vllm_ar" }.time_s * 1e6
-  end
-  T.near(vllm_us(24576), 6.3, 0.05, "24 KiB")
-  T.near(vllm_us(98304), 7.7, 0.05, "96 KiB")
-  T.near(vllm_us(196608), 9.9, 0.05, "192 KiB")
+  T.near(vllm_ar_us(mi300x, 24576), 6.3, 0.05, "24 KiB")
+  T.near(vllm_ar_us(mi300x, 98304), 7.7, 0.05, "96 KiB")
+  T.near(vllm_ar_us(mi300x, 196608), 9.9, 0.05, "192 KiB")
 end)
 
 T.test("MI355X: xGMI links and vLLM's one-stage custom all-reduce on 8 GPUs", function()
@@ -81,13 +83,10 @@ T.test("MI355X: xGMI links and vLLM's one-stage custom all-reduce on 8 GPUs", fu
   -- 48 KiB 6.7 us, 96 KiB 7.6 us, 192 KiB 10.0 us. custom_ar_latency / custom_ar_eff were fitted to
   -- these four (log error; errors -1.4%, +0.5%, +2.3%, -1.4%), so the bound is the fit's worst error.
   local c = hl.cluster "mi355x-8"
-  local function us(bytes)
-    return hl.collective { op = "allreduce", bytes = bytes, ranks = 8, cluster = c, algo = "vllm_ar" }.time_s * 1e6
-  end
-  T.near(us(24576), 6.3, 0.025, "24 KiB")
-  T.near(us(49152), 6.7, 0.025, "48 KiB")
-  T.near(us(98304), 7.6, 0.025, "96 KiB")
-  T.near(us(196608), 10.0, 0.025, "192 KiB")
+  T.near(vllm_ar_us(c, 24576), 6.3, 0.025, "24 KiB")
+  T.near(vllm_ar_us(c, 49152), 6.7, 0.025, "48 KiB")
+  T.near(vllm_ar_us(c, 98304), 7.6, 0.025, "96 KiB")
+  T.near(vllm_ar_us(c, 196608), 10.0, 0.025, "192 KiB")
 end)
 
 T.test("MI300X: one-row FP8 GEMMs as hipBLASLt runs them under vLLM", function()

@@ -138,6 +138,12 @@ T.test("the best point meets the SLO; an impossible SLO names the best found", f
       end
     end
     T.ok(r.launch[k] and (r.launch[k].instance or r.launch[k].decode), k .. ": launch options")
+    if b.mode == "disagg" then
+      -- the decode engine gets the room the simulated config gave it, per instance
+      local room = math.ceil(b.config.max_seqs / b.d_instances)
+      T.ok(r.launch[k].decode.sglang:find("--max-running-requests " .. room, 1, true),
+        k .. ": decode room " .. room .. " in " .. r.launch[k].decode.sglang)
+    end
   end
   T.ok(n > 0, "a best point")
   T.raises(function()
@@ -233,6 +239,8 @@ T.test("ratios: each from one named set of numbers; at the SLO the ratio of the 
       T.eq(q.tps_per_gpu, reach_of(gg, q.tps_per_user, q.basis), "numerator from the named set")
       T.eq(q.ref_tps_per_gpu, reach_of(ga, q.tps_per_user, q.basis), "denominator from the named set")
       T.near(q.ratio, q.tps_per_gpu / q.ref_tps_per_gpu, 1e-12, "ratio")
+      -- a simulated ratio says whether both of its runs were re-run to convergence (best points only)
+      if q.basis == "simulated" then T.eq(type(q.converged), "boolean", "converged flag") else T.eq(q.converged, nil, "no flag") end
     end
   end
   T.eq(n_best, 1, "one ratio of the best points")
@@ -306,7 +314,7 @@ T.test("instance sizes beyond powers of two: divisors of the cluster, pools beyo
   -- 4 x 3) and disaggregated pools larger than 6 (e.g. 9 decode + 3 prefill)
   local r = hl.frontier { model = "qwen3-30b-a3b", systems = { gpu = "H100-SXM", gpus = 12, hbd = 12 }, precision = "fp8",
                           input = 512, output = 128, simulate = 0 }
-  local agg_sizes, big_pool, mixed = {}, false, false
+  local agg_sizes, big_pool, mixed, odd_dp = {}, false, false, false
   for _, p in ipairs(r.points) do
     if p.mode == "agg" then
       agg_sizes[p.instance_gpus] = true
@@ -317,11 +325,14 @@ T.test("instance sizes beyond powers of two: divisors of the cluster, pools beyo
       T.ok(p.instance_gpus * p.d_instances + pg * p.p_instances <= 12, "the pools fit the cluster")
       if p.instance_gpus > 6 or pg > 6 then big_pool = true end
       if p.instance_gpus % 3 == 0 or pg % 3 == 0 then mixed = true end
+      -- a decode instance of DP 3, 6 or 12 decodes a multiple of its DP size (powers of two never were)
+      if p.dp % 3 == 0 then odd_dp = true; T.eq(p.concurrency % p.dp, 0, "decode concurrency a multiple of dp") end
     end
   end
   T.ok(agg_sizes[3] or agg_sizes[6] or agg_sizes[12], "an aggregated instance of 3, 6 or 12 GPUs")
   T.ok(big_pool, "a disaggregated pool of more than G/2 GPUs")
   T.ok(mixed, "a disaggregated pool whose size is not a power of two")
+  T.ok(odd_dp, "a disaggregated decode instance whose DP size is not a power of two")
 end)
 
 T.test("MoE disaggregated points simulate the pools they were searched as", function()
