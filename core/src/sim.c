@@ -332,6 +332,42 @@ static double spec_tokens_per_step(const hl_job *j)
     return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
 }
 
+/* The verify steps' target part of a speculative decode with a draft model, after the target's
+ * layers: n verify steps at contexts input + tau i, each after gamma sequential decode passes of
+ * the draft model (spec_draft_model, run as hl_job_draft: the target's TP and DP on the same
+ * GPUs) on one token per sequence: its own layers, attention over its own KV of the same context
+ * and its LM head, as its own decode step would time them (no framework overhead per draft
+ * pass, as the MTP drafter); then the target's attention, LM head of every position and the
+ * per-step overhead. */
+static hl_status draft_model_decode(const hl_sim_ctx *s, hl_acc *dec, double n, double tau, hl_err *err)
+{
+    const hl_job *j = s->j;
+    double full, sliding, dfull, dsliding;
+    hl_layer_split(s, &full, &sliding);
+    double window = hl_local_window(s), b = s->b_local, g = j->spec_tokens, q = g + 1;
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    hl_sim_ctx ds;
+    hl_status st = hl_sim_resolve_draft(j, &dj, &ds, err);
+    if (st)
+        return st;
+    hl_layer_split(&ds, &dfull, &dsliding);
+    if ((st = hl_layer_ops(&ds, dec, b, 1, j->batch, n * g, 1, err)))
+        return st;
+    hl_event *saved = dec->ev;
+    dec->ev = NULL; /* closed-form sums are not single events */
+    if ((st = attention_sum(&ds, dec, dfull * g, 0, 1, tau, n, err)) ||
+        (st = attention_sum(&ds, dec, dsliding * g, hl_local_window(&ds), 1, tau, n, err)) ||
+        (st = attention_sum(s, dec, full, 0, q, tau, n, err)) ||
+        (st = attention_sum(s, dec, sliding, window, q, tau, n, err)) ||
+        (s->m->index_topk > 0 && (st = attention_sum_from(s, dec, PART_INDEXER, sliding, 0, q, tau, n, j->input, err))))
+        return st;
+    dec->ev = saved;
+    if ((st = hl_io_ops(s, dec, b * q, b * q, n, err)) || (st = hl_io_ops(&ds, dec, b, b, n * g, err)))
+        return st;
+    hl_acc_overhead(dec, j->step_overhead, n);
+    return HL_OK;
+}
+
 /* Speculative decode (docs/MODEL.md 6.2): output - 1 tokens in n = (output - 1)/E
  * verify steps of q = gamma + 1 tokens per sequence (every layer, logits of
  * every position), each after gamma draft passes of spec_draft_layers
@@ -348,6 +384,8 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     hl_status st;
     if ((st = hl_layer_ops(s, dec, b, q, j->batch * q, n * stages, 1, err)))
         return st;
+    if (j->spec_draft)
+        return draft_model_decode(s, dec, n, tau, err);
     if (draft_layers > 0 && (st = hl_layer_ops(s, dec, b, 1, j->batch, n * draft_layers / s->stage_layers, 1, err)))
         return st;
     hl_event *saved = dec->ev;
@@ -704,6 +742,7 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     r->kv_bytes = mem.kv_bytes;
     r->workspace_bytes = mem.workspace_bytes;
     r->per_gpu_bytes = mem.per_gpu_bytes;
+    r->draft_bytes = mem.draft_bytes;
     r->fits = mem.fits;
 
     if (!r->fits && !j->ignore_memory) {

@@ -663,7 +663,7 @@ local function check(t)
   end
   -- the points are steady states (hl.serve mode = "analytical"), which model none of these: every
   -- point failed and the search ended "no configuration ... could be evaluated" (attack pass 3)
-  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "prefix_cache", "shared_prefix", "sessions",
+  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "spec_draft_model", "prefix_cache", "shared_prefix", "sessions",
                        "kv_offload", "replicas", "keep_steps", "keep_requests", "max_samples" } do
     if o.serve and o.serve[k] ~= nil then
       fail("field 'serve." .. k .. "': not modelled by the frontier's points (steady states of one instance, " ..
@@ -1203,7 +1203,10 @@ function M.launch(p, model)
     out.instance = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
     out.instances = p.instances
   else
-    out.decode = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    -- the decode instance's room as its config gives it (twice the population: the pool is not run
+    -- at exactly its capacity, MODEL.md 14), per decode instance
+    local room = p.config and p.config.max_seqs and math.ceil(p.config.max_seqs / (p.d_instances or 1)) or p.concurrency
+    out.decode = one(p.tp, p.pp, p.dp, p.ep, room)
     out.prefill = one(p.p_tp, p.p_pp, p.p_dp, p.p_ep, 1)
     out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
     out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"

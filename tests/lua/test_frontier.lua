@@ -138,6 +138,12 @@ T.test("the best point meets the SLO; an impossible SLO names the best found", f
       end
     end
     T.ok(r.launch[k] and (r.launch[k].instance or r.launch[k].decode), k .. ": launch options")
+    if b.mode == "disagg" then
+      -- the decode engine gets the room the simulated config gave it, per instance
+      local room = math.ceil(b.config.max_seqs / b.d_instances)
+      T.ok(r.launch[k].decode.sglang:find("--max-running-requests " .. room, 1, true),
+        k .. ": decode room " .. room .. " in " .. r.launch[k].decode.sglang)
+    end
   end
   T.ok(n > 0, "a best point")
   T.raises(function()
