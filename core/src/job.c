@@ -323,6 +323,21 @@ hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
     if (j->spec_tokens != floor(j->spec_tokens))
         return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
                        j->spec_tokens);
+    if (j->spec_draft && j->spec_draft_layers > 0)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_draft_layers': %g with spec_draft_model set; give one drafter (the draft "
+                       "model, or layers of the target's shape)",
+                       j->spec_draft_layers);
+    if (j->spec_draft) {
+        static _Thread_local hl_job d; /* 11 KB: off the stack */
+        hl_status st = hl_job_draft(j, &d, err);
+        if (st)
+            return st;
+        if ((st = hl_model_validate(&j->spec_draft_model, err))) {
+            hl_err_prefix(err, "field 'spec_draft_model'");
+            return st;
+        }
+    }
     if (j->spec_accept_n == 0) {
         if (!(j->spec_accept > 0))
             return hl_fail(err, HL_EINVAL,
@@ -345,6 +360,46 @@ hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
         if (!(j->spec_accept_pos[k] > 0 && j->spec_accept_pos[k] <= 1))
             return hl_fail(err, HL_EINVAL, "field 'spec_accept': entry %d is %g (allowed: 0 < p <= 1)", (int)k + 1,
                            j->spec_accept_pos[k]);
+    return HL_OK;
+}
+
+hl_status hl_job_draft(const hl_job *job, hl_job *d, hl_err *err)
+{
+    const hl_model *t = &job->model, *m = &job->spec_draft_model;
+    if (job->pp > 1)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_draft_model': a draft model is modelled for pp = 1 (got pp = %lld); it runs "
+                       "with the target's TP on the target's GPUs",
+                       (long long)job->pp);
+    if (m->vocab != t->vocab)
+        return hl_fail(err, HL_EINVAL,
+                       "field 'spec_draft_model': '%s' has a vocabulary of %lld tokens, the target '%s' %lld "
+                       "(allowed: the same vocabulary; vLLM's draft-model speculation requires it)",
+                       m->name, (long long)m->vocab, t->name, (long long)t->vocab);
+    *d = *job;
+    d->model = *m;
+    memset(&d->spec_draft_model, 0, sizeof d->spec_draft_model);
+    d->spec_draft = 0;
+    d->spec_tokens = d->spec_accept = 0;
+    d->spec_accept_n = 0;
+    memset(d->spec_accept_pos, 0, sizeof d->spec_accept_pos);
+    d->spec_draft_layers = 0;
+    /* the target's TP groups and DP ranks, one stage, experts (if any) over the TP group */
+    d->pp = 1;
+    d->ep = 1;
+    d->etp = 0;
+    d->gpus = job->gpus; /* one stage: dp (0 = gpus / tp) as the target's */
+    d->dp = job->dp;
+    d->microbatches = 0;
+    d->two_batch_overlap = 0;
+    d->redundant_experts = 0;
+    d->eplb = 0;
+    d->routing_skew = 0;
+    if (d->expert_freq_n > 0)
+        memset(d->expert_freq, 0, (size_t)d->expert_freq_n * sizeof d->expert_freq[0]);
+    d->expert_freq_n = 0;
+    d->imbalance = 0;
+    d->image_tokens = 0;
     return HL_OK;
 }
 

@@ -524,17 +524,20 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         if (decode) { /* absorbed: q_nope x W_UK per head, output x W_UV per head */
             gemm(&op, s, "mla_absorb", T, Hl * kvl, nope);
             TRY(add_op(s, a, &op, Latt, err));
+            a->stage = HL_TBO_CORE; /* after the attention kernel (SGLang's op_core) */
             gemm(&op, s, "mla_absorb", T, Hl * v, kvl);
         } else { /* expand K and V for the prompt tokens */
             gemm(&op, s, "kv_proj", T, Hl * (nope + v), kvl);
         }
         TRY(add_op(s, a, &op, Latt, err));
+        a->stage = HL_TBO_CORE;
         gemm(&op, s, "o_proj", T, h, Hl * v);
     } else {
         double Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
         /* a gated attention's q_proj also emits the output gate (Qwen3-Next) */
         gemm(&op, s, "qkv_proj", T, ((m->attn_gate ? 2 : 1) * Hl + 2 * Kl) * d, h);
         TRY(add_op(s, a, &op, Latt, err));
+        a->stage = HL_TBO_CORE;
         gemm(&op, s, "o_proj", T, h, Hl * d);
     }
     TRY(add_op(s, a, &op, Latt, err));
@@ -644,7 +647,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
              * expert outputs are partial sums, reduced like a dense FFN's */
             TRY(tp_reduce(s, a, ar_bytes, s->etp, Lmoe, err));
         }
-        a->stage = HL_TBO_ATTN;
+        a->stage = HL_TBO_SHARED;
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);
@@ -652,6 +655,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
             TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
         }
     }
+    a->stage = HL_TBO_ATTN; /* the engine's small kernels, then the next layer's norms and projections */
     TRY(engine_kernels(s, a, T, Lst, Latt, Ldense, err));
     a->layer_kind = 0;
     if (j->layer_overhead > 0) {

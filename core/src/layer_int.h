@@ -17,6 +17,20 @@ _Static_assert((HL_ITEM_SLOTS & (HL_ITEM_SLOTS - 1)) == 0 && HL_ITEM_SLOTS <= 25
                                                                                    "fits uint8_t");
 
 /* The sums of one phase, with its breakdown rows and event log (both optional). */
+/* The stages of a layer under two-batch overlap (docs/MODEL.md 6.5): the attention side before the
+ * attention kernel (norms, projections, the engine's small kernels), the dispatch, the experts, the
+ * combine, the attention kernel with what follows it up to the router (output projection, router),
+ * the shared experts. Prefill's compute stage c1 is ATTN + CORE + SHARED. */
+enum {
+    HL_TBO_ATTN = 0,
+    HL_TBO_DISPATCH = 1,
+    HL_TBO_EXPERTS = 2,
+    HL_TBO_COMBINE = 3,
+    HL_TBO_CORE = 4,
+    HL_TBO_SHARED = 5,
+    HL_TBO_STAGES = 6
+};
+
 typedef struct hl_acc {
     hl_event *ev; /* event log (NULL = none) */
     int nev;
@@ -27,21 +41,17 @@ typedef struct hl_acc {
     uint8_t slot[HL_ITEM_SLOTS];     /* open-addressing index of items by tag: i + 1, 0 = empty */
     int n;
     double overlap;
-    double tbo_hidden;      /* s of communication two-batch overlap hides (set by the phase; 0: `overlap` rules) */
-    int summary;            /* skip items and events */
-    double moe_imbalance;   /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
-    double kernels;         /* kernels launched so far (operator executions) */
-    int stage;              /* two-batch overlap stage of the ops being added (HL_TBO_*) */
-    double stage_s[4];      /* s of the ops and collectives added in each stage (raw, before hiding) */
-    double stage_gemm_s[4]; /* of stage_s, the compute-bound FP8 GEMMs (SGLang's DeepGEMM kernels: MODEL.md 6.5) */
-    int memo_valid;         /* last collective, for reuse */
+    double tbo_hidden;    /* s of communication two-batch overlap hides (set by the phase; 0: `overlap` rules) */
+    int summary;          /* skip items and events */
+    double moe_imbalance; /* busiest EP rank's routed tokens / mean, of the MoE layer being built (AllToAll) */
+    double kernels;       /* kernels launched so far (operator executions) */
+    int stage;            /* two-batch overlap stage of the ops being added (HL_TBO_*) */
+    double stage_s[HL_TBO_STAGES];      /* s of the ops and collectives added in each stage (raw, before hiding) */
+    double stage_gemm_s[HL_TBO_STAGES]; /* of stage_s, the compute-bound FP8 GEMMs (DeepGEMM: MODEL.md 6.5) */
+    int memo_valid;                     /* last collective, for reuse */
     hl_coll_in memo_in;
     hl_coll_out memo_out;
 } hl_acc;
-
-/* The stages of a layer under two-batch overlap (docs/MODEL.md 6.5): compute before the MoE
- * dispatch (attention side), the dispatch, the experts, the combine. */
-enum { HL_TBO_ATTN = 0, HL_TBO_DISPATCH = 1, HL_TBO_EXPERTS = 2, HL_TBO_COMBINE = 3 };
 
 /* Logs one event (kept only while a->ev is set and has room). */
 void hl_acc_event(hl_acc *a, const char *name, int is_comm, int tier, double dur, double bytes, double flops);

@@ -81,6 +81,14 @@ static void launch_model(const hl_job *j, hl_sim_ctx *s)
     s->launch_extra = !graphs && g->kernel_launch > g->kernel_latency ? g->kernel_launch - g->kernel_latency : 0;
 }
 
+hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, hl_err *err)
+{
+    hl_status st = hl_job_draft(job, draft, err);
+    if (!st && (st = hl_sim_resolve(draft, s, HL_TRUST_CLUSTER, err)))
+        hl_err_prefix(err, "field 'spec_draft_model'");
+    return st;
+}
+
 hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
 {
     const hl_model *m = &j->model;

@@ -53,4 +53,8 @@ hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **ou
  * *s; s->j, s->m, s->c point into *job, which must outlive *s. */
 hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
 
+/* The resolved draft model of job (spec_draft_model): *draft = hl_job_draft(job), *s resolved
+ * over it (it must outlive *s). Errors are prefixed "field 'spec_draft_model'". */
+hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, hl_err *err);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "err_int.h"
 #include "hbdlab/kvcache.h"
 #include "model_int.h"
 #include "memory_int.h"
@@ -56,6 +57,54 @@ static hl_status weights_bytes(const hl_sim_ctx *s, double *out, hl_err *err)
     return HL_OK;
 }
 
+/* The KV cache of the b_local sequences of s at context ctx on one GPU, B: each sequence's
+ * keys and values (this rank's heads), the indexer's keys (whole on every rank) and the
+ * linear-attention state, over the stages. */
+static double kv_bytes(const hl_sim_ctx *s, double ctx)
+{
+    const hl_job *j = s->j;
+    const hl_model *m = s->m;
+    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
+    /* linear-attention state: one per sequence, whatever its context, at the
+     * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
+    double state = hl_kv_state_bytes(m, (hl_precision)j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
+    hl_precision kvp = (hl_precision)hl_job_kv_precision(j);
+    double index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
+    return s->b_local * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * share + index + state) / (double)s->pp;
+}
+
+/* The draft model's weights and KV per GPU (spec_draft_model; 0 and 0 without one): it runs as
+ * hl_job_draft, with the target's TP on the same GPUs, so each GPU holds 1/tp of its weights and
+ * its KV for the same sequences and context (docs/MODEL.md 6.2). */
+static hl_status draft_bytes(const hl_sim_ctx *s, double ctx, double *weights, double *kv, hl_err *err)
+{
+    *weights = *kv = 0;
+    if (!(s->j->spec_tokens > 0 && s->j->spec_draft))
+        return HL_OK;
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    hl_sim_ctx ds;
+    hl_status st = hl_sim_resolve_draft(s->j, &dj, &ds, err);
+    if (st || (st = weights_bytes(&ds, weights, err)))
+        return st;
+    *kv = kv_bytes(&ds, ctx);
+    return HL_OK;
+}
+
+hl_status hl_memory_draft_token_bytes(const hl_job *job, double *out, hl_err *err)
+{
+    *out = 0;
+    if (!(job->spec_tokens > 0 && job->spec_draft))
+        return HL_OK;
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    hl_sim_ctx ds;
+    hl_status st = hl_sim_resolve_draft(job, &dj, &ds, err);
+    if (st)
+        return st;
+    /* kv_bytes is linear in the context (the state is per sequence): one more token's bytes */
+    *out = (kv_bytes(&ds, 2) - kv_bytes(&ds, 1)) / ds.b_local;
+    return HL_OK;
+}
+
 /* The weights of the last job class (sim.c's job_class_of: the job but its input) this
  * thread ran: they do not depend on the prompt, so a sweep over input counts them once. */
 typedef struct weights_memo {
@@ -77,14 +126,14 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
         wmemo.job_class = s->job_class;
         wmemo.bytes = out->weights_bytes;
     }
+    double ctx = j->input + j->output, dw, dkv;
+    hl_status st = draft_bytes(s, ctx, &dw, &dkv, err);
+    if (st)
+        return st;
+    out->draft_bytes = dw + dkv;
+    out->weights_bytes += dw;
+    out->kv_bytes = kv_bytes(s, ctx) + dkv;
     double b = s->b_local;
-    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
-    /* linear-attention state: one per sequence, whatever its context, at the
-     * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
-    double state = hl_kv_state_bytes(m, (hl_precision)j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
-    hl_precision kvp = (hl_precision)hl_job_kv_precision(j);
-    double ctx = j->input + j->output, index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
-    out->kv_bytes = b * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * share + index + state) / (double)s->pp;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
     out->workspace_bytes =

@@ -59,6 +59,8 @@ static const hl_result_field fields[] = {
     NUM("memory.kv_bytes", kv_bytes, "B", "KV cache per GPU at the largest context"),
     NUM("memory.workspace_bytes", workspace_bytes, "B", "activation workspace per GPU"),
     NUM("memory.per_gpu_bytes", per_gpu_bytes, "B", "weights + KV + workspace per GPU"),
+    NUM("memory.draft_bytes", draft_bytes, "B",
+        "of weights + KV per GPU, the draft model's (spec_draft_model: its weights / tp and its KV); 0 without one"),
     BOOL("memory.fits", fits, "per_gpu_bytes <= HBM * mem_util"),
     INT("parallel.gpus", gpus, "GPUs used, as resolved"),
     INT("parallel.tp", tp, "tensor parallelism, as resolved"),

@@ -10,6 +10,7 @@
 
 #include "err_int.h"
 #include "framework_int.h"
+#include "memory_int.h"
 #include "prefix_cache_int.h"
 #include "serve_flows_int.h"
 #include "serve_int.h"
@@ -375,11 +376,14 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     hl_status rc = hl_memory_per_gpu(&j, &mem, err);
     if (rc)
         return rc;
+    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2) */
+    if ((rc = hl_memory_draft_token_bytes(&c->job, &draft_tok, err)))
+        return rc;
     hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
                             c->job.mem_util,
                             mem.weights_bytes,
                             mem.workspace_bytes,
-                            hl_stepper_kv_token_bytes(st),
+                            hl_stepper_kv_token_bytes(st) + draft_tok,
                             1,
                             (double)c->block_tokens};
     hl_kv_capacity cap;
@@ -429,6 +433,8 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
     target->spec_tokens = target->spec_accept = 0;
     hl_job_set_spec_accept(target, NULL, 0, NULL); /* n = 0 cannot fail */
     target->spec_draft_layers = 1;
+    target->spec_draft = 0;
+    memset(&target->spec_draft_model, 0, sizeof target->spec_draft_model);
     memset(sp, 0, sizeof *sp);
     *draft = *draft2 = NULL;
     if (!(job->spec_tokens > 0))
@@ -451,10 +457,20 @@ static hl_status spec_setup(const hl_job *job, int64_t cap, hl_job *target, spec
     d.model.layers = job->spec_draft_layers >= 1 ? (int64_t)job->spec_draft_layers : 1;
     if (d.model.dense_layers >= d.model.layers)
         d.model.dense_layers = 0; /* the drafter takes the shape of the model's MoE layers */
+    if (job->spec_draft) {        /* a draft model of its own: its decode step, with the target's TP */
+        hl_status dr = hl_job_draft(job, &d, err);
+        if (dr)
+            return dr;
+    }
     hl_job fw;
     sp->overhead_s = hl_job_with_framework(&d, &fw)->step_overhead;
     hl_status rc = hl_stepper_new_rank(&d, cap, draft, err); /* one DP rank's, as the target's */
-    if (!rc && job->spec_draft_layers < 1) { /* no layers: the LM head alone, 2 t(1 layer) - t(2 layers) */
+    if (rc && job->spec_draft) {
+        hl_err_prefix(err, "field 'spec_draft_model'");
+        return rc;
+    }
+    if (!rc && !job->spec_draft &&
+        job->spec_draft_layers < 1) { /* no layers: the LM head alone, 2 t(1 layer) - t(2 layers) */
         d.model.layers = 2;
         rc = hl_stepper_new_rank(&d, cap, draft2, err);
     }

@@ -52,6 +52,7 @@ static void add_attention_sum(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     double lat = (measured ? 0 : s->c->gpu.kernel_latency) + s->launch_extra; /* launch: MODEL.md 6.1 */
     double total = (sum + lat * steps) * layers;
     a->ph.time_s += total;
+    a->stage_s[a->stage] += total; /* (HL_TBO_CORE: run_decode sets it) */
     if (mem_bound)
         a->ph.memory_s += total;
     else
@@ -331,6 +332,42 @@ static double spec_tokens_per_step(const hl_job *j)
     return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
 }
 
+/* The verify steps' target part of a speculative decode with a draft model, after the target's
+ * layers: n verify steps at contexts input + tau i, each after gamma sequential decode passes of
+ * the draft model (spec_draft_model, run as hl_job_draft: the target's TP and DP on the same
+ * GPUs) on one token per sequence: its own layers, attention over its own KV of the same context
+ * and its LM head, as its own decode step would time them (no framework overhead per draft
+ * pass, as the MTP drafter); then the target's attention, LM head of every position and the
+ * per-step overhead. */
+static hl_status draft_model_decode(const hl_sim_ctx *s, hl_acc *dec, double n, double tau, hl_err *err)
+{
+    const hl_job *j = s->j;
+    double full, sliding, dfull, dsliding;
+    hl_layer_split(s, &full, &sliding);
+    double window = hl_local_window(s), b = s->b_local, g = j->spec_tokens, q = g + 1;
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    hl_sim_ctx ds;
+    hl_status st = hl_sim_resolve_draft(j, &dj, &ds, err);
+    if (st)
+        return st;
+    hl_layer_split(&ds, &dfull, &dsliding);
+    if ((st = hl_layer_ops(&ds, dec, b, 1, j->batch, n * g, 1, err)))
+        return st;
+    hl_event *saved = dec->ev;
+    dec->ev = NULL; /* closed-form sums are not single events */
+    if ((st = attention_sum(&ds, dec, dfull * g, 0, 1, tau, n, err)) ||
+        (st = attention_sum(&ds, dec, dsliding * g, hl_local_window(&ds), 1, tau, n, err)) ||
+        (st = attention_sum(s, dec, full, 0, q, tau, n, err)) ||
+        (st = attention_sum(s, dec, sliding, window, q, tau, n, err)) ||
+        (s->m->index_topk > 0 && (st = attention_sum_from(s, dec, PART_INDEXER, sliding, 0, q, tau, n, j->input, err))))
+        return st;
+    dec->ev = saved;
+    if ((st = hl_io_ops(s, dec, b * q, b * q, n, err)) || (st = hl_io_ops(&ds, dec, b, b, n * g, err)))
+        return st;
+    hl_acc_overhead(dec, j->step_overhead, n);
+    return HL_OK;
+}
+
 /* Speculative decode (docs/MODEL.md 6.2): output - 1 tokens in n = (output - 1)/E
  * verify steps of q = gamma + 1 tokens per sequence (every layer, logits of
  * every position), each after gamma draft passes of spec_draft_layers
@@ -347,6 +384,8 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     hl_status st;
     if ((st = hl_layer_ops(s, dec, b, q, j->batch * q, n * stages, 1, err)))
         return st;
+    if (j->spec_draft)
+        return draft_model_decode(s, dec, n, tau, err);
     if (draft_layers > 0 && (st = hl_layer_ops(s, dec, b, 1, j->batch, n * draft_layers / s->stage_layers, 1, err)))
         return st;
     hl_event *saved = dec->ev;
@@ -377,29 +416,42 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
     a->overlap = overlap;
 }
 
-/* Two-batch overlap (docs/MODEL.md 6.5): the phase's layers ran as two micro-batches of half the
- * batch; S holds their stage sums (both halves), G the compute-bound FP8 GEMMs of each stage. The
- * compute stream runs attention-side compute c1, then experts c2, of one half while the other half's
- * dispatch x1 or combine x2 is in flight, four pairs per layer: C1a|X2b, C1b|X1a, C2a|X1b, C2b|X2a
- * (derived from the stream order; halves equal). The communication kernels hold a share f of the
- * SMs. SGLang runs the whole overlapped pass with DeepGEMM confined to the other 1 - f of them
- * (two_batch_overlap.py, `configure_deep_gemm_num_sms`), so the GEMM part g of a compute stage
- * takes g / (1 - f) whether or not communication is in flight; the other kernels o lose f of the
- * SMs only while they overlap it: a pair lasts max(x, g / (1 - f) + o + f min(x, o)). Returns the
- * s hidden: the serial sum minus the four pairs (0 when the pairs take longer: nothing hides). */
+/* Two-batch overlap in prefill (docs/MODEL.md 6.5): the phase's layers ran as two micro-batches of
+ * half the batch; S holds their stage sums (both halves), G the compute-bound FP8 GEMMs of each stage.
+ * The compute stream runs attention-side compute c1 (prep, core and shared experts), then experts c2,
+ * of one half while the other half's dispatch x1 or combine x2 is in flight, four pairs per layer:
+ * C1a|X2b, C1b|X1a, C2a|X1b, C2b|X2a (SGLang's prefill order; halves equal). The communication kernels
+ * hold a share f of the SMs. SGLang runs the whole overlapped pass with DeepGEMM confined to the other
+ * 1 - f of them (two_batch_overlap.py, `configure_deep_gemm_num_sms`), so the GEMM part g of a compute
+ * stage takes g / (1 - f) whether or not communication is in flight; the other kernels o lose f of the
+ * SMs only while they overlap it: a pair lasts max(x, g / (1 - f) + o + f min(x, o)). Returns the s
+ * hidden: the serial sum minus the four pairs (0 when the pairs take longer: nothing hides). */
 static double tbo_pair(double c, double g, double x, double f)
 {
     double o = c - g;
     return hl_fmax(x, g / (1 - f) + o + f * hl_fmin(x, o));
 }
 
-static double tbo_hidden(const double S[4], const double G[4], double f)
+static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[HL_TBO_STAGES], double f)
 {
-    double c1 = S[HL_TBO_ATTN] / 2, x1 = S[HL_TBO_DISPATCH] / 2, c2 = S[HL_TBO_EXPERTS] / 2, x2 = S[HL_TBO_COMBINE] / 2;
-    double g1 = G[HL_TBO_ATTN] / 2, g2 = G[HL_TBO_EXPERTS] / 2;
+    double c1 = (S[HL_TBO_ATTN] + S[HL_TBO_CORE] + S[HL_TBO_SHARED]) / 2, x1 = S[HL_TBO_DISPATCH] / 2;
+    double c2 = S[HL_TBO_EXPERTS] / 2, x2 = S[HL_TBO_COMBINE] / 2;
+    double g1 = (G[HL_TBO_ATTN] + G[HL_TBO_CORE] + G[HL_TBO_SHARED]) / 2, g2 = G[HL_TBO_EXPERTS] / 2;
     double pairs =
         tbo_pair(c1, g1, x2, f) + tbo_pair(c1, g1, x1, f) + tbo_pair(c2, g2, x1, f) + tbo_pair(c2, g2, x2, f);
     return hl_fmax(0, 2 * (c1 + x1 + c2 + x2) - pairs);
+}
+
+/* Two-batch overlap in decode (docs/MODEL.md 6.5): SGLang's decode strategy (operations_strategy.py,
+ * five stages per layer, micro-batch B two stages behind A) with DeepEP's low-latency kernels and their
+ * receive hook (one stream; a transfer holds no SM between its send and receive kernels). A's dispatch
+ * is in flight under A's shared experts and B's next prep (norms, projections), A's combine under B's
+ * attention core (attention kernel, output projection, router); B's likewise under A's. The experts
+ * overlap nothing. So of the stage sums S (both halves, halves equal) min(X1, SHARED + PREP) +
+ * min(X2, CORE) is hidden. */
+static double tbo_hidden_decode(const double S[HL_TBO_STAGES])
+{
+    return fmin(S[HL_TBO_DISPATCH], S[HL_TBO_SHARED] + S[HL_TBO_ATTN]) + fmin(S[HL_TBO_COMBINE], S[HL_TBO_CORE]);
 }
 
 /* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
@@ -452,7 +504,7 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
             return st;
     }
     if (tbo) { /* the layers' stages so far (attention included), then the rest of the pass as before */
-        pre->tbo_hidden = tbo_hidden(pre->stage_s, pre->stage_gemm_s, j->tbo_comm_sms);
+        pre->tbo_hidden = tbo_hidden_prefill(pre->stage_s, pre->stage_gemm_s, j->tbo_comm_sms);
         m = 1;
         s = all_ctx;
     }
@@ -531,7 +583,7 @@ typedef struct decode_memo {
     uint64_t job_class; /* 0: empty */
     double b, passes;
     hl_phase ph;
-    double stage_s[4], stage_gemm_s[4]; /* and its two-batch overlap stages */
+    double stage_s[HL_TBO_STAGES], stage_gemm_s[HL_TBO_STAGES]; /* and its two-batch overlap stages */
 } decode_memo;
 static _Thread_local decode_memo dmemo;
 
@@ -602,7 +654,8 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             }
         }
         hl_event *saved = dec->ev;
-        dec->ev = NULL; /* the closed-form sums below are not single events */
+        dec->ev = NULL;           /* the closed-form sums below are not single events */
+        dec->stage = HL_TBO_CORE; /* the attention kernel's two-batch overlap stage (MODEL.md 6.5) */
         if ((st = decode_attention(&one, dec, full * stages, 0, 0, err)))
             return st;
         if ((st = decode_attention(&one, dec, sliding * stages, window, s->m->local_chunked, err)))
@@ -611,8 +664,9 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
             (st = attention_sum_from(&one, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
-        if (tbo) /* decode's low-latency EP kernels hold no SMs while in flight (f = 0, MODEL.md 6.5) */
-            dec->tbo_hidden = tbo_hidden(dec->stage_s, dec->stage_gemm_s, 0);
+        dec->stage = HL_TBO_ATTN;
+        if (tbo) /* decode's low-latency EP kernels hold no SMs while in flight (MODEL.md 6.5) */
+            dec->tbo_hidden = tbo_hidden_decode(dec->stage_s);
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))
             return st;
         hl_acc_overhead(dec, j->step_overhead, steps);
@@ -688,6 +742,7 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     r->kv_bytes = mem.kv_bytes;
     r->workspace_bytes = mem.workspace_bytes;
     r->per_gpu_bytes = mem.per_gpu_bytes;
+    r->draft_bytes = mem.draft_bytes;
     r->fits = mem.fits;
 
     if (!r->fits && !j->ignore_memory) {

@@ -43,7 +43,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust, const in
         hl_result_values(&r, out->v);
         return;
     }
-    for (int32_t c = 0; c < ncols; c++) /* a CSV stream: only its columns (9 of 66 by default) */
+    for (int32_t c = 0; c < ncols; c++) /* a CSV stream: only its columns (9 of 67 by default) */
         out->v[cols[c]] = hl_result_value(&r, cols[c]);
 }
 

@@ -35,7 +35,7 @@ static int is_job_key(const char *k)
 {
     const hl_field_set *js = hl_job_fields();
     if (hl_field_find(js, k) || hl_field_find(hl_plan_fields(), k) || !strcmp(k, "model") || !strcmp(k, "cluster") ||
-        !strcmp(k, "parallel"))
+        !strcmp(k, "parallel") || !strcmp(k, "spec_draft_model"))
         return 1;
     size_t n = strlen(k);
     for (int32_t i = 0; i < js->count; i++)

@@ -12,7 +12,7 @@
 
 /* Codes of the keys an hl.simulate table may hold (built once per state from
  * the core's job and plan field tables, kept in the registry). */
-enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_EXPERT_FREQ, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
+enum { KEY_OBJECT = 1, KEY_PARALLEL, KEY_GROUP, KEY_EXPERT_FREQ, KEY_DRAFT, KEY_JOB = 0x100, KEY_PLAN = 0x200 };
 /* Flags above the code: a mapping key (no "parallel is not given" warning) and a speculative
  * decoding key that has no effect without spec_tokens (hbdlab/warn.lua, which reads the same). */
 enum { KEY_CODE_MASK = 0xffff, KEY_MAPPING = 0x10000, KEY_SPEC = 0x20000 };
@@ -54,6 +54,8 @@ static void push_keys(lua_State *L)
     }
     lua_pushinteger(L, KEY_OBJECT);
     lua_setfield(L, -2, "model");
+    lua_pushinteger(L, KEY_DRAFT + KEY_SPEC);
+    lua_setfield(L, -2, "spec_draft_model");
     lua_pushinteger(L, KEY_OBJECT);
     lua_setfield(L, -2, "cluster");
     lua_pushinteger(L, KEY_PARALLEL + KEY_MAPPING);
@@ -305,6 +307,24 @@ static void read_object(lua_State *L, int idx, int obj, const char *name, hl_mod
     lua_pop(L, 1);
 }
 
+/* spec_draft_model = <model object or preset name> (the value at the top of the stack): the
+ * drafter is that model (docs/MODEL.md 6.2); the core checks it against the target. */
+static void set_draft_model(lua_State *L, hl_job *j)
+{
+    const hl_model *mo = hl_to_model(L, -1);
+    hl_err err;
+    if (mo) {
+        j->spec_draft_model = *mo;
+    } else if (lua_type(L, -1) == LUA_TSTRING) {
+        if (hl_model_preset(hl_c_string(L, -1, "field 'spec_draft_model'"), &j->spec_draft_model, &err)) {
+            luaL_error(L, "field 'spec_draft_model': %s", err.msg);
+        }
+    } else {
+        luaL_error(L, "field 'spec_draft_model': expected a model object or preset name, got %s", luaL_typename(L, -1));
+    }
+    j->spec_draft = 1;
+}
+
 /* hl_job_init's job with a zero model and cluster, made once: hl_job_init clears the whole job
  * (11 KB, 8 KB of them the expert_freq shares) and sets the defaults of the field table; a job
  * whose expert_freq is already zero needs only the rest of these bytes (init_job). */
@@ -381,6 +401,7 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
     *seen = 0;
     const hl_field_set *js = hl_job_fields(), *ps = hl_plan_fields();
     *batch_max_out = *auto_plan_out = 0;
+    int draft_layers_given = 0;
     push_keys(L);
     int keys = lua_gettop(L);
     lua_pushnil(L);
@@ -399,6 +420,8 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
             unknown_key(L, k);
         } else if (code == KEY_EXPERT_FREQ) {
             set_expert_freq(L, j);
+        } else if (code == KEY_DRAFT) {
+            set_draft_model(L, j);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
             if (t == LUA_TSTRING && code == KEY_PARALLEL &&
                 strcasecmp(hl_c_string(L, -1, "field 'parallel'"), "auto") == 0)
@@ -427,11 +450,22 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
                 set_spec_accept(L, j);
             } else {
                 set_from_lua(L, js, &js->fields[code - KEY_JOB], j, k);
+                draft_layers_given |= strcmp(k, "spec_draft_layers") == 0;
             }
         }
         lua_pop(L, 1);
     }
     lua_pop(L, 1); /* keys */
+    if (j->spec_draft && draft_layers_given) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", j->spec_draft_layers);
+        luaL_error(L,
+                   "field 'spec_draft_layers': %s with spec_draft_model; give one drafter (a draft model, or "
+                   "layers of the target's shape)",
+                   v);
+    }
+    if (j->spec_draft)
+        j->spec_draft_layers = 0; /* the draft model drafts: no target-shaped layers */
 }
 
 void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, int *auto_plan_out)

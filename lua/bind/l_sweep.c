@@ -285,8 +285,8 @@ static void read_sweep_args(lua_State *L, const char *who, hl_sweep_in *in, axes
     }
 }
 
-/* Bytes one in-memory row takes: its point in the store (hl_sweep_store_point_bytes: 66 values
- * and a fault code, 532 bytes) and its view (l_sweep_rows.c): a Lua 5.4 userdata of 8 bytes
+/* Bytes one in-memory row takes: its point in the store (hl_sweep_store_point_bytes: 67 values
+ * and a fault code, 540 bytes) and its view (l_sweep_rows.c): a Lua 5.4 userdata of 8 bytes
  * (a 32-byte header, 40 bytes, a 48-byte malloc chunk) and its 16-byte slot in the rows array
  * (the array part grows by doubling while the rows are pushed: up to 2 x 16 bytes a row at its
  * peak). Messages of failed points come on top, once per distinct text. Measured: bench's

@@ -497,12 +497,13 @@ local function meets(p, slo)
 end
 
 -- The best tokens/s per GPU a frontier reaches at interactivity >= x (nil beyond its reach).
+-- Also the point that reaches it.
 local function reach(front, x)
-  local y
+  local y, at
   for _, p in ipairs(front) do
-    if p.tps_per_user >= x and (not y or p.tps_per_gpu > y) then y = p.tps_per_gpu end
+    if p.tps_per_user >= x and (not y or p.tps_per_gpu > y) then y, at = p.tps_per_gpu, p end
   end
-  return y
+  return y, at
 end
 
 -- The requests a confirmation of p runs: `requests`, and at least three per client of the
@@ -662,7 +663,7 @@ local function check(t)
   end
   -- the points are steady states (hl.serve mode = "analytical"), which model none of these: every
   -- point failed and the search ended "no configuration ... could be evaluated" (attack pass 3)
-  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "prefix_cache", "shared_prefix", "sessions",
+  for _, k in ipairs { "spec_tokens", "spec_accept", "spec_draft_layers", "spec_draft_model", "prefix_cache", "shared_prefix", "sessions",
                        "kv_offload", "replicas", "keep_steps", "keep_requests", "max_samples" } do
     if o.serve and o.serve[k] ~= nil then
       fail("field 'serve." .. k .. "': not modelled by the frontier's points (steady states of one instance, " ..
@@ -1110,8 +1111,11 @@ function M.frontier(t)
   end
   local function ratio_at(ka, kb, x)
     for _, basis in ipairs { "simulated", "analytical" } do
-      local ya, yb = reach(set_of(ka, basis), x), reach(set_of(kb, basis), x)
-      if ya and yb then return yb / ya, basis, yb, ya end
+      local ya, pa = reach(set_of(ka, basis), x)
+      local yb, pb = reach(set_of(kb, basis), x)
+      -- simulated: whether both runs converged (only best points are re-run; others are runs of
+      -- `requests`, at least 3 a client, biased low by about population / requests: MODEL.md 14)
+      if ya and yb then return yb / ya, basis, yb, ya, basis == "simulated" and (pa.converged and pb.converged) or nil end
     end
   end
   local function add(q, kb, ka)
@@ -1125,10 +1129,11 @@ function M.frontier(t)
       ratios[#ratios + 1] = r
     end
     for _, x in ipairs(xs) do
-      local v, basis, yb, ya = ratio_at(ka, kb, x)
+      local v, basis, yb, ya, conv = ratio_at(ka, kb, x)
       if v then
         local r = copy(q)
         r.tps_per_user, r.ratio, r.basis, r.tps_per_gpu, r.ref_tps_per_gpu = x, v, basis, yb, ya
+        if basis == "simulated" then r.converged = conv == true end
         ratios[#ratios + 1] = r
       end
     end
@@ -1198,7 +1203,10 @@ function M.launch(p, model)
     out.instance = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
     out.instances = p.instances
   else
-    out.decode = one(p.tp, p.pp, p.dp, p.ep, p.concurrency)
+    -- the decode instance's room as its config gives it (twice the population: the pool is not run
+    -- at exactly its capacity, MODEL.md 14), per decode instance
+    local room = p.config and p.config.max_seqs and math.ceil(p.config.max_seqs / (p.d_instances or 1)) or p.concurrency
+    out.decode = one(p.tp, p.pp, p.dp, p.ep, room)
     out.prefill = one(p.p_tp, p.p_pp, p.p_dp, p.p_ep, 1)
     out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
     out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"
@@ -1230,11 +1238,17 @@ M.result_mt.__tostring = function(r)
       lines[#lines + 1] = "    best: none meets the SLO"
     end
   end
+  local short = false
   for _, q in ipairs(r.ratios) do
     lines[#lines + 1] = string.format("  %s %s%s %s: %.3gx (%s: %.4g / %.4g tok/s/GPU)", q.what,
       q.system and (q.system .. " ") or "", q.precision .. (q.mode and (" " .. q.mode) or ""),
       q.at == "best" and "of the best points above" or string.format("at >= %g tok/s/user", q.tps_per_user),
-      q.ratio, q.basis, q.tps_per_gpu, q.ref_tps_per_gpu)
+      q.ratio, q.basis, q.tps_per_gpu, q.ref_tps_per_gpu) .. (q.converged == false and " *" or "")
+    if q.converged == false then short = true end
+  end
+  if short then
+    lines[#lines + 1] = "  * from a confirming run that was not re-run to convergence (only best points are): " ..
+      "runs of `requests`, at least 3 a client, read low by about population / requests (docs/MODEL.md 14)"
   end
   for _, w in ipairs(r.warnings or {}) do lines[#lines + 1] = "  warning: " .. w end
   return table.concat(lines, "\n")

@@ -14,7 +14,7 @@ function M.warn(msg)
 end
 
 local mapping_keys = { "parallel", "tp", "pp", "ep", "dp", "etp", "instance_gpus" }
-local spec_keys = { "spec_accept", "spec_draft_layers" }
+local spec_keys = { "spec_accept", "spec_draft_layers", "spec_draft_model" }
 
 -- Decided once per object: a model's context limit and name (read through the userdata index
 -- once), and the prompt + output lengths already checked against it. Weak keys: an object

@@ -220,10 +220,57 @@ static void test_equals_reference(void **state)
            (long long)preempting, (long long)caching);
 }
 
+/* Attack pass 4: the event-driven decode set against the reference at the edges of its inputs
+ * (hand-picked, not drawn): a budget of 1 or 2 tokens (every decode step exceeds it: the per-request
+ * path), one sequence at a time, a KV pool of one request's blocks (preemption each step), blocks of
+ * one token and of 4,096, one-token outputs, a burst of 10^6 req/s, chunks of one token, a closed loop
+ * with as many clients as requests. */
+static void test_extremes_equal_reference(void **state)
+{
+    (void)state;
+    for (int w = 0; w < 10; w++) {
+        hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+        hl_serve_cfg c;
+        hl_serve_init(&c, &j);
+        c.seed = 7 + (uint64_t)w;
+        c.requests = 40;
+        c.rate = 50;
+        c.input.kind = c.output.kind = HL_LEN_UNIFORM;
+        c.input.lo = 1;
+        c.input.hi = 300;
+        c.output.lo = 1;
+        c.output.hi = 60;
+        c.keep_requests = 1;
+        c.keep_steps = w % 2;
+        switch (w) {
+        case 0: c.token_budget = 1; break;
+        case 1: c.token_budget = 2, c.chunk = 1; break;
+        case 2: c.max_seqs = 1; break;
+        case 3: c.kv_blocks = 23; break; /* 16-token blocks: 300 + 60 tokens need 23, so one request fits */
+        case 4: c.block_tokens = 1, c.kv_blocks = 2000; break;
+        case 5: c.block_tokens = 4096; break;
+        case 6: c.output.lo = c.output.hi = 1; break;
+        case 7: c.rate = 1e6; break;
+        case 8: c.rate = 0, c.concurrency = 40; break;
+        case 9: c.chunked_prefill = 0, c.token_budget = 300; break; /* unchunked at the longest prompt exactly */
+        }
+        hl_serve_result a, b;
+        hl_err e;
+        assert_ok(hl_serve_run(&c, &a, &e), &e);
+        c.sched_reference = 1;
+        assert_ok(hl_serve_run(&c, &b, &e), &e);
+        compare(w, &a, &b);
+        printf("extreme %d: %lld steps, %lld preemptions\n", w, (long long)a.steps, (long long)a.preemptions);
+        hl_serve_result_free(&a);
+        hl_serve_result_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_reference),
+        cmocka_unit_test(test_extremes_equal_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

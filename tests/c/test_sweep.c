@@ -135,7 +135,7 @@ static void test_store_equals_points(void **state)
     }
     assert_int_equal(failed, 6);
     assert_int_equal(s.n_messages, 1);
-    assert_true(hl_sweep_store_point_bytes() == 66 * 8 + 4);
+    assert_true(hl_sweep_store_point_bytes() == 67 * 8 + 4);
     hl_sweep_store_free(&s);
     hl_sweep_store_free(&s); /* safe twice */
     /* a range: points [4, 7) only */

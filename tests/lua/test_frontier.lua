@@ -138,6 +138,12 @@ T.test("the best point meets the SLO; an impossible SLO names the best found", f
       end
     end
     T.ok(r.launch[k] and (r.launch[k].instance or r.launch[k].decode), k .. ": launch options")
+    if b.mode == "disagg" then
+      -- the decode engine gets the room the simulated config gave it, per instance
+      local room = math.ceil(b.config.max_seqs / b.d_instances)
+      T.ok(r.launch[k].decode.sglang:find("--max-running-requests " .. room, 1, true),
+        k .. ": decode room " .. room .. " in " .. r.launch[k].decode.sglang)
+    end
   end
   T.ok(n > 0, "a best point")
   T.raises(function()
@@ -233,6 +239,8 @@ T.test("ratios: each from one named set of numbers; at the SLO the ratio of the 
       T.eq(q.tps_per_gpu, reach_of(gg, q.tps_per_user, q.basis), "numerator from the named set")
       T.eq(q.ref_tps_per_gpu, reach_of(ga, q.tps_per_user, q.basis), "denominator from the named set")
       T.near(q.ratio, q.tps_per_gpu / q.ref_tps_per_gpu, 1e-12, "ratio")
+      -- a simulated ratio says whether both of its runs were re-run to convergence (best points only)
+      if q.basis == "simulated" then T.eq(type(q.converged), "boolean", "converged flag") else T.eq(q.converged, nil, "no flag") end
     end
   end
   T.eq(n_best, 1, "one ratio of the best points")

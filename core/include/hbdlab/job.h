@@ -121,6 +121,11 @@ typedef struct hl_job {
      * spec_accept, i.i.d. per position. Entries past spec_accept_n are 0 (hl_job_set_spec_accept). */
     int32_t spec_accept_n;
     double spec_accept_pos[HL_SPEC_POSITIONS_MAX];
+    /* A draft model of its own (spec_draft_model = <model>; docs/MODEL.md 6.2): spec_draft = 1 and
+     * its shape in spec_draft_model, run with the target's TP on the same GPUs; 0: the drafter is
+     * spec_draft_layers layers of the target's shape (the bytes of spec_draft_model are then zero). */
+    int32_t spec_draft;
+    hl_model spec_draft_model;
     double image_tokens; /* of `input`, the prompt tokens that are image tokens (vision-language models):
                             the vision encoder runs on image_tokens * vision_merge^2 patches in prefill */
     /* Routing statistics (docs/MODEL.md 6, expert load): uniform by default. */
@@ -174,6 +179,12 @@ hl_status hl_job_check_spec(const hl_job *job, hl_err *err);
 
 /* Probability that draft position k (0-based, k < spec_tokens) is accepted given positions < k
  * were: the vector's entry k, else the scalar spec_accept. */
+/* The job the draft model of `job` runs as (spec_draft = 1): the job with the draft's model, no
+ * speculation, one stage, no expert parallelism, the target's TP and DP on the target's GPUs.
+ * Errors: a pipeline of stages (pp > 1), a draft whose vocabulary differs from the target's
+ * (vLLM requires the same tokenizer), named 'spec_draft_model'. */
+hl_status hl_job_draft(const hl_job *job, hl_job *draft, hl_err *err);
+
 static inline double hl_job_spec_accept_at(const hl_job *job, int64_t k)
 {
     return job->spec_accept_n > 0 ? job->spec_accept_pos[k] : job->spec_accept;

@@ -16,6 +16,7 @@ typedef struct hl_memory {
     double kv_bytes;        /* B per GPU: KV cache at the largest context (input + output) */
     double workspace_bytes; /* B per GPU: activation workspace and runtime buffers */
     double per_gpu_bytes;   /* weights + KV + workspace */
+    double draft_bytes;     /* B per GPU: of weights_bytes + kv_bytes, the draft model's (spec_draft_model) */
     int32_t fits;           /* per_gpu_bytes <= HBM * mem_util */
 } hl_memory;
 

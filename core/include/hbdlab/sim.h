@@ -90,6 +90,7 @@ typedef struct hl_result {
     double kv_bytes;                   /* per GPU at the largest context */
     double workspace_bytes;            /* per GPU */
     double per_gpu_bytes;              /* weights + KV + workspace */
+    double draft_bytes;                /* of weights + KV, the draft model's (spec_draft_model), B per GPU */
     int32_t fits;                      /* per_gpu_bytes <= hbm * mem_util */
     int64_t gpus, tp, pp, ep, dp, etp; /* mapping as resolved */
     double batch, input, output;       /* the job as run (batch after batch = "max" or a search) */

@@ -32,11 +32,11 @@ typedef struct hl_axis {
 } hl_axis;
 
 /* axes: every job, cluster, GPU and model field can be one at once (139 in 2026-12) */
-enum { HL_POINT_VALUES = 66, HL_SWEEP_MAX_AXES = 256 };
+enum { HL_POINT_VALUES = 67, HL_SWEEP_MAX_AXES = 256 };
 
 /* Summary of one point: the result fields in the order of the result table (hl_result_field_at). */
 typedef struct hl_point {
-    double v[66];    /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
+    double v[67];    /* HL_POINT_VALUES: one per row of the result table (core/src/result.c) */
     int32_t status;  /* hl_status of the point */
     char error[512]; /* message when status != 0 (the size of hl_err.msg: never cut) */
 } hl_point;
@@ -82,7 +82,7 @@ void hl_point_from_job(const hl_job *job, hl_point *out);
 hl_status hl_sweep_run(const hl_sweep_in *in, hl_point *out, hl_err *err);
 
 /* ---- A sweep's points kept compactly in memory (the in-memory hl.sweep) -------------------
- * A point is its HL_POINT_VALUES result values and a 4-byte fault code (532 bytes, where an
+ * A point is its HL_POINT_VALUES result values and a 4-byte fault code (540 bytes, where an
  * hl_point is 1,048: its 512-byte message buffer is not kept per point). The messages of failed
  * points are kept once each, however many points fail with the same one. */
 /* fault codes: a point not reached (the sweep was cancelled); a point failed whose message could
