@@ -137,6 +137,8 @@ local function job_text()
     "  model              object or preset name",
     "  cluster            object or preset name",
     "  parallel           {tp, pp, ep, dp, etp, gpus} (the parallel.* fields below) or \"auto\"",
+    "  spec_draft_model   object or preset name: a draft model of its own for speculative decoding (same vocabulary; " ..
+      "the target's TP on its GPUs; not with spec_draft_layers; docs/MODEL.md 6.2)",
     "  Each field below may be given by name (tp = 2) or by its path (parallel = {tp = 2}).",
   }
   for _, f in ipairs(core.fields("job")) do

@@ -89,6 +89,27 @@ T.test("bad drafters are refused naming the field", function()
   T.ok(big.tpot_s > 0, "a larger draft runs")
 end)
 
+T.test("sweeps and the lazy breakdown carry the draft model (memos keyed on it)", function()
+  -- threads = 1: the second sweep runs after the first on this thread, with its memos there; the
+  -- two differ only in the draft model, so a memo that missed it would give the first's numbers
+  local axes = { input = { 512, 1024 } }
+  local a = hl.sweep { base = with { spec_draft_model = "llama-3.1-8b" }, axes = axes, threads = 1 }
+  local t = hl.model("llama-3.1-8b"):with { layers = 16, name = "half" }
+  local b = hl.sweep { base = with { spec_draft_model = t }, axes = axes, threads = 1 }
+  for i, n in ipairs(axes.input) do
+    local direct = hl.simulate(with { spec_draft_model = t, input = n })
+    T.near(b[i].tpot_s, direct.tpot_s, 1e-12, "the second sweep equals hl.simulate of its job")
+    T.near(b[i]["memory.draft_bytes"], direct.memory.draft_bytes, 1e-12, "and its draft bytes")
+    T.ok(b[i].tpot_s < a[i].tpot_s, "16 draft layers cost less than 32")
+  end
+  -- the breakdown is built on first access by re-running the job the view keeps: with the draft
+  -- its decode time sums to the phase time as for any job
+  local r = hl.simulate(drafted)
+  local sum = 0
+  for _, it in ipairs(r.decode.breakdown) do sum = sum + it.time_s end
+  T.near(sum, r.decode.time_s, 1e-9, "the breakdown sums to the decode time")
+end)
+
 T.test("hl.serve at concurrency 1 gives hl.simulate's TPOT; its KV capacity holds the draft's KV", function()
   local cfg = without(with { spec_draft_model = "llama-3.1-8b", concurrency = 1, requests = 2000, output = 128,
                              seed = 3 }, "batch")
