@@ -96,7 +96,7 @@ static int pow2(double x)
     return (v & (v - 1)) == 0;
 }
 /* Bandwidth of an algorithm whose links cross both tiers: the slower tier binds. */
-static double flat_bw(const group *G) { return G->N > 1 ? (G->g > 1 ? fmin(G->bu, G->bo) : G->bo) : G->bu; }
+static double flat_bw(const group *G) { return G->N > 1 ? (G->g > 1 ? hl_fmin(G->bu, G->bo) : G->bo) : G->bu; }
 
 /* Splits `total` bytes of a flat ring between tiers: N of its n edges cross HBDs. */
 static void ring_split(const group *G, double total, cost *c)

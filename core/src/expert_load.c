@@ -213,7 +213,7 @@ static void group_step(rank_group *g)
     memmove(g->pmf + 1, g->pmf, 3 * sizeof g->pmf[0]);
     g->pmf[0] = next;
     g->x += 1;
-    g->cdf = fmin(1, g->cdf + next);
+    g->cdf = hl_fmin(1, g->cdf + next);
 }
 
 /* P(max_r L_r <= x) for (L_r) ~ Multinomial(M, p) by Levin's representation
@@ -247,13 +247,13 @@ static double levin_cdf(const rank_group *g, int64_t ng, double M, double log_pr
         K4 += n * (mu4 - 3 * var * var);
     }
     if (K2 <= 0)
-        return fabs(K1 - M) < 0.5 ? fmin(1, exp(logp)) : 0;
+        return fabs(K1 - M) < 0.5 ? hl_fmin(1, exp(logp)) : 0;
     double sd = sqrt(K2), z = (M - K1) / sd, g1 = K3 / (K2 * sd), g2 = K4 / (K2 * K2);
     double z2 = z * z, he3 = z * z2 - 3 * z, he4 = z2 * z2 - 6 * z2 + 3;
     double he6 = z2 * z2 * z2 - 15 * z2 * z2 + 45 * z2 - 15;
     double dens = exp(-z2 / 2) / (2.5066282746310002 /* sqrt(2 pi) */ * sd) *
                   (1 + g1 / 6 * he3 + g2 / 24 * he4 + g1 * g1 / 72 * he6);
-    return fmin(1, hl_fmax(0, exp(logp) * dens));
+    return hl_fmin(1, hl_fmax(0, exp(logp) * dens));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -377,7 +377,7 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
         if (p <= 0 || p >= 1)
             return M;
-        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = fmin(M, ceil(M * p + 13 * sd + 1));
+        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = hl_fmin(M, ceil(M * p + 13 * sd + 1));
         double pmf = binom_pmf(M, p, lo);
         for (double x = lo; x <= hi; x++) {
             sum += pmf * hl_fmax(x, M - x);
@@ -396,12 +396,12 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         g[i].lam = M * g[i].p;
         g[i].sd = sqrt(g[i].lam);
         g[i].bsd = sqrt(g[i].lam * (1 - g[i].p));
-        sd_min = fmin(sd_min, g[i].bsd);
+        sd_min = hl_fmin(sd_min, g[i].bsd);
         x_lo = hl_fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
         x_hi = hl_fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
     }
     x_lo = hl_fmax(0, x_lo);
-    x_hi = fmin(M, x_hi);
+    x_hi = hl_fmin(M, x_hi);
     if (sd_min >= 30) { /* large counts: normal ranks (binomial sd), the correlation neglected */
         if (ng == 1)
             return g[0].lam + g[0].bsd * expected_max_std(g[0].count);
@@ -517,7 +517,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
         double c = 0;
         for (int64_t x = 0; x < per; x++) {
             c += pmf[x];
-            cdf_prod[x] *= fmin(1, c);
+            cdf_prod[x] *= hl_fmin(1, c);
         }
     }
     double sum = 0; /* E[max] = sum_{x=1..per} (1 - prod F_r(x-1)) */

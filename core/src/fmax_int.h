@@ -1,4 +1,4 @@
-/* An inline fmax for the per-point paths (roofline, collectives, simulation). */
+/* Inline fmax and fmin for the per-point paths (roofline, collectives, simulation). */
 #ifndef HL_FMAX_INT_H
 #define HL_FMAX_INT_H
 
@@ -7,5 +7,8 @@
  * instructions and a call each, ~30 calls a sweep point. Equal values give b, as glibc's
  * x86-64 fmax (maxsd) does, so fmax(-0., +0.) is +0. either way and no result moves. */
 static inline double hl_fmax(double a, double b) { return a > b ? a : b != b ? a : b; }
+
+/* C11 fmin (7.12.12.3), the same way: equal values give b, as glibc's x86-64 fmin (minsd) does. */
+static inline double hl_fmin(double a, double b) { return a < b ? a : b != b ? a : b; }
 
 #endif

@@ -733,7 +733,7 @@ hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
     double M2 = (double)(m->vision_merge * m->vision_merge), P = j->image_tokens * M2; /* patches per sequence */
     double N = b * P, patch_in = 3 * (double)(m->vision_temporal * m->vision_patch * m->vision_patch);
     double L = (double)m->vision_layers, Lfull = (double)m->vision_full, Lwin = L - Lfull;
-    double win = m->vision_window > 0 ? fmin(P, (double)(m->vision_window * m->vision_window)) : P;
+    double win = m->vision_window > 0 ? hl_fmin(P, (double)(m->vision_window * m->vision_window)) : P;
     hl_op op;
     hl_status st;
     a->layer_kind = 3;

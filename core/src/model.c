@@ -89,7 +89,11 @@ int64_t hl_model_moe_layers(const hl_model *m)
     return n;
 }
 
-int64_t hl_model_linear_layers(const hl_model *m) { return llround(m->linear_fraction * (double)m->layers); }
+/* No linear layers (most models) skips the libm call: llround(0 x layers) is 0 (a sweep point asks ~7 times) */
+int64_t hl_model_linear_layers(const hl_model *m)
+{
+    return m->linear_fraction == 0 ? 0 : llround(m->linear_fraction * (double)m->layers);
+}
 
 int hl_model_layer_is_linear(const hl_model *m, int64_t i)
 {

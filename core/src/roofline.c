@@ -106,7 +106,8 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
             /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
              * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
             eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (c.k0 > 0 && op->k > 0 ? op->k / (op->k + c.k0) : 1);
-            eff = fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
+            eff =
+                hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
         }
         bw = gpu->hbm_bw * c.eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
@@ -185,7 +186,7 @@ void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precisi
     /* El experts' GEMMs of tokens_per_expert rows each: the useful FLOPs and activations are
      * those of every local expert; only the `active` experts read their weights and are
      * padded to whole tiles, each with El * tokens_per_expert / active rows. */
-    double El = s->local_experts, act = fmin(s->active_experts, El), tok = s->tokens_per_expert;
+    double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
     double F = s->inter, h = s->hidden;
     hl_op_gemm(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
     hl_op_gemm(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
@@ -290,5 +291,5 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->units = s->batch * s->kv_heads * gpu->attn_unit_s;
     a->latency = gpu->attn_latency;
     /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
-    a->r_max = exp2(-54.0 / floor(fmin(p, 20))) * (1 - 1e-9);
+    a->r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
 }

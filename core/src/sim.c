@@ -84,7 +84,7 @@ static int measured_decode_sum(const hl_sim_ctx *s, double q, double tau, double
         double i0 = n <= RUNS ? k : floor(n * k / RUNS), i1 = n <= RUNS ? k + 1 : floor(n * (k + 1) / RUNS);
         if (i0 >= n || i1 <= i0)
             continue;
-        double steps = fmin(i1, n) - i0;
+        double steps = hl_fmin(i1, n) - i0;
         if (!hl_kmatch_attention(s, s->b_local, 1, in + tau * (i0 + floor((steps - 1) / 2)), w, &t))
             return 0;
         total += steps * t;
@@ -206,7 +206,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         return HL_OK;
     double b = s->b_local, i_grow = n - 1; /* last index still growing */
     if (w > 0)
-        i_grow = fmin(i_grow, floor((w - 1 - in) / tau));
+        i_grow = hl_fmin(i_grow, floor((w - 1 - in) / tau));
     hl_op op;
     hl_op_time t;
     hl_status st;
@@ -273,7 +273,7 @@ static hl_status attention_sum(const hl_sim_ctx *s, hl_acc *a, double layers, do
  * summed once, times their count), and the last. */
 static hl_status chunked_decode_sum(const hl_sim_ctx *s, hl_acc *a, double layers, double C, double n, hl_err *err)
 {
-    double c0 = fmod(s->j->input, C), first = fmin(n, C - c0);
+    double c0 = fmod(s->j->input, C), first = hl_fmin(n, C - c0);
     hl_status st = attention_sum_from(s, a, PART_ATTENTION, layers, 0, 1, 1, first, c0, err);
     double rest = n - first, whole = floor(rest / C), last = rest - whole * C;
     if (!st && whole > 0)
@@ -429,7 +429,7 @@ static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items
 static double tbo_pair(double c, double g, double x, double f)
 {
     double o = c - g;
-    return hl_fmax(x, g / (1 - f) + o + f * fmin(x, o));
+    return hl_fmax(x, g / (1 - f) + o + f * hl_fmin(x, o));
 }
 
 static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[HL_TBO_STAGES], double f)
