@@ -330,6 +330,17 @@ static hl_status parse_table(ktable *t, const kspec *sp, const char *path, char 
                          HL_KERNELS_MAX_ROWS);
             goto done;
         }
+        for (int c = 0; c < ncells; c++) { /* "bfloat16 " was a key no job matches, " 4" read as 4, "4 " refused */
+            size_t n = strlen(cells[c]);
+            if (n > 0 &&
+                (cells[c][0] == ' ' || cells[c][0] == '\t' || cells[c][n - 1] == ' ' || cells[c][n - 1] == '\t')) {
+                st = hl_fail(err, HL_EPARSE,
+                             "%s:%d:%zu: a cell begins or ends with a space ('%.*s'): cells are read "
+                             "exactly, remove it",
+                             path, line, colpos[c], shown_len(cells[c], 40), cells[c]);
+                goto done;
+            }
+        }
         krow *r = &t->rows[t->nrows];
         memset(r, 0, sizeof *r);
         r->line = line;

@@ -617,6 +617,7 @@ typedef struct pool {
     int64_t *wait, *run, *hand; /* per unit: n + 1, max_seqs, n + 1 (decode: requests awaiting KV room) */
     plan *plan;
     hl_iter_chunk *chunks;
+    hl_iter_chunk *dchunks; /* with a draft model: the prompt chunks each rank's draft prefills (ms each) */
     double unit_blocks, blocks_all, window;
     hl_pc_req *pcr; /* prefix cache: per request (n), NULL when off */
     int64_t n;
@@ -648,6 +649,7 @@ static void pool_free(pool *p)
     free(p->hand);
     free(p->plan);
     free(p->chunks);
+    free(p->dchunks);
     free(p->ev_mem);
     memset(p, 0, sizeof *p);
 }
@@ -737,8 +739,10 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->run = malloc(sizeof(int64_t) * ms * (size_t)U);
     p->plan = malloc(sizeof(plan) * ms * (size_t)U);
     p->chunks = malloc(sizeof(hl_iter_chunk) * ms * (size_t)U);
-    if (!p->q || !p->units || !p->groups || !p->rank_routers || !p->loads || !p->group_of || !p->firsts || !p->its ||
-        !p->toks || !p->wait || !p->run || !p->plan || !p->chunks || (kind == POOL_DECODE && !p->hand))
+    p->dchunks = p->sp.gamma > 0 && job->spec_draft ? malloc(sizeof(hl_iter_chunk) * ms * (size_t)U) : NULL;
+    if ((p->sp.gamma > 0 && job->spec_draft && !p->dchunks) || !p->q || !p->units || !p->groups || !p->rank_routers ||
+        !p->loads || !p->group_of || !p->firsts || !p->its || !p->toks || !p->wait || !p->run || !p->plan ||
+        !p->chunks || (kind == POOL_DECODE && !p->hand))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests on %lld schedulers", (long long)n,
                        (long long)U);
     double state_blocks =
@@ -778,6 +782,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         s->run = p->run + (size_t)u * ms;
         s->plan = p->plan + (size_t)u * ms;
         s->chunks = p->chunks + (size_t)u * ms;
+        s->dchunks = p->dchunks ? p->dchunks + (size_t)u * ms : NULL;
         if (p->hand)
             s->hand = p->hand + (size_t)u * (size_t)(n + 1);
         p->group_of[u] = p->lockstep ? u / dp : u;
@@ -1217,6 +1222,23 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             draft_dt = fmax(draft_dt, dk);
         }
         dt += draft_dt;
+        /* a draft model prefills the step's prompt chunks too (its own KV of them), after the
+         * target's pass, in lock-step over the group (docs/MODEL.md 6.2, 12) */
+        double draft_pre = 0, dtok = 0;
+        for (int64_t k = 0; k < gr->count && P->dchunks; k++)
+            for (int32_t i = 0; i < P->units[gr->first + k].n_dchunks; i++)
+                dtok += P->units[gr->first + k].dchunks[i].tokens;
+        for (int64_t k = 0; k < gr->count && dtok > 0; k++) {
+            const sched *s = &P->units[gr->first + k];
+            if (s->n_dchunks == 0)
+                continue;
+            hl_iter pit = {0, 0, 0, s->n_dchunks, s->dchunks, s->d_rows, 0, gr->count > 1 ? dtok : 0};
+            double dk;
+            if ((rc = hl_stepper_time(P->draft, &pit, &dk, err)))
+                return rc;
+            draft_pre = fmax(draft_pre, dk - P->sp.overhead_s);
+        }
+        dt += draft_pre;
         double t_end = t + dt, emitted = 0;
         finish_ctx fc = {c, o, npools, closed, P, xl, t_end, next, n, &released, &done, &clients, err};
         for (int64_t k = 0; k < gr->count; k++) {

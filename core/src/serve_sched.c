@@ -91,6 +91,10 @@ static inline void summarise_entry(sched *s, const plan *p)
         it->images += x->prefilled == 0; /* its image leads the prompt: encoded with the first chunk */
         s->chunks[it->n_chunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
         it->logits_rows += x->prefilled + p->tokens >= x->prompt;
+        if (s->dchunks) {
+            s->dchunks[s->n_dchunks++] = (hl_iter_chunk){p->tokens, x->prefilled};
+            s->d_rows += x->prefilled + p->tokens >= x->prompt;
+        }
     }
 }
 
@@ -253,6 +257,8 @@ int64_t hl_sched_plan(sched *s, double t, double chunk, double window, hl_iter *
     s->ev_planned = 0;
     s->preempted = 0;
     s->spec_seqs = s->spec_ctx = 0;
+    s->n_dchunks = 0;
+    s->d_rows = 0;
     s->finished = 0;
     memset(it, 0, sizeof *it);
     it->chunks = s->chunks;

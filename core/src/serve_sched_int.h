@@ -54,15 +54,20 @@ typedef struct sched {
     int64_t h_head, h_len;
     double dq;                  /* tokens a decode schedules per sequence: 1, or 1 + spec_tokens (a verify pass) */
     double spec_seqs, spec_ctx; /* this step: verify passes, and the tokens cached before them */
-    struct hl_pcache *pc;       /* prefix cache of this rank's blocks (NULL: off; blocks_free is its free count) */
-    hl_pc_req *pcr;             /* with pc: the pool's requests' blocks (n) */
-    double pc_saved;            /* prompt tokens found cached at admission, over the run */
-    double pc_step_saved;       /* of those, in this step */
-    double pc_admitted;         /* prompt tokens admitted (hit or computed) */
-    double pc_host_hit;         /* of pc_saved, tokens loaded back from the host tier */
-    double pc_step_loaded;      /* host blocks loaded for the requests admitted in this step */
-    int pc_oom;                 /* a request's hashes could not be allocated */
-    int64_t finished;           /* requests of this rank that finished in this step (the running set is
+    /* With a draft model (spec_draft_model): this step's prompt chunks again (the draft prefills
+     * them too), n_dchunks of them, d_rows of them ending their prompt; dchunks NULL: no draft. */
+    hl_iter_chunk *dchunks;
+    int32_t n_dchunks;
+    double d_rows;
+    struct hl_pcache *pc;  /* prefix cache of this rank's blocks (NULL: off; blocks_free is its free count) */
+    hl_pc_req *pcr;        /* with pc: the pool's requests' blocks (n) */
+    double pc_saved;       /* prompt tokens found cached at admission, over the run */
+    double pc_step_saved;  /* of those, in this step */
+    double pc_admitted;    /* prompt tokens admitted (hit or computed) */
+    double pc_host_hit;    /* of pc_saved, tokens loaded back from the host tier */
+    double pc_step_loaded; /* host blocks loaded for the requests admitted in this step */
+    int pc_oom;            /* a request's hashes could not be allocated */
+    int64_t finished;      /* requests of this rank that finished in this step (the running set is
                                    compacted only when one did) */
     /* this step's plan summary, accumulated as entries are planned (default scheduler) */
     hl_iter *it_acc;

@@ -457,6 +457,36 @@ static double tbo_hidden_decode(const double S[HL_TBO_STAGES])
 /* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
 static int tbo_on(const hl_sim_ctx *s) { return s->j->two_batch_overlap && s->ep > 1 && s->pp == 1; }
 
+/* The draft model's prefill (spec_draft_model; docs/MODEL.md 6.2): after the target's, the draft
+ * runs over the same prompt (its own KV of the context) and samples its first draft token from
+ * the last position: its layers on b_local x input tokens, attention of the prompt over itself
+ * (sliding layers within their window; chunked-local layers taken as a window of a chunk, an upper
+ * bound), its embedding and LM head on b_local rows; one stage, no framework overhead of its own
+ * (the target's pass is charged once). */
+static hl_status draft_model_prefill(const hl_sim_ctx *s, hl_acc *pre, hl_err *err)
+{
+    const hl_job *j = s->j;
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    hl_sim_ctx ds;
+    hl_status st = hl_sim_resolve_draft(j, &dj, &ds, err);
+    if (st)
+        return st;
+    double full, sliding, b = s->b_local, in = j->input;
+    hl_layer_split(&ds, &full, &sliding);
+    hl_op op;
+    if ((st = hl_layer_ops(&ds, pre, b, in, j->batch * in, 1, 0, err)))
+        return st;
+    hl_attn_op(&ds, &op, b, in, 0, 0);
+    if ((st = hl_acc_op(&ds, pre, &op, full, err)))
+        return st;
+    if (sliding > 0) {
+        hl_attn_op(&ds, &op, b, in, 0, hl_local_window(&ds));
+        if ((st = hl_acc_op(&ds, pre, &op, sliding, err)))
+            return st;
+    }
+    return hl_io_ops(&ds, pre, b, b * in, 1, err);
+}
+
 /* Prefill: the whole prompt of b_local sequences, in m micro-batches of b_local/m
  * sequences from an empty pipeline: m passes per stage, then the pipeline fill
  * to (m + pp - 1) stage slots (layer_int.h's rule). Fills *pre (events into r). */
@@ -514,6 +544,8 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     if ((st = hl_io_ops(s, pre, b, b * in, 1, err))) /* b sequences of `in` tokens; the last token of each samples */
         return st;
     if ((st = hl_vision_ops(s, pre, b, err))) /* once, before the first stage: outside the pipeline fill */
+        return st;
+    if (j->spec_tokens > 0 && j->spec_draft && (st = draft_model_prefill(s, pre, err)))
         return st;
     hl_acc_overhead(pre, j->step_overhead, 1);
     hl_acc_finish(pre);

@@ -62,6 +62,17 @@ T.test("a message quoting a long cell cuts it at a whole UTF-8 character", funct
   T.ok(utf8.len(msg) ~= nil, "the message is UTF-8")
 end)
 
+T.test("a cell that begins or ends with a space or tab is refused, naming it", function()
+  -- "bfloat16 " was a key no job matches (the table silently unused), " 4" read as 4 while "4 " was refused
+  T.raises(function() gemm(folder { ["gemm.csv"] = H .. "bfloat16 ,4,6144,4096,0.02\n" }, 4) end,
+    "gemm.csv:2:1: a cell begins or ends with a space ('bfloat16 ')")
+  T.raises(function() gemm(folder { ["gemm.csv"] = H .. "bfloat16, 4,6144,4096,0.02\n" }, 4) end,
+    "gemm.csv:2:10: a cell begins or ends with a space (' 4')")
+  T.raises(function() gemm(folder { ["gemm.csv"] = H .. "bfloat16\t,4,6144,4096,0.02\n" }, 4) end,
+    "a cell begins or ends with a space")
+  T.eq(gemm(folder { ["gemm.csv"] = H .. "bfloat16,4,6144,4096,0.02\n" }, 4).measured, true, "the same row exactly")
+end)
+
 T.test("a table that is a symbolic link to nothing is an error, not a missing table", function()
   -- stat failed with ENOENT, so the table was skipped silently (the folder's other tables ran alone)
   local d = folder { ["attention_decode.csv"] =

@@ -44,7 +44,18 @@ T.test("the draft's cost grows with its size; acceptance and prefill are the tar
   T.ok(d8.tpot_s > mtp.tpot_s, "an 8B draft costs more than one target-shaped layer")
   T.ok(d8.tpot_s < plain.tpot_s, "and still beats plain decode at 0.8 acceptance")
   T.eq(d8.tokens_per_step, mtp.tokens_per_step, "E comes from spec_accept alone")
-  T.eq(d8.ttft_s, mtp.ttft_s, "prefill is the target's (the draft's prefill is not modelled)")
+end)
+
+T.test("the draft model prefills the prompt too: TTFT = the target's + the draft's own prefill", function()
+  -- the framework is "ideal" (no per-pass overhead), so the draft's own hl.simulate of the same
+  -- batch, prompt and TP with output = 1 is exactly its prefill: layers on 8 x 1024 tokens,
+  -- attention of the prompt over itself, embedding and an LM head on 8 rows
+  local mtp = hl.simulate(with { spec_draft_layers = 1 })
+  local d8 = hl.simulate(drafted)
+  local own = hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 4, gpus = 4 }, batch = 8,
+                            input = 1024, output = 1 }
+  T.near(d8.ttft_s, mtp.ttft_s + own.ttft_s, 1e-12, "TTFT")
+  T.near(d8.prefill.flops, mtp.prefill.flops + own.prefill.flops, 1e-12, "prefill FLOP")
 end)
 
 T.test("memory: the draft's weights / tp and its KV, by hand", function()
@@ -116,6 +127,8 @@ T.test("hl.serve at concurrency 1 gives hl.simulate's TPOT; its KV capacity hold
   local s = hl.serve(cfg)
   local r = hl.simulate(with { spec_draft_model = "llama-3.1-8b", batch = 1, output = 128 })
   T.near(s.tpot_s.mean, r.tpot_s, 0.02, "mean TPOT within 2%")
+  -- one request at a time: its whole prompt in one step, the target's then the draft's prefill
+  T.near(s.ttft_s.mean, r.ttft_s, 1e-9, "TTFT: the draft prefills in serving as in hl.simulate")
   -- the KV blocks: (HBM x 0.9 - weights - workspace) / (target + draft bytes a token) per block
   local plain = hl.serve(with({ spec_draft_layers = 1 }, without(cfg, "spec_draft_model")))
   T.ok(s.kv_blocks_total < plain.kv_blocks_total, "fewer KV blocks with the draft's weights and KV")
