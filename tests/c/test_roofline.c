@@ -2,6 +2,7 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "powpos_int.h"
 #include "roofline_int.h"
 
 /* A round-number GPU: 1000 TFLOP/s BF16, 2 TB/s, efficiencies 0.5 (GEMM),
@@ -238,21 +239,22 @@ static void test_attn_stream_matches_full_time(void **state)
     assert_false(hl_attn_stream_at(&a, 1e6, &t));
 }
 
-/* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c wrote it before its shortcut for
- * vanishing terms: the reference the shortcut must equal bit for bit. */
-static double blend_by_pow(double a, double b, double c, double p)
+/* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c writes it without its shortcut for
+ * vanishing terms, with the power `pw`: hl_pow_pos gives the reference the shortcut must equal
+ * bit for bit, libm pow the one the result must stay within 1e-14 of. */
+static double blend_by(double (*pw)(double, double), double a, double b, double c, double p)
 {
     double hi = fmax(a, fmax(b, c));
     if (p <= 0 || hi <= 0)
         return hi;
-    double ta = a == hi ? 1 : a == 0 ? 0 : pow(a / hi, p);
-    double tb = b == hi ? 1 : b == 0 ? 0 : pow(b / hi, p);
-    double tc = c == hi ? 1 : c == 0 ? 0 : pow(c / hi, p);
-    return hi * pow(ta + tb + tc, 1 / p);
+    double ta = a == hi ? 1 : a == 0 ? 0 : pw(a / hi, p);
+    double tb = b == hi ? 1 : b == 0 ? 0 : pw(b / hi, p);
+    double tc = c == hi ? 1 : c == 0 ? 0 : pw(c / hi, p);
+    return hi * pw(ta + tb + tc, 1 / p);
 }
 
 /* hl_op_time_on's GEMM time (no fixed latencies: time = blend(compute, memory, K loop)) equals
- * blend_by_pow on seeded shapes from one-row GEMVs (memory dwarfs the rest) to huge GEMMs
+ * blend_by on seeded shapes from one-row GEMVs (memory dwarfs the rest) to huge GEMMs
  * (compute does), p from 1 to 40; many of them take the shortcut (a term ratio whose
  * pow(r, floor(p)) is under 2^-55). */
 static void test_gemm_blend_shortcut_same_bits(void **state)
@@ -274,14 +276,58 @@ static void test_gemm_blend_shortcut_same_bits(void **state)
         hl_err e;
         hl_op_gemm(&op, "g", m, nn, k, 2, 2, 2, HL_BF16);
         assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
-        double loop = g.gemm_k_latency * op.k, want = blend_by_pow(t.compute_s, t.memory_s, loop, g.gemm_blend);
+        double loop = g.gemm_k_latency * op.k;
+        double want = blend_by(hl_pow_pos, t.compute_s, t.memory_s, loop, g.gemm_blend);
         if (memcmp(&want, &t.time_s, sizeof want) != 0)
-            fail_msg("m %g n %g k %g p %g: %.17g, by pow %.17g", m, nn, k, g.gemm_blend, t.time_s, want);
+            fail_msg("m %g n %g k %g p %g: %.17g, by the powers %.17g", m, nn, k, g.gemm_blend, t.time_s, want);
+        double libm = blend_by(pow, t.compute_s, t.memory_s, loop, g.gemm_blend);
+        if (!(fabs(t.time_s - libm) <= 1e-14 * libm))
+            fail_msg("m %g n %g k %g p %g: %.17g, by libm pow %.17g", m, nn, k, g.gemm_blend, t.time_s, libm);
         double hi = fmax(t.compute_s, fmax(t.memory_s, loop));
         double mid = t.compute_s + t.memory_s + loop - hi - fmin(t.compute_s, fmin(t.memory_s, loop));
         tiny += pow(mid / hi, floor(g.gemm_blend)) < 0x1p-56; /* so the smallest too */
     }
     assert_true(tiny > 1000);
+}
+
+/* hl_pow_pos against libm pow: its tables recomputed from their definitions (powpos.c), then
+ * seeded x from 2^-60 to 2^60 (and s in [1, 3], the blends' sums) with p from 0.05 to 40
+ * within the bound (2 |p ln x| + 4) 2^-52 of the result; x = 1 exactly 1; outside the tables'
+ * range (0, subnormal, inf, p ln x past 707) exactly libm pow. */
+static void test_pow_pos_against_libm(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 128; i++) {
+        double c = 1 + (i + 0.5) / 128;
+        assert_true(hl_powpos_invc[i] == 1 / c);
+        assert_true(hl_powpos_logc[i] == log(i < 48 ? c : c / 2));
+    }
+    for (int j = 0; j < 64; j++)
+        assert_true(hl_powpos_t2[j] == exp2(j / 64.0));
+    uint64_t x = 123456789;
+    double worst = 0; /* the largest error seen, in units of the bound */
+    for (int n = 0; n < 200000; n++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(x >> 11) * 0x1p-53; /* [0, 1) */
+        double b = n % 2 ? exp2(120 * u - 60) : 1 + 2 * u;
+        double p = n % 3 == 0 ? 1 / (0.025 + 40 * u * u) : n % 3 == 1 ? 1.702 : 0.05 + 40 * u;
+        double got = hl_pow_pos(b, p), want = pow(b, p);
+        if (fabs(p * log(b)) > 706) { /* at or near libm's range: libm's own result */
+            assert_true(fabs(p * log(b)) < 708 || memcmp(&got, &want, sizeof got) == 0);
+            continue;
+        }
+        double bound = (2 * fabs(p * log(b)) + 4) * 0x1p-52 * want;
+        if (!(fabs(got - want) <= bound))
+            fail_msg("hl_pow_pos(%a, %a) = %a, pow %a", b, p, got, want);
+        worst = fmax(worst, fabs(got - want) / bound);
+    }
+    assert_true(worst > 0.01); /* the bound is not loose by orders of magnitude */
+    assert_true(hl_pow_pos(1, 0.587) == 1 && hl_pow_pos(1, 40) == 1);
+    const double edge[][2] = {{0, 1.7}, {0x1p-1070, 1.7}, {INFINITY, 1.7}, {1e-300, 3}, {1e300, 3}, {3, 700}};
+    for (int i = 0; i < 6; i++) {
+        double got = hl_pow_pos(edge[i][0], edge[i][1]), want = pow(edge[i][0], edge[i][1]);
+        assert_true(memcmp(&got, &want, sizeof got) == 0);
+    }
 }
 
 int main(void)
@@ -296,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
         cmocka_unit_test(test_attn_stream_matches_full_time),
         cmocka_unit_test(test_gemm_blend_shortcut_same_bits),
+        cmocka_unit_test(test_pow_pos_against_libm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
