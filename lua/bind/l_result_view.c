@@ -14,21 +14,29 @@
  * job holds the bytes of hl_job from `JOB_COPY_AT` (after the model and the cluster when
  * `objects`: user values 3 and 4 are then the model and cluster objects the job was read
  * from, which are immutable) up to expert_freq, then the job's expert_freq_n shares, then the
- * bytes after expert_freq: about 300 bytes with the objects, 3.1 KB without (not 11 KB). */
+ * bytes after expert_freq: about 300 bytes with the objects, 3.1 KB without (not 11 KB). The
+ * draft model (spec_draft_model, 1.1 KB) is kept only when the job has one (spec_draft). */
 struct hl_result_view {
     double v[HL_POINT_VALUES];
     int32_t freq_n;
     int32_t objects;
+    int32_t draft; /* the job's spec_draft: its spec_draft_model is kept (1.1 KB), else it is zero */
     unsigned char job[];
 };
 
 enum {
     JOB_AFTER_OBJECTS = offsetof(hl_job, cluster) + sizeof(hl_cluster),
     JOB_HEAD = offsetof(hl_job, expert_freq),
+    JOB_DRAFT_AT = offsetof(hl_job, spec_draft_model), /* the draft model lies inside the head */
+    JOB_DRAFT = sizeof(hl_model),
     JOB_TAIL_AT = offsetof(hl_job, expert_freq) + sizeof(((hl_job *)0)->expert_freq),
     JOB_TAIL = sizeof(hl_job) - JOB_TAIL_AT,
     FRIENDLY_CODE = 1000 /* key codes: field i (no group) i + 1, group g -(g + 1), alias k 1000 + k */
 };
+
+_Static_assert(JOB_DRAFT_AT >= JOB_AFTER_OBJECTS && JOB_DRAFT_AT + JOB_DRAFT <= JOB_HEAD, "spec_draft_model lies "
+                                                                                          "between the cluster and "
+                                                                                          "expert_freq");
 
 static char views_key, codes_key, mt_key, methods_key;
 
@@ -86,9 +94,15 @@ void hl_result_view_job(lua_State *L, int ud, hl_job *out)
         out->cluster = *hl_to_cluster(L, -1);
         lua_pop(L, 2);
     }
-    memcpy((char *)out + at, rv->job, JOB_HEAD - at);
-    memcpy(out->expert_freq, rv->job + JOB_HEAD - at, freq);
-    memcpy((char *)out + JOB_TAIL_AT, rv->job + JOB_HEAD - at + freq, JOB_TAIL);
+    size_t d = rv->draft ? JOB_DRAFT : 0, head = JOB_HEAD - at - JOB_DRAFT + d; /* the head as kept */
+    const unsigned char *p = rv->job;
+    memcpy((char *)out + at, p, JOB_DRAFT_AT - at);
+    p += JOB_DRAFT_AT - at;
+    memcpy(&out->spec_draft_model, p, d); /* else zero, as the job had it */
+    p += d;
+    memcpy((char *)out + JOB_DRAFT_AT + JOB_DRAFT, p, JOB_HEAD - JOB_DRAFT_AT - JOB_DRAFT);
+    memcpy(out->expert_freq, rv->job + head, freq);
+    memcpy((char *)out + JOB_TAIL_AT, rv->job + head + freq, JOB_TAIL);
 }
 
 void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects)
@@ -100,13 +114,20 @@ void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const
     int32_t n = job->expert_freq_n > 0 && job->expert_freq_n <= HL_EXPERTS_MAX ? job->expert_freq_n : 0;
     size_t freq = (size_t)n * sizeof(double), at = objects ? JOB_AFTER_OBJECTS : 0;
     lua_createtable(L, 0, 0); /* the view */
-    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + (JOB_HEAD - at) + freq + JOB_TAIL, 4);
+    size_t d = job->spec_draft ? JOB_DRAFT : 0, head = JOB_HEAD - at - JOB_DRAFT + d;
+    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + head + freq + JOB_TAIL, 4);
     memcpy(rv->v, v, sizeof rv->v);
     rv->freq_n = n;
     rv->objects = objects;
-    memcpy(rv->job, (const char *)job + at, JOB_HEAD - at);
-    memcpy(rv->job + JOB_HEAD - at, job->expert_freq, freq);
-    memcpy(rv->job + JOB_HEAD - at + freq, (const char *)job + JOB_TAIL_AT, JOB_TAIL);
+    rv->draft = job->spec_draft != 0;
+    unsigned char *p = rv->job;
+    memcpy(p, (const char *)job + at, JOB_DRAFT_AT - at);
+    p += JOB_DRAFT_AT - at;
+    memcpy(p, &job->spec_draft_model, d);
+    p += d;
+    memcpy(p, (const char *)job + JOB_DRAFT_AT + JOB_DRAFT, JOB_HEAD - JOB_DRAFT_AT - JOB_DRAFT);
+    memcpy(rv->job + head, job->expert_freq, freq);
+    memcpy(rv->job + head + freq, (const char *)job + JOB_TAIL_AT, JOB_TAIL);
     for (int k = 0; k < 3; k++)
         if (kept[k]) {
             lua_pushvalue(L, kept[k]);
