@@ -192,6 +192,17 @@ static hl_serve_cfg workload(int w, uint64_t *g)
     return c;
 }
 
+/* Runs workload w with the event-driven scheduler into a, then with the kept reference into b
+ * (c->sched_reference is left set), and compares them field by field. The caller frees a and b. */
+static void run_both(int w, hl_serve_cfg *c, hl_serve_result *a, hl_serve_result *b)
+{
+    hl_err e;
+    assert_ok(hl_serve_run(c, a, &e), &e);
+    c->sched_reference = 1;
+    assert_ok(hl_serve_run(c, b, &e), &e);
+    compare(w, a, b);
+}
+
 static void test_equals_reference(void **state)
 {
     (void)state;
@@ -200,11 +211,7 @@ static void test_equals_reference(void **state)
     for (int w = 0; w < 20; w++) {
         hl_serve_cfg c = workload(w, &g);
         hl_serve_result a, b;
-        hl_err e;
-        assert_ok(hl_serve_run(&c, &a, &e), &e);
-        c.sched_reference = 1;
-        assert_ok(hl_serve_run(&c, &b, &e), &e);
-        compare(w, &a, &b);
+        run_both(w, &c, &a, &b);
         preempting += a.preemptions > 0;
         caching += a.prefill_tokens_saved > 0;
         sessions += c.session_turns > 0;
@@ -255,11 +262,7 @@ static void test_extremes_equal_reference(void **state)
         case 9: c.chunked_prefill = 0, c.token_budget = 300; break; /* unchunked at the longest prompt exactly */
         }
         hl_serve_result a, b;
-        hl_err e;
-        assert_ok(hl_serve_run(&c, &a, &e), &e);
-        c.sched_reference = 1;
-        assert_ok(hl_serve_run(&c, &b, &e), &e);
-        compare(w, &a, &b);
+        run_both(w, &c, &a, &b);
         printf("extreme %d: %lld steps, %lld preemptions\n", w, (long long)a.steps, (long long)a.preemptions);
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
