@@ -7,12 +7,7 @@ local hl = require "hbdlab"
 
 local dir = os.getenv("HBDLAB_BUILD_DIR") or "/tmp"
 local job = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 } }
-local function with(t, extra)
-  local o = {}
-  for k, v in pairs(t) do o[k] = v end
-  for k, v in pairs(extra) do o[k] = v end
-  return o
-end
+local function with(t, extra) return T.merged(t, extra) end
 local serve_base = with(job, { rate = 2, requests = 20 })
 
 -- Runs every case; each must raise an error holding all the expected pieces. Failures are

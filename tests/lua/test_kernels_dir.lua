@@ -10,12 +10,7 @@ local hl = require "hbdlab"
 local dir = "tests/data/kernels"
 local cl = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }
 local base = { model = "llama-3.1-8b", cluster = cl, parallel = { tp = 1 }, batch = 4, input = 256, output = 2 }
-local function with(b)
-  local o = {}
-  for k, v in pairs(base) do o[k] = v end
-  for k, v in pairs(b) do o[k] = v end
-  return o
-end
+local function with(b) return T.merged(base, b) end
 local function rows(r, phase)
   local t = {}
   for _, b in ipairs(r[phase].breakdown) do t[b.name] = b end

@@ -6,12 +6,7 @@ local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-70b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 8 }, input = 8192,
                output = 512, batch = "max" }
-local function with(t)
-  local o = {}
-  for k, v in pairs(base) do o[k] = v end
-  for k, v in pairs(t) do o[k] = v end
-  return o
-end
+local function with(t) return T.merged(base, t) end
 
 T.test("auto + max within a TTFT limit", function()
   local free = hl.simulate(with { parallel = "auto" })

@@ -7,12 +7,7 @@ local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1, gpus = 1 }, batch = 8,
                input = 1024, output = 257, spec_tokens = 3 }
-local function with(t)
-  local o = {}
-  for k, v in pairs(base) do o[k] = v end
-  for k, v in pairs(t) do o[k] = v end
-  return o
-end
+local function with(t) return T.merged(base, t) end
 
 T.test("hl.simulate: E = 1 + a1 + a1 a2 + a1 a2 a3, by hand", function()
   -- {0.9, 0.8, 0.6}: 1 + 0.9 + 0.72 + 0.432 = 3.052; {0.6, 0.8, 0.9}: 1 + 0.6 + 0.48 + 0.432 = 2.512

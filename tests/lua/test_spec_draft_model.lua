@@ -6,12 +6,7 @@ local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-70b", cluster = "hgx-h100", parallel = { tp = 4, gpus = 4 }, batch = 8,
                input = 1024, output = 257, spec_tokens = 3, spec_accept = 0.8 }
-local function with(t, from)
-  local o = {}
-  for k, v in pairs(from or base) do o[k] = v end
-  for k, v in pairs(t) do o[k] = v end
-  return o
-end
+local function with(t, from) return T.merged(from or base, t) end
 local function without(t, key)
   local o = with({}, t)
   o[key] = nil

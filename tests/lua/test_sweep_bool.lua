@@ -7,12 +7,7 @@ local hl = require "hbdlab"
 -- a skewed MoE on EP 8, where EPLB's placement changes the busiest rank (so the two values differ)
 local base = { model = "qwen3-30b-a3b", cluster = "hgx-h200", parallel = { tp = 1, ep = 8, dp = 8 }, batch = 8,
                input = 1024, output = 64, routing_skew = 1 }
-local function with(t)
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local function with(t) return T.merged(base, t) end
 
 T.test("hl.sweep: a boolean axis equals hl.simulate at each value", function()
   local rows = hl.sweep { base = base, axes = { eplb = { true, false } } }

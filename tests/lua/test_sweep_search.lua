@@ -4,12 +4,7 @@ local T = require "testlib"
 local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-70b", cluster = "hgx-h100", precision = "fp8", input = 2048, output = 256 }
-local function with(t)
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local function with(t) return T.merged(base, t) end
 
 T.test("batch = 'max' in the base: each point's batch is the largest that fits", function()
   local rows = hl.sweep { base = with { batch = "max", parallel = { tp = 8 } }, axes = { input = { 1024, 8192 } }, strict = true }

@@ -48,6 +48,15 @@ function T.raises(fn, ...)
   return err
 end
 
+-- A shallow copy of base with the fields of changes set over it (neither argument is modified):
+-- the usual "base job with these fields changed" of a test file.
+function T.merged(base, changes)
+  local o = {}
+  for k, v in pairs(base) do o[k] = v end
+  for k, v in pairs(changes) do o[k] = v end
+  return o
+end
+
 function T.done()
   print(string.format("%d passed, %d failed", T.passed, T.failed))
   os.exit(T.failed == 0 and 0 or 1)
