@@ -172,8 +172,7 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
 static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_shape *sh, double b, double q, double in,
                              double tau, double n, double *sum, hl_err *err)
 {
-    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK};
-    f.fast.ok = 0;
+    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK}; /* fast.ok 0 */
     if (sh)
         hl_attn_stream_init(&f.fast, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
     double total = 0;
