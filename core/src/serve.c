@@ -499,12 +499,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
 static double accepted(const spec_model *sp, hl_rng *rng)
 {
     double k = 0;
-    if (sp->n_pos > 0) {
-        while (k < sp->gamma && hl_rng_uniform(rng) < sp->pos[(int32_t)k])
-            k++;
-        return k;
-    }
-    while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
+    while (k < sp->gamma && hl_rng_uniform(rng) < (sp->n_pos > 0 ? sp->pos[(int32_t)k] : sp->alpha))
         k++;
     return k;
 }
