@@ -310,11 +310,11 @@ hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, h
                            "position %lld is accepted given the positions before it were)",
                            (long long)k + 1, accept[k], (long long)k + 1);
     memset(job->spec_accept_pos, 0, sizeof job->spec_accept_pos);
-    if (n > 0)
-        memcpy(job->spec_accept_pos, accept, (size_t)n * sizeof accept[0]);
     job->spec_accept_n = (int32_t)n;
-    if (n > 0)
+    if (n > 0) {
+        memcpy(job->spec_accept_pos, accept, (size_t)n * sizeof accept[0]);
         job->spec_accept = 0;
+    }
     return HL_OK;
 }
 

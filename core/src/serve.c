@@ -499,12 +499,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
 static double accepted(const spec_model *sp, hl_rng *rng)
 {
     double k = 0;
-    if (sp->n_pos > 0) {
-        while (k < sp->gamma && hl_rng_uniform(rng) < sp->pos[(int32_t)k])
-            k++;
-        return k;
-    }
-    while (k < sp->gamma && hl_rng_uniform(rng) < sp->alpha)
+    while (k < sp->gamma && hl_rng_uniform(rng) < (sp->n_pos > 0 ? sp->pos[(int32_t)k] : sp->alpha))
         k++;
     return k;
 }
@@ -739,10 +734,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->run = malloc(sizeof(int64_t) * ms * (size_t)U);
     p->plan = malloc(sizeof(plan) * ms * (size_t)U);
     p->chunks = malloc(sizeof(hl_iter_chunk) * ms * (size_t)U);
-    p->dchunks = p->sp.gamma > 0 && job->spec_draft ? malloc(sizeof(hl_iter_chunk) * ms * (size_t)U) : NULL;
-    if ((p->sp.gamma > 0 && job->spec_draft && !p->dchunks) || !p->q || !p->units || !p->groups || !p->rank_routers ||
-        !p->loads || !p->group_of || !p->firsts || !p->its || !p->toks || !p->wait || !p->run || !p->plan ||
-        !p->chunks || (kind == POOL_DECODE && !p->hand))
+    int draft_model = p->sp.gamma > 0 && job->spec_draft; /* its prompt chunks are kept per rank */
+    p->dchunks = draft_model ? malloc(sizeof(hl_iter_chunk) * ms * (size_t)U) : NULL;
+    if ((draft_model && !p->dchunks) || !p->q || !p->units || !p->groups || !p->rank_routers || !p->loads ||
+        !p->group_of || !p->firsts || !p->its || !p->toks || !p->wait || !p->run || !p->plan || !p->chunks ||
+        (kind == POOL_DECODE && !p->hand))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests on %lld schedulers", (long long)n,
                        (long long)U);
     double state_blocks =

@@ -172,8 +172,7 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
 static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_shape *sh, double b, double q, double in,
                              double tau, double n, double *sum, hl_err *err)
 {
-    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK};
-    f.fast.ok = 0;
+    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK}; /* fast.ok 0 */
     if (sh)
         hl_attn_stream_init(&f.fast, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
     double total = 0;
@@ -332,6 +331,14 @@ static double spec_tokens_per_step(const hl_job *j)
     return al >= 1 ? g + 1 : (1 - pow(al, g + 1)) / (1 - al);
 }
 
+/* The draft model's context (spec_draft_model, run as hl_job_draft), its job in one buffer per
+ * thread: the prefill and the decode use it in turn, never at once. */
+static hl_status draft_ctx(const hl_job *j, hl_sim_ctx *ds, hl_err *err)
+{
+    static _Thread_local hl_job dj; /* 11 KB: off the stack */
+    return hl_sim_resolve_draft(j, &dj, ds, err);
+}
+
 /* The verify steps' target part of a speculative decode with a draft model, after the target's
  * layers: n verify steps at contexts input + tau i, each after gamma sequential decode passes of
  * the draft model (spec_draft_model, run as hl_job_draft: the target's TP and DP on the same
@@ -345,9 +352,8 @@ static hl_status draft_model_decode(const hl_sim_ctx *s, hl_acc *dec, double n, 
     double full, sliding, dfull, dsliding;
     hl_layer_split(s, &full, &sliding);
     double window = hl_local_window(s), b = s->b_local, g = j->spec_tokens, q = g + 1;
-    static _Thread_local hl_job dj; /* 11 KB: off the stack */
     hl_sim_ctx ds;
-    hl_status st = hl_sim_resolve_draft(j, &dj, &ds, err);
+    hl_status st = draft_ctx(j, &ds, err);
     if (st)
         return st;
     hl_layer_split(&ds, &dfull, &dsliding);
@@ -466,9 +472,8 @@ static int tbo_on(const hl_sim_ctx *s) { return s->j->two_batch_overlap && s->ep
 static hl_status draft_model_prefill(const hl_sim_ctx *s, hl_acc *pre, hl_err *err)
 {
     const hl_job *j = s->j;
-    static _Thread_local hl_job dj; /* 11 KB: off the stack */
     hl_sim_ctx ds;
-    hl_status st = hl_sim_resolve_draft(j, &dj, &ds, err);
+    hl_status st = draft_ctx(j, &ds, err);
     if (st)
         return st;
     double full, sliding, b = s->b_local, in = j->input;

@@ -82,6 +82,28 @@ hl_result_view *hl_to_result_view(lua_State *L, int idx)
     return rv;
 }
 
+/* The pieces of hl_job a view keeps, in the order rv->job holds them (hl_push_result_view
+ * writes them, hl_result_view_job reads them back): from `at` to the draft model, the draft
+ * model when `draft`, the rest of the head, the expert_freq shares in use, the tail. Returns
+ * the bytes they take. */
+typedef struct job_piece {
+    size_t at, n;
+} job_piece;
+enum { N_PIECES = 5 };
+
+static size_t job_pieces(size_t at, int draft, size_t freq, job_piece pc[N_PIECES])
+{
+    pc[0] = (job_piece){at, JOB_DRAFT_AT - at};
+    pc[1] = (job_piece){JOB_DRAFT_AT, draft ? JOB_DRAFT : 0};
+    pc[2] = (job_piece){JOB_DRAFT_AT + JOB_DRAFT, JOB_HEAD - JOB_DRAFT_AT - JOB_DRAFT};
+    pc[3] = (job_piece){JOB_HEAD, freq}; /* JOB_HEAD is expert_freq's offset */
+    pc[4] = (job_piece){JOB_TAIL_AT, JOB_TAIL};
+    size_t total = 0;
+    for (int k = 0; k < N_PIECES; k++)
+        total += pc[k].n;
+    return total;
+}
+
 void hl_result_view_job(lua_State *L, int ud, hl_job *out)
 {
     const hl_result_view *rv = lua_touserdata(L, ud);
@@ -94,15 +116,13 @@ void hl_result_view_job(lua_State *L, int ud, hl_job *out)
         out->cluster = *hl_to_cluster(L, -1);
         lua_pop(L, 2);
     }
-    size_t d = rv->draft ? JOB_DRAFT : 0, head = JOB_HEAD - at - JOB_DRAFT + d; /* the head as kept */
+    job_piece pc[N_PIECES];
+    job_pieces(at, rv->draft, freq, pc);
     const unsigned char *p = rv->job;
-    memcpy((char *)out + at, p, JOB_DRAFT_AT - at);
-    p += JOB_DRAFT_AT - at;
-    memcpy(&out->spec_draft_model, p, d); /* else zero, as the job had it */
-    p += d;
-    memcpy((char *)out + JOB_DRAFT_AT + JOB_DRAFT, p, JOB_HEAD - JOB_DRAFT_AT - JOB_DRAFT);
-    memcpy(out->expert_freq, rv->job + head, freq);
-    memcpy((char *)out + JOB_TAIL_AT, rv->job + head + freq, JOB_TAIL);
+    for (int k = 0; k < N_PIECES; k++) { /* a draft model not kept stays zero, as the job had it */
+        memcpy((char *)out + pc[k].at, p, pc[k].n);
+        p += pc[k].n;
+    }
 }
 
 void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects)
@@ -114,20 +134,18 @@ void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const
     int32_t n = job->expert_freq_n > 0 && job->expert_freq_n <= HL_EXPERTS_MAX ? job->expert_freq_n : 0;
     size_t freq = (size_t)n * sizeof(double), at = objects ? JOB_AFTER_OBJECTS : 0;
     lua_createtable(L, 0, 0); /* the view */
-    size_t d = job->spec_draft ? JOB_DRAFT : 0, head = JOB_HEAD - at - JOB_DRAFT + d;
-    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + head + freq + JOB_TAIL, 4);
+    job_piece pc[N_PIECES];
+    size_t kept_bytes = job_pieces(at, job->spec_draft != 0, freq, pc);
+    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + kept_bytes, 4);
     memcpy(rv->v, v, sizeof rv->v);
     rv->freq_n = n;
     rv->objects = objects;
     rv->draft = job->spec_draft != 0;
     unsigned char *p = rv->job;
-    memcpy(p, (const char *)job + at, JOB_DRAFT_AT - at);
-    p += JOB_DRAFT_AT - at;
-    memcpy(p, &job->spec_draft_model, d);
-    p += d;
-    memcpy(p, (const char *)job + JOB_DRAFT_AT + JOB_DRAFT, JOB_HEAD - JOB_DRAFT_AT - JOB_DRAFT);
-    memcpy(rv->job + head, job->expert_freq, freq);
-    memcpy(rv->job + head + freq, (const char *)job + JOB_TAIL_AT, JOB_TAIL);
+    for (int k = 0; k < N_PIECES; k++) {
+        memcpy(p, (const char *)job + pc[k].at, pc[k].n);
+        p += pc[k].n;
+    }
     for (int k = 0; k < 3; k++)
         if (kept[k]) {
             lua_pushvalue(L, kept[k]);

@@ -53,9 +53,8 @@ end
 -- machine's load, as wall times do on a shared machine.
 local function instructions(...)
   local out = os.tmpname()
-  local cmd = { "valgrind", "--tool=callgrind", "--callgrind-out-file=" .. out, exe(), ...,
-                stdout = "/dev/null", stderr = "/dev/null" }
-  for i, a in ipairs { ... } do cmd[4 + i] = a end -- `...` inside a constructor keeps only its first value
+  local cmd = { "valgrind", "--tool=callgrind", "--callgrind-out-file=" .. out, exe(), ... } -- `...` last: all of it
+  cmd.stdout, cmd.stderr = "/dev/null", "/dev/null"
   local code = core.spawn(cmd)
   local f = code == 0 and io.open(out) or nil
   local n

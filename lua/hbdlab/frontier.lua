@@ -544,8 +544,8 @@ end
 -- (docs/MODEL.md 14); the point keeps the last run's numbers and config (re-running it reproduces
 -- them), p.converged says whether the change fell within the tolerance, p.converged_change the change.
 local function converge(hl, ctx, sys, p, o)
-  local k = p.system .. " " .. p.precision .. " " .. p.mode
   if o.tolerance <= 0 then return end
+  local k = p.system .. " " .. p.precision .. " " .. p.mode
   local R = p.config.requests
   local prev_gpu, prev_user = p.tps_per_gpu, p.tps_per_user
   local change
