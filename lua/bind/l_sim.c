@@ -449,8 +449,9 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
             } else if (t == LUA_TTABLE && strcmp(k, "spec_accept") == 0) {
                 set_spec_accept(L, j);
             } else {
-                set_from_lua(L, js, &js->fields[code - KEY_JOB], j, k);
-                draft_layers_given |= strcmp(k, "spec_draft_layers") == 0;
+                const hl_field *f = &js->fields[code - KEY_JOB];
+                set_from_lua(L, js, f, j, k);
+                draft_layers_given |= f->offset == (int32_t)offsetof(hl_job, spec_draft_layers);
             }
         }
         lua_pop(L, 1);
