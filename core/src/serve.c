@@ -675,19 +675,6 @@ static void owned_free(owned *o)
     free(o->sess_of);
 }
 
-/* A prompt the run made (a normal length drawn without input.max, a session's turn with its
- * history) longer than token_budget under chunked_prefill = false: refused, as
- * hl_serve_check refuses the configurations it can bound (serve_fields.c, check_unchunked). */
-static hl_status unchunked_too_long(const hl_serve_cfg *c, const char *what, int64_t k, double prompt, hl_err *err)
-{
-    return hl_fail(err, HL_EINVAL,
-                   "serve field 'token_budget': %s %lld has a prompt of %g tokens, more than token_budget = %lld "
-                   "with chunked_prefill = false (an unchunked prompt runs whole in one iteration; vLLM refuses "
-                   "max_num_batched_tokens < max_model_len without chunked prefill); raise token_budget, bound "
-                   "the prompts (input.max, sessions.turns) or set chunked_prefill = true",
-                   what, (long long)k, prompt, (long long)c->token_budget);
-}
-
 /* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
  * rank with its share of the instance's KV blocks, requests from reqs
  * (prefilled: they arrive with their prompt's KV and first token). */
@@ -826,7 +813,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                            "image_tokens must be <= every request's input",
                            (long long)i + 1, t->input, job->image_tokens);
         if (!prefilled && !c->chunked_prefill && t->input > (double)c->token_budget) /* drawn past the budget */
-            return unchunked_too_long(c, "request", i + 1, t->input, err);
+            return hl_serve_unchunked_fail(c, 0, "request", i + 1, t->input, err);
         if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -970,7 +957,7 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
                        (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
                        P->unit_blocks);
     if (!c->chunked_prefill && x->input > (double)c->token_budget)
-        return unchunked_too_long(c, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
+        return hl_serve_unchunked_fail(c, 0, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
     o->sess_of[r] = si;
     release_at(o, npools, next, r, t + c->session_think_s);
     return HL_OK;
