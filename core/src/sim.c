@@ -596,18 +596,28 @@ static void copy_compared(hl_job *dst, const hl_job *src)
  * LM head of layer.c's hl_io_ops) key on it instead of comparing 3 KB each.
  * Numbers are never reused, so an entry of an older class never matches. */
 typedef struct job_class {
-    uint64_t id; /* 0: none yet */
-    hl_job last; /* the job of class `id` (input aside) */
+    uint64_t id;  /* 0: none yet */
+    uint64_t run; /* the run (this thread's count of hl_sim_run_trusted calls) that last took a class */
+    hl_job last;  /* the job of class `id` (input aside) */
 } job_class;
 static _Thread_local job_class jclass;
+static _Thread_local uint64_t runs; /* hl_sim_run_trusted calls on this thread */
 
-static uint64_t job_class_of(const hl_job *j)
+uint64_t hl_sim_thread_runs(void) { return runs; }
+
+/* `same`: the caller vouches that j equals its previous run's job but for input
+ * (HL_TRUST_SAME_BUT_INPUT); that run's class is this one's only when that run took a
+ * class (it may have failed before: then the last class is an older job's). The
+ * framework's copy of a job does not read input (framework.c), so equal jobs but
+ * input give equal copies but input. */
+static uint64_t job_class_of(const hl_job *j, uint64_t run, int same)
 {
     job_class *c = &jclass;
-    if (c->id == 0 || !same_job_but_input(&c->last, j)) {
+    if (!(same && c->id != 0 && c->run + 1 == run) && (c->id == 0 || !same_job_but_input(&c->last, j))) {
         copy_compared(&c->last, j);
         c->id++;
     }
+    c->run = run;
     return c->id;
 }
 
@@ -758,6 +768,7 @@ static int32_t find_bound(const hl_phase *pre, const hl_phase *dec)
 
 hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
 {
+    uint64_t run = ++runs;
     hl_sim_ctx s;
     hl_job fw;
     const hl_job *j = hl_job_with_framework(job, &fw); /* s.j points to it: both live until return */
@@ -767,7 +778,7 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     if (st)
         return st;
     if (j->summary_only)
-        s.job_class = job_class_of(j);
+        s.job_class = job_class_of(j, run, (trust & HL_TRUST_SAME_BUT_INPUT) != 0);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job
