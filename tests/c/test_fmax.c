@@ -27,8 +27,8 @@ static uint64_t bits(double x)
 }
 
 /* every ordered pair of these, and of a seeded stream of ordinary values */
-static const double special[] = {0.0,    -0.0,  1.0,     -1.0,     0.5,   1e308, -1e308, 5e-324, -5e-324,
-                                 2.2e-308, INFINITY, -INFINITY, NAN, -NAN, 3.0, 3.0 + 4.4e-16};
+static const double special[] = {0.0,     -0.0,     1.0,      -1.0,      0.5, 1e308, -1e308, 5e-324,
+                                 -5e-324, 2.2e-308, INFINITY, -INFINITY, NAN, -NAN,  3.0,    3.0 + 4.4e-16};
 enum { N_SPECIAL = (int)(sizeof special / sizeof special[0]) };
 
 static void check_pair(double a, double b)
