@@ -889,9 +889,8 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    lua_pushnil(L); /* the scratch, made on the first call */
-    lua_pushcclosure(L, l_simulate, 1);
-    lua_setfield(L, -2, "simulate");
-    lua_pushcfunction(L, l_presets_generation);
-    lua_setfield(L, -2, "presets_generation");
+    static const luaL_Reg fns[] = {
+        {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
+    lua_pushnil(L); /* each function's upvalue: l_simulate's scratch, made on its first call */
+    luaL_setfuncs(L, fns, 1);
 }
