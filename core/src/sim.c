@@ -483,7 +483,7 @@ static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[H
  * min(X2, CORE) is hidden. */
 static double tbo_hidden_decode(const double S[HL_TBO_STAGES])
 {
-    return fmin(S[HL_TBO_DISPATCH], S[HL_TBO_SHARED] + S[HL_TBO_ATTN]) + fmin(S[HL_TBO_COMBINE], S[HL_TBO_CORE]);
+    return hl_fmin(S[HL_TBO_DISPATCH], S[HL_TBO_SHARED] + S[HL_TBO_ATTN]) + hl_fmin(S[HL_TBO_COMBINE], S[HL_TBO_CORE]);
 }
 
 /* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
