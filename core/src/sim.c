@@ -175,10 +175,18 @@ static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_stream
     blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK}; /* fast.ok 0 */
     if (fast)
         f.fast = *fast;
-    double total = 0;
+    double total = 0, first, last, mid;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
             total += blend_at(&f, i);
+    } else if (hl_attn_stream_at(&f.fast, in - tau, &first) && hl_attn_stream_at(&f.fast, in + tau * n, &last) &&
+               hl_attn_stream_at(&f.fast, in + tau * (n - 1) / 2, &mid)) {
+        /* the KV stream dwarfs the rest at both ends of the span the sum below reads, so at
+         * every step between (its tests are affine in the context, or decrease with it: the
+         * units' share): g(i) = attn_latency + M(in + tau i), affine in i, and its steps sum to
+         * n g((n - 1) / 2) exactly (derived), which the midpoint Euler-Maclaurin form gives
+         * too, up to the rounding of its ~20 evaluations (~1e-15) */
+        total = n * mid;
     } else {
         double lo = -0.5, h = n / BLEND_START, g[BLEND_START + 1];
         for (int k = 0; k <= BLEND_START; k++)
