@@ -105,8 +105,7 @@ static hl_status check_range(const hl_field_set *set, const hl_field *f, double 
     return HL_OK;
 }
 
-/* The i-th name of an enum's '|'-separated list into buf; returns 0 past the end. */
-static int enum_name(const char *names, int32_t i, char *buf, size_t n)
+int hl_enum_name(const char *names, int32_t i, char *buf, size_t n)
 {
     const char *p = names;
     for (int32_t k = 0; k < i; k++) {
@@ -171,7 +170,7 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
     case HL_FIELD_ENUM: {
         char buf[32];
         /* range first: converting a huge or NaN double to int32_t is undefined */
-        if (!(v >= 0 && v < 64) || v != floor(v) || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
+        if (!(v >= 0 && v < 64) || v != floor(v) || !hl_enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
             return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name,
                            isnan(v) ? fabs(v) : v, names_list(f->enum_names));
         *(int32_t *)at(obj, f) = (int32_t)v;
@@ -196,7 +195,7 @@ hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *na
     }
     if (f->type == HL_FIELD_ENUM) {
         char buf[32];
-        for (int32_t i = 0; enum_name(f->enum_names, i, buf, sizeof buf); i++)
+        for (int32_t i = 0; hl_enum_name(f->enum_names, i, buf, sizeof buf); i++)
             if (strcasecmp(buf, value) == 0) {
                 *(int32_t *)at(obj, f) = i;
                 return HL_OK;
@@ -226,7 +225,7 @@ const char *hl_field_get_string(const hl_field *f, const void *obj)
         return (const char *)cat(obj, f);
     if (f->type == HL_FIELD_ENUM) {
         static _Thread_local char buf[32];
-        if (enum_name(f->enum_names, *(const int32_t *)cat(obj, f), buf, sizeof buf))
+        if (hl_enum_name(f->enum_names, *(const int32_t *)cat(obj, f), buf, sizeof buf))
             return buf;
         return "?";
     }

@@ -39,6 +39,10 @@
         nm, HL_FIELD_ENUM, (int32_t)offsetof(T, member), (int32_t)sizeof(int32_t), 0, 0, "", help, names, 0, NULL, 0 \
     }
 
+/* The i-th name of an enum's '|'-separated list (an enum field's enum_names) into buf of n
+ * bytes (cut to n - 1 characters); returns 0 past the end of the list. */
+int hl_enum_name(const char *names, int32_t i, char *buf, size_t n);
+
 /* Error for an unknown field name, with a "did you mean" suggestion. */
 hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err);
 

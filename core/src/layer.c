@@ -861,7 +861,9 @@ static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_h
     return st;
 }
 
-hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_err *err)
+/* The embedding of `tokens` tokens and, with pipeline stages, the send of their activations to
+ * the next stage, timed through a's collective memo. */
+static hl_status io_tok(const hl_sim_ctx *s, hl_acc *a, double tokens, hl_io_tok *e, hl_err *err)
 {
     double h = (double)s->m->hidden;
     e->emb = (hl_op){.name = "embedding",
@@ -869,7 +871,22 @@ hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_er
                      .precision = s->j->act_precision,
                      .bytes_read = tokens * h * s->ab,
                      .bytes_written = tokens * h * s->ab};
-    return op_time(s, &e->emb, &e->t, &e->measured, err);
+    hl_status st = op_time(s, &e->emb, &e->t, &e->measured, err);
+    e->pp_in.ranks = 0;
+    e->pp_measured = 0;
+    if (!st && s->pp > 1) {
+        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
+        st = coll_timed(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, &e->pp_in, &e->pp_out,
+                        &e->pp_measured, err);
+    }
+    return st;
+}
+
+hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_err *err)
+{
+    hl_acc a; /* no collective memo yet, as in a phase's first collective */
+    memset(&a, 0, sizeof a);
+    return io_tok(s, &a, tokens, e, err);
 }
 
 hl_status hl_io_head_time(const hl_sim_ctx *s, double rows, hl_io_head *h, hl_err *err)
@@ -879,12 +896,11 @@ hl_status hl_io_head_time(const hl_sim_ctx *s, double rows, hl_io_head *h, hl_er
     return time_head(s, &a, rows, h, err);
 }
 
-hl_status hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double tokens,
-                          double passes, hl_err *err)
+void hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double passes)
 {
     a->layer_kind = 3;
     if (passes <= 0)
-        return HL_OK;
+        return;
     account_op(s, a, &e->emb, e->t, passes, e->measured);
     if (ho) {
         account_op(s, a, &ho->head, ho->head_t, passes, ho->head_measured);
@@ -892,13 +908,8 @@ hl_status hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, co
             if (ho->in[i].ranks > 0)
                 account_coll(a, head_coll_names[i], &ho->in[i], &ho->out[i], passes, ho->measured[i]);
     }
-    if (s->pp > 1) {
-        int64_t rph = s->pp_stride >= s->c->hbd ? 1 : 2; /* stage neighbours are pp_stride ranks apart */
-        double h = (double)s->m->hidden;
-        return add_coll(s, a, "pp_sendrecv", HL_SENDRECV, tokens * h * s->ab, 2, rph, passes * (double)(s->pp - 1),
-                        err);
-    }
-    return HL_OK;
+    if (e->pp_in.ranks > 0) /* one hand-off to each of the pp - 1 later stages */
+        account_coll(a, "pp_sendrecv", &e->pp_in, &e->pp_out, passes * (double)(s->pp - 1), e->pp_measured);
 }
 
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
@@ -908,10 +919,12 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
         return HL_OK;
     hl_io_tok e;
     hl_io_head ho;
-    hl_status st = hl_io_tok_time(s, tokens, &e, err);
+    hl_status st = io_tok(s, a, tokens, &e, err);
     if (!st && rows > 0)
         st = head_timed(s, a, rows, &ho, err);
-    return st ? st : hl_io_ops_timed(s, a, &e, rows > 0 ? &ho : NULL, tokens, passes, err);
+    if (!st)
+        hl_io_ops_timed(s, a, &e, rows > 0 ? &ho : NULL, passes);
+    return st;
 }
 
 /* The framework's fixed cost per forward pass (scheduling, sampling, launch

@@ -188,14 +188,17 @@ static inline double hl_local_window(const hl_sim_ctx *s)
  * embedding, stage hand-offs, LM head, logits gather, token broadcast. */
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err);
 
-/* hl_io_ops in parts, for a caller that keeps them per count (step.c): the embedding of
- * `tokens` tokens and the sampling of `rows` rows (LM head, logits AllGather, token
- * broadcast), each timed on its own; hl_io_ops_timed adds them to the phase (ho = NULL:
- * no row samples) with the stage hand-offs, the same sums in the same order as hl_io_ops. */
+/* hl_io_ops in parts, for a caller that keeps them per count (step.c): the embedding and
+ * the stage hand-offs of `tokens` tokens, and the sampling of `rows` rows (LM head, logits
+ * AllGather, token broadcast), each timed on its own; hl_io_ops_timed adds them to the phase
+ * (ho = NULL: no row samples), the same sums in the same order as hl_io_ops. */
 typedef struct hl_io_tok {
     hl_op emb;
     hl_op_time t;
-    int measured; /* t from the job's kernel tables */
+    int measured;       /* t from the job's kernel tables */
+    hl_coll_in pp_in;   /* the pp_sendrecv of one hand-off (pp_in.ranks = 0: pp = 1, none) */
+    hl_coll_out pp_out; /* its time */
+    int pp_measured;    /* pp_out from the job's kernel tables */
 } hl_io_tok;
 typedef struct hl_io_head {
     hl_op head;
@@ -207,7 +210,6 @@ typedef struct hl_io_head {
 } hl_io_head;
 hl_status hl_io_tok_time(const hl_sim_ctx *s, double tokens, hl_io_tok *e, hl_err *err);
 hl_status hl_io_head_time(const hl_sim_ctx *s, double rows, hl_io_head *h, hl_err *err);
-hl_status hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double tokens,
-                          double passes, hl_err *err);
+void hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const hl_io_head *ho, double passes);
 
 #endif

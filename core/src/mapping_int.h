@@ -12,8 +12,11 @@ enum {
     HL_TRUST_CLUSTER = 2,        /* likewise for the cluster (and its GPU) */
     HL_TRUST_CLUSTER_FIELDS = 4, /* cluster fields were range-checked by their setters: check only the
                                    cross-field rules (a sweep axis on hbd, gpus, ...) */
-    HL_TRUST_JOB_FIELDS = 8      /* the job's own fields were range-checked (the sweep's base once, axes by
+    HL_TRUST_JOB_FIELDS = 8,     /* the job's own fields were range-checked (the sweep's base once, axes by
                                    their setters) */
+    HL_TRUST_SAME_BUT_INPUT = 16 /* the job equals the one this thread passed to its previous
+                                   hl_sim_run_trusted call but for `input` (a sweep's next point along an
+                                   input axis): its class is taken without comparing the 3 KB */
 };
 
 /* Everything the per-layer builders and the memory model need, resolved once

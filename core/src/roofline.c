@@ -299,4 +299,33 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->latency = gpu->attn_latency;
     /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
     a->r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
+    a->root2 = exp2(1 / p) * (1 + 1e-12);
+}
+
+/* The compute side of a decode sum, bounded (derived). With c(x) = flops(ctx0 + tau x) /
+ * (peak eff_attn), affine in x and >= 0, hl_op_time_on's compute_s is, but for rounding,
+ *   g(x) = attn_latency + (c(x)^p + U^p)^(1/p)      (blend(c, U, 0, p), U = units attn_unit_s)
+ * a p-norm of an affine map: convex in x. So the line through g(0) and g(1), at a whole i >= 0,
+ * is at most max(g(0), g(1), g(i)) (beyond 1 a secant of a convex function runs below it; at 0
+ * and 1 it is g), and each g(x) <= attn_latency + 2^(1/p) max(c(x), U). The computed c_0 + (c_1 -
+ * c_0) i differs from that line by the blend's error (under 1e-14 relative: hl_pow_pos's bound
+ * in blend(), and libm pow's where it falls back) carried through i: under (i + 2) 1e-12 of
+ * attn_latency + 2 max(c, U) with a wide margin. mem beyond the bound and that margin is >= the
+ * computed line for sure. */
+int hl_attn_stream_mem_side(const hl_attn_stream *a, double ctx0, double tau, double i, double mem)
+{
+    if (!a->ok || !(i >= 0 && i <= 1e12))
+        return 0;
+    double big = a->units, xs[3] = {0, 1, i};
+    for (int k = 0; k < 3; k++) {
+        double flops, read;
+        hl_attn_counts(&a->line, ctx0 + tau * xs[k], &flops, &read);
+        double c = flops / a->peak_eff;
+        if (!(c >= 0 && c < INFINITY))
+            return 0;
+        big = hl_fmax(big, c);
+    }
+    double upper = (a->latency + a->root2 * big) * (1 + 1e-12);
+    double margin = (i + 2) * 1e-12 * (a->latency + 2 * big);
+    return mem > upper + margin;
 }

@@ -40,6 +40,7 @@ typedef struct hl_attn_stream {
     hl_attn_line line;
     double bw, peak_eff, units, latency; /* B/s, FLOP/s, s, s */
     double r_max;                        /* largest units / KV-stream ratio whose blend term vanishes */
+    double root2;                        /* 2^(1/p), rounded up: the blend of two terms is at most this x the larger */
 } hl_attn_stream;
 
 void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu);
@@ -61,5 +62,11 @@ static inline int hl_attn_stream_at(const hl_attn_stream *a, double context, dou
     *t = a->latency + m;
     return 1;
 }
+
+/* Whether mem >= c_0 + (c_1 - c_0) i is sure, where c_x is hl_op_time_on's compute_s of the
+ * shape at context ctx0 + tau x (sim.c's memory-or-compute call on a decode sum of i + 1
+ * steps, mem its memory side the same way): 1 when it is, 0 when this cannot tell (then the
+ * c_x must be computed). Without the blend's pow calls; why it holds: roofline.c. */
+int hl_attn_stream_mem_side(const hl_attn_stream *a, double ctx0, double tau, double i, double mem);
 
 #endif

@@ -140,9 +140,17 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     return rc;
 }
 
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
- * iterations' times, each the same bits as hl_decode_fn_time at that context (one loop without
- * other work, which the compiler can vectorise). */
+/* Two doubles, and two 64-bit masks (GCC/Clang vector extensions: SSE2 on x86-64, NEON on arm64):
+ * the run-ahead's step times two at a time, each lane the scalar expression's operations in its order. */
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2i __attribute__((vector_size(16)));
+
+/* m ? a : b lane by lane (m all ones or all zeros, as a comparison gives) */
+static inline v2d v2_sel(v2i m, v2d a, v2d b) { return (v2d)(((v2i)a & m) | ((v2i)b & ~m)); }
+
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n (dt holds n + 1: the
+ * pairs may write one past n): the run-ahead's iterations' times, each the same bits as
+ * hl_decode_fn_time at that context (the reference scheduler's, through hl_stepper_time). */
 static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
 {
     const hl_decode_fn l = *f; /* a copy the stores cannot alias */
@@ -151,10 +159,33 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
             dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
         return;
     }
-    for (int i = 0; i < n; i++) { /* hl_decode_fn_time without a blend, branch-free */
-        double c = ctx0 + (j + (double)i), x = l.ac + l.bc * c, y = l.am + l.bm * c;
-        dt[i] = hl_decode_fn_total(&l, x, y, x, y);
+    /* hl_decode_fn_total(&l, x, y, x, y) at x, y = the kernel's two lines at c, lane by lane: att =
+     * (max(x, y) + lat) full stages + (the same) sliding stages; time - hl_comm_hidden + overhead */
+    const double want = l.overlap * l.comm; /* hl_comm_hidden's: overlap comm, hidden only if comm > 0 */
+    const v2i hide = {l.comm > 0 ? -1 : 0, l.comm > 0 ? -1 : 0}, zero = {0, 0};
+    for (int i = 0; i < n; i += 2) {
+        v2d c = ctx0 + (j + (v2d){(double)i, (double)(i + 1)});
+        v2d x = l.ac + l.bc * c, y = l.am + l.bm * c;
+        v2d q = v2_sel((v2i)(x > y), x, y) + l.lat;
+        v2d att = q * l.full * l.stages + q * l.sliding * l.stages;
+        v2d time = l.base_time + att, ops = l.base_ops + att;
+        v2d h = v2_sel((v2i)(want < ops), (v2d){want, want}, ops);
+        h = v2_sel((v2i)(h > 0) & hide, h, (v2d)zero);
+        v2d d = time - h + l.overhead;
+        memcpy(dt + i, &d, sizeof d);
     }
+}
+
+/* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
+ * below 2^53, as counts of tokens and sequences are), else one at a time. */
+static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
+static inline double add_times(double acc, double v, int n, int v_whole) /* v_whole: whole_below(v, 2^20) */
+{
+    if (v_whole && whole_below(acc, 0x1p52))
+        return acc + (double)n * v; /* n v < 2^51 and acc < 2^52: both exact, and so is the sum */
+    for (int i = 0; i < n; i++)
+        acc += v;
+    return acc;
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
@@ -217,24 +248,31 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->last_lo, bin_hi = itl->last_hi;
+    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
     double blocks_free = s->blocks_free, tt = *t;
-    int bin = itl->last_bin, more = 1;
+    double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
+    int bin = itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
     int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
-    /* A block of iterations at a time: first their step times, block counts and samples (the
-     * loop's exits), then each integral's terms over the block, in iteration order (the same
-     * sums, bit for bit, as one loop; few live values per pass, so nothing spills) */
+    /* A block of iterations at a time, in passes of few live values each: the step times and
+     * the KV blocks they take (vectorisable, or short), the exits and samples (the clock alone),
+     * then each integral's terms over the block in iteration order (the same sums, bit for bit,
+     * as one loop: the same products, added in the same order), and the counts (whole numbers:
+     * added once, exactly) */
     enum { AHEAD_BLOCK = 64 };
-    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK]; /* s of each step; free blocks after it */
+    double dts[AHEAD_BLOCK + 1],
+        bfs[AHEAD_BLOCK]; /* s of each step (decode_times may write one more); free blocks after it */
+    double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
     int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
+        if (!(j < left && tt < t_arr))
+            break; /* the finishing iteration goes the normal way; an arrival is looked at */
         /* the block's step times (a pure function of j), as many as can run: the iterations left,
-         * and the arrival (later steps are no shorter); hints only, the loop below tests every exit */
-        int nb = 0, nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step whose time fails */
+         * and the arrival (later steps are no shorter); hints only, the passes below test every exit */
+        int nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step hl_stepper_time refuses */
         hl_status brc = HL_OK;
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
@@ -245,9 +283,6 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 nmax = est > 1 ? (int)est : 1;
             if (nmax > 1)
                 decode_times(&line, ctx0, j + 1, nmax - 1, dts + 1);
-            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++)
-                if (!(dts[i] >= 0 && dts[i] <= DBL_MAX)) /* not finite, or negative */
-                    bad = i;
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -255,72 +290,116 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                     bad = i;
             }
         }
-        /* the exits, the blocks taken, the samples: one step at a time */
-        int64_t next_s = until_sample - 1; /* the block's step that is sampled */
-        for (double jj = j; nb < nmax; nb++, jj++) {
-            if (!(jj < left && tt < t_arr)) {
-                more = 0;
-                break;
+        /* the blocks each step takes (requests whose cache sits on a block boundary), while they fit */
+        int fit = nmax;
+        double bf = blocks_free;
+        for (int i = 0; i < nmax; i++) {
+            bf -= cnt[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
+            bfs[i] = bf;
+            r2 = (r2 == 0 ? bt : r2) - 1;
+        }
+        if (bf < 0) /* the first step whose blocks do not fit */
+            for (fit = 0; bfs[fit] >= 0; fit++)
+                ;
+        /* The steps in order, each exit tested as the reference does (the arrival, the blocks, the
+         * time): the clock, the sampled steps (their number on the stride), the gaps' bins and the
+         * largest gap. A gap inside the bin of the last (finite, >= 0 by the bin's bounds) takes
+         * no other test, in an inner loop without calls (its values stay in registers); the bin's
+         * count is added once per run of gaps inside it. */
+        int nb = 0, lim = fit < bad ? fit : bad, run0 = 0; /* run0: the first step of the bin's run */
+        int64_t next_s = until_sample - 1;                 /* the block's sampled step */
+        for (;;) {
+            int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
+            double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
+            while (k < lim2 && tc < ta) {
+                double d = dts[k];
+                if (!(d >= lo && d < hi))
+                    break;
+                tc += d;
+                mx = d > mx ? d : mx;
+                k++;
             }
-            double need = cnt[r2]; /* requests whose cache sits on a block boundary */
-            if (need > blocks_free) {
-                more = 0;
+            tt = tc;
+            imax = mx;
+            nb = k;
+            if (!(nb < lim && tt < t_arr))
                 break;
-            }
-            if (nb == bad) {
-                rc = have_line ? hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dts[nb]) : brc;
-                more = 0;
-                break;
-            }
-            blocks_free -= need; /* (exact: whole counts) */
-            bfs[nb] = blocks_free;
-            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
-                rec->steps = steps0 + jn + nb;
-                if ((rc = record_sample(rec, tt, (total - blocks_free) / blocks_all, fm, w, err))) {
-                    more = 0;
+            double d = dts[nb];
+            if (!(d >= vlo && d < bin_hi)) {
+                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative */
+                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", d);
                     break;
                 }
+                itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
+                run0 = nb;
+                bin = hl_itl_bin(d);
+                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+                vlo = bin_lo > 0 ? bin_lo : 0;
+            }
+            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
+                rec->steps = steps0 + jn + nb;
+                if ((rc = record_sample(rec, tt, (total - bfs[nb]) / blocks_all, fm, w, err)))
+                    break;
                 next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
             }
-            tt += dts[nb];
-            r2 = r2 == 0 ? bt - 1 : r2 - 1;
+            tt += d;
+            imax = d > imax ? d : imax;
+            nb++;
         }
+        itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
+        if (!rc && nb == bad && bad < fit && tt < t_arr) /* hl_stepper_time refused this step */
+            rc = brc;
+        if (nb < nmax || rc) /* an exit: the arrival, the blocks, the last iteration, a bad time, an error */
+            more = 0;
+        /* the blocks ring: back to the first step not taken */
+        for (int i = nb; i < nmax; i++)
+            r2 = r2 == bt - 1 ? 0 : r2 + 1;
+        if (nb > 0)
+            blocks_free = bfs[nb - 1];
         until_sample = next_s - nb + 1;
         j += nb;
         jn += nb;
-        for (int i = 0; i < nb; i++) {                             /* record()'s integrals */
-            double dt = dts[i], u = (total - bfs[i]) / blocks_all; /* util as each step left it */
-            busy += dt * weight;
-            little += in_sys * dt;
-            run += fm * dt;
-            wait += w * dt;
-            kv += u * dt;
-            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
-            tokens += fm;
+        for (int i = 0; i < nb; i++) {                /* the terms, as record() and hl_itl_add() form them */
+            double u = (total - bfs[i]) / blocks_all; /* util as each step left it */
+            prod[i] = fm * dts[i];
+            kvt[i] = u * dts[i];
+            bws[i] = dts[i] * weight;
         }
-        for (int i = 0; i < nb && w > 0; i++) { /* saturated: requests wait */
-            sat_tokens += fm;
-            sat_time += dts[i] * weight;
-        }
-        for (int i = 0; i < nb && s->pc; i++)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
-        for (int i = 0; i < nb; i++) { /* hl_itl_add(itl, dt, m) */
-            double dt = dts[i];
-            if (!(dt >= bin_lo && dt < bin_hi)) {
-                bin = hl_itl_bin(dt);
-                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+        if (w == 0) { /* nothing waits: in_sys dt = m dt, w dt = 0 (wait + 0 = wait) */
+            for (int i = 0; i < nb; i++) {
+                double p = prod[i];
+                busy += bws[i];
+                little += p;
+                run += p;
+                kv += kvt[i];
+                isum += p;
             }
-            itl->count[bin] += fm;
-            n_itl += fm;
-            isum += dt * fm;
-            if (dt > imax)
-                imax = dt;
+        } else {
+            for (int i = 0; i < nb; i++) {
+                double dt = dts[i];
+                busy += bws[i];
+                little += in_sys * dt;
+                run += prod[i];
+                wait += w * dt;
+                kv += kvt[i];
+                isum += prod[i];
+                sat_time += bws[i];
+            }
+            sat_tokens = add_times(sat_tokens, fm, nb, fm_whole);
         }
+        if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
+            double u = (total - bfs[nb - 1]) / blocks_all;
+            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
+        }
+        tokens = add_times(tokens, fm, nb, fm_whole);
+        n_itl = add_times(n_itl, fm, nb, fm_whole);
+        for (int i = 0; s->pc && i < nb; i++)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
     itl->n = n_itl;
-    itl->last_bin = bin; /* the bin the next gap most likely falls in */
-    itl->last_lo = bin_lo;
-    itl->last_hi = bin_hi;
+    itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
+    itl->ahead_lo = bin_lo;
+    itl->ahead_hi = bin_hi;
     s->blocks_free = blocks_free;
     rec->busy = busy;
     rec->little = little;
@@ -618,6 +697,9 @@ typedef struct pool {
     int64_t n;
     double block_bytes, offload_bw; /* KV offload: B per GPU of one block, host-to-GPU B/s per GPU (0: none) */
     void *ev_mem;                   /* the units' decode sets: ring, heap, prefilling and finishing lists */
+    int compact;                    /* q holds the requests in flight (slots), not one record per request */
+    int64_t cap;                    /* compact: records in q, and each unit's queue holds cap + 1 */
+    rq_slots slots;                 /* compact: the free records */
 } pool;
 
 static void pool_free(pool *p)
@@ -646,8 +728,14 @@ static void pool_free(pool *p)
     free(p->chunks);
     free(p->dchunks);
     free(p->ev_mem);
+    free(p->slots.free);
     memset(p, 0, sizeof *p);
 }
+
+/* Tokens of a run: prompts, first tokens (one per request) and later ones. */
+typedef struct run_tokens {
+    double input, first, decode;
+} run_tokens;
 
 /* Everything run() allocates, freed in one place. */
 typedef struct owned {
@@ -660,6 +748,12 @@ typedef struct owned {
     hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
     int64_t *sess_of;          /* per request: its conversation */
     int64_t n_sess;
+    /* compact records (pools[0].compact): the requests drawn as they arrive, the next one
+     * (peek) drawn ahead; their tokens (all n, for the cost) and the summary's inputs */
+    hl_serve_gen gen;
+    hl_trace_req peek;
+    run_tokens tok;
+    hl_serve_acc acc;
 } owned;
 
 static void owned_free(owned *o)
@@ -673,31 +767,66 @@ static void owned_free(owned *o)
     free(o->content);
     free(o->sess);
     free(o->sess_of);
+    hl_serve_acc_free(&o->acc);
 }
 
-/* A prompt the run made (a normal length drawn without input.max, a session's turn with its
- * history) longer than token_budget under chunked_prefill = false: refused, as
- * hl_serve_check refuses the configurations it can bound (serve_fields.c, check_unchunked). */
-static hl_status unchunked_too_long(const hl_serve_cfg *c, const char *what, int64_t k, double prompt, hl_err *err)
+/* Whole-number bounds [*lo, *hi] of a length distribution's draws (a uniform draw, lo +
+ * floor(u (hi - lo + 1)), may round up to hi + 1); 0 when a draw may not be a whole number. */
+static int whole_bounds(const hl_len_dist *d, double *lo, double *hi)
 {
-    return hl_fail(err, HL_EINVAL,
-                   "serve field 'token_budget': %s %lld has a prompt of %g tokens, more than token_budget = %lld "
-                   "with chunked_prefill = false (an unchunked prompt runs whole in one iteration; vLLM refuses "
-                   "max_num_batched_tokens < max_model_len without chunked prefill); raise token_budget, bound "
-                   "the prompts (input.max, sessions.turns) or set chunked_prefill = true",
-                   what, (long long)k, prompt, (long long)c->token_budget);
+    *lo = d->kind == HL_LEN_FIXED ? d->mean : d->lo;
+    *hi = d->kind == HL_LEN_FIXED ? d->mean : d->kind == HL_LEN_UNIFORM ? d->hi + 1 : d->hi;
+    int kinds = d->kind == HL_LEN_FIXED || d->kind == HL_LEN_UNIFORM || d->kind == HL_LEN_NORMAL;
+    return kinds && *lo == floor(*lo) && *hi == floor(*hi) && *lo >= 1;
 }
+
+/* Compact records (resolved cfg): no per-request output is kept, the requests of an open
+ * loop are drawn as they arrive, and a request's record lives while it is in flight; the
+ * summary's sums of whole lengths (below 2^53) are exact in any order, so they are added as
+ * requests finish. Prefix caching, sessions, closed loops, disaggregation and the step log
+ * index per-request arrays by arrival: those keep one record per request. */
+static int compact_wanted(const hl_serve_cfg *c)
+{
+    double in_lo, in_hi, out_lo, out_hi, n = (double)c->requests;
+    if (c->keep_requests || c->keep_steps || c->disagg || c->session_turns > 0 || c->prefix_cache ||
+        !(c->arrival == HL_ARRIVAL_POISSON || c->arrival == HL_ARRIVAL_CONSTANT) || c->requests < 1 ||
+        !whole_bounds(&c->input, &in_lo, &in_hi) || !whole_bounds(&c->output, &out_lo, &out_hi))
+        return 0;
+    /* speculation: pool_init asks whether any request decodes; with outputs > 1 every one does */
+    return n * in_hi < 0x1p53 && n * out_hi < 0x1p53 && (c->job.spec_tokens == 0 || out_lo > 1);
+}
+
+/* Compact records: whether every request the distributions can draw passes pool_init's
+ * per-request checks and the decode set's (whole lengths below 2^40), so that no request
+ * is refused during the run that one record per request would have refused up front. */
+static int compact_fits(const pool *p, const hl_serve_cfg *c, const hl_job *job, double state_blocks)
+{
+    double in_lo, in_hi, out_lo, out_hi;
+    whole_bounds(&c->input, &in_lo, &in_hi);
+    whole_bounds(&c->output, &out_lo, &out_hi);
+    sched b = {.block = (double)c->block_tokens, .state_blocks = state_blocks};
+    return in_lo >= job->image_tokens && (c->chunked_prefill || in_hi <= (double)c->token_budget) &&
+           hl_sched_blocks_for(&b, in_hi + out_hi - 1) <= p->unit_blocks && in_hi + out_hi < 0x1p40;
+}
+
+static _Thread_local int64_t compact_runs;
+int64_t hl_serve_compact_runs(void) { return compact_runs; }
+
+enum { COMPACT_RECORDS = 1024 }; /* compact records at first (doubled when all are in flight) */
 
 /* Sets up pool p: `instances` copies of job's mapping, one scheduler per DP
  * rank with its share of the instance's KV blocks, requests from reqs
- * (prefilled: they arrive with their prompt's KV and first token). */
+ * (prefilled: they arrive with their prompt's KV and first token). reqs NULL: compact
+ * records (compact_wanted), or, when a request the distributions can draw might be refused,
+ * p->q left NULL (the caller draws the requests and sets the pool up again). */
 static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_job *job, int64_t instances,
                            const hl_trace_req *reqs, int64_t n, int prefilled, hl_err *err)
 {
     hl_status rc;
     p->kind = kind;
     int64_t cap = c->token_budget > c->max_seqs ? c->token_budget : c->max_seqs;
-    int decodes = 0; /* speculation only where requests decode (not on a prefill pool) */
+    int compact = reqs == NULL;
+    int decodes = compact; /* speculation only where requests decode (not on a prefill pool) */
     for (int64_t i = 0; i < n && kind != POOL_PREFILL && !decodes; i++)
         decodes = reqs[i].output > 1;
     hl_job target = *job, plain = *job;
@@ -719,8 +848,15 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->unit_blocks = floor(blocks / (double)dp); /* each DP rank its own share of the instance's cache */
     p->blocks_all = p->unit_blocks * (double)U;
     p->window = hl_stepper_window(p->st);
+    double state_blocks =
+        ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
+    if (compact && !compact_fits(p, c, job, state_blocks))
+        return HL_OK; /* p->q NULL: one record per request */
     size_t ms = (size_t)c->max_seqs;
-    p->q = calloc((size_t)(n > 0 ? n : 1), sizeof *p->q);
+    int64_t nq = compact ? COMPACT_RECORDS : n; /* records, and each queue's capacity - 1 */
+    p->compact = compact;
+    p->cap = nq;
+    p->q = calloc((size_t)(nq > 0 ? nq : 1), sizeof *p->q);
     p->units = calloc((size_t)U, sizeof *p->units);
     p->groups = calloc((size_t)p->G, sizeof *p->groups);
     p->rank_routers = calloc((size_t)instances, sizeof *p->rank_routers);
@@ -729,20 +865,21 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->firsts = malloc(sizeof(int64_t) * (size_t)U);
     p->its = malloc(sizeof(hl_iter) * (size_t)U);
     p->toks = malloc(sizeof(double) * (size_t)U);
-    p->wait = malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)U);
+    p->wait = malloc(sizeof(int64_t) * (size_t)(nq + 1) * (size_t)U);
+    p->slots.free = compact ? malloc(sizeof(int64_t) * (size_t)nq) : NULL;
     p->hand = kind == POOL_DECODE ? malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)U) : NULL;
     p->run = malloc(sizeof(int64_t) * ms * (size_t)U);
     p->plan = malloc(sizeof(plan) * ms * (size_t)U);
     p->chunks = malloc(sizeof(hl_iter_chunk) * ms * (size_t)U);
     int draft_model = p->sp.gamma > 0 && job->spec_draft; /* its prompt chunks are kept per rank */
     p->dchunks = draft_model ? malloc(sizeof(hl_iter_chunk) * ms * (size_t)U) : NULL;
-    if ((draft_model && !p->dchunks) || !p->q || !p->units || !p->groups || !p->rank_routers || !p->loads ||
-        !p->group_of || !p->firsts || !p->its || !p->toks || !p->wait || !p->run || !p->plan || !p->chunks ||
-        (kind == POOL_DECODE && !p->hand))
+    if ((draft_model && !p->dchunks) || (compact && !p->slots.free) || !p->q || !p->units || !p->groups ||
+        !p->rank_routers || !p->loads || !p->group_of || !p->firsts || !p->its || !p->toks || !p->wait || !p->run ||
+        !p->plan || !p->chunks || (kind == POOL_DECODE && !p->hand))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld requests on %lld schedulers", (long long)n,
                        (long long)U);
-    double state_blocks =
-        ceil(hl_stepper_state_bytes(p->st) / ((double)c->block_tokens * hl_stepper_kv_token_bytes(p->st)));
+    for (int64_t k = nq - 1; compact && k >= 0; k--) /* slot 0 first */
+        p->slots.free[p->slots.n_free++] = k;
     p->n = n;
     /* the host tier of each rank: its GPUs' share of capacity_bytes, in blocks of their KV shard */
     p->block_bytes = (double)c->block_tokens * hl_stepper_kv_token_bytes(p->st);
@@ -773,8 +910,9 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         s->state_blocks = state_blocks;
         s->blocks_total = s->blocks_free = p->unit_blocks;
         s->dq = 1 + p->sp.gamma;
-        s->wait = p->wait + (size_t)u * (size_t)(n + 1);
-        s->w_cap = n + 1;
+        s->wait = p->wait + (size_t)u * (size_t)(nq + 1);
+        s->w_cap = nq + 1;
+        s->slots = compact ? &p->slots : NULL;
         s->run = p->run + (size_t)u * ms;
         s->plan = p->plan + (size_t)u * ms;
         s->chunks = p->chunks + (size_t)u * ms;
@@ -792,7 +930,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
      * exact), chunked prefill, no prefix cache, speculation, window, state, reservation */
     int ev = !c->sched_reference && c->chunked_prefill && kind == POOL_ONE && !c->prefix_cache && p->sp.gamma == 0 &&
              p->window == 0 && state_blocks == 0 && !c->reserve && c->block_tokens <= 65536;
-    for (int64_t i = 0; i < n && ev; i++)
+    for (int64_t i = 0; i < n && ev && !compact; i++) /* compact: compact_fits */
         ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
              reqs[i].input + reqs[i].output < 0x1p40;
     size_t per_unit = sizeof(double) * (size_t)c->block_tokens + 3 * sizeof(int64_t) * ms;
@@ -812,7 +950,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     for (int64_t i = 0; i < instances; i++)
         p->rank_routers[i].kind = c->router;
     p->inst_router = (hl_router){c->router, 0, 0};
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && !compact; i++) {
         rq *x = &p->q[i];
         const hl_trace_req *t = &reqs[i];
         x->arrival = t->arrival_s;
@@ -826,7 +964,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                            "image_tokens must be <= every request's input",
                            (long long)i + 1, t->input, job->image_tokens);
         if (!prefilled && !c->chunked_prefill && t->input > (double)c->token_budget) /* drawn past the budget */
-            return unchunked_too_long(c, "request", i + 1, t->input, err);
+            return hl_serve_unchunked_fail(c, 0, "request", i + 1, t->input, err);
         if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -844,6 +982,74 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                            p->unit_blocks);
     }
     return HL_OK;
+}
+
+/* Compact records: a free record of pool p (when none is, the records double, and each
+ * unit's queue with them, its order kept); -1 when out of memory. */
+static int64_t take_record(pool *p)
+{
+    if (p->slots.n_free == 0) {
+        int64_t cap = p->cap * 2;
+        rq *q = realloc(p->q, sizeof *q * (size_t)cap);
+        if (!q)
+            return -1;
+        p->q = q;
+        for (int64_t u = 0; u < p->U; u++)
+            p->units[u].q = q;
+        int64_t *fr = realloc(p->slots.free, sizeof *fr * (size_t)cap);
+        int64_t *w = fr ? malloc(sizeof *w * (size_t)(cap + 1) * (size_t)p->U) : NULL;
+        if (fr)
+            p->slots.free = fr;
+        if (!w)
+            return -1;
+        for (int64_t u = 0; u < p->U; u++) {
+            sched *s = &p->units[u];
+            int64_t *nw = w + (size_t)u * (size_t)(cap + 1);
+            for (int64_t k = 0; k < s->w_len; k++)
+                nw[k] = s->wait[(s->w_head + k) % s->w_cap];
+            s->wait = nw;
+            s->w_head = 0;
+            s->w_cap = cap + 1;
+        }
+        free(p->wait);
+        p->wait = w;
+        for (int64_t k = cap - 1; k >= p->cap; k--)
+            p->slots.free[p->slots.n_free++] = k;
+        p->cap = cap;
+    }
+    return p->slots.free[--p->slots.n_free];
+}
+
+/* Compact records: request i (of n) arrives: its record from the drawn request (as
+ * pool_init makes it), its tokens counted, the next request drawn; its slot, or -1 when
+ * out of memory. */
+static int64_t arrive_compact(const hl_serve_cfg *c, owned *o, int64_t i, int64_t n)
+{
+    pool *p = &o->pools[0];
+    int64_t k = take_record(p);
+    if (k < 0)
+        return -1;
+    const hl_trace_req *t = &o->peek;
+    int64_t w = c->warmup < n ? c->warmup : 0; /* as summarise() leaves out */
+    p->q[k] = (rq){.arrival = t->arrival_s,
+                   .input = t->input,
+                   .output = t->output,
+                   .prompt = t->input,
+                   .total_out = t->output,
+                   .first_tok = -1,
+                   .first_sched = -1,
+                   .counted = i >= w};
+    o->tok.input += t->input; /* count_tokens' sums, in its order */
+    o->tok.decode += t->output - 1;
+    if (i + 1 < n)
+        hl_serve_gen_next(&o->gen, &o->peek);
+    return k;
+}
+
+/* When request i (not yet arrived) arrives. */
+static double arrival_of(const owned *o, int64_t i)
+{
+    return o->pools[0].compact ? o->peek.arrival_s : o->pools[0].q[i].arrival;
 }
 
 /* The unit of pool p a request goes to: an instance, then one of its DP
@@ -970,7 +1176,7 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
                        (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
                        P->unit_blocks);
     if (!c->chunked_prefill && x->input > (double)c->token_budget)
-        return unchunked_too_long(c, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
+        return hl_serve_unchunked_fail(c, 0, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
     o->sess_of[r] = si;
     release_at(o, npools, next, r, t + c->session_think_s);
     return HL_OK;
@@ -1017,6 +1223,8 @@ static hl_status finish_request(const finish_ctx *f, sched *s, int64_t u, int64_
     if (s->pc)
         hl_spc_done(&s->pcr[r]);
     (*f->done)++;
+    if (f->P->compact && x->counted) /* its metrics, as hl_serve_summarise takes them from its record */
+        hl_serve_acc_add(&o->acc, c, x->arrival, x->input, x->output, x->first_tok, x->finish, x->first_sched);
     if (o->sess) { /* its conversation goes on, or the client starts a new one */
         int64_t si = o->sess_of[r];
         o->sess[si].history = x->input + x->total_out;
@@ -1101,11 +1309,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 }
             }
         double t_grp = gb >= 0 ? o->pools[pb].groups[gb].t : INFINITY;
-        double t_arr = next < released ? P0->q[next].arrival : INFINITY;
+        double t_arr = next < released ? arrival_of(o, next) : INFINITY;
         int64_t fi = -1;
         int ends = 0;
         double t_flow = xl && xl->concurrent ? hl_flows_next(xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
+            int64_t rr = next; /* its record: its index, or a slot of compact records */
+            if (P0->compact && (rr = arrive_compact(c, o, next, n)) < 0)
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for the requests in flight at t = %g s", t_arr);
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
                 P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
@@ -1114,8 +1325,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output + P0->units[0].dq - 1,
                                c->block_tokens))
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
-            int64_t u = pick_unit(P0, next);
-            rec->little += enqueue(P0, u, next, t_arr, 0); /* in the system until its first step */
+            int64_t u = pick_unit(P0, rr);
+            rec->little += enqueue(P0, u, rr, t_arr, 0); /* in the system until its first step */
             next++;
             continue;
         }
@@ -1364,13 +1575,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 for (int64_t j = 0; j < s->n_run; j++)
                     if (!s->q[s->run[j]].done)
                         s->run[m++] = s->run[j];
+                    else
+                        hl_sched_drop(s, s->run[j]);
                 s->n_run = m;
             }
             if (!s->ev_on)
                 hl_dset_try_on(s, t_end);
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
-                double t_a = next < released ? P->q[next].arrival : INFINITY, tu = gr->t;
+                double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
                 if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, o->cnt, rec, 1.0 / (double)G_all, blocks_kv, err)))
                     return rc;
                 gr->t = tu;
@@ -1386,6 +1599,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
     *preempts += preempt_total;
     return HL_OK;
 }
+
+static void summarise_run(const recorder *rec, double transfer_sum, const hl_serve_cfg *c, hl_serve_result *r);
 
 /* Sums of a pool's run: what the result reports over both pools. */
 static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, const int64_t *dmap, int64_t n,
@@ -1419,6 +1634,13 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
         r->reqs = out;
     if (rc)
         return rc;
+    summarise_run(rec, transfer_sum, c, r);
+    return HL_OK;
+}
+
+/* The run's integrals into r (after its request statistics: duration_s). */
+static void summarise_run(const recorder *rec, double transfer_sum, const hl_serve_cfg *c, hl_serve_result *r)
+{
     double T = r->duration_s > 0 ? r->duration_s : 1;
     r->steps = rec->steps;
     r->mean_in_system = (rec->little + transfer_sum) / T;
@@ -1429,7 +1651,6 @@ static hl_status summarise(const hl_serve_cfg *c, const rq *qp, const rq *qd, co
     r->kv_util_max = rec->kv_max;
     r->kv_block_tokens = (double)c->block_tokens;
     r->saturated_output_tps = rec->sat_time > 0 ? rec->sat_tokens / rec->sat_time : 0;
-    return HL_OK;
 }
 
 /* Seconds to move one request's KV cache (input tokens) from a prefill GPU to
@@ -1469,11 +1690,6 @@ static int by_decode_arrival(const void *a, const void *b)
     double x = sort_ctx->q[i].first_tok + sort_ctx->xfer[i], y = sort_ctx->q[j].first_tok + sort_ctx->xfer[j];
     return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
 }
-
-/* Tokens of a run: prompts, first tokens (one per request) and later ones. */
-typedef struct run_tokens {
-    double input, first, decode;
-} run_tokens;
 
 static run_tokens count_tokens(const hl_trace_req *q, int64_t n)
 {
@@ -1606,8 +1822,9 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
             cc.kv_link = same && gp + gd <= a->hbd ? HL_KV_LINK_SCALEUP : HL_KV_LINK_SCALEOUT;
     }
     r->kv_link = cc.disagg ? cc.kv_link : 0;
-    int64_t n;
-    if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+    int64_t n = c->requests;
+    int compact = compact_wanted(c);
+    if (!compact && (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
         return rc;
     recorder rec = {0};
     rec.r = r;
@@ -1617,7 +1834,24 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     if (!(o->itl = calloc(1, sizeof *o->itl)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     if (!c->disagg) {
-        if ((rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, o->reqs, n, 0, err)) ||
+        if (compact && (rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, NULL, n, 0, err)))
+            return rc;
+        if (compact && !o->pools[0].q) { /* a request might be refused: one record per request */
+            pool_free(&o->pools[0]);
+            compact = 0;
+            if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+                return rc;
+        }
+        if (compact) {
+            compact_runs++;
+            hl_serve_gen_init(&o->gen, c);
+            hl_serve_gen_next(&o->gen, &o->peek);
+            o->tok = (run_tokens){0, (double)n, 0};
+            int64_t w = c->warmup < n ? c->warmup : 0;
+            if ((rc = hl_serve_acc_init(&o->acc, n - w, err)))
+                return rc;
+        }
+        if ((!compact && (rc = pool_init(&o->pools[0], POOL_ONE, c, &c->job, c->replicas, o->reqs, n, 0, err))) ||
             (o->pools[0].pcr && ((rc = hl_serve_make_content(c, n, &o->content, err)) ||
                                  (rc = hl_spc_content(c, o->reqs, o->content, n, o->pools[0].pcr, err)))) ||
             (rc = serve_loop(c, o, 1, NULL, n, &rec, r, &preempts, err)))
@@ -1625,8 +1859,11 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         r->gpus = hl_stepper_gpus(o->pools[0].st) * c->replicas;
         r->kv_blocks_total = o->pools[0].blocks_all;
         r->preemptions = preempts;
-        rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
-        run_tokens tok = count_tokens(o->reqs, n);
+        if (compact && !(rc = hl_serve_summarise_acc(c, &o->acc, o->itl, r, err)))
+            summarise_run(&rec, 0, c, r);
+        if (!compact)
+            rc = summarise(c, o->pools[0].q, NULL, NULL, n, NULL, o->itl, &rec, 0, r, err);
+        run_tokens tok = compact ? o->tok : count_tokens(o->reqs, n);
         for (int64_t i = 0; o->sess && i < n; i++) /* a turn's prompt holds its conversation's history */
             tok.input += o->pools[0].q[i].input;
         if (o->sess)

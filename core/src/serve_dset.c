@@ -73,6 +73,8 @@ void hl_dset_compact(sched *s)
     for (int64_t k = 0; k < s->n_slots; k++)
         if (!s->q[s->run[k]].done)
             s->run[m++] = s->run[k];
+        else
+            hl_sched_drop(s, s->run[k]);
     s->n_slots = m;
 }
 
@@ -104,8 +106,10 @@ void hl_dset_off(sched *s)
     for (int64_t k = 0; k < s->n_slots; k++) {
         int64_t r = s->run[k];
         const rq *x = &s->q[r];
-        if (x->done)
+        if (x->done) {
+            hl_sched_drop(s, r);
             continue;
+        }
         if (x->member)
             write_back(s, r);
         s->run[m++] = r;

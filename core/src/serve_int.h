@@ -17,12 +17,33 @@ double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
  * kinds and bounds (core/src/serve_fields.c). */
 hl_status hl_serve_resolve(const hl_serve_cfg *cfg, hl_serve_cfg *out, hl_err *err);
 
+/* The error for prompt k (counted from 1) of `prompt` tokens, longer than token_budget under
+ * chunked_prefill = false: of trace row k (trace_row = 1: field 'trace', raise token_budget to
+ * at least the prompt), or of `what` the run made (a drawn length, a session's turn: field
+ * 'token_budget'). */
+hl_status hl_serve_unchunked_fail(const hl_serve_cfg *cfg, int trace_row, const char *what, int64_t k, double prompt,
+                                  hl_err *err);
+
 /* KV blocks of the instance (cfg->kv_blocks, or from HBM). */
 struct hl_stepper;
 hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *st, double *blocks, hl_err *err);
 
 /* Mean of a length distribution (the trace's mean for "trace"; `which` 0 input, 1 output). */
 double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
+
+/* The request stream of an open loop or a closed loop's lengths, one request at a time: what
+ * hl_serve_make_requests stores, drawn in the same order from the same seed (the scheduler's
+ * compact records draw each request when it arrives instead of keeping them all). */
+typedef struct hl_serve_gen {
+    hl_rng rng;
+    double t;  /* s: the last arrival (Poisson, constant) */
+    int64_t i; /* requests drawn */
+    const hl_serve_cfg *c;
+} hl_serve_gen;
+void hl_serve_gen_init(hl_serve_gen *g, const hl_serve_cfg *c);
+/* Draws request g->i into *q (a trace's arrival and lengths are kept where its kinds say
+ * trace: *q holds the trace row on entry) and counts it. */
+void hl_serve_gen_next(hl_serve_gen *g, hl_trace_req *q);
 
 /* The requests (cfg resolved by hl_serve_resolve) of an open-loop workload (poisson, constant, trace) or the
  * lengths of a closed loop (concurrency: arrival_s unset), in arrival order.
@@ -40,6 +61,8 @@ typedef struct hl_itl_hist {
     double edge[HL_ITL_BINS]; /* s: [b] the smallest gap filed in bin b or above (b >= 1), 0 until looked up */
     double last_lo, last_hi;  /* s: the gaps of the bin hl_itl_add filed last (none at first) */
     int last_bin;
+    double ahead_lo, ahead_hi; /* s: the same for the decode run-ahead's gaps (serve.c), a bin of its own: */
+    int ahead_bin;             /* the steps between two run-aheads, which carry prompts, fall elsewhere */
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 
@@ -52,6 +75,30 @@ void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi);
 /* Fills the request statistics, goodput and ITL summary of r from reqs. */
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,
                              hl_serve_result *r, hl_err *err);
+
+/* The summary's inputs without per-request records (compact records, serve.c): each request
+ * past the warmup adds its metrics as it finishes. The statistics sort each metric, so their
+ * order is free; the sums of lengths are exact in any order when the lengths are whole and
+ * every sum stays below 2^53 (the caller's condition); the rest are counts, fmin and fmax. */
+typedef struct hl_serve_acc {
+    double *v[4];   /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time; room for cap each */
+    int64_t k[4];   /* values in v[m] */
+    int64_t cap, n; /* requests it has room for; added */
+    double in_tok, out_tok, good, good_tok, t0, t1;
+} hl_serve_acc;
+/* Room for n requests (pages are touched as values come); HL_ENOMEM. */
+hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err);
+/* A finished request, from its record's times (s) and lengths (tokens). */
+void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
+                      double first_tok, double finish, double first_sched);
+/* hl_serve_summarise of the added requests (bit for bit the same fields); a's values sorted. */
+hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const hl_itl_hist *itl, hl_serve_result *r,
+                                 hl_err *err);
+void hl_serve_acc_free(hl_serve_acc *a);
+
+/* Runs of hl_serve_run on this thread that kept compact records (for the tests that check
+ * them against one record per request). */
+int64_t hl_serve_compact_runs(void);
 
 /* A multi-turn conversation (sessions = {turns =, think_s =}). */
 typedef struct hl_session {

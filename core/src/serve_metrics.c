@@ -111,16 +111,17 @@ static int64_t block_end(int64_t i, int64_t n) { return n - i < INTR_BLOCK ? n :
  * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
  * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
  * doubles are the same bits), so NaN and -0 (the two exceptions) and short
- * arrays go to qsort. Returns 1 when interrupted (v is then in no order). */
-static int sort_values(double *v, int64_t n)
+ * arrays go to qsort. tmp: room for n values (the caller's, reused by its sorts), or NULL.
+ * Returns 1 when interrupted (v is then in no order). */
+static int sort_values(double *v, int64_t n, uint64_t *tmp)
 {
     enum { BITS = 11, DIGITS = 6, RADIX = 1 << BITS };
-    uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL;
+    if (n < 4096)
+        tmp = NULL;
     int ok = tmp != NULL;
     for (int64_t i = 0; i < n && ok; i++)
         ok = !isnan(v[i]) && !(v[i] == 0 && signbit(v[i]));
     if (!ok) {
-        free(tmp);
         if (hl_interrupt_pending())
             return 1;
         qsort(v, (size_t)n, sizeof *v, cmp_double); /* short, or NaN / -0: not interruptible inside */
@@ -130,10 +131,8 @@ static int sort_values(double *v, int64_t n)
     static _Thread_local int64_t count[DIGITS][RADIX];
     memset(count, 0, sizeof count);
     for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
-        if (hl_interrupt_pending()) {
-            free(tmp);
+        if (hl_interrupt_pending())
             return 1;
-        }
         for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
             uint64_t b;
             memcpy(&b, &v[i], sizeof b);
@@ -154,10 +153,8 @@ static int sort_values(double *v, int64_t n)
             at += here;
         }
         for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
-            if (hl_interrupt_pending()) {
-                free(tmp);
+            if (hl_interrupt_pending())
                 return 1;
-            }
             for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
                 to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
         }
@@ -170,12 +167,11 @@ static int sort_values(double *v, int64_t n)
         b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
         memcpy(&v[i], &b, sizeof b);
     }
-    free(tmp);
     return 0;
 }
 
-/* The stats of v[0, n) (sorted in place); 1 when interrupted. */
-static int stats_of(double *v, int64_t n, hl_stats *s)
+/* The stats of v[0, n) (sorted in place, through tmp: sort_values); 1 when interrupted. */
+static int stats_of(double *v, int64_t n, uint64_t *tmp, hl_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
@@ -183,7 +179,7 @@ static int stats_of(double *v, int64_t n, hl_stats *s)
         s->mean = s->p50 = s->p90 = s->p99 = s->max = NAN;
         return 0;
     }
-    if (sort_values(v, n))
+    if (sort_values(v, n, tmp))
         return 1;
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
@@ -196,54 +192,33 @@ static int stats_of(double *v, int64_t n, hl_stats *s)
     return 0;
 }
 
-hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
-                             hl_serve_result *r, hl_err *err)
+/* r's request counts, rates and goodput from the sums over its requests. */
+static void totals(const hl_serve_cfg *cfg, const hl_serve_acc *a, hl_serve_result *r)
 {
-    double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
-    if (!v)
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory summarising %lld requests", (long long)n);
-    double in_tok = 0, out_tok = 0, good = 0, good_tok = 0, t0 = INFINITY, t1 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        hl_serve_req *x = &q[i];
-        x->ttft_s = x->first_token_s - x->arrival_s;
-        x->e2e_s = x->finish_s - x->arrival_s;
-        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
-        x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
-        in_tok += x->input;
-        out_tok += x->output;
-        good += x->good;
-        good_tok += x->good ? x->output : 0;
-        t0 = fmin(t0, x->arrival_s);
-        t1 = fmax(t1, x->finish_s);
-    }
+    int64_t n = a->n;
     r->requests = n;
-    r->duration_s = n > 0 ? t1 - t0 : 0;
+    r->duration_s = n > 0 ? a->t1 - a->t0 : 0;
     double T = r->duration_s > 0 ? r->duration_s : 1, G = (double)r->gpus;
     r->rps = (double)n / T;
-    r->input_tps = in_tok / T;
-    r->output_tps = out_tok / T;
+    r->input_tps = a->in_tok / T;
+    r->output_tps = a->out_tok / T;
     r->input_tps_per_gpu = r->input_tps / G;
     r->output_tps_per_gpu = r->output_tps / G;
-    r->slo_attainment = n > 0 ? good / (double)n : 0;
-    r->goodput_rps = good / T;
-    r->goodput_tps_per_gpu = good_tok / T / G;
+    r->slo_attainment = n > 0 ? a->good / (double)n : 0;
+    r->goodput_rps = a->good / T;
+    r->goodput_tps_per_gpu = a->good_tok / T / G;
     if (isinf(cfg->slo_ttft_s) && isinf(cfg->slo_tpot_s)) /* no SLO: no attainment, not a silent 100% */
         r->slo_attainment = r->goodput_rps = r->goodput_tps_per_gpu = NAN;
-    int64_t k;
-    for (int w = 0; w < 4; w++) {
-        k = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const hl_serve_req *x = &q[i];
-            if (w == 1 && x->output <= 1)
-                continue; /* no TPOT with a single output token */
-            v[k++] = w == 0 ? x->ttft_s : w == 1 ? x->tpot_s : w == 2 ? x->e2e_s : x->queue_s;
-        }
-        if (stats_of(v, k, w == 0 ? &r->ttft_s : w == 1 ? &r->tpot_s : w == 2 ? &r->e2e_s : &r->queue_s)) {
-            free(v);
-            return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)n);
-        }
-    }
-    free(v);
+}
+
+static hl_stats *metric(hl_serve_result *r, int w)
+{
+    return w == 0 ? &r->ttft_s : w == 1 ? &r->tpot_s : w == 2 ? &r->e2e_s : &r->queue_s;
+}
+
+/* r's inter-token gap statistics from the histogram. */
+static void itl_summary(const hl_itl_hist *itl, hl_serve_result *r)
+{
     memset(&r->itl_s, 0, sizeof r->itl_s);
     r->itl_s.mean = r->itl_s.p50 = r->itl_s.p90 = r->itl_s.p99 = r->itl_s.max = NAN; /* no gap: none */
     if (itl->n > 0) {
@@ -254,5 +229,103 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
         r->itl_s.p99 = itl_quantile(itl, 0.99);
         r->itl_s.max = itl->max;
     }
+}
+
+hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
+                             hl_serve_result *r, hl_err *err)
+{
+    double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    if (!v)
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory summarising %lld requests", (long long)n);
+    hl_serve_acc a = {.n = n, .t0 = INFINITY};
+    for (int64_t i = 0; i < n; i++) {
+        hl_serve_req *x = &q[i];
+        x->ttft_s = x->first_token_s - x->arrival_s;
+        x->e2e_s = x->finish_s - x->arrival_s;
+        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
+        x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
+        a.in_tok += x->input;
+        a.out_tok += x->output;
+        a.good += x->good;
+        a.good_tok += x->good ? x->output : 0;
+        a.t0 = fmin(a.t0, x->arrival_s);
+        a.t1 = fmax(a.t1, x->finish_s);
+    }
+    totals(cfg, &a, r);
+    uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL; /* the four sorts' (NULL: qsort) */
+    for (int w = 0; w < 4; w++) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const hl_serve_req *x = &q[i];
+            if (w == 1 && x->output <= 1)
+                continue; /* no TPOT with a single output token */
+            v[k++] = w == 0 ? x->ttft_s : w == 1 ? x->tpot_s : w == 2 ? x->e2e_s : x->queue_s;
+        }
+        if (stats_of(v, k, tmp, metric(r, w))) {
+            free(v);
+            free(tmp);
+            return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)n);
+        }
+    }
+    free(v);
+    free(tmp);
+    itl_summary(itl, r);
     return HL_OK;
+}
+
+hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->t0 = INFINITY;
+    a->cap = n;
+    for (int w = 0; w < 4; w++)
+        if (!(a->v[w] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)))) {
+            hl_serve_acc_free(a);
+            return hl_fail(err, HL_ENOMEM, "serve: out of memory for the metrics of %lld requests", (long long)n);
+        }
+    return HL_OK;
+}
+
+void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
+                      double first_tok, double finish, double first_sched)
+{
+    /* hl_serve_summarise's per-request fields, from the same doubles */
+    double ttft = first_tok - arrival, e2e = finish - arrival;
+    double tpot = output > 1 ? (finish - first_tok) / (output - 1) : NAN;
+    int32_t good = ttft <= cfg->slo_ttft_s && (output <= 1 || tpot <= cfg->slo_tpot_s);
+    a->v[0][a->k[0]++] = ttft;
+    if (output > 1)
+        a->v[1][a->k[1]++] = tpot;
+    a->v[2][a->k[2]++] = e2e;
+    a->v[3][a->k[3]++] = first_sched - arrival;
+    a->n++;
+    a->in_tok += input;
+    a->out_tok += output;
+    a->good += good;
+    a->good_tok += good ? output : 0;
+    a->t0 = fmin(a->t0, arrival);
+    a->t1 = fmax(a->t1, finish);
+}
+
+hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const hl_itl_hist *itl, hl_serve_result *r,
+                                 hl_err *err)
+{
+    totals(cfg, a, r);
+    uint64_t *tmp = a->n >= 4096 ? malloc(sizeof *tmp * (size_t)a->n) : NULL; /* NULL: qsort */
+    for (int w = 0; w < 4; w++)
+        if (stats_of(a->v[w], a->k[w], tmp, metric(r, w))) {
+            free(tmp);
+            return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)a->n);
+        }
+    free(tmp);
+    itl_summary(itl, r);
+    return HL_OK;
+}
+
+void hl_serve_acc_free(hl_serve_acc *a)
+{
+    for (int w = 0; w < 4; w++) {
+        free(a->v[w]);
+        a->v[w] = NULL;
+    }
 }

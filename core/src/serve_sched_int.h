@@ -24,8 +24,17 @@ typedef struct rq {
     int64_t seq;      /* its rank's admission count when it was last admitted (the running set's order) */
     int32_t preempt;
     unsigned char done;
-    unsigned char member; /* in its rank's decode set (kv and gen are offsets there) */
+    unsigned char member;  /* in its rank's decode set (kv and gen are offsets there) */
+    unsigned char counted; /* compact records: past the warmup, its metrics go to the summary */
 } rq;
+
+/* Compact records (serve.c, when no per-request output is kept): a pool's records are slots
+ * of the requests in flight; a finished request's slot is free again once it leaves its
+ * rank's running set (then nothing refers to it), free[0, n_free). */
+typedef struct rq_slots {
+    int64_t *free;
+    int64_t n_free;
+} rq_slots;
 
 /* One entry of an iteration's plan. */
 typedef struct plan {
@@ -94,7 +103,15 @@ typedef struct sched {
     int64_t n_pre;
     int64_t *fin; /* members that finished in this step, admission order (fin_done handled) */
     int64_t n_fin, fin_done;
+    rq_slots *slots; /* compact records: where a finished request's slot goes (NULL: one per request) */
 } sched;
+
+/* Finished request r has left s's running set: with compact records its slot is free. */
+static inline void hl_sched_drop(sched *s, int64_t r)
+{
+    if (s->slots)
+        s->slots->free[s->slots->n_free++] = r;
+}
 
 /* Blocks of a sequence holding `tokens` tokens: its KV, and its fixed-size
  * linear-attention state counted in whole blocks (vLLM's hybrid allocator

@@ -101,6 +101,29 @@ hl_status hl_serve_make_content(const hl_serve_cfg *c, int64_t n, hl_trace_conte
     return HL_OK;
 }
 
+void hl_serve_gen_init(hl_serve_gen *g, const hl_serve_cfg *c)
+{
+    hl_rng_seed(&g->rng, c->seed);
+    g->t = 0;
+    g->i = 0;
+    g->c = c;
+}
+
+void hl_serve_gen_next(hl_serve_gen *g, hl_trace_req *q)
+{
+    const hl_serve_cfg *c = g->c;
+    if (c->arrival != HL_ARRIVAL_TRACE) {
+        if (c->arrival == HL_ARRIVAL_POISSON)
+            g->t += -log(hl_rng_uniform(&g->rng)) / c->rate;
+        else if (c->arrival == HL_ARRIVAL_CONSTANT)
+            g->t = (double)g->i / c->rate;
+        q->arrival_s = c->arrival == HL_ARRIVAL_CONCURRENCY ? 0 : g->t;
+    }
+    q->input = draw(&g->rng, &c->input, q->input);
+    q->output = draw(&g->rng, &c->output, q->output);
+    g->i++;
+}
+
 hl_status hl_serve_make_requests(const hl_serve_cfg *c, hl_trace_req **out, int64_t *n, hl_err *err)
 {
     int trace = c->arrival == HL_ARRIVAL_TRACE;
@@ -132,18 +155,9 @@ hl_status hl_serve_make_requests(const hl_serve_cfg *c, hl_trace_req **out, int6
             free(all);
         }
     }
-    double t = 0;
-    for (int64_t i = 0; i < cnt; i++) {
-        if (!trace) {
-            if (c->arrival == HL_ARRIVAL_POISSON)
-                t += -log(hl_rng_uniform(&r)) / c->rate;
-            else if (c->arrival == HL_ARRIVAL_CONSTANT)
-                t = (double)i / c->rate;
-            q[i].arrival_s = c->arrival == HL_ARRIVAL_CONCURRENCY ? 0 : t;
-        }
-        q[i].input = draw(&r, &c->input, q[i].input);
-        q[i].output = draw(&r, &c->output, q[i].output);
-    }
+    hl_serve_gen g = {r, 0, 0, c};
+    for (int64_t i = 0; i < cnt; i++)
+        hl_serve_gen_next(&g, &q[i]);
     *out = q;
     *n = cnt;
     return HL_OK;

@@ -168,17 +168,25 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
            blend_simpson(f, m, b, fm, frm, fb, right, eps / 2, depth - 1);
 }
 
-/* sh: the attention's shape (PART_ATTENTION; its context is not read), else NULL. */
-static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_shape *sh, double b, double q, double in,
+/* fast: the attention's stream (PART_ATTENTION: hl_attn_stream_init), else NULL. */
+static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_stream *fast, double b, double q, double in,
                              double tau, double n, double *sum, hl_err *err)
 {
     blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK}; /* fast.ok 0 */
-    if (sh)
-        hl_attn_stream_init(&f.fast, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
-    double total = 0;
+    if (fast)
+        f.fast = *fast;
+    double total = 0, first, last, mid;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
             total += blend_at(&f, i);
+    } else if (hl_attn_stream_at(&f.fast, in - tau, &first) && hl_attn_stream_at(&f.fast, in + tau * n, &last) &&
+               hl_attn_stream_at(&f.fast, in + tau * (n - 1) / 2, &mid)) {
+        /* the KV stream dwarfs the rest at both ends of the span the sum below reads, so at
+         * every step between (its tests are affine in the context, or decrease with it: the
+         * units' share): g(i) = attn_latency + M(in + tau i), affine in i, and its steps sum to
+         * n g((n - 1) / 2) exactly (derived), which the midpoint Euler-Maclaurin form gives
+         * too, up to the rounding of its ~20 evaluations (~1e-15) */
+        total = n * mid;
     } else {
         double lo = -0.5, h = n / BLEND_START, g[BLEND_START + 1];
         for (int k = 0; k <= BLEND_START; k++)
@@ -214,33 +222,51 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
         hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
-        if (part == PART_ATTENTION)
+        hl_attn_stream fast = {.ok = 0};
+        int blended = q <= 1 && s->c->gpu.attn_blend > 1; /* not linear in the context (hl_op_time_on) */
+        if (part == PART_ATTENTION) {
             hl_attn_shape_of(s, &sh, b, q, in, 0);
+            if (blended)
+                hl_attn_stream_init(&fast, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+        }
+        hl_op ops[2];
+        int streamed = fast.ok; /* both memory sides from the stream: compute_s may not be needed */
         for (int x = 0; x < 2; x++) {
             if (part == PART_ATTENTION) {
                 sh.context = in + tau * x;
-                hl_op_attention(&op, "attention", &sh, (hl_precision)s->j->act_precision);
+                hl_op_attention(&ops[x], "attention", &sh, (hl_precision)s->j->act_precision);
             } else {
-                part_op(s, part, &op, b, q, in + tau * x);
+                part_op(s, part, &ops[x], b, q, in + tau * x);
             }
-            if ((st = hl_op_time_on(&op, &s->c->gpu, &t, err)))
-                return st;
-            c[x] = t.compute_s;
-            m[x] = t.memory_s;
-            f[x] = op.flops;
-            by[x] = op.bytes_read + op.bytes_written;
+            streamed = streamed && hl_attn_stream_at(&fast, in + tau * x, &m[x]);
+            f[x] = ops[x].flops;
+            by[x] = ops[x].bytes_read + ops[x].bytes_written;
         }
         n_grow = i_grow + 1;
-        if (q <= 1 && s->c->gpu.attn_blend > 1) { /* not linear in the context (hl_op_time_on) */
+        /* blended, the two steps' times only say whether the sum is memory- or compute-bound:
+         * when the memory side (its bits: hl_attn_stream_at's are hl_op_time_on's memory_s
+         * there) is surely above the compute side, hl_op_time_on is not called */
+        double mem_line = streamed ? m[0] + (m[1] - m[0]) * i_grow : 0;
+        if (streamed && hl_attn_stream_mem_side(&fast, in, tau, i_grow, mem_line)) {
+            mem_bound = 1;
+        } else {
+            for (int x = 0; x < 2; x++) {
+                if ((st = hl_op_time_on(&ops[x], &s->c->gpu, &t, err)))
+                    return st;
+                c[x] = t.compute_s;
+                m[x] = t.memory_s;
+            }
+            mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;
+        }
+        if (blended) {
             double grown;
-            if ((st = blended_sum(s, part, part == PART_ATTENTION ? &sh : NULL, b, q, in, tau, n_grow, &grown, err)))
+            if ((st = blended_sum(s, part, part == PART_ATTENTION ? &fast : NULL, b, q, in, tau, n_grow, &grown, err)))
                 return st;
             sum += grown;
         } else
             sum += sum_max_lines(c[0], c[1] - c[0], m[0], m[1] - m[0], 0, i_grow);
         flops += n_grow * f[0] + (f[1] - f[0]) * i_grow * n_grow / 2;
         bytes += n_grow * by[0] + (by[1] - by[0]) * i_grow * n_grow / 2;
-        mem_bound = m[0] + (m[1] - m[0]) * i_grow >= c[0] + (c[1] - c[0]) * i_grow;
     }
     double n_flat = n - n_grow;
     if (n_flat > 0) { /* context fixed at the window */
@@ -457,7 +483,7 @@ static double tbo_hidden_prefill(const double S[HL_TBO_STAGES], const double G[H
  * min(X2, CORE) is hidden. */
 static double tbo_hidden_decode(const double S[HL_TBO_STAGES])
 {
-    return fmin(S[HL_TBO_DISPATCH], S[HL_TBO_SHARED] + S[HL_TBO_ATTN]) + fmin(S[HL_TBO_COMBINE], S[HL_TBO_CORE]);
+    return hl_fmin(S[HL_TBO_DISPATCH], S[HL_TBO_SHARED] + S[HL_TBO_ATTN]) + hl_fmin(S[HL_TBO_COMBINE], S[HL_TBO_CORE]);
 }
 
 /* Whether the job's phases run as two micro-batches (two_batch_overlap with EP, one stage). */
@@ -596,18 +622,28 @@ static void copy_compared(hl_job *dst, const hl_job *src)
  * LM head of layer.c's hl_io_ops) key on it instead of comparing 3 KB each.
  * Numbers are never reused, so an entry of an older class never matches. */
 typedef struct job_class {
-    uint64_t id; /* 0: none yet */
-    hl_job last; /* the job of class `id` (input aside) */
+    uint64_t id;  /* 0: none yet */
+    uint64_t run; /* the run (this thread's count of hl_sim_run_trusted calls) that last took a class */
+    hl_job last;  /* the job of class `id` (input aside) */
 } job_class;
 static _Thread_local job_class jclass;
+static _Thread_local uint64_t runs; /* hl_sim_run_trusted calls on this thread */
 
-static uint64_t job_class_of(const hl_job *j)
+uint64_t hl_sim_thread_runs(void) { return runs; }
+
+/* `same`: the caller vouches that j equals its previous run's job but for input
+ * (HL_TRUST_SAME_BUT_INPUT); that run's class is this one's only when that run took a
+ * class (it may have failed before: then the last class is an older job's). The
+ * framework's copy of a job does not read input (framework.c), so equal jobs but
+ * input give equal copies but input. */
+static uint64_t job_class_of(const hl_job *j, uint64_t run, int same)
 {
     job_class *c = &jclass;
-    if (c->id == 0 || !same_job_but_input(&c->last, j)) {
+    if (!(same && c->id != 0 && c->run + 1 == run) && (c->id == 0 || !same_job_but_input(&c->last, j))) {
         copy_compared(&c->last, j);
         c->id++;
     }
+    c->run = run;
     return c->id;
 }
 
@@ -758,6 +794,7 @@ static int32_t find_bound(const hl_phase *pre, const hl_phase *dec)
 
 hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err *err)
 {
+    uint64_t run = ++runs;
     hl_sim_ctx s;
     hl_job fw;
     const hl_job *j = hl_job_with_framework(job, &fw); /* s.j points to it: both live until return */
@@ -767,7 +804,7 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     if (st)
         return st;
     if (j->summary_only)
-        s.job_class = job_class_of(j);
+        s.job_class = job_class_of(j, run, (trust & HL_TRUST_SAME_BUT_INPUT) != 0);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job

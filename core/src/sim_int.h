@@ -9,4 +9,8 @@
  * its base job once and trusts the objects no axis touches). */
 hl_status hl_sim_run_trusted(const hl_job *job, hl_result *out, int trust, hl_err *err);
 
+/* hl_sim_run_trusted calls so far on the calling thread (HL_TRUST_SAME_BUT_INPUT's caller
+ * checks that none ran since its previous one). */
+uint64_t hl_sim_thread_runs(void);
+
 #endif

@@ -280,7 +280,7 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
     if (!cached && rows >= 0 && rows == (double)k && k <= st->cap && tokens >= 1 && tokens == (double)kt &&
         kt <= st->cap && io_parts(st, k, kt, &tok, &head, &rc, err)) {
         if (!rc)
-            rc = hl_io_ops_timed(&st->s, &a, tok, head, tokens / per, 1, err);
+            hl_io_ops_timed(&st->s, &a, tok, head, 1);
     } else
         rc = hl_io_ops(&st->s, &a, rows / per, tokens / per, 1, err);
     if (rc)

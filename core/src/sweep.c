@@ -78,6 +78,7 @@ typedef struct bound_axis {
     const hl_field *field;
     int32_t *enum_values; /* string axes on enum fields: the index of each value (malloc'd) */
     int special;          /* SPECIAL_BATCH: a batch axis (0 = "max"); SPECIAL_PARALLEL: "auto" | "fixed" */
+    int only_input;       /* a number axis on the job's input: it writes that double and nothing else */
 } bound_axis;
 
 enum { SPECIAL_BATCH = 1, SPECIAL_PARALLEL = 2 };
@@ -145,6 +146,8 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
             free_plan(p, a);
             return hl_unknown_field(hl_job_fields(), ax->name, err);
         }
+        b->only_input = b->target == HL_TARGET_JOB && ax->kind == HL_AXIS_NUMBER && !b->special &&
+                        b->field->type == HL_FIELD_DOUBLE && b->field->offset == (int32_t)offsetof(hl_job, input);
         touched |= b->target == HL_TARGET_MODEL ? HL_TRUST_MODEL : b->target == HL_TARGET_JOB ? 0 : HL_TRUST_CLUSTER;
         if (ax->kind == HL_AXIS_STRING && b->field->type == HL_FIELD_ENUM) {
             b->enum_values = malloc(sizeof *b->enum_values * (size_t)ax->n);
@@ -447,20 +450,40 @@ typedef struct worker {
 
 enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so no two write one cache line */
 
-void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_job *job, int *have, const int32_t *cols,
-                         int32_t ncols, hl_point *p)
+/* Whether points a and b differ only in the values of input axes (only_input): with the
+ * plan's reuse, the job of b is then the job of a but for its input. */
+static int only_input_differs(const hl_sweep_in *in, const plan *pl, int64_t a, int64_t b)
+{
+    int64_t va[MAX_AXES], vb[MAX_AXES];
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, a, va);
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, b, vb);
+    for (int32_t k = 0; k < in->n_axes; k++)
+        if (va[k] != vb[k] && !pl->axes[k].only_input)
+            return 0;
+    return 1;
+}
+
+void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_job *job, hl_sweep_cursor *cur,
+                         const int32_t *cols, int32_t ncols, hl_point *p)
 {
     hl_err err;
     int flags;
-    int fresh = !(pl->reuse && *have);
-    *have = 0;
+    int fresh = !(pl->reuse && cur->have);
+    /* when the thread ran nothing since point cur->last and only input moved, this job is
+     * that run's job but for input: its class (sim.c's job_class_of) is taken as that one's */
+    int same = !fresh && cur->run == hl_sim_thread_runs() && only_input_differs(in, pl, cur->last, i)
+                   ? HL_TRUST_SAME_BUT_INPUT
+                   : 0;
+    cur->have = 0;
     if (bound_job(in, pl, i, job, &flags, fresh, &err) || resolve_searches(in, flags, job, &err)) {
         memset(p, 0, sizeof *p);
         p->status = HL_EINVAL;
         snprintf(p->error, sizeof p->error, "%s", err.msg);
     } else {
-        *have = 1;
-        point_from_job(job, p, pl->trust, cols, ncols);
+        cur->have = 1;
+        cur->last = i;
+        point_from_job(job, p, pl->trust | same, cols, ncols);
+        cur->run = hl_sim_thread_runs();
     }
 }
 
@@ -468,9 +491,9 @@ static void *work(void *arg)
 {
     worker *w = arg;
     int cancelled = 0;
-    hl_job job;   /* the last point's job: reused when w->plan->reuse */
-    int have = 0; /* job holds a point bound without error */
-    hl_point one; /* a store's point before it is packed */
+    hl_job job;                      /* the last point's job: reused when w->plan->reuse */
+    hl_sweep_cursor cur = {0, 0, 0}; /* which point job holds */
+    hl_point one;                    /* a store's point before it is packed */
     /* w->begin is this thread's first block start; blocks are w->stride points apart */
     for (int64_t b = w->begin; b < w->end; b += w->stride) {
         int64_t stop = b + BLOCK < w->end ? b + BLOCK : w->end;
@@ -484,10 +507,10 @@ static void *work(void *arg)
                 continue;
             }
             if (w->store) {
-                hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &one);
+                hl_sweep_eval_point(w->in, w->plan, i, &job, &cur, NULL, 0, &one);
                 store_put(w->store, i, &one);
             } else {
-                hl_sweep_eval_point(w->in, w->plan, i, &job, &have, NULL, 0, &w->out[i - w->base]);
+                hl_sweep_eval_point(w->in, w->plan, i, &job, &cur, NULL, 0, &w->out[i - w->base]);
             }
             if (w->in->progress)
                 __atomic_add_fetch(w->in->progress, 1, __ATOMIC_RELAXED);

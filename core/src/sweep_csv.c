@@ -96,8 +96,8 @@ static void block_range(const stream *s, int64_t b, int64_t *lo, int64_t *hi)
     }
 }
 
-/* Evaluates and formats block b into sl (job/have: the thread's reusable job). */
-static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, int *have, hl_point *p)
+/* Evaluates and formats block b into sl (job/cur: the thread's reusable job). */
+static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, hl_sweep_cursor *cur, hl_point *p)
 {
     int64_t lo, hi;
     block_range(s, b, &lo, &hi);
@@ -107,7 +107,7 @@ static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, int *have
     for (int64_t i = lo; i < hi; i++) {
         if (cancelled(s))
             break; /* the points not reached are left out */
-        hl_sweep_eval_point(s->in, s->plan, i, job, have, s->cols, s->ncols, p);
+        hl_sweep_eval_point(s->in, s->plan, i, job, cur, s->cols, s->ncols, p);
         format_row(s, i, p, &sl->csv);
         sl->rows++;
         if (s->in->progress)
@@ -120,7 +120,7 @@ static void *worker(void *arg)
     stream *s = arg;
     hl_job job;
     hl_point point;
-    int have = 0;
+    hl_sweep_cursor cur = {0, 0, 0};
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->stop && !cancelled(s) && s->next_claim < s->nblocks && s->next_claim >= s->next_write + s->nslots)
@@ -134,7 +134,7 @@ static void *worker(void *arg)
         int64_t b = s->next_claim++;
         slot *sl = &s->slots[b % s->nslots];
         pthread_mutex_unlock(&s->mu);
-        produce(s, b, sl, &job, &have, &point);
+        produce(s, b, sl, &job, &cur, &point);
         pthread_mutex_lock(&s->mu);
         sl->ready = 1;
         pthread_cond_broadcast(&s->ready_cv);
@@ -246,9 +246,9 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     if (started == 0) { /* no thread could start: everything on this one, block by block */
         hl_job job;
         hl_point point;
-        int have = 0;
+        hl_sweep_cursor cur = {0, 0, 0};
         for (int64_t b = 0; b < s.nblocks && !bad && !cancelled(&s); b++) {
-            produce(&s, b, &s.slots[0], &job, &have, &point);
+            produce(&s, b, &s.slots[0], &job, &cur, &point);
             bad = deliver(&s, &s.slots[0], rows, &done);
         }
     } else {

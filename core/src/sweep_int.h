@@ -11,10 +11,17 @@ typedef struct hl_sweep_plan hl_sweep_plan;
 hl_status hl_sweep_plan_new(const hl_sweep_in *in, hl_sweep_plan **out, hl_err *err);
 void hl_sweep_plan_free(hl_sweep_plan *pl, int32_t n_axes);
 
+/* What a thread keeps from one point to its next (zeroed on a new thread). */
+typedef struct hl_sweep_cursor {
+    int have;     /* the thread's job holds point `last` bound without error, and it was run */
+    int64_t last; /* that point */
+    uint64_t run; /* hl_sim_thread_runs() after it ran */
+} hl_sweep_cursor;
+
 /* Evaluates point i into *p (its status and message on failure). *job is the calling
- * thread's job, *have 1 when it holds the previous point bound without error (then it is
- * reused when the plan allows); both start 0 on a new thread. cols[0, ncols): the result
- * rows p->v must hold (the others are not written); NULL: all of them. */
-void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, int *have,
+ * thread's job, reused from point cur->last when the plan allows; both start zeroed on a
+ * new thread. cols[0, ncols): the result rows p->v must hold (the others are not
+ * written); NULL: all of them. */
+void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, hl_sweep_cursor *cur,
                          const int32_t *cols, int32_t ncols, hl_point *p);
 #endif

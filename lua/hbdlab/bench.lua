@@ -241,7 +241,7 @@ function M.run(opts)
   r.serve_replicas_steps = sr8.steps
   -- scale (issue 24): 10,000,000 requests at load (14 req/s, the near-saturation row's) and
   -- 1,000,000 at light load (2 req/s), CPU seconds (os.clock) against targets of 5 s and 1 s;
-  -- --quick runs 1/1000 of each. Peak memory ~250 B a request (2.5 GB at 1e7).
+  -- --quick runs 1/1000 of each. Peak memory ~40 B a request (compact records: ~400 MB at 1e7).
   for _, sc in ipairs { { "load", 14, quick and 10000 or 10000000, "load" }, { "light", 2, quick and 1000 or 1000000, "light load" } } do
     phase(7, string.format("hl.serve, %d requests at %s (scale)", sc[3], sc[4]))
     local c0 = os.clock()

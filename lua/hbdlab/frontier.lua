@@ -486,7 +486,9 @@ function M.pareto(points)
   return keep
 end
 
-local function group_key(p) return p.system .. "|" .. p.precision .. "|" .. p.mode end
+-- the key of a curve, "system|precision|mode": of pareto[], best[], launch[] and the points' groups
+local function curve_key(system, precision, mode) return system .. "|" .. precision .. "|" .. mode end
+local function group_key(p) return curve_key(p.system, p.precision, p.mode) end
 
 local function meets(p, slo)
   if not slo then return true end
@@ -860,7 +862,7 @@ function M.frontier(t)
   local ok, err = pcall(function()
     for i = lo + 1, hi do
       local w = work[i]
-      local wk = w.sys.name .. "|" .. w.prec .. "|" .. w.mode
+      local wk = curve_key(w.sys.name, w.prec, w.mode)
       group_errors[wk] = group_errors[wk] or {}
       ctx.cur_errors = group_errors[wk]
       if w.mode == "agg" then
@@ -968,6 +970,18 @@ function M.frontier(t)
     require("hbdlab.warn").warn("hl.frontier: " .. msg)
   end
   local can_simulate = o.simulate > 0 and not sharded and not interrupted and not d.mpi
+  -- fn(hl, ctx, p's system, p, ...) under pcall; true when Ctrl-C / SIGTERM stopped it (the search
+  -- is then interrupted), any other error raised again
+  local function stopped(fn, p, ...)
+    local done, e = pcall(fn, hl, ctx, sys_of[p.system], p, ...)
+    if done then return false end
+    if tostring(e):find("interrupted!", 1, true) then
+      interrupted = true
+      core.note_interrupted_sweep()
+      return true
+    end
+    error(e, 0)
+  end
   for _, k in ipairs(order) do
     for _, p in ipairs(groups[k]) do
       if not overall or p.tps_per_gpu > overall.tps_per_gpu then overall = p end
@@ -987,11 +1001,7 @@ function M.frontier(t)
         -- a confirmed candidate is re-run until its numbers converge; one that then misses the SLO
         -- (a queue that grows with the run: its TTFT p90 rises with the requests) is dropped
         top.converged_checked = true
-        local ok4, e4 = pcall(converge, hl, ctx, sys_of[top.system], top, o)
-        if not ok4 then
-          if tostring(e4):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); b = top; break end
-          error(e4, 0)
-        end
+        if stopped(converge, top, o) then b = top; break end
         if not meets(top, o.slo) then skip[top] = true; goto next_candidate end
       end
       if not top or top.simulated or not can_simulate then b = top; break end
@@ -1003,21 +1013,14 @@ function M.frontier(t)
         break
       end
       tries = tries + 1
-      local ok3, e3 = pcall(confirm, hl, ctx, sys_of[top.system], top)
-      if not ok3 then
-        if tostring(e3):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep(); b = top_sim; break end
-        error(e3, 0)
-      end
+      if stopped(confirm, top) then b = top_sim; break end
       if not top.simulated then skip[top] = true end -- its simulation failed (p.sim_error): not a candidate
       ::next_candidate::
     end
     if b and b.simulated and can_simulate and not interrupted and o.tolerance > 0 and not b.converged_checked then
       -- the best confirmed point left when the budget ran out: converged too
       b.converged_checked = true
-      local ok4, e4 = pcall(converge, hl, ctx, sys_of[b.system], b, o)
-      if not ok4 then
-        if tostring(e4):find("interrupted!", 1, true) then interrupted = true; core.note_interrupted_sweep() else error(e4, 0) end
-      end
+      stopped(converge, b, o)
       if not meets(b, o.slo) then
         note(string.format("%s: the best confirmed point misses the SLO once converged (TTFT p90 %.4g s, TPOT %.4g s); " ..
           "raise simulate to confirm others", k:gsub("|", " "), b.ttft_p90_s, b.tpot_s))
@@ -1066,7 +1069,7 @@ function M.frontier(t)
   if not interrupted and not d.mpi then
     local named = {}
     for _, w in ipairs(work) do
-      local wk = w.sys.name .. "|" .. w.prec .. "|" .. w.mode
+      local wk = curve_key(w.sys.name, w.prec, w.mode)
       if group_errors[wk] and not groups[wk] and not named[wk] then
         named[wk] = true
         note(string.format("%s: no configuration could be evaluated; the most frequent reason: %s", wk:gsub("|", " "),
@@ -1140,16 +1143,16 @@ function M.frontier(t)
   end
   for _, sys in ipairs(systems) do
     for _, prec in ipairs(precs) do
-      local ka, kg = sys.name .. "|" .. prec .. "|agg", sys.name .. "|" .. prec .. "|disagg"
+      local ka, kg = curve_key(sys.name, prec, "agg"), curve_key(sys.name, prec, "disagg")
       if groups[ka] and groups[kg] then add({ what = "disagg/agg", system = sys.name, precision = prec }, kg, ka) end
     end
   end
   if #systems > 1 then
     for _, prec in ipairs(precs) do
       for _, mode in ipairs(o.modes) do
-        local ref = systems[1].name .. "|" .. prec .. "|" .. mode
+        local ref = curve_key(systems[1].name, prec, mode)
         for s = 2, #systems do
-          local other = systems[s].name .. "|" .. prec .. "|" .. mode
+          local other = curve_key(systems[s].name, prec, mode)
           if groups[ref] and groups[other] then
             add({ what = systems[s].name .. " / " .. systems[1].name, precision = prec, mode = mode }, other, ref)
           end

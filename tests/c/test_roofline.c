@@ -239,6 +239,77 @@ static void test_attn_stream_matches_full_time(void **state)
     assert_false(hl_attn_stream_at(&a, 1e6, &t));
 }
 
+/* hl_attn_stream_mem_side says "memory side above the compute line" only when it is: on seeded
+ * blended decode shapes (knee region included), with the steps' compute_s and memory_s from
+ * hl_op_time_on, the line c0 + (c1 - c0) i at whole i up to 1e6; when it answers 1 for the
+ * memory line, that line is >= the compute line, and it never answers 1 for a value below the
+ * compute line (probes down to 2^-52 under it: a bound without 2^(1/p), or a smaller margin,
+ * fails them in the knee, where the blend is up to 2^(1/p) x its larger term). */
+static void test_attn_stream_mem_side(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.peak_flops[HL_FP8] = 2e15;
+    g.attn_latency = 4.78e-6;
+    g.attn_unit_s = 8.228e-9;
+    g.eff_mem_attn = 0.8823;
+    const double ps[] = {1.5, 2.7, 16, 20};
+    uint64_t x = 777;
+    int decided = 0, undecided = 0, probes = 0;
+    for (int n = 0; n < 3000; n++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 11;
+        g.attn_blend = ps[r % 4];
+        double kvh = (double)(1 + (r >> 2) % 8), heads = kvh * (double)(1 + (r >> 5) % 8);
+        double dim = (double)(64 + 32 * ((r >> 8) % 16)), kvb = (double)(1 + (r >> 12) % 2);
+        double batch = (double)(1 + (r >> 13) % 64);
+        hl_attn_shape sh = {batch, 1, 0, heads, kvh, dim, dim, 2 * kvh * dim * kvb, 2, 0};
+        hl_precision math = (r >> 24) % 2 ? HL_FP8 : HL_BF16;
+        g.eff_attn = (r >> 25) % 2 ? 0.25 : 0.005;
+        hl_attn_stream a;
+        hl_attn_stream_init(&a, &sh, math, &g);
+        assert_true(a.ok);
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double ctx0 = floor(pow(1e6, (double)((x >> 20) % 1000) / 1000.0));
+        double i = floor(pow(1e6, (double)((x >> 40) % 1000) / 1000.0)) - 1; /* 0 .. 1e6 - 1 */
+        double c[2], m[2];
+        for (int k = 0; k < 2; k++) {
+            hl_op op;
+            hl_op_time t;
+            hl_err e;
+            sh.context = ctx0 + k;
+            hl_op_attention(&op, "attention", &sh, math);
+            assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+            c[k] = t.compute_s;
+            m[k] = t.memory_s;
+        }
+        double cline = c[0] + (c[1] - c[0]) * i, mline = m[0] + (m[1] - m[0]) * i;
+        if (hl_attn_stream_mem_side(&a, ctx0, 1, i, mline)) {
+            decided++;
+            if (!(mline >= cline))
+                fail_msg("p %g ctx %g i %g: memory line %.17g below compute line %.17g", g.attn_blend, ctx0, i, mline,
+                         cline);
+        } else {
+            undecided++;
+        }
+        for (int k = 1; k <= 52; k++) {
+            double below = cline * (1 - ldexp(1, -k));
+            probes++;
+            if (hl_attn_stream_mem_side(&a, ctx0, 1, i, below))
+                fail_msg("p %g ctx %g i %g: says %.17g is above the compute line %.17g", g.attn_blend, ctx0, i, below,
+                         cline);
+        }
+    }
+    assert_true(decided > 500 && undecided > 500);
+    assert_int_equal(probes, 3000 * 52);
+    /* not a blended kernel: never answers */
+    g.attn_blend = 1;
+    hl_attn_shape sh = {1, 1, 1e6, 8, 1, 128, 128, 256, 2, 0};
+    hl_attn_stream a;
+    hl_attn_stream_init(&a, &sh, HL_BF16, &g);
+    assert_false(hl_attn_stream_mem_side(&a, 1e6, 1, 10, 1));
+}
+
 /* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c writes it without its shortcut for
  * vanishing terms, with the power `pw`: hl_pow_pos gives the reference the shortcut must equal
  * bit for bit, libm pow the one the result must stay within 1e-14 of. */
@@ -341,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_shape_aware_gemm_by_hand),
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
         cmocka_unit_test(test_attn_stream_matches_full_time),
+        cmocka_unit_test(test_attn_stream_mem_side),
         cmocka_unit_test(test_gemm_blend_shortcut_same_bits),
         cmocka_unit_test(test_pow_pos_against_libm),
     };

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "hbdlab/hbdlab.h"
 #include "jobs.h"
+#include "serve_int.h"
 
 /* Equal, or both NaN (the cost fields of a GPU without a price, kv_transfer_s when aggregated). */
 static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
@@ -31,7 +32,8 @@ static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
         SAME(s.n);    \
     } while (0)
 
-static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
+/* The fields of the summary: every result field but the per-request rows and the step log. */
+static void compare_summary(int w, const hl_serve_result *a, const hl_serve_result *b)
 {
     SAME(requests);
     SAME(steps);
@@ -60,7 +62,6 @@ static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
     SAME(kv_util_mean);
     SAME(kv_util_max);
     SAME(n_samples);
-    SAME(n_steps_log);
     SAME(saturated_output_tps);
     SAME(kv_transfer_s);
     SAME(kv_link);
@@ -87,6 +88,12 @@ static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
         SAME(samples[i].running);
         SAME(samples[i].waiting);
     }
+}
+
+static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
+{
+    compare_summary(w, a, b);
+    SAME(n_steps_log);
     assert_true(a->reqs && b->reqs);
     for (int64_t i = 0; i < a->requests; i++) {
         SAME(reqs[i].arrival_s);
@@ -201,13 +208,27 @@ static void run_both(int w, hl_serve_cfg *c, hl_serve_result *a, hl_serve_result
     c->sched_reference = 1;
     assert_ok(hl_serve_run(c, b, &e), &e);
     compare(w, a, b);
+    /* without per-request output or a step log (compact records where the workload allows:
+     * open loops without prefix caching, sessions or disaggregation), both schedulers give
+     * the same summary as with one record per request */
+    hl_serve_cfg plain = *c;
+    plain.keep_requests = plain.keep_steps = 0;
+    for (int ref = 0; ref < 2; ref++) {
+        hl_serve_result p;
+        plain.sched_reference = ref;
+        assert_ok(hl_serve_run(&plain, &p, &e), &e);
+        assert_true(p.reqs == NULL && p.n_steps_log == 0);
+        compare_summary(w, &p, a);
+        hl_serve_result_free(&p);
+    }
+    c->sched_reference = 0;
 }
 
 static void test_equals_reference(void **state)
 {
     (void)state;
     uint64_t g = 0x9e3779b97f4a7c15ull;
-    int64_t preempting = 0, caching = 0, sessions = 0, steps = 0;
+    int64_t preempting = 0, caching = 0, sessions = 0, steps = 0, compact0 = hl_serve_compact_runs();
     for (int w = 0; w < 20; w++) {
         hl_serve_cfg c = workload(w, &g);
         hl_serve_result a, b;
@@ -222,9 +243,11 @@ static void test_equals_reference(void **state)
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
+    int64_t compact = hl_serve_compact_runs() - compact0;
     assert_true(preempting > 0 && caching > 0 && sessions > 0); /* it covered preemption, prefix hits, sessions */
-    printf("%lld steps compared, %lld workloads preempted, %lld hit a prefix cache\n", (long long)steps,
-           (long long)preempting, (long long)caching);
+    assert_true(compact >= 10);                                 /* and compact records */
+    printf("%lld steps compared, %lld workloads preempted, %lld hit a prefix cache, %lld runs on compact records\n",
+           (long long)steps, (long long)preempting, (long long)caching, (long long)compact);
 }
 
 /* Attack pass 4: the event-driven decode set against the reference at the edges of its inputs
@@ -235,6 +258,7 @@ static void test_equals_reference(void **state)
 static void test_extremes_equal_reference(void **state)
 {
     (void)state;
+    int64_t compact0 = hl_serve_compact_runs();
     for (int w = 0; w < 10; w++) {
         hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
         hl_serve_cfg c;
@@ -267,6 +291,39 @@ static void test_extremes_equal_reference(void **state)
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
+    assert_true(hl_serve_compact_runs() - compact0 >= 10); /* nine open loops, twice each */
+}
+
+/* Compact records grow when every one is in flight: 3,000 requests arriving within 3 ms queue
+ * together (the records start at 1,024 and double twice, the queues with them, in order);
+ * the summary equals the one with a record per request. */
+static void test_compact_records_grow(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.seed = 11;
+    c.requests = 3000;
+    c.rate = 1e6;
+    c.input.kind = c.output.kind = HL_LEN_UNIFORM;
+    c.input.lo = 16;
+    c.input.hi = 200;
+    c.output.lo = 1;
+    c.output.hi = 30;
+    c.warmup = 100;
+    c.keep_requests = 1;
+    hl_serve_result a, p;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &a, &e), &e);
+    int64_t compact0 = hl_serve_compact_runs();
+    c.keep_requests = 0;
+    assert_ok(hl_serve_run(&c, &p, &e), &e);
+    assert_true(hl_serve_compact_runs() == compact0 + 1);
+    assert_true(a.mean_waiting > 1024); /* more than the first records wait, on average */
+    compare_summary(0, &p, &a);
+    hl_serve_result_free(&a);
+    hl_serve_result_free(&p);
 }
 
 int main(void)
@@ -274,6 +331,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_reference),
         cmocka_unit_test(test_extremes_equal_reference),
+        cmocka_unit_test(test_compact_records_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -297,12 +297,65 @@ static void test_memos_never_stale(void **state)
     }
 }
 
+/* Along an input axis the sweep tells the simulation that a point's job is its previous
+ * one's but for input (HL_TRUST_SAME_BUT_INPUT), so the job class is not compared again.
+ * A point that fails before taking a class (input 1000.5: not whole, refused in
+ * hl_sim_resolve) must not let the next one take a stale class: points 3 and 4 are (hbd 4,
+ * input 1000.5) and (hbd 4, input 1000); 4 differs from 3 only in input, but the last class
+ * taken is the hbd-8 job's (point 2). Taking it would give point 4 the hbd-8 job's decode
+ * (its TP-8 all-reduce within one HBD instead of across two; decode_layers' memo keys on
+ * the class). Every successful point must equal the same job run alone on a fresh thread. */
+static void test_input_hint_after_failed_point(void **state)
+{
+    (void)state;
+    const double hbd[] = {8, 4}, input[] = {1000.5, 1000, 2000};
+    hl_axis axes[2] = {num_axis("hbd", hbd, 2), num_axis("input", input, 3)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
+    in.base.batch = 8;
+    in.base.tp = 8;
+    in.axes = axes;
+    in.n_axes = 2;
+    in.threads = 1;
+    hl_point pts[6];
+    hl_err e;
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    for (int64_t i = 0; i < 6; i++) {
+        if (i % 3 == 0) {
+            assert_int_equal(pts[i].status, HL_EINVAL);
+            assert_non_null(strstr(pts[i].error, "must be whole numbers"));
+            continue;
+        }
+        fresh_run f;
+        memset(&f, 0, sizeof f);
+        f.in = &in;
+        f.index = i;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, run_fresh, &f), 0);
+        pthread_join(t, NULL);
+        assert_ok(f.st, &f.e);
+        assert_int_equal(pts[i].status, HL_OK);
+        for (int32_t k = 0; k < HL_POINT_VALUES; k++)
+            if (memcmp(&pts[i].v[k], &f.point.v[k], sizeof(double)) != 0)
+                fail_msg("point %lld, %s: sweep %.17g, fresh thread %.17g", (long long)i, hl_result_field_at(k)->name,
+                         pts[i].v[k], f.point.v[k]);
+    }
+    /* the two HBD sizes differ in decode (else the check above could not see a stale class) */
+    int32_t tpot = hl_result_field_index("tpot_s");
+    assert_true(pts[4].v[tpot] != pts[1].v[tpot]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
-        cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
-        cmocka_unit_test(test_memos_never_stale),       cmocka_unit_test(test_store_equals_points),
+        cmocka_unit_test(test_count_and_indices),
+        cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel),
+        cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_memos_never_stale),
+        cmocka_unit_test(test_store_equals_points),
+        cmocka_unit_test(test_input_hint_after_failed_point),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
