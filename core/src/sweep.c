@@ -119,6 +119,16 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
         bound_axis *b = &p->axes[a];
         b->ax = ax;
         if (ax->kind == HL_AXIS_MODEL || ax->kind == HL_AXIS_CLUSTER || ax->kind == HL_AXIS_GPU) {
+            /* an object replaces the job's model, cluster or GPU, so its axis is named by that: an axis
+             * 'spec_draft_model' of model objects swept the target's model silently */
+            const char *kind = ax->kind == HL_AXIS_MODEL ? "model" : ax->kind == HL_AXIS_CLUSTER ? "cluster" : "gpu";
+            if (strcmp(ax->name, kind) != 0) {
+                free_plan(p, a);
+                return hl_fail(err, HL_EINVAL,
+                               "sweep axis '%s': its values are %s objects, which only an axis named '%s' takes "
+                               "(they replace the job's %s)",
+                               ax->name, kind, kind, kind);
+            }
             b->target = HL_TARGET_OBJECT;
             touched |= ax->kind == HL_AXIS_MODEL ? HL_TRUST_MODEL : HL_TRUST_CLUSTER;
             cluster_objects |= ax->kind != HL_AXIS_MODEL;
