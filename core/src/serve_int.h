@@ -61,6 +61,8 @@ typedef struct hl_itl_hist {
     double edge[HL_ITL_BINS]; /* s: [b] the smallest gap filed in bin b or above (b >= 1), 0 until looked up */
     double last_lo, last_hi;  /* s: the gaps of the bin hl_itl_add filed last (none at first) */
     int last_bin;
+    double ahead_lo, ahead_hi; /* s: the same for the decode run-ahead's gaps (serve.c), a bin of its own: */
+    int ahead_bin;             /* the steps between two run-aheads, which carry prompts, fall elsewhere */
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 

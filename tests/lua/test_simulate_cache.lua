@@ -82,16 +82,18 @@ T.test("the field lua_next gives last removed (the walk must end where the plan'
   local moves = { input = "ttft_s", output = "total_s", batch = "batch", overlap = "prefill.time_s",
                   precision = "precision" }
   local fields = base()
-  fields.precision, fields.overlap = "fp8", 1
+  fields.precision, fields.overlap, fields.parallel = "fp8", 1, { tp = 8 } -- batch 1 (the default) on dp 1
   local names = {}
   for k in pairs(fields) do names[#names + 1] = k end
   table.sort(names)
-  for try = 0, 40 do -- tables of the same fields inserted in other orders, until one ends with a removable field
+  for try = 0, 200 do -- tables of the same fields laid out otherwise, until one ends with a removable field
     local job, last = {}, nil
+    for i = 1, try do job["pad" .. i] = true end -- grows the hash part (the pads are removed below)
     for i = 1, #names do
-      local k = names[(i + try * 3) % #names + 1]
+      local k = names[(i + try) % #names + 1]
       job[k] = type(fields[k]) == "table" and deep_copy(fields[k]) or fields[k]
     end
+    for i = 1, try do job["pad" .. i] = nil end
     for k in next, job do last = k end
     if moves[last] then
       local field = moves[last]
