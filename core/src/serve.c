@@ -455,8 +455,9 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     hl_status rc = hl_memory_per_gpu(&j, &mem, err);
     if (rc)
         return rc;
-    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2) */
-    if ((rc = hl_memory_draft_token_bytes(&c->job, &draft_tok, err)))
+    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2); */
+    /* j, not c->job: the instance's batch is 1, which a draft resolved over dp > 1 ranks refuses */
+    if ((rc = hl_memory_draft_token_bytes(&j, &draft_tok, err)))
         return rc;
     hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
                             c->job.mem_util,

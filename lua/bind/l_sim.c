@@ -250,6 +250,8 @@ static void set_expert_freq(lua_State *L, hl_job *j)
  * the top. */
 static void set_spec_accept(lua_State *L, hl_job *j)
 {
+    /* keys exactly 1..n: {0.9, 0.8, 0.7, x = 1} or a key 0 was accepted with the extra key dropped */
+    hl_check_list(L, -1, "field 'spec_accept'");
     lua_Integer n = luaL_len(L, -1);
     if (n < 1 || n > HL_SPEC_POSITIONS_MAX)
         luaL_error(L,
