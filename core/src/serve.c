@@ -867,7 +867,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     for (int64_t i = 0; i < n && ev && !compact; i++) /* compact: compact_fits */
         ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
              reqs[i].input + reqs[i].output < 0x1p40;
-    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + 3 * sizeof(int64_t) * ms;
+    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 2 * sizeof(int64_t) * ms;
     if (ev && !(p->ev_mem = calloc((size_t)U, per_unit)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld schedulers", (long long)U);
     for (int64_t u = 0; u < U && ev; u++) {
@@ -875,8 +875,8 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         char *base = (char *)p->ev_mem + (size_t)u * per_unit;
         s->ev = 1;
         s->ring = (double *)base;
-        s->heap = (int64_t *)(base + sizeof(double) * (size_t)c->block_tokens);
-        s->pre = s->heap + ms;
+        s->heap = (hl_dheap *)(base + sizeof(double) * (size_t)c->block_tokens);
+        s->pre = (int64_t *)(s->heap + ms);
         s->fin = s->pre + ms;
     }
     for (int64_t g = 0; g < p->G; g++)
