@@ -55,14 +55,53 @@ void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi)
     *hi = b + 1 < HL_ITL_BINS ? h->edge[b + 1] : INFINITY;
 }
 
+/* The edge of bin b >= 1 (itl_edge), found on first use and kept in h. */
+static double edge_of(hl_itl_hist *h, int b)
+{
+    if (h->edge[b] == 0)
+        h->edge[b] = itl_edge((double)b);
+    return h->edge[b];
+}
+
+/* A bin within one of gap's (> 0): log2 of gap from its exponent and its mantissa m in [1, 2),
+ * log2 m = (2 / ln 2) atanh(t), t = (m - 1) / (m + 1) <= 1/3, by the series to t^7 (within
+ * 1.8e-5 of an octave, 0.003 bin), in bins of itl_step. */
+static int itl_near_bin(double gap)
+{
+    if (!(gap > itl_lo))
+        return 0;
+    uint64_t bits;
+    memcpy(&bits, &gap, sizeof bits);
+    double e = (double)((int)((bits >> 52) & 0x7ff) - 1023), m;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    memcpy(&m, &bits, sizeof m);
+    double t = (m - 1) / (m + 1), t2 = t * t;
+    double l2 = e + 2.8853900817779268 * t * (1 + t2 * (1.0 / 3 + t2 * (0.2 + t2 * (1.0 / 7)))); /* 2 / ln 2 */
+    double b = (l2 + 19.931568569324174) * (0.6931471805599453 / itl_step); /* log2(1e-6) = -19.93..; ln 2 */
+    return b < 0 ? 0 : b >= HL_ITL_BINS - 1 ? HL_ITL_BINS - 1 : (int)b;
+}
+
+/* hl_itl_bin(gap) without its log, and the gaps [*lo, *hi) of that bin: from a bin near it, by
+ * the edges (raw bins grow with the gap, so gap's bin is the last b <= HL_ITL_BINS - 1 whose
+ * edge is <= gap, or 0: the same bin as the log's). */
+static int itl_find(hl_itl_hist *h, double gap, double *lo, double *hi)
+{
+    int b = itl_near_bin(gap);
+    while (b > 0 && gap < edge_of(h, b))
+        b--;
+    while (b + 1 < HL_ITL_BINS && gap >= edge_of(h, b + 1))
+        b++;
+    *lo = b >= 1 ? edge_of(h, b) : -INFINITY;
+    *hi = b + 1 < HL_ITL_BINS ? edge_of(h, b + 1) : INFINITY;
+    return b;
+}
+
 void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
     if (count <= 0)
         return;
-    if (!(gap >= h->last_lo && gap < h->last_hi)) { /* a gap outside the last one's bin: look it up */
-        h->last_bin = hl_itl_bin(gap);
-        hl_itl_bin_range(h, h->last_bin, &h->last_lo, &h->last_hi);
-    }
+    if (!(gap >= h->last_lo && gap < h->last_hi)) /* a gap outside the last one's bin: look it up */
+        h->last_bin = itl_find(h, gap, &h->last_lo, &h->last_hi);
     int b = h->last_bin;
     h->count[b] += count;
     h->n += count;
