@@ -11,6 +11,8 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void hl_bench_sort(double *t, size_t n) { qsort(t, n, sizeof *t, cmp_double); }
+
 hl_status hl_bench_latency(const hl_job *job, int64_t runs, int64_t batch, hl_latency_stats *out, hl_err *err)
 {
     if (runs < 1 || batch < 1 || batch > runs)
@@ -36,7 +38,7 @@ hl_status hl_bench_latency(const hl_job *job, int64_t runs, int64_t batch, hl_la
     }
     free(r);
     if (!st) {
-        qsort(t, (size_t)nb, sizeof *t, cmp_double);
+        hl_bench_sort(t, (size_t)nb);
         out->median_s = t[nb / 2];
         out->p99_s = t[(int64_t)((double)(nb - 1) * 0.99)];
         out->min_s = t[0];

@@ -3,11 +3,13 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "hbdlab/csv.h"
 
 const hl_field *hl_field_find(const hl_field_set *set, const char *name)
 {
@@ -82,6 +84,18 @@ static const char *names_list(const char *names)
     return buf;
 }
 
+void hl_field_shown(double v, double lo, double hi, char *out)
+{
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    snprintf(out, 32, "%g", v);
+    double r = strtod(out, NULL);
+    if (r >= lo && r <= hi)
+        hl_csv_format_number(v, out);
+}
+
 static void *at(void *obj, const hl_field *f) { return (char *)obj + f->offset; }
 static const void *cat(const void *obj, const hl_field *f) { return (const char *)obj + f->offset; }
 
@@ -96,17 +110,18 @@ static hl_status check_range(const hl_field_set *set, const hl_field *f, double 
     if (v == 0 && f->zero_ok)
         return HL_OK;
     if (v < f->min || v > f->max) {
+        char shown[32];
+        hl_field_shown(v, f->min, f->max, shown);
         if (f->zero_ok)
-            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: 0 or %g..%g%s%s)", set->kind,
-                           f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
-        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: %g..%g%s%s)", set->kind, f->name, v,
-                       f->min, f->max, f->unit[0] ? " " : "", f->unit);
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %s is out of range (allowed: 0 or %g..%g%s%s)", set->kind,
+                           f->name, shown, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %s is out of range (allowed: %g..%g%s%s)", set->kind, f->name,
+                       shown, f->min, f->max, f->unit[0] ? " " : "", f->unit);
     }
     return HL_OK;
 }
 
-/* The i-th name of an enum's '|'-separated list into buf; returns 0 past the end. */
-static int enum_name(const char *names, int32_t i, char *buf, size_t n)
+int hl_enum_name(const char *names, int32_t i, char *buf, size_t n)
 {
     const char *p = names;
     for (int32_t k = 0; k < i; k++) {
@@ -171,7 +186,7 @@ hl_status hl_field_set_number_at(const hl_field_set *set, const hl_field *f, voi
     case HL_FIELD_ENUM: {
         char buf[32];
         /* range first: converting a huge or NaN double to int32_t is undefined */
-        if (!(v >= 0 && v < 64) || v != floor(v) || !enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
+        if (!(v >= 0 && v < 64) || v != floor(v) || !hl_enum_name(f->enum_names, (int32_t)v, buf, sizeof buf))
             return hl_fail(err, HL_EINVAL, "%s field '%s': %g is not one of %s", set->kind, f->name,
                            isnan(v) ? fabs(v) : v, names_list(f->enum_names));
         *(int32_t *)at(obj, f) = (int32_t)v;
@@ -196,7 +211,7 @@ hl_status hl_field_set_string(const hl_field_set *set, void *obj, const char *na
     }
     if (f->type == HL_FIELD_ENUM) {
         char buf[32];
-        for (int32_t i = 0; enum_name(f->enum_names, i, buf, sizeof buf); i++)
+        for (int32_t i = 0; hl_enum_name(f->enum_names, i, buf, sizeof buf); i++)
             if (strcasecmp(buf, value) == 0) {
                 *(int32_t *)at(obj, f) = i;
                 return HL_OK;
@@ -226,7 +241,7 @@ const char *hl_field_get_string(const hl_field *f, const void *obj)
         return (const char *)cat(obj, f);
     if (f->type == HL_FIELD_ENUM) {
         static _Thread_local char buf[32];
-        if (enum_name(f->enum_names, *(const int32_t *)cat(obj, f), buf, sizeof buf))
+        if (hl_enum_name(f->enum_names, *(const int32_t *)cat(obj, f), buf, sizeof buf))
             return buf;
         return "?";
     }

@@ -1,12 +1,11 @@
 /* Framework profiles: what a serving framework adds to the roofline model
  * (per-pass overhead, GEMM and attention efficiency by precision). Values and
  * their sources: docs/MODEL.md section 6.1. */
-#include <math.h>
-
 #include "hbdlab/sim.h"
 
 #include "hbdlab/coll.h"
 #include "hbdlab/precision.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 
 hl_fw_profile hl_framework_profile(int32_t fw)
@@ -62,12 +61,12 @@ void hl_gpu_apply_framework(hl_gpu *g, double g16, double g8, double g4, double 
      * fitted on one GPU family's cases, hl.calibrate's gemm_scale_fp4 of 1.17 on B200, would
      * otherwise make A100's 0.86 an out-of-range 1.002 in its FP4 fallback slot). A class the GPU
      * cannot run keeps its field untouched: no GEMM reads it. docs/MODEL.md 6.1. */
-    g->eff_gemm = fmin(1, g->eff_gemm * g16);
+    g->eff_gemm = hl_fmin(1, g->eff_gemm * g16);
     if (g->peak_flops[HL_FP8] > 0 || g->peak_flops[HL_INT8] > 0) /* the FP8/INT8 class */
-        g->eff_gemm_fp8 = fmin(1, e8 * g8);
+        g->eff_gemm_fp8 = hl_fmin(1, e8 * g8);
     if (g->peak_flops[HL_FP4] > 0)
-        g->eff_gemm_fp4 = fmin(1, e4 * g4);
-    g->eff_attn = fmin(1, g->eff_attn * attn);
+        g->eff_gemm_fp4 = hl_fmin(1, e4 * g4);
+    g->eff_attn = hl_fmin(1, g->eff_attn * attn);
 }
 
 /* The job as the framework runs it: the GPU's GEMM and attention efficiencies

@@ -141,9 +141,17 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     return rc;
 }
 
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
- * iterations' times, each the same bits as hl_decode_fn_time at that context (one loop without
- * other work, which the compiler can vectorise). */
+/* Two doubles, and two 64-bit masks (GCC/Clang vector extensions: SSE2 on x86-64, NEON on arm64):
+ * the run-ahead's step times two at a time, each lane the scalar expression's operations in its order. */
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2i __attribute__((vector_size(16)));
+
+/* m ? a : b lane by lane (m all ones or all zeros, as a comparison gives) */
+static inline v2d v2_sel(v2i m, v2d a, v2d b) { return (v2d)(((v2i)a & m) | ((v2i)b & ~m)); }
+
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n (dt holds n + 1: the
+ * pairs may write one past n): the run-ahead's iterations' times, each the same bits as
+ * hl_decode_fn_time at that context (the reference scheduler's, through hl_stepper_time). */
 static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
 {
     const hl_decode_fn l = *f; /* a copy the stores cannot alias */
@@ -152,10 +160,33 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
             dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
         return;
     }
-    for (int i = 0; i < n; i++) { /* hl_decode_fn_time without a blend, branch-free */
-        double c = ctx0 + (j + (double)i), x = l.ac + l.bc * c, y = l.am + l.bm * c;
-        dt[i] = hl_decode_fn_total(&l, x, y, x, y);
+    /* hl_decode_fn_total(&l, x, y, x, y) at x, y = the kernel's two lines at c, lane by lane: att =
+     * (max(x, y) + lat) full stages + (the same) sliding stages; time - hl_comm_hidden + overhead */
+    const double want = l.overlap * l.comm; /* hl_comm_hidden's: overlap comm, hidden only if comm > 0 */
+    const v2i hide = {l.comm > 0 ? -1 : 0, l.comm > 0 ? -1 : 0}, zero = {0, 0};
+    for (int i = 0; i < n; i += 2) {
+        v2d c = ctx0 + (j + (v2d){(double)i, (double)(i + 1)});
+        v2d x = l.ac + l.bc * c, y = l.am + l.bm * c;
+        v2d q = v2_sel((v2i)(x > y), x, y) + l.lat;
+        v2d att = q * l.full * l.stages + q * l.sliding * l.stages;
+        v2d time = l.base_time + att, ops = l.base_ops + att;
+        v2d h = v2_sel((v2i)(want < ops), (v2d){want, want}, ops);
+        h = v2_sel((v2i)(h > 0) & hide, h, (v2d)zero);
+        v2d d = time - h + l.overhead;
+        memcpy(dt + i, &d, sizeof d);
     }
+}
+
+/* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
+ * below 2^53, as counts of tokens and sequences are), else one at a time. */
+static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
+static inline double add_times(double acc, double v, int n, int v_whole) /* v_whole: whole_below(v, 2^20) */
+{
+    if (v_whole && whole_below(acc, 0x1p52))
+        return acc + (double)n * v; /* n v < 2^51 and acc < 2^52: both exact, and so is the sum */
+    for (int i = 0; i < n; i++)
+        acc += v;
+    return acc;
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
@@ -218,24 +249,31 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->last_lo, bin_hi = itl->last_hi;
+    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
     double blocks_free = s->blocks_free, tt = *t;
-    int bin = itl->last_bin, more = 1;
+    double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
+    int bin = itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
     int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
-    /* A block of iterations at a time: first their step times, block counts and samples (the
-     * loop's exits), then each integral's terms over the block, in iteration order (the same
-     * sums, bit for bit, as one loop; few live values per pass, so nothing spills) */
+    /* A block of iterations at a time, in passes of few live values each: the step times and
+     * the KV blocks they take (vectorisable, or short), the exits and samples (the clock alone),
+     * then each integral's terms over the block in iteration order (the same sums, bit for bit,
+     * as one loop: the same products, added in the same order), and the counts (whole numbers:
+     * added once, exactly) */
     enum { AHEAD_BLOCK = 64 };
-    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK]; /* s of each step; free blocks after it */
+    double dts[AHEAD_BLOCK + 1],
+        bfs[AHEAD_BLOCK]; /* s of each step (decode_times may write one more); free blocks after it */
+    double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
     int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
+        if (!(j < left && tt < t_arr))
+            break; /* the finishing iteration goes the normal way; an arrival is looked at */
         /* the block's step times (a pure function of j), as many as can run: the iterations left,
-         * and the arrival (later steps are no shorter); hints only, the loop below tests every exit */
-        int nb = 0, nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step whose time fails */
+         * and the arrival (later steps are no shorter); hints only, the passes below test every exit */
+        int nmax = AHEAD_BLOCK, bad = AHEAD_BLOCK; /* bad: the first step hl_stepper_time refuses */
         hl_status brc = HL_OK;
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
@@ -246,9 +284,6 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 nmax = est > 1 ? (int)est : 1;
             if (nmax > 1)
                 decode_times(&line, ctx0, j + 1, nmax - 1, dts + 1);
-            for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++)
-                if (!(dts[i] >= 0 && dts[i] <= DBL_MAX)) /* not finite, or negative */
-                    bad = i;
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -256,72 +291,116 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                     bad = i;
             }
         }
-        /* the exits, the blocks taken, the samples: one step at a time */
-        int64_t next_s = until_sample - 1; /* the block's step that is sampled */
-        for (double jj = j; nb < nmax; nb++, jj++) {
-            if (!(jj < left && tt < t_arr)) {
-                more = 0;
-                break;
+        /* the blocks each step takes (requests whose cache sits on a block boundary), while they fit */
+        int fit = nmax;
+        double bf = blocks_free;
+        for (int i = 0; i < nmax; i++) {
+            bf -= cnt[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
+            bfs[i] = bf;
+            r2 = (r2 == 0 ? bt : r2) - 1;
+        }
+        if (bf < 0) /* the first step whose blocks do not fit */
+            for (fit = 0; bfs[fit] >= 0; fit++)
+                ;
+        /* The steps in order, each exit tested as the reference does (the arrival, the blocks, the
+         * time): the clock, the sampled steps (their number on the stride), the gaps' bins and the
+         * largest gap. A gap inside the bin of the last (finite, >= 0 by the bin's bounds) takes
+         * no other test, in an inner loop without calls (its values stay in registers); the bin's
+         * count is added once per run of gaps inside it. */
+        int nb = 0, lim = fit < bad ? fit : bad, run0 = 0; /* run0: the first step of the bin's run */
+        int64_t next_s = until_sample - 1;                 /* the block's sampled step */
+        for (;;) {
+            int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
+            double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
+            while (k < lim2 && tc < ta) {
+                double d = dts[k];
+                if (!(d >= lo && d < hi))
+                    break;
+                tc += d;
+                mx = d > mx ? d : mx;
+                k++;
             }
-            double need = cnt[r2]; /* requests whose cache sits on a block boundary */
-            if (need > blocks_free) {
-                more = 0;
+            tt = tc;
+            imax = mx;
+            nb = k;
+            if (!(nb < lim && tt < t_arr))
                 break;
-            }
-            if (nb == bad) {
-                rc = have_line ? hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", dts[nb]) : brc;
-                more = 0;
-                break;
-            }
-            blocks_free -= need; /* (exact: whole counts) */
-            bfs[nb] = blocks_free;
-            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
-                rec->steps = steps0 + jn + nb;
-                if ((rc = record_sample(rec, tt, (total - blocks_free) / blocks_all, fm, w, err))) {
-                    more = 0;
+            double d = dts[nb];
+            if (!(d >= vlo && d < bin_hi)) {
+                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative */
+                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", d);
                     break;
                 }
+                itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
+                run0 = nb;
+                bin = hl_itl_bin(d);
+                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+                vlo = bin_lo > 0 ? bin_lo : 0;
+            }
+            if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
+                rec->steps = steps0 + jn + nb;
+                if ((rc = record_sample(rec, tt, (total - bfs[nb]) / blocks_all, fm, w, err)))
+                    break;
                 next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
             }
-            tt += dts[nb];
-            r2 = r2 == 0 ? bt - 1 : r2 - 1;
+            tt += d;
+            imax = d > imax ? d : imax;
+            nb++;
         }
+        itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
+        if (!rc && nb == bad && bad < fit && tt < t_arr) /* hl_stepper_time refused this step */
+            rc = brc;
+        if (nb < nmax || rc) /* an exit: the arrival, the blocks, the last iteration, a bad time, an error */
+            more = 0;
+        /* the blocks ring: back to the first step not taken */
+        for (int i = nb; i < nmax; i++)
+            r2 = r2 == bt - 1 ? 0 : r2 + 1;
+        if (nb > 0)
+            blocks_free = bfs[nb - 1];
         until_sample = next_s - nb + 1;
         j += nb;
         jn += nb;
-        for (int i = 0; i < nb; i++) {                             /* record()'s integrals */
-            double dt = dts[i], u = (total - bfs[i]) / blocks_all; /* util as each step left it */
-            busy += dt * weight;
-            little += in_sys * dt;
-            run += fm * dt;
-            wait += w * dt;
-            kv += u * dt;
-            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
-            tokens += fm;
+        for (int i = 0; i < nb; i++) {                /* the terms, as record() and hl_itl_add() form them */
+            double u = (total - bfs[i]) / blocks_all; /* util as each step left it */
+            prod[i] = fm * dts[i];
+            kvt[i] = u * dts[i];
+            bws[i] = dts[i] * weight;
         }
-        for (int i = 0; i < nb && w > 0; i++) { /* saturated: requests wait */
-            sat_tokens += fm;
-            sat_time += dts[i] * weight;
-        }
-        for (int i = 0; i < nb && s->pc; i++)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
-        for (int i = 0; i < nb; i++) { /* hl_itl_add(itl, dt, m) */
-            double dt = dts[i];
-            if (!(dt >= bin_lo && dt < bin_hi)) {
-                bin = hl_itl_bin(dt);
-                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+        if (w == 0) { /* nothing waits: in_sys dt = m dt, w dt = 0 (wait + 0 = wait) */
+            for (int i = 0; i < nb; i++) {
+                double p = prod[i];
+                busy += bws[i];
+                little += p;
+                run += p;
+                kv += kvt[i];
+                isum += p;
             }
-            itl->count[bin] += fm;
-            n_itl += fm;
-            isum += dt * fm;
-            if (dt > imax)
-                imax = dt;
+        } else {
+            for (int i = 0; i < nb; i++) {
+                double dt = dts[i];
+                busy += bws[i];
+                little += in_sys * dt;
+                run += prod[i];
+                wait += w * dt;
+                kv += kvt[i];
+                isum += prod[i];
+                sat_time += bws[i];
+            }
+            sat_tokens = add_times(sat_tokens, fm, nb, fm_whole);
         }
+        if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
+            double u = (total - bfs[nb - 1]) / blocks_all;
+            kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
+        }
+        tokens = add_times(tokens, fm, nb, fm_whole);
+        n_itl = add_times(n_itl, fm, nb, fm_whole);
+        for (int i = 0; s->pc && i < nb; i++)
+            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
     itl->n = n_itl;
-    itl->last_bin = bin; /* the bin the next gap most likely falls in */
-    itl->last_lo = bin_lo;
-    itl->last_hi = bin_hi;
+    itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
+    itl->ahead_lo = bin_lo;
+    itl->ahead_hi = bin_hi;
     s->blocks_free = blocks_free;
     rec->busy = busy;
     rec->little = little;
@@ -377,8 +456,9 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     hl_status rc = hl_memory_per_gpu(&j, &mem, err);
     if (rc)
         return rc;
-    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2) */
-    if ((rc = hl_memory_draft_token_bytes(&c->job, &draft_tok, err)))
+    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2); */
+    /* j, not c->job: the instance's batch is 1, which a draft resolved over dp > 1 ranks refuses */
+    if ((rc = hl_memory_draft_token_bytes(&j, &draft_tok, err)))
         return rc;
     hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
                             c->job.mem_util,
@@ -692,19 +772,6 @@ static void owned_free(owned *o)
     hl_serve_acc_free(&o->acc);
 }
 
-/* A prompt the run made (a normal length drawn without input.max, a session's turn with its
- * history) longer than token_budget under chunked_prefill = false: refused, as
- * hl_serve_check refuses the configurations it can bound (serve_fields.c, check_unchunked). */
-static hl_status unchunked_too_long(const hl_serve_cfg *c, const char *what, int64_t k, double prompt, hl_err *err)
-{
-    return hl_fail(err, HL_EINVAL,
-                   "serve field 'token_budget': %s %lld has a prompt of %g tokens, more than token_budget = %lld "
-                   "with chunked_prefill = false (an unchunked prompt runs whole in one iteration; vLLM refuses "
-                   "max_num_batched_tokens < max_model_len without chunked prefill); raise token_budget, bound "
-                   "the prompts (input.max, sessions.turns) or set chunked_prefill = true",
-                   what, (long long)k, prompt, (long long)c->token_budget);
-}
-
 /* Whole-number bounds [*lo, *hi] of a length distribution's draws (a uniform draw, lo +
  * floor(u (hi - lo + 1)), may round up to hi + 1); 0 when a draw may not be a whole number. */
 static int whole_bounds(const hl_len_dist *d, double *lo, double *hi)
@@ -899,7 +966,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
                            "image_tokens must be <= every request's input",
                            (long long)i + 1, t->input, job->image_tokens);
         if (!prefilled && !c->chunked_prefill && t->input > (double)c->token_budget) /* drawn past the budget */
-            return unchunked_too_long(c, "request", i + 1, t->input, err);
+            return hl_serve_unchunked_fail(c, 0, "request", i + 1, t->input, err);
         if (prefilled) { /* prefilled elsewhere: the KV of the prompt is here, the first token out */
             x->prefilled = x->kv = t->input;
             x->gen = 1;
@@ -1111,7 +1178,7 @@ static hl_status release_turn(const hl_serve_cfg *c, owned *o, int npools, int64
                        (long long)o->sess[si].turns + 1, x->input, history, x->output, most, (long long)c->block_tokens,
                        P->unit_blocks);
     if (!c->chunked_prefill && x->input > (double)c->token_budget)
-        return unchunked_too_long(c, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
+        return hl_serve_unchunked_fail(c, 0, "a conversation's turn", o->sess[si].turns + 1, x->input, err);
     o->sess_of[r] = si;
     release_at(o, npools, next, r, t + c->session_think_s);
     return HL_OK;

@@ -123,8 +123,8 @@ static const hl_field serve_fields[] = {
         "KV offload: host-to-GPU bandwidth per GPU (or kv_offload.link)"),
     NUM(offload_host, "kv_offload_host_bytes", "kv_offload.host_bytes", 1, 1e15, "B", 0,
         "KV offload: host memory per GPU (default: the link's part; the tier must fit in it)"),
-    ENUM(offload_link, "kv_offload_link", "kv_offload.link", "custom|pcie_gen4|pcie_gen5|gh200|gb200",
-         HL_OFFLOAD_CUSTOM, "KV offload: host link preset of bw and host memory (docs/MODEL.md 12)"),
+    ENUM(offload_link, "kv_offload_link", "kv_offload.link", HL_OFFLOAD_LINK_NAMES, HL_OFFLOAD_CUSTOM,
+         "KV offload: host link preset of bw and host memory (docs/MODEL.md 12)"),
     ROW(offload_overlap, "kv_offload_overlap", "kv_offload.overlap", HL_FIELD_BOOL, (int32_t)sizeof(int32_t), 0, 1, "",
         0, "KV offload: a host block's reload runs under the step's compute (layer by layer), not before it", NULL, 0),
 };
@@ -525,6 +525,20 @@ static hl_status check_arrival(const hl_serve_cfg *c, int *trace_out, hl_err *er
     return HL_OK;
 }
 
+hl_status hl_serve_unchunked_fail(const hl_serve_cfg *c, int trace_row, const char *what, int64_t k, double prompt,
+                                  hl_err *err)
+{
+    char fix[64] = ", bound the prompts (input.max, sessions.turns)";
+    if (trace_row)
+        snprintf(fix, sizeof fix, " to >= %g", prompt);
+    return hl_fail(err, HL_EINVAL,
+                   "serve field '%s': %s %lld has a prompt of %g tokens, more than token_budget = %lld with "
+                   "chunked_prefill = false (an unchunked prompt runs whole in one iteration; vLLM refuses "
+                   "max_num_batched_tokens < max_model_len without chunked prefill); raise token_budget%s or set "
+                   "chunked_prefill = true",
+                   trace_row ? "trace" : "token_budget", what, (long long)k, prompt, (long long)c->token_budget, fix);
+}
+
 /* chunked_prefill = false: a prompt runs whole in one iteration, so the longest prompt must fit
  * token_budget. vLLM refuses max_num_batched_tokens < max_model_len without chunked prefill
  * (vllm/config.py, SchedulerConfig._verify_args: "max_num_batched_tokens (...) is smaller than
@@ -539,12 +553,7 @@ static hl_status check_unchunked(const hl_serve_cfg *c, int trace, hl_err *err)
     if (kind == HL_LEN_TRACE) {
         for (int64_t i = 0; c->trace && i < c->n_trace; i++)
             if (c->trace[i].input > budget)
-                return hl_fail(err, HL_EINVAL,
-                               "serve field 'trace': request %lld has a prompt of %g tokens, more than token_budget "
-                               "= %lld with chunked_prefill = false (an unchunked prompt runs whole in one "
-                               "iteration; vLLM refuses max_num_batched_tokens < max_model_len without chunked "
-                               "prefill); raise token_budget to >= %g or set chunked_prefill = true",
-                               (long long)i + 1, c->trace[i].input, (long long)c->token_budget, c->trace[i].input);
+                return hl_serve_unchunked_fail(c, 1, "request", i + 1, c->trace[i].input, err);
         return HL_OK;
     }
     double longest = kind == HL_LEN_FIXED     ? c->input.mean

@@ -17,6 +17,13 @@ double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
  * kinds and bounds (core/src/serve_fields.c). */
 hl_status hl_serve_resolve(const hl_serve_cfg *cfg, hl_serve_cfg *out, hl_err *err);
 
+/* The error for prompt k (counted from 1) of `prompt` tokens, longer than token_budget under
+ * chunked_prefill = false: of trace row k (trace_row = 1: field 'trace', raise token_budget to
+ * at least the prompt), or of `what` the run made (a drawn length, a session's turn: field
+ * 'token_budget'). */
+hl_status hl_serve_unchunked_fail(const hl_serve_cfg *cfg, int trace_row, const char *what, int64_t k, double prompt,
+                                  hl_err *err);
+
 /* KV blocks of the instance (cfg->kv_blocks, or from HBM). */
 struct hl_stepper;
 hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *st, double *blocks, hl_err *err);
@@ -54,6 +61,8 @@ typedef struct hl_itl_hist {
     double edge[HL_ITL_BINS]; /* s: [b] the smallest gap filed in bin b or above (b >= 1), 0 until looked up */
     double last_lo, last_hi;  /* s: the gaps of the bin hl_itl_add filed last (none at first) */
     int last_bin;
+    double ahead_lo, ahead_hi; /* s: the same for the decode run-ahead's gaps (serve.c), a bin of its own: */
+    int ahead_bin;             /* the steps between two run-aheads, which carry prompts, fall elsewhere */
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 

@@ -4,9 +4,12 @@
  * map, LRU free queue, host tier) is prefix_cache.c; the policy is vLLM's
  * automatic prefix caching (docs/MODEL.md 12). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "err_int.h"
+#include "fields_int.h"
 #include "prefix_cache_int.h"
 #include "serve_prefix_int.h"
 
@@ -240,18 +243,25 @@ hl_status hl_serve_check_prefix(const hl_serve_cfg *c, hl_err *err)
             return hl_fail(err, HL_EINVAL,
                            "serve fields 'kv_offload.bw' and 'kv_offload.link' both give the tier's bandwidth (give "
                            "one)");
-        if (bw <= 0)
+        if (bw <= 0) {
+            char presets[128] = "", name[32]; /* every link but custom, quoted: "pcie_gen4", ... */
+            for (int32_t i = 1; hl_enum_name(HL_OFFLOAD_LINK_NAMES, i, name, sizeof name); i++)
+                snprintf(presets + strlen(presets), sizeof presets - strlen(presets), "%s\"%s\"", i > 1 ? ", " : "",
+                         name);
             return hl_fail(err, HL_EINVAL,
                            "serve field 'kv_offload.bw' is required without kv_offload.link (host-to-GPU B/s per GPU; "
-                           "or link = \"pcie_gen4\", \"pcie_gen5\", \"gh200\", \"gb200\")");
+                           "or link = %s)",
+                           presets);
+        }
         if (host <= 0) { /* a PCIe or custom link: the host memory is the server's, which no preset knows */
-            static const char *const names[] = {"custom", "pcie_gen4", "pcie_gen5", "gh200", "gb200"};
-            int k = c->offload_link >= 0 && c->offload_link <= HL_OFFLOAD_GB200 ? c->offload_link : 0;
+            char name[32];
+            if (!hl_enum_name(HL_OFFLOAD_LINK_NAMES, c->offload_link, name, sizeof name) || c->offload_link < 0)
+                hl_enum_name(HL_OFFLOAD_LINK_NAMES, HL_OFFLOAD_CUSTOM, name, sizeof name);
             return hl_fail(err, HL_EINVAL,
                            "serve field 'kv_offload.host_bytes' is required with link = \"%s\" (the link does not "
                            "say how much host memory the server has, which bounds capacity_bytes): give the host "
                            "memory per GPU in B, e.g. 2.56e11 for a DGX H100 (2 TB over 8 GPUs)",
-                           names[k]);
+                           name);
         }
         if (c->offload_bytes > host)
             return hl_fail(err, HL_EINVAL,

@@ -8,6 +8,9 @@
 #include "hbdlab/serve.h"
 #include "hbdlab/status.h"
 
+/* The names of hl_offload_link's values, in its order: the field kv_offload.link's and its messages'. */
+#define HL_OFFLOAD_LINK_NAMES "custom|pcie_gen4|pcie_gen5|gh200|gb200"
+
 /* The checks of prefix_cache and shared_prefix against the other fields (hl_serve_check calls it). */
 hl_status hl_serve_check_prefix(const hl_serve_cfg *cfg, hl_err *err);
 

@@ -60,12 +60,6 @@ static int l_bench_sweep(lua_State *L)
     return 3;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* bench_spawn({prog, args...}, runs) -> {median_s, min_s, runs}: the wall time from posix_spawn
  * to the child's exit, `runs` times (stdout and stderr to /dev/null), waited for without polling
  * (core.spawn polls every 2 ms, too coarse for a start-up of about 2 ms). Raises when the program
@@ -115,7 +109,7 @@ static int l_bench_spawn(lua_State *L)
     posix_spawn_file_actions_destroy(&fa);
     if (fail)
         return luaL_error(L, "bench_spawn: %s '%s'%s%s", fail, argv[0], err ? ": " : "", err ? strerror(err) : "");
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    hl_bench_sort(t, (size_t)runs);
     lua_createtable(L, 0, 3);
     hl_set_num(L, "median_s", runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]));
     hl_set_num(L, "min_s", t[0]);

@@ -28,6 +28,119 @@ static int listed(const char *name, const char *const *list)
 }
 static char keys_key;
 
+/* The fingerprint of the job table a scratch plan was read from (hl.simulate with model and
+ * cluster objects beside the table): its keys and values in lua_next order, so that a call with
+ * a table that holds the same ones in the same order, and the same two objects, reuses the plan
+ * instead of reading and checking every field again (check_job is a function of exactly these;
+ * a table that fails the check is never recorded, so every error is still raised).
+ * - key: lua_topointer of the key, a field name's string: short (interned), and kept alive by the
+ *   key tables in the registry, so the same pointer is the same name;
+ * - a number: its double (what the setters read: lua_tonumber), compared bit for bit;
+ * - a boolean: its value; a string: lua_topointer, the string kept alive as a user value of the
+ *   scratch (so the same pointer is the same string: short strings are interned, and a long one
+ *   that is equal but another object only misses);
+ * - a group table (parallel = {...}, overlap = {...}): its member entries follow it (n of them);
+ * - FP_ANY: model / cluster, whose values check_job does not read when the objects are given.
+ * Anything else (expert_freq, spec_accept lists, spec_draft_model, more than FP_MAX entries or
+ * FP_STRINGS strings) is not recorded: such a job is read in full on every call. */
+enum { FP_MAX = 64, FP_STRINGS = 8, FP_ANY = -2, UV_RUN = 3 + FP_STRINGS, SCRATCH_UV = UV_RUN };
+typedef struct fp_entry {
+    const void *key; /* lua_topointer of the key */
+    const void *p;   /* a string value: lua_topointer (kept alive by a user value) */
+    double d;        /* a number value */
+    int32_t type;    /* LUA_TNUMBER, LUA_TBOOLEAN, LUA_TSTRING, LUA_TTABLE or FP_ANY */
+    int32_t n;       /* a table: the member entries that follow; a boolean: its value */
+} fp_entry;
+
+/* The state's scratch for hl.simulate: the plan read last, and what it was read from. */
+typedef struct sim_scratch {
+    hl_plan_in in;
+    int32_t fp_n; /* entries in fp; -1: in is not a recorded table's plan */
+    int32_t batch_max, auto_plan, seen;
+    const void *model, *cluster; /* the objects in was read with (user values 1 and 2) */
+    fp_entry fp[FP_MAX];
+} sim_scratch;
+
+/* Recording a fingerprint while check_job reads the table: the scratch (at stack index ud),
+ * the entries and strings so far; ok = 0 once something was met that is not recorded. */
+typedef struct fp_rec {
+    sim_scratch *s;
+    int ud, ok;
+    int32_t n, nstr;
+} fp_rec;
+
+/* Appends the entry of the key and value at the top of the stack: FP_SCALAR a number, boolean or
+ * string; FP_ANY any value (not compared); FP_GROUP a group table (the caller counts the member
+ * entries that follow into its n). Another value, or one entry or string too many, stops the
+ * recording (NULL). */
+enum { FP_SCALAR, FP_ANY_VALUE, FP_GROUP };
+static fp_entry *fp_add(lua_State *L, fp_rec *rec, int kind)
+{
+    if (!rec || !rec->ok)
+        return NULL;
+    int t = lua_type(L, -1);
+    int fits =
+        kind == FP_ANY_VALUE || (kind == FP_GROUP && t == LUA_TTABLE) ||
+        (kind == FP_SCALAR && (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (t == LUA_TSTRING && rec->nstr < FP_STRINGS)));
+    if (!fits || rec->n >= FP_MAX) {
+        rec->ok = 0;
+        return NULL;
+    }
+    fp_entry *e = &rec->s->fp[rec->n++];
+    *e = (fp_entry){.key = lua_topointer(L, -2), .type = kind == FP_ANY_VALUE ? FP_ANY : t};
+    if (kind != FP_SCALAR)
+        return e;
+    if (t == LUA_TNUMBER)
+        e->d = lua_tonumber(L, -1);
+    else if (t == LUA_TBOOLEAN)
+        e->n = lua_toboolean(L, -1);
+    else { /* a string: kept alive while the fingerprint holds its pointer */
+        e->p = lua_topointer(L, -1);
+        lua_pushvalue(L, -1);
+        lua_setiuservalue(L, rec->ud, 3 + rec->nstr++);
+    }
+    return e;
+}
+
+static void fp_stop(fp_rec *rec)
+{
+    if (rec)
+        rec->ok = 0;
+}
+
+/* Whether the table at t holds e[0, n) (fp_entry) and nothing else, in lua_next order. */
+static int fp_same(lua_State *L, int t, const fp_entry *e, int32_t n)
+{
+    int32_t i = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) { /* [.. key value] */
+        int same = i < n && lua_topointer(L, -2) == e[i].key;
+        if (same && e[i].type != FP_ANY) {
+            int ty = lua_type(L, -1);
+            if (ty != e[i].type)
+                same = 0;
+            else if (ty == LUA_TNUMBER) {
+                double d = lua_tonumber(L, -1);
+                same = memcmp(&d, &e[i].d, sizeof d) == 0; /* bits: NaN, -0 */
+            } else if (ty == LUA_TBOOLEAN)
+                same = lua_toboolean(L, -1) == e[i].n;
+            else if (ty == LUA_TSTRING)
+                same = lua_topointer(L, -1) == e[i].p;
+            else { /* a group table: its members follow */
+                same = i + 1 + e[i].n <= n && fp_same(L, lua_gettop(L), e + i + 1, e[i].n);
+                i += e[i].n;
+            }
+        }
+        lua_pop(L, 1);
+        if (!same) {
+            lua_pop(L, 1);
+            return 0;
+        }
+        i++;
+    }
+    return i == n;
+}
+
 /* Pushes the key -> code table, building it on first use. */
 static void push_keys(lua_State *L)
 {
@@ -137,6 +250,8 @@ static void set_expert_freq(lua_State *L, hl_job *j)
  * the top. */
 static void set_spec_accept(lua_State *L, hl_job *j)
 {
+    /* keys exactly 1..n: {0.9, 0.8, 0.7, x = 1} or a key 0 was accepted with the extra key dropped */
+    hl_check_list(L, -1, "field 'spec_accept'");
     lua_Integer n = luaL_len(L, -1);
     if (n < 1 || n > HL_SPEC_POSITIONS_MAX)
         luaL_error(L,
@@ -231,8 +346,9 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
         hl_raise(L, &err);
 }
 
-/* Sets the fields of group `g` ("parallel", "overlap") from the table at the top. */
-static void set_group_table(lua_State *L, hl_job *j, const char *g)
+/* Sets the fields of group `g` ("parallel", "overlap") from the table at the top (each member
+ * recorded into rec, when given). */
+static void set_group_table(lua_State *L, hl_job *j, const char *g, fp_rec *rec)
 {
     int t = lua_gettop(L);
     push_group_keys(L, g); /* [.. group members] */
@@ -276,6 +392,7 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g)
                            lua_tostring(L, -1));
             luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
+        fp_add(L, rec, FP_SCALAR);
         set_from_lua(L, hl_job_fields(), f, j, f->path);
         lua_pop(L, 1);
     }
@@ -358,37 +475,48 @@ static void init_job(hl_job *j)
     memcpy((char *)j + JOB_FREQ_END, (const char *)&job_template + JOB_FREQ_END, sizeof *j - JOB_FREQ_END);
 }
 
-/* The state's scratch hl_plan_in for hl.simulate (a userdata, cleared once): taken out of the
- * registry while a call uses it (a call made meanwhile, from a metamethod or a finalizer,
- * gets one of its own), put back when the call returns; a call that raises drops it. The
- * userdata is pushed (it anchors the memory). */
-static char scratch_key;
-static hl_plan_in *take_scratch(lua_State *L)
+/* The state's scratch for hl.simulate (sim_scratch, a userdata cleared once; user values: the
+ * model and cluster objects of its fingerprint, then its strings, then the job its plan ran,
+ * hl_push_result_job's, which the views of its calls share): l_simulate's upvalue, taken
+ * out while a call uses it (a call made meanwhile, from a metamethod or a finalizer, gets one of
+ * its own), put back when the call returns; a call that raises drops it (and its fingerprint).
+ * The userdata is pushed (it anchors the memory). */
+static sim_scratch *take_scratch(lua_State *L)
 {
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &scratch_key) == LUA_TUSERDATA) {
+    if (lua_type(L, lua_upvalueindex(1)) == LUA_TUSERDATA) {
+        lua_pushvalue(L, lua_upvalueindex(1));
         lua_pushnil(L);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &scratch_key);
+        lua_replace(L, lua_upvalueindex(1));
         return lua_touserdata(L, -1);
     }
-    lua_pop(L, 1);
-    hl_plan_in *p = lua_newuserdatauv(L, sizeof *p, 0);
+    sim_scratch *p = lua_newuserdatauv(L, sizeof *p, SCRATCH_UV);
     memset(p, 0, sizeof *p);
+    p->fp_n = -1;
     return p;
 }
 
 static void give_back_scratch(lua_State *L, int idx)
 {
     lua_pushvalue(L, idx);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &scratch_key);
+    lua_replace(L, lua_upvalueindex(1));
+}
+
+/* Whether the scratch's plan is that of the job table at 1 with the objects at 2 and 3. */
+static int fp_hit(lua_State *L, const sim_scratch *s)
+{
+    return s->fp_n >= 0 && lua_type(L, 2) == LUA_TUSERDATA && lua_topointer(L, 2) == s->model &&
+           lua_type(L, 3) == LUA_TUSERDATA && lua_topointer(L, 3) == s->cluster && lua_type(L, 1) == LUA_TTABLE &&
+           fp_same(L, 1, s->fp, s->fp_n);
 }
 
 /* Reads simulate fields from the table at idx into *out; see bind.h. Every
  * key is looked up in the core's field tables (job fields by name, grouped
  * ones also as parallel = {...} and overlap = {...} / a number for the group).
  * model_idx / cluster_idx: stack indices of the model and cluster to use instead of the
- * table's fields (0: the fields). *seen: KEY_MAPPING and KEY_SPEC of the keys given. */
+ * table's fields (0: the fields). *seen: KEY_MAPPING and KEY_SPEC of the keys given. rec (or
+ * NULL) records the table's fingerprint (rec->ok stays 1 when every entry could be recorded). */
 static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_plan_in *out, int *batch_max_out,
-                      int *auto_plan_out, int *seen)
+                      int *auto_plan_out, int *seen, fp_rec *rec)
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
@@ -418,17 +546,28 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
         int t = lua_type(L, -1);
         if (code == 0) {
             unknown_key(L, k);
+        } else if (code == KEY_OBJECT) { /* read above */
+            if (model_idx && cluster_idx)
+                fp_add(L, rec, FP_ANY_VALUE);
+            else
+                fp_stop(rec);
         } else if (code == KEY_EXPERT_FREQ) {
+            fp_stop(rec);
             set_expert_freq(L, j);
         } else if (code == KEY_DRAFT) {
+            fp_stop(rec);
             set_draft_model(L, j);
         } else if (code == KEY_PARALLEL || code == KEY_GROUP) {
+            fp_entry *group = fp_add(L, rec, t == LUA_TTABLE ? FP_GROUP : FP_SCALAR);
             if (t == LUA_TSTRING && code == KEY_PARALLEL &&
                 strcasecmp(hl_c_string(L, -1, "field 'parallel'"), "auto") == 0)
                 *auto_plan_out = 1;
-            else if (t == LUA_TTABLE)
-                set_group_table(L, j, k);
-            else if (t == LUA_TNUMBER && code == KEY_GROUP) {
+            else if (t == LUA_TTABLE) {
+                int32_t first = rec ? rec->n : 0;
+                set_group_table(L, j, k, rec);
+                if (group)
+                    group->n = rec->n - first;
+            } else if (t == LUA_TNUMBER && code == KEY_GROUP) {
                 hl_err err;
                 if (hl_job_set_number(j, k, lua_tonumber(L, -1), &err))
                     hl_raise(L, &err);
@@ -440,8 +579,10 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
             else
                 luaL_error(L, "field '%s': expected a number or {%s.* fields}, got %s", k, k, luaL_typename(L, -1));
         } else if (code >= KEY_PLAN) {
+            fp_add(L, rec, FP_SCALAR);
             set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
         } else if (code >= KEY_JOB) {
+            fp_add(L, rec, FP_SCALAR); /* a table (spec_accept) stops the recording */
             if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
                 if (strcasecmp(hl_c_string(L, -1, "field 'batch'"), "max") != 0)
                     luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
@@ -473,7 +614,7 @@ void hl_check_job(lua_State *L, int idx, hl_plan_in *out, int *batch_max_out, in
 {
     int seen;
     memset(&out->job, 0, sizeof out->job); /* init_job wants the shares zero */
-    check_job(L, idx, 0, 0, out, batch_max_out, auto_plan_out, &seen);
+    check_job(L, idx, 0, 0, out, batch_max_out, auto_plan_out, &seen, NULL);
 }
 
 static void push_events(lua_State *L, const hl_event *ev, int n)
@@ -615,8 +756,28 @@ static int l_simulate(lua_State *L)
     int batch_max, auto_plan, seen;
     int objs = lua_gettop(L) >= 3;
     lua_settop(L, 3);
-    hl_plan_in *pinp = take_scratch(L); /* at 4 */
-    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, pinp, &batch_max, &auto_plan, &seen);
+    sim_scratch *scr = take_scratch(L); /* at 4 */
+    hl_plan_in *pinp = &scr->in;
+    int objects; /* model and cluster objects beside the table (the view keeps them) */
+    int hit = objs && fp_hit(L, scr);
+    if (hit) { /* the table and objects the plan was read from: read already */
+        batch_max = scr->batch_max, auto_plan = scr->auto_plan, seen = scr->seen;
+        objects = 1;
+    } else {
+        objects = objs && hl_to_model(L, 2) && hl_to_cluster(L, 3);
+        fp_rec rec = {scr, 4, objects, 0, 0};
+        scr->fp_n = -1; /* until the table is read in full */
+        check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, pinp, &batch_max, &auto_plan, &seen, objects ? &rec : NULL);
+        if (rec.ok) {
+            scr->fp_n = rec.n;
+            scr->batch_max = batch_max, scr->auto_plan = auto_plan, scr->seen = seen;
+            scr->model = lua_topointer(L, 2), scr->cluster = lua_topointer(L, 3);
+            lua_pushvalue(L, 2);
+            lua_setiuservalue(L, 4, 1);
+            lua_pushvalue(L, 3);
+            lua_setiuservalue(L, 4, 2);
+        }
+    }
     hl_candidate cands[32];
     int32_t ncand = 0;
     pinp->max_batch = batch_max; /* the chosen job is checked against memory below, as any other */
@@ -634,10 +795,18 @@ static int l_simulate(lua_State *L)
     jp->summary_only = 1; /* breakdown and events are built on first access */
     if (hl_sim_run(jp, rp, &err))
         return hl_raise(L, &err);
-    double v[HL_POINT_VALUES];
-    hl_result_values(rp, v);
-    int kept[3] = {1, objs ? 2 : 0, objs ? 3 : 0};
-    hl_push_result_view(L, v, jp, kept, objs && hl_to_model(L, 2) && hl_to_cluster(L, 3));
+    /* the job as run, kept for the views' lazy breakdown: the same bytes on every call that
+     * reuses the plan (resolution is a function of the plan), so those calls share one copy */
+    if (!hit || lua_getiuservalue(L, 4, UV_RUN) != LUA_TUSERDATA) {
+        if (hit)
+            lua_pop(L, 1);
+        hl_push_result_job(L, jp, objs ? 2 : 0, objs ? 3 : 0, objects);
+        if (scr->fp_n >= 0) {
+            lua_pushvalue(L, -1);
+            lua_setiuservalue(L, 4, UV_RUN);
+        }
+    } /* [t m c scratch job] */
+    hl_push_result_view(L, rp, 5, 1);
     int meets = 1;
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */
@@ -734,5 +903,6 @@ void hl_bind_sim(lua_State *L)
     lua_pop(L, 1);
     static const luaL_Reg fns[] = {
         {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
-    luaL_setfuncs(L, fns, 0);
+    lua_pushnil(L); /* each function's upvalue: l_simulate's scratch, made on its first call */
+    luaL_setfuncs(L, fns, 1);
 }

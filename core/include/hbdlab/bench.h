@@ -2,6 +2,7 @@
  * test asserts on their results. */
 #ifndef HBDLAB_BENCH_H
 #define HBDLAB_BENCH_H
+#include <stddef.h>
 #include <stdint.h>
 #include "hbdlab/status.h"
 #include "hbdlab/sim.h"
@@ -18,6 +19,10 @@ typedef struct hl_latency_stats {
     double mean_s;
     int64_t runs;
 } hl_latency_stats;
+
+/* Sorts n timings (s, no NaN) in place, ascending: the order every benchmark's median and
+ * percentiles are read from. */
+void hl_bench_sort(double *t, size_t n);
 
 /* Runs the job `runs` times in batches of `batch`, timing each batch with a
  * monotonic clock; statistics are over the per-run time of each batch. */
