@@ -307,11 +307,14 @@ hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, h
                        "field 'spec_accept': a vector of %lld positions (allowed: 1 to %d, one per draft token)",
                        (long long)n, (int)HL_SPEC_POSITIONS_MAX);
     for (int64_t k = 0; k < n; k++)
-        if (!(accept[k] > 0 && accept[k] <= 1)) /* NaN fails too */
+        if (!(accept[k] > 0 && accept[k] <= 1)) { /* NaN fails too */
+            char shown[32];
+            hl_field_shown(accept[k], 0x1p-1074, 1, shown); /* 0 < p <= 1 */
             return hl_fail(err, HL_EINVAL,
-                           "field 'spec_accept': entry %lld is %g (allowed: 0 < p <= 1, the probability that draft "
+                           "field 'spec_accept': entry %lld is %s (allowed: 0 < p <= 1, the probability that draft "
                            "position %lld is accepted given the positions before it were)",
-                           (long long)k + 1, accept[k], (long long)k + 1);
+                           (long long)k + 1, shown, (long long)k + 1);
+        }
     memset(job->spec_accept_pos, 0, sizeof job->spec_accept_pos);
     job->spec_accept_n = (int32_t)n;
     if (n > 0) {

@@ -220,6 +220,17 @@ hl_status hl_acc_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double time
     return add_op(s, a, op, times, err);
 }
 
+hl_status hl_acc_op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
+{
+    return op_time(s, op, t, measured, err);
+}
+
+void hl_acc_op_timed(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times, int measured)
+{
+    if (times > 0)
+        account_op(s, a, op, t, times, measured);
+}
+
 static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, double n, double k)
 {
     hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
