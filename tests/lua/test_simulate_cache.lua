@@ -149,6 +149,31 @@ T.test("two job tables in turn, and a copy of the same fields", function()
   same(hl.simulate(deep_copy(a)), ra, "a copy of a")
 end)
 
+-- The lazy breakdown re-runs the job a view keeps; views of calls that reuse a plan share one
+-- kept job, which must stay that of their call after the table changes and the plan moves on.
+local function breakdown(r)
+  local rows = {}
+  for _, phase in ipairs { "prefill", "decode" } do
+    for _, it in ipairs(r[phase].breakdown) do rows[#rows + 1] = string.format("%s %s %.17g", phase, it.name, it.time_s) end
+  end
+  return table.concat(rows, "\n")
+end
+
+T.test("the breakdown of views that share a kept job, after the job changed", function()
+  local job = base()
+  local r1, r2 = hl.simulate(job), hl.simulate(job)
+  local want1 = breakdown(reference(job))
+  job.input, job.parallel.tp, job.parallel.dp = 8192, 8, 1
+  local r3 = hl.simulate(job)
+  local r4 = hl.simulate(job)
+  local want3 = breakdown(reference(job))
+  T.ok(want1 ~= want3, "the two jobs' breakdowns differ")
+  T.eq(breakdown(r4), want3, "the changed job, its second call")
+  T.eq(breakdown(r1), want1, "the first job, first call (read after the change)")
+  T.eq(breakdown(r2), want1, "the first job, second call")
+  T.eq(breakdown(r3), want3, "the changed job, first call")
+end)
+
 T.test("a model file rewritten between calls", function()
   local path = os.tmpname() .. ".json"
   local function write(layers)
