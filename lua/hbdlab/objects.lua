@@ -24,19 +24,29 @@ local presets = { gpu = {}, cluster = {}, model = {} }
 local presets_generation = core.presets_generation
 local presets_gen = presets_generation()
 
--- The object of preset name x of `kind` (ctor builds it on the first call).
-local function named(kind, ctor, x)
+-- Empties the cache when $HBDLAB_PRESETS changed since the last look.
+local function fresh()
   local gen = presets_generation()
   if gen ~= presets_gen then
     presets_gen = gen
     presets = { gpu = {}, cluster = {}, model = {} }
   end
+end
+
+-- The object of preset name x of `kind` (ctor builds it on the first call), the cache fresh().
+local function cached(kind, ctor, x)
   local hit = presets[kind][x]
   if hit then return hit end
   if x:match("%.json$") then return from_file(kind, x) end
   local obj = ctor(x)
   presets[kind][x] = obj
   return obj
+end
+
+-- The object of preset name x of `kind`.
+local function named(kind, ctor, x)
+  fresh()
+  return cached(kind, ctor, x)
 end
 
 local function wrap(kind, ctor)
@@ -116,6 +126,28 @@ function M.resolved(kind, x)
   if tx == "string" then return named(kind, kind == "model" and core.model or core.cluster, x) end
   if tx == "table" and getmetatable(x) == nil then return M[kind](x) end
   return x
+end
+
+-- The last two preset names resolved_pair found in the cache, their objects, and the generation
+-- then: the same two names at the same generation are the same objects (the cache keeps them
+-- until it is emptied), with no look-up.
+local pair_m, pair_c, pair_mo, pair_co, pair_gen
+
+--- resolved("model", m), resolved("cluster", c), in that order, with one look at $HBDLAB_PRESETS
+--- for the two (hl.simulate's fields).
+function M.resolved_pair(m, c)
+  if m == pair_m and c == pair_c and presets_generation() == pair_gen then return pair_mo, pair_co end
+  local tm, tc = type(m), type(c)
+  if tm == "string" or tc == "string" then fresh() end
+  local mo, co = m, c
+  if tm == "string" then mo = cached("model", core.model, m)
+  elseif tm == "table" and getmetatable(m) == nil then mo = M.model(m) end
+  if tc == "string" then co = cached("cluster", core.cluster, c)
+  elseif tc == "table" and getmetatable(c) == nil then co = M.cluster(c) end
+  if tm == "string" and tc == "string" and presets.model[m] == mo and presets.cluster[c] == co then
+    pair_m, pair_c, pair_mo, pair_co, pair_gen = m, c, mo, co, presets_gen -- names of the cache (not files)
+  end
+  return mo, co
 end
 
 

@@ -17,7 +17,8 @@ end
 -- The reference result: the job read in full (core.simulate without objects beside the table).
 local function reference(job)
   local t = deep_copy(job)
-  if type(t.model) == "string" then t.model = hl.model(t.model) end -- a file: read again
+  if type(t.model) == "string" and t.model:match("%.json$") then t.model = hl.model(t.model) end -- read again
+  if type(t.cluster) == "table" then t.cluster = hl.cluster(t.cluster) end -- a table of fields
   return (core.simulate(t))
 end
 
@@ -149,6 +150,45 @@ T.test("two job tables in turn, and a copy of the same fields", function()
   same(hl.simulate(deep_copy(a)), ra, "a copy of a")
 end)
 
+-- The lazy breakdown re-runs the job a view keeps; views of calls that reuse a plan share one
+-- kept job, which must stay that of their call after the table changes and the plan moves on.
+local function breakdown(r)
+  local rows = {}
+  for _, phase in ipairs { "prefill", "decode" } do
+    for _, it in ipairs(r[phase].breakdown) do rows[#rows + 1] = string.format("%s %s %.17g", phase, it.name, it.time_s) end
+  end
+  return table.concat(rows, "\n")
+end
+
+T.test("the breakdown of views that share a kept job, after the job changed", function()
+  local job = base()
+  local r1, r2 = hl.simulate(job), hl.simulate(job)
+  local want1 = breakdown(reference(job))
+  job.input, job.parallel.tp, job.parallel.dp = 8192, 8, 1
+  local r3 = hl.simulate(job)
+  local r4 = hl.simulate(job)
+  local want3 = breakdown(reference(job))
+  T.ok(want1 ~= want3, "the two jobs' breakdowns differ")
+  T.eq(breakdown(r4), want3, "the changed job, its second call")
+  T.eq(breakdown(r1), want1, "the first job, first call (read after the change)")
+  T.eq(breakdown(r2), want1, "the first job, second call")
+  T.eq(breakdown(r3), want3, "the changed job, first call")
+end)
+
+T.test("preset names: two pairs in turn, one name changed, a table of fields", function()
+  local a = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 2048, output = 64, parallel = { tp = 8 } }
+  local b = T.merged(a, { model = "llama-3.1-70b" })
+  local c = T.merged(a, { cluster = "hgx-b200" })
+  local d = T.merged(a, { cluster = { gpu = "H100-SXM", gpus = 8, hbd = 8, scaleout_gbps = 100 } })
+  local want = { reference(a), reference(b), reference(c), reference(d) }
+  T.ok(want[1].ttft_s ~= want[2].ttft_s and want[1].ttft_s ~= want[3].ttft_s, "the pairs differ")
+  for _ = 1, 3 do
+    for i, job in ipairs { a, b, c, d } do same(hl.simulate(job), want[i], "job " .. i) end
+  end
+  T.ok(rawequal(core.result_view_kept(hl.simulate(a)) and select(2, core.result_view_kept(hl.simulate(a))),
+    hl.model("llama-3.1-8b")), "the name's object is the preset cache's")
+end)
+
 T.test("a model file rewritten between calls", function()
   local path = os.tmpname() .. ".json"
   local function write(layers)
@@ -158,14 +198,17 @@ T.test("a model file rewritten between calls", function()
     f:close()
   end
   write(32)
-  local job = base()
-  job.model = path
-  local r1 = hl.simulate(job)
-  same(hl.simulate(job), r1, "the same file")
-  write(16)
-  local r2 = hl.simulate(job)
-  same(r2, reference(job), "the file rewritten")
-  T.ok(r2.ttft_s < r1.ttft_s, "half the layers take less time")
+  for _, cl in ipairs { cluster, "hgx-h100" } do -- beside an object, and beside a preset name
+    write(32)
+    local job = base()
+    job.model, job.cluster = path, cl
+    local r1 = hl.simulate(job)
+    same(hl.simulate(job), r1, "the same file")
+    write(16)
+    local r2 = hl.simulate(job)
+    same(r2, reference(job), "the file rewritten")
+    T.ok(r2.ttft_s < r1.ttft_s, "half the layers take less time")
+  end
   os.remove(path)
 end)
 
