@@ -159,6 +159,25 @@ static inline uint64_t sort_key(double x)
     return b >> 63 ? ~b : b | 0x8000000000000000ull;
 }
 
+/* sort_key's inverse: the double whose key is b. */
+static inline double key_value(uint64_t b)
+{
+    b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+/* Digit d (SORT_BITS wide, d < SORT_DIGITS) of key b: its bucket in pass d. */
+static inline int key_digit(uint64_t b, int d) { return (int)((b >> (d * SORT_BITS)) & (SORT_RADIX - 1)); }
+
+/* Counts key b into count[d][k] (the keys whose digit d is k): the radix sort's first pass, one key. */
+static inline void count_key(int64_t (*count)[SORT_RADIX], uint64_t b)
+{
+    for (int d = 0; d < SORT_DIGITS; d++)
+        count[d][key_digit(b, d)]++;
+}
+
 /* Whether x can be radix-sorted (neither NaN nor -0, the two whose order qsort decides). */
 static inline int sortable(double x) { return !isnan(x) && !(x == 0 && signbit(x)); }
 
@@ -170,7 +189,7 @@ static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint
     uint64_t *key = (uint64_t *)(void *)v, *from = key, *to = tmp;
     for (int d = 0; d < SORT_DIGITS; d++) {
         int64_t *c = count[d], at = 0;
-        if (c[(from[0] >> (d * SORT_BITS)) & (SORT_RADIX - 1)] == n)
+        if (c[key_digit(from[0], d)] == n)
             continue; /* every key has this digit */
         for (int k = 0; k < SORT_RADIX; k++) {
             int64_t here = c[k];
@@ -181,17 +200,14 @@ static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint
             if (hl_interrupt_pending())
                 return 1;
             for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
-                to[c[(from[i] >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++] = from[i];
+                to[c[key_digit(from[i], d)]++] = from[i];
         }
         uint64_t *sw = from;
         from = to;
         to = sw;
     }
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t b = from[i];
-        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
-        memcpy(&v[i], &b, sizeof b);
-    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = key_value(from[i]);
     return 0;
 }
 
@@ -223,8 +239,7 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
         for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
             uint64_t b = sort_key(v[i]);
             memcpy(&key[i], &b, sizeof b);
-            for (int d = 0; d < SORT_DIGITS; d++)
-                count[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
+            count_key(count, b);
         }
     }
     return radix_passes(v, n, count, tmp);
@@ -273,8 +288,7 @@ static int stats_of_keys(double *v, int64_t n, int plain, int64_t (*count)[SORT_
     for (int64_t i = 0; i < n; i++) { /* the values again, for qsort */
         uint64_t b;
         memcpy(&b, &v[i], sizeof b);
-        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
-        memcpy(&v[i], &b, sizeof b);
+        v[i] = key_value(b);
     }
     return stats_of(v, n, tmp, s);
 }
@@ -380,11 +394,9 @@ hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
 static inline void acc_put(hl_serve_acc *a, int w, double x)
 {
     uint64_t b = sort_key(x);
-    int64_t(*c)[SORT_RADIX] = a->count + w * SORT_DIGITS;
     a->plain[w] &= sortable(x);
     memcpy(&a->v[w][a->k[w]++], &b, sizeof b);
-    for (int d = 0; d < SORT_DIGITS; d++)
-        c[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
+    count_key(a->count + w * SORT_DIGITS, b);
 }
 
 void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
