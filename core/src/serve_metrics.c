@@ -332,6 +332,31 @@ static void itl_summary(const hl_itl_hist *itl, hl_serve_result *r)
     }
 }
 
+/* One request's metrics (s) from its times (s) and output (tokens): tpot NaN with one output
+ * token (none: nil); good: it met both SLOs (TPOT not asked of a 1-token output). */
+typedef struct req_metrics {
+    double ttft, tpot, e2e;
+    int32_t good;
+} req_metrics;
+static inline req_metrics metrics_of(const hl_serve_cfg *cfg, double arrival, double output, double first_tok,
+                                     double finish)
+{
+    req_metrics m = {first_tok - arrival, output > 1 ? (finish - first_tok) / (output - 1) : NAN, finish - arrival, 0};
+    m.good = m.ttft <= cfg->slo_ttft_s && (output <= 1 || m.tpot <= cfg->slo_tpot_s);
+    return m;
+}
+
+/* A request's terms of a's sums (lengths in tokens, times in s; a->n is the caller's). */
+static inline void acc_sums(hl_serve_acc *a, double arrival, double input, double output, int32_t good, double finish)
+{
+    a->in_tok += input;
+    a->out_tok += output;
+    a->good += good;
+    a->good_tok += good ? output : 0;
+    a->t0 = hl_fmin(a->t0, arrival); /* C11 fmin and fmax, inline */
+    a->t1 = hl_fmax(a->t1, finish);
+}
+
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
                              hl_serve_result *r, hl_err *err)
 {
@@ -341,16 +366,12 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
     hl_serve_acc a = {.n = n, .t0 = INFINITY};
     for (int64_t i = 0; i < n; i++) {
         hl_serve_req *x = &q[i];
-        x->ttft_s = x->first_token_s - x->arrival_s;
-        x->e2e_s = x->finish_s - x->arrival_s;
-        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
-        x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
-        a.in_tok += x->input;
-        a.out_tok += x->output;
-        a.good += x->good;
-        a.good_tok += x->good ? x->output : 0;
-        a.t0 = fmin(a.t0, x->arrival_s);
-        a.t1 = fmax(a.t1, x->finish_s);
+        req_metrics m = metrics_of(cfg, x->arrival_s, x->output, x->first_token_s, x->finish_s);
+        x->ttft_s = m.ttft;
+        x->e2e_s = m.e2e;
+        x->tpot_s = m.tpot;
+        x->good = m.good;
+        acc_sums(&a, x->arrival_s, x->input, x->output, m.good, x->finish_s);
     }
     totals(cfg, &a, r);
     uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL; /* the four sorts' (NULL: qsort) */
@@ -402,22 +423,14 @@ static inline void acc_put(hl_serve_acc *a, int w, double x)
 void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
                       double first_tok, double finish, double first_sched)
 {
-    /* hl_serve_summarise's per-request fields, from the same doubles */
-    double ttft = first_tok - arrival, e2e = finish - arrival;
-    double tpot = output > 1 ? (finish - first_tok) / (output - 1) : NAN;
-    int32_t good = ttft <= cfg->slo_ttft_s && (output <= 1 || tpot <= cfg->slo_tpot_s);
-    acc_put(a, 0, ttft);
+    req_metrics m = metrics_of(cfg, arrival, output, first_tok, finish); /* hl_serve_summarise's */
+    acc_put(a, 0, m.ttft);
     if (output > 1)
-        acc_put(a, 1, tpot);
-    acc_put(a, 2, e2e);
+        acc_put(a, 1, m.tpot);
+    acc_put(a, 2, m.e2e);
     acc_put(a, 3, first_sched - arrival);
     a->n++;
-    a->in_tok += input;
-    a->out_tok += output;
-    a->good += good;
-    a->good_tok += good ? output : 0;
-    a->t0 = hl_fmin(a->t0, arrival); /* C11 fmin and fmax, inline */
-    a->t1 = hl_fmax(a->t1, finish);
+    acc_sums(a, arrival, input, output, m.good, finish);
 }
 
 hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const hl_itl_hist *itl, hl_serve_result *r,
