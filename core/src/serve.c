@@ -110,16 +110,16 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 
 /* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
  * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
-static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, const double *cnt,
-                                 recorder *rec, double weight, double blocks_all, double left, double ctx0,
-                                 double cached0, double free0, double *j_out, hl_err *err)
+static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t,
+                                 const double *ring, int64_t slot0, recorder *rec, double weight, double blocks_all,
+                                 double left, double ctx0, double cached0, double free0, double *j_out, hl_err *err)
 {
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double w = (double)s->w_len, j = 0;
     hl_status rc = HL_OK;
     while (j < left && *t < t_arr && !hl_interrupt_pending()) {
         int64_t res = (int64_t)j % bt;
-        double need = cnt[(bt - res) % bt];
+        double need = ring[(slot0 + bt - res) % bt]; /* (slot0 - j) mod bt */
         if (need > s->blocks_free)
             break;
         hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
@@ -188,15 +188,66 @@ static inline double add_times(double acc, double v, int n, int v_whole) /* v_wh
     return acc;
 }
 
+/* The decode run-ahead's scratch (serve_loop's, for its one pool): the block counters, and the
+ * decode line of each running count m, looked up (hl_stepper_decode_fn) once and kept. */
+typedef struct ahead_scratch {
+    double *cnt;        /* [block_tokens]: members by kv mod block (without the decode set) */
+    hl_decode_fn *line; /* [cap + 1]: by m */
+    int8_t *state;      /* [cap + 1]: 0 not looked up, 1 line[m] holds it, -1 none (hl_stepper_time each step) */
+    int64_t cap;
+} ahead_scratch;
+
+static void ahead_scratch_free(ahead_scratch *a)
+{
+    free(a->cnt);
+    free(a->line);
+    free(a->state);
+    *a = (ahead_scratch){0};
+}
+
+static hl_status ahead_scratch_init(ahead_scratch *a, int64_t block_tokens, int64_t cap, hl_err *err)
+{
+    a->cap = cap;
+    a->cnt = malloc(sizeof *a->cnt * (size_t)block_tokens);
+    a->line = malloc(sizeof *a->line * (size_t)(cap + 1));
+    a->state = calloc((size_t)(cap + 1), 1);
+    if (!a->cnt || !a->line || !a->state) {
+        ahead_scratch_free(a);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    }
+    return HL_OK;
+}
+
+/* The decode line of m sequences (*ok = 0: none, hl_stepper_time times each step), from the scratch
+ * or looked up and kept there; *f points into the scratch, or at `own` for an m past its cap. */
+static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_decode_fn *own, const hl_decode_fn **f,
+                            int *ok, hl_err *err)
+{
+    int in = m >= 0 && m <= a->cap;
+    if (in && a->state[m]) {
+        *f = &a->line[m];
+        *ok = a->state[m] > 0;
+        return HL_OK;
+    }
+    hl_decode_fn *to = in ? &a->line[m] : own;
+    hl_status rc = hl_stepper_decode_fn(st, (double)m, to, ok, err);
+    if (rc)
+        return rc;
+    if (in)
+        a->state[m] = *ok ? 1 : -1;
+    *f = to;
+    return HL_OK;
+}
+
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
  * here without the per-request bookkeeping (the result is the same as
  * scheduling each one: tests/c/test_serve.c compares both). Needs
  * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
- * cnt: block_tokens counters, scratch. Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
+ * sc: the scratch (counters, lines). Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
  * records into the run's integrals and inter-token histogram.) */
-static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
+static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
                            recorder *rec, double weight, double blocks_all, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
@@ -218,31 +269,36 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         hl_dset_off(s); /* (every running request decodes here: all are members) */
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
-    memset(cnt, 0, sizeof *cnt * (size_t)bt);
-    if (s->ev_on) /* the set's: the same whole-token sums, without a pass over its members */
-        hl_dset_ahead(s, &left, &ctx0, cnt);
+    /* ring[(slot0 - j) mod bt]: the requests whose cache sits on a block boundary before step j */
+    const double *ring = sc->cnt;
+    int64_t slot0 = 0;
+    if (s->ev_on) { /* the set's: the same whole-token sums, without a pass over its members */
+        hl_dset_ahead(s, &left, &ctx0, &slot0);
+        ring = s->ring;
+    } else
+        memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
         left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
-            cnt[(int64_t)x->kv % bt] += 1;
+            sc->cnt[(int64_t)x->kv % bt] += 1;
     }
     ctx0 /= (double)m;
     /* The loop below is record() and hl_itl_add() of each iteration with the
      * integrals in locals (each sum still takes one term per iteration, in
      * order: the same bits), the step time from the decode line of m
      * sequences, the ITL bin looked up when the gap leaves it. */
-    hl_decode_fn got;
+    hl_decode_fn own;
+    const hl_decode_fn *line;
     int have_line = 0;
-    hl_status rc = hl_stepper_decode_fn(st, (double)m, &got, &have_line, err);
+    hl_status rc = ahead_line(sc, st, m, &own, &line, &have_line, err);
     if (rc)
         return rc;
-    const hl_decode_fn line = got; /* a copy no store in the loop can alias */
     double fm = (double)m, in_sys = fm + w, j = 0;
     if (c->sched_reference) { /* the reference keeps the per-iteration calls: the loop below must equal it */
-        if ((rc = ahead_reference(s, st, itl, t_arr, t, cnt, rec, weight, blocks_all, left, ctx0, cached0, free0, &j,
-                                  err)))
+        if ((rc = ahead_reference(s, st, itl, t_arr, t, ring, slot0, rec, weight, blocks_all, left, ctx0, cached0,
+                                  free0, &j, err)))
             return rc;
         goto advanced;
     }
@@ -264,7 +320,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         bfs[AHEAD_BLOCK]; /* s of each step (decode_times may write one more); free blocks after it */
     double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
-    int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
+    int64_t r2 = slot0, nblk = 0; /* r2: the ring slot of the next step ((slot0 - j) mod bt) */
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
@@ -277,12 +333,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            decode_times(&line, ctx0, j, 1, dts);
+            decode_times(line, ctx0, j, 1, dts);
             double est = (t_arr - tt) / dts[0] + 2;
             if (dts[0] > 0 && est < nmax)
                 nmax = est > 1 ? (int)est : 1;
             if (nmax > 1)
-                decode_times(&line, ctx0, j + 1, nmax - 1, dts + 1);
+                decode_times(line, ctx0, j + 1, nmax - 1, dts + 1);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -294,7 +350,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         int fit = nmax;
         double bf = blocks_free;
         for (int i = 0; i < nmax; i++) {
-            bf -= cnt[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
+            bf -= ring[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
             bfs[i] = bf;
             r2 = (r2 == 0 ? bt : r2) - 1;
         }
@@ -742,7 +798,7 @@ typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
-    double *cnt;               /* block_tokens counters of the decode run-ahead */
+    ahead_scratch ahead;       /* the decode run-ahead's counters and lines */
     double *xfer;              /* per request: KV transfer time (disaggregated) */
     hl_trace_content *content; /* the trace's content columns in arrival order, NULL without */
     hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
@@ -762,7 +818,7 @@ static void owned_free(owned *o)
     pool_free(&o->pools[1]);
     free(o->reqs);
     free(o->itl);
-    free(o->cnt);
+    ahead_scratch_free(&o->ahead);
     free(o->xfer);
     free(o->content);
     free(o->sess);
@@ -1289,8 +1345,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
     double t_now = 0; /* start of the last step */
     int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 &&
                P0->sp.gamma == 0; /* speculation: each verify pass accepts a random number of drafts */
-    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    hl_status rc0 = fast ? ahead_scratch_init(&o->ahead, c->block_tokens, c->max_seqs, err) : HL_OK;
+    if (rc0)
+        return rc0;
     while (done < n) {
         if (hl_interrupt_pending()) /* Ctrl-C / SIGTERM: a long run must not trap the caller */
             return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t_now,
@@ -1584,7 +1641,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
                 double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
-                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, o->cnt, rec, 1.0 / (double)G_all, blocks_kv, err)))
+                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv, err)))
                     return rc;
                 gr->t = tu;
             }
