@@ -140,17 +140,35 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     return rc;
 }
 
-/* Two doubles, and two 64-bit masks (GCC/Clang vector extensions: SSE2 on x86-64, NEON on arm64):
- * the run-ahead's step times two at a time, each lane the scalar expression's operations in its order. */
-typedef double v2d __attribute__((vector_size(16)));
-typedef int64_t v2i __attribute__((vector_size(16)));
+/* The step times of decode_times' loop, one line shape: `simple` (no sliding-window layers, one
+ * stage slot, full > 0) drops the terms that are exactly nothing there (see below), `hide` keeps
+ * hl_comm_hidden's (comm > 0 and overlap comm > 0). Plain C the compiler vectorises (maxpd,
+ * minpd: x > y ? x : y is their rule, NaN and signed zeros included). */
+static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int n, double *restrict dt, int simple,
+                              int hide)
+{
+    const double want = l->overlap * l->comm;
+    for (int i = 0; i < n; i++) {
+        double c = ctx0 + (j + (double)i), x = l->ac + l->bc * c, y = l->am + l->bm * c;
+        double q = (x > y ? x : y) + l->lat;
+        double att = simple ? q * l->full : q * l->full * l->stages + q * l->sliding * l->stages;
+        double time = l->base_time + att;
+        if (hide) {
+            double ops = l->base_ops + att, h = want < ops ? want : ops;
+            dt[i] = time - (h > 0 ? h : 0) + l->overhead;
+        } else
+            dt[i] = time + l->overhead;
+    }
+}
 
-/* m ? a : b lane by lane (m all ones or all zeros, as a comparison gives) */
-static inline v2d v2_sel(v2i m, v2d a, v2d b) { return (v2d)(((v2i)a & m) | ((v2i)b & ~m)); }
-
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n (dt holds n + 1: the
- * pairs may write one past n): the run-ahead's iterations' times, each the same bits as
- * hl_decode_fn_time at that context (the reference scheduler's, through hl_stepper_time). */
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+ * iterations' times, each the same bits as hl_decode_fn_time at that context (the reference
+ * scheduler's, through hl_stepper_time) where that time is finite (a step whose time is not is
+ * refused with hl_decode_fn_time's own value). Exactly nothing, for a finite q = max(x, y) + lat:
+ * - q sliding stages with sliding = 0 is a zero of q's sign, and so is q full when not a zero
+ *   (full > 0), so adding it changes nothing; q full stages = q full when stages = 1;
+ * - hl_comm_hidden is 0 when comm <= 0 or overlap comm <= 0 (min(want, ops) <= 0), and
+ *   time - 0 = time. */
 static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
 {
     const hl_decode_fn l = *f; /* a copy the stores cannot alias */
@@ -159,21 +177,15 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
             dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
         return;
     }
-    /* hl_decode_fn_total(&l, x, y, x, y) at x, y = the kernel's two lines at c, lane by lane: att =
-     * (max(x, y) + lat) full stages + (the same) sliding stages; time - hl_comm_hidden + overhead */
-    const double want = l.overlap * l.comm; /* hl_comm_hidden's: overlap comm, hidden only if comm > 0 */
-    const v2i hide = {l.comm > 0 ? -1 : 0, l.comm > 0 ? -1 : 0}, zero = {0, 0};
-    for (int i = 0; i < n; i += 2) {
-        v2d c = ctx0 + (j + (v2d){(double)i, (double)(i + 1)});
-        v2d x = l.ac + l.bc * c, y = l.am + l.bm * c;
-        v2d q = v2_sel((v2i)(x > y), x, y) + l.lat;
-        v2d att = q * l.full * l.stages + q * l.sliding * l.stages;
-        v2d time = l.base_time + att, ops = l.base_ops + att;
-        v2d h = v2_sel((v2i)(want < ops), (v2d){want, want}, ops);
-        h = v2_sel((v2i)(h > 0) & hide, h, (v2d)zero);
-        v2d d = time - h + l.overhead;
-        memcpy(dt + i, &d, sizeof d);
-    }
+    int simple = l.sliding == 0 && l.stages == 1 && l.full > 0, hide = l.comm > 0 && !(l.overlap * l.comm <= 0);
+    if (simple && hide)
+        times_loop(&l, ctx0, j, n, dt, 1, 1);
+    else if (simple)
+        times_loop(&l, ctx0, j, n, dt, 1, 0);
+    else if (hide)
+        times_loop(&l, ctx0, j, n, dt, 0, 1);
+    else
+        times_loop(&l, ctx0, j, n, dt, 0, 0);
 }
 
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
@@ -316,8 +328,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
      * as one loop: the same products, added in the same order), and the counts (whole numbers:
      * added once, exactly) */
     enum { AHEAD_BLOCK = 64 };
-    double dts[AHEAD_BLOCK + 1],
-        bfs[AHEAD_BLOCK]; /* s of each step (decode_times may write one more); free blocks after it */
+    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK];                    /* s of each step; free blocks after it */
     double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
     int64_t r2 = slot0, nblk = 0; /* r2: the ring slot of the next step ((slot0 - j) mod bt) */
@@ -382,8 +393,10 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 break;
             double d = dts[nb];
             if (!(d >= vlo && d < bin_hi)) {
-                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative */
-                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", d);
+                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative: its value as the reference has it */
+                    double cx = ctx0 + (j + (double)nb);
+                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)",
+                                 have_line ? hl_decode_fn_time(line, cx, cx) : d);
                     break;
                 }
                 itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
