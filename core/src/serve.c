@@ -191,11 +191,11 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
  * below 2^53, as counts of tokens and sequences are), else one at a time. */
 static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
-static inline double add_times(double acc, double v, int n, int v_whole) /* v_whole: whole_below(v, 2^20) */
+static inline double add_times(double acc, double v, int64_t n, int v_whole) /* v_whole: whole_below(v, 2^20) */
 {
-    if (v_whole && whole_below(acc, 0x1p52))
+    if (v_whole && n < ((int64_t)1 << 31) && whole_below(acc, 0x1p52))
         return acc + (double)n * v; /* n v < 2^51 and acc < 2^52: both exact, and so is the sum */
-    for (int i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++)
         acc += v;
     return acc;
 }
@@ -316,11 +316,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
+    double isum = itl->sum, imax = itl->max, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
     double blocks_free = s->blocks_free, tt = *t;
     double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
     int bin = itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
-    int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
+    int64_t run0 = 0;                    /* the first step (of jn) of the current bin's run of gaps, not yet counted */
+    int64_t steps0 = rec->steps, jn = 0; /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
     /* A block of iterations at a time, in passes of few live values each: the step times and
      * the KV blocks they take (vectorisable, or short), the exits and samples (the clock alone),
@@ -373,8 +374,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
          * largest gap. A gap inside the bin of the last (finite, >= 0 by the bin's bounds) takes
          * no other test, in an inner loop without calls (its values stay in registers); the bin's
          * count is added once per run of gaps inside it. */
-        int nb = 0, lim = fit < bad ? fit : bad, run0 = 0; /* run0: the first step of the bin's run */
-        int64_t next_s = until_sample - 1;                 /* the block's sampled step */
+        int nb = 0, lim = fit < bad ? fit : bad;
+        int64_t next_s = until_sample - 1; /* the block's sampled step */
         for (;;) {
             int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
             double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
@@ -399,8 +400,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                                  have_line ? hl_decode_fn_time(line, cx, cx) : d);
                     break;
                 }
-                itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
-                run0 = nb;
+                itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
+                run0 = jn + nb;
                 bin = hl_itl_bin(d);
                 hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
                 vlo = bin_lo > 0 ? bin_lo : 0;
@@ -415,7 +416,6 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             imax = d > imax ? d : imax;
             nb++;
         }
-        itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
         if (!rc && nb == bad && bad < fit && tt < t_arr) /* hl_stepper_time refused this step */
             rc = brc;
         if (nb < nmax || rc) /* an exit: the arrival, the blocks, the last iteration, a bad time, an error */
@@ -454,18 +454,20 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 isum += prod[i];
                 sat_time += bws[i];
             }
-            sat_tokens = add_times(sat_tokens, fm, nb, fm_whole);
         }
         if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
             double u = (total - bfs[nb - 1]) / blocks_all;
             kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
         }
-        tokens = add_times(tokens, fm, nb, fm_whole);
-        n_itl = add_times(n_itl, fm, nb, fm_whole);
         for (int i = 0; s->pc && i < nb; i++)
             rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
-    itl->n = n_itl;
+    /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
+    itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
+    itl->n = add_times(itl->n, fm, jn, fm_whole);
+    tokens = add_times(tokens, fm, jn, fm_whole);
+    if (w > 0)
+        sat_tokens = add_times(sat_tokens, fm, jn, fm_whole);
     itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
     itl->ahead_lo = bin_lo;
     itl->ahead_hi = bin_hi;
