@@ -61,9 +61,11 @@ typedef struct group {
     double imb;     /* all-to-all imbalance */
     int nvls;       /* in-switch reduction usable */
     double nvls_bw, nvls_lat;
-    int custom;    /* an engine's custom all-reduce applies: one HBD of a switched fabric */
-    double cu_lat; /* s per custom all-reduce stage */
-    double cu_bw;  /* B/s a custom all-reduce reads peers at */
+    int custom;        /* an engine's custom all-reduce applies: one HBD of a switched fabric */
+    double cu_lat;     /* s per custom all-reduce stage */
+    double cu_bw;      /* B/s a custom all-reduce reads peers at */
+    double lg_g, lg_N; /* lg2(g), lg2(N): once per call, not in each algorithm */
+    int pow2_ng;       /* n and g both powers of two */
 } group;
 
 typedef struct cost {
@@ -88,13 +90,9 @@ static double lg2(double x)
     uint64_t v = (uint64_t)ceil(x) - 1; /* >= 1 */
     return (double)(64 - __builtin_clzll(v));
 }
-static int pow2(double x)
-{
-    if (x < 1 || x != floor(x) || x > 9007199254740992.0)
-        return 0;
-    uint64_t v = (uint64_t)x;
-    return (v & (v - 1)) == 0;
-}
+/* lg2 of a whole count x >= 1 (the same value: ceil(x) = x). */
+static double lg2_count(int64_t x) { return x <= 1 ? 0 : (double)(64 - __builtin_clzll((uint64_t)x - 1)); }
+static int pow2_count(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 /* Bandwidth of an algorithm whose links cross both tiers: the slower tier binds. */
 static double flat_bw(const group *G) { return G->N > 1 ? (G->g > 1 ? hl_fmin(G->bu, G->bo) : G->bo) : G->bu; }
 
@@ -145,7 +143,7 @@ static cost tree(hl_coll_op op, const group *G)
 {
     cost c = {1, 0, 0, 0, 0, 0};
     double B = flat_bw(G);
-    double hops = (G->g - 1) * G->au + lg2(G->N) * G->ao;
+    double hops = (G->g - 1) * G->au + G->lg_N * G->ao;
     double k; /* passes over the tree */
     switch (op) {
     case HL_ALLREDUCE: k = 2; break; /* reduce up, broadcast down: each moves S over the bottleneck link */
@@ -197,11 +195,6 @@ static cost direct(hl_coll_op op, const group *G)
  * distances first so the scale-out steps carry the smallest pieces. */
 static cost halving_doubling(hl_coll_op op, const group *G)
 {
-    if (!pow2(G->n) || !pow2(G->g))
-        return NA;
-    cost c = {1, 0, 0, 0, 0, 0};
-    double up = (1 - 1 / G->g) * G->S, out = (1 - 1 / G->N) * G->S / G->g;
-    double lat = lg2(G->g) * G->au + lg2(G->N) * G->ao;
     double k;
     switch (op) {
     case HL_ALLREDUCE: k = 2; break;
@@ -209,6 +202,11 @@ static cost halving_doubling(hl_coll_op op, const group *G)
     case HL_REDUCESCATTER: k = 1; break;
     default: return NA;
     }
+    if (!G->pow2_ng)
+        return NA;
+    cost c = {1, 0, 0, 0, 0, 0};
+    double up = (1 - 1 / G->g) * G->S, out = (1 - 1 / G->N) * G->S / G->g;
+    double lat = G->lg_g * G->au + G->lg_N * G->ao;
     c.lat = G->L + k * lat;
     c.bw = k * (up / G->bu + (G->N > 1 ? out / G->bo : 0));
     c.up = k * up;
@@ -265,7 +263,7 @@ static cost hierarchical(hl_coll_op op, const group *G)
     }
     case HL_BROADCAST:
     case HL_REDUCE:
-        c.lat = G->L + lg2(N) * G->ao + lg2(g) * G->au;
+        c.lat = G->L + G->lg_N * G->ao + G->lg_g * G->au;
         c.bw = S / G->bo + S / G->bu;
         c.up = S * (g - 1) / g;
         c.out = S / g;
@@ -602,6 +600,9 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     G.custom = G.N == 1 && n > 1; /* NVLink/NVSwitch or a full xGMI mesh: peers' buffers are mapped */
     G.cu_lat = c->custom_ar_latency;
     G.cu_bw = up_raw * c->custom_ar_eff;
+    G.lg_g = lg2_count(g);
+    G.lg_N = lg2_count(n / g);
+    G.pow2_ng = pow2_count(n) && pow2_count(g);
 
     memset(out, 0, sizeof *out);
     out->hbds = n / g;

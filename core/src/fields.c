@@ -3,11 +3,13 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "err_int.h"
 #include "fields_int.h"
+#include "hbdlab/csv.h"
 
 const hl_field *hl_field_find(const hl_field_set *set, const char *name)
 {
@@ -82,6 +84,18 @@ static const char *names_list(const char *names)
     return buf;
 }
 
+void hl_field_shown(double v, double lo, double hi, char *out)
+{
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    snprintf(out, 32, "%g", v);
+    double r = strtod(out, NULL);
+    if (r >= lo && r <= hi)
+        hl_csv_format_number(v, out);
+}
+
 static void *at(void *obj, const hl_field *f) { return (char *)obj + f->offset; }
 static const void *cat(const void *obj, const hl_field *f) { return (const char *)obj + f->offset; }
 
@@ -96,11 +110,13 @@ static hl_status check_range(const hl_field_set *set, const hl_field *f, double 
     if (v == 0 && f->zero_ok)
         return HL_OK;
     if (v < f->min || v > f->max) {
+        char shown[32];
+        hl_field_shown(v, f->min, f->max, shown);
         if (f->zero_ok)
-            return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: 0 or %g..%g%s%s)", set->kind,
-                           f->name, v, f->min, f->max, f->unit[0] ? " " : "", f->unit);
-        return hl_fail(err, HL_EINVAL, "%s field '%s': %g is out of range (allowed: %g..%g%s%s)", set->kind, f->name, v,
-                       f->min, f->max, f->unit[0] ? " " : "", f->unit);
+            return hl_fail(err, HL_EINVAL, "%s field '%s': %s is out of range (allowed: 0 or %g..%g%s%s)", set->kind,
+                           f->name, shown, f->min, f->max, f->unit[0] ? " " : "", f->unit);
+        return hl_fail(err, HL_EINVAL, "%s field '%s': %s is out of range (allowed: %g..%g%s%s)", set->kind, f->name,
+                       shown, f->min, f->max, f->unit[0] ? " " : "", f->unit);
     }
     return HL_OK;
 }

@@ -46,4 +46,9 @@ int hl_enum_name(const char *names, int32_t i, char *buf, size_t n);
 /* Error for an unknown field name, with a "did you mean" suggestion. */
 hl_status hl_unknown_field(const hl_field_set *set, const char *name, hl_err *err);
 
+/* v, refused for lying outside lo..hi, as a message shows it: "%g", unless that text reads as a
+ * value inside lo..hi (1 + 2^-52 showed as "1" beside "allowed: 0.01..1"): then the shortest text
+ * that reads back to v exactly. "nan" for any NaN. out holds at least 32 bytes. */
+void hl_field_shown(double v, double lo, double hi, char *out);
+
 #endif

@@ -116,6 +116,9 @@ static const hl_field job_fields[] = {
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
     ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
          "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
+    ENUM(fp8_dequant, "fp8_dequant", "fused|unfused", 0,
+         "FP8/INT8 GEMMs: scales applied in the GEMM (fused) or, as vLLM's fallback for per-channel weight scales "
+         "without CUTLASS (ROCm), by three kernels over an FP32 output (unfused; docs/MODEL.md 6.1)"),
     STR(kernels, "kernels",
         "folder of measured kernel tables (gemm.csv, attention_*.csv, moe.csv, nccl.csv, ...): kernels they "
         "cover take the measured time (docs/MODEL.md 3); \"\" = none"),
@@ -304,11 +307,14 @@ hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, h
                        "field 'spec_accept': a vector of %lld positions (allowed: 1 to %d, one per draft token)",
                        (long long)n, (int)HL_SPEC_POSITIONS_MAX);
     for (int64_t k = 0; k < n; k++)
-        if (!(accept[k] > 0 && accept[k] <= 1)) /* NaN fails too */
+        if (!(accept[k] > 0 && accept[k] <= 1)) { /* NaN fails too */
+            char shown[32];
+            hl_field_shown(accept[k], 0x1p-1074, 1, shown); /* 0 < p <= 1 */
             return hl_fail(err, HL_EINVAL,
-                           "field 'spec_accept': entry %lld is %g (allowed: 0 < p <= 1, the probability that draft "
+                           "field 'spec_accept': entry %lld is %s (allowed: 0 < p <= 1, the probability that draft "
                            "position %lld is accepted given the positions before it were)",
-                           (long long)k + 1, accept[k], (long long)k + 1);
+                           (long long)k + 1, shown, (long long)k + 1);
+        }
     memset(job->spec_accept_pos, 0, sizeof job->spec_accept_pos);
     job->spec_accept_n = (int32_t)n;
     if (n > 0) {

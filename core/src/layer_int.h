@@ -62,6 +62,12 @@ hl_item *hl_acc_item(hl_acc *a, const char *name, const hl_coll_in *in, const hl
 /* Adds `times` executions of op to the phase. */
 hl_status hl_acc_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err);
 
+/* hl_acc_op in its two halves, for a caller that keeps an operator's time: the time of one
+ * execution (*measured: from the job's kernel tables), then the adding of `times` executions
+ * so timed (nothing for times <= 0, where hl_acc_op times nothing either). */
+hl_status hl_acc_op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err);
+void hl_acc_op_timed(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times, int measured);
+
 /* Adds the framework's fixed cost per forward pass, `passes` times. */
 void hl_acc_overhead(hl_acc *a, double per_pass, double passes);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "framework_int.h"
 #include "memory_int.h"
 #include "prefix_cache_int.h"
@@ -91,7 +92,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 {
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
-    rc->t_end = fmax(rc->t_end, t + dt);
+    rc->t_end = hl_fmax(rc->t_end, t + dt);
     hl_status st = clock_bound(t, t + dt, err);
     if (st)
         return st;
@@ -103,7 +104,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     rc->run += running * dt;
     rc->wait += waiting * dt;
     rc->kv += kv_part * dt; /* this group's blocks in use / the pool's */
-    rc->kv_max = fmax(rc->kv_max, kv_util);
+    rc->kv_max = hl_fmax(rc->kv_max, kv_util);
     rc->tokens += tokens;
     return record_sample(rc, t, kv_util, running, waiting, err);
 }
@@ -402,8 +403,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 }
                 itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
                 run0 = jn + nb;
-                bin = hl_itl_bin(d);
-                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+                bin = hl_itl_find(itl, d, &bin_lo, &bin_hi);
                 vlo = bin_lo > 0 ? bin_lo : 0;
             }
             if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
@@ -526,8 +526,9 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     hl_status rc = hl_memory_per_gpu(&j, &mem, err);
     if (rc)
         return rc;
-    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2) */
-    if ((rc = hl_memory_draft_token_bytes(&c->job, &draft_tok, err)))
+    double draft_tok; /* a draft model keeps its own KV of every cached token (docs/MODEL.md 6.2); */
+    /* j, not c->job: the instance's batch is 1, which a draft resolved over dp > 1 ranks refuses */
+    if ((rc = hl_memory_draft_token_bytes(&j, &draft_tok, err)))
         return rc;
     hl_kv_capacity_in in = {c->job.cluster.gpu.hbm_bytes,
                             c->job.mem_util,
@@ -1004,7 +1005,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     for (int64_t i = 0; i < n && ev && !compact; i++) /* compact: compact_fits */
         ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
              reqs[i].input + reqs[i].output < 0x1p40;
-    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + 3 * sizeof(int64_t) * ms;
+    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 2 * sizeof(int64_t) * ms;
     if (ev && !(p->ev_mem = calloc((size_t)U, per_unit)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld schedulers", (long long)U);
     for (int64_t u = 0; u < U && ev; u++) {
@@ -1012,8 +1013,8 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         char *base = (char *)p->ev_mem + (size_t)u * per_unit;
         s->ev = 1;
         s->ring = (double *)base;
-        s->heap = (int64_t *)(base + sizeof(double) * (size_t)c->block_tokens);
-        s->pre = s->heap + ms;
+        s->heap = (hl_dheap *)(base + sizeof(double) * (size_t)c->block_tokens);
+        s->pre = (int64_t *)(s->heap + ms);
         s->fin = s->pre + ms;
     }
     for (int64_t g = 0; g < p->G; g++)
@@ -1189,7 +1190,7 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
     sched *s = &p->units[u];
     group *g = &p->groups[p->group_of[u]];
     if (!group_busy(p, g))
-        g->t = fmax(g->t, t);
+        g->t = hl_fmax(g->t, t);
     const rq *x = &s->q[r];
     s->out_tok += x->prompt - x->prefilled + x->output - x->gen;
     if (front)
@@ -1198,7 +1199,7 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
         hl_sched_wait_push_back(s, r);
     if (g->stalled) /* its queue's time counts from stall_from when the stall ends: not before t */
         return -(t - g->stall_from);
-    return fmax(0, g->t - t);
+    return hl_fmax(0, g->t - t);
 }
 
 /* A client whose request ended at t sends request `r` after its think time
@@ -1482,8 +1483,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if ((rc = hl_stepper_time(P->st, &P->its[k], &dk, err)))
                 return rc;
             double load = s->pc_step_loaded > 0 ? s->pc_step_loaded * P->block_bytes / P->offload_bw : 0;
-            reload = fmax(reload, load);
-            dt = fmax(dt, c->offload_overlap ? fmax(dk, load) : dk + load);
+            reload = hl_fmax(reload, load);
+            dt = hl_fmax(dt, c->offload_overlap ? hl_fmax(dk, load) : dk + load);
             drafted += P->units[gr->first + k].spec_seqs;
         }
         rec->reload += reload;
@@ -1601,7 +1602,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t u = 0; K->pcr && u < K->U; u++)
             cached_all += (double)hl_pcache_cached_blocks(K->units[u].pc);
         rec->kv_cached += (P == K ? cached / blocks_kv : 0) * dt;
-        rec->kv_cached_max = fmax(rec->kv_cached_max, cached_all / blocks_kv);
+        rec->kv_cached_max = hl_fmax(rec->kv_cached_max, cached_all / blocks_kv);
         if ((rc = record(rec, t, dt, in_system, running, waiting, part, used_all / blocks_kv, step_tok,
                          step_tok - (double)decodes - verify_tok, emitted, 1.0 / (double)G_all, err)))
             return rc;

@@ -21,25 +21,25 @@ static void heap_push(sched *s, int64_t r)
     double key = finish_dc(s, r);
     while (i > 0) {
         int64_t up = (i - 1) / 2;
-        if (finish_dc(s, s->heap[up]) <= key)
+        if (s->heap[up].key <= key)
             break;
         s->heap[i] = s->heap[up];
         i = up;
     }
-    s->heap[i] = r;
+    s->heap[i] = (hl_dheap){key, r};
 }
 
 static int64_t heap_pop(sched *s)
 {
-    int64_t top = s->heap[0], last = s->heap[--s->n_heap], i = 0;
-    double key = finish_dc(s, last);
+    int64_t top = s->heap[0].r, i = 0;
+    hl_dheap last = s->heap[--s->n_heap];
     for (;;) {
         int64_t k = 2 * i + 1;
         if (k >= s->n_heap)
             break;
-        if (k + 1 < s->n_heap && finish_dc(s, s->heap[k + 1]) < finish_dc(s, s->heap[k]))
+        if (k + 1 < s->n_heap && s->heap[k + 1].key < s->heap[k].key)
             k++;
-        if (finish_dc(s, s->heap[k]) >= key)
+        if (s->heap[k].key >= last.key)
             break;
         s->heap[i] = s->heap[k];
         i = k;
@@ -154,7 +154,7 @@ void hl_dset_emit(sched *s, double t_end)
     s->dc_res = (s->dc_res + 1) % (int64_t)s->block;
     s->dctx += s->dn;
     s->t_emit = t_end;
-    while (s->n_heap > 0 && finish_dc(s, s->heap[0]) <= s->dc) {
+    while (s->n_heap > 0 && s->heap[0].key <= s->dc) {
         int64_t r = heap_pop(s);
         write_back(s, r);
         rq *x = &s->q[r];
@@ -194,9 +194,9 @@ void hl_dset_after_step(sched *s)
 void hl_dset_ahead(const sched *s, double *left, double *ctx, int64_t *slot0)
 {
     int64_t bt = (int64_t)s->block;
-    *left = finish_dc(s, s->heap[0]) - s->dc - 1; /* min over members of output - gen - 1 */
-    *ctx = s->dctx;                               /* divided by the caller, as its own sum */
-    *slot0 = (bt - s->dc_res) % bt;               /* step j crosses at ring slot (-dc - j) mod block */
+    *left = s->heap[0].key - s->dc - 1; /* min over members of output - gen - 1 */
+    *ctx = s->dctx;                     /* divided by the caller, as its own sum */
+    *slot0 = (bt - s->dc_res) % bt;     /* step j crosses at ring slot (-dc - j) mod block */
 }
 
 void hl_dset_advance(sched *s, double j, double t)

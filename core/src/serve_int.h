@@ -71,6 +71,8 @@ void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
  * adding many gaps of one bin looks the bin up once. */
 int hl_itl_bin(double gap_s);
 void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi);
+/* hl_itl_bin(gap_s) and that bin's [*lo, *hi), without the log (edges cached in h): gap_s >= 0, not NaN */
+int hl_itl_find(hl_itl_hist *h, double gap_s, double *lo, double *hi);
 
 /* Fills the request statistics, goodput and ITL summary of r from reqs. */
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,
@@ -81,9 +83,12 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_
  * order is free; the sums of lengths are exact in any order when the lengths are whole and
  * every sum stays below 2^53 (the caller's condition); the rest are counts, fmin and fmax. */
 typedef struct hl_serve_acc {
-    double *v[4];   /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time; room for cap each */
-    int64_t k[4];   /* values in v[m] */
-    int64_t cap, n; /* requests it has room for; added */
+    double *v[4];              /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time, held as their radix
+                       sort keys (serve_metrics.c); room for cap each */
+    int64_t k[4];              /* values in v[m] */
+    int plain[4];              /* none of v[m] is NaN or -0 (the radix sort takes them) */
+    int64_t (*count)[1 << 11]; /* [m * 6 + d][k]: v[m]'s keys whose 11-bit digit d is k */
+    int64_t cap, n;            /* requests it has room for; added */
     double in_tok, out_tok, good, good_tok, t0, t1;
 } hl_serve_acc;
 /* Room for n requests (pages are touched as values come); HL_ENOMEM. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "serve_int.h"
 
 static const double itl_lo = 1e-6;                   /* s, lower edge of bin 0 */
@@ -55,6 +56,49 @@ void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi)
     *hi = b + 1 < HL_ITL_BINS ? h->edge[b + 1] : INFINITY;
 }
 
+/* The edge of bin b >= 1 (itl_edge), found on first use and kept in h. */
+static double edge_of(hl_itl_hist *h, int b)
+{
+    if (h->edge[b] == 0)
+        h->edge[b] = itl_edge((double)b);
+    return h->edge[b];
+}
+
+/* A bin within one of gap's (> 0): log2 of gap from its exponent and its mantissa m in [1, 2),
+ * log2 m = (2 / ln 2) atanh(t), t = (m - 1) / (m + 1) <= 1/3, by the series to t^7 (within
+ * 1.8e-5 of an octave, 0.003 bin), in bins of itl_step. */
+static int itl_near_bin(double gap)
+{
+    if (!(gap > itl_lo))
+        return 0;
+    uint64_t bits;
+    memcpy(&bits, &gap, sizeof bits);
+    double e = (double)((int)((bits >> 52) & 0x7ff) - 1023), m;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    memcpy(&m, &bits, sizeof m);
+    double t = (m - 1) / (m + 1), t2 = t * t;
+    double l2 = e + 2.8853900817779268 * t * (1 + t2 * (1.0 / 3 + t2 * (0.2 + t2 * (1.0 / 7)))); /* 2 / ln 2 */
+    double b = (l2 + 19.931568569324174) * (0.6931471805599453 / itl_step); /* log2(1e-6) = -19.93..; ln 2 */
+    return b < 0 ? 0 : b >= HL_ITL_BINS - 1 ? HL_ITL_BINS - 1 : (int)b;
+}
+
+/* hl_itl_bin(gap) without its log, and the gaps [*lo, *hi) of that bin: from a bin near it, by
+ * the edges (raw bins grow with the gap, so gap's bin is the last b <= HL_ITL_BINS - 1 whose
+ * edge is <= gap, or 0: the same bin as the log's). */
+static int itl_find(hl_itl_hist *h, double gap, double *lo, double *hi)
+{
+    int b = itl_near_bin(gap);
+    while (b > 0 && gap < edge_of(h, b))
+        b--;
+    while (b + 1 < HL_ITL_BINS && gap >= edge_of(h, b + 1))
+        b++;
+    *lo = b >= 1 ? edge_of(h, b) : -INFINITY;
+    *hi = b + 1 < HL_ITL_BINS ? edge_of(h, b + 1) : INFINITY;
+    return b;
+}
+
+int hl_itl_find(hl_itl_hist *h, double gap, double *lo, double *hi) { return itl_find(h, gap, lo, hi); }
+
 void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
     if (count <= 0)
@@ -64,10 +108,8 @@ void hl_itl_add(hl_itl_hist *h, double gap, double count)
             h->last_bin = h->ahead_bin;
             h->last_lo = h->ahead_lo;
             h->last_hi = h->ahead_hi;
-        } else { /* look it up */
-            h->last_bin = hl_itl_bin(gap);
-            hl_itl_bin_range(h, h->last_bin, &h->last_lo, &h->last_hi);
-        }
+        } else /* look it up */
+            h->last_bin = itl_find(h, gap, &h->last_lo, &h->last_hi);
     }
     int b = h->last_bin;
     h->count[b] += count;
@@ -113,47 +155,32 @@ enum { INTR_BLOCK = 1 << 16 };
 /* The end of the block of values that starts at i (the loops over them test nothing else). */
 static int64_t block_end(int64_t i, int64_t n) { return n - i < INTR_BLOCK ? n : i + INTR_BLOCK; }
 
-/* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
- * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
- * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
- * doubles are the same bits), so NaN and -0 (the two exceptions) and short
- * arrays go to qsort. tmp: room for n values (the caller's, reused by its sorts), or NULL.
- * Returns 1 when interrupted (v is then in no order). */
-static int sort_values(double *v, int64_t n, uint64_t *tmp)
+enum { SORT_BITS = 11, SORT_DIGITS = 6, SORT_RADIX = 1 << SORT_BITS };
+
+_Static_assert(sizeof *((hl_serve_acc *)0)->count == SORT_RADIX * sizeof(int64_t), "hl_serve_acc.count: 11-bit digits");
+
+/* x's bits, ordered as the doubles are (negatives reversed below the positives); not for NaN or -0. */
+static inline uint64_t sort_key(double x)
 {
-    enum { BITS = 11, DIGITS = 6, RADIX = 1 << BITS };
-    if (n < 4096)
-        tmp = NULL;
-    int ok = tmp != NULL;
-    for (int64_t i = 0; i < n && ok; i++)
-        ok = !isnan(v[i]) && !(v[i] == 0 && signbit(v[i]));
-    if (!ok) {
-        if (hl_interrupt_pending())
-            return 1;
-        qsort(v, (size_t)n, sizeof *v, cmp_double); /* short, or NaN / -0: not interruptible inside */
-        return hl_interrupt_pending();
-    }
-    uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
-    static _Thread_local int64_t count[DIGITS][RADIX];
-    memset(count, 0, sizeof count);
-    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
-        if (hl_interrupt_pending())
-            return 1;
-        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
-            uint64_t b;
-            memcpy(&b, &v[i], sizeof b);
-            b = b >> 63 ? ~b : b | 0x8000000000000000ull; /* negatives reversed below the positives */
-            memcpy(&key[i], &b, sizeof b);
-            for (int d = 0; d < DIGITS; d++)
-                count[d][(b >> (d * BITS)) & (RADIX - 1)]++;
-        }
-    }
-    uint64_t *from = key, *to = tmp;
-    for (int d = 0; d < DIGITS; d++) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b >> 63 ? ~b : b | 0x8000000000000000ull;
+}
+
+/* Whether x can be radix-sorted (neither NaN nor -0, the two whose order qsort decides). */
+static inline int sortable(double x) { return !isnan(x) && !(x == 0 && signbit(x)); }
+
+/* The digit passes of the radix sort over the keys held in v's storage (n >= 1), count[d][k]
+ * the keys whose digit d is k, through tmp (n); v then holds the values, sorted. 1 when
+ * interrupted (v is then in no order). */
+static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint64_t *tmp)
+{
+    uint64_t *key = (uint64_t *)(void *)v, *from = key, *to = tmp;
+    for (int d = 0; d < SORT_DIGITS; d++) {
         int64_t *c = count[d], at = 0;
-        if (c[(from[0] >> (d * BITS)) & (RADIX - 1)] == n)
+        if (c[(from[0] >> (d * SORT_BITS)) & (SORT_RADIX - 1)] == n)
             continue; /* every key has this digit */
-        for (int k = 0; k < RADIX; k++) {
+        for (int k = 0; k < SORT_RADIX; k++) {
             int64_t here = c[k];
             c[k] = at;
             at += here;
@@ -162,7 +189,7 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
             if (hl_interrupt_pending())
                 return 1;
             for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
-                to[c[(from[i] >> (d * BITS)) & (RADIX - 1)]++] = from[i];
+                to[c[(from[i] >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++] = from[i];
         }
         uint64_t *sw = from;
         from = to;
@@ -176,6 +203,54 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
     return 0;
 }
 
+/* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
+ * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
+ * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
+ * doubles are the same bits), so NaN and -0 (the two exceptions) and short
+ * arrays go to qsort. tmp: room for n values (the caller's, reused by its sorts), or NULL.
+ * Returns 1 when interrupted (v is then in no order). */
+static int sort_values(double *v, int64_t n, uint64_t *tmp)
+{
+    if (n < 4096)
+        tmp = NULL;
+    int ok = tmp != NULL;
+    for (int64_t i = 0; i < n && ok; i++)
+        ok = sortable(v[i]);
+    if (!ok) {
+        if (hl_interrupt_pending())
+            return 1;
+        qsort(v, (size_t)n, sizeof *v, cmp_double); /* short, or NaN / -0: not interruptible inside */
+        return hl_interrupt_pending();
+    }
+    uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
+    static _Thread_local int64_t count[SORT_DIGITS][SORT_RADIX];
+    memset(count, 0, sizeof count);
+    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
+        if (hl_interrupt_pending())
+            return 1;
+        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
+            uint64_t b = sort_key(v[i]);
+            memcpy(&key[i], &b, sizeof b);
+            for (int d = 0; d < SORT_DIGITS; d++)
+                count[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
+        }
+    }
+    return radix_passes(v, n, count, tmp);
+}
+
+/* The stats of v[0, n), sorted. */
+static void stats_sorted(const double *v, int64_t n, hl_stats *s)
+{
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += v[i];
+    s->mean = sum / (double)n;
+    s->p50 = pct(v, n, 0.50);
+    s->p90 = pct(v, n, 0.90);
+    s->p99 = pct(v, n, 0.99);
+    s->max = v[n - 1];
+}
+
 /* The stats of v[0, n) (sorted in place, through tmp: sort_values); 1 when interrupted. */
 static int stats_of(double *v, int64_t n, uint64_t *tmp, hl_stats *s)
 {
@@ -187,15 +262,29 @@ static int stats_of(double *v, int64_t n, uint64_t *tmp, hl_stats *s)
     }
     if (sort_values(v, n, tmp))
         return 1;
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        sum += v[i];
-    s->mean = sum / (double)n;
-    s->p50 = pct(v, n, 0.50);
-    s->p90 = pct(v, n, 0.90);
-    s->p99 = pct(v, n, 0.99);
-    s->max = v[n - 1];
+    stats_sorted(v, n, s);
     return 0;
+}
+
+/* stats_of of n values v holds as their keys (sort_key) with their digits counted as they came
+ * (count[d][k]); plain: none is NaN or -0. The same sort, without its first pass. */
+static int stats_of_keys(double *v, int64_t n, int plain, int64_t (*count)[SORT_RADIX], uint64_t *tmp, hl_stats *s)
+{
+    if (n >= 4096 && plain && tmp) {
+        memset(s, 0, sizeof *s);
+        s->n = n;
+        if (radix_passes(v, n, count, tmp))
+            return 1;
+        stats_sorted(v, n, s);
+        return 0;
+    }
+    for (int64_t i = 0; i < n; i++) { /* the values again, for qsort */
+        uint64_t b;
+        memcpy(&b, &v[i], sizeof b);
+        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
+        memcpy(&v[i], &b, sizeof b);
+    }
+    return stats_of(v, n, tmp, s);
 }
 
 /* r's request counts, rates and goodput from the sums over its requests. */
@@ -284,12 +373,26 @@ hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
     memset(a, 0, sizeof *a);
     a->t0 = INFINITY;
     a->cap = n;
-    for (int w = 0; w < 4; w++)
-        if (!(a->v[w] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)))) {
+    a->count = calloc(4 * SORT_DIGITS, sizeof *a->count);
+    for (int w = 0; w < 4; w++) {
+        a->plain[w] = 1;
+        if (!(a->v[w] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1))) || !a->count) {
             hl_serve_acc_free(a);
             return hl_fail(err, HL_ENOMEM, "serve: out of memory for the metrics of %lld requests", (long long)n);
         }
+    }
     return HL_OK;
+}
+
+/* Value x of metric w: its key stored, its digits counted (the radix sort's first pass). */
+static inline void acc_put(hl_serve_acc *a, int w, double x)
+{
+    uint64_t b = sort_key(x);
+    int64_t(*c)[SORT_RADIX] = a->count + w * SORT_DIGITS;
+    a->plain[w] &= sortable(x);
+    memcpy(&a->v[w][a->k[w]++], &b, sizeof b);
+    for (int d = 0; d < SORT_DIGITS; d++)
+        c[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
 }
 
 void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
@@ -299,18 +402,18 @@ void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, 
     double ttft = first_tok - arrival, e2e = finish - arrival;
     double tpot = output > 1 ? (finish - first_tok) / (output - 1) : NAN;
     int32_t good = ttft <= cfg->slo_ttft_s && (output <= 1 || tpot <= cfg->slo_tpot_s);
-    a->v[0][a->k[0]++] = ttft;
+    acc_put(a, 0, ttft);
     if (output > 1)
-        a->v[1][a->k[1]++] = tpot;
-    a->v[2][a->k[2]++] = e2e;
-    a->v[3][a->k[3]++] = first_sched - arrival;
+        acc_put(a, 1, tpot);
+    acc_put(a, 2, e2e);
+    acc_put(a, 3, first_sched - arrival);
     a->n++;
     a->in_tok += input;
     a->out_tok += output;
     a->good += good;
     a->good_tok += good ? output : 0;
-    a->t0 = fmin(a->t0, arrival);
-    a->t1 = fmax(a->t1, finish);
+    a->t0 = hl_fmin(a->t0, arrival); /* C11 fmin and fmax, inline */
+    a->t1 = hl_fmax(a->t1, finish);
 }
 
 hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const hl_itl_hist *itl, hl_serve_result *r,
@@ -319,7 +422,7 @@ hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const
     totals(cfg, a, r);
     uint64_t *tmp = a->n >= 4096 ? malloc(sizeof *tmp * (size_t)a->n) : NULL; /* NULL: qsort */
     for (int w = 0; w < 4; w++)
-        if (stats_of(a->v[w], a->k[w], tmp, metric(r, w))) {
+        if (stats_of_keys(a->v[w], a->k[w], a->plain[w], a->count + w * SORT_DIGITS, tmp, metric(r, w))) {
             free(tmp);
             return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)a->n);
         }
@@ -330,6 +433,8 @@ hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const
 
 void hl_serve_acc_free(hl_serve_acc *a)
 {
+    free(a->count);
+    a->count = NULL;
     for (int w = 0; w < 4; w++) {
         free(a->v[w]);
         a->v[w] = NULL;

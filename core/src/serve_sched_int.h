@@ -43,6 +43,13 @@ typedef struct plan {
     int decode;
 } plan;
 
+/* A decode-set member in its heap: the dc it finishes at (fixed while it is a member: its record
+ * holds gen - dc) beside it, so a comparison reads no record. */
+typedef struct hl_dheap {
+    double key;
+    int64_t r;
+} hl_dheap;
+
 /* One data-parallel rank's scheduler (serve.c's "unit"); q is shared by the ranks of a pool. */
 typedef struct sched {
     const hl_serve_cfg *cfg;
@@ -87,17 +94,17 @@ typedef struct sched {
      * requests that decode advance together, one token a step, and are touched only
      * when they join, finish or leave the set; their records hold kv - dc and gen - dc,
      * their last token is t_emit and their blocks ceil(kv / block). */
-    int ev;            /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
+    int ev;                /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
                            cache, speculation, window, state or reservation; not the reference) */
-    int ev_on;         /* the set holds every decoding running request */
-    int64_t n_slots;   /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
-    double dc;         /* decode steps the set has taken */
-    int64_t dc_res;    /* dc mod block */
-    double dn, dctx;   /* members; the sum of their kv (whole tokens: exact) */
-    double t_emit;     /* s: the end of the set's last step (its members' last token) */
-    double ev_planned; /* members planned in this step (0 or dn) */
-    double *ring;      /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
-    int64_t *heap;     /* members, a min-heap by the dc they finish at (output - (gen - dc)) */
+    int ev_on;             /* the set holds every decoding running request */
+    int64_t n_slots;       /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
+    double dc;             /* decode steps the set has taken */
+    int64_t dc_res;        /* dc mod block */
+    double dn, dctx;       /* members; the sum of their kv (whole tokens: exact) */
+    double t_emit;         /* s: the end of the set's last step (its members' last token) */
+    double ev_planned;     /* members planned in this step (0 or dn) */
+    double *ring;          /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
+    struct hl_dheap *heap; /* members, a min-heap by the dc they finish at (output - (gen - dc)) */
     int64_t n_heap;
     int64_t *pre; /* running requests still prefilling, in admission order */
     int64_t n_pre;

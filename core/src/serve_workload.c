@@ -407,11 +407,15 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
         }
         static const char *const opt[] = {"session", "turn", "prefix", "prefix_len"};
         for (int k = COL_REQUIRED; k < COL_ALL; k++)
-            if (!(v[k] >= 0 && v[k] <= 9007199254740992.0) || v[k] != floor(v[k])) {
+            /* ids up to 2^53 - 1: 9007199254740993 reads as the double 2^53, so two sessions (or
+             * prefixes) whose ids differ past 2^53 were merged into one silently */
+            if (!(v[k] >= 0 && v[k] <= 9007199254740991.0) || v[k] != floor(v[k])) {
                 free(q);
                 free(qc);
-                return hl_fail(err, HL_EPARSE, "%s line %ld: %s %g (need a whole number >= 0; 0 = none)", o, line,
-                               opt[k - COL_REQUIRED], v[k]);
+                return hl_fail(err, HL_EPARSE,
+                               "%s line %ld: %s %.17g (need a whole number in 0..9007199254740991 = 2^53 - 1, the "
+                               "ids a double holds exactly; 0 = none)",
+                               o, line, opt[k - COL_REQUIRED], v[k]);
             }
         if (v[6] > v[1]) {
             free(q);

@@ -232,13 +232,19 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         hl_op ops[2];
         int streamed = fast.ok; /* both memory sides from the stream: compute_s may not be needed */
         for (int x = 0; x < 2; x++) {
+            if (fast.ok) { /* hl_op_attention's counts from the stream's line: the same bits */
+                double read;
+                hl_attn_counts(&fast.line, in + tau * x, &f[x], &read);
+                by[x] = read + fast.line.written;
+                streamed = streamed && hl_attn_stream_at(&fast, in + tau * x, &m[x]);
+                continue;
+            }
             if (part == PART_ATTENTION) {
                 sh.context = in + tau * x;
                 hl_op_attention(&ops[x], "attention", &sh, (hl_precision)s->j->act_precision);
             } else {
                 part_op(s, part, &ops[x], b, q, in + tau * x);
             }
-            streamed = streamed && hl_attn_stream_at(&fast, in + tau * x, &m[x]);
             f[x] = ops[x].flops;
             by[x] = ops[x].bytes_read + ops[x].bytes_written;
         }
@@ -251,6 +257,10 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
             mem_bound = 1;
         } else {
             for (int x = 0; x < 2; x++) {
+                if (fast.ok) { /* not built above (fast.ok: PART_ATTENTION) */
+                    sh.context = in + tau * x;
+                    hl_op_attention(&ops[x], "attention", &sh, (hl_precision)s->j->act_precision);
+                }
                 if ((st = hl_op_time_on(&ops[x], &s->c->gpu, &t, err)))
                     return st;
                 c[x] = t.compute_s;

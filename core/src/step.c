@@ -38,6 +38,16 @@ struct hl_stepper {
     int ash_have[2];
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
     int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
+    struct pre_attn *pre[2];  /* [full=0 / local=1][tokens]: a one-chunk step's prompt kernel, NULL until used */
+};
+
+/* The prompt attention of a step whose only chunk starts its prompt (offset 0), in one
+ * micro-batch: the kernel chunks_attn builds for it and its time (hl_acc_op_time), kept per
+ * chunk length; at load most mixed steps are a whole new prompt beside the decodes. */
+struct pre_attn {
+    hl_op op;
+    hl_op_time t;
+    int measured, have;
 };
 
 /* A decode-only step of n sequences as a function of their mean context c:
@@ -136,6 +146,8 @@ void hl_stepper_free(hl_stepper *st)
     free(st->have);
     free(st->dl);
     free(st->layout);
+    free(st->pre[0]);
+    free(st->pre[1]);
     free(st);
 }
 
@@ -385,6 +397,55 @@ hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int
     return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
 }
 
+/* The variable-length prefill kernel over every chunk of the step (w: 0 full layers, 1 local
+ * layers, 2 sparse attention's indexer), as the busiest of m micro-batches' share (at least the
+ * largest chunk) over dp data-parallel groups. */
+static void chunks_attn(hl_stepper *st, const hl_iter *it, int w, double m, double dp, hl_op *out)
+{
+    const hl_sim_ctx *s = &st->s;
+    hl_op op, sum, big;
+    memset(&sum, 0, sizeof sum);
+    memset(&big, 0, sizeof big);
+    for (int32_t i = 0; i < it->n_chunks; i++) {
+        if (w == 2)
+            hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
+        else
+            step_attn(st, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
+        if (i == 0)
+            sum = op;
+        else {
+            sum.flops += op.flops;
+            sum.bytes_read += op.bytes_read;
+            sum.bytes_written += op.bytes_written;
+        }
+        if (op.flops > big.flops)
+            big = op;
+    }
+    sum.flops = hl_fmax(sum.flops / m, big.flops) / dp;
+    sum.bytes_read = hl_fmax(sum.bytes_read / m, big.bytes_read) / dp;
+    sum.bytes_written = hl_fmax(sum.bytes_written / m, big.bytes_written) / dp;
+    *out = sum;
+}
+
+/* chunks_attn of a step whose only chunk, of kt <= cap tokens, starts its prompt, in one
+ * micro-batch (a function of kt and w alone), and its time: kept per kt. NULL when out of memory
+ * (the caller builds it), or with *rc set when its time fails. */
+static const struct pre_attn *one_chunk_attn(hl_stepper *st, const hl_iter *it, int w, int64_t kt, double dp,
+                                             hl_status *rc, hl_err *err)
+{
+    *rc = HL_OK;
+    if (!st->pre[w] && !(st->pre[w] = calloc((size_t)st->cap + 1, sizeof *st->pre[w])))
+        return NULL;
+    struct pre_attn *e = &st->pre[w][kt];
+    if (!e->have) {
+        chunks_attn(st, it, w, 1, dp, &e->op);
+        if ((*rc = hl_acc_op_time(&st->s, &e->op, &e->t, &e->measured, err)))
+            return NULL;
+        e->have = 1;
+    }
+    return e;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
@@ -445,33 +506,24 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
                 return rc;
         }
     }
-    if (it->n_chunks > 0) {           /* one variable-length prefill kernel over every chunk of the group */
-        for (int w = 0; w < 3; w++) { /* full layers, local layers, sparse attention's indexer */
+    if (it->n_chunks > 0) { /* one variable-length prefill kernel over every chunk of the group */
+        int64_t kt = (int64_t)it->chunks[0].tokens;
+        int one = it->n_chunks == 1 && it->chunks[0].offset == 0 && m == 1 && it->chunks[0].tokens == (double)kt &&
+                  kt >= 1 && kt <= st->cap; /* a new prompt whole: its kernel and time kept */
+        for (int w = 0; w < 3; w++) {       /* full layers, local layers, sparse attention's indexer */
             double layers = w ? st->sliding : st->full;
             if (layers <= 0 || (w == 2 && !indexer))
                 continue;
-            hl_op sum, big;
-            memset(&sum, 0, sizeof sum);
-            memset(&big, 0, sizeof big);
-            for (int32_t i = 0; i < it->n_chunks; i++) {
-                if (w == 2)
-                    hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
-                else
-                    step_attn(st, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
-                if (i == 0)
-                    sum = op;
-                else {
-                    sum.flops += op.flops;
-                    sum.bytes_read += op.bytes_read;
-                    sum.bytes_written += op.bytes_written;
-                }
-                if (op.flops > big.flops)
-                    big = op;
+            const struct pre_attn *e =
+                one && w < 2 && layers * stages > 0 ? one_chunk_attn(st, it, w, kt, dp, &rc, err) : NULL;
+            if (rc)
+                return rc;
+            if (e) {
+                hl_acc_op_timed(s, &a, &e->op, e->t, layers * stages, e->measured);
+                continue;
             }
-            /* the busiest micro-batch's share (at least the largest chunk), over the data-parallel groups */
-            sum.flops = hl_fmax(sum.flops / m, big.flops) / dp;
-            sum.bytes_read = hl_fmax(sum.bytes_read / m, big.bytes_read) / dp;
-            sum.bytes_written = hl_fmax(sum.bytes_written / m, big.bytes_written) / dp;
+            hl_op sum;
+            chunks_attn(st, it, w, m, dp, &sum);
             if ((rc = hl_acc_op(s, &a, &sum, layers * stages, err)))
                 return rc;
         }

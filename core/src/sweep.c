@@ -91,9 +91,11 @@ typedef struct hl_sweep_plan plan;
 
 struct hl_sweep_plan {
     bound_axis axes[MAX_AXES];
-    int trust; /* objects no axis touches, validated once */
-    int reuse; /* every axis only writes its own field and no point searches: a worker's job
+    int trust;    /* objects no axis touches, validated once */
+    int reuse;    /* every axis only writes its own field and no point searches: a worker's job
                              can go from one point to the next by applying the axes again (no copy) */
+    int distinct; /* no two axes write the same field: with reuse, only the axes whose value
+                     changed need applying */
 };
 
 /* Frees the enum value tables; safe to call again (pointers are cleared). */
@@ -117,6 +119,16 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
         bound_axis *b = &p->axes[a];
         b->ax = ax;
         if (ax->kind == HL_AXIS_MODEL || ax->kind == HL_AXIS_CLUSTER || ax->kind == HL_AXIS_GPU) {
+            /* an object replaces the job's model, cluster or GPU, so its axis is named by that: an axis
+             * 'spec_draft_model' of model objects swept the target's model silently */
+            const char *kind = ax->kind == HL_AXIS_MODEL ? "model" : ax->kind == HL_AXIS_CLUSTER ? "cluster" : "gpu";
+            if (strcmp(ax->name, kind) != 0) {
+                free_plan(p, a);
+                return hl_fail(err, HL_EINVAL,
+                               "sweep axis '%s': its values are %s objects, which only an axis named '%s' takes "
+                               "(they replace the job's %s)",
+                               ax->name, kind, kind, kind);
+            }
             b->target = HL_TARGET_OBJECT;
             touched |= ax->kind == HL_AXIS_MODEL ? HL_TRUST_MODEL : HL_TRUST_CLUSTER;
             cluster_objects |= ax->kind != HL_AXIS_MODEL;
@@ -171,6 +183,11 @@ static hl_status bind_axes(const hl_sweep_in *in, plan *p, hl_err *err)
     for (int32_t a = 0; a < in->n_axes; a++)
         if (p->axes[a].target == HL_TARGET_OBJECT || p->axes[a].special)
             p->reuse = 0;
+    p->distinct = 1;
+    for (int32_t a = 0; a < in->n_axes; a++)
+        for (int32_t b = 0; b < a; b++)
+            if (p->axes[a].target == p->axes[b].target && p->axes[a].field == p->axes[b].field)
+                p->distinct = 0;
     p->trust = hl_job_check_fields(&in->base, err) == HL_OK ? HL_TRUST_JOB_FIELDS : 0;
     if (!(touched & HL_TRUST_MODEL) && hl_model_validate(&in->base.model, err) == HL_OK)
         p->trust |= HL_TRUST_MODEL;
@@ -232,24 +249,32 @@ static hl_status apply_axis(const bound_axis *b, int64_t i, hl_job *job, int *fl
  * With `fresh` 0 (only when p->reuse), *job is the job of a point this built
  * before: every axis sets its field again and nothing else differs from the
  * base, so the 2.7 KB copy of the base is skipped. */
-static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, int *flags, int fresh,
-                           hl_err *err)
+static hl_status bound_job_at(const hl_sweep_in *in, const plan *p, const int64_t *value_index, const int64_t *held,
+                              hl_job *job, int *flags, int fresh, hl_err *err)
 {
     if (fresh) {
         *job = in->base;
         job->summary_only = 1;
     }
     *flags = (in->batch_max ? POINT_BATCH_MAX : 0) | (in->auto_plan ? POINT_AUTO : 0);
-    int64_t value_index[MAX_AXES];
-    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
     for (int pass = 0; pass < 2; pass++)
         for (int32_t a = in->n_axes - 1; a >= 0; a--) {
             hl_status st;
+            if (held && held[a] == value_index[a])
+                continue; /* the job holds this axis's value already */
             if ((p->axes[a].target == HL_TARGET_OBJECT) == (pass == 0) &&
                 (st = apply_axis(&p->axes[a], value_index[a], job, flags, err)))
                 return st;
         }
     return HL_OK;
+}
+
+static hl_status bound_job(const hl_sweep_in *in, const plan *p, int64_t index, hl_job *job, int *flags, int fresh,
+                           hl_err *err)
+{
+    int64_t value_index[MAX_AXES];
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
+    return bound_job_at(in, p, value_index, NULL, job, flags, fresh, err);
 }
 
 /* batch = "max" and parallel = "auto" of one point, through hl.simulate's
@@ -450,15 +475,12 @@ typedef struct worker {
 
 enum { BLOCK = 256 }; /* points per block: threads take blocks round-robin, so no two write one cache line */
 
-/* Whether points a and b differ only in the values of input axes (only_input): with the
- * plan's reuse, the job of b is then the job of a but for its input. */
-static int only_input_differs(const hl_sweep_in *in, const plan *pl, int64_t a, int64_t b)
+/* Whether the axis values a and b differ only in input axes (only_input): with the plan's
+ * reuse, the job of b is then the job of a but for its input. */
+static int only_input_differs(const hl_sweep_in *in, const plan *pl, const int64_t *a, const int64_t *b)
 {
-    int64_t va[MAX_AXES], vb[MAX_AXES];
-    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, a, va);
-    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, b, vb);
     for (int32_t k = 0; k < in->n_axes; k++)
-        if (va[k] != vb[k] && !pl->axes[k].only_input)
+        if (a[k] != b[k] && !pl->axes[k].only_input)
             return 0;
     return 1;
 }
@@ -469,19 +491,22 @@ void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_jo
     hl_err err;
     int flags;
     int fresh = !(pl->reuse && cur->have);
-    /* when the thread ran nothing since point cur->last and only input moved, this job is
+    int64_t vi[MAX_AXES];
+    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, i, vi);
+    /* when the thread ran nothing since its last point and only input moved, this job is
      * that run's job but for input: its class (sim.c's job_class_of) is taken as that one's */
-    int same = !fresh && cur->run == hl_sim_thread_runs() && only_input_differs(in, pl, cur->last, i)
+    int same = !fresh && cur->run == hl_sim_thread_runs() && only_input_differs(in, pl, cur->value_index, vi)
                    ? HL_TRUST_SAME_BUT_INPUT
                    : 0;
+    const int64_t *held = !fresh && pl->distinct ? cur->value_index : NULL;
     cur->have = 0;
-    if (bound_job(in, pl, i, job, &flags, fresh, &err) || resolve_searches(in, flags, job, &err)) {
+    if (bound_job_at(in, pl, vi, held, job, &flags, fresh, &err) || resolve_searches(in, flags, job, &err)) {
         memset(p, 0, sizeof *p);
         p->status = HL_EINVAL;
         snprintf(p->error, sizeof p->error, "%s", err.msg);
     } else {
         cur->have = 1;
-        cur->last = i;
+        memcpy(cur->value_index, vi, sizeof vi[0] * (size_t)in->n_axes);
         point_from_job(job, p, pl->trust | same, cols, ncols);
         cur->run = hl_sim_thread_runs();
     }
@@ -491,9 +516,9 @@ static void *work(void *arg)
 {
     worker *w = arg;
     int cancelled = 0;
-    hl_job job;                      /* the last point's job: reused when w->plan->reuse */
-    hl_sweep_cursor cur = {0, 0, 0}; /* which point job holds */
-    hl_point one;                    /* a store's point before it is packed */
+    hl_job job;                        /* the last point's job: reused when w->plan->reuse */
+    hl_sweep_cursor cur = {.have = 0}; /* which point job holds */
+    hl_point one;                      /* a store's point before it is packed */
     /* w->begin is this thread's first block start; blocks are w->stride points apart */
     for (int64_t b = w->begin; b < w->end; b += w->stride) {
         int64_t stop = b + BLOCK < w->end ? b + BLOCK : w->end;

@@ -120,7 +120,7 @@ static void *worker(void *arg)
     stream *s = arg;
     hl_job job;
     hl_point point;
-    hl_sweep_cursor cur = {0, 0, 0};
+    hl_sweep_cursor cur = {.have = 0};
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->stop && !cancelled(s) && s->next_claim < s->nblocks && s->next_claim >= s->next_write + s->nslots)
@@ -246,7 +246,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     if (started == 0) { /* no thread could start: everything on this one, block by block */
         hl_job job;
         hl_point point;
-        hl_sweep_cursor cur = {0, 0, 0};
+        hl_sweep_cursor cur = {.have = 0};
         for (int64_t b = 0; b < s.nblocks && !bad && !cancelled(&s); b++) {
             produce(&s, b, &s.slots[0], &job, &cur, &point);
             bad = deliver(&s, &s.slots[0], rows, &done);

@@ -13,13 +13,14 @@ void hl_sweep_plan_free(hl_sweep_plan *pl, int32_t n_axes);
 
 /* What a thread keeps from one point to its next (zeroed on a new thread). */
 typedef struct hl_sweep_cursor {
-    int have;     /* the thread's job holds point `last` bound without error, and it was run */
-    int64_t last; /* that point */
-    uint64_t run; /* hl_sim_thread_runs() after it ran */
+    int have;                               /* the thread's job holds the last point it bound without
+                                               error, and that point was run */
+    uint64_t run;                           /* hl_sim_thread_runs() after it ran */
+    int64_t value_index[HL_SWEEP_MAX_AXES]; /* its value of each axis */
 } hl_sweep_cursor;
 
 /* Evaluates point i into *p (its status and message on failure). *job is the calling
- * thread's job, reused from point cur->last when the plan allows; both start zeroed on a
+ * thread's job, reused from the thread's last point when the plan allows; both start zeroed on a
  * new thread. cols[0, ncols): the result rows p->v must hold (the others are not
  * written); NULL: all of them. */
 void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, hl_sweep_cursor *cur,

@@ -154,6 +154,10 @@ const char *hl_c_string(lua_State *L, int idx, const char *what);
 /* Whether the string at idx holds a NUL byte (for code that must free memory before it raises). */
 int hl_holds_nul(lua_State *L, int idx);
 
+/* Raises "WHAT: a hole in the list ..." / "expected a list {v1, v2, ...}, got a key ..." unless the
+ * keys of the table at idx are exactly 1..n (core.check_list's rule); returns n. */
+lua_Integer hl_check_list(lua_State *L, int idx, const char *what);
+
 /* luaL_checkstring(L, arg) with the NUL refusal of hl_c_string. */
 const char *hl_check_c_string(lua_State *L, int arg, const char *what);
 

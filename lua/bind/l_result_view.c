@@ -10,19 +10,26 @@
 
 #include "result_view.h"
 
-/* The view data (a userdata; user values: 1 the group cache, 2..4 the values kept for Lua).
- * job holds the bytes of hl_job from `JOB_COPY_AT` (after the model and the cluster when
- * `objects`: user values 3 and 4 are then the model and cluster objects the job was read
- * from, which are immutable) up to expert_freq, then the job's expert_freq_n shares, then the
- * bytes after expert_freq: about 300 bytes with the objects, 3.1 KB without (not 11 KB). The
- * draft model (spec_draft_model, 1.1 KB) is kept only when the job has one (spec_draft). */
+/* The view data (a userdata; user values: 1 the group cache, 2 the fields table, 3 the job it
+ * was run from, a result_job that views of the same job share). */
 struct hl_result_view {
     double v[HL_POINT_VALUES];
+};
+enum { UV_GROUPS = 1, UV_FIELDS, UV_JOB, VIEW_UV = UV_JOB };
+
+/* The job of views (a userdata, never changed once made; user values: 1 and 2 the model and
+ * cluster values the job was read with, for Lua). job holds the bytes of hl_job from 0 (from
+ * after the model and the cluster when `objects`: user values 1 and 2 are then the model and
+ * cluster objects the job holds copies of, which are immutable) up to expert_freq, then the
+ * job's expert_freq_n shares, then the bytes after expert_freq: about 300 bytes with the
+ * objects, 3.1 KB without (not 11 KB). The draft model (spec_draft_model, 1.1 KB) is kept only
+ * when the job has one (spec_draft). */
+typedef struct result_job {
     int32_t freq_n;
     int32_t objects;
     int32_t draft; /* the job's spec_draft: its spec_draft_model is kept (1.1 KB), else it is zero */
     unsigned char job[];
-};
+} result_job;
 
 enum {
     JOB_AFTER_OBJECTS = offsetof(hl_job, cluster) + sizeof(hl_cluster),
@@ -106,51 +113,67 @@ static size_t job_pieces(size_t at, int draft, size_t freq, job_piece pc[N_PIECE
 
 void hl_result_view_job(lua_State *L, int ud, hl_job *out)
 {
-    const hl_result_view *rv = lua_touserdata(L, ud);
-    size_t at = rv->objects ? JOB_AFTER_OBJECTS : 0, freq = (size_t)rv->freq_n * sizeof(double);
+    lua_getiuservalue(L, ud, UV_JOB);
+    int jb = lua_gettop(L);
+    const result_job *rj = lua_touserdata(L, jb);
+    size_t at = rj->objects ? JOB_AFTER_OBJECTS : 0, freq = (size_t)rj->freq_n * sizeof(double);
     memset(out, 0, sizeof *out);
-    if (rv->objects) {
-        lua_getiuservalue(L, ud, 3);
-        lua_getiuservalue(L, ud, 4);
-        out->model = *hl_to_model(L, -2); /* checked when the view was made */
+    if (rj->objects) {
+        lua_getiuservalue(L, jb, 1);
+        lua_getiuservalue(L, jb, 2);
+        out->model = *hl_to_model(L, -2); /* checked when the job was kept */
         out->cluster = *hl_to_cluster(L, -1);
         lua_pop(L, 2);
     }
     job_piece pc[N_PIECES];
-    job_pieces(at, rv->draft, freq, pc);
-    const unsigned char *p = rv->job;
+    job_pieces(at, rj->draft, freq, pc);
+    const unsigned char *p = rj->job;
     for (int k = 0; k < N_PIECES; k++) { /* a draft model not kept stays zero, as the job had it */
         memcpy((char *)out + pc[k].at, p, pc[k].n);
         p += pc[k].n;
     }
+    lua_pop(L, 1);
 }
 
-void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects)
+void hl_push_result_job(lua_State *L, const hl_job *job, int model_idx, int cluster_idx, int objects)
 {
-    int kept[3];
-    for (int k = 0; k < 3; k++)
-        kept[k] = uv && uv[k] ? lua_absindex(L, uv[k]) : 0;
-    objects = objects && kept[1] && kept[2];
+    model_idx = model_idx ? lua_absindex(L, model_idx) : 0;
+    cluster_idx = cluster_idx ? lua_absindex(L, cluster_idx) : 0;
+    objects = objects && model_idx && cluster_idx;
     int32_t n = job->expert_freq_n > 0 && job->expert_freq_n <= HL_EXPERTS_MAX ? job->expert_freq_n : 0;
     size_t freq = (size_t)n * sizeof(double), at = objects ? JOB_AFTER_OBJECTS : 0;
-    lua_createtable(L, 0, 0); /* the view */
     job_piece pc[N_PIECES];
     size_t kept_bytes = job_pieces(at, job->spec_draft != 0, freq, pc);
-    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv + kept_bytes, 4);
-    memcpy(rv->v, v, sizeof rv->v);
-    rv->freq_n = n;
-    rv->objects = objects;
-    rv->draft = job->spec_draft != 0;
-    unsigned char *p = rv->job;
+    result_job *rj = lua_newuserdatauv(L, sizeof *rj + kept_bytes, 2);
+    rj->freq_n = n;
+    rj->objects = objects;
+    rj->draft = job->spec_draft != 0;
+    unsigned char *p = rj->job;
     for (int k = 0; k < N_PIECES; k++) {
         memcpy(p, (const char *)job + pc[k].at, pc[k].n);
         p += pc[k].n;
     }
-    for (int k = 0; k < 3; k++)
+    const int kept[2] = {model_idx, cluster_idx};
+    for (int k = 0; k < 2; k++)
         if (kept[k]) {
             lua_pushvalue(L, kept[k]);
-            lua_setiuservalue(L, -2, k + 2);
+            lua_setiuservalue(L, -2, k + 1);
         }
+}
+
+void hl_push_result_view(lua_State *L, const hl_result *r, int job_idx, int fields_idx)
+{
+    job_idx = lua_absindex(L, job_idx);
+    fields_idx = fields_idx ? lua_absindex(L, fields_idx) : 0;
+    lua_createtable(L, 0, 0); /* the view */
+    hl_result_view *rv = lua_newuserdatauv(L, sizeof *rv, VIEW_UV);
+    hl_result_values(r, rv->v);
+    lua_pushvalue(L, job_idx);
+    lua_setiuservalue(L, -2, UV_JOB);
+    if (fields_idx) {
+        lua_pushvalue(L, fields_idx);
+        lua_setiuservalue(L, -2, UV_FIELDS);
+    }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &views_key); /* [view ud views] */
     lua_pushvalue(L, -3);
     lua_pushvalue(L, -3);
@@ -164,11 +187,11 @@ void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const
 static void push_group(lua_State *L, int ud, int g, int keys)
 {
     const hl_result_shape *s = hl_result_shape_get();
-    if (lua_getiuservalue(L, ud, 1) != LUA_TTABLE) {
+    if (lua_getiuservalue(L, ud, UV_GROUPS) != LUA_TTABLE) {
         lua_pop(L, 1);
         lua_createtable(L, s->groups, 0);
         lua_pushvalue(L, -1);
-        lua_setiuservalue(L, ud, 1);
+        lua_setiuservalue(L, ud, UV_GROUPS);
     }
     if (lua_rawgeti(L, -1, g + 1) == LUA_TTABLE) {
         lua_remove(L, -2);
@@ -318,11 +341,15 @@ static int l_result_view_mt(lua_State *L)
  * cluster objects); nothing for another value. */
 static int l_result_view_kept(lua_State *L)
 {
+    lua_settop(L, 1);
     if (!hl_to_result_view(L, 1))
         return 0;
     push_data(L, 1);
-    for (int k = 0; k < 3; k++)
-        lua_getiuservalue(L, 2, k + 2);
+    lua_getiuservalue(L, 2, UV_FIELDS);
+    lua_getiuservalue(L, 2, UV_JOB);
+    lua_getiuservalue(L, 4, 1);
+    lua_getiuservalue(L, 4, 2);
+    lua_remove(L, 4);
     return 3;
 }
 

@@ -43,7 +43,7 @@ static char keys_key;
  * - FP_ANY: model / cluster, whose values check_job does not read when the objects are given.
  * Anything else (expert_freq, spec_accept lists, spec_draft_model, more than FP_MAX entries or
  * FP_STRINGS strings) is not recorded: such a job is read in full on every call. */
-enum { FP_MAX = 64, FP_STRINGS = 8, FP_ANY = -2, SCRATCH_UV = 2 + FP_STRINGS };
+enum { FP_MAX = 64, FP_STRINGS = 8, FP_ANY = -2, UV_RUN = 3 + FP_STRINGS, SCRATCH_UV = UV_RUN };
 typedef struct fp_entry {
     const void *key; /* lua_topointer of the key */
     const void *p;   /* a string value: lua_topointer (kept alive by a user value) */
@@ -250,6 +250,8 @@ static void set_expert_freq(lua_State *L, hl_job *j)
  * the top. */
 static void set_spec_accept(lua_State *L, hl_job *j)
 {
+    /* keys exactly 1..n: {0.9, 0.8, 0.7, x = 1} or a key 0 was accepted with the extra key dropped */
+    hl_check_list(L, -1, "field 'spec_accept'");
     lua_Integer n = luaL_len(L, -1);
     if (n < 1 || n > HL_SPEC_POSITIONS_MAX)
         luaL_error(L,
@@ -474,7 +476,8 @@ static void init_job(hl_job *j)
 }
 
 /* The state's scratch for hl.simulate (sim_scratch, a userdata cleared once; user values: the
- * model and cluster objects of its fingerprint, then its strings): l_simulate's upvalue, taken
+ * model and cluster objects of its fingerprint, then its strings, then the job its plan ran,
+ * hl_push_result_job's, which the views of its calls share): l_simulate's upvalue, taken
  * out while a call uses it (a call made meanwhile, from a metamethod or a finalizer, gets one of
  * its own), put back when the call returns; a call that raises drops it (and its fingerprint).
  * The userdata is pushed (it anchors the memory). */
@@ -755,8 +758,9 @@ static int l_simulate(lua_State *L)
     lua_settop(L, 3);
     sim_scratch *scr = take_scratch(L); /* at 4 */
     hl_plan_in *pinp = &scr->in;
-    int objects;                  /* model and cluster objects beside the table (the view keeps them) */
-    if (objs && fp_hit(L, scr)) { /* the table and objects the plan was read from: read already */
+    int objects; /* model and cluster objects beside the table (the view keeps them) */
+    int hit = objs && fp_hit(L, scr);
+    if (hit) { /* the table and objects the plan was read from: read already */
         batch_max = scr->batch_max, auto_plan = scr->auto_plan, seen = scr->seen;
         objects = 1;
     } else {
@@ -791,10 +795,18 @@ static int l_simulate(lua_State *L)
     jp->summary_only = 1; /* breakdown and events are built on first access */
     if (hl_sim_run(jp, rp, &err))
         return hl_raise(L, &err);
-    double v[HL_POINT_VALUES];
-    hl_result_values(rp, v);
-    int kept[3] = {1, objs ? 2 : 0, objs ? 3 : 0};
-    hl_push_result_view(L, v, jp, kept, objects);
+    /* the job as run, kept for the views' lazy breakdown: the same bytes on every call that
+     * reuses the plan (resolution is a function of the plan), so those calls share one copy */
+    if (!hit || lua_getiuservalue(L, 4, UV_RUN) != LUA_TUSERDATA) {
+        if (hit)
+            lua_pop(L, 1);
+        hl_push_result_job(L, jp, objs ? 2 : 0, objs ? 3 : 0, objects);
+        if (scr->fp_n >= 0) {
+            lua_pushvalue(L, -1);
+            lua_setiuservalue(L, 4, UV_RUN);
+        }
+    } /* [t m c scratch job] */
+    hl_push_result_view(L, rp, 5, 1);
     int meets = 1;
     if (auto_plan) {
         lua_createtable(L, ncand, 0); /* [result candidates] */

@@ -270,6 +270,18 @@ static int l_check_list(lua_State *L)
     return 1;
 }
 
+lua_Integer hl_check_list(lua_State *L, int idx, const char *what)
+{
+    idx = lua_absindex(L, idx);
+    lua_pushcfunction(L, l_check_list);
+    lua_pushvalue(L, idx);
+    lua_pushstring(L, what);
+    lua_call(L, 2, 1);
+    lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return n;
+}
+
 /* nearest(name, {candidates...}) -> the closest candidate by edit distance, or nil when none is close */
 static int l_nearest(lua_State *L)
 {

@@ -25,17 +25,22 @@ void hl_result_push_key_array(lua_State *L);
 /* Friendly aliases (ttft_ms, ...): how many (hl_result_friendly in bind.h reads alias k). */
 int hl_result_friendly_count(void);
 
-/* A view: the result values (hl_result_values order) and a compact copy of the job as run
- * (for the lazy breakdown; the unused tail of expert_freq is not kept). Opaque. */
+/* A view: the result values (hl_result_values order) and the job it was run from. Opaque. */
 typedef struct hl_result_view hl_result_view;
 
-/* Pushes a new view over v[] (copied) of the job `job` as run. The view is a table (empty
- * but for fields set on it later) with the shared view metatable; its fields are read from
- * the C values on access; groups (prefill, decode, ...) are built on first access and kept.
- * uv: stack indices of up to 3 values the view keeps for Lua (0 = none), read back by
- * core.result_view_kept; objects: uv[1] and uv[2] are the model and cluster objects whose
- * copies job holds (so the view keeps them instead of a copy). */
-void hl_push_result_view(lua_State *L, const double *v, const hl_job *job, const int uv[3], int objects);
+/* Pushes the job of views: a compact copy of `job` as run (for the lazy breakdown; the unused
+ * tail of expert_freq is not kept), never changed afterwards, so views of the same job may share
+ * it. model_idx / cluster_idx: stack indices of the model and cluster values the job was read
+ * with (0 = none), read back by core.result_view_kept; objects: they are the model and cluster
+ * objects whose copies job holds (the copy keeps them instead of those bytes). */
+void hl_push_result_job(lua_State *L, const hl_job *job, int model_idx, int cluster_idx, int objects);
+
+/* Pushes a new view over the values of r (hl_result_values) run from the job at stack index
+ * job_idx (hl_push_result_job). The view is a table (empty but for fields set on it later) with
+ * the shared view metatable; its fields are read from the C values on access; groups (prefill,
+ * decode, ...) are built on first access and kept. fields_idx: the stack index of the fields
+ * table the view keeps for core.result_view_kept (0 = none). */
+void hl_push_result_view(lua_State *L, const hl_result *r, int job_idx, int fields_idx);
 
 /* The view data of the table at idx, or NULL when it is not a view. */
 hl_result_view *hl_to_result_view(lua_State *L, int idx);

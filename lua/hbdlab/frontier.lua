@@ -41,7 +41,8 @@ end
 -- Membership of a Pareto set is a property of the whole search, not of a shard's points: it is in
 -- the JSON and the Lua result (p.pareto, r.pareto), not in the points CSV that shards merge into.
 M.columns = { "system", "precision", "mode", "tps_per_gpu", "tps_per_user", "ttft_p50_s", "ttft_p90_s", "tpot_s",
-              "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated",
+              "rps", "usd_per_mtok", "joules_per_token", "gpus_used", "simulated", "tps_per_gpu_used", "replicas",
+              "gpus_idle",
               "tp", "pp", "ep", "dp", "instance_gpus", "instances", "concurrency",
               "p_tp", "p_pp", "p_ep", "p_dp", "p_instances", "p_load", "d_instances", "kv_transfer_s", "redundant_experts" }
 
@@ -200,11 +201,23 @@ local function cost_rates(hl, fields, batch)
   return { usd_per_gpu_s = usd / gpu_s, w_per_gpu = joules and joules / gpu_s }
 end
 
+-- on the GPUs the configuration runs on (idle GPUs of the cluster are not charged: MODEL.md 14)
 local function priced(p, rates)
-  if rates and p.tps_per_gpu > 0 then
-    p.usd_per_mtok = rates.usd_per_gpu_s / p.tps_per_gpu * 1e6
-    p.joules_per_token = rates.w_per_gpu and rates.w_per_gpu / p.tps_per_gpu
+  if rates and p.tps_per_gpu_used > 0 then
+    p.usd_per_mtok = rates.usd_per_gpu_s / p.tps_per_gpu_used * 1e6
+    p.joules_per_token = rates.w_per_gpu and rates.w_per_gpu / p.tps_per_gpu_used
   end
+  return p
+end
+
+-- A point's tokens/s per GPU of the whole cluster of G GPUs (docs/MODEL.md 14, "Per-GPU basis"):
+-- p.replicas copies of its configuration of p.replica_gpus GPUs fill the cluster as far as whole
+-- copies go, each at p.tps_per_gpu_used (output tokens/s per GPU it runs on); the GPUs left over
+-- serve nothing. Aggregated instances tile the cluster (g divides G), so there the two are equal.
+local function on_cluster(p, G)
+  p.gpus_used = p.replicas * p.replica_gpus
+  p.gpus_idle = G - p.gpus_used
+  p.tps_per_gpu = p.gpus_used == G and p.tps_per_gpu_used or p.tps_per_gpu_used * p.gpus_used / G
   return p
 end
 
@@ -324,19 +337,20 @@ local function decode_point(hl, ctx, sys, prec, m, c)
   return { m = m, c = c, tpot_s = r.tpot_s, rate = c / ((t.output - 1) * r.tpot_s), fields = t }
 end
 
--- A point's numbers from an hl.serve simulation (percentiles included); scale: the instances the
--- simulated one stands for (requests/s of the system).
-local function take_simulated(p, r, scale)
+-- A point's numbers from an hl.serve simulation (percentiles included) of one of its p.replicas
+-- copies (an aggregated instance, or a disaggregated pair of pools); requests/s are the cluster's.
+local function take_simulated(p, r, G)
   -- the analytical numbers stay beside the simulated ones (ratios never mix the two sets)
   if not p.simulated and p.tps_per_gpu then
-    p.analytical = { tps_per_gpu = p.tps_per_gpu, tps_per_user = p.tps_per_user, tpot_s = p.tpot_s,
-                     ttft_p90_s = p.ttft_p90_s }
+    p.analytical = { tps_per_gpu = p.tps_per_gpu, tps_per_gpu_used = p.tps_per_gpu_used, tps_per_user = p.tps_per_user,
+                     tpot_s = p.tpot_s, ttft_p90_s = p.ttft_p90_s }
   end
-  p.tps_per_gpu = r.output_tps_per_gpu
+  p.tps_per_gpu_used = r.output_tps_per_gpu
+  on_cluster(p, G)
   p.tps_per_user = 1 / r.tpot_s.mean
   p.tpot_s = r.tpot_s.mean
   p.ttft_p50_s, p.ttft_p90_s = r.ttft_s.p50, r.ttft_s.p90
-  p.rps = r.rps * scale
+  p.rps = r.rps * p.replicas
   p.simulated = true
   return p
 end
@@ -370,7 +384,7 @@ local function agg_points(hl, ctx, sys, prec, m, out)
     local dec = decode_point(hl, ctx, sys, prec, m, c)
     local bound = dec and c / dec.tpot_s
     local suspect = bound and r.output_tps > 1.02 * bound
-    local p = { system = sys.name, precision = prec, mode = "agg", gpus_used = m.gpus * instances,
+    local p = { system = sys.name, precision = prec, mode = "agg", replicas = instances, replica_gpus = m.gpus,
                 tp = m.tp, pp = m.pp, ep = m.ep, dp = m.dp, instance_gpus = m.gpus, instances = instances,
                 concurrency = c, redundant_experts = m.redundant, config = f, simulated = false }
     if suspect then
@@ -383,10 +397,11 @@ local function agg_points(hl, ctx, sys, prec, m, out)
         note_error(ctx, s2)
         goto continue
       end
-      take_simulated(p, s2, instances)
+      take_simulated(p, s2, sys.gpus)
       p.config = sf
     else
-      p.tps_per_gpu, p.tps_per_user, p.tpot_s = r.output_tps_per_gpu, 1 / r.tpot_s, r.tpot_s
+      p.tps_per_gpu_used, p.tps_per_user, p.tpot_s = r.output_tps_per_gpu, 1 / r.tpot_s, r.tpot_s
+      on_cluster(p, sys.gpus)
       p.ttft_p50_s, p.ttft_p90_s, p.rps = r.ttft_s, r.ttft_s, r.rate * instances
     end
     rates = rates or cost_rates(hl, fields, c)
@@ -420,14 +435,17 @@ local function disagg_points(hl, ctx, sys, prec, profiles, d, out)
             local used = x * gp + y * gd
             local p = {
               system = sys.name, precision = prec, mode = "disagg",
-              tps_per_gpu = rate * ctx.output_mean / used, tps_per_user = 1 / d.tpot_s,
-              ttft_p50_s = ttft, ttft_p90_s = ttft, tpot_s = d.tpot_s, rps = rate, gpus_used = used,
+              tps_per_gpu_used = rate * ctx.output_mean / used, tps_per_user = 1 / d.tpot_s,
+              -- as many copies of the x + y instances as fit the cluster, each at this rate
+              replicas = G // used, replica_gpus = used,
+              ttft_p50_s = ttft, ttft_p90_s = ttft, tpot_s = d.tpot_s, rps = rate * (G // used),
               simulated = false, tp = d.m.tp, pp = d.m.pp, ep = d.m.ep, dp = d.m.dp, instance_gpus = gd,
               instances = y, d_instances = y, concurrency = d.c, p_tp = pr.m.tp, p_pp = pr.m.pp,
               p_ep = pr.m.ep, p_dp = pr.m.dp, p_instances = x, p_load = u, redundant_experts = d.m.redundant,
               kv_transfer_s = pr.kv_transfer_s,
-              _prefill = pr, _decode = d, _offered = rate, -- the arrival rate of its config (p.rps may become simulated)
+              _prefill = pr, _decode = d, _offered = rate, -- one copy's arrival rate, its config's
             }
+            on_cluster(p, G)
             if not best_any or p.tps_per_gpu > best_any.tps_per_gpu then best_any = p end
             if limit and ttft <= limit and (not best_slo or p.tps_per_gpu > best_slo.tps_per_gpu) then best_slo = p end
           end
@@ -452,7 +470,7 @@ local function disagg_config(ctx, sys, p, requests)
   f.disagg = { prefill = { parallel = pp }, decode = { parallel = dp } }
   if pr.m.redundant > 0 then f.disagg.prefill.redundant_experts = pr.m.redundant end
   if d.m.redundant > 0 then f.disagg.decode.redundant_experts = d.m.redundant end
-  f.rate, f.requests = p._offered or p.rps, requests
+  f.rate, f.requests = p._offered or p.rps / p.replicas, requests
   -- room for twice the decode population: Poisson arrivals fluctuate around the mean population c,
   -- and a batch capped at c puts the decode pool exactly at its capacity (a critically loaded queue
   -- whose waits grow with the run: 26.6 tok/s/user analytically, 17.8 simulated over 48,000 requests
@@ -517,8 +535,8 @@ end
 -- Confirms a point by simulation: its numbers become hl.serve's (percentiles included).
 -- requests: the run's requests (default requests_for(ctx, p)).
 local function confirm(hl, ctx, sys, p, requests)
-  p._rates = p._rates or (p.usd_per_mtok and { usd_per_gpu_s = p.usd_per_mtok * p.tps_per_gpu / 1e6,
-                                                w_per_gpu = p.joules_per_token and p.joules_per_token * p.tps_per_gpu })
+  p._rates = p._rates or (p.usd_per_mtok and { usd_per_gpu_s = p.usd_per_mtok * p.tps_per_gpu_used / 1e6,
+                                                w_per_gpu = p.joules_per_token and p.joules_per_token * p.tps_per_gpu_used })
   local f
   if p.mode == "agg" then
     f = copy(p.config)
@@ -535,7 +553,7 @@ local function confirm(hl, ctx, sys, p, requests)
     p.sim_error = tostring(r)
     return
   end
-  take_simulated(p, r, p.mode == "agg" and p.instances or 1)
+  take_simulated(p, r, sys.gpus)
   p.config = f
   if p.usd_per_mtok and p._rates then priced(p, p._rates) end
 end
@@ -1214,6 +1232,7 @@ function M.launch(p, model)
     out.decode.sglang = out.decode.sglang .. " --disaggregation-mode decode"
     out.prefill.sglang = out.prefill.sglang .. " --disaggregation-mode prefill"
     out.prefill_instances, out.decode_instances = p.p_instances, p.d_instances
+    out.copies = p.replicas -- of the prefill and decode instances above, side by side on the cluster
   end
   return out
 end
@@ -1222,7 +1241,8 @@ M.result_mt = {}
 M.result_mt.__index = M.result_mt
 M.result_mt.__tostring = function(r)
   local lines = { string.format("frontier: %d points in %d curves%s", #r.points, #r.groups,
-    r.interrupted and " (interrupted: the points so far)" or "") }
+    r.interrupted and " (interrupted: the points so far)" or ""),
+    "  tok/s/GPU: output tokens/s per GPU of the whole cluster, copies of a configuration filling it (docs/MODEL.md 14)" }
   for _, k in ipairs(r.groups) do
     local f, b = r.pareto[k], r.best[k]
     lines[#lines + 1] = string.format("  %-40s %3d on the frontier", k:gsub("|", " "), #f)
@@ -1236,6 +1256,11 @@ M.result_mt.__tostring = function(r)
       if b.mode == "disagg" then
         lines[#lines] = lines[#lines] .. string.format(" with %d prefill x tp %d pp %d ep %d dp %d at load %.2f",
           b.p_instances, b.p_tp, b.p_pp, b.p_ep, b.p_dp, b.p_load)
+      end
+      if b.gpus_idle > 0 then
+        lines[#lines] = lines[#lines] .. string.format("; %d %s of %d GPUs on %d of %d GPUs, %d idle: %.4g tok/s per GPU used",
+          b.replicas, b.replicas == 1 and "copy" or "copies", b.replica_gpus, b.gpus_used, b.gpus_used + b.gpus_idle,
+          b.gpus_idle, b.tps_per_gpu_used)
       end
     else
       lines[#lines + 1] = "    best: none meets the SLO"

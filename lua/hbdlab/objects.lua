@@ -24,19 +24,29 @@ local presets = { gpu = {}, cluster = {}, model = {} }
 local presets_generation = core.presets_generation
 local presets_gen = presets_generation()
 
--- The object of preset name x of `kind` (ctor builds it on the first call).
-local function named(kind, ctor, x)
+-- Empties the cache when $HBDLAB_PRESETS changed since the last look.
+local function fresh()
   local gen = presets_generation()
   if gen ~= presets_gen then
     presets_gen = gen
     presets = { gpu = {}, cluster = {}, model = {} }
   end
+end
+
+-- The object of preset name x of `kind` (ctor builds it on the first call), the cache fresh().
+local function cached(kind, ctor, x)
   local hit = presets[kind][x]
   if hit then return hit end
   if x:match("%.json$") then return from_file(kind, x) end
   local obj = ctor(x)
   presets[kind][x] = obj
   return obj
+end
+
+-- The object of preset name x of `kind`.
+local function named(kind, ctor, x)
+  fresh()
+  return cached(kind, ctor, x)
 end
 
 local function wrap(kind, ctor)
@@ -116,6 +126,18 @@ function M.resolved(kind, x)
   if tx == "string" then return named(kind, kind == "model" and core.model or core.cluster, x) end
   if tx == "table" and getmetatable(x) == nil then return M[kind](x) end
   return x
+end
+
+--- resolved("model", m), resolved("cluster", c), in that order, with one look at $HBDLAB_PRESETS
+--- for the two (hl.simulate's fields).
+function M.resolved_pair(m, c)
+  local tm, tc = type(m), type(c)
+  if tm == "string" or tc == "string" then fresh() end
+  if tm == "string" then m = cached("model", core.model, m)
+  elseif tm == "table" and getmetatable(m) == nil then m = M.model(m) end
+  if tc == "string" then c = cached("cluster", core.cluster, c)
+  elseif tc == "table" and getmetatable(c) == nil then c = M.cluster(c) end
+  return m, c
 end
 
 

@@ -68,7 +68,7 @@ local warn -- hbdlab.warn, required on the first call
 -- Clusters whose GPU's price was checked (the cost warning depends only on the GPU): weak keys.
 local cost_checked = setmetatable({}, { __mode = "k" })
 local simulate_c = core.simulate
-local resolved = objects.resolved
+local resolved_pair = objects.resolved_pair
 
 -- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
 -- only when the core saw what they look for.
@@ -77,7 +77,8 @@ local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
   warn = warn or require "hbdlab.warn"
-  local m, c = resolved("model", t.model), resolved("cluster", t.cluster) -- names resolve once
+  local m, c = t.model, t.cluster
+  if type(m) ~= "userdata" or type(c) ~= "userdata" then m, c = resolved_pair(m, c) end -- names resolve once
   local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
     warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so

@@ -221,6 +221,9 @@ function M.check_base(base, list)
         error("sweep axis 'spec_accept' sets one acceptance for every draft position, but base gives a "
           .. "per-position vector; give one of them", 3)
       end
+    elseif ax.name == "spec_draft_model" then -- a whole model, not a field of the job's (it read as unknown)
+      error("sweep axis 'spec_draft_model': a draft model is a base field of hl.sweep, not an axis; give it in "
+        .. "base and run one sweep per draft model, or sweep it with hl.serve_sweep (which takes it as an axis)", 3)
     end
   end
   if type(base) ~= "table" then return warn.check_job(base) end

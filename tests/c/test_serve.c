@@ -316,6 +316,34 @@ static void test_itl_bin_edges(void **state)
         }
         assert_rel(lo, 1e-6 * pow(1.005, b), 1e-9, "bin edge"); /* bins 0.5% wide */
     }
+    /* hl_itl_add finds a gap's bin from the edges, without the log: the same bin as hl_itl_bin for
+     * gaps log-uniform over 1e-8 .. 1e6 s, at every 13th edge and the doubles either side of it,
+     * and at 0, 1e-6 (bin 0's top) and beyond the last bin */
+    static hl_itl_hist g;
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double gap = 1e-8 * pow(1e14, (double)(x >> 11) / 0x1p53);
+        hl_itl_add(&g, gap, 1);
+        if (g.last_bin != hl_itl_bin(gap))
+            fail_msg("gap %.17g: bin %d, hl_itl_bin %d", gap, g.last_bin, hl_itl_bin(gap));
+    }
+    for (int b = 1; b < HL_ITL_BINS; b += 13) {
+        double lo, hi, at[3];
+        hl_itl_bin_range(&h, b, &lo, &hi);
+        at[0] = nextafter(lo, 0), at[1] = lo, at[2] = nextafter(lo, INFINITY);
+        for (int k = 0; k < 3; k++) {
+            g.last_lo = g.last_hi = 0; /* no last bin: looked up */
+            hl_itl_add(&g, at[k], 1);
+            assert_int_equal(g.last_bin, hl_itl_bin(at[k]));
+        }
+    }
+    double odd[] = {0, 1e-6, 1e9, 1e300};
+    for (int k = 0; k < 4; k++) {
+        g.last_lo = g.last_hi = 0;
+        hl_itl_add(&g, odd[k], 1);
+        assert_int_equal(g.last_bin, hl_itl_bin(odd[k]));
+    }
 }
 
 static int cmp_d(const void *a, const void *b)

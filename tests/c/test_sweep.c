@@ -346,6 +346,42 @@ static void test_input_hint_after_failed_point(void **state)
     assert_true(pts[4].v[tpot] != pts[1].v[tpot]);
 }
 
+/* A worker's job goes from one point to the next by applying only the axes whose value moved
+ * (the others' values are in it already), unless two axes write the same field: then every
+ * axis is applied again, in the usual order (the first axis last, so its value wins). Two
+ * axes on input: each point's input is the first axis's value, as hl_sweep_job builds it, and
+ * equals the direct run of that job (skipping the second axis's unchanged value would leave
+ * the first axis's write undone after the second changes). */
+static void test_axes_on_one_field(void **state)
+{
+    (void)state;
+    const double first[] = {500, 700}, second[] = {100, 200, 300};
+    hl_axis axes[2] = {num_axis("input", first, 2), num_axis("input", second, 3)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = axes;
+    in.n_axes = 2;
+    in.threads = 1;
+    hl_point pts[6];
+    hl_err e;
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    int32_t input = hl_result_field_index("input");
+    for (int64_t i = 0; i < 6; i++) {
+        hl_job j;
+        assert_ok(hl_sweep_job(&in, i, &j, &e), &e);
+        assert_true(j.input == first[i / 3]);
+        hl_point direct;
+        hl_point_from_job(&j, &direct);
+        assert_int_equal(pts[i].status, HL_OK);
+        assert_true(pts[i].v[input] == first[i / 3]);
+        for (int32_t k = 0; k < HL_POINT_VALUES; k++)
+            if (memcmp(&pts[i].v[k], &direct.v[k], sizeof(double)) != 0)
+                fail_msg("point %lld, %s: sweep %.17g, direct %.17g", (long long)i, hl_result_field_at(k)->name,
+                         pts[i].v[k], direct.v[k]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_memos_never_stale),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
+        cmocka_unit_test(test_axes_on_one_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

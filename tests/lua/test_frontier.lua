@@ -84,11 +84,16 @@ T.test("random searches: Pareto sets exact within each system x mode; re-runs re
       local p = front[math.random(#front)]
       local s = hl.serve(p.config)
       if p.simulated then
-        T.near(s.output_tps_per_gpu, p.tps_per_gpu, 1e-12, "re-run tokens/s per GPU")
+        -- the config is one copy (an instance, or a pair of pools) on s.gpus GPUs; floor(G / s.gpus)
+        -- copies fill the cluster of G GPUs, whose tokens/s per GPU the point gives
+        T.near(s.output_tps_per_gpu, p.tps_per_gpu_used, 1e-12, "re-run tokens/s per GPU used")
+        T.near(s.output_tps * (sys.gpus // s.gpus) / sys.gpus, p.tps_per_gpu, 1e-12, "re-run tokens/s per cluster GPU")
+        T.near(s.rps * (sys.gpus // s.gpus), p.rps, 1e-12, "re-run requests/s of the cluster")
         T.near(1 / s.tpot_s.mean, p.tps_per_user, 1e-12, "re-run tokens/s per user")
         T.near(s.ttft_s.p90, p.ttft_p90_s, 1e-12, "re-run TTFT p90")
       elseif p.mode == "agg" then -- analytical steady state
         T.near(s.output_tps_per_gpu, p.tps_per_gpu, 1e-12, "re-run tokens/s per GPU (analytical)")
+        T.eq(p.gpus_idle, 0, "aggregated instances tile the cluster")
         T.near(1 / s.tpot_s, p.tps_per_user, 1e-12, "re-run tokens/s per user (analytical)")
       end
     end
@@ -289,14 +294,14 @@ T.test("the best points are converged in their requests, and re-running their co
       n = n + 1
       T.ok(b.converged_change <= 0.02, k .. ": change within the tolerance")
       local s = hl.serve(b.config)
-      T.near(s.output_tps_per_gpu, b.tps_per_gpu, 1e-12, k .. ": re-run tok/s/GPU")
+      T.near(s.output_tps_per_gpu, b.tps_per_gpu_used, 1e-12, k .. ": re-run tok/s/GPU")
       T.near(1 / s.tpot_s.mean, b.tps_per_user, 1e-12, k .. ": re-run tok/s/user")
       -- the run of half the requests differs by the change it reports
       local f = {}
       for kk, v in pairs(b.config) do f[kk] = v end
       f.requests = f.requests // 2
       local h = hl.serve(f)
-      local ch = math.max(math.abs(b.tps_per_gpu - h.output_tps_per_gpu) / b.tps_per_gpu,
+      local ch = math.max(math.abs(b.tps_per_gpu_used - h.output_tps_per_gpu) / b.tps_per_gpu_used,
                           math.abs(b.tps_per_user - 1 / h.tpot_s.mean) / b.tps_per_user)
       T.near(ch, b.converged_change, 1e-9, k .. ": the change between R/2 and R requests")
       T.ok(b.config.requests > 40, k .. ": more than the first run's requests")
@@ -348,6 +353,39 @@ T.test("MoE disaggregated points simulate the pools they were searched as", func
     T.ok(pp.tp == p.p_tp and pp.pp == p.p_pp and pp.ep == p.p_ep and pp.dp == p.p_dp, "prefill pool = the searched mapping")
     T.ok(dp.tp == p.tp and dp.pp == p.pp and dp.ep == p.ep and dp.dp == p.dp, "decode pool = the searched mapping")
   end
+end)
+
+T.test("tokens/s per GPU of the whole cluster: copies of a disaggregated pair fill it, the rest idle", function()
+  -- qwen3-30b-a3b (MoE: one prefill and one decode instance per copy) on 12 GPUs. Worked by hand:
+  -- a copy of 1 + 4 GPUs fits twice (floor(12 / 5) = 2) on 10 GPUs, 2 idle: the cluster makes 2x one
+  -- copy's tokens/s, so per GPU of the cluster it is 10/12 of the per-GPU-used figure; 3 + 4 GPUs fit
+  -- once, 5 idle: 7/12; 1 + 3 fit three times, none idle: equal.
+  local r = hl.frontier { model = "qwen3-30b-a3b", systems = { gpu = "H100-SXM", gpus = 12, hbd = 12 }, precision = "fp8",
+                          modes = "disagg", input = 512, output = 128, simulate = 0 }
+  local want = { [5] = { 2, 2, 10 / 12 }, [7] = { 1, 5, 7 / 12 }, [4] = { 3, 0, 1 } } -- copies, idle, share
+  local seen = {}
+  for _, p in ipairs(r.points) do
+    local g = p.p_tp * p.p_pp * p.p_dp + p.tp * p.pp * p.dp
+    local w = want[g]
+    if w then
+      seen[g] = true
+      T.eq(p.replicas, w[1], g .. "-GPU copy: copies")
+      T.eq(p.gpus_idle, w[2], g .. "-GPU copy: idle GPUs")
+      T.eq(p.gpus_used, w[1] * g, g .. "-GPU copy: GPUs used")
+      T.near(p.tps_per_gpu, w[3] * p.tps_per_gpu_used, 1e-12, g .. "-GPU copy: per cluster GPU")
+      T.near(p.rps, w[1] * p.config.rate, 1e-12, g .. "-GPU copy: the cluster's requests/s, each copy at its config's rate")
+    end
+  end
+  T.ok(seen[5] and seen[7] and seen[4], "copies of 5, 7 and 4 GPUs searched")
+  T.ok(tostring(r):find("tok/s/GPU: output tokens/s per GPU of the whole cluster", 1, true) ~= nil, "the basis printed")
+  -- on 5 GPUs an aggregated search tiles them; its best prints no idle GPUs
+  local a = hl.frontier { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 5, hbd = 5 }, modes = "agg",
+                          input = 512, output = 128, simulate = 0 }
+  for _, p in ipairs(a.points) do
+    T.eq(p.gpus_used, 5, "agg: every GPU used")
+    T.eq(p.tps_per_gpu, p.tps_per_gpu_used, "agg: the two bases agree")
+  end
+  T.ok(tostring(a):find("idle", 1, true) == nil, "agg: no idle GPUs printed")
 end)
 
 T.test("a curve with no point at all is named with its reason", function()

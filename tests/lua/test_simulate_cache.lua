@@ -82,16 +82,18 @@ T.test("the field lua_next gives last removed (the walk must end where the plan'
   local moves = { input = "ttft_s", output = "total_s", batch = "batch", overlap = "prefill.time_s",
                   precision = "precision" }
   local fields = base()
-  fields.precision, fields.overlap = "fp8", 1
+  fields.precision, fields.overlap, fields.parallel = "fp8", 1, { tp = 8 } -- batch 1 (the default) on dp 1
   local names = {}
   for k in pairs(fields) do names[#names + 1] = k end
   table.sort(names)
-  for try = 0, 40 do -- tables of the same fields inserted in other orders, until one ends with a removable field
+  for try = 0, 200 do -- tables of the same fields laid out otherwise, until one ends with a removable field
     local job, last = {}, nil
+    for i = 1, try do job["pad" .. i] = true end -- grows the hash part (the pads are removed below)
     for i = 1, #names do
-      local k = names[(i + try * 3) % #names + 1]
+      local k = names[(i + try) % #names + 1]
       job[k] = type(fields[k]) == "table" and deep_copy(fields[k]) or fields[k]
     end
+    for i = 1, try do job["pad" .. i] = nil end
     for k in next, job do last = k end
     if moves[last] then
       local field = moves[last]
@@ -145,6 +147,31 @@ T.test("two job tables in turn, and a copy of the same fields", function()
     same(hl.simulate(b), rb, "table b")
   end
   same(hl.simulate(deep_copy(a)), ra, "a copy of a")
+end)
+
+-- The lazy breakdown re-runs the job a view keeps; views of calls that reuse a plan share one
+-- kept job, which must stay that of their call after the table changes and the plan moves on.
+local function breakdown(r)
+  local rows = {}
+  for _, phase in ipairs { "prefill", "decode" } do
+    for _, it in ipairs(r[phase].breakdown) do rows[#rows + 1] = string.format("%s %s %.17g", phase, it.name, it.time_s) end
+  end
+  return table.concat(rows, "\n")
+end
+
+T.test("the breakdown of views that share a kept job, after the job changed", function()
+  local job = base()
+  local r1, r2 = hl.simulate(job), hl.simulate(job)
+  local want1 = breakdown(reference(job))
+  job.input, job.parallel.tp, job.parallel.dp = 8192, 8, 1
+  local r3 = hl.simulate(job)
+  local r4 = hl.simulate(job)
+  local want3 = breakdown(reference(job))
+  T.ok(want1 ~= want3, "the two jobs' breakdowns differ")
+  T.eq(breakdown(r4), want3, "the changed job, its second call")
+  T.eq(breakdown(r1), want1, "the first job, first call (read after the change)")
+  T.eq(breakdown(r2), want1, "the first job, second call")
+  T.eq(breakdown(r3), want3, "the changed job, first call")
 end)
 
 T.test("a model file rewritten between calls", function()
