@@ -554,8 +554,9 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
     if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
         per += sizeof(hl_pc_req);
-    if (c->session_turns > 0) /* conversations and each request's conversation */
-        per += sizeof(hl_session) + sizeof(int64_t);
+    if (c->session_turns > 0) /* conversations and each request's conversation; open loop: the heap */
+        per += sizeof(hl_session) + sizeof(int64_t) +
+               (c->arrival != HL_ARRIVAL_CONCURRENCY ? 3.0 * sizeof(int64_t) : 0); /* pend, pend_at, seq */
     if (trace && c->trace_content) /* the content columns, parsed and in arrival order, and the order */
         per += 2.0 * sizeof(hl_trace_content) + sizeof(int64_t);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
@@ -820,6 +821,15 @@ typedef struct owned {
     hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
     int64_t *sess_of;          /* per request: its conversation */
     int64_t n_sess;
+    /* Open-loop sessions: the requests not yet arrived, slots next .. released - 1, as a binary
+     * min-heap of slots by (arrival, seq), whose least is kept in slot next (pend_settle). A later
+     * turn is released behind every first turn drawn up front, so keeping the slots in time order
+     * by insertion moved it past all of them: quadratic (1e6 requests at 2 turns did not end in
+     * 300 s). NULL otherwise: a closed loop has at most one pending request a client. */
+    int64_t *pend;    /* heap of slots */
+    int64_t *pend_at; /* per slot: its index in pend */
+    int64_t *seq;     /* per slot: the order its record was placed in (ties of arrival: first placed first) */
+    int64_t n_pend;
     /* compact records (pools[0].compact): the requests drawn as they arrive, the next one
      * (peek) drawn ahead; their tokens (all n, for the cost) and the summary's inputs */
     hl_serve_gen gen;
@@ -839,6 +849,9 @@ static void owned_free(owned *o)
     free(o->content);
     free(o->sess);
     free(o->sess_of);
+    free(o->pend);
+    free(o->pend_at);
+    free(o->seq);
     hl_serve_acc_free(&o->acc);
 }
 
@@ -1202,14 +1215,93 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
     return hl_fmax(0, g->t - t);
 }
 
+static _Thread_local int64_t record_moves;
+int64_t hl_serve_record_moves(void) { return record_moves; }
+
+/* Pending slot a before slot b: the earlier arrival, or on a tie the record placed first. */
+static int pend_before(const owned *o, int64_t a, int64_t b)
+{
+    const rq *q = o->pools[0].q;
+    return q[a].arrival < q[b].arrival || (q[a].arrival == q[b].arrival && o->seq[a] < o->seq[b]);
+}
+
+static void pend_put(owned *o, int64_t i, int64_t slot)
+{
+    o->pend[i] = slot;
+    o->pend_at[slot] = i;
+}
+
+static void pend_up(owned *o, int64_t i)
+{
+    for (; i > 0 && pend_before(o, o->pend[i], o->pend[(i - 1) / 2]); i = (i - 1) / 2) {
+        int64_t up = o->pend[(i - 1) / 2];
+        pend_put(o, (i - 1) / 2, o->pend[i]);
+        pend_put(o, i, up);
+    }
+}
+
+static void pend_down(owned *o, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, m = i;
+        if (l < o->n_pend && pend_before(o, o->pend[l], o->pend[m]))
+            m = l;
+        if (l + 1 < o->n_pend && pend_before(o, o->pend[l + 1], o->pend[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int64_t down = o->pend[m];
+        pend_put(o, m, o->pend[i]);
+        pend_put(o, i, down);
+        i = m;
+    }
+}
+
+/* The records of pending slots a and b change places (in every pool, with their conversation and
+ * placement order); the heap follows its records. */
+static void pend_swap(owned *o, int npools, int64_t a, int64_t b)
+{
+    record_moves++;
+    for (int p = 0; p < npools; p++) {
+        rq *qq = o->pools[p].q, x = qq[a];
+        qq[a] = qq[b];
+        qq[b] = x;
+    }
+    int64_t t = o->sess_of[a];
+    o->sess_of[a] = o->sess_of[b];
+    o->sess_of[b] = t;
+    t = o->seq[a];
+    o->seq[a] = o->seq[b];
+    o->seq[b] = t;
+    int64_t ia = o->pend_at[a], ib = o->pend_at[b];
+    pend_put(o, ia, b);
+    pend_put(o, ib, a);
+}
+
+/* The least pending record into slot next, where the loop reads the next arrival. */
+static void pend_settle(owned *o, int npools, int64_t next)
+{
+    if (o->n_pend > 0 && o->pend[0] != next)
+        pend_swap(o, npools, o->pend[0], next);
+}
+
 /* A client whose request ended at t sends request `r` after its think time
  * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
- * in time order in every pool's records (none is queued yet, so they may move). */
+ * in time order in every pool's records (none is queued yet, so they may move):
+ * by insertion, or through the heap of open-loop sessions (the same order). */
 static void release_at(owned *o, int npools, int64_t next, int64_t r, double arrival)
 {
     rq *q = o->pools[0].q;
     q[r].arrival = arrival;
+    if (o->pend) { /* slots are released in increasing order: r is placed after every earlier record */
+        o->seq[r] = r;
+        pend_put(o, o->n_pend++, r);
+        pend_up(o, o->n_pend - 1);
+        pend_settle(o, npools, next);
+        return;
+    }
     for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
+        record_moves++;
         for (int p = 0; p < npools; p++) {
             rq *qq = o->pools[p].q, x = qq[k];
             qq[k] = qq[k - 1];
@@ -1339,6 +1431,21 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t i = 0; i < released; i++)
             o->sess_of[i] = i;
         o->n_sess = released;
+        if (!closed) { /* the first turns, drawn in time order: a heap as they are */
+            o->pend = malloc(sizeof *o->pend * (size_t)(n > 0 ? n : 1));
+            o->pend_at = malloc(sizeof *o->pend_at * (size_t)(n > 0 ? n : 1));
+            o->seq = malloc(sizeof *o->seq * (size_t)(n > 0 ? n : 1));
+            if (!o->pend || !o->pend_at || !o->seq)
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld conversations", (long long)n);
+            for (int64_t i = 0; i < released; i++) {
+                pend_put(o, i, i);
+                o->seq[i] = i;
+            }
+            o->n_pend = released;
+            for (int64_t i = released / 2 - 1; i >= 0; i--) /* a no-op for sorted arrivals; a heap either way */
+                pend_down(o, i);
+            pend_settle(o, npools, 0);
+        }
     }
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
@@ -1400,6 +1507,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
             int64_t u = pick_unit(P0, rr);
             rec->little += enqueue(P0, u, rr, t_arr, 0); /* in the system until its first step */
+            if (o->pend) { /* slot next leaves the heap (it is its least); the next least takes slot next + 1 */
+                int64_t last = o->pend[--o->n_pend];
+                if (o->n_pend > 0) {
+                    pend_put(o, 0, last);
+                    pend_down(o, 0);
+                }
+                pend_settle(o, npools, next + 1);
+            }
             next++;
             continue;
         }

@@ -105,6 +105,10 @@ void hl_serve_acc_free(hl_serve_acc *a);
  * them against one record per request). */
 int64_t hl_serve_compact_runs(void);
 
+/* Records of requests not yet arrived that changed places on this thread, to keep arrival order
+ * as clients and conversations release requests (the tests bound it: it was quadratic). */
+int64_t hl_serve_record_moves(void);
+
 /* A multi-turn conversation (sessions = {turns =, think_s =}). */
 typedef struct hl_session {
     double history; /* tokens of its turns so far: the last prompt and its reply */
