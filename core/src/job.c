@@ -116,6 +116,9 @@ static const hl_field job_fields[] = {
     BOOL(eplb, "eplb", 0, "place experts on EP ranks by DeepSeek's EPLB for the routing shares (implied by replicas)"),
     ENUM(cuda_graphs, "cuda_graphs", "framework|on|off", 0,
          "kernels replayed from CUDA graphs (on) or launched one by one (off); framework = its profile's"),
+    ENUM(fp8_dequant, "fp8_dequant", "fused|unfused", 0,
+         "FP8/INT8 GEMMs: scales applied in the GEMM (fused) or, as vLLM's fallback for per-channel weight scales "
+         "without CUTLASS (ROCm), by three kernels over an FP32 output (unfused; docs/MODEL.md 6.1)"),
     STR(kernels, "kernels",
         "folder of measured kernel tables (gemm.csv, attention_*.csv, moe.csv, nccl.csv, ...): kernels they "
         "cover take the measured time (docs/MODEL.md 3); \"\" = none"),

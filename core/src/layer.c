@@ -170,6 +170,23 @@ static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, in
     return st;
 }
 
+/* The unfused dequantisation of an FP8/INT8 GEMM's output (fp8_dequant = "unfused"; docs/MODEL.md
+ * 6.1): vLLM's apply_fp8_linear without CUTLASS and with per-channel weight scales has
+ * torch._scaled_mm write an FP32 output, then runs `output * x_scale * weight_scale.t()` and
+ * `.to(dtype)`: three elementwise kernels, 24 B per output element in all (the FP32 write's 2 B
+ * over a 16-bit one, 4 + 4, 4 + 4, 4 + 2), taken as 4 B read and 4 B written per element each. */
+static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err);
+static hl_status add_dequant(const hl_sim_ctx *s, hl_acc *a, const hl_op *gemm_op, double times, hl_err *err)
+{
+    double elems = gemm_op->rows * gemm_op->n * (gemm_op->groups > 0 ? gemm_op->groups : 1);
+    hl_op dq = {.kind = HL_OP_ELEMENTWISE,
+                .precision = s->j->act_precision,
+                .bytes_read = 4 * elems,
+                .bytes_written = 4 * elems};
+    memcpy(dq.name, "dequant", sizeof "dequant");
+    return add_op(s, a, &dq, 3 * times, err);
+}
+
 /* Adds `times` executions of op to the phase. */
 static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
 {
@@ -181,6 +198,8 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
     if (st)
         return st;
     account_op(s, a, op, t, times, measured);
+    if (s->j->fp8_dequant && op->kind == HL_OP_GEMM && (op->precision == HL_FP8 || op->precision == HL_INT8))
+        return add_dequant(s, a, op, times, err);
     return HL_OK;
 }
 

@@ -128,16 +128,26 @@ function M.resolved(kind, x)
   return x
 end
 
+-- The last two preset names resolved_pair found in the cache, their objects, and the generation
+-- then: the same two names at the same generation are the same objects (the cache keeps them
+-- until it is emptied), with no look-up.
+local pair_m, pair_c, pair_mo, pair_co, pair_gen
+
 --- resolved("model", m), resolved("cluster", c), in that order, with one look at $HBDLAB_PRESETS
 --- for the two (hl.simulate's fields).
 function M.resolved_pair(m, c)
+  if m == pair_m and c == pair_c and presets_generation() == pair_gen then return pair_mo, pair_co end
   local tm, tc = type(m), type(c)
   if tm == "string" or tc == "string" then fresh() end
-  if tm == "string" then m = cached("model", core.model, m)
-  elseif tm == "table" and getmetatable(m) == nil then m = M.model(m) end
-  if tc == "string" then c = cached("cluster", core.cluster, c)
-  elseif tc == "table" and getmetatable(c) == nil then c = M.cluster(c) end
-  return m, c
+  local mo, co = m, c
+  if tm == "string" then mo = cached("model", core.model, m)
+  elseif tm == "table" and getmetatable(m) == nil then mo = M.model(m) end
+  if tc == "string" then co = cached("cluster", core.cluster, c)
+  elseif tc == "table" and getmetatable(c) == nil then co = M.cluster(c) end
+  if tm == "string" and tc == "string" and presets.model[m] == mo and presets.cluster[c] == co then
+    pair_m, pair_c, pair_mo, pair_co, pair_gen = m, c, mo, co, presets_gen -- names of the cache (not files)
+  end
+  return mo, co
 end
 
 

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "hbdlab/hbdlab.h"
 #include "jobs.h"
+#include "sim_int.h" /* hl_sim_run_trusted, HL_TRUST_SAME_BUT_INPUT, hl_sim_resolve */
 
 /* Llama-3.1-8B at TP8 on 8 x H100 in one HBD, batch 8. */
 static hl_job base_job(void)
@@ -382,6 +383,74 @@ static void test_axes_on_one_field(void **state)
     }
 }
 
+/* A run told its job is the last run's but for input (HL_TRUST_SAME_BUT_INPUT) reuses that
+ * run's resolved context, whose expert layout is the thread's one-entry cache; a resolve in
+ * between (here of the same model with a skewed routing: another layout in the cache) must
+ * make it resolve again. Each run equals the same job run plainly on a fresh thread. */
+typedef struct plain_run {
+    hl_job job;
+    hl_result r;
+    hl_status st;
+} plain_run;
+
+static void *run_plain(void *arg)
+{
+    plain_run *p = arg;
+    hl_err e;
+    p->st = hl_sim_run(&p->job, &p->r, &e);
+    return NULL;
+}
+
+static void assert_same_as_fresh(const hl_job *j, const hl_result *r)
+{
+    plain_run p;
+    memset(&p, 0, sizeof p);
+    p.job = *j;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_plain, &p), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(p.st, HL_OK);
+    const double got[] = {r->ttft_s, r->tpot_s, r->total_s}, want[] = {p.r.ttft_s, p.r.tpot_s, p.r.total_s};
+    for (int k = 0; k < 3; k++)
+        if (memcmp(&got[k], &want[k], sizeof got[k]) != 0)
+            fail_msg("time %d: %.17g, fresh %.17g", k, got[k], want[k]);
+}
+
+static void test_same_but_input_after_other_resolve(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen3-30b-a3b", "H100-SXM", 8, 8);
+    j.batch = 64;
+    j.ep = 8;
+    j.input = 1000;
+    j.summary_only = 1;
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run_trusted(&j, &r, 0, &e), &e);
+    hl_job skewed = j;
+    skewed.routing_skew = 1.5;
+    hl_sim_ctx sc;
+    assert_ok(hl_sim_resolve(&skewed, &sc, 0, &e), &e);
+    hl_result rs;
+    assert_ok(hl_sim_run(&skewed, &rs, &e), &e);
+    j.input = 2000;
+    assert_ok(hl_sim_run_trusted(&j, &r, 0, &e), &e); /* a run between: the next is its job but input */
+    assert_ok(hl_sim_resolve(&skewed, &sc, 0, &e), &e);
+    j.input = 3000;
+    assert_ok(hl_sim_run_trusted(&j, &r, HL_TRUST_SAME_BUT_INPUT, &e), &e);
+    assert_same_as_fresh(&j, &r);
+    j.input = 4000; /* nothing between: the context is reused */
+    assert_ok(hl_sim_run_trusted(&j, &r, HL_TRUST_SAME_BUT_INPUT, &e), &e);
+    assert_same_as_fresh(&j, &r);
+    /* the skewed routing changes the times (else this could not see a stale layout) */
+    skewed.input = 3000;
+    hl_result r3;
+    assert_ok(hl_sim_run(&skewed, &rs, &e), &e);
+    j.input = 3000;
+    assert_ok(hl_sim_run(&j, &r3, &e), &e);
+    assert_true(rs.ttft_s != r3.ttft_s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
         cmocka_unit_test(test_axes_on_one_field),
+        cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,4 +55,28 @@ T.test("a bad cuda_graphs value is named", function()
   T.raises(function() run("vllm", "sometimes") end, "cuda_graphs")
 end)
 
+T.test("unfused FP8 dequantisation: three kernels per FP8 GEMM, by hand", function()
+  -- Llama-3.1-405B FP8 on 8 MI300X, TP 8, rocm profile (HIP graphs), one decode token: 126 layers;
+  -- output features per GPU: qkv (128 + 2 x 8) / 8 x 128 = 2,304, o 16,384, gate/up 2 x 53,248 / 8 =
+  -- 13,312, down 16,384, sum 48,384. Each GEMM adds three kernels of 8 B per output element
+  -- (24 B in all) at hbm_bw x eff_mem = 5.3e12 x 0.63 B/s, each plus kernel_latency 2.91 us:
+  -- per layer 12 x 2.91 us + 24 x 48,384 B / 3.339e12 B/s = 34.92 + 0.3478 us = 35.268 us;
+  -- x 126 = 4.4437 ms more per decode step.
+  local job = { model = "llama-3.1-405b", cluster = "mi300x-8", precision = "fp8", kv_precision = "fp8", batch = 1,
+                input = 128, output = 8, parallel = { tp = 8 }, framework = "rocm" }
+  local fused = hl.simulate(job)
+  job.fp8_dequant = "unfused"
+  local unfused = hl.simulate(job)
+  T.near(unfused.tpot_s - fused.tpot_s, 126 * (12 * 2.91e-6 + 24 * 48384 / (5.3e12 * 0.63)), 1e-9, "decode step")
+  local d = rows(unfused, "decode")
+  T.eq(d.dequant.calls, 12 * 126 * 7, "three kernels per FP8 GEMM, four GEMMs per layer, 7 decode steps")
+  T.eq(d.dequant.bytes, 24 * 48384 * 126 * 7, "24 B per output element")
+  T.eq(rows(fused, "decode").dequant, nil, "fused: no dequantisation kernels")
+  job.precision, job.kv_precision = "bf16", "bf16" -- a 16-bit GEMM has no scales to apply
+  local b16 = hl.simulate(job)
+  job.fp8_dequant = "fused"
+  T.eq(b16.tpot_s, hl.simulate(job).tpot_s, "BF16 weights: unchanged")
+  T.raises(function() job.fp8_dequant = "half"; hl.simulate(job) end, "fp8_dequant")
+end)
+
 T.done()

@@ -17,7 +17,8 @@ end
 -- The reference result: the job read in full (core.simulate without objects beside the table).
 local function reference(job)
   local t = deep_copy(job)
-  if type(t.model) == "string" then t.model = hl.model(t.model) end -- a file: read again
+  if type(t.model) == "string" and t.model:match("%.json$") then t.model = hl.model(t.model) end -- read again
+  if type(t.cluster) == "table" then t.cluster = hl.cluster(t.cluster) end -- a table of fields
   return (core.simulate(t))
 end
 
@@ -174,6 +175,20 @@ T.test("the breakdown of views that share a kept job, after the job changed", fu
   T.eq(breakdown(r3), want3, "the changed job, first call")
 end)
 
+T.test("preset names: two pairs in turn, one name changed, a table of fields", function()
+  local a = { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, input = 2048, output = 64, parallel = { tp = 8 } }
+  local b = T.merged(a, { model = "llama-3.1-70b" })
+  local c = T.merged(a, { cluster = "hgx-b200" })
+  local d = T.merged(a, { cluster = { gpu = "H100-SXM", gpus = 8, hbd = 8, scaleout_gbps = 100 } })
+  local want = { reference(a), reference(b), reference(c), reference(d) }
+  T.ok(want[1].ttft_s ~= want[2].ttft_s and want[1].ttft_s ~= want[3].ttft_s, "the pairs differ")
+  for _ = 1, 3 do
+    for i, job in ipairs { a, b, c, d } do same(hl.simulate(job), want[i], "job " .. i) end
+  end
+  T.ok(rawequal(core.result_view_kept(hl.simulate(a)) and select(2, core.result_view_kept(hl.simulate(a))),
+    hl.model("llama-3.1-8b")), "the name's object is the preset cache's")
+end)
+
 T.test("a model file rewritten between calls", function()
   local path = os.tmpname() .. ".json"
   local function write(layers)
@@ -183,14 +198,17 @@ T.test("a model file rewritten between calls", function()
     f:close()
   end
   write(32)
-  local job = base()
-  job.model = path
-  local r1 = hl.simulate(job)
-  same(hl.simulate(job), r1, "the same file")
-  write(16)
-  local r2 = hl.simulate(job)
-  same(r2, reference(job), "the file rewritten")
-  T.ok(r2.ttft_s < r1.ttft_s, "half the layers take less time")
+  for _, cl in ipairs { cluster, "hgx-h100" } do -- beside an object, and beside a preset name
+    write(32)
+    local job = base()
+    job.model, job.cluster = path, cl
+    local r1 = hl.simulate(job)
+    same(hl.simulate(job), r1, "the same file")
+    write(16)
+    local r2 = hl.simulate(job)
+    same(r2, reference(job), "the file rewritten")
+    T.ok(r2.ttft_s < r1.ttft_s, "half the layers take less time")
+  end
   os.remove(path)
 end)
 

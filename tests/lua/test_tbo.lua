@@ -127,4 +127,28 @@ T.test("hl.serve refuses it with a clear message", function()
   end, "two_batch_overlap")
 end)
 
+T.test("decode at few tokens per GPU: the split costs more than the overlap hides (the blog: -27% at 32)", function()
+  -- P7's deployment (EP72, 288 slots = 4 per GPU, low-latency dispatch). LMSYS's TBO ablation
+  -- (lmsys.org/blog/2025-05-05-large-scale-ep): decode TBO is -27% at 32 tokens per device and
+  -- +25.5% at 256. Nothing clamps TBO at the serial time: each micro-batch is a decode pass of its own.
+  local function p7(per, on)
+    return hl.simulate { model = ds, cluster = hl.cluster { gpu = "H100-SXM", gpus = 72, hbd = 8 }, precision = "fp8",
+                         kv_precision = "bf16", batch = per * 72, input = 2000, output = 2, parallel = { tp = 1, ep = 72 },
+                         redundant_experts = 32, dispatch = "flat", wire_precision = "fp8", two_batch_overlap = on,
+                         framework = "sglang" }
+  end
+  local function expert_bytes(r)
+    for _, b in ipairs(r.decode.breakdown) do if b.name == "experts" then return b.bytes end end
+  end
+  local serial, tbo = p7(32, false), p7(32, true)
+  T.ok(tbo.decode.time_s > serial.decode.time_s, "32 per GPU: slower with TBO")
+  -- Why, by hand: a half of 16 sequences per GPU routes 16 x 72 x 8 = 9,216 picks over 288 slots, 32 a
+  -- slot, so every slot of the busiest rank is hit in each half and the rank's expert weights are read
+  -- once per micro-batch: 4 slots x 3 matrices x 7168 x 2048 B (FP8) = 176,160,768 B a layer, times
+  -- DeepSeek-V3's 58 MoE layers, once more per step than without the split (the activations are the
+  -- same rows, split in two).
+  T.near(expert_bytes(tbo) - expert_bytes(serial), 58 * 4 * 3 * 7168 * 2048, 0.01, "the experts read twice")
+  T.ok(p7(256, true).decode.time_s < p7(256, false).decode.time_s, "256 per GPU: faster with TBO")
+end)
+
 T.done()

@@ -134,6 +134,8 @@ typedef struct hl_job {
     int32_t expert_freq_n;     /* entries of expert_freq; 0 = none (uniform or routing_skew) */
     double expert_freq[1024];  /* measured share of routed picks per expert (sum 1); HL_EXPERTS_MAX entries */
     int32_t cuda_graphs;       /* 0: the framework's; 1: kernels replayed from CUDA graphs; 2: launched one by one */
+    int32_t fp8_dequant;       /* 0: FP8/INT8 GEMMs dequantise in their epilogue; 1: unfused, three elementwise kernels
+                                  over each GEMM's FP32 output (per-channel scales without CUTLASS, docs/MODEL.md 6.1) */
     int32_t two_batch_overlap; /* 1: MoE layers run as two micro-batches, each one's dispatch/combine under the
                                   other's compute (SGLang's TBO, docs/MODEL.md 6.5); hl.simulate only */
     double tbo_comm_sms;       /* fraction of the SMs the EP communication kernels hold while they run in
