@@ -33,6 +33,16 @@ check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: n
 rc=$?
 check "merge: -o twice is a usage error (rc $rc)" [ "$rc" -eq 2 ]
 check "merge: -o twice names both" grep -qF -- "-o is given twice (o1.csv, o2.csv)" "$TMP/err"
+# attack pass 5: inputs that are not regular files, refused before reading, as every other input:
+# /dev/zero was read without end (and SIGTERM did not stop it), a folder said "read error"
+mkdir -p adir
+expect_fail "merge: a folder" 'hbdlab merge: cannot read adir: not a regular file (a directory)' \
+    "$HBDLAB" merge adir -o all.csv
+expect_fail "merge: /dev/zero" 'hbdlab merge: cannot read /dev/zero: not a regular file (a character device)' \
+    "$HBDLAB" merge /dev/zero -o all.csv
+mkfifo afifo
+expect_fail "merge: a FIFO without a writer" 'hbdlab merge: cannot read afifo: not a regular file (a FIFO)' \
+    "$HBDLAB" merge afifo -o all.csv
 # quoted cells holding commas, quotes and line ends (header too) merge byte for byte
 { fp 0/2 0-1/2 q.csv; printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n'; } > q_shard0of2.csv
 { fp 1/2 1-2/2 q.csv; printf 'a,"b\n,x"\n"",""""\n'; } > q_shard1of2.csv
@@ -51,6 +61,10 @@ if [ -w /dev/full ]; then
     rc=$?
     check "a script's print > /dev/full exits 1 (rc $rc)" [ "$rc" -eq 1 ]
     check "a script's print > /dev/full says so" grep -q "cannot write standard output" "$TMP/err"
+    # attack pass 5: print flushes each line, so the failed write was print's, and the message
+    # said "write error" without the reason
+    "$HBDLAB" -e 'print(1)' > /dev/full 2> "$TMP/err"
+    check "print > /dev/full names ENOSPC" grep -q "cannot write standard output: No space left on device" "$TMP/err"
 fi
 
 # ---- hl.rows.read_csv of a file with a byte-order mark (as spreadsheets save "CSV UTF-8"): the
