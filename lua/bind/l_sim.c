@@ -264,9 +264,10 @@ static void set_spec_accept(lua_State *L, hl_job *j)
     double a[HL_SPEC_POSITIONS_MAX];
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
-        if (lua_type(L, -1) != LUA_TNUMBER)
-            luaL_error(L, "field 'spec_accept': entry %d is a %s, not a number in (0, 1]", (int)i,
-                       luaL_typename(L, -1));
+        if (lua_type(L, -1) != LUA_TNUMBER) /* JSON's null is a light userdata: "a userdata" */
+            luaL_error(L, "field 'spec_accept': entry %d is %s, not a number in (0, 1]", (int)i,
+                       lua_type(L, -1) == LUA_TLIGHTUSERDATA ? "null"
+                                                             : lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
         a[i - 1] = lua_tonumber(L, -1);
         lua_pop(L, 1);
     }
