@@ -346,12 +346,10 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            decode_times(line, ctx0, j, 1, dts);
-            double est = (t_arr - tt) / dts[0] + 2;
-            if (dts[0] > 0 && est < nmax)
+            double d0 = hl_decode_fn_time(line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
+            if (d0 > 0 && est < nmax) /* (d0: the first step's time, as decode_times gives it where finite) */
                 nmax = est > 1 ? (int)est : 1;
-            if (nmax > 1)
-                decode_times(line, ctx0, j + 1, nmax - 1, dts + 1);
+            decode_times(line, ctx0, j, nmax, dts);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -432,12 +430,14 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             double u = (total - bfs[i]) / blocks_all; /* util as each step left it */
             prod[i] = fm * dts[i];
             kvt[i] = u * dts[i];
-            bws[i] = dts[i] * weight;
         }
+        const double *bw = weight == 1 ? dts : bws; /* dt weight (= dt where weight = 1) */
+        for (int i = 0; i < nb && weight != 1; i++)
+            bws[i] = dts[i] * weight;
         if (w == 0) { /* nothing waits: in_sys dt = m dt, w dt = 0 (wait + 0 = wait) */
             for (int i = 0; i < nb; i++) {
                 double p = prod[i];
-                busy += bws[i];
+                busy += bw[i];
                 little += p;
                 run += p;
                 kv += kvt[i];
@@ -446,13 +446,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         } else {
             for (int i = 0; i < nb; i++) {
                 double dt = dts[i];
-                busy += bws[i];
+                busy += bw[i];
                 little += in_sys * dt;
                 run += prod[i];
                 wait += w * dt;
                 kv += kvt[i];
                 isum += prod[i];
-                sat_time += bws[i];
+                sat_time += bw[i];
             }
         }
         if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
