@@ -67,6 +67,16 @@ if [ -w /dev/full ]; then
     check "print > /dev/full names ENOSPC" grep -q "cannot write standard output: No space left on device" "$TMP/err"
 fi
 
+# ---- attack pass 5: a draft model given inline in JSON, as the model is ("expected a model object
+# or preset name, got table": JSON has no model object); the same job as Lua's :with ----
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "gpus": 1}, "batch": 2, "input": 128, "output": 17, "spec_tokens": 2, "spec_accept": 0.8, "spec_draft_model": {"base": "llama-3.1-8b", "layers": 2}}\n' > draft.json
+json=$("$HBDLAB" eval draft.json 2> "$TMP/err")
+rc=$?
+check "eval of an inline draft model runs (rc $rc): $(head -c 200 "$TMP/err")" [ "$rc" -eq 0 ]
+got=$("$HBDLAB" -e 'print(string.format("%.17g", hl.core.json_decode(io.read("a")).tpot_s))' <<< "$json" 2>&1)
+want=$("$HBDLAB" -e 'print(string.format("%.17g", hl.simulate{model = "llama-3.1-8b", cluster = "hgx-h100", parallel = {tp = 1, gpus = 1}, batch = 2, input = 128, output = 17, spec_tokens = 2, spec_accept = 0.8, spec_draft_model = hl.model{base = "llama-3.1-8b", layers = 2}}.tpot_s))' 2>&1)
+check "the inline draft model's TPOT is Lua's ($got, $want)" [ "$got" = "$want" ]
+
 # ---- hl.rows.read_csv of a file with a byte-order mark (as spreadsheets save "CSV UTF-8"): the
 # mark was read as part of the first column's name, so row.a was nil ----
 printf '\357\273\277a,b\n1,2\n' > bom.csv
