@@ -82,7 +82,10 @@ static fp_entry *fp_add(lua_State *L, fp_rec *rec, int kind)
     int fits =
         kind == FP_ANY_VALUE || (kind == FP_GROUP && t == LUA_TTABLE) ||
         (kind == FP_SCALAR && (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (t == LUA_TSTRING && rec->nstr < FP_STRINGS)));
-    if (!fits || rec->n >= FP_MAX) {
+    /* a key longer than Lua's short strings (40 bytes, LUAI_MAXSHORTLEN) would not be interned, so
+     * its pointer would not name it: no field name is (17 bytes at most), but one added must not
+     * make the fingerprint unsound */
+    if (!fits || rec->n >= FP_MAX || lua_rawlen(L, -2) > 40) {
         rec->ok = 0;
         return NULL;
     }
