@@ -1294,8 +1294,8 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
      * kv_util_max from its own blocks over the pool's and past the other groups' clocks, and the
      * others' steps meanwhile would count its future blocks (kv_util_max and kv_series not those
      * of the run step by step, keep_steps; tests/lua/test_serve_output_modes.lua) */
-    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && G_all == 1 && P0->window == 0 &&
-               P0->sp.gamma == 0;
+    int fast =
+        !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && G_all == 1 && P0->window == 0 && P0->sp.gamma == 0;
     if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     while (done < n) {

@@ -35,13 +35,6 @@ local function same(a, b, label)
   T.ok(n > 100, label .. ": fields compared (" .. n .. ")")
 end
 
-local function with(job, extra)
-  local o = {}
-  for k, v in pairs(job) do o[k] = v end
-  for k, v in pairs(extra) do o[k] = v end
-  return o
-end
-
 local c1 = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }
 local c8 = hl.cluster { gpu = "H100-SXM", gpus = 8, hbd = 8 }
 local jobs = {
@@ -61,8 +54,8 @@ T.test("keep_requests and keep_steps leave the summary as it is", function()
   for _, c in ipairs(jobs) do
     local label, job = c[1], c[2]
     local plain = hl.serve(job)
-    same(plain, hl.serve(with(job, { keep_requests = true })), label .. ", keep_requests")
-    same(plain, hl.serve(with(job, { keep_steps = true })), label .. ", keep_steps")
+    same(plain, hl.serve(T.merged(job, { keep_requests = true })), label .. ", keep_requests")
+    same(plain, hl.serve(T.merged(job, { keep_steps = true })), label .. ", keep_steps")
   end
 end)
 
