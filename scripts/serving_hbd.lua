@@ -35,6 +35,8 @@ local function add(model, hbd, mode, gpus, rate, extra)
   local r = { model = model, hbd = hbd, mode = mode, gpus = gpus, rate = rate, goodput_per_gpu = rate / gpus }
   for k, v in pairs(extra or {}) do r[k] = v end
   rows[#rows + 1] = r
+  -- each row is a capacity search (about 2 minutes for all 16): say where the run is
+  io.stderr:write(string.format("serving_hbd: %s HBD %d %s: %.4g requests/s (%d of 16)\n", model, hbd, mode, rate, #rows))
 end
 
 -- DeepSeek-V3, FP8: an instance is one HBD with EP over it.

@@ -182,6 +182,13 @@ hl_status hl_job_check_fields(const hl_job *job, hl_err *err)
         if (!ok)
             return hl_field_check_all(&job_set, job, err);
     }
+    /* the draft model's flag has no descriptor row (spec_draft_model is set as an object): 7 or -1
+     * from C or the FFI ran as 1, where every boolean field refuses them */
+    if (job->spec_draft != 0 && job->spec_draft != 1)
+        return hl_fail(err, HL_EINVAL,
+                       "job field 'spec_draft': %d is not a boolean (0 or 1; 1: spec_draft_model holds the draft "
+                       "model)",
+                       (int)job->spec_draft);
     return HL_OK;
 }
 
@@ -363,9 +370,12 @@ hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
                        "acceptance per draft token)",
                        (int)j->spec_accept_n, j->spec_tokens);
     for (int32_t k = 0; k < j->spec_accept_n; k++)
-        if (!(j->spec_accept_pos[k] > 0 && j->spec_accept_pos[k] <= 1))
-            return hl_fail(err, HL_EINVAL, "field 'spec_accept': entry %d is %g (allowed: 0 < p <= 1)", (int)k + 1,
-                           j->spec_accept_pos[k]);
+        if (!(j->spec_accept_pos[k] > 0 && j->spec_accept_pos[k] <= 1)) {
+            char shown[32];
+            hl_field_shown(j->spec_accept_pos[k], 0x1p-1074, 1, shown);
+            return hl_fail(err, HL_EINVAL, "field 'spec_accept': entry %d is %s (allowed: 0 < p <= 1)", (int)k + 1,
+                           shown);
+        }
     return HL_OK;
 }
 

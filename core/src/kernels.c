@@ -1,6 +1,7 @@
 /* Measured kernel tables: reading a folder of the shared reference's CSV files
  * once per process (a bounded cache), checking every row, and the log-log
  * interpolation of one kernel's time over a table's grid (docs/MODEL.md 3). */
+#define _XOPEN_SOURCE 700 /* realpath (glibc declares it for X/Open, not for _POSIX_C_SOURCE alone) */
 #include "hbdlab/kernels.h"
 
 #include <errno.h>
@@ -462,10 +463,26 @@ static hl_status load_folder(const char *dir, hl_kernels **out, hl_err *err)
     return HL_OK;
 }
 
-/* The cache: folders as given, loaded once; never evicted (a job may hold a pointer). */
+/* The cache: folders loaded once, keyed by their canonical path (realpath), so "dir", "dir/" and
+ * "./dir" are one folder and one slot (they took three of the 16); never evicted (a job may hold a
+ * pointer). Names as given are remembered too (up to ALIASES), so a repeated name costs no
+ * realpath call. */
+enum { ALIASES = 64 };
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_kernels *cache[HL_KERNELS_MAX_FOLDERS];
+static char *cache_real[HL_KERNELS_MAX_FOLDERS]; /* realpath of each (malloc'd; NULL if it failed) */
 static int cache_n;
+static struct {
+    char *given;
+    hl_kernels *k;
+} alias[ALIASES];
+static int alias_n;
+
+static void remember(const char *dir, hl_kernels *k)
+{
+    if (alias_n < ALIASES && (alias[alias_n].given = strdup(dir)))
+        alias[alias_n++].k = k;
+}
 
 hl_status hl_kernels_load(const char *dir, const hl_kernels **out, hl_err *err)
 {
@@ -480,6 +497,21 @@ hl_status hl_kernels_load(const char *dir, const hl_kernels **out, hl_err *err)
             pthread_mutex_unlock(&cache_lock);
             return HL_OK;
         }
+    for (int i = 0; i < alias_n; i++)
+        if (strcmp(alias[i].given, dir) == 0) {
+            *out = alias[i].k;
+            pthread_mutex_unlock(&cache_lock);
+            return HL_OK;
+        }
+    char *real = realpath(dir, NULL); /* NULL: missing or unreadable, which load_folder names */
+    for (int i = 0; real && i < cache_n; i++)
+        if (cache_real[i] && strcmp(cache_real[i], real) == 0) {
+            remember(dir, cache[i]);
+            *out = cache[i];
+            pthread_mutex_unlock(&cache_lock);
+            free(real);
+            return HL_OK;
+        }
     if (cache_n == HL_KERNELS_MAX_FOLDERS) {
         st = hl_fail(err, HL_EINVAL,
                      "field 'kernels': folder '%s' would be the %dth kernel folder of this process (at most %d are "
@@ -489,11 +521,14 @@ hl_status hl_kernels_load(const char *dir, const hl_kernels **out, hl_err *err)
         hl_kernels *k = NULL;
         st = load_folder(dir, &k, err);
         if (!st) {
+            cache_real[cache_n] = real;
+            real = NULL;
             cache[cache_n++] = k;
             *out = k;
         }
     }
     pthread_mutex_unlock(&cache_lock);
+    free(real);
     return st;
 }
 

@@ -89,8 +89,50 @@ hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, 
     return st;
 }
 
+/* The checks of hl_sim_resolve that read the job's input (the others do not). */
+static hl_status whole_counts(const hl_job *j, hl_err *err)
+{
+    if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
+        return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
+                       j->batch, j->input, j->output);
+    return HL_OK;
+}
+
+static hl_status image_tokens_fit(const hl_job *j, hl_err *err)
+{
+    if (j->image_tokens > 0 && j->model.vision_layers <= 0)
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g needs a model with a vision encoder ('%s' has none)",
+                       j->image_tokens, j->model.name);
+    if (j->image_tokens > j->input || j->image_tokens != floor(j->image_tokens))
+        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g must be a whole number of tokens <= input (%g)",
+                       j->image_tokens, j->input);
+    return HL_OK;
+}
+
+hl_status hl_sim_resolve_input(const hl_job *j, const hl_sim_ctx *prev, hl_sim_ctx *s, int trust, hl_err *err)
+{
+    hl_status st = trust & HL_TRUST_JOB_FIELDS ? HL_OK : hl_job_check_fields(j, err);
+    if (!st)
+        st = whole_counts(j, err);
+    if (!st)
+        st = image_tokens_fit(j, err);
+    if (st)
+        return st;
+    *s = *prev;
+    s->j = j;
+    s->m = &j->model;
+    s->c = &j->cluster;
+    s->job_class = 0;
+    return HL_OK;
+}
+
+static _Thread_local uint64_t resolves; /* hl_sim_resolve calls on this thread */
+
+uint64_t hl_sim_thread_resolves(void) { return resolves; }
+
 hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
 {
+    resolves++; /* (the layout cache may change below) */
     const hl_model *m = &j->model;
     const hl_cluster *c = &j->cluster;
     hl_status st = trust & HL_TRUST_MODEL ? HL_OK : hl_model_validate(m, err);
@@ -105,9 +147,8 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
                        "field 'microbatches': %g is not allowed (0 = as many as stages, or a whole "
                        "number >= 1)",
                        j->microbatches);
-    if (j->batch != floor(j->batch) || j->input != floor(j->input) || j->output != floor(j->output))
-        return hl_fail(err, HL_EINVAL, "fields 'batch', 'input', 'output' must be whole numbers (got %g, %g, %g)",
-                       j->batch, j->input, j->output);
+    if ((st = whole_counts(j, err)))
+        return st;
     double peak;
     if ((st = hl_gpu_peak(&c->gpu, (hl_precision)j->precision, &peak, err)))
         return st;
@@ -148,12 +189,8 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
     if (s->tp * s->pp * s->dp != s->G)
         return hl_fail(err, HL_EINVAL, "parallel: tp*pp*dp = %lld*%lld*%lld must equal gpus = %lld", (long long)s->tp,
                        (long long)s->pp, (long long)s->dp, (long long)s->G);
-    if (j->image_tokens > 0 && m->vision_layers <= 0)
-        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g needs a model with a vision encoder ('%s' has none)",
-                       j->image_tokens, m->name);
-    if (j->image_tokens > j->input || j->image_tokens != floor(j->image_tokens))
-        return hl_fail(err, HL_EINVAL, "field 'image_tokens': %g must be a whole number of tokens <= input (%g)",
-                       j->image_tokens, j->input);
+    if ((st = image_tokens_fit(j, err)))
+        return st;
     s->slots = (double)(m->experts + j->redundant_experts);
     s->decode_q = 1;
     if (j->spec_tokens > 0) {

@@ -56,6 +56,16 @@ hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **ou
  * *s; s->j, s->m, s->c point into *job, which must outlive *s. */
 hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
 
+/* hl_sim_resolve calls so far on the calling thread: a context's layout is the thread's cache
+ * while none has run since it was resolved. */
+uint64_t hl_sim_thread_resolves(void);
+
+/* hl_sim_resolve of a job equal to prev's job but for `input`, prev resolved from that job on
+ * this thread with nothing resolved since (hl_sim_thread_resolves: its layout is still the
+ * thread's cache) and no kernel tables: only the checks that read input run again, then *s is
+ * *prev pointing into *job. */
+hl_status hl_sim_resolve_input(const hl_job *job, const hl_sim_ctx *prev, hl_sim_ctx *s, int trust, hl_err *err);
+
 /* The resolved draft model of job (spec_draft_model): *draft = hl_job_draft(job), *s resolved
  * over it (it must outlive *s). Errors are prefixed "field 'spec_draft_model'". */
 hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, hl_err *err);

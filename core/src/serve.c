@@ -111,16 +111,16 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 
 /* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
  * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
-static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, const double *cnt,
-                                 recorder *rec, double weight, double blocks_all, double left, double ctx0,
-                                 double cached0, double free0, double *j_out, hl_err *err)
+static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t,
+                                 const double *ring, int64_t slot0, recorder *rec, double weight, double blocks_all,
+                                 double left, double ctx0, double cached0, double free0, double *j_out, hl_err *err)
 {
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double w = (double)s->w_len, j = 0;
     hl_status rc = HL_OK;
     while (j < left && *t < t_arr && !hl_interrupt_pending()) {
         int64_t res = (int64_t)j % bt;
-        double need = cnt[(bt - res) % bt];
+        double need = ring[(slot0 + bt - res) % bt]; /* (slot0 - j) mod bt */
         if (need > s->blocks_free)
             break;
         hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
@@ -141,17 +141,35 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
     return rc;
 }
 
-/* Two doubles, and two 64-bit masks (GCC/Clang vector extensions: SSE2 on x86-64, NEON on arm64):
- * the run-ahead's step times two at a time, each lane the scalar expression's operations in its order. */
-typedef double v2d __attribute__((vector_size(16)));
-typedef int64_t v2i __attribute__((vector_size(16)));
+/* The step times of decode_times' loop, one line shape: `simple` (no sliding-window layers, one
+ * stage slot, full > 0) drops the terms that are exactly nothing there (see below), `hide` keeps
+ * hl_comm_hidden's (comm > 0 and overlap comm > 0). Plain C the compiler vectorises (maxpd,
+ * minpd: x > y ? x : y is their rule, NaN and signed zeros included). */
+static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int n, double *restrict dt, int simple,
+                              int hide)
+{
+    const double want = l->overlap * l->comm;
+    for (int i = 0; i < n; i++) {
+        double c = ctx0 + (j + (double)i), x = l->ac + l->bc * c, y = l->am + l->bm * c;
+        double q = (x > y ? x : y) + l->lat;
+        double att = simple ? q * l->full : q * l->full * l->stages + q * l->sliding * l->stages;
+        double time = l->base_time + att;
+        if (hide) {
+            double ops = l->base_ops + att, h = want < ops ? want : ops;
+            dt[i] = time - (h > 0 ? h : 0) + l->overhead;
+        } else
+            dt[i] = time + l->overhead;
+    }
+}
 
-/* m ? a : b lane by lane (m all ones or all zeros, as a comparison gives) */
-static inline v2d v2_sel(v2i m, v2d a, v2d b) { return (v2d)(((v2i)a & m) | ((v2i)b & ~m)); }
-
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n (dt holds n + 1: the
- * pairs may write one past n): the run-ahead's iterations' times, each the same bits as
- * hl_decode_fn_time at that context (the reference scheduler's, through hl_stepper_time). */
+/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+ * iterations' times, each the same bits as hl_decode_fn_time at that context (the reference
+ * scheduler's, through hl_stepper_time) where that time is finite (a step whose time is not is
+ * refused with hl_decode_fn_time's own value). Exactly nothing, for a finite q = max(x, y) + lat:
+ * - q sliding stages with sliding = 0 is a zero of q's sign, and so is q full when not a zero
+ *   (full > 0), so adding it changes nothing; q full stages = q full when stages = 1;
+ * - hl_comm_hidden is 0 when comm <= 0 or overlap comm <= 0 (min(want, ops) <= 0), and
+ *   time - 0 = time. */
 static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
 {
     const hl_decode_fn l = *f; /* a copy the stores cannot alias */
@@ -160,33 +178,78 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
             dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
         return;
     }
-    /* hl_decode_fn_total(&l, x, y, x, y) at x, y = the kernel's two lines at c, lane by lane: att =
-     * (max(x, y) + lat) full stages + (the same) sliding stages; time - hl_comm_hidden + overhead */
-    const double want = l.overlap * l.comm; /* hl_comm_hidden's: overlap comm, hidden only if comm > 0 */
-    const v2i hide = {l.comm > 0 ? -1 : 0, l.comm > 0 ? -1 : 0}, zero = {0, 0};
-    for (int i = 0; i < n; i += 2) {
-        v2d c = ctx0 + (j + (v2d){(double)i, (double)(i + 1)});
-        v2d x = l.ac + l.bc * c, y = l.am + l.bm * c;
-        v2d q = v2_sel((v2i)(x > y), x, y) + l.lat;
-        v2d att = q * l.full * l.stages + q * l.sliding * l.stages;
-        v2d time = l.base_time + att, ops = l.base_ops + att;
-        v2d h = v2_sel((v2i)(want < ops), (v2d){want, want}, ops);
-        h = v2_sel((v2i)(h > 0) & hide, h, (v2d)zero);
-        v2d d = time - h + l.overhead;
-        memcpy(dt + i, &d, sizeof d);
-    }
+    int simple = l.sliding == 0 && l.stages == 1 && l.full > 0, hide = l.comm > 0 && !(l.overlap * l.comm <= 0);
+    if (simple && hide)
+        times_loop(&l, ctx0, j, n, dt, 1, 1);
+    else if (simple)
+        times_loop(&l, ctx0, j, n, dt, 1, 0);
+    else if (hide)
+        times_loop(&l, ctx0, j, n, dt, 0, 1);
+    else
+        times_loop(&l, ctx0, j, n, dt, 0, 0);
 }
 
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
  * below 2^53, as counts of tokens and sequences are), else one at a time. */
 static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
-static inline double add_times(double acc, double v, int n, int v_whole) /* v_whole: whole_below(v, 2^20) */
+static inline double add_times(double acc, double v, int64_t n, int v_whole) /* v_whole: whole_below(v, 2^20) */
 {
-    if (v_whole && whole_below(acc, 0x1p52))
+    if (v_whole && n < ((int64_t)1 << 31) && whole_below(acc, 0x1p52))
         return acc + (double)n * v; /* n v < 2^51 and acc < 2^52: both exact, and so is the sum */
-    for (int i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++)
         acc += v;
     return acc;
+}
+
+/* The decode run-ahead's scratch (serve_loop's, for its one pool): the block counters, and the
+ * decode line of each running count m, looked up (hl_stepper_decode_fn) once and kept. */
+typedef struct ahead_scratch {
+    double *cnt;        /* [block_tokens]: members by kv mod block (without the decode set) */
+    hl_decode_fn *line; /* [cap + 1]: by m */
+    int8_t *state;      /* [cap + 1]: 0 not looked up, 1 line[m] holds it, -1 none (hl_stepper_time each step) */
+    int64_t cap;
+} ahead_scratch;
+
+static void ahead_scratch_free(ahead_scratch *a)
+{
+    free(a->cnt);
+    free(a->line);
+    free(a->state);
+    *a = (ahead_scratch){0};
+}
+
+static hl_status ahead_scratch_init(ahead_scratch *a, int64_t block_tokens, int64_t cap, hl_err *err)
+{
+    a->cap = cap;
+    a->cnt = malloc(sizeof *a->cnt * (size_t)block_tokens);
+    a->line = malloc(sizeof *a->line * (size_t)(cap + 1));
+    a->state = calloc((size_t)(cap + 1), 1);
+    if (!a->cnt || !a->line || !a->state) {
+        ahead_scratch_free(a);
+        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    }
+    return HL_OK;
+}
+
+/* The decode line of m sequences (*ok = 0: none, hl_stepper_time times each step), from the scratch
+ * or looked up and kept there; *f points into the scratch, or at `own` for an m past its cap. */
+static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_decode_fn *own, const hl_decode_fn **f,
+                            int *ok, hl_err *err)
+{
+    int in = m >= 0 && m <= a->cap;
+    if (in && a->state[m]) {
+        *f = &a->line[m];
+        *ok = a->state[m] > 0;
+        return HL_OK;
+    }
+    hl_decode_fn *to = in ? &a->line[m] : own;
+    hl_status rc = hl_stepper_decode_fn(st, (double)m, to, ok, err);
+    if (rc)
+        return rc;
+    if (in)
+        a->state[m] = *ok ? 1 : -1;
+    *f = to;
+    return HL_OK;
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
@@ -195,9 +258,9 @@ static inline double add_times(double acc, double v, int n, int v_whole) /* v_wh
  * here without the per-request bookkeeping (the result is the same as
  * scheduling each one: tests/c/test_serve.c compares both). Needs
  * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
- * cnt: block_tokens counters, scratch. Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
+ * sc: the scratch (counters, lines). Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
  * records into the run's integrals and inter-token histogram.) */
-static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, double *cnt,
+static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
                            recorder *rec, double weight, double blocks_all, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
@@ -219,41 +282,47 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         hl_dset_off(s); /* (every running request decodes here: all are members) */
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double left = INFINITY, ctx0 = 0;
-    memset(cnt, 0, sizeof *cnt * (size_t)bt);
-    if (s->ev_on) /* the set's: the same whole-token sums, without a pass over its members */
-        hl_dset_ahead(s, &left, &ctx0, cnt);
+    /* ring[(slot0 - j) mod bt]: the requests whose cache sits on a block boundary before step j */
+    const double *ring = sc->cnt;
+    int64_t slot0 = 0;
+    if (s->ev_on) { /* the set's: the same whole-token sums, without a pass over its members */
+        hl_dset_ahead(s, &left, &ctx0, &slot0);
+        ring = s->ring;
+    } else
+        memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
         left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
-            cnt[(int64_t)x->kv % bt] += 1;
+            sc->cnt[(int64_t)x->kv % bt] += 1;
     }
     ctx0 /= (double)m;
     /* The loop below is record() and hl_itl_add() of each iteration with the
      * integrals in locals (each sum still takes one term per iteration, in
      * order: the same bits), the step time from the decode line of m
      * sequences, the ITL bin looked up when the gap leaves it. */
-    hl_decode_fn got;
+    hl_decode_fn own;
+    const hl_decode_fn *line;
     int have_line = 0;
-    hl_status rc = hl_stepper_decode_fn(st, (double)m, &got, &have_line, err);
+    hl_status rc = ahead_line(sc, st, m, &own, &line, &have_line, err);
     if (rc)
         return rc;
-    const hl_decode_fn line = got; /* a copy no store in the loop can alias */
     double fm = (double)m, in_sys = fm + w, j = 0;
     if (c->sched_reference) { /* the reference keeps the per-iteration calls: the loop below must equal it */
-        if ((rc = ahead_reference(s, st, itl, t_arr, t, cnt, rec, weight, blocks_all, left, ctx0, cached0, free0, &j,
-                                  err)))
+        if ((rc = ahead_reference(s, st, itl, t_arr, t, ring, slot0, rec, weight, blocks_all, left, ctx0, cached0,
+                                  free0, &j, err)))
             return rc;
         goto advanced;
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, n_itl = itl->n, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
+    double isum = itl->sum, imax = itl->max, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
     double blocks_free = s->blocks_free, tt = *t;
     double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
     int bin = itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
-    int64_t steps0 = rec->steps, jn = 0;                                           /* jn: j as an integer */
+    int64_t run0 = 0;                    /* the first step (of jn) of the current bin's run of gaps, not yet counted */
+    int64_t steps0 = rec->steps, jn = 0; /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
     /* A block of iterations at a time, in passes of few live values each: the step times and
      * the KV blocks they take (vectorisable, or short), the exits and samples (the clock alone),
@@ -261,11 +330,10 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
      * as one loop: the same products, added in the same order), and the counts (whole numbers:
      * added once, exactly) */
     enum { AHEAD_BLOCK = 64 };
-    double dts[AHEAD_BLOCK + 1],
-        bfs[AHEAD_BLOCK]; /* s of each step (decode_times may write one more); free blocks after it */
+    double dts[AHEAD_BLOCK], bfs[AHEAD_BLOCK];                    /* s of each step; free blocks after it */
     double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
-    int64_t r2 = 0, nblk = 0; /* r2: the cnt slot of the next step ((bt - its residue) mod bt) */
+    int64_t r2 = slot0, nblk = 0; /* r2: the ring slot of the next step ((slot0 - j) mod bt) */
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
@@ -278,12 +346,12 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            decode_times(&line, ctx0, j, 1, dts);
+            decode_times(line, ctx0, j, 1, dts);
             double est = (t_arr - tt) / dts[0] + 2;
             if (dts[0] > 0 && est < nmax)
                 nmax = est > 1 ? (int)est : 1;
             if (nmax > 1)
-                decode_times(&line, ctx0, j + 1, nmax - 1, dts + 1);
+                decode_times(line, ctx0, j + 1, nmax - 1, dts + 1);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -295,7 +363,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         int fit = nmax;
         double bf = blocks_free;
         for (int i = 0; i < nmax; i++) {
-            bf -= cnt[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
+            bf -= ring[r2]; /* (exact: whole counts, so need > free before <=> free after < 0) */
             bfs[i] = bf;
             r2 = (r2 == 0 ? bt : r2) - 1;
         }
@@ -307,8 +375,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
          * largest gap. A gap inside the bin of the last (finite, >= 0 by the bin's bounds) takes
          * no other test, in an inner loop without calls (its values stay in registers); the bin's
          * count is added once per run of gaps inside it. */
-        int nb = 0, lim = fit < bad ? fit : bad, run0 = 0; /* run0: the first step of the bin's run */
-        int64_t next_s = until_sample - 1;                 /* the block's sampled step */
+        int nb = 0, lim = fit < bad ? fit : bad;
+        int64_t next_s = until_sample - 1; /* the block's sampled step */
         for (;;) {
             int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
             double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
@@ -327,14 +395,15 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 break;
             double d = dts[nb];
             if (!(d >= vlo && d < bin_hi)) {
-                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative */
-                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", d);
+                if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative: its value as the reference has it */
+                    double cx = ctx0 + (j + (double)nb);
+                    rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)",
+                                 have_line ? hl_decode_fn_time(line, cx, cx) : d);
                     break;
                 }
-                itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
-                run0 = nb;
-                bin = hl_itl_bin(d);
-                hl_itl_bin_range(itl, bin, &bin_lo, &bin_hi);
+                itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
+                run0 = jn + nb;
+                bin = hl_itl_find(itl, d, &bin_lo, &bin_hi);
                 vlo = bin_lo > 0 ? bin_lo : 0;
             }
             if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
@@ -347,7 +416,6 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             imax = d > imax ? d : imax;
             nb++;
         }
-        itl->count[bin] = add_times(itl->count[bin], fm, nb - run0, fm_whole);
         if (!rc && nb == bad && bad < fit && tt < t_arr) /* hl_stepper_time refused this step */
             rc = brc;
         if (nb < nmax || rc) /* an exit: the arrival, the blocks, the last iteration, a bad time, an error */
@@ -386,18 +454,20 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 isum += prod[i];
                 sat_time += bws[i];
             }
-            sat_tokens = add_times(sat_tokens, fm, nb, fm_whole);
         }
         if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
             double u = (total - bfs[nb - 1]) / blocks_all;
             kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
         }
-        tokens = add_times(tokens, fm, nb, fm_whole);
-        n_itl = add_times(n_itl, fm, nb, fm_whole);
         for (int i = 0; s->pc && i < nb; i++)
             rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
-    itl->n = n_itl;
+    /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
+    itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
+    itl->n = add_times(itl->n, fm, jn, fm_whole);
+    tokens = add_times(tokens, fm, jn, fm_whole);
+    if (w > 0)
+        sat_tokens = add_times(sat_tokens, fm, jn, fm_whole);
     itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
     itl->ahead_lo = bin_lo;
     itl->ahead_hi = bin_hi;
@@ -484,8 +554,9 @@ double hl_serve_memory_bytes(const hl_serve_cfg *c)
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
     if (c->prefix_cache) /* a request's block hashes and ids live while it is queued or running, not counted */
         per += sizeof(hl_pc_req);
-    if (c->session_turns > 0) /* conversations and each request's conversation */
-        per += sizeof(hl_session) + sizeof(int64_t);
+    if (c->session_turns > 0) /* conversations and each request's conversation; open loop: the heap */
+        per += sizeof(hl_session) + sizeof(int64_t) +
+               (c->arrival != HL_ARRIVAL_CONCURRENCY ? 3.0 * sizeof(int64_t) : 0); /* pend, pend_at, seq */
     if (trace && c->trace_content) /* the content columns, parsed and in arrival order, and the order */
         per += 2.0 * sizeof(hl_trace_content) + sizeof(int64_t);
     if (c->disagg) /* the prompt and decode copies, maps and the decode pool's state */
@@ -744,12 +815,21 @@ typedef struct owned {
     pool pools[2]; /* [0] the deployment or the prefill pool, [1] the decode pool */
     hl_trace_req *reqs;
     hl_itl_hist *itl;
-    double *cnt;               /* block_tokens counters of the decode run-ahead */
+    ahead_scratch ahead;       /* the decode run-ahead's counters and lines */
     double *xfer;              /* per request: KV transfer time (disaggregated) */
     hl_trace_content *content; /* the trace's content columns in arrival order, NULL without */
     hl_session *sess;          /* multi-turn sessions: the conversations (at most n), NULL without */
     int64_t *sess_of;          /* per request: its conversation */
     int64_t n_sess;
+    /* Open-loop sessions: the requests not yet arrived, slots next .. released - 1, as a binary
+     * min-heap of slots by (arrival, seq), whose least is kept in slot next (pend_settle). A later
+     * turn is released behind every first turn drawn up front, so keeping the slots in time order
+     * by insertion moved it past all of them: quadratic (1e6 requests at 2 turns did not end in
+     * 300 s). NULL otherwise: a closed loop has at most one pending request a client. */
+    int64_t *pend;    /* heap of slots */
+    int64_t *pend_at; /* per slot: its index in pend */
+    int64_t *seq;     /* per slot: the order its record was placed in (ties of arrival: first placed first) */
+    int64_t n_pend;
     /* compact records (pools[0].compact): the requests drawn as they arrive, the next one
      * (peek) drawn ahead; their tokens (all n, for the cost) and the summary's inputs */
     hl_serve_gen gen;
@@ -764,11 +844,14 @@ static void owned_free(owned *o)
     pool_free(&o->pools[1]);
     free(o->reqs);
     free(o->itl);
-    free(o->cnt);
+    ahead_scratch_free(&o->ahead);
     free(o->xfer);
     free(o->content);
     free(o->sess);
     free(o->sess_of);
+    free(o->pend);
+    free(o->pend_at);
+    free(o->seq);
     hl_serve_acc_free(&o->acc);
 }
 
@@ -1132,14 +1215,93 @@ static double enqueue(pool *p, int64_t u, int64_t r, double t, int front)
     return hl_fmax(0, g->t - t);
 }
 
+static _Thread_local int64_t record_moves;
+int64_t hl_serve_record_moves(void) { return record_moves; }
+
+/* Pending slot a before slot b: the earlier arrival, or on a tie the record placed first. */
+static int pend_before(const owned *o, int64_t a, int64_t b)
+{
+    const rq *q = o->pools[0].q;
+    return q[a].arrival < q[b].arrival || (q[a].arrival == q[b].arrival && o->seq[a] < o->seq[b]);
+}
+
+static void pend_put(owned *o, int64_t i, int64_t slot)
+{
+    o->pend[i] = slot;
+    o->pend_at[slot] = i;
+}
+
+static void pend_up(owned *o, int64_t i)
+{
+    for (; i > 0 && pend_before(o, o->pend[i], o->pend[(i - 1) / 2]); i = (i - 1) / 2) {
+        int64_t up = o->pend[(i - 1) / 2];
+        pend_put(o, (i - 1) / 2, o->pend[i]);
+        pend_put(o, i, up);
+    }
+}
+
+static void pend_down(owned *o, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, m = i;
+        if (l < o->n_pend && pend_before(o, o->pend[l], o->pend[m]))
+            m = l;
+        if (l + 1 < o->n_pend && pend_before(o, o->pend[l + 1], o->pend[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int64_t down = o->pend[m];
+        pend_put(o, m, o->pend[i]);
+        pend_put(o, i, down);
+        i = m;
+    }
+}
+
+/* The records of pending slots a and b change places (in every pool, with their conversation and
+ * placement order); the heap follows its records. */
+static void pend_swap(owned *o, int npools, int64_t a, int64_t b)
+{
+    record_moves++;
+    for (int p = 0; p < npools; p++) {
+        rq *qq = o->pools[p].q, x = qq[a];
+        qq[a] = qq[b];
+        qq[b] = x;
+    }
+    int64_t t = o->sess_of[a];
+    o->sess_of[a] = o->sess_of[b];
+    o->sess_of[b] = t;
+    t = o->seq[a];
+    o->seq[a] = o->seq[b];
+    o->seq[b] = t;
+    int64_t ia = o->pend_at[a], ib = o->pend_at[b];
+    pend_put(o, ia, b);
+    pend_put(o, ib, a);
+}
+
+/* The least pending record into slot next, where the loop reads the next arrival. */
+static void pend_settle(owned *o, int npools, int64_t next)
+{
+    if (o->n_pend > 0 && o->pend[0] != next)
+        pend_swap(o, npools, o->pend[0], next);
+}
+
 /* A client whose request ended at t sends request `r` after its think time
  * (exponential, mean think_s); the requests not yet arrived, next .. r, stay
- * in time order in every pool's records (none is queued yet, so they may move). */
+ * in time order in every pool's records (none is queued yet, so they may move):
+ * by insertion, or through the heap of open-loop sessions (the same order). */
 static void release_at(owned *o, int npools, int64_t next, int64_t r, double arrival)
 {
     rq *q = o->pools[0].q;
     q[r].arrival = arrival;
+    if (o->pend) { /* slots are released in increasing order: r is placed after every earlier record */
+        o->seq[r] = r;
+        pend_put(o, o->n_pend++, r);
+        pend_up(o, o->n_pend - 1);
+        pend_settle(o, npools, next);
+        return;
+    }
     for (int64_t k = r; k > next && q[k - 1].arrival > q[k].arrival; k--) {
+        record_moves++;
         for (int p = 0; p < npools; p++) {
             rq *qq = o->pools[p].q, x = qq[k];
             qq[k] = qq[k - 1];
@@ -1269,6 +1431,21 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t i = 0; i < released; i++)
             o->sess_of[i] = i;
         o->n_sess = released;
+        if (!closed) { /* the first turns, drawn in time order: a heap as they are */
+            o->pend = malloc(sizeof *o->pend * (size_t)(n > 0 ? n : 1));
+            o->pend_at = malloc(sizeof *o->pend_at * (size_t)(n > 0 ? n : 1));
+            o->seq = malloc(sizeof *o->seq * (size_t)(n > 0 ? n : 1));
+            if (!o->pend || !o->pend_at || !o->seq)
+                return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld conversations", (long long)n);
+            for (int64_t i = 0; i < released; i++) {
+                pend_put(o, i, i);
+                o->seq[i] = i;
+            }
+            o->n_pend = released;
+            for (int64_t i = released / 2 - 1; i >= 0; i--) /* a no-op for sorted arrivals; a heap either way */
+                pend_down(o, i);
+            pend_settle(o, npools, 0);
+        }
     }
     hl_rng clients; /* think times and starts: a stream of their own, so the lengths stay those of the seed */
     hl_rng_seed(&clients, c->seed ^ 0x636c69656e7473ull);
@@ -1296,8 +1473,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
      * of the run step by step, keep_steps; tests/lua/test_serve_output_modes.lua) */
     int fast =
         !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && G_all == 1 && P0->window == 0 && P0->sp.gamma == 0;
-    if (fast && !(o->cnt = malloc(sizeof(double) * (size_t)c->block_tokens)))
-        return hl_fail(err, HL_ENOMEM, "serve: out of memory");
+    hl_status rc0 = fast ? ahead_scratch_init(&o->ahead, c->block_tokens, c->max_seqs, err) : HL_OK;
+    if (rc0)
+        return rc0;
     while (done < n) {
         if (hl_interrupt_pending()) /* Ctrl-C / SIGTERM: a long run must not trap the caller */
             return hl_fail(err, HL_EINTR, "serve interrupted at t = %g s with %lld of %lld requests done", t_now,
@@ -1334,6 +1512,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for a request's prefix block hashes");
             int64_t u = pick_unit(P0, rr);
             rec->little += enqueue(P0, u, rr, t_arr, 0); /* in the system until its first step */
+            if (o->pend) { /* slot next leaves the heap (it is its least); the next least takes slot next + 1 */
+                int64_t last = o->pend[--o->n_pend];
+                if (o->n_pend > 0) {
+                    pend_put(o, 0, last);
+                    pend_down(o, 0);
+                }
+                pend_settle(o, npools, next + 1);
+            }
             next++;
             continue;
         }
@@ -1591,7 +1777,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if (fast && gr->count == 1 && all_decoded && m > 0) {
                 /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
                 double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
-                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, o->cnt, rec, 1.0 / (double)G_all, blocks_kv, err)))
+                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv, err)))
                     return rc;
                 gr->t = tu;
             }

@@ -191,13 +191,12 @@ void hl_dset_after_step(sched *s)
     s->n_pre = m;
 }
 
-void hl_dset_ahead(const sched *s, double *left, double *ctx, double *cnt)
+void hl_dset_ahead(const sched *s, double *left, double *ctx, int64_t *slot0)
 {
     int64_t bt = (int64_t)s->block;
-    *left = s->heap[0].key - s->dc - 1;                             /* min over members of output - gen - 1 */
-    *ctx = s->dctx;                                                 /* divided by the caller, as its own sum */
-    for (int64_t k = 0, from = bt - s->dc_res; k < bt; k++, from++) /* ring slot (k - dc) mod block */
-        cnt[k] = s->ring[from >= bt ? from - bt : from];
+    *left = s->heap[0].key - s->dc - 1; /* min over members of output - gen - 1 */
+    *ctx = s->dctx;                     /* divided by the caller, as its own sum */
+    *slot0 = (bt - s->dc_res) % bt;     /* step j crosses at ring slot (-dc - j) mod block */
 }
 
 void hl_dset_advance(sched *s, double j, double t)

@@ -71,6 +71,8 @@ void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
  * adding many gaps of one bin looks the bin up once. */
 int hl_itl_bin(double gap_s);
 void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi);
+/* hl_itl_bin(gap_s) and that bin's [*lo, *hi), without the log (edges cached in h): gap_s >= 0, not NaN */
+int hl_itl_find(hl_itl_hist *h, double gap_s, double *lo, double *hi);
 
 /* Fills the request statistics, goodput and ITL summary of r from reqs. */
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_t n, const hl_itl_hist *itl,
@@ -102,6 +104,10 @@ void hl_serve_acc_free(hl_serve_acc *a);
 /* Runs of hl_serve_run on this thread that kept compact records (for the tests that check
  * them against one record per request). */
 int64_t hl_serve_compact_runs(void);
+
+/* Records of requests not yet arrived that changed places on this thread, to keep arrival order
+ * as clients and conversations release requests (the tests bound it: it was quadratic). */
+int64_t hl_serve_record_moves(void);
 
 /* A multi-turn conversation (sessions = {turns =, think_s =}). */
 typedef struct hl_session {

@@ -97,12 +97,20 @@ static int itl_find(hl_itl_hist *h, double gap, double *lo, double *hi)
     return b;
 }
 
+int hl_itl_find(hl_itl_hist *h, double gap, double *lo, double *hi) { return itl_find(h, gap, lo, hi); }
+
 void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
     if (count <= 0)
         return;
-    if (!(gap >= h->last_lo && gap < h->last_hi)) /* a gap outside the last one's bin: look it up */
-        h->last_bin = itl_find(h, gap, &h->last_lo, &h->last_hi);
+    if (!(gap >= h->last_lo && gap < h->last_hi)) {    /* a gap outside the last one's bin */
+        if (gap >= h->ahead_lo && gap < h->ahead_hi) { /* the decode run-ahead's (a decode-only step's gap) */
+            h->last_bin = h->ahead_bin;
+            h->last_lo = h->ahead_lo;
+            h->last_hi = h->ahead_hi;
+        } else /* look it up */
+            h->last_bin = itl_find(h, gap, &h->last_lo, &h->last_hi);
+    }
     int b = h->last_bin;
     h->count[b] += count;
     h->n += count;

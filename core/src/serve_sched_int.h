@@ -175,10 +175,11 @@ void hl_dset_emit(sched *s, double t_end);
 /* After a step: the planned requests now decoding join, the finished leave. */
 void hl_dset_after_step(sched *s);
 /* The decode run-ahead over the set (every running request a member): *left,
- * the steps before its first member's last; *ctx, the mean kv; cnt[k] the
- * members at kv = k mod block. hl_dset_advance: the members took j steps,
- * the last one ending at t. */
-void hl_dset_ahead(const sched *s, double *left, double *ctx, double *cnt);
+ * the steps before its first member's last; *ctx, the sum of their kv; the
+ * members on a block boundary before the run-ahead's step j are s->ring[(*slot0
+ * - j) mod block]. hl_dset_advance: the members took j steps, the last one
+ * ending at t. */
+void hl_dset_ahead(const sched *s, double *left, double *ctx, int64_t *slot0);
 void hl_dset_advance(sched *s, double j, double t);
 /* Drops finished requests from run[0, n_slots) (admission order kept). */
 void hl_dset_compact(sched *s);

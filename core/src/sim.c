@@ -632,9 +632,12 @@ static void copy_compared(hl_job *dst, const hl_job *src)
  * LM head of layer.c's hl_io_ops) key on it instead of comparing 3 KB each.
  * Numbers are never reused, so an entry of an older class never matches. */
 typedef struct job_class {
-    uint64_t id;  /* 0: none yet */
-    uint64_t run; /* the run (this thread's count of hl_sim_run_trusted calls) that last took a class */
-    hl_job last;  /* the job of class `id` (input aside) */
+    uint64_t id;       /* 0: none yet */
+    uint64_t run;      /* the run (this thread's count of hl_sim_run_trusted calls) that last took a class */
+    int reusable;      /* ctx may serve that run's next job but input (hl_sim_resolve_input) */
+    uint64_t resolves; /* hl_sim_thread_resolves() then: ctx's layout is the cache while unchanged */
+    hl_sim_ctx ctx;    /* that run's resolved context */
+    hl_job last;       /* the job of class `id` (input aside) */
 } job_class;
 static _Thread_local job_class jclass;
 static _Thread_local uint64_t runs; /* hl_sim_run_trusted calls on this thread */
@@ -646,14 +649,25 @@ uint64_t hl_sim_thread_runs(void) { return runs; }
  * class (it may have failed before: then the last class is an older job's). The
  * framework's copy of a job does not read input (framework.c), so equal jobs but
  * input give equal copies but input. */
-static uint64_t job_class_of(const hl_job *j, uint64_t run, int same)
+static int same_class_as_last_run(int trust, uint64_t run)
+{
+    const job_class *c = &jclass;
+    return (trust & HL_TRUST_SAME_BUT_INPUT) && c->id != 0 && c->run + 1 == run;
+}
+
+/* s: j resolved; kept for the next run (a draft model resolves a second routing, and kernel
+ * tables are loaded per run: neither is reused). */
+static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run, int same)
 {
     job_class *c = &jclass;
-    if (!(same && c->id != 0 && c->run + 1 == run) && (c->id == 0 || !same_job_but_input(&c->last, j))) {
+    if (!same && (c->id == 0 || !same_job_but_input(&c->last, j))) {
         copy_compared(&c->last, j);
         c->id++;
     }
     c->run = run;
+    c->reusable = !s->kern && !(j->spec_tokens > 0 && j->spec_draft);
+    c->resolves = hl_sim_thread_resolves();
+    c->ctx = *s;
     return c->id;
 }
 
@@ -810,11 +824,15 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     const hl_job *j = hl_job_with_framework(job, &fw); /* s.j points to it: both live until return */
     if (j != job) /* the framework scaled the GPU's efficiencies: check them again, as hl.simulate does */
         trust &= ~(HL_TRUST_CLUSTER | HL_TRUST_CLUSTER_FIELDS);
-    hl_status st = hl_sim_resolve(j, &s, trust, err);
+    /* along an input axis the context is the last run's but for the checks that read input */
+    int same = j->summary_only && same_class_as_last_run(trust, run);
+    hl_status st = same && jclass.reusable && jclass.resolves == hl_sim_thread_resolves()
+                       ? hl_sim_resolve_input(j, &jclass.ctx, &s, trust, err)
+                       : hl_sim_resolve(j, &s, trust, err);
     if (st)
         return st;
     if (j->summary_only)
-        s.job_class = job_class_of(j, run, (trust & HL_TRUST_SAME_BUT_INPUT) != 0);
+        s.job_class = job_class_of(j, &s, run, same);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job

@@ -213,8 +213,7 @@ static hl_status step_linear(hl_stepper *st, int decode, double tokens, double r
         return HL_OK;
     }
     hl_acc a;
-    memset(&a, 0, sizeof a);
-    a.summary = 1;
+    hl_acc_summary(&a);
     /* every token of the instance is routed to the experts of its stage (q = 1) */
     hl_status rc = hl_layer_ops(&st->s, &a, group, 1, routed, 1, decode, err);
     if (rc)
@@ -283,8 +282,7 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         return HL_OK;
     }
     hl_acc a;
-    memset(&a, 0, sizeof a);
-    a.summary = 1;
+    hl_acc_summary(&a);
     double per = rank_div(st); /* a rank's share */
     const hl_io_tok *tok;
     const hl_io_head *head;
@@ -482,8 +480,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     double md = hl_pipeline_microbatches(s, it->decode_seqs), stages = hl_pipeline_slots(s, m, 0);
     double dseq = it->decode_seqs / md / dp; /* decoding sequences per group in the busiest micro-batch */
     hl_acc a;
-    memset(&a, 0, sizeof a);
-    a.summary = 1;
+    hl_acc_summary(&a);
     a.overlap = decode ? st->job.overlap_decode : st->job.overlap_prefill;
     /* the busiest micro-batch's tokens, and its share of the tokens the lock-step group routes */
     double mb_tok = hl_fmax(tokens / m, largest), mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bind.h"
@@ -24,12 +25,52 @@ static int open_failed(lua_State *L, const char *path)
     return 2;
 }
 
+/* A shard opened for reading: a regular file only, as every input of hbdlab (core/src/io.c): a FIFO
+ * is opened without waiting for a writer, and /dev/zero, a FIFO or a folder are refused before any
+ * read (merge read /dev/zero without end, and said "read error" for a folder). NULL with errno set,
+ * or with *kind naming what it is. */
+static FILE *open_shard(const char *path, const char **kind)
+{
+    *kind = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        if (fstat(fd, &st) == 0)
+            *kind = S_ISDIR(st.st_mode)    ? "a directory"
+                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                    : S_ISCHR(st.st_mode)  ? "a character device"
+                    : S_ISSOCK(st.st_mode) ? "a socket"
+                                           : "a device";
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static int shard_failed(lua_State *L, const char *path, const char *kind)
+{
+    if (!kind)
+        return open_failed(L, path);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: not a regular file (%s)", path, kind);
+    return 2;
+}
+
 static int l_csv_shard_head(lua_State *L)
 {
     const char *path = hl_check_c_string(L, 1, "merge: a file name");
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = open_shard(path, &kind);
     if (!f)
-        return open_failed(L, path);
+        return shard_failed(L, path, kind);
     char *buf = malloc(HEAD_MAX);
     size_t n = buf ? fread(buf, 1, HEAD_MAX, f) : 0;
     int bad = ferror(f);
@@ -50,14 +91,20 @@ static int l_csv_shard_check(lua_State *L)
 {
     const char *path = hl_check_c_string(L, 1, "merge: a file name");
     lua_Integer skip = luaL_checkinteger(L, 2);
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = open_shard(path, &kind);
     if (!f)
-        return open_failed(L, path);
+        return shard_failed(L, path, kind);
     char *buf = malloc(PIECE);
     hl_csv_check c;
     hl_csv_check_init(&c);
     int bad = !buf || fseek(f, (long)skip, SEEK_SET) != 0;
+    int stopped = 0;
     while (!bad) {
+        if (hl_bind_interrupt) { /* Ctrl-C / SIGTERM: a shard of any size must not hold the run */
+            stopped = 1;
+            break;
+        }
         size_t n = fread(buf, 1, PIECE, f);
         if (n == 0)
             break;
@@ -65,6 +112,11 @@ static int l_csv_shard_check(lua_State *L)
             break;
     }
     bad |= ferror(f);
+    if (stopped) {
+        fclose(f);
+        free(buf);
+        return luaL_error(L, "interrupted! (merge stopped while reading %s)", path);
+    }
     int64_t records = 0;
     int ok = !bad && hl_csv_check_end(&c, &records) == 0;
     if (ok) { /* the header line, read again (it ended in the first piece or soon after) */

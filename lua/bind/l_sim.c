@@ -82,7 +82,10 @@ static fp_entry *fp_add(lua_State *L, fp_rec *rec, int kind)
     int fits =
         kind == FP_ANY_VALUE || (kind == FP_GROUP && t == LUA_TTABLE) ||
         (kind == FP_SCALAR && (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (t == LUA_TSTRING && rec->nstr < FP_STRINGS)));
-    if (!fits || rec->n >= FP_MAX) {
+    /* a key longer than Lua's short strings (40 bytes, LUAI_MAXSHORTLEN) would not be interned, so
+     * its pointer would not name it: no field name is (17 bytes at most), but one added must not
+     * make the fingerprint unsound */
+    if (!fits || rec->n >= FP_MAX || lua_rawlen(L, -2) > 40) {
         rec->ok = 0;
         return NULL;
     }
@@ -261,9 +264,10 @@ static void set_spec_accept(lua_State *L, hl_job *j)
     double a[HL_SPEC_POSITIONS_MAX];
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
-        if (lua_type(L, -1) != LUA_TNUMBER)
-            luaL_error(L, "field 'spec_accept': entry %d is a %s, not a number in (0, 1]", (int)i,
-                       luaL_typename(L, -1));
+        if (lua_type(L, -1) != LUA_TNUMBER) /* JSON's null is a light userdata: "a userdata" */
+            luaL_error(L, "field 'spec_accept': entry %d is %s, not a number in (0, 1]", (int)i,
+                       lua_type(L, -1) == LUA_TLIGHTUSERDATA ? "null"
+                                                             : lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
         a[i - 1] = lua_tonumber(L, -1);
         lua_pop(L, 1);
     }

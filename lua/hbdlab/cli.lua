@@ -33,6 +33,9 @@ local function to_simulate_fields(hl, cfg)
   for k, v in pairs(cfg) do t[k] = v end
   if type(cfg.model) == "table" then t.model = hl.model(cfg.model) end
   if type(cfg.cluster) == "table" then t.cluster = hl.cluster(cfg.cluster) end
+  -- a draft model given inline ({"base": "llama-3.1-8b", "layers": 2}), as the model is: JSON has no
+  -- model object, and the message asked for one (attack pass 5)
+  if type(cfg.spec_draft_model) == "table" then t.spec_draft_model = hl.model(cfg.spec_draft_model) end
   if type(cfg.disagg) == "table" then
     local d = {}
     for k, v in pairs(cfg.disagg) do d[k] = (k == "prefill" or k == "decode") and type(v) == "table" and #v == 0 and

@@ -44,7 +44,7 @@ local topics = {
     'local r = hl.frontier { model = "llama-3.1-70b", systems = { { gpu = "H200", gpus = 8, hbd = 8 } },\n' ..
     '                        precision = "fp8", input = 1024, output = 1024, slo = { ttft_s = 2 } }\nprint(r)',
     "frontier" },
-  { "result", "hl.simulate{...} -> result; hl.sweep rows carry the same fields flat (\"prefill.comm_s\")",
+  { "result", "hl.help \"result\": every field of hl.simulate's result; hl.sweep rows carry them flat (\"prefill.comm_s\")",
     "Every result field with its SI unit; sweep rows, CSV columns, JSON and hl.simulate use these names.",
     'print(r.prefill.comm_share, rows[1]["prefill.comm_share"])', "result" },
   { "calibrate", "hl.calibrate{cases, params, bounds, start, fit, loo} -> {params, cases, before, after, held_out, loo, ...}",

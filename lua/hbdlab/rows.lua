@@ -89,7 +89,15 @@ end
 --- other inputs (names that are not result fields) sorted, then result fields in the
 --- result table's order, `error` last.
 function M.columns(rows, cols, whole_schema)
-  if cols then return cols end
+  if cols then
+    -- a list of names: {columns = {"a"}} (an options table) or {} wrote a CSV of no columns, a
+    -- file of empty lines, without a word (attack pass 5)
+    if type(cols) ~= "table" then error("columns: expected a list of column names, got " .. type(cols), 0) end
+    if core.check_list(cols, "columns") == 0 then
+      error("columns: an empty list (give the names of the columns to write, or leave it out for every column)", 0)
+    end
+    return cols
+  end
   local list = core.rows_keys(rows) -- every row's keys in pairs() order, once (sweep views read in C)
   local set = {}
   for _, k in ipairs(list) do set[k] = true end

@@ -81,7 +81,8 @@ function M.simulate(t)
   if type(m) ~= "userdata" or type(c) ~= "userdata" then m, c = resolved_pair(m, c) end -- names resolve once
   local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
-    warn.check_job(t, nil, true) -- a job that fails for want of a mapping says so
+    -- a job that fails for want of a mapping says so; a misspelt field is the whole story
+    if not tostring(r):find("unknown field", 1, true) then warn.check_job(t, nil, true) end
     error(r, 0)
   end
   if flags ~= 0 and warn.enabled then

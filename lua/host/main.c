@@ -222,10 +222,36 @@ static void print_usage(FILE *out)
                  "The module is preloaded as the global `hl` (also `require \"hbdlab\"`).\n");
 }
 
+/* The errno of the first failed write of standard output by print (0: none). Lua's print flushes
+ * each line; when that flush failed (a full disk, /dev/full) the exit's fflush had nothing left to
+ * write and the reason was lost: "cannot write standard output: write error". */
+static int stdout_errno;
+
+/* print, as Lua 5.4's (luaB_print: luaL_tolstring of each argument, tabs, a newline, a flush),
+ * keeping the errno of a failed write for the exit's message. */
+static int l_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        size_t len;
+        const char *s = luaL_tolstring(L, i, &len);
+        if ((i > 1 && fputc('\t', stdout) == EOF) || fwrite(s, 1, len, stdout) != len) {
+            if (!stdout_errno)
+                stdout_errno = errno;
+        }
+        lua_pop(L, 1);
+    }
+    if ((fputc('\n', stdout) == EOF || fflush(stdout) != 0) && !stdout_errno)
+        stdout_errno = errno;
+    return 0;
+}
+
 /* Opens the standard libraries and hbdlab; sets the global `hl`. */
 static int open_state(lua_State *L)
 {
     luaL_openlibs(L);
+    lua_pushcfunction(L, l_print);
+    lua_setglobal(L, "print");
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, luaopen_hbdlab);
     lua_setfield(L, -2, "hbdlab");
@@ -468,6 +494,8 @@ done:
     lua_close(L);
     /* output lost to a full disk (or /dev/full) must not end in success */
     int e = fflush(stdout) != 0 ? errno : 0;
+    if (!e)
+        e = stdout_errno;
     if (e || ferror(stdout)) {
         fprintf(stderr, "%s: cannot write standard output: %s\n", progname, e ? strerror(e) : "write error");
         code = EXIT_FAILURE;

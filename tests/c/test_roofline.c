@@ -173,6 +173,33 @@ static void test_unsupported_precision(void **state)
     assert_fails_with(hl_op_time_on(&op, &g, &t, &e), HL_EUNSUPPORTED, &e, "has no fp4 tensor support");
 }
 
+/* The toy GPU with a B200-like blended decode kernel (attn_latency, attn_unit_s, eff_mem_attn). */
+static hl_gpu blended_gpu(void)
+{
+    hl_gpu g = toy_gpu();
+    g.peak_flops[HL_FP8] = 2e15;
+    g.attn_latency = 4.78e-6;
+    g.attn_unit_s = 8.228e-9;
+    g.eff_mem_attn = 0.8823;
+    return g;
+}
+
+/* A seeded one-row attention shape from the bits of r (batch 1..max_batch, 1..8 KV heads,
+ * 1..8 query heads each, head dim 64..544, 1 or 2 B KV), with g's blend power and attention
+ * efficiency and the math precision drawn too. */
+static hl_attn_shape seeded_decode_shape(uint64_t r, int max_batch, double window, hl_gpu *g, hl_precision *math)
+{
+    static const double ps[] = {1.5, 2.7, 16, 20};
+    g->attn_blend = ps[r % 4];
+    double kvh = (double)(1 + (r >> 2) % 8), heads = kvh * (double)(1 + (r >> 5) % 8);
+    double dim = (double)(64 + 32 * ((r >> 8) % 16)), kvb = (double)(1 + (r >> 12) % 2);
+    double batch = (double)(1 + (r >> 13) % (uint64_t)max_batch);
+    *math = (r >> 24) % 2 ? HL_FP8 : HL_BF16;
+    g->eff_attn = (r >> 25) % 2 ? 0.25 : 0.005; /* the second: compute-bound at 8 query heads per KV head */
+    hl_attn_shape sh = {batch, 1, 0, heads, kvh, dim, dim, 2 * kvh * dim * kvb, 2, window};
+    return sh;
+}
+
 /* hl_attn_stream_at (sim.c's blended decode sums) against hl_op_time_on on hl_op_attention of
  * the same shape: wherever it answers, the same bits as max(compute_s, memory_s); it must answer
  * far past the knee (KV stream >> units) and decline near it, where the blend term is not lost
@@ -182,25 +209,15 @@ static void test_unsupported_precision(void **state)
 static void test_attn_stream_matches_full_time(void **state)
 {
     (void)state;
-    hl_gpu g = toy_gpu();
-    g.peak_flops[HL_FP8] = 2e15;
-    g.attn_latency = 4.78e-6;
-    g.attn_unit_s = 8.228e-9;
-    g.eff_mem_attn = 0.8823;
+    hl_gpu g = blended_gpu();
     g.kernel_latency = 2e-6;
-    const double ps[] = {1.5, 2.7, 16, 20};
     uint64_t x = 12345;
     int fast = 0, slow = 0, differs = 0;
     for (int n = 0; n < 4000; n++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t r = x >> 11;
-        g.attn_blend = ps[r % 4];
-        double kvh = (double)(1 + (r >> 2) % 8), heads = kvh * (double)(1 + (r >> 5) % 8);
-        double dim = (double)(64 + 32 * ((r >> 8) % 16)), kvb = (double)(1 + (r >> 12) % 2);
-        double batch = (double)(1 + (r >> 13) % 512), window = (r >> 22) % 4 == 0 ? 4096 : 0;
-        hl_attn_shape sh = {batch, 1, 0, heads, kvh, dim, dim, 2 * kvh * dim * kvb, 2, window};
-        hl_precision math = (r >> 24) % 2 ? HL_FP8 : HL_BF16;
-        g.eff_attn = (r >> 25) % 2 ? 0.25 : 0.005; /* the second: compute-bound at 8 query heads per KV head */
+        hl_precision math;
+        hl_attn_shape sh = seeded_decode_shape(r, 512, (r >> 22) % 4 == 0 ? 4096 : 0, &g, &math);
         hl_attn_stream a;
         hl_attn_stream_init(&a, &sh, math, &g);
         assert_true(a.ok);
@@ -248,24 +265,14 @@ static void test_attn_stream_matches_full_time(void **state)
 static void test_attn_stream_mem_side(void **state)
 {
     (void)state;
-    hl_gpu g = toy_gpu();
-    g.peak_flops[HL_FP8] = 2e15;
-    g.attn_latency = 4.78e-6;
-    g.attn_unit_s = 8.228e-9;
-    g.eff_mem_attn = 0.8823;
-    const double ps[] = {1.5, 2.7, 16, 20};
+    hl_gpu g = blended_gpu();
     uint64_t x = 777;
     int decided = 0, undecided = 0, probes = 0;
     for (int n = 0; n < 3000; n++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t r = x >> 11;
-        g.attn_blend = ps[r % 4];
-        double kvh = (double)(1 + (r >> 2) % 8), heads = kvh * (double)(1 + (r >> 5) % 8);
-        double dim = (double)(64 + 32 * ((r >> 8) % 16)), kvb = (double)(1 + (r >> 12) % 2);
-        double batch = (double)(1 + (r >> 13) % 64);
-        hl_attn_shape sh = {batch, 1, 0, heads, kvh, dim, dim, 2 * kvh * dim * kvb, 2, 0};
-        hl_precision math = (r >> 24) % 2 ? HL_FP8 : HL_BF16;
-        g.eff_attn = (r >> 25) % 2 ? 0.25 : 0.005;
+        hl_precision math;
+        hl_attn_shape sh = seeded_decode_shape(r, 64, 0, &g, &math);
         hl_attn_stream a;
         hl_attn_stream_init(&a, &sh, math, &g);
         assert_true(a.ok);

@@ -183,6 +183,44 @@ static void test_unchunked_over_budget(void **state)
                       "a conversation's turn 2 has a prompt of 300 tokens, more than token_budget = 250");
 }
 
+/* Open-loop sessions (attack pass 5): a later turn is released behind every first turn drawn up
+ * front; keeping arrival order by insertion moved it past all of them, about n^2 / 8 record moves
+ * (20,000 requests: ~5e7; 1e6 did not end in 300 s). Through the heap each arrival and each release
+ * moves at most one record: at most 2 n. A closed loop keeps insertion, bounded by its clients. */
+static void test_session_release_is_linear(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_result r;
+    hl_err e;
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.rate = 1000;
+    c.requests = 20000;
+    c.input.mean = 10;
+    c.output.mean = 2;
+    c.session_turns = 2;
+    c.session_think_s = 0.1;
+    int64_t m0 = hl_serve_record_moves();
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_int_equal((int64_t)r.requests, 20000);
+    hl_serve_result_free(&r);
+    int64_t moves = hl_serve_record_moves() - m0;
+    assert_true(moves <= 2 * 20000);
+    assert_true(moves > 0); /* later turns do land before first turns drawn earlier */
+    hl_serve_init(&c, &j);
+    c.concurrency = 16;
+    c.requests = 4000;
+    c.input.mean = 10;
+    c.output.mean = 2;
+    c.session_turns = 2;
+    c.session_think_s = 0.1;
+    m0 = hl_serve_record_moves();
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_serve_result_free(&r);
+    assert_true(hl_serve_record_moves() - m0 <= 16 * 4000); /* at most past every other client's next */
+}
+
 /* One request at a time: TTFT is hl_sim_run's prefill of batch 1 and TPOT its
  * decode, for dense TP, PP and MoE mappings (same operators, one model). */
 static void test_concurrency_one_equals_simulate(void **state)
@@ -954,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_summary_interrupt),
         cmocka_unit_test(test_trace_hostile),
+        cmocka_unit_test(test_session_release_is_linear),
         cmocka_unit_test(test_closed_loop_desynchronises),
         cmocka_unit_test(test_serve_cost),
         cmocka_unit_test(test_speculative_decoding),

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "hbdlab/hbdlab.h"
 #include "jobs.h"
+#include "sim_int.h" /* hl_sim_run_trusted, HL_TRUST_SAME_BUT_INPUT, hl_sim_resolve */
 
 /* Llama-3.1-8B at TP8 on 8 x H100 in one HBD, batch 8. */
 static hl_job base_job(void)
@@ -248,6 +249,39 @@ static void *run_fresh(void *arg)
     return NULL;
 }
 
+/* A one-thread sweep over axes of Llama-3.1-8B at TP8, batch 8, on 16 x H100 in HBDs of 8. */
+static hl_sweep_in llama16_sweep(hl_axis *axes, int32_t n)
+{
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
+    in.base.batch = 8;
+    in.base.tp = 8;
+    in.axes = axes;
+    in.n_axes = n;
+    in.threads = 1;
+    return in;
+}
+
+/* Point i of a sweep (status HL_OK) equals, bit for bit, its job run alone on a fresh thread. */
+static void assert_point_is_fresh_run(const hl_sweep_in *in, int64_t i, const hl_point *p, int pass)
+{
+    fresh_run f;
+    memset(&f, 0, sizeof f);
+    f.in = in;
+    f.index = i;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_fresh, &f), 0);
+    pthread_join(t, NULL);
+    assert_ok(f.st, &f.e);
+    assert_int_equal(p->status, HL_OK);
+    assert_int_equal(f.point.status, HL_OK);
+    for (int32_t k = 0; k < HL_POINT_VALUES; k++)
+        if (memcmp(&p->v[k], &f.point.v[k], sizeof(double)) != 0)
+            fail_msg("pass %d, point %lld, %s: sweep %.17g, fresh thread %.17g", pass, (long long)i,
+                     hl_result_field_at(k)->name, p->v[k], f.point.v[k]);
+}
+
 /* The memos never return a stale result: coll.c's per-thread collective memo
  * (and its search minimum in layer.c's best_coll), sim.c's decode-layer memo and layer.c's
  * LM-head memo (both keyed by sim.c's job class), which
@@ -266,34 +300,13 @@ static void test_memos_never_stale(void **state)
                  input[] = {512, 1024, 2048};
     hl_axis axes[5] = {num_axis("tp", tp, 2), num_axis("output", out, 2), num_axis("hbd", hbd, 2),
                        num_axis("scaleout_bw", so, 3), num_axis("input", input, 3)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
-    in.base.batch = 8;
-    in.base.tp = 8;
-    in.axes = axes;
-    in.n_axes = 5;
-    in.threads = 1;
+    hl_sweep_in in = llama16_sweep(axes, 5);
     hl_point pts[72];
     hl_err e;
     for (int pass = 0; pass < 2; pass++) { /* the second pass starts with every memo warm */
         assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 72; i++) {
-            fresh_run f;
-            memset(&f, 0, sizeof f);
-            f.in = &in;
-            f.index = i;
-            pthread_t t;
-            assert_int_equal(pthread_create(&t, NULL, run_fresh, &f), 0);
-            pthread_join(t, NULL);
-            assert_ok(f.st, &f.e);
-            assert_int_equal(pts[i].status, HL_OK);
-            assert_int_equal(f.point.status, HL_OK);
-            for (int32_t k = 0; k < HL_POINT_VALUES; k++)
-                if (memcmp(&pts[i].v[k], &f.point.v[k], sizeof(double)) != 0)
-                    fail_msg("pass %d, point %lld, %s: sweep %.17g, fresh thread %.17g", pass, (long long)i,
-                             hl_result_field_at(k)->name, pts[i].v[k], f.point.v[k]);
-        }
+        for (int64_t i = 0; i < 72; i++)
+            assert_point_is_fresh_run(&in, i, &pts[i], pass);
     }
 }
 
@@ -310,14 +323,7 @@ static void test_input_hint_after_failed_point(void **state)
     (void)state;
     const double hbd[] = {8, 4}, input[] = {1000.5, 1000, 2000};
     hl_axis axes[2] = {num_axis("hbd", hbd, 2), num_axis("input", input, 3)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = job_for("llama-3.1-8b", "H100-SXM", 16, 8);
-    in.base.batch = 8;
-    in.base.tp = 8;
-    in.axes = axes;
-    in.n_axes = 2;
-    in.threads = 1;
+    hl_sweep_in in = llama16_sweep(axes, 2);
     hl_point pts[6];
     hl_err e;
     assert_ok(hl_sweep_run(&in, pts, &e), &e);
@@ -327,19 +333,7 @@ static void test_input_hint_after_failed_point(void **state)
             assert_non_null(strstr(pts[i].error, "must be whole numbers"));
             continue;
         }
-        fresh_run f;
-        memset(&f, 0, sizeof f);
-        f.in = &in;
-        f.index = i;
-        pthread_t t;
-        assert_int_equal(pthread_create(&t, NULL, run_fresh, &f), 0);
-        pthread_join(t, NULL);
-        assert_ok(f.st, &f.e);
-        assert_int_equal(pts[i].status, HL_OK);
-        for (int32_t k = 0; k < HL_POINT_VALUES; k++)
-            if (memcmp(&pts[i].v[k], &f.point.v[k], sizeof(double)) != 0)
-                fail_msg("point %lld, %s: sweep %.17g, fresh thread %.17g", (long long)i, hl_result_field_at(k)->name,
-                         pts[i].v[k], f.point.v[k]);
+        assert_point_is_fresh_run(&in, i, &pts[i], 0);
     }
     /* the two HBD sizes differ in decode (else the check above could not see a stale class) */
     int32_t tpot = hl_result_field_index("tpot_s");
@@ -382,6 +376,74 @@ static void test_axes_on_one_field(void **state)
     }
 }
 
+/* A run told its job is the last run's but for input (HL_TRUST_SAME_BUT_INPUT) reuses that
+ * run's resolved context, whose expert layout is the thread's one-entry cache; a resolve in
+ * between (here of the same model with a skewed routing: another layout in the cache) must
+ * make it resolve again. Each run equals the same job run plainly on a fresh thread. */
+typedef struct plain_run {
+    hl_job job;
+    hl_result r;
+    hl_status st;
+} plain_run;
+
+static void *run_plain(void *arg)
+{
+    plain_run *p = arg;
+    hl_err e;
+    p->st = hl_sim_run(&p->job, &p->r, &e);
+    return NULL;
+}
+
+static void assert_same_as_fresh(const hl_job *j, const hl_result *r)
+{
+    plain_run p;
+    memset(&p, 0, sizeof p);
+    p.job = *j;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_plain, &p), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(p.st, HL_OK);
+    const double got[] = {r->ttft_s, r->tpot_s, r->total_s}, want[] = {p.r.ttft_s, p.r.tpot_s, p.r.total_s};
+    for (int k = 0; k < 3; k++)
+        if (memcmp(&got[k], &want[k], sizeof got[k]) != 0)
+            fail_msg("time %d: %.17g, fresh %.17g", k, got[k], want[k]);
+}
+
+static void test_same_but_input_after_other_resolve(void **state)
+{
+    (void)state;
+    hl_job j = job_for("qwen3-30b-a3b", "H100-SXM", 8, 8);
+    j.batch = 64;
+    j.ep = 8;
+    j.input = 1000;
+    j.summary_only = 1;
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run_trusted(&j, &r, 0, &e), &e);
+    hl_job skewed = j;
+    skewed.routing_skew = 1.5;
+    hl_sim_ctx sc;
+    assert_ok(hl_sim_resolve(&skewed, &sc, 0, &e), &e);
+    hl_result rs;
+    assert_ok(hl_sim_run(&skewed, &rs, &e), &e);
+    j.input = 2000;
+    assert_ok(hl_sim_run_trusted(&j, &r, 0, &e), &e); /* a run between: the next is its job but input */
+    assert_ok(hl_sim_resolve(&skewed, &sc, 0, &e), &e);
+    j.input = 3000;
+    assert_ok(hl_sim_run_trusted(&j, &r, HL_TRUST_SAME_BUT_INPUT, &e), &e);
+    assert_same_as_fresh(&j, &r);
+    j.input = 4000; /* nothing between: the context is reused */
+    assert_ok(hl_sim_run_trusted(&j, &r, HL_TRUST_SAME_BUT_INPUT, &e), &e);
+    assert_same_as_fresh(&j, &r);
+    /* the skewed routing changes the times (else this could not see a stale layout) */
+    skewed.input = 3000;
+    hl_result r3;
+    assert_ok(hl_sim_run(&skewed, &rs, &e), &e);
+    j.input = 3000;
+    assert_ok(hl_sim_run(&j, &r3, &e), &e);
+    assert_true(rs.ttft_s != r3.ttft_s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
         cmocka_unit_test(test_axes_on_one_field),
+        cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,5 +71,25 @@ return function(ffi, lib, check)
   check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
     ffi.string(err.msg):find("model field 'name': no NUL byte within its 64 bytes", 1, true),
     "unterminated model name: " .. ffi.string(err.msg))
+  -- attack pass 5: the draft model's flag spec_draft, with no descriptor row, ran 7 and -1 as 1
+  -- (a draft of the target's own model), where every boolean field refuses them
+  check(lib.hl_cluster_init(c, g, 1, 1, err) == 0, ffi.string(err.msg))
+  lib.hl_job_init(job, m, c)
+  job.batch, job.input, job.output = 1, 100, 20
+  job.spec_tokens, job.spec_accept, job.spec_draft_layers = 3, 0.8, 0
+  job.spec_draft_model = m
+  job.spec_draft = 7
+  check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
+    ffi.string(err.msg):find("job field 'spec_draft': 7 is not a boolean (0 or 1", 1, true),
+    "spec_draft = 7: " .. ffi.string(err.msg))
+  job.spec_draft = 1
+  check(lib.hl_sim_run(job, r, err) == 0, ffi.string(err.msg))
+  -- a per-position vector set in C with a NaN entry: "nan" (it printed "-nan")
+  job.spec_draft = 0
+  job.spec_accept, job.spec_accept_n = 0, 3
+  job.spec_accept_pos[0], job.spec_accept_pos[1], job.spec_accept_pos[2] = 0.9, -(0 / 0), 0.5
+  check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
+    ffi.string(err.msg) == "field 'spec_accept': entry 2 is nan (allowed: 0 < p <= 1)",
+    "spec_accept_pos NaN: " .. ffi.string(err.msg))
   print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", tpot * 1e3, floor * 1e3))
 end

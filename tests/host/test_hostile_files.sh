@@ -33,6 +33,16 @@ check "merge: the missing file is not named twice" sh -c "! grep -q 'nope.csv: n
 rc=$?
 check "merge: -o twice is a usage error (rc $rc)" [ "$rc" -eq 2 ]
 check "merge: -o twice names both" grep -qF -- "-o is given twice (o1.csv, o2.csv)" "$TMP/err"
+# attack pass 5: inputs that are not regular files, refused before reading, as every other input:
+# /dev/zero was read without end (and SIGTERM did not stop it), a folder said "read error"
+mkdir -p adir
+expect_fail "merge: a folder" 'hbdlab merge: cannot read adir: not a regular file (a directory)' \
+    "$HBDLAB" merge adir -o all.csv
+expect_fail "merge: /dev/zero" 'hbdlab merge: cannot read /dev/zero: not a regular file (a character device)' \
+    "$HBDLAB" merge /dev/zero -o all.csv
+mkfifo afifo
+expect_fail "merge: a FIFO without a writer" 'hbdlab merge: cannot read afifo: not a regular file (a FIFO)' \
+    "$HBDLAB" merge afifo -o all.csv
 # quoted cells holding commas, quotes and line ends (header too) merge byte for byte
 { fp 0/2 0-1/2 q.csv; printf 'a,"b\n,x"\n1,"2\n""q"",\n"\n'; } > q_shard0of2.csv
 { fp 1/2 1-2/2 q.csv; printf 'a,"b\n,x"\n"",""""\n'; } > q_shard1of2.csv
@@ -51,7 +61,21 @@ if [ -w /dev/full ]; then
     rc=$?
     check "a script's print > /dev/full exits 1 (rc $rc)" [ "$rc" -eq 1 ]
     check "a script's print > /dev/full says so" grep -q "cannot write standard output" "$TMP/err"
+    # attack pass 5: print flushes each line, so the failed write was print's, and the message
+    # said "write error" without the reason
+    "$HBDLAB" -e 'print(1)' > /dev/full 2> "$TMP/err"
+    check "print > /dev/full names ENOSPC" grep -q "cannot write standard output: No space left on device" "$TMP/err"
 fi
+
+# ---- attack pass 5: a draft model given inline in JSON, as the model is ("expected a model object
+# or preset name, got table": JSON has no model object); the same job as Lua's :with ----
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "gpus": 1}, "batch": 2, "input": 128, "output": 17, "spec_tokens": 2, "spec_accept": 0.8, "spec_draft_model": {"base": "llama-3.1-8b", "layers": 2}}\n' > draft.json
+json=$("$HBDLAB" eval draft.json 2> "$TMP/err")
+rc=$?
+check "eval of an inline draft model runs (rc $rc): $(head -c 200 "$TMP/err")" [ "$rc" -eq 0 ]
+got=$("$HBDLAB" -e 'print(string.format("%.17g", hl.core.json_decode(io.read("a")).tpot_s))' <<< "$json" 2>&1)
+want=$("$HBDLAB" -e 'print(string.format("%.17g", hl.simulate{model = "llama-3.1-8b", cluster = "hgx-h100", parallel = {tp = 1, gpus = 1}, batch = 2, input = 128, output = 17, spec_tokens = 2, spec_accept = 0.8, spec_draft_model = hl.model{base = "llama-3.1-8b", layers = 2}}.tpot_s))' 2>&1)
+check "the inline draft model's TPOT is Lua's ($got, $want)" [ "$got" = "$want" ]
 
 # ---- hl.rows.read_csv of a file with a byte-order mark (as spreadsheets save "CSV UTF-8"): the
 # mark was read as part of the first column's name, so row.a was nil ----

@@ -97,5 +97,25 @@ T.test("trace ids past 2^53 - 1 are refused, not merged", function()
   T.eq(hl.serve(T.merged(base, { trace = ok })).requests, 2, "2^53 - 1 is an id")
 end)
 
+T.test("hl.rows.write takes a list of columns, or none", function()
+  -- an options table ({columns = {"a"}}) or {} wrote a CSV of no columns: a file of empty lines
+  local rows = { { a = 1, b = 2 }, { a = 3, b = 4 } }
+  local p = dir .. "/r.csv"
+  T.raises(function() hl.rows.write(rows, p, { columns = { "a" } }) end,
+    "columns: expected a list {v1, v2, ...}, got a key \"columns\"")
+  T.raises(function() hl.rows.write(rows, p, {}) end, "columns: an empty list")
+  T.raises(function() hl.rows.write(rows, p, "a") end, "columns: expected a list of column names, got string")
+  T.eq(io.open(p, "rb"), nil, "nothing written")
+  hl.rows.write(rows, p, { "b" })
+  local f = assert(io.open(p, "rb"))
+  T.eq(f:read("a"), "b\n2\n4\n", "the column asked for")
+  f:close()
+end)
+
+T.test("JSON null in a spec_accept vector is named null", function()
+  T.raises(function() hl.simulate(with { spec_accept = hl.core.json_decode("[0.9, null, 0.7]") }) end,
+    "field 'spec_accept': entry 2 is null, not a number in (0, 1]")
+end)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.done()

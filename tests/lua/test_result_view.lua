@@ -137,6 +137,15 @@ T.test("warnings: decided by the core's flags, printed once, as before", functio
   warn.seen = {}
   hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, spec_accept = 0.7 }
   T.ok((next(warn.seen) or ""):find("spec_accept has no effect", 1, true) ~= nil, "speculative field alone")
+  -- a failing job without a mapping says so (it may fail for want of one); a misspelt field fails
+  -- for that alone, and the error is the whole story
+  warn.seen = {}
+  T.raises(function() hl.simulate { model = "llama-3.1-405b", cluster = "hgx-h100", batch = 8 } end, "does not fit HBM")
+  T.ok((next(warn.seen) or ""):find("'parallel' is not given", 1, true) ~= nil, "a failure with no mapping names it")
+  warn.seen = {}
+  T.raises(function() hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, outptu = 128 } end,
+    "unknown field 'outptu'")
+  T.eq(count(warn.seen), 0, "an unknown field: no mapping warning before the error")
 end)
 
 T.test("the lazy breakdown re-runs the job as it was run (objects kept or copied, expert_freq kept)", function()
