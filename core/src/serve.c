@@ -207,6 +207,8 @@ typedef struct ahead_scratch {
     double *cnt;        /* [block_tokens]: members by kv mod block (without the decode set) */
     hl_decode_fn *line; /* [cap + 1]: by m */
     int8_t *state;      /* [cap + 1]: 0 not looked up, 1 line[m] holds it, -1 none (hl_stepper_time each step) */
+    double *bin_range;  /* [2 (cap + 1)]: s, the ITL bin [lo, hi) of the last gap of the last run-ahead of m */
+    int *bin;           /* [cap + 1]: that bin (0 with lo = hi = 0 before the first) */
     int64_t cap;
 } ahead_scratch;
 
@@ -215,6 +217,8 @@ static void ahead_scratch_free(ahead_scratch *a)
     free(a->cnt);
     free(a->line);
     free(a->state);
+    free(a->bin_range);
+    free(a->bin);
     *a = (ahead_scratch){0};
 }
 
@@ -224,7 +228,9 @@ static hl_status ahead_scratch_init(ahead_scratch *a, int64_t block_tokens, int6
     a->cnt = malloc(sizeof *a->cnt * (size_t)block_tokens);
     a->line = malloc(sizeof *a->line * (size_t)(cap + 1));
     a->state = calloc((size_t)(cap + 1), 1);
-    if (!a->cnt || !a->line || !a->state) {
+    a->bin_range = calloc(2 * (size_t)(cap + 1), sizeof *a->bin_range);
+    a->bin = calloc((size_t)(cap + 1), sizeof *a->bin);
+    if (!a->cnt || !a->line || !a->state || !a->bin_range || !a->bin) {
         ahead_scratch_free(a);
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
     }
@@ -317,10 +323,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     double busy = rec->busy, little = rec->little, run = rec->run, wait = rec->wait, kv = rec->kv;
     double kv_max = rec->kv_max, tokens = rec->tokens, sat_tokens = rec->sat_tokens, sat_time = rec->sat_time;
-    double isum = itl->sum, imax = itl->max, bin_lo = itl->ahead_lo, bin_hi = itl->ahead_hi;
+    /* the ITL bin to try first: the last gap's of the last run-ahead of m (its steps are most alike) */
+    int mb = m <= sc->cap && sc->bin_range[2 * m + 1] > 0;
+    double isum = itl->sum, imax = itl->max, bin_lo = mb ? sc->bin_range[2 * m] : itl->ahead_lo,
+           bin_hi = mb ? sc->bin_range[2 * m + 1] : itl->ahead_hi;
     double blocks_free = s->blocks_free, tt = *t;
     double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
-    int bin = itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
+    int bin = mb ? sc->bin[m] : itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
     int64_t run0 = 0;                    /* the first step (of jn) of the current bin's run of gaps, not yet counted */
     int64_t steps0 = rec->steps, jn = 0; /* jn: j as an integer */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
@@ -346,12 +355,10 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            decode_times(line, ctx0, j, 1, dts);
-            double est = (t_arr - tt) / dts[0] + 2;
-            if (dts[0] > 0 && est < nmax)
+            double d0 = hl_decode_fn_time(line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
+            if (d0 > 0 && est < nmax) /* (d0: the first step's time, as decode_times gives it where finite) */
                 nmax = est > 1 ? (int)est : 1;
-            if (nmax > 1)
-                decode_times(line, ctx0, j + 1, nmax - 1, dts + 1);
+            decode_times(line, ctx0, j, nmax, dts);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
@@ -432,12 +439,14 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             double u = (total - bfs[i]) / blocks_all; /* util as each step left it */
             prod[i] = fm * dts[i];
             kvt[i] = u * dts[i];
-            bws[i] = dts[i] * weight;
         }
+        const double *bw = weight == 1 ? dts : bws; /* dt weight (= dt where weight = 1) */
+        for (int i = 0; i < nb && weight != 1; i++)
+            bws[i] = dts[i] * weight;
         if (w == 0) { /* nothing waits: in_sys dt = m dt, w dt = 0 (wait + 0 = wait) */
             for (int i = 0; i < nb; i++) {
                 double p = prod[i];
-                busy += bws[i];
+                busy += bw[i];
                 little += p;
                 run += p;
                 kv += kvt[i];
@@ -446,13 +455,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         } else {
             for (int i = 0; i < nb; i++) {
                 double dt = dts[i];
-                busy += bws[i];
+                busy += bw[i];
                 little += in_sys * dt;
                 run += prod[i];
                 wait += w * dt;
                 kv += kvt[i];
                 isum += prod[i];
-                sat_time += bws[i];
+                sat_time += bw[i];
             }
         }
         if (nb > 0) { /* util only grows over the block (blocks are only taken): its last is the largest */
@@ -471,6 +480,11 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
     itl->ahead_lo = bin_lo;
     itl->ahead_hi = bin_hi;
+    if (m <= sc->cap) {
+        sc->bin[m] = bin;
+        sc->bin_range[2 * m] = bin_lo;
+        sc->bin_range[2 * m + 1] = bin_hi;
+    }
     s->blocks_free = blocks_free;
     rec->busy = busy;
     rec->little = little;
