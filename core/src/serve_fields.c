@@ -604,6 +604,15 @@ hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
     }
     if (!c->chunked_prefill && (st = check_unchunked(c, trace, err)))
         return st;
+    /* a decoding sequence's verify pass takes gamma + 1 tokens of the budget whole (serve_sched.c):
+     * a smaller budget schedules no decode at all, and the run failed later, "no request could be
+     * scheduled at t = 0.48 s" (attack pass 5) */
+    if (c->job.spec_tokens > 0 && (double)c->token_budget < c->job.spec_tokens + 1)
+        return hl_fail(err, HL_EINVAL,
+                       "serve field 'token_budget': %lld tokens cannot hold one verify pass with spec_tokens = %g (a "
+                       "decoding sequence's step takes spec_tokens + 1 = %g tokens of the budget; fewer drafts a "
+                       "step are not modelled): raise token_budget to at least %g or lower spec_tokens",
+                       (long long)c->token_budget, c->job.spec_tokens, c->job.spec_tokens + 1, c->job.spec_tokens + 1);
     if (given(c, "chunk") && !c->chunked_prefill)
         return hl_fail(err, HL_EINVAL,
                        "serve field 'chunk' has no effect with chunked_prefill = false (prompts are taken whole)");

@@ -290,6 +290,10 @@ static int run_subcommand(lua_State *L, const char *sub, char **argv, int argc, 
     }
     int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : EXIT_SUCCESS;
     lua_pop(L, 1);
+    /* a subcommand that failed because of Ctrl-C / SIGTERM (its JSON error "interrupted!") ends as a
+     * script does: `hbdlab serve cfg.json` exited 1 where hl.serve in a script exits 130 */
+    if (code != EXIT_SUCCESS && hl_was_interrupted())
+        code = HL_EXIT_INTERRUPTED;
     return code;
 }
 

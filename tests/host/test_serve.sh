@@ -58,6 +58,17 @@ for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-C for 30 s" >&2; }
 wait "$pid"; rc=$?
 check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
+# the same through `hbdlab serve cfg.json` (attack pass 5): its JSON error path exited 1
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1000, "requests": 100000, "input": 128, "output": 100000}\n' > long.json
+"$HBDLAB" serve long.json > /dev/null 2> "$TMP/term.err" &
+pid=$!
+sleep 1.5 # into the run (a signal before the Lua code reaches the C loop ends it the same way)
+kill -TERM "$pid"
+for _ in $(seq 300); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hbdlab serve ignored SIGTERM for 30 s" >&2; }
+wait "$pid"; rc=$?
+check "SIGTERM during hbdlab serve exits 130 ($rc)" [ "$rc" -eq 130 ]
+check "and says it was interrupted" grep -q "interrupted" "$TMP/term.err"
 for sub in serve eval walkthrough frontier; do
     "$HBDLAB" $sub --help > "$TMP/help.out" 2>&1; rc=$?
     check "hbdlab $sub --help prints its usage, exit 0 (was read as a file name; rc $rc)" \

@@ -20,16 +20,7 @@ local function traced(path, t)
   return o
 end
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p '" .. dir .. "'"))
-local function file(name, text)
-  local p = dir .. "/" .. name
-  local f = assert(io.open(p, "wb"))
-  f:write(text)
-  f:close()
-  return p
-end
+local dir, file = T.scratch()
 
 T.test("a single output token has no TPOT and no gap: nil, not 0", function()
   -- output = 1: the only token comes from the prefill, so no request has a time per output token

@@ -69,16 +69,7 @@ T.test("hl.serve with a draft model on DP ranks runs", function()
   T.ok(four.kv_blocks_total > 0, "tp 2 x dp 2 runs")
 end)
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p '" .. dir .. "'"))
-local function file(name, text)
-  local p = dir .. "/" .. name
-  local f = assert(io.open(p, "wb"))
-  f:write(text)
-  f:close()
-  return p
-end
+local dir, file = T.scratch()
 
 T.test("trace ids past 2^53 - 1 are refused, not merged", function()
   -- 9007199254740993 reads as the double 9007199254740992: two conversations became one (the
@@ -110,6 +101,17 @@ T.test("hl.rows.write takes a list of columns, or none", function()
   local f = assert(io.open(p, "rb"))
   T.eq(f:read("a"), "b\n2\n4\n", "the column asked for")
   f:close()
+end)
+
+T.test("a token budget smaller than one verify pass is refused up front", function()
+  -- spec_tokens = 3 takes 4 tokens a decoding sequence a step: with token_budget = 3 no decode was
+  -- ever scheduled, and the run failed at t = 0.48 s, "no request could be scheduled"
+  local s = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1, gpus = 1 }, rate = 5, requests = 20,
+              input = 200, output = 20, seed = 3, spec_tokens = 3, spec_accept = 0.8 }
+  T.raises(function() hl.serve(T.merged(s, { token_budget = 3 })) end,
+    "serve field 'token_budget': 3 tokens cannot hold one verify pass with spec_tokens = 3",
+    "raise token_budget to at least 4")
+  T.eq(hl.serve(T.merged(s, { token_budget = 4 })).requests, 20, "4 tokens: one sequence's verify pass a step")
 end)
 
 T.test("JSON null in a spec_accept vector is named null", function()

@@ -57,6 +57,21 @@ function T.merged(base, changes)
   return o
 end
 
+-- A fresh folder for a test file's inputs, and file(name, text) -> path writing one file in it.
+function T.scratch()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  local function file(name, text)
+    local p = dir .. "/" .. name
+    local f = assert(io.open(p, "wb"))
+    f:write(text)
+    f:close()
+    return p
+  end
+  return dir, file
+end
+
 function T.done()
   print(string.format("%d passed, %d failed", T.passed, T.failed))
   os.exit(T.failed == 0 and 0 or 1)
