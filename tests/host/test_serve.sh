@@ -59,8 +59,8 @@ kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; echo "hl.serve ignored Ctrl-
 wait "$pid"; rc=$?
 check "Ctrl-C during hl.serve exits 130 ($rc)" [ "$rc" -eq 130 ]
 # the same through `hbdlab serve cfg.json` (attack pass 5): its JSON error path exited 1
-printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1000, "requests": 100000, "input": 128, "output": 100000}\n' > long.json
-"$HBDLAB" serve long.json > /dev/null 2> "$TMP/term.err" &
+printf '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1000, "requests": 100000, "input": 128, "output": 100000}\n' > "$TMP/long.json"
+"$HBDLAB" serve "$TMP/long.json" > /dev/null 2> "$TMP/term.err" &
 pid=$!
 sleep 1.5 # into the run (a signal before the Lua code reaches the C loop ends it the same way)
 kill -TERM "$pid"
