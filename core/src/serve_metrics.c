@@ -167,6 +167,25 @@ static inline uint64_t sort_key(double x)
     return b >> 63 ? ~b : b | 0x8000000000000000ull;
 }
 
+/* sort_key's inverse: the double whose key is b. */
+static inline double key_value(uint64_t b)
+{
+    b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+/* Digit d (SORT_BITS wide, d < SORT_DIGITS) of key b: its bucket in pass d. */
+static inline int key_digit(uint64_t b, int d) { return (int)((b >> (d * SORT_BITS)) & (SORT_RADIX - 1)); }
+
+/* Counts key b into count[d][k] (the keys whose digit d is k): the radix sort's first pass, one key. */
+static inline void count_key(int64_t (*count)[SORT_RADIX], uint64_t b)
+{
+    for (int d = 0; d < SORT_DIGITS; d++)
+        count[d][key_digit(b, d)]++;
+}
+
 /* Whether x can be radix-sorted (neither NaN nor -0, the two whose order qsort decides). */
 static inline int sortable(double x) { return !isnan(x) && !(x == 0 && signbit(x)); }
 
@@ -178,7 +197,7 @@ static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint
     uint64_t *key = (uint64_t *)(void *)v, *from = key, *to = tmp;
     for (int d = 0; d < SORT_DIGITS; d++) {
         int64_t *c = count[d], at = 0;
-        if (c[(from[0] >> (d * SORT_BITS)) & (SORT_RADIX - 1)] == n)
+        if (c[key_digit(from[0], d)] == n)
             continue; /* every key has this digit */
         for (int k = 0; k < SORT_RADIX; k++) {
             int64_t here = c[k];
@@ -189,17 +208,14 @@ static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint
             if (hl_interrupt_pending())
                 return 1;
             for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
-                to[c[(from[i] >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++] = from[i];
+                to[c[key_digit(from[i], d)]++] = from[i];
         }
         uint64_t *sw = from;
         from = to;
         to = sw;
     }
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t b = from[i];
-        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
-        memcpy(&v[i], &b, sizeof b);
-    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = key_value(from[i]);
     return 0;
 }
 
@@ -231,8 +247,7 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
         for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
             uint64_t b = sort_key(v[i]);
             memcpy(&key[i], &b, sizeof b);
-            for (int d = 0; d < SORT_DIGITS; d++)
-                count[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
+            count_key(count, b);
         }
     }
     return radix_passes(v, n, count, tmp);
@@ -281,8 +296,7 @@ static int stats_of_keys(double *v, int64_t n, int plain, int64_t (*count)[SORT_
     for (int64_t i = 0; i < n; i++) { /* the values again, for qsort */
         uint64_t b;
         memcpy(&b, &v[i], sizeof b);
-        b = b >> 63 ? b & 0x7fffffffffffffffull : ~b;
-        memcpy(&v[i], &b, sizeof b);
+        v[i] = key_value(b);
     }
     return stats_of(v, n, tmp, s);
 }
@@ -326,6 +340,31 @@ static void itl_summary(const hl_itl_hist *itl, hl_serve_result *r)
     }
 }
 
+/* One request's metrics (s) from its times (s) and output (tokens): tpot NaN with one output
+ * token (none: nil); good: it met both SLOs (TPOT not asked of a 1-token output). */
+typedef struct req_metrics {
+    double ttft, tpot, e2e;
+    int32_t good;
+} req_metrics;
+static inline req_metrics metrics_of(const hl_serve_cfg *cfg, double arrival, double output, double first_tok,
+                                     double finish)
+{
+    req_metrics m = {first_tok - arrival, output > 1 ? (finish - first_tok) / (output - 1) : NAN, finish - arrival, 0};
+    m.good = m.ttft <= cfg->slo_ttft_s && (output <= 1 || m.tpot <= cfg->slo_tpot_s);
+    return m;
+}
+
+/* A request's terms of a's sums (lengths in tokens, times in s; a->n is the caller's). */
+static inline void acc_sums(hl_serve_acc *a, double arrival, double input, double output, int32_t good, double finish)
+{
+    a->in_tok += input;
+    a->out_tok += output;
+    a->good += good;
+    a->good_tok += good ? output : 0;
+    a->t0 = hl_fmin(a->t0, arrival); /* C11 fmin and fmax, inline */
+    a->t1 = hl_fmax(a->t1, finish);
+}
+
 hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n, const hl_itl_hist *itl,
                              hl_serve_result *r, hl_err *err)
 {
@@ -335,16 +374,12 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *q, int64_t n
     hl_serve_acc a = {.n = n, .t0 = INFINITY};
     for (int64_t i = 0; i < n; i++) {
         hl_serve_req *x = &q[i];
-        x->ttft_s = x->first_token_s - x->arrival_s;
-        x->e2e_s = x->finish_s - x->arrival_s;
-        x->tpot_s = x->output > 1 ? (x->finish_s - x->first_token_s) / (x->output - 1) : NAN; /* none: nil */
-        x->good = x->ttft_s <= cfg->slo_ttft_s && (x->output <= 1 || x->tpot_s <= cfg->slo_tpot_s);
-        a.in_tok += x->input;
-        a.out_tok += x->output;
-        a.good += x->good;
-        a.good_tok += x->good ? x->output : 0;
-        a.t0 = fmin(a.t0, x->arrival_s);
-        a.t1 = fmax(a.t1, x->finish_s);
+        req_metrics m = metrics_of(cfg, x->arrival_s, x->output, x->first_token_s, x->finish_s);
+        x->ttft_s = m.ttft;
+        x->e2e_s = m.e2e;
+        x->tpot_s = m.tpot;
+        x->good = m.good;
+        acc_sums(&a, x->arrival_s, x->input, x->output, m.good, x->finish_s);
     }
     totals(cfg, &a, r);
     uint64_t *tmp = n >= 4096 ? malloc(sizeof *tmp * (size_t)n) : NULL; /* the four sorts' (NULL: qsort) */
@@ -388,32 +423,22 @@ hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
 static inline void acc_put(hl_serve_acc *a, int w, double x)
 {
     uint64_t b = sort_key(x);
-    int64_t(*c)[SORT_RADIX] = a->count + w * SORT_DIGITS;
     a->plain[w] &= sortable(x);
     memcpy(&a->v[w][a->k[w]++], &b, sizeof b);
-    for (int d = 0; d < SORT_DIGITS; d++)
-        c[d][(b >> (d * SORT_BITS)) & (SORT_RADIX - 1)]++;
+    count_key(a->count + w * SORT_DIGITS, b);
 }
 
 void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
                       double first_tok, double finish, double first_sched)
 {
-    /* hl_serve_summarise's per-request fields, from the same doubles */
-    double ttft = first_tok - arrival, e2e = finish - arrival;
-    double tpot = output > 1 ? (finish - first_tok) / (output - 1) : NAN;
-    int32_t good = ttft <= cfg->slo_ttft_s && (output <= 1 || tpot <= cfg->slo_tpot_s);
-    acc_put(a, 0, ttft);
+    req_metrics m = metrics_of(cfg, arrival, output, first_tok, finish); /* hl_serve_summarise's */
+    acc_put(a, 0, m.ttft);
     if (output > 1)
-        acc_put(a, 1, tpot);
-    acc_put(a, 2, e2e);
+        acc_put(a, 1, m.tpot);
+    acc_put(a, 2, m.e2e);
     acc_put(a, 3, first_sched - arrival);
     a->n++;
-    a->in_tok += input;
-    a->out_tok += output;
-    a->good += good;
-    a->good_tok += good ? output : 0;
-    a->t0 = hl_fmin(a->t0, arrival); /* C11 fmin and fmax, inline */
-    a->t1 = hl_fmax(a->t1, finish);
+    acc_sums(a, arrival, input, output, m.good, finish);
 }
 
 hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const hl_itl_hist *itl, hl_serve_result *r,

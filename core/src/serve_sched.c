@@ -5,6 +5,7 @@
  * docs/MODEL.md, "Serving". */
 #include "serve_sched_int.h"
 
+#include "fmax_int.h"
 #include "prefix_cache_int.h"
 
 #include <math.h>
@@ -83,7 +84,7 @@ static inline void summarise_entry(sched *s, const plan *p)
     } else if (p->decode) {
         it->decode_seqs++;
         s->ctx_acc += x->kv;
-        s->win_acc += s->window_acc > 0 ? fmin(x->kv + 1, s->window_acc) - 1 : x->kv;
+        s->win_acc += s->window_acc > 0 ? hl_fmin(x->kv + 1, s->window_acc) - 1 : x->kv;
         it->logits_rows++;
     } else {
         if (s->first_acc < 0)
@@ -116,7 +117,7 @@ static void schedule_running(sched *s, double *budget, double chunk)
     for (int64_t i = 0; i < s->n_run && *budget >= 1; i++) {
         rq *x = &s->q[s->run[i]];
         int decode = x->prefilled >= x->prompt;
-        double tok = decode ? s->dq : fmin(fmin(x->prompt - x->prefilled, chunk), *budget);
+        double tok = decode ? s->dq : hl_fmin(hl_fmin(x->prompt - x->prefilled, chunk), *budget);
         if (decode && tok > *budget)
             break; /* a verify pass needs its gamma + 1 slots */
         double end = (decode ? x->kv : x->prefilled) + tok;
@@ -152,7 +153,7 @@ int hl_sched_admission(const sched *s, double budget, double chunk, double *tok_
     }
     double tok = arrived_prefilled ? s->dq : x->prompt - cached;
     if (c->chunked_prefill)
-        tok = fmin(fmin(tok, chunk), budget);
+        tok = hl_fmin(hl_fmin(tok, chunk), budget);
     else if (tok > budget && s->n_plan > 0)
         return 0;
     double need = hl_sched_blocks_for(s, hl_sched_kv_tokens(s, x, arrived_prefilled ? x->kv + s->dq : cached + tok));
@@ -223,7 +224,7 @@ static int plan_set(sched *s, double t, double *budget, double chunk)
     double tok = s->dn, need = set_need;
     for (int64_t k = 0; k < s->n_pre; k++) {
         const rq *x = &s->q[s->pre[k]];
-        double c = fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
+        double c = hl_fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
         tok += c;
         need += end > x->blocks * s->block ? hl_sched_blocks_for(s, end) - x->blocks : 0;
     }
@@ -241,7 +242,7 @@ static int plan_set(sched *s, double t, double *budget, double chunk)
     }
     for (int64_t k = 0; k < s->n_pre; k++) {
         const rq *x = &s->q[s->pre[k]];
-        double c = fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
+        double c = hl_fmin(x->prompt - x->prefilled, chunk), end = x->prefilled + c;
         double nk = end > x->blocks * s->block ? hl_sched_blocks_for(s, end) - x->blocks : 0;
         plan_add(s, s->pre[k], c, 0, nk > 0 ? nk : 0);
     }
