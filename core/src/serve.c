@@ -1480,8 +1480,13 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         G_all += o->pools[p].G;
     int64_t next = 0, done = 0, preempt_total = 0, steps_cap = 0;
     double t_now = 0; /* start of the last step */
-    int fast = !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && P0->window == 0 &&
-               P0->sp.gamma == 0; /* speculation: each verify pass accepts a random number of drafts */
+    /* the decode run-ahead; speculation: each verify pass accepts a random number of drafts. One
+     * group only (G_all == 1): a group that ran ahead alone would take its KV samples and
+     * kv_util_max from its own blocks over the pool's and past the other groups' clocks, and the
+     * others' steps meanwhile would count its future blocks (kv_util_max and kv_series not those
+     * of the run step by step, keep_steps; tests/lua/test_serve_output_modes.lua) */
+    int fast =
+        !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && G_all == 1 && P0->window == 0 && P0->sp.gamma == 0;
     hl_status rc0 = fast ? ahead_scratch_init(&o->ahead, c->block_tokens, c->max_seqs, err) : HL_OK;
     if (rc0)
         return rc0;

@@ -205,6 +205,18 @@ static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_stream
     return f.st;
 }
 
+/* part_op at context ctx, the attention's from sh (its shape, built once by the caller: its
+ * context is set here), else sh is not read. */
+static void part_op_at(const hl_sim_ctx *s, int part, hl_attn_shape *sh, hl_op *op, double b, double q, double ctx)
+{
+    if (part == PART_ATTENTION) {
+        sh->context = ctx;
+        hl_op_attention(op, "attention", sh, (hl_precision)s->j->act_precision);
+    } else {
+        part_op(s, part, op, b, q, ctx);
+    }
+}
+
 /* attention_sum from `in` cached keys at step 0, of kernel `part`. */
 static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, double layers, double w, double q,
                                     double tau, double n, double in, hl_err *err)
@@ -239,12 +251,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
                 streamed = streamed && hl_attn_stream_at(&fast, in + tau * x, &m[x]);
                 continue;
             }
-            if (part == PART_ATTENTION) {
-                sh.context = in + tau * x;
-                hl_op_attention(&ops[x], "attention", &sh, (hl_precision)s->j->act_precision);
-            } else {
-                part_op(s, part, &ops[x], b, q, in + tau * x);
-            }
+            part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
             f[x] = ops[x].flops;
             by[x] = ops[x].bytes_read + ops[x].bytes_written;
         }
@@ -257,10 +264,8 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
             mem_bound = 1;
         } else {
             for (int x = 0; x < 2; x++) {
-                if (fast.ok) { /* not built above (fast.ok: PART_ATTENTION) */
-                    sh.context = in + tau * x;
-                    hl_op_attention(&ops[x], "attention", &sh, (hl_precision)s->j->act_precision);
-                }
+                if (fast.ok) /* not built above (fast.ok: PART_ATTENTION) */
+                    part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
                 if ((st = hl_op_time_on(&ops[x], &s->c->gpu, &t, err)))
                     return st;
                 c[x] = t.compute_s;
