@@ -82,15 +82,7 @@ static const cost NA = {0, 0, 0, 0, 0, 0};
 /* Whether candidate k is usable and takes less time than best (an unusable best loses to any). */
 static int faster(cost k, cost best) { return k.ok && (!best.ok || k.lat + k.bw < best.lat + best.bw); }
 
-/* ceil(log2(x)) for x >= 1 (group sizes are whole numbers below 2^53). */
-static double lg2(double x)
-{
-    if (x <= 1)
-        return 0;
-    uint64_t v = (uint64_t)ceil(x) - 1; /* >= 1 */
-    return (double)(64 - __builtin_clzll(v));
-}
-/* lg2 of a whole count x >= 1 (the same value: ceil(x) = x). */
+/* ceil(log2(x)) of a whole count x >= 1 (0 for x <= 1). */
 static double lg2_count(int64_t x) { return x <= 1 ? 0 : (double)(64 - __builtin_clzll((uint64_t)x - 1)); }
 static int pow2_count(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 /* Bandwidth of an algorithm whose links cross both tiers: the slower tier binds. */
@@ -309,7 +301,7 @@ static cost nccl_proto(hl_coll_op op, const group *G, int is_tree, int p)
     int a = is_tree ? 0 : 1;
     double bus = B * (is_tree ? nccl_tree_bw[p] : nccl_ring_bw[p]);
     if (is_tree && S >= 64) {
-        int lg = (int)lg2(floor(S / 64) + 1) - 1; /* floor(log2(S / 64)) */
+        int lg = (int)lg2_count((int64_t)floor(S / 64) + 1) - 1; /* floor(log2(S / 64)) (S <= 1e18 B, checked above) */
         if (lg >= 0 && lg < 23)
             bus *= nccl_tree_corr[p][lg];
     }

@@ -1487,7 +1487,9 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
      * of the run step by step, keep_steps; tests/lua/test_serve_output_modes.lua) */
     int fast =
         !c->keep_steps && c->block_tokens <= 65536 && npools == 1 && G_all == 1 && P0->window == 0 && P0->sp.gamma == 0;
-    hl_status rc0 = fast ? ahead_scratch_init(&o->ahead, c->block_tokens, c->max_seqs, err) : HL_OK;
+    /* lines and bins kept for running counts up to 4,096 (~600 kB); a larger count is looked up each run-ahead */
+    int64_t line_cap = c->max_seqs < 4096 ? c->max_seqs : 4096;
+    hl_status rc0 = fast ? ahead_scratch_init(&o->ahead, c->block_tokens, line_cap, err) : HL_OK;
     if (rc0)
         return rc0;
     while (done < n) {
