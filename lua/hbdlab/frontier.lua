@@ -4,6 +4,8 @@
 -- steady state of hl.serve (and hl.simulate for decode pools), keeps the non-dominated points and
 -- confirms those on or near the frontier with hl.serve's simulation. docs/MODEL.md section 13.
 local core = require "hbdlab.core"
+-- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
+local function num_text(v) return v ~= v and "nan" or tostring(v) end
 
 local M = {}
 
@@ -604,7 +606,7 @@ local function check(t)
   for _, n in ipairs { "max_tp", "max_pp", "simulate", "requests" } do
     local v = o[n]
     if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 1e6 then
-      fail(string.format("field '%s': %s is not allowed (a whole number in 0..1e6)", n, tostring(v)), 3)
+      fail(string.format("field '%s': %s is not allowed (a whole number in 0..1e6)", n, num_text(v)), 3)
     end
   end
   if o.max_pp < 1 then fail("field 'max_pp': 0 is not allowed (at least 1)", 3) end
@@ -638,10 +640,10 @@ local function check(t)
       "at least 1 request; simulate = 0 confirms none)", o.simulate), 3)
   end
   if type(o.tolerance) ~= "number" or not (o.tolerance >= 0 and o.tolerance < 1) then
-    fail("field 'tolerance': " .. tostring(o.tolerance) .. " is not a fraction in [0, 1) (0 = no convergence re-runs)", 3)
+    fail("field 'tolerance': " .. num_text(o.tolerance) .. " is not a fraction in [0, 1) (0 = no convergence re-runs)", 3)
   end
   if type(o.near) ~= "number" or not (o.near >= 0 and o.near <= 1) then
-    fail("field 'near': " .. tostring(o.near) .. " is not a fraction in [0, 1]", 3)
+    fail("field 'near': " .. num_text(o.near) .. " is not a fraction in [0, 1]", 3)
   end
   o.modes = list_of(o.modes, "modes")
   for i, m in ipairs(o.modes) do
@@ -653,14 +655,14 @@ local function check(t)
     o.concurrency = list_of(o.concurrency, "concurrency")
     for i, c in ipairs(o.concurrency) do
       if type(c) ~= "number" or c ~= math.floor(c) or c < 1 or c > 1e7 then
-        fail(string.format("field 'concurrency'[%d]: %s is not a whole number in 1..1e7", i, tostring(c)), 3)
+        fail(string.format("field 'concurrency'[%d]: %s is not a whole number in 1..1e7", i, num_text(c)), 3)
       end
     end
   end
   o.prefill_load = list_of(o.prefill_load, "prefill_load")
   for i, u in ipairs(o.prefill_load) do
     if type(u) ~= "number" or not (u > 0 and u < 1) then
-      fail(string.format("field 'prefill_load'[%d]: %s is not a fraction in (0, 1)", i, tostring(u)), 3)
+      fail(string.format("field 'prefill_load'[%d]: %s is not a fraction in (0, 1)", i, num_text(u)), 3)
     end
     if i > 1 and u <= o.prefill_load[i - 1] then fail("field 'prefill_load': must increase", 3) end
   end
@@ -669,7 +671,7 @@ local function check(t)
     core.check_fields(o.slo, { "ttft_s", "tpot_s", "tps_per_user" }, "hl.frontier field 'slo'")
     for k, v in pairs(o.slo) do
       if type(v) ~= "number" or not (v > 0 and v < math.huge) then
-        fail(string.format("field 'slo.%s': %s is not allowed (a number > 0)", k, tostring(v)), 3)
+        fail(string.format("field 'slo.%s': %s is not allowed (a number > 0)", k, num_text(v)), 3)
       end
     end
   end

@@ -4,6 +4,8 @@
 -- field, default and check is the core's (core/src/serve_fields.c); this file
 -- prints results and drives the searches.
 local core = require "hbdlab.core"
+-- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
+local function num_text(v) return v ~= v and "nan" or tostring(v) end
 
 local M = {}
 
@@ -225,13 +227,13 @@ function M.serve_capacity(t)
   local min_duration, max_requests = base.min_duration or 60, base.max_requests or 1e5
   base.target, base.tolerance, base.mode, base.min_duration, base.max_requests = nil, nil, nil, nil, nil
   if type(min_duration) ~= "number" or not (min_duration >= 0 and min_duration <= 1e6) then
-    error("hl.serve_capacity field 'min_duration': " .. tostring(min_duration) .. " is not a number of seconds in 0..1e6", 2)
+    error("hl.serve_capacity field 'min_duration': " .. num_text(min_duration) .. " is not a number of seconds in 0..1e6", 2)
   end
   if type(max_requests) ~= "number" or not (max_requests >= 100 and max_requests <= 1e7) or max_requests % 1 ~= 0 then
-    error("hl.serve_capacity field 'max_requests': " .. tostring(max_requests) .. " is not a whole number in 100..1e7", 2)
+    error("hl.serve_capacity field 'max_requests': " .. num_text(max_requests) .. " is not a whole number in 100..1e7", 2)
   end
   if type(target) ~= "number" or not (target > 0 and target <= 1) then
-    error("hl.serve_capacity field 'target': " .. tostring(target) .. " is not a fraction in (0, 1]", 2)
+    error("hl.serve_capacity field 'target': " .. num_text(target) .. " is not a fraction in (0, 1]", 2)
   end
   if type(tol) ~= "number" or not (tol >= 1e-3 and tol <= 0.5) then
     error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..

@@ -114,6 +114,18 @@ T.test("a token budget smaller than one verify pass is refused up front", functi
   T.eq(hl.serve(T.merged(s, { token_budget = 4 })).requests, 20, "4 tokens: one sequence's verify pass a step")
 end)
 
+T.test("NaN options of hl.frontier and hl.serve_capacity are shown as nan", function()
+  -- Lua's tostring(0/0) is "-nan" on x86: "field 'simulate': -nan is not allowed"
+  local f = { model = "llama-3.1-8b", systems = { { gpu = "H100-SXM", gpus = 2, hbd = 2 } }, modes = { "agg" } }
+  T.raises(function() hl.frontier(T.merged(f, { simulate = 0 / 0 })) end, "field 'simulate': nan is not allowed")
+  T.raises(function() hl.frontier(T.merged(f, { near = 0 / 0 })) end, "field 'near': nan is not a fraction")
+  T.raises(function() hl.frontier(T.merged(f, { slo = { ttft_s = 0 / 0 } })) end, "field 'slo.ttft_s': nan is not")
+  local c = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 1, gpus = 1 }, input = 100, output = 10,
+              slo = { ttft_ms = 200 } }
+  T.raises(function() hl.serve_capacity(T.merged(c, { target = 0 / 0 })) end,
+    "hl.serve_capacity field 'target': nan is not a fraction in (0, 1]")
+end)
+
 T.test("JSON null in a spec_accept vector is named null", function()
   T.raises(function() hl.simulate(with { spec_accept = hl.core.json_decode("[0.9, null, 0.7]") }) end,
     "field 'spec_accept': entry 2 is null, not a number in (0, 1]")
