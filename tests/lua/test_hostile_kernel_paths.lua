@@ -4,13 +4,10 @@
 local T = require "testlib"
 local hl = require "hbdlab"
 
-local root = os.tmpname()
-os.remove(root)
+local root, file = T.scratch()
 assert(os.execute("mkdir -p '" .. root .. "/d'"))
-local f = assert(io.open(root .. "/d/gemm.csv", "wb"))
 -- M = 16 is half way from 4 to 64 in log space: sqrt(20 x 40) us = 28.28 us
-f:write("dtype,m,n,k,latency_ms\nbfloat16,4,6144,4096,0.020\nbfloat16,64,6144,4096,0.040\n")
-f:close()
+file("d/gemm.csv", "dtype,m,n,k,latency_ms\nbfloat16,4,6144,4096,0.020\nbfloat16,64,6144,4096,0.040\n")
 assert(os.execute("ln -s '" .. root .. "/d' '" .. root .. "/link'"))
 local function gemm(d) return hl.roofline { gpu = "H100-SXM", m = 16, n = 6144, k = 4096, kernels = d } end
 
