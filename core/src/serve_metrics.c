@@ -47,21 +47,18 @@ static double itl_edge(double b)
     return hi;
 }
 
-void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi)
-{
-    for (int k = b; k <= b + 1 && k < HL_ITL_BINS; k++)
-        if (k >= 1 && h->edge[k] == 0)
-            h->edge[k] = itl_edge((double)k);
-    *lo = b >= 1 ? h->edge[b] : -INFINITY;
-    *hi = b + 1 < HL_ITL_BINS ? h->edge[b + 1] : INFINITY;
-}
-
 /* The edge of bin b >= 1 (itl_edge), found on first use and kept in h. */
 static double edge_of(hl_itl_hist *h, int b)
 {
     if (h->edge[b] == 0)
         h->edge[b] = itl_edge((double)b);
     return h->edge[b];
+}
+
+void hl_itl_bin_range(hl_itl_hist *h, int b, double *lo, double *hi)
+{
+    *lo = b >= 1 ? edge_of(h, b) : -INFINITY;
+    *hi = b + 1 < HL_ITL_BINS ? edge_of(h, b + 1) : INFINITY;
 }
 
 /* A bin within one of gap's (> 0): log2 of gap from its exponent and its mantissa m in [1, 2),
@@ -85,19 +82,16 @@ static int itl_near_bin(double gap)
 /* hl_itl_bin(gap) without its log, and the gaps [*lo, *hi) of that bin: from a bin near it, by
  * the edges (raw bins grow with the gap, so gap's bin is the last b <= HL_ITL_BINS - 1 whose
  * edge is <= gap, or 0: the same bin as the log's). */
-static int itl_find(hl_itl_hist *h, double gap, double *lo, double *hi)
+int hl_itl_find(hl_itl_hist *h, double gap, double *lo, double *hi)
 {
     int b = itl_near_bin(gap);
     while (b > 0 && gap < edge_of(h, b))
         b--;
     while (b + 1 < HL_ITL_BINS && gap >= edge_of(h, b + 1))
         b++;
-    *lo = b >= 1 ? edge_of(h, b) : -INFINITY;
-    *hi = b + 1 < HL_ITL_BINS ? edge_of(h, b + 1) : INFINITY;
+    hl_itl_bin_range(h, b, lo, hi);
     return b;
 }
-
-int hl_itl_find(hl_itl_hist *h, double gap, double *lo, double *hi) { return itl_find(h, gap, lo, hi); }
 
 void hl_itl_add(hl_itl_hist *h, double gap, double count)
 {
@@ -109,7 +103,7 @@ void hl_itl_add(hl_itl_hist *h, double gap, double count)
             h->last_lo = h->ahead_lo;
             h->last_hi = h->ahead_hi;
         } else /* look it up */
-            h->last_bin = itl_find(h, gap, &h->last_lo, &h->last_hi);
+            h->last_bin = hl_itl_find(h, gap, &h->last_lo, &h->last_hi);
     }
     int b = h->last_bin;
     h->count[b] += count;

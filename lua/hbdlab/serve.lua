@@ -400,7 +400,7 @@ local function instance_size(p, which)
     for _, x in ipairs(core.fields("job")) do if x.name == k then f = x end end
     if type(v) ~= "number" or v ~= v or v % 1 ~= 0 or v < f.min or v > f.max then
       error(string.format("hl.serve_pd_ratio field '%s.parallel.%s': %s is not a whole number in %g..%g", which, k,
-        v ~= v and "nan" or tostring(v), f.min, f.max), 3)
+        num_text(v), f.min, f.max), 3)
     end
     n = n * v
   end
@@ -421,7 +421,7 @@ function M.serve_pd_ratio(t)
   if type(t) ~= "table" then error("hl.serve_pd_ratio expects a table of fields", 2) end
   local N, pre, dec = t.gpus, t.prefill, t.decode
   if type(N) ~= "number" or not (N >= 2 and N <= 1e6) or N % 1 ~= 0 then
-    error("hl.serve_pd_ratio field 'gpus': " .. (N ~= N and "nan" or tostring(N)) .. " is not a whole number in 2..1e6", 2)
+    error("hl.serve_pd_ratio field 'gpus': " .. num_text(N) .. " is not a whole number in 2..1e6", 2)
   end
   if type(pre) ~= "table" or type(dec) ~= "table" then
     error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
