@@ -44,6 +44,20 @@ typedef struct hl_attn_stream {
 } hl_attn_stream;
 
 void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu);
+/* hl_attn_stream_at from the counts hl_attn_counts gave at that context (a->ok): for a caller
+ * that needs them too, so they are not computed twice. */
+static inline int hl_attn_stream_of_counts(const hl_attn_stream *a, double flops, double read, double *t)
+{
+    /* flops and bytes finite and >= 0 (hl_op_time_on's checks; NaN fails them) */
+    if (!(flops >= 0 && read >= 0 && flops < INFINITY && read < INFINITY))
+        return 0;
+    double m = (read + a->line.written) / a->bw, c = flops / a->peak_eff, big = c > a->units ? c : a->units;
+    if (!(m > 0 && m < INFINITY && 2 * big <= m && a->units / m <= a->r_max))
+        return 0;
+    *t = a->latency + m;
+    return 1;
+}
+
 /* 1 and *t (s) at `context` cached keys; 0 where it is not so (hl_op_time_on decides then).
  * Why the bits are the same: roofline.c, above hl_attn_stream_init. Inline: sim.c calls it a
  * few dozen times a run. */
@@ -53,14 +67,7 @@ static inline int hl_attn_stream_at(const hl_attn_stream *a, double context, dou
         return 0;
     double flops, read;
     hl_attn_counts(&a->line, context, &flops, &read);
-    /* flops and bytes finite and >= 0 (hl_op_time_on's checks; NaN fails them) */
-    if (!(flops >= 0 && read >= 0 && flops < INFINITY && read < INFINITY))
-        return 0;
-    double m = (read + a->line.written) / a->bw, c = flops / a->peak_eff, big = c > a->units ? c : a->units;
-    if (!(m > 0 && m < INFINITY && 2 * big <= m && a->units / m <= a->r_max))
-        return 0;
-    *t = a->latency + m;
-    return 1;
+    return hl_attn_stream_of_counts(a, flops, read, t);
 }
 
 /* Whether mem >= c_0 + (c_1 - c_0) i is sure, where c_x is hl_op_time_on's compute_s of the

@@ -427,9 +427,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             rc = brc;
         if (nb < nmax || rc) /* an exit: the arrival, the blocks, the last iteration, a bad time, an error */
             more = 0;
-        /* the blocks ring: back to the first step not taken */
-        for (int i = nb; i < nmax; i++)
-            r2 = r2 == bt - 1 ? 0 : r2 + 1;
+        r2 = (r2 + (nmax - nb)) % bt; /* the blocks ring: back to the first step not taken */
         if (nb > 0)
             blocks_free = bfs[nb - 1];
         until_sample = next_s - nb + 1;

@@ -248,7 +248,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
                 double read;
                 hl_attn_counts(&fast.line, in + tau * x, &f[x], &read);
                 by[x] = read + fast.line.written;
-                streamed = streamed && hl_attn_stream_at(&fast, in + tau * x, &m[x]);
+                streamed = streamed && hl_attn_stream_of_counts(&fast, f[x], read, &m[x]);
                 continue;
             }
             part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
