@@ -132,7 +132,7 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
         if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             break;
         if (s->pc)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
+            rec->kv_cached += (cached0 - hl_fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
@@ -298,7 +298,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
-        left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
+        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
         ctx0 += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
             sc->cnt[(int64_t)x->kv % bt] += 1;
@@ -467,7 +467,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
         }
         for (int i = 0; s->pc && i < nb; i++)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
+            rec->kv_cached += (cached0 - hl_fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
     /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
     itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
@@ -495,7 +495,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     rec->sat_time = sat_time;
     rec->steps = steps0 + jn;
     if (j > 0)
-        rec->t_end = fmax(rec->t_end, tt);
+        rec->t_end = hl_fmax(rec->t_end, tt);
     if (!rc && j > 0)
         rc = clock_bound(*t, tt, err);
     itl->sum = isum;
@@ -511,7 +511,7 @@ advanced:
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        double blocks = fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
+        double blocks = hl_fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
         if (s->pc) { /* the blocks its tokens took, named as they filled (no prompt looked in between) */
             hl_spc_alloc(s->pc, &s->pcr[s->run[k]], (int64_t)(blocks - x->blocks));
             hl_spc_commit(s->pc, &s->pcr[s->run[k]], x->kv, c->block_tokens);
@@ -649,7 +649,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
                             double routed, double *t, hl_err *err)
 {
     double w = hl_stepper_window(draft);
-    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
+    hl_iter it = {seqs, ctx, w > 0 ? hl_fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
     double one, two = 0;
     hl_status rc = hl_stepper_time(draft, &it, &one, err);
     if (!rc && draft2)
@@ -673,11 +673,11 @@ static double accepted(const spec_model *sp, hl_rng *rng)
 static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl_err *err)
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
-    hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
+    hl_iter_chunk ch = {hl_fmin(in, (double)c->token_budget), 0};
     hl_iter pre = {0, 0, 0, 1, &ch, 1, 1, 0};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
+    hl_iter dec = {1, ctx, w > 0 ? hl_fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
@@ -983,7 +983,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     double host_bytes = 0;
     hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
     int64_t host_blocks =
-        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)hl_fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
     if (c->prefix_cache && c->offload_bytes > 0 && host_blocks < 1) /* it would hold nothing, silently */
         return hl_fail(err, HL_EINVAL,
                        "serve field 'kv_offload.capacity_bytes': %g B per GPU holds no KV block (a block of %lld "
@@ -1171,7 +1171,7 @@ static int64_t pick_unit(pool *p, int64_t r)
             for (int64_t k = 0; k < dp; k++) {
                 l.tokens += p->units[i * dp + k].out_tok;
                 l.free_blocks += p->units[i * dp + k].blocks_free;
-                l.cached = fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
+                l.cached = hl_fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
             }
             p->loads[i] = l;
         }
@@ -1518,7 +1518,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the requests in flight at t = %g s", t_arr);
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
-                P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
+                P0->pcr[next].shared = hl_fmin((double)c->shared_prefix, P0->q[next].input);
             }
             if (P0->pcr && c->router == HL_ROUTER_KV_AWARE &&
                 hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output + P0->units[0].dq - 1,
@@ -1551,14 +1551,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if (gs->stalled) {
                 gs->stalled = 0;
                 gs->stall_s += t_flow - gs->stall_from;
-                gs->t = fmax(gs->t, t_flow);
+                gs->t = hl_fmax(gs->t, t_flow);
                 rec->little += group_in_system(P0, gs) * (t_flow - gs->stall_from); /* its queue, stalled */
             }
             group *gd = &D->groups[D->group_of[f.dst]];
             if (gd->stalled) { /* a decode group waiting for this KV (its recomputes wait for room) */
                 gd->stalled = 0;
                 gd->stall_s += t_flow - gd->stall_from;
-                gd->t = fmax(gd->t, t_flow);
+                gd->t = hl_fmax(gd->t, t_flow);
                 rec->little += group_in_system(D, gd) * (t_flow - gd->stall_from);
             }
             o->xfer[f.r] = t_flow - f.start;
@@ -1633,7 +1633,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if ((rc = draft_time(&P->sp, P->draft, P->draft2, s->spec_seqs, s->spec_ctx / s->spec_seqs,
                                  gr->count > 1 ? drafted : 0, &dk, err)))
                 return rc;
-            draft_dt = fmax(draft_dt, dk);
+            draft_dt = hl_fmax(draft_dt, dk);
         }
         dt += draft_dt;
         /* a draft model prefills the step's prompt chunks too (its own KV of them), after the
@@ -1650,7 +1650,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             double dk;
             if ((rc = hl_stepper_time(P->draft, &pit, &dk, err)))
                 return rc;
-            draft_pre = fmax(draft_pre, dk - P->sp.overhead_s);
+            draft_pre = hl_fmax(draft_pre, dk - P->sp.overhead_s);
         }
         dt += draft_pre;
         double t_end = t + dt, emitted = 0;
@@ -1676,7 +1676,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 int emits = 1;
                 double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
                 if (pl->decode && s->dq > 1) {
-                    burst = fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
+                    burst = hl_fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
                     x->kv += burst;
                 } else if (pl->decode) {
                     x->kv += 1;
@@ -1965,7 +1965,7 @@ static hl_status run_concurrent(const hl_serve_cfg *c, hl_serve_result *r, owned
     if ((rc = kv_transfer_time(c, 1, b1, &t1, err)) || (rc = kv_transfer_time(c, 1, b2, &t2, err)))
         return rc;
     xl.bw = t2 > t1 ? (b2 - b1) / (t2 - t1) : INFINITY;
-    xl.lat = fmax(0, t1 - b1 / xl.bw);
+    xl.lat = hl_fmax(0, t1 - b1 / xl.bw);
     o->xfer = calloc((size_t)(n > 0 ? n : 1), sizeof *o->xfer);
     xl.hand_src = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     if (!o->xfer || !xl.hand_src) {
@@ -2182,7 +2182,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         recorder dpool = {0};
         dpool.busy = busy_d;
         serve_cost(&c->job, gpus_prefill, &rec_p, &c->decode_job, r->gpus - gpus_prefill, &dpool,
-                   fmax(end_d, rec_p.t_end), count_tokens(o->reqs, n), r);
+                   hl_fmax(end_d, rec_p.t_end), count_tokens(o->reqs, n), r);
     }
 out:
     free(pre);
