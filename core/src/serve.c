@@ -982,8 +982,9 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->block_bytes = (double)c->block_tokens * hl_stepper_kv_token_bytes(p->st);
     double host_bytes = 0;
     hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
-    int64_t host_blocks =
-        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)hl_fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+    int64_t host_blocks = c->prefix_cache && c->offload_bytes > 0
+                              ? (int64_t)hl_fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30)
+                              : 0;
     if (c->prefix_cache && c->offload_bytes > 0 && host_blocks < 1) /* it would hold nothing, silently */
         return hl_fail(err, HL_EINVAL,
                        "serve field 'kv_offload.capacity_bytes': %g B per GPU holds no KV block (a block of %lld "
