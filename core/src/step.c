@@ -599,9 +599,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     if (it->n_chunks > 0) { /* one variable-length prefill kernel over every chunk of the group */
         int64_t kt = (int64_t)it->chunks[0].tokens;
         int one = st->memo && it->n_chunks == 1 && it->chunks[0].offset == 0 && m == 1 &&
-                  it->chunks[0].tokens == (double)kt &&
-                  kt >= 1 && kt <= st->cap; /* a new prompt whole: its kernel and time kept */
-        for (int w = 0; w < 3; w++) {       /* full layers, local layers, sparse attention's indexer */
+                  it->chunks[0].tokens == (double)kt && kt >= 1 &&
+                  kt <= st->cap;      /* a new prompt whole: its kernel and time kept */
+        for (int w = 0; w < 3; w++) { /* full layers, local layers, sparse attention's indexer */
             double layers = w ? st->sliding : st->full;
             if (layers <= 0 || (w == 2 && !indexer))
                 continue;

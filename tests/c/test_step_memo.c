@@ -20,7 +20,10 @@ static uint64_t next_u64(uint64_t *s) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static double pick(uint64_t *g, int64_t lo, int64_t hi) { return (double)(lo + (int64_t)(next_u64(g) % (uint64_t)(hi - lo + 1))); }
+static double pick(uint64_t *g, int64_t lo, int64_t hi)
+{
+    return (double)(lo + (int64_t)(next_u64(g) % (uint64_t)(hi - lo + 1)));
+}
 
 /* A random iteration within cap tokens: 0-300 decodes at a mean context of 0-8,000, 1-4 chunks
  * (most start their prompt: the kept kernels; some continue one: built each time), a sampling
@@ -54,8 +57,11 @@ static void test_memo_equals_accumulator(void **state)
     struct {
         const char *model;
         int64_t gpus, tp, pp, dp, ep;
-    } cases[] = {{"llama-3.1-70b", 8, 8, 1, 1, 1}, {"llama-3.1-70b", 8, 4, 2, 1, 1}, {"qwen3-30b-a3b", 4, 2, 1, 2, 4},
-                 {"gemma-3-27b", 4, 4, 1, 1, 1},   {"llama-3.1-8b", 2, 1, 1, 2, 1}};
+    } cases[] = {{"llama-3.1-70b", 8, 8, 1, 1, 1},
+                 {"llama-3.1-70b", 8, 4, 2, 1, 1},
+                 {"qwen3-30b-a3b", 4, 2, 1, 2, 4},
+                 {"gemma-3-27b", 4, 4, 1, 1, 1},
+                 {"llama-3.1-8b", 2, 1, 1, 2, 1}};
     const int64_t cap = 8192;
     int64_t kept_chunks = 0, built_chunks = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
