@@ -158,6 +158,12 @@ int hl_holds_nul(lua_State *L, int idx);
  * keys of the table at idx are exactly 1..n (core.check_list's rule); returns n. */
 lua_Integer hl_check_list(lua_State *L, int idx, const char *what);
 
+/* Raises when the table at idx has a metatable with __index or __pairs: a fields table is read
+ * as stored (lua_next), so the fields such a metatable supplies would be ignored silently (a job
+ * "inheriting" a base through __index ran with default lengths). what names the table
+ * ("simulate", "serve field 'slo'"). */
+void hl_check_plain_table(lua_State *L, int idx, const char *what);
+
 /* luaL_checkstring(L, arg) with the NUL refusal of hl_c_string. */
 const char *hl_check_c_string(lua_State *L, int arg, const char *what);
 

@@ -149,6 +149,12 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
 {
     int t = lua_gettop(L);
     char keys[400];
+    if (lua_getmetatable(L, t)) {
+        lua_pop(L, 1);
+        char what[64];
+        snprintf(what, sizeof what, "serve field '%s'", g);
+        hl_check_plain_table(L, t, what);
+    }
     lua_pushnil(L);
     if (!lua_next(L, t)) /* {} (or a JSON null inside it) sets nothing: say so, not a silent "none" */
         luaL_error(L,
@@ -262,6 +268,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
+    hl_check_plain_table(L, idx, "serve");
     lua_newtable(L);
     int jt = lua_gettop(L);
     for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
@@ -298,6 +305,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
                 luaL_error(L, "serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}, got %s",
                            luaL_typename(L, -1));
             int d = lua_gettop(L);
+            hl_check_plain_table(L, d, "serve field 'disagg'");
             for (lua_pushnil(L); lua_next(L, d); lua_pop(L, 1)) {
                 const char *dk =
                     lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "serve field 'disagg': a key") : "?";

@@ -355,6 +355,12 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
 static void set_group_table(lua_State *L, hl_job *j, const char *g, fp_rec *rec)
 {
     int t = lua_gettop(L);
+    char what[64];
+    if (lua_getmetatable(L, t)) { /* named only when there is a metatable to look at */
+        lua_pop(L, 1);
+        snprintf(what, sizeof what, "simulate field '%s'", g);
+        hl_check_plain_table(L, t, what);
+    }
     push_group_keys(L, g); /* [.. group members] */
     int members_idx = t + 1;
     lua_pushnil(L);
@@ -524,6 +530,7 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
+    hl_check_plain_table(L, idx, "simulate");
     /* the search options after the job: the job itself is set by init_job */
     memset((char *)out + sizeof out->job, 0, sizeof *out - sizeof out->job);
     hl_job *j = &out->job;
@@ -764,7 +771,8 @@ static int l_simulate(lua_State *L)
     hl_plan_in *pinp = &scr->in;
     int objects; /* model and cluster objects beside the table (the view keeps them) */
     int hit = objs && fp_hit(L, scr);
-    if (hit) { /* the table and objects the plan was read from: read already */
+    if (hit) {                                  /* the table and objects the plan was read from: read already */
+        hl_check_plain_table(L, 1, "simulate"); /* a metatable set since is refused as on a first read */
         batch_max = scr->batch_max, auto_plan = scr->auto_plan, seen = scr->seen;
         objects = 1;
     } else {

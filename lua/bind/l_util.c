@@ -76,6 +76,35 @@ const char *hl_push_shown(lua_State *L, const char *s, size_t len)
     return lua_tostring(L, -1);
 }
 
+void hl_check_plain_table(lua_State *L, int idx, const char *what)
+{
+    if (!lua_getmetatable(L, idx))
+        return;
+    static const char *const names[] = {"__index", "__pairs"};
+    for (int i = 0; i < 2; i++) {
+        lua_pushstring(L, names[i]);
+        int t = lua_rawget(L, -2); /* the metatable's own entry: no metamethod runs */
+        lua_pop(L, 1);
+        if (t != LUA_TNIL) { /* no position: the caller may be hbdlab's own Lua */
+            lua_pushfstring(L,
+                            "%s: the fields table has a metatable with %s; fields are read as stored in the "
+                            "table itself, so the ones %s would give are not seen: copy them into a plain "
+                            "table (for k, v in pairs(base) do t[k] = v end)",
+                            what, names[i], names[i]);
+            lua_error(L);
+        }
+    }
+    lua_pop(L, 1);
+}
+
+/* check_plain_table(t, what): hl_check_plain_table for hbdlab's Lua (a table it copies first). */
+static int l_check_plain_table(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    hl_check_plain_table(L, 1, luaL_checkstring(L, 2));
+    return 0;
+}
+
 const char *hl_c_string(lua_State *L, int idx, const char *what)
 {
     size_t len;
@@ -440,6 +469,7 @@ void hl_bind_util(lua_State *L)
     static const luaL_Reg fns[] = {{"spawn", l_spawn},
                                    {"check_fields", l_check_fields},
                                    {"check_list", l_check_list},
+                                   {"check_plain_table", l_check_plain_table},
                                    {"read_file", l_read_file},
                                    {"max_input_bytes", l_max_input_bytes},
                                    {"nearest", l_nearest},

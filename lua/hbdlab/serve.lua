@@ -180,6 +180,7 @@ function M.serve(t)
 end
 
 local function copy(t)
+  core.check_plain_table(t, "serve") -- the copy would drop what an __index gives (as core.serve refuses it)
   local o = {}
   for k, v in pairs(t) do o[k] = v end
   return o
