@@ -4,8 +4,7 @@
 -- steady state of hl.serve (and hl.simulate for decode pools), keeps the non-dominated points and
 -- confirms those on or near the frontier with hl.serve's simulation. docs/MODEL.md section 13.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 

@@ -4,8 +4,7 @@
 -- field, default and check is the core's (core/src/serve_fields.c); this file
 -- prints results and drives the searches.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
