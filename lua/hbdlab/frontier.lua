@@ -819,7 +819,7 @@ function M.frontier(t)
   for _, f in ipairs { { "input", ctx.input_mean }, { "output", ctx.output_mean } } do
     local v = f[2]
     if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
-      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], tostring(v)), 2)
+      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], num_text(v)), 2)
     end
   end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep

@@ -236,7 +236,7 @@ function M.serve_capacity(t)
     error("hl.serve_capacity field 'target': " .. num_text(target) .. " is not a fraction in (0, 1]", 2)
   end
   if type(tol) ~= "number" or not (tol >= 1e-3 and tol <= 0.5) then
-    error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
+    error("hl.serve_capacity field 'tolerance': " .. num_text(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
       "rate bracket; below 1e-3 the attainment of a finite run is noise)", 2)
   end
   if base.slo == nil then error("hl.serve_capacity: field 'slo' is required ({ttft_s =, tpot_s =})", 2) end
