@@ -117,5 +117,5 @@ int luaopen_hbdlab(lua_State *L)
             return 1;
         }
     }
-    return luaL_error(L, "hbdlab: embedded hbdlab/init.lua is missing from this build");
+    return hl_error(L, "hbdlab: embedded hbdlab/init.lua is missing from this build");
 }

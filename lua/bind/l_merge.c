@@ -91,7 +91,7 @@ static int l_csv_shard_check(lua_State *L)
     if (stopped) {
         fclose(f);
         free(buf);
-        return luaL_error(L, "interrupted! (merge stopped while reading %s)", path);
+        return hl_error(L, "interrupted! (merge stopped while reading %s)", path);
     }
     int64_t records = 0;
     int ok = !bad && hl_csv_check_end(&c, &records) == 0;
@@ -131,7 +131,7 @@ static int l_csv_shard_copy(lua_State *L)
         out = NULL;
     }
     if (!out)
-        return luaL_error(L, "cannot write %s: %s", tmp, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", tmp, strerror(errno));
     char *buf = malloc(PIECE);
     int bad = !buf || fwrite(head, 1, head_len, out) != head_len;
     const char *failed = tmp;
@@ -168,7 +168,7 @@ static int l_csv_shard_copy(lua_State *L)
     bad |= fclose(out) != 0;
     free(buf);
     if (bad)
-        return luaL_error(L, "cannot copy %s: %s", failed, strerror(e ? e : EIO));
+        return hl_error(L, "cannot copy %s: %s", failed, strerror(e ? e : EIO));
     return 0;
 }
 

@@ -49,4 +49,25 @@ T.test("a metatable without __index or __pairs changes nothing", function()
   T.ok(hl.simulate(t).tpot_s == plain, "a job with __tostring runs as the plain job")
 end)
 
+T.test("an error raised under pcall shows the caller's line, never hbdlab's own", function()
+  -- a message the C bindings raised for hbdlab's Lua carried its position under pcall
+  -- ("hbdlab/sweep.lua:272: field 'threads': ..."); uncaught, the host already placed it at the user's line
+  local here = debug.getinfo(1, "S").short_src
+  local function check(fn, text)
+    local e = T.raises(fn, text)
+    T.ok(not e:find("hbdlab/", 1, true), "no hbdlab position in: " .. e)
+    T.ok(e:sub(1, #here + 1) == here .. ":", "placed in this file: " .. e)
+  end
+  local axes = { batch = { 1, 2 } }
+  check(function() hl.sweep { base = job, axes = axes, threads = 1e9 } end, "field 'threads': ")
+  check(function() hl.sweep { base = job, axes = axes, zip = 5 } end, "field 'zip': expected true or false")
+  local out = T.scratch() .. "/x.csv"
+  check(function() hl.sweep_to_csv { base = job, axes = axes, out = out, columns = { "nope" } } end,
+    "'nope' is not a result field")
+  check(function() hl.sweep_to_csv { base = job, axes = axes, out = out, columns = 5 } end,
+    "hl.sweep_to_csv field 'columns': expected a list of result field names, got number")
+  check(function() hl.sweep_to_csv { base = job, axes = axes, out = T.scratch() .. "/none/x.csv" } end,
+    "sweep_to_csv: cannot write ")
+end)
+
 T.done()
