@@ -872,6 +872,28 @@ static int l_simulate(lua_State *L)
     return 2;
 }
 
+/* job_reads(t [, model, cluster]) -> true when hl.simulate's reading of job table t (beside the
+ * model and cluster objects, as core.simulate takes them) passes: every field known, every value
+ * allowed. simulate.lua asks after a failure: a job read in full that fails to run may fail for
+ * want of a mapping (it warns so); a misspelt or refused field is the whole story. */
+static int read_only(lua_State *L)
+{
+    hl_plan_in in; /* ~11 KB, as hl_check_job's callers hold it */
+    int batch_max, auto_plan, seen, objs = lua_gettop(L) >= 3;
+    memset(&in.job, 0, sizeof in.job); /* init_job wants the shares zero */
+    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, &in, &batch_max, &auto_plan, &seen, NULL);
+    return 0;
+}
+
+static int l_job_reads(lua_State *L)
+{
+    int n = lua_gettop(L);
+    lua_pushcfunction(L, read_only);
+    lua_insert(L, 1);
+    lua_pushboolean(L, lua_pcall(L, n, 0, 0) == LUA_OK);
+    return 1;
+}
+
 /* presets_generation() -> an integer that changes when $HBDLAB_PRESETS (where user presets
  * come from) does: what hbdlab/objects.lua compares to keep the objects of preset names, with
  * no string made per call. One value per process (the environment is the process's). */
@@ -911,8 +933,10 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {
-        {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"simulate", l_simulate},
+                                   {"presets_generation", l_presets_generation},
+                                   {"job_reads", l_job_reads},
+                                   {NULL, NULL}};
     lua_pushnil(L); /* each function's upvalue: l_simulate's scratch, made on its first call */
     luaL_setfuncs(L, fns, 1);
 }

@@ -81,8 +81,9 @@ function M.simulate(t)
   if type(m) ~= "userdata" or type(c) ~= "userdata" then m, c = resolved_pair(m, c) end -- names resolve once
   local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
-    -- a job that fails for want of a mapping says so; a misspelt field is the whole story
-    if not tostring(r):find("unknown field", 1, true) then warn.check_job(t, nil, true) end
+    -- a job read in full that fails to run may fail for want of a mapping, and says so; a
+    -- misspelt or refused field is the whole story (core.job_reads: the binding's own reading)
+    if core.job_reads(t, m, c) then warn.check_job(t, nil, true) end
     error(r, 0)
   end
   if flags ~= 0 and warn.enabled then
