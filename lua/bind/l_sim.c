@@ -754,8 +754,19 @@ void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 
 /* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
  * them): a prompt + output beyond the model's context, limits missed, an unknown price or
- * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
-enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16, WARN_TBO = 32 };
+ * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens, and why
+ * two_batch_overlap overlaps nothing (the rule is here only; warn.check_tbo words each reason). */
+enum {
+    WARN_CONTEXT = 1,
+    WARN_LIMITS = 2,
+    WARN_COST = 4,
+    WARN_MAPPING = 8,
+    WARN_SPEC = 16,
+    WARN_TBO_EP1 = 32,     /* ep = 1: no expert-parallel dispatch and combine to hide */
+    WARN_TBO_PP = 64,      /* pp > 1: modelled for one pipeline stage */
+    WARN_TBO_SPEC = 128,   /* speculative decode steps run without it (prefill overlaps) */
+    WARN_TBO_ONE_SEQ = 256 /* a decode step of one sequence per rank has nothing to split */
+};
 
 /* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
  * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
@@ -863,10 +874,17 @@ static int l_simulate(lua_State *L)
     if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
         flags |= WARN_SPEC;
     /* two_batch_overlap where it overlaps nothing (sim.c tbo_on: EP layers, one stage; decode
-     * needs two sequences per rank and no speculation) */
-    if (jp->two_batch_overlap &&
-        (rp->ep == 1 || rp->pp > 1 || jp->spec_tokens > 0 || (rp->output > 1 && rp->batch / (double)rp->dp < 2)))
-        flags |= WARN_TBO;
+     * needs two sequences per rank and no speculation): ep = 1 or pp > 1 alone, else either of
+     * the decode reasons */
+    if (jp->two_batch_overlap) {
+        if (rp->ep == 1)
+            flags |= WARN_TBO_EP1;
+        else if (rp->pp > 1)
+            flags |= WARN_TBO_PP;
+        else
+            flags |= (jp->spec_tokens > 0 ? WARN_TBO_SPEC : 0) |
+                     (rp->output > 1 && rp->batch / (double)rp->dp < 2 ? WARN_TBO_ONE_SEQ : 0);
+    }
     lua_pushinteger(L, flags);
     give_back_scratch(L, 4);
     return 2;

@@ -71,8 +71,8 @@ local simulate_c = core.simulate
 local resolved_pair = objects.resolved_pair
 
 -- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
--- only when the core saw what they look for.
-local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 1, 2, 4, 8, 16, 32
+-- only when the core saw what they look for; WARN_TBO: any of the four two_batch_overlap reasons.
+local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 1, 2, 4, 8, 16, 32 | 64 | 128 | 256
 
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
@@ -93,7 +93,7 @@ function M.simulate(t)
       warn.check_job(job, r)
     end
     if flags & WARN_LIMITS ~= 0 then warn.check_limits(t, r) end
-    if flags & WARN_TBO ~= 0 then warn.check_tbo(r, t) end
+    if flags & WARN_TBO ~= 0 then warn.check_tbo(r, flags) end
     if flags & WARN_COST ~= 0 and type(c) == "userdata" and not cost_checked[c] then
       cost_checked[c] = true
       warn.check_cost(c.gpu, r)
