@@ -754,8 +754,19 @@ void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 
 /* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
  * them): a prompt + output beyond the model's context, limits missed, an unknown price or
- * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
-enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16, WARN_TBO = 32 };
+ * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens, and why
+ * two_batch_overlap overlaps nothing (the rule is here only; warn.check_tbo words each reason). */
+enum {
+    WARN_CONTEXT = 1,
+    WARN_LIMITS = 2,
+    WARN_COST = 4,
+    WARN_MAPPING = 8,
+    WARN_SPEC = 16,
+    WARN_TBO_EP1 = 32,     /* ep = 1: no expert-parallel dispatch and combine to hide */
+    WARN_TBO_PP = 64,      /* pp > 1: modelled for one pipeline stage */
+    WARN_TBO_SPEC = 128,   /* speculative decode steps run without it (prefill overlaps) */
+    WARN_TBO_ONE_SEQ = 256 /* a decode step of one sequence per rank has nothing to split */
+};
 
 /* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
  * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
@@ -863,13 +874,42 @@ static int l_simulate(lua_State *L)
     if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
         flags |= WARN_SPEC;
     /* two_batch_overlap where it overlaps nothing (sim.c tbo_on: EP layers, one stage; decode
-     * needs two sequences per rank and no speculation) */
-    if (jp->two_batch_overlap &&
-        (rp->ep == 1 || rp->pp > 1 || jp->spec_tokens > 0 || (rp->output > 1 && rp->batch / (double)rp->dp < 2)))
-        flags |= WARN_TBO;
+     * needs two sequences per rank and no speculation): ep = 1 or pp > 1 alone, else either of
+     * the decode reasons */
+    if (jp->two_batch_overlap) {
+        if (rp->ep == 1)
+            flags |= WARN_TBO_EP1;
+        else if (rp->pp > 1)
+            flags |= WARN_TBO_PP;
+        else
+            flags |= (jp->spec_tokens > 0 ? WARN_TBO_SPEC : 0) |
+                     (rp->output > 1 && rp->batch / (double)rp->dp < 2 ? WARN_TBO_ONE_SEQ : 0);
+    }
     lua_pushinteger(L, flags);
     give_back_scratch(L, 4);
     return 2;
+}
+
+/* job_reads(t [, model, cluster]) -> true when hl.simulate's reading of job table t (beside the
+ * model and cluster objects, as core.simulate takes them) passes: every field known, every value
+ * allowed. simulate.lua asks after a failure: a job read in full that fails to run may fail for
+ * want of a mapping (it warns so); a misspelt or refused field is the whole story. */
+static int read_only(lua_State *L)
+{
+    hl_plan_in in; /* ~11 KB, as hl_check_job's callers hold it */
+    int batch_max, auto_plan, seen, objs = lua_gettop(L) >= 3;
+    memset(&in.job, 0, sizeof in.job); /* init_job wants the shares zero */
+    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, &in, &batch_max, &auto_plan, &seen, NULL);
+    return 0;
+}
+
+static int l_job_reads(lua_State *L)
+{
+    int n = lua_gettop(L);
+    lua_pushcfunction(L, read_only);
+    lua_insert(L, 1);
+    lua_pushboolean(L, lua_pcall(L, n, 0, 0) == LUA_OK);
+    return 1;
 }
 
 /* presets_generation() -> an integer that changes when $HBDLAB_PRESETS (where user presets
@@ -911,8 +951,10 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {
-        {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"simulate", l_simulate},
+                                   {"presets_generation", l_presets_generation},
+                                   {"job_reads", l_job_reads},
+                                   {NULL, NULL}};
     lua_pushnil(L); /* each function's upvalue: l_simulate's scratch, made on its first call */
     luaL_setfuncs(L, fns, 1);
 }
