@@ -80,7 +80,9 @@ T.test("a script's globals named like the standard library do not reach hbdlab's
   local want_tpot = hl.simulate(job).tpot_s
   local bad = T.merged(job, { batch = 0 })
   local ok, got = pcall(function()
-    table, type, pairs, ipairs, string, select, tostring, error, math, next = rows, "dense", 1, 2, "s", 3, 4, 5, 6, 7
+    local G = _G
+    G.table, G.type, G.pairs, G.ipairs, G.string, G.select, G.tostring, G.error, G.math, G.next =
+      rows, "dense", 1, 2, "s", 3, 4, 5, 6, 7
     local text = hl.rows.format(rows)
     local tpot = hl.simulate(job).tpot_s
     local again = hl.sweep { base = job, axes = { batch = { 1, 2 } } }
@@ -98,9 +100,9 @@ T.test("a script's globals named like the standard library do not reach hbdlab's
   -- a global the script sets for hbdlab to read is still seen (print, hl, and names hbdlab does not own)
   local out = {}
   local old_print = print
-  print = function(...) out[#out + 1] = saved.select("#", ...) end
+  _G.print = function(...) out[#out + 1] = saved.select("#", ...) end
   local ok2, e2 = pcall(function() return hl.rows.print(rows) end)
-  print = old_print
+  _G.print = old_print
   T.ok(ok2, "rows.print ran: " .. tostring(e2))
   T.ok(#out > 0, "hl.rows.print printed through the script's print")
 end)
