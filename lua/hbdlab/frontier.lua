@@ -4,8 +4,7 @@
 -- steady state of hl.serve (and hl.simulate for decode pools), keeps the non-dominated points and
 -- confirms those on or near the frontier with hl.serve's simulation. docs/MODEL.md section 13.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -820,7 +819,7 @@ function M.frontier(t)
   for _, f in ipairs { { "input", ctx.input_mean }, { "output", ctx.output_mean } } do
     local v = f[2]
     if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
-      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], tostring(v)), 2)
+      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], num_text(v)), 2)
     end
   end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep
