@@ -316,13 +316,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
-        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
+        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration: set_step's, or the loop's */
         ksum += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
             sc->cnt[(int64_t)x->kv % bt] += 1;
     }
     if (!(0 < left))
-        return HL_OK; /* the next step finishes a request: the normal way */
+        return HL_OK; /* the next step finishes a request (set_step, or the loop) */
     /* the iterations' mean contexts (after a prompt step: its next, decode-only, step first) */
     ahead_ctx cx = {ksum / (double)m, after_prompt ? (ksum + (double)m) / (double)m : ksum / (double)m,
                     after_prompt ? 1 : 0};
