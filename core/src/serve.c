@@ -1490,9 +1490,16 @@ static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, d
     *it = (hl_iter){0 + dn, ctx / (0 + dn), ctx / (0 + dn), 0, s->chunks, 0 + dn, 0, 0};
     P->toks[0] = 0 + dn;
     P->firsts[0] = -1;
-    double dk, dt = 0;
-    hl_status rc = hl_stepper_time(P->st, it, &dk, f->err);
+    double dk = -1, dt = 0;
+    hl_decode_fn own; /* the decode line of dn sequences, the run-ahead's (hl_stepper_time's where it applies) */
+    const hl_decode_fn *line;
+    int have_line = 0;
+    hl_status rc = ahead_line(&f->o->ahead, P->st, s->n_run, &own, &line, &have_line, f->err);
     if (rc)
+        return rc;
+    if (have_line)
+        dk = hl_decode_fn_time(line, it->decode_ctx_mean, it->decode_win_mean);
+    if (!(dk >= 0 && dk <= DBL_MAX) && (rc = hl_stepper_time(P->st, it, &dk, f->err))) /* its refusal, as it is */
         return rc;
     dt = hl_fmax(dt, c->offload_overlap ? hl_fmax(dk, 0) : dk + 0); /* no host loads */
     rec->reload += 0;
