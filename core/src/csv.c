@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv_int.h"
 #include "hbdlab/result.h"
 
 void hl_csv_init(hl_csv *c) { memset(c, 0, sizeof *c); }
@@ -131,9 +132,10 @@ void hl_csv_integer(hl_csv *c, int64_t v)
 void hl_csv_number(hl_csv *c, double v)
 {
     next_cell(c);
-    if (!reserve(c, 25)) /* formatted in place: at most 25 bytes and the NUL */
+    if (!reserve(c, HL_CSV_NUMBER_ROOM)) /* formatted in place: at most 25 bytes, the NUL and scratch */
         return;
-    c->len += hl_csv_format_number(v, c->text + c->len); /* a NaN is "nan": printf's "-nan" sign carries no meaning */
+    c->len +=
+        hl_csv_format_number_wide(v, c->text + c->len); /* a NaN is "nan": printf's "-nan" sign carries no meaning */
 }
 
 void hl_csv_bool(hl_csv *c, int32_t v)

@@ -323,15 +323,16 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
  * in blend(), and libm pow's where it falls back) carried through i: under (i + 2) 1e-12 of
  * attn_latency + 2 max(c, U) with a wide margin. mem beyond the bound and that margin is >= the
  * computed line for sure. */
-int hl_attn_stream_mem_side(const hl_attn_stream *a, double ctx0, double tau, double i, double mem)
+int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], double ctx0, double tau, double i,
+                            double mem)
 {
     if (!a->ok || !(i >= 0 && i <= 1e12))
         return 0;
-    double big = a->units, xs[3] = {0, 1, i};
+    double read, flops[3] = {flops01[0], flops01[1], 0}; /* steps 0 and 1 from the caller, step i here */
+    hl_attn_counts(&a->line, ctx0 + tau * i, &flops[2], &read);
+    double big = a->units;
     for (int k = 0; k < 3; k++) {
-        double flops, read;
-        hl_attn_counts(&a->line, ctx0 + tau * xs[k], &flops, &read);
-        double c = flops / a->peak_eff;
+        double c = flops[k] / a->peak_eff;
         if (!(c >= 0 && c < INFINITY))
             return 0;
         big = hl_fmax(big, c);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "csv_int.h"
 #include "hbdlab/csv.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -196,37 +197,63 @@ static int digit_count(uint64_t f)
     return t + (f >= POW10[t]);
 }
 
-/* The n = digit_count(f) decimal digits of f into d[0, n), most significant first. Written
- * from the end two at a time (one 2-byte copy from DIGIT_PAIRS), eight digits at a time in
- * 32-bit arithmetic. */
-static void put_digits(uint64_t f, char *d, int n)
+/* The eight decimal digits of v < 10^8, leading zeros included, as ASCII in the bytes of the
+ * result, most significant digit in the lowest byte (so a little-endian store writes them in
+ * order). All eight at once in lanes of one register ("SWAR"): v = a 10^4 + b puts a and b in
+ * two 32-bit lanes, each lane w < 10^4 is split into w / 100 and w % 100 (16-bit lanes), each of
+ * those u < 100 into u / 10 and u % 10 (bytes). The quotients are multiply-and-shift:
+ * floor(w 10486 / 2^20) = floor(w / 100) for w < 10^4 and floor(u 103 / 2^10) = floor(u / 10)
+ * for u < 100 (derived: the errors w (10486 / 2^20 - 1/100) < 1.4e-3 and u (103/1024 - 1/10)
+ * < 5.9e-2 stay below the 1/100 and 1/10 that the fractional part has room for; checked for
+ * every w and u in tests/c/test_csv.c). No lane overflows into the next: w 10486 < 2^27 < 2^32
+ * and u 103 < 2^14 < 2^16, and the masks drop what the shifts bring down from the lane above. */
+static uint64_t swar8(uint32_t v)
 {
-    char *p = d + n;
-    while (f >= 100000000) {
-        uint32_t lo = (uint32_t)(f % 100000000);
-        f /= 100000000;
-        uint32_t a = lo / 10000, b = lo % 10000; /* two independent halves of four digits */
-        p -= 8;
-        memcpy(p, DIGIT_PAIRS + 2 * (a / 100), 2);
-        memcpy(p + 2, DIGIT_PAIRS + 2 * (a % 100), 2);
-        memcpy(p + 4, DIGIT_PAIRS + 2 * (b / 100), 2);
-        memcpy(p + 6, DIGIT_PAIRS + 2 * (b % 100), 2);
-    }
-    uint32_t h = (uint32_t)f;
-    while (h >= 100) {
-        p -= 2;
-        memcpy(p, DIGIT_PAIRS + 2 * (h % 100), 2);
-        h /= 100;
-    }
-    if (h >= 10) {
-        p -= 2;
-        memcpy(p, DIGIT_PAIRS + 2 * h, 2);
-    } else {
-        *--p = (char)('0' + h);
-    }
+    uint32_t a = v / 10000, b = v - a * 10000;
+    uint64_t x = a | (uint64_t)b << 32;
+    uint64_t q = ((x * 10486) >> 20) & 0x0000007F0000007Full;
+    x = q | (x - q * 100) << 16;
+    q = ((x * 103) >> 10) & 0x000F000F000F000Full;
+    x = q | (x - q * 10) << 8;
+    return x + 0x3030303030303030ull;
 }
 
+static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (x86-64, aarch64) */
+
+/* The n = digit_count(f) digits of f (f < 10^17) into d[0, n), most significant first, in 8-byte
+ * stores; d has 24 bytes and the bytes past n are scratch. */
+static void put_digits(uint64_t f, char *d, int n)
+{
+    if (n <= 8) {
+        store8(d, swar8((uint32_t)f) >> (8 * (8 - n))); /* the leading zeros are the low bytes */
+        return;
+    }
+    uint64_t hi = f / 100000000;
+    uint32_t lo = (uint32_t)(f - hi * 100000000);
+    if (n <= 16) {
+        store8(d, swar8((uint32_t)hi) >> (8 * (16 - n)));
+    } else { /* 17 digits: hi has nine */
+        uint32_t top = (uint32_t)(hi / 100000000);
+        d[0] = (char)('0' + top);
+        store8(d + 1, swar8((uint32_t)(hi - (uint64_t)top * 100000000)));
+    }
+    store8(d + n - 8, swar8(lo));
+}
+
+/* hl_csv_format_number_wide (csv_int.h): out has HL_CSV_NUMBER_ROOM bytes. */
+static int32_t format_wide(double v, char *out);
+
 int32_t hl_csv_format_number(double v, char *out)
+{
+    char b[HL_CSV_NUMBER_ROOM];
+    int32_t n = format_wide(v, b);
+    memcpy(out, b, (size_t)n + 1);
+    return n;
+}
+
+int32_t hl_csv_format_number_wide(double v, char *out) { return format_wide(v, out); }
+
+static int32_t format_wide(double v, char *out)
 {
     char *o = out;
     uint64_t bits;
@@ -274,35 +301,33 @@ int32_t hl_csv_format_number(double v, char *out)
         f /= 10;
         e++;
     }
-    /* the digits go straight into out (no copies of a buffer): where a '.' follows the
-     * first x + 1 of them, they are written one place to the right and those moved back */
+    /* the digits into d, then laid out by fixed-size copies (no loops, no calls): the bytes
+     * past the text are scratch, overwritten by the next cell or left past its NUL */
     int n = digit_count(f);
     int x = e + n - 1; /* v = d[0].d[1..n) x 10^x */
+    char d[32];
+    memset(d, '0', sizeof d);
+    put_digits(f, d, n);
     if (x >= -4 && x < 17) {
-        if (x < 0) { /* 0.000ddd */
-            *o++ = '0';
-            *o++ = '.';
-            for (int i = 0; i < -x - 1; i++)
-                *o++ = '0';
-            put_digits(f, o, n);
-            o += n;
-        } else if (x >= n - 1) { /* ddd000 */
-            put_digits(f, o, n);
-            o += n;
-            for (int i = 0; i < x - (n - 1); i++)
-                *o++ = '0';
-        } else { /* dd.ddd */
-            put_digits(f, o + 1, n);
-            for (int i = 0; i <= x; i++)
-                o[i] = o[i + 1];
+        if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
+            memcpy(o, "0.000000", 8);
+            memcpy(o + 1 - x, d, 24); /* n <= 17 */
+            o += 1 - x + n;
+        } else if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
+            memcpy(o, d, 24);
+            memcpy(o + n, "0000000000000000", 16);
+            o += x + 1;
+        } else { /* dd.ddd: x + 1 <= 16 digits, the point, n - x - 1 <= 16 digits */
+            memcpy(o, d, 16);
             o[x + 1] = '.';
+            memcpy(o + x + 2, d + x + 1, 16);
             o += n + 1;
         }
     } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        put_digits(f, o + 1, n);
-        o[0] = o[1];
+        o[0] = d[0];
         if (n > 1) {
             o[1] = '.';
+            memcpy(o + 2, d + 1, 16);
             o += n + 1;
         } else {
             o += 1;

@@ -114,6 +114,12 @@ extern volatile int32_t hl_bind_sweep_interrupted;
 /* Parses a precision name argument or raises an argument error. */
 hl_precision hl_check_precision(lua_State *L, int idx);
 
+/* luaL_error, placed where a user's script can see it: at the caller's line as luaL_error does
+ * when the caller is the user's code, else (hbdlab's own Lua called the binding) at the innermost
+ * Lua frame outside hbdlab's library, as the host places an uncaught error; under pcall, a
+ * message showed "hbdlab/sweep.lua:292:" (attack passes 4-6). Never returns. */
+int hl_error(lua_State *L, const char *fmt, ...);
+
 /* Raises a Lua error with err->msg (prefixed with the function name if given).
  * Never returns. */
 int hl_raise(lua_State *L, const hl_err *err);
@@ -157,6 +163,12 @@ int hl_holds_nul(lua_State *L, int idx);
 /* Raises "WHAT: a hole in the list ..." / "expected a list {v1, v2, ...}, got a key ..." unless the
  * keys of the table at idx are exactly 1..n (core.check_list's rule); returns n. */
 lua_Integer hl_check_list(lua_State *L, int idx, const char *what);
+
+/* Raises when the table at idx has a metatable with __index or __pairs: a fields table is read
+ * as stored (lua_next), so the fields such a metatable supplies would be ignored silently (a job
+ * "inheriting" a base through __index ran with default lengths). what names the table
+ * ("simulate", "serve field 'slo'"). */
+void hl_check_plain_table(lua_State *L, int idx, const char *what);
 
 /* luaL_checkstring(L, arg) with the NUL refusal of hl_c_string. */
 const char *hl_check_c_string(lua_State *L, int arg, const char *what);

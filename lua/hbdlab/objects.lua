@@ -75,8 +75,9 @@ end
 
 --- A shallow copy of simulate fields whose model / cluster plain tables or preset names became
 --- objects (a name resolves once: the presets cache above).
-function M.coerce_job(t)
+function M.coerce_job(t, what)
   if type(t) ~= "table" then return t end
+  core.check_plain_table(t, what or "job") -- the copy below would drop an __index's fields
   local tm, tc = type(t.model), type(t.cluster)
   local plain_model = (tm == "table" and getmetatable(t.model) == nil) or tm == "string"
   local plain_cluster = (tc == "table" and getmetatable(t.cluster) == nil) or tc == "string"

@@ -4,8 +4,7 @@
 -- field, default and check is the core's (core/src/serve_fields.c); this file
 -- prints results and drives the searches.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -180,6 +179,7 @@ function M.serve(t)
 end
 
 local function copy(t)
+  core.check_plain_table(t, "serve") -- the copy would drop what an __index gives (as core.serve refuses it)
   local o = {}
   for k, v in pairs(t) do o[k] = v end
   return o
@@ -236,7 +236,7 @@ function M.serve_capacity(t)
     error("hl.serve_capacity field 'target': " .. num_text(target) .. " is not a fraction in (0, 1]", 2)
   end
   if type(tol) ~= "number" or not (tol >= 1e-3 and tol <= 0.5) then
-    error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
+    error("hl.serve_capacity field 'tolerance': " .. num_text(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
       "rate bracket; below 1e-3 the attainment of a finite run is noise)", 2)
   end
   if base.slo == nil then error("hl.serve_capacity: field 'slo' is required ({ttft_s =, tpot_s =})", 2) end

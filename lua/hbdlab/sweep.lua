@@ -205,6 +205,7 @@ end
 -- The silent-default warnings of a sweep's base, as its axes complete it: an axis on a
 -- mapping field (tp, pp, ep, ...) is a mapping, so "'parallel' is not given" does not apply.
 function M.check_base(base, list)
+  if type(base) == "table" then core.check_plain_table(base, "sweep field 'base'") end -- before its warnings
   local warn = require "hbdlab.warn"
   -- spec_accept: an axis of numbers sets one acceptance for every draft position; a per-position
   -- vector ({0.9, 0.8, 0.6}) is a base field only (hl.serve_sweep takes vectors as axis values)
@@ -289,7 +290,8 @@ function M.sweep(a, fn)
   local core_axes = core_axes_of(axis_list(a.axes))
   -- rows are views over the C points (lua/bind/l_sweep_rows.c); friendly axes keep their
   -- friendly name and values in them (each core axis's .label and .shown)
-  local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}), core_axes, { zip = a.zip, threads = a.threads, strict = a.strict,
+  local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes,
+                                                        { zip = a.zip, threads = a.threads, strict = a.strict,
                                                           progress = a.progress })
   rows.interrupted = interrupted or nil
   M.check_cost(a.base, rows)
@@ -312,8 +314,11 @@ function M.sweep_to_csv(a)
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
   check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
+  if a.columns ~= nil and type(a.columns) ~= "table" then
+    error("hl.sweep_to_csv field 'columns': expected a list of result field names, got " .. type(a.columns), 2)
+  end
   M.check_base(a.base, axis_list(a.axes))
-  local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}), core_axes_of(axis_list(a.axes)),
+  local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes_of(axis_list(a.axes)),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
   return n, note_interrupt(interrupted)
 end

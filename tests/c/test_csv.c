@@ -236,6 +236,108 @@ static void test_shortest_numbers(void **state)
     }
 }
 
+/* The text hl_csv_format_number must write for v (finite, nonzero, not a power of two), built
+ * from printf alone: the fewest digits p whose nearest decimal ("%.*e", correctly rounded by
+ * glibc, an even digit on a tie) reads back to v (a symmetric rounding interval: if a p-digit
+ * decimal reads back, the nearest one does, and one more digit never hurts, so p is found by
+ * bisection), then laid out as %.17g lays out digits: fixed for a decimal exponent X in [-4, 17),
+ * else d.ddde+XX with at least two exponent digits. */
+static void oracle_text(double v, char *out)
+{
+    char e[40];
+    int lo = 1, hi = 17; /* 17 digits always read back */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(e, sizeof e, "%.*e", mid - 1, v);
+        if (strtod(e, NULL) == v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    snprintf(e, sizeof e, "%.*e", lo - 1, v);
+    char digits[24];
+    int n = 0;
+    const char *s = e + (e[0] == '-');
+    for (; *s != 'e'; s++)
+        if (*s != '.')
+            digits[n++] = *s;
+    int x = atoi(s + 1);
+    while (n > 1 && digits[n - 1] == '0') /* "%.*e" of a shortest p keeps no trailing zero, but */
+        n--;                              /* 1e+02 written for p = 1 has none to drop either */
+    char *o = out;
+    if (v < 0)
+        *o++ = '-';
+    if (x >= -4 && x < 17) {
+        if (x < 0) {
+            o += sprintf(o, "0.");
+            for (int i = 0; i < -x - 1; i++)
+                *o++ = '0';
+            memcpy(o, digits, (size_t)n);
+            o += n;
+        } else {
+            for (int i = 0; i < n || i <= x; i++) {
+                if (i == x + 1)
+                    *o++ = '.';
+                *o++ = i < n ? digits[i] : '0';
+            }
+        }
+        *o = '\0';
+    } else {
+        *o++ = digits[0];
+        if (n > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(n - 1));
+            o += n - 1;
+        }
+        sprintf(o, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+    }
+}
+
+/* The formatter's text byte for byte against oracle_text on doubles of every kind: random bit
+ * patterns, subnormals, short decimals, integers, values near powers of ten, each digit count
+ * (the digits are written eight at a time, so every length and split of them is reached). */
+static void test_number_text_matches_printf(void **state)
+{
+    (void)state;
+    uint64_t seed = rng_state;
+    rng_state = 0xD1B54A32D192ED03ull;
+    int checked = 0;
+    for (int i = 0; i < 240000; i++) {
+        uint64_t bits = next_random();
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        switch (i % 8) {
+        case 1:
+            bits &= 0x800FFFFFFFFFFFFFull;
+            memcpy(&v, &bits, sizeof v);
+            break; /* subnormal */
+        case 2: v = (double)(next_random() % 100000) / (double)(1 + next_random() % 1000); break;
+        case 3: v = (double)(next_random() >> (next_random() % 64)); break; /* integers of every length */
+        case 4: /* p significant digits times a power of ten: every digit count and exponent */
+            v = (double)(next_random() % 100000000000000000ull >> (next_random() % 57)) *
+                pow(10, (int)(next_random() % 60) - 40);
+            break;
+        case 5: v = nextafter(pow(10, (int)(next_random() % 600) - 300), (i & 8) ? INFINITY : 0); break;
+        case 6: /* exponents near 0, where fixed notation holds every digit */
+            bits = (bits & 0x800FFFFFFFFFFFFFull) | (uint64_t)(1023 - 20 + next_random() % 80) << 52;
+            memcpy(&v, &bits, sizeof v);
+            break;
+        default: break;
+        }
+        int exp2;
+        if (isnan(v) || isinf(v) || v == 0 || fabs(frexp(v, &exp2)) == 0.5)
+            continue; /* specials have their own cases above; powers of two a lopsided interval */
+        char out[32], want[40];
+        hl_csv_format_number(v, out);
+        oracle_text(v, want);
+        if (strcmp(out, want) != 0)
+            fail_msg("%a: wrote %s, printf's shortest is %s", v, out, want);
+        checked++;
+    }
+    assert_true(checked > 230000);
+    rng_state = seed;
+}
+
 /* The piecewise CSV check (hl_csv_check): the verdict of hand-worked texts, whatever the pieces
  * they are fed in (every split point, and byte by byte). */
 static void check_text(const char *text, int64_t want_records, int64_t want_head, const char *want_why)
@@ -285,8 +387,11 @@ static void test_piecewise_check(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cells), cmocka_unit_test(test_long_cell_not_cut),
-                                       cmocka_unit_test(test_result_cells), cmocka_unit_test(test_shortest_numbers),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cells),
+                                       cmocka_unit_test(test_long_cell_not_cut),
+                                       cmocka_unit_test(test_result_cells),
+                                       cmocka_unit_test(test_shortest_numbers),
+                                       cmocka_unit_test(test_number_text_matches_printf),
                                        cmocka_unit_test(test_piecewise_check)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,7 +280,7 @@ static void test_attn_stream_mem_side(void **state)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         double ctx0 = floor(pow(1e6, (double)((x >> 20) % 1000) / 1000.0));
         double i = floor(pow(1e6, (double)((x >> 40) % 1000) / 1000.0)) - 1; /* 0 .. 1e6 - 1 */
-        double c[2], m[2];
+        double c[2], m[2], f[2]; /* f: the steps' flops, which the caller hands on */
         for (int k = 0; k < 2; k++) {
             hl_op op;
             hl_op_time t;
@@ -288,11 +288,12 @@ static void test_attn_stream_mem_side(void **state)
             sh.context = ctx0 + k;
             hl_op_attention(&op, "attention", &sh, math);
             assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+            f[k] = op.flops;
             c[k] = t.compute_s;
             m[k] = t.memory_s;
         }
         double cline = c[0] + (c[1] - c[0]) * i, mline = m[0] + (m[1] - m[0]) * i;
-        if (hl_attn_stream_mem_side(&a, ctx0, 1, i, mline)) {
+        if (hl_attn_stream_mem_side(&a, f, ctx0, 1, i, mline)) {
             decided++;
             if (!(mline >= cline))
                 fail_msg("p %g ctx %g i %g: memory line %.17g below compute line %.17g", g.attn_blend, ctx0, i, mline,
@@ -303,7 +304,7 @@ static void test_attn_stream_mem_side(void **state)
         for (int k = 1; k <= 52; k++) {
             double below = cline * (1 - ldexp(1, -k));
             probes++;
-            if (hl_attn_stream_mem_side(&a, ctx0, 1, i, below))
+            if (hl_attn_stream_mem_side(&a, f, ctx0, 1, i, below))
                 fail_msg("p %g ctx %g i %g: says %.17g is above the compute line %.17g", g.attn_blend, ctx0, i, below,
                          cline);
         }
@@ -315,7 +316,8 @@ static void test_attn_stream_mem_side(void **state)
     hl_attn_shape sh = {1, 1, 1e6, 8, 1, 128, 128, 256, 2, 0};
     hl_attn_stream a;
     hl_attn_stream_init(&a, &sh, HL_BF16, &g);
-    assert_false(hl_attn_stream_mem_side(&a, 1e6, 1, 10, 1));
+    double f[2] = {1, 1};
+    assert_false(hl_attn_stream_mem_side(&a, f, 1e6, 1, 10, 1));
 }
 
 /* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c writes it without its shortcut for
