@@ -134,7 +134,6 @@ end
 -- rule, the same as hl.simulate's).
 local function check_cost(r, t)
   if r.usd_per_mtok ~= nil and r.joules_per_token ~= nil then return end
-  local objects = require "hbdlab.objects"
   local ok, c = pcall(objects.coerce, "cluster", t.cluster)
   require("hbdlab.warn").check_cost(ok and type(c) == "userdata" and c.gpu or nil, r)
 end
