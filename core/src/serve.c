@@ -316,13 +316,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
-        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
+        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration: set_step's, or the loop's */
         ksum += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
             sc->cnt[(int64_t)x->kv % bt] += 1;
     }
     if (!(0 < left))
-        return HL_OK; /* the next step finishes a request: the normal way */
+        return HL_OK; /* the next step finishes a request (set_step, or the loop) */
     /* the iterations' mean contexts (after a prompt step: its next, decode-only, step first) */
     ahead_ctx cx = {ksum / (double)m, after_prompt ? (ksum + (double)m) / (double)m : ksum / (double)m,
                     after_prompt ? 1 : 0};
@@ -1445,6 +1445,82 @@ static hl_status finish_request(const finish_ctx *f, sched *s, int64_t u, int64_
     return HL_OK;
 }
 
+/* The step the loop would take next where the decode set is all a unit runs (every running request
+ * a member, none prefilling, the set's blocks and tokens fit, no waiting request would be admitted
+ * beside it) in a pool of one group of that unit: plan_set's plan, the step's time, every member's
+ * token, the finishers (admission order), the ITL gaps and the record, as serve_loop's step gives
+ * them there (the terms that are nothing there too: a reload of 0, a draft of 0, no cached blocks),
+ * without its planning and per-unit loops. Run after a decode run-ahead, whose exits leave it the
+ * step that finishes a request. *taken = 0, with nothing changed, where the loop's step is another. */
+static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, double t_arr, recorder *rec,
+                          double blocks_kv, double weight, int *taken)
+{
+    const hl_serve_cfg *c = f->c;
+    pool *P = f->P;
+    double t = gr->t, dn = s->dn;
+    int64_t bt = (int64_t)s->block;
+    *taken = 0;
+    if (!s->ev_on || !(dn > 0) || dn != (double)s->n_run || s->n_pre > 0 || s->t_emit != t || !(t < t_arr) ||
+        P->kind == POOL_PREFILL || (f->xl && f->xl->concurrent) || hl_interrupt_pending())
+        return HL_OK;
+    double need = s->ring[(bt - s->dc_res) % bt], budget = (double)c->token_budget - dn;
+    if (dn > (double)c->token_budget || need > s->blocks_free)
+        return HL_OK; /* plan_set refuses it */
+    double in_system = 0 + (double)(s->n_run + s->w_len), tok, need_w;
+    int64_t hit[3] = {0, 0, 0};
+    s->blocks_free -= need; /* as admission then sees them */
+    if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
+        hl_sched_admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need_w, hit)) {
+        s->blocks_free += need; /* a waiting request is admitted in it: the loop's step (whole counts: exact) */
+        return HL_OK;
+    }
+    *taken = 1;
+    /* hl_sched_plan's: the set alone */
+    s->n_plan = 0;
+    s->ev_planned = dn;
+    s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
+    s->n_dchunks = 0;
+    s->d_rows = 0;
+    s->finished = 0;
+    s->pc_step_saved = s->pc_step_loaded = 0;
+    double ctx = 0 + s->dctx; /* the plan's sums, from 0 */
+    hl_iter *it = &P->its[0];
+    *it = (hl_iter){0 + dn, ctx / (0 + dn), ctx / (0 + dn), 0, s->chunks, 0 + dn, 0, 0};
+    P->toks[0] = 0 + dn;
+    P->firsts[0] = -1;
+    double dk, dt = 0;
+    hl_status rc = hl_stepper_time(P->st, it, &dk, f->err);
+    if (rc)
+        return rc;
+    dt = hl_fmax(dt, c->offload_overlap ? hl_fmax(dk, 0) : dk + 0); /* no host loads */
+    rec->reload += 0;
+    dt += 0; /* no draft passes, no draft prefill */
+    dt += 0;
+    double t_end = t + dt, emitted = 0 + dn, same = 0 + dn;
+    finish_ctx fe = *f;
+    fe.t_end = t_end;
+    s->out_tok -= dn;
+    hl_dset_emit(s, t_end);
+    while (s->fin_done < s->n_fin)
+        if ((rc = finish_request(&fe, s, u, s->fin[s->fin_done++])))
+            return rc;
+    hl_itl_add(f->o->itl, dt, same);
+    double step_tok = 0 + P->toks[0], running = 0 + (double)s->n_run, waiting = 0 + (double)s->w_len;
+    int64_t decodes = (int64_t)it->decode_seqs;
+    double used = 0 + (s->blocks_total - s->blocks_free), used_all = 0;
+    for (int64_t k = 0; k < P->U; k++)
+        used_all += P->units[k].blocks_total - P->units[k].blocks_free;
+    rec->kv_cached += 0 / blocks_kv * dt; /* no prefix cache with the set */
+    rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_kv);
+    if ((rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
+                     step_tok - (double)decodes - 0, emitted, weight, f->err)))
+        return rc;
+    gr->t = t_end;
+    hl_dset_after_step(s);
+    return HL_OK;
+}
+
 /* One event clock over the pools (the deployment, or prefill and decode),
  * serving n requests arriving at pools[0]: route arrivals, complete KV
  * transfers, step the group whose step starts first (docs/MODEL.md 12). With
@@ -1817,13 +1893,18 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             }
             if (!s->ev_on)
                 hl_dset_try_on(s, t_end);
-            if (fast && gr->count == 1 && all_emitted && m > 0) {
-                /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
+            /* decode run-ahead of a unit alone: up to the next arrival (the router's next look), then
+             * the step that ends it where that is the set's alone (a request finishes), and on */
+            int after_prompt = itk->n_chunks > 0, more = fast && gr->count == 1 && all_emitted && m > 0;
+            while (more && s->n_run > 0) {
                 double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
                 if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv,
-                                    itk->n_chunks > 0, err)))
+                                    after_prompt, err)))
                     return rc;
                 gr->t = tu;
+                after_prompt = 0;
+                if ((rc = set_step(&fc, s, gr->first + k, gr, t_a, rec, blocks_kv, 1.0 / (double)G_all, &more)))
+                    return rc;
             }
         }
         if (xl && xl->concurrent &&

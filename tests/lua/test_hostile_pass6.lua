@@ -70,4 +70,41 @@ T.test("an error raised under pcall shows the caller's line, never hbdlab's own"
     "sweep_to_csv: cannot write ")
 end)
 
+T.test("a script's globals named like the standard library do not reach hbdlab's own Lua", function()
+  -- `table = hl.sweep{...}; hl.rows.print(table)` failed "attempt to call a nil value (field 'sort')"
+  -- and `type = "dense"` failed every hl.simulate: the library's chunks read the script's globals
+  local saved = { table = table, type = type, pairs = pairs, ipairs = ipairs, string = string, select = select,
+                  tostring = tostring, error = error, math = math, next = next }
+  local rows = hl.sweep { base = job, axes = { batch = { 1, 2 } } }
+  local want_text = hl.rows.format(rows)
+  local want_tpot = hl.simulate(job).tpot_s
+  local bad = T.merged(job, { batch = 0 })
+  local ok, got = pcall(function()
+    local G = _G
+    G.table, G.type, G.pairs, G.ipairs, G.string, G.select, G.tostring, G.error, G.math, G.next =
+      rows, "dense", 1, 2, "s", 3, 4, 5, 6, 7
+    local text = hl.rows.format(rows)
+    local tpot = hl.simulate(job).tpot_s
+    local again = hl.sweep { base = job, axes = { batch = { 1, 2 } } }
+    local served = hl.serve(serve)
+    local failed = pcall(hl.simulate, bad)
+    return { text, tpot, #again, served.requests, failed }
+  end)
+  for k, v in saved.pairs(saved) do _G[k] = v end
+  T.ok(ok, "the calls ran: " .. tostring(got))
+  T.eq(got[1], want_text, "hl.rows.format")
+  T.ok(got[2] == want_tpot, "hl.simulate")
+  T.eq(got[3], 2, "hl.sweep rows")
+  T.eq(got[4], 20, "hl.serve requests")
+  T.eq(got[5], false, "an error is still an error")
+  -- a global the script sets for hbdlab to read is still seen (print, hl, and names hbdlab does not own)
+  local out = {}
+  local old_print = print
+  _G.print = function(...) out[#out + 1] = saved.select("#", ...) end
+  local ok2, e2 = pcall(function() return hl.rows.print(rows) end)
+  _G.print = old_print
+  T.ok(ok2, "rows.print ran: " .. tostring(e2))
+  T.ok(#out > 0, "hl.rows.print printed through the script's print")
+end)
+
 T.done()
