@@ -38,18 +38,20 @@ static void tab_init(hl_powfix_tab *f, double p)
         f->b[n] = f->b[n - 1] * (p - (n - 1)) / n;
 }
 
-hl_powfix_pair *hl_powfix_of(double p)
+_Thread_local hl_powfix_pair *hl_powfix_last;
+
+hl_powfix_pair *hl_powfix_find(double p)
 {
     if (!(p >= 1 && p <= 4))
         return NULL;
     for (unsigned s = 0; s < SLOTS; s++)
         if (slots[s].pow.p == p)
-            return &slots[s];
+            return hl_powfix_last = &slots[s];
     hl_powfix_pair *f = &slots[slot_next];
     slot_next = (slot_next + 1) % SLOTS;
     tab_init(&f->pow, p);
     tab_init(&f->root, 1 / p);
-    return f;
+    return hl_powfix_last = f;
 }
 
 double hl_powfix_slow(hl_powfix_tab *f, double x)

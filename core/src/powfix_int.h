@@ -21,9 +21,18 @@ typedef struct hl_powfix_pair {
     hl_powfix_tab pow, root;
 } hl_powfix_pair;
 
+/* hl_powfix_of's search of the thread's slots, and the pair it found last (NULL: none yet). */
+hl_powfix_pair *hl_powfix_find(double p);
+extern _Thread_local hl_powfix_pair *hl_powfix_last;
+
 /* The calling thread's tables for p and 1/p, or NULL where p is outside [1, 4] (the caller then
- * uses hl_pow_pos). Valid until the thread's next call, which may reuse the slot for another p. */
-hl_powfix_pair *hl_powfix_of(double p);
+ * uses hl_pow_pos). Valid until the thread's next call, which may reuse the slot for another p.
+ * The last pair found is compared first (a sweep's blends share one p). */
+static inline hl_powfix_pair *hl_powfix_of(double p)
+{
+    hl_powfix_pair *f = hl_powfix_last;
+    return f && f->pow.p == p ? f : hl_powfix_find(p);
+}
 
 /* hl_powfix's other cases: an entry to compute, x outside the tables, x = 1. */
 double hl_powfix_slow(hl_powfix_tab *f, double x);

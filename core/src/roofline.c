@@ -308,9 +308,16 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     a->units = s->batch * s->kv_heads * gpu->attn_unit_s;
     a->latency = gpu->attn_latency;
-    /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
-    a->r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
-    a->root2 = exp2(1 / p) * (1 + 1e-12);
+    /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20);
+     * both depend on p only: kept for the thread's last p (two exp2 calls a decode sum otherwise) */
+    static _Thread_local double last_p, last_r_max, last_root2; /* last_p 0: none (p > 1 here) */
+    if (p != last_p) {
+        last_r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
+        last_root2 = exp2(1 / p) * (1 + 1e-12);
+        last_p = p;
+    }
+    a->r_max = last_r_max;
+    a->root2 = last_root2;
 }
 
 /* The compute side of a decode sum, bounded (derived). With c(x) = flops(ctx0 + tau x) /
