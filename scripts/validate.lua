@@ -178,12 +178,16 @@ end
 -- row of its latency table. The blog does not give the vLLM release or the KV-cache precision; FP8
 -- KV is assumed, as in AMD's FP8-KV checkpoints (at 256 tokens the KV is under 4% of a step's bytes
 -- at batch 256, under 0.1% at batch 1). Its throughput table is not used: it does not say how many
--- prompts each run had. Validation only: the rocm profile is not fitted to it (see `current`).
+-- prompts each run had. The engine: on 10 Oct 2024 vLLM was 0.6.x, whose only engine was V0 (V1's
+-- first commit, vllm#9289, is of 22 Oct 2024), and benchmark_latency runs it one scheduler step per
+-- forward pass (`--num-scheduler-steps` 1, the default): the vllm_v0 profile (docs/MODEL.md 6.1),
+-- not rocm, which is fitted to AMD's vLLM 0.8.5 container (A1-A3). Validation only: no profile is
+-- fitted to it (see `current`).
 source = "oci-mi300x-405b"
 local llama405 = hl.model "llama-3.1-405b"
 for k, row in ipairs { { 1, 3.530 }, { 2, 3.583 }, { 4, 3.734 }, { 8, 3.974 }, { 16, 4.375 }, { 32, 5.130 },
                        { 64, 6.919 }, { 128, 10.340 }, { 256, 17.750 } } do
-  case("O" .. k, string.format("Llama-3.1-405B 8xMI300X TP8, bs %d, 128/128", row[1]), row[2], "s", "rocm",
+  case("O" .. k, string.format("Llama-3.1-405B 8xMI300X TP8, bs %d, 128/128", row[1]), row[2], "s", "vllm_v0",
        function(p)
     return sim({ model = llama405, cluster = hl.cluster "mi300x-8", precision = "fp8", kv_precision = "fp8",
                  batch = row[1], input = 128, output = 128, parallel = { tp = 8 } }, p).total_s

@@ -15,7 +15,8 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * (the 2024-25 releases of scripts/validate.lua; its older 2023 cases
      * validate only) as served by hl.serve on the presets' measured kernel
      * model with its per-layer kernels (issue 27; `hbdlab scripts/validate.lua
-     * --set fit_profile=trtllm`: 0.681 ms, 0.862, 1.056, rounded; before the
+     * --set fit_profile=trtllm`: 0.681 ms, 0.862, 1.048, rounded (1.056 at session 4's
+     * fit; later physics moved it, refitted in session 6); before the
      * kernel inventory 0.980 ms, 0.806, 0.974); no BF16 or attention-bound
      * TensorRT-LLM case, so those stay 1. vllm: 0.4 ms per step, derived from
      * the vLLM v0.6.0 blog (2024-09-05): on Llama-3-8B / 1 H100 a token took
@@ -41,13 +42,21 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * the MI300X preset's sourced kernel costs and AMD's max-achievable GEMM
      * rates, issue 27; 3.01 ms, 0.563 before them); each value rests on one
      * source (leave-one-out in docs/MODEL.md 6.1), no FP4 case.
+     * vllm_v0: vLLM 0.6.x's V0 engine run one scheduler step per forward pass
+     * (`--num-scheduler-steps` 1, the default, as benchmark_latency runs it):
+     * vllm's kernels, all-reduce and graphs, and the whole 3.8 ms of
+     * scheduling, result gathering and input preparation of the same v0.6.0
+     * blog on every pass instead of once per 10 (vllm's 0.4 ms is 3.8 / 10);
+     * the multi-step RFC (vllm#6854, Jul 2024) shows about 4 ms of GPU idle
+     * per single-step decode pass. Sourced, not fitted: GEMM scales 1.
      * docs/MODEL.md 6.1. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
         [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0},
-        [HL_FW_TRTLLM] = {0.68e-3, 1, 0.86, 1.06, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1},
+        [HL_FW_TRTLLM] = {0.68e-3, 1, 0.86, 1.05, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1},
         [HL_FW_VLLM] = {0.4e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
         [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1},
         [HL_FW_ROCM] = {1.32e-3, 1, 0.71, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
+        [HL_FW_VLLM_V0] = {3.8e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }

@@ -45,45 +45,58 @@ hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err)
     return st;
 }
 
-hl_status hl_read_file(const char *path, char **text, hl_err *err)
+int hl_open_input(const char *path, int64_t *size, hl_err *err)
 {
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) {
+        hl_fail(err, HL_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
     struct stat st;
-    int64_t cap;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        hl_fail(err, HL_EIO, "%s: cannot stat: %s", path, strerror(e));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
+                S_ISDIR(st.st_mode)    ? "a directory"
+                : S_ISFIFO(st.st_mode) ? "a FIFO"
+                : S_ISCHR(st.st_mode)  ? "a character device"
+                : S_ISSOCK(st.st_mode) ? "a socket"
+                                       : "a device");
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *size = (int64_t)st.st_size;
+    return fd;
+}
+
+hl_status hl_read_file(const char *path, char **text, hl_err *err)
+{
+    int64_t size, cap;
+    int fd = hl_open_input(path, &size, err);
+    if (fd < 0)
+        return HL_EIO;
     if (hl_max_input_bytes(&cap, err)) {
         close(fd);
         return HL_EINVAL;
     }
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return hl_fail(err, HL_EIO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return hl_fail(err, HL_EIO, "%s: not a regular file (%s)", path,
-                       S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "a device");
-    }
-    if ((int64_t)st.st_size > cap) {
+    if (size > cap) {
         close(fd);
         return hl_fail(err, HL_EIO,
                        "%s: %lld bytes is more than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES)", path,
-                       (long long)st.st_size, (long long)cap);
+                       (long long)size, (long long)cap);
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     /* the file may grow while it is read: read at most cap + 1 bytes */
-    size_t want = (size_t)st.st_size + 1, len = 0;
+    size_t want = (size_t)size + 1, len = 0;
     char *buf = malloc(want + 1);
     if (!buf) {
         close(fd);
-        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
+        return hl_fail(err, HL_ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)size);
     }
     for (;;) {
         if (len == want) {

@@ -73,7 +73,10 @@ static inline int hl_attn_stream_at(const hl_attn_stream *a, double context, dou
 /* Whether mem >= c_0 + (c_1 - c_0) i is sure, where c_x is hl_op_time_on's compute_s of the
  * shape at context ctx0 + tau x (sim.c's memory-or-compute call on a decode sum of i + 1
  * steps, mem its memory side the same way): 1 when it is, 0 when this cannot tell (then the
- * c_x must be computed). Without the blend's pow calls; why it holds: roofline.c. */
-int hl_attn_stream_mem_side(const hl_attn_stream *a, double ctx0, double tau, double i, double mem);
+ * c_x must be computed). flops01: hl_attn_counts's flops at contexts ctx0 and ctx0 + tau, which
+ * the caller has (so they are not counted twice). Without the blend's pow calls; why it holds:
+ * roofline.c. */
+int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], double ctx0, double tau, double i,
+                            double mem);
 
 #endif

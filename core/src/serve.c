@@ -109,11 +109,24 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     return record_sample(rc, t, kv_util, running, waiting, err);
 }
 
+/* The mean context of the run-ahead's iteration j: the running requests' kv sum S over their
+ * number m at j = 0, and, from j = j0 on, base + (j - j0), as the steps taken one at a time before
+ * the run-ahead reach them (each run-ahead counts on from the mean its first step's plan takes:
+ * base = S / m and j0 = 0 after a decode-only step; after a prompt step the run-ahead also takes
+ * the decode-only step that would come next, whose plan takes S / m, and the run-ahead that would
+ * follow it counts on from (S + m) / m: base = (S + m) / m, j0 = 1). Whole j: every value exact. */
+typedef struct ahead_ctx {
+    double first, base, j0;
+} ahead_ctx;
+
+static inline double ctx_at(const ahead_ctx *a, double j) { return j < a->j0 ? a->first : a->base + (j - a->j0); }
+
 /* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
  * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
 static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t,
                                  const double *ring, int64_t slot0, recorder *rec, double weight, double blocks_all,
-                                 double left, double ctx0, double cached0, double free0, double *j_out, hl_err *err)
+                                 double left, const ahead_ctx *cx, double cached0, double free0, double *j_out,
+                                 hl_err *err)
 {
     int64_t m = s->n_run, bt = (int64_t)s->block;
     double w = (double)s->w_len, j = 0;
@@ -123,7 +136,8 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
         double need = ring[(slot0 + bt - res) % bt]; /* (slot0 - j) mod bt */
         if (need > s->blocks_free)
             break;
-        hl_iter it = {(double)m, ctx0 + j, ctx0 + j, 0, NULL, (double)m, 0, 0};
+        double ctx = ctx_at(cx, j);
+        hl_iter it = {(double)m, ctx, ctx, 0, NULL, (double)m, 0, 0};
         double dt;
         if ((rc = hl_stepper_time(st, &it, &dt, err)))
             break;
@@ -132,7 +146,7 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
         if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
             break;
         if (s->pc)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
+            rec->kv_cached += (cached0 - hl_fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
         hl_itl_add(itl, dt, (double)m);
         *t += dt;
         j++;
@@ -264,10 +278,12 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
  * here without the per-request bookkeeping (the result is the same as
  * scheduling each one: tests/c/test_serve.c compares both). Needs
  * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
- * sc: the scratch (counters, lines). Updates *t and the integrals in rec. (Here, not in serve_sched.c: it
- * records into the run's integrals and inter-token histogram.) */
+ * sc: the scratch (counters, lines). after_prompt: the step before ended prompts (its first
+ * decode-only step is the run-ahead's step 0, with its plan's mean: ahead_ctx). Updates *t and the
+ * integrals in rec. (Here, not in serve_sched.c: it records into the run's integrals and
+ * inter-token histogram.) */
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
-                           recorder *rec, double weight, double blocks_all, hl_err *err)
+                           recorder *rec, double weight, double blocks_all, int after_prompt, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
     const hl_serve_cfg *c = s->cfg;
@@ -286,24 +302,30 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double free0 = s->blocks_free, cached0 = s->pc ? (double)hl_pcache_cached_blocks(s->pc) : 0;
     if (s->ev_on && s->dn != (double)s->n_run)
         hl_dset_off(s); /* (every running request decodes here: all are members) */
+    if (!(*t < t_arr))
+        return HL_OK; /* the arrival first (no iteration is taken: the rest only reads) */
     int64_t m = s->n_run, bt = (int64_t)s->block;
-    double left = INFINITY, ctx0 = 0;
+    double left = INFINITY, ksum = 0;
     /* ring[(slot0 - j) mod bt]: the requests whose cache sits on a block boundary before step j */
     const double *ring = sc->cnt;
     int64_t slot0 = 0;
     if (s->ev_on) { /* the set's: the same whole-token sums, without a pass over its members */
-        hl_dset_ahead(s, &left, &ctx0, &slot0);
+        hl_dset_ahead(s, &left, &ksum, &slot0);
         ring = s->ring;
     } else
         memset(sc->cnt, 0, sizeof *sc->cnt * (size_t)bt);
     for (int64_t k = 0; k < m && !s->ev_on; k++) {
         const rq *x = &s->q[s->run[k]];
-        left = fmin(left, x->output - x->gen - 1); /* the finishing iteration goes the normal way */
-        ctx0 += x->kv;
+        left = hl_fmin(left, x->output - x->gen - 1); /* the finishing iteration: set_step's, or the loop's */
+        ksum += x->kv;
         if (x->blocks == hl_sched_blocks_for(s, x->kv)) /* blocks as tokens come (reserved ones cover the sequence) */
             sc->cnt[(int64_t)x->kv % bt] += 1;
     }
-    ctx0 /= (double)m;
+    if (!(0 < left))
+        return HL_OK; /* the next step finishes a request (set_step, or the loop) */
+    /* the iterations' mean contexts (after a prompt step: its next, decode-only, step first) */
+    ahead_ctx cx = {ksum / (double)m, after_prompt ? (ksum + (double)m) / (double)m : ksum / (double)m,
+                    after_prompt ? 1 : 0};
     /* The loop below is record() and hl_itl_add() of each iteration with the
      * integrals in locals (each sum still takes one term per iteration, in
      * order: the same bits), the step time from the decode line of m
@@ -316,8 +338,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         return rc;
     double fm = (double)m, in_sys = fm + w, j = 0;
     if (c->sched_reference) { /* the reference keeps the per-iteration calls: the loop below must equal it */
-        if ((rc = ahead_reference(s, st, itl, t_arr, t, ring, slot0, rec, weight, blocks_all, left, ctx0, cached0,
-                                  free0, &j, err)))
+        if ((rc = ahead_reference(s, st, itl, t_arr, t, ring, slot0, rec, weight, blocks_all, left, &cx, cached0, free0,
+                                  &j, err)))
             return rc;
         goto advanced;
     }
@@ -355,13 +377,16 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (left - j < nmax)
             nmax = left - j > 1 ? (int)(left - j) : 1;
         if (have_line) {
-            double d0 = hl_decode_fn_time(line, ctx0 + j, ctx0 + j), est = (t_arr - tt) / d0 + 2;
+            double c0 = ctx_at(&cx, j), d0 = hl_decode_fn_time(line, c0, c0), est = (t_arr - tt) / d0 + 2;
             if (d0 > 0 && est < nmax) /* (d0: the first step's time, as decode_times gives it where finite) */
                 nmax = est > 1 ? (int)est : 1;
-            decode_times(line, ctx0, j, nmax, dts);
+            decode_times(line, cx.base, j - cx.j0, nmax, dts); /* base + ((j - j0) + i): ctx_at(j + i) */
+            if (j < cx.j0)
+                dts[0] = d0; /* (j0 <= 1: only step 0 has its own mean) */
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
-                hl_iter it = {fm, ctx0 + (j + i), ctx0 + (j + i), 0, NULL, fm, 0, 0};
+                double ci = ctx_at(&cx, j + i);
+                hl_iter it = {fm, ci, ci, 0, NULL, fm, 0, 0};
                 if ((brc = hl_stepper_time(st, &it, &dts[i], err)))
                     bad = i;
             }
@@ -403,9 +428,9 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             double d = dts[nb];
             if (!(d >= vlo && d < bin_hi)) {
                 if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative: its value as the reference has it */
-                    double cx = ctx0 + (j + (double)nb);
+                    double cn = ctx_at(&cx, j + (double)nb);
                     rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)",
-                                 have_line ? hl_decode_fn_time(line, cx, cx) : d);
+                                 have_line ? hl_decode_fn_time(line, cn, cn) : d);
                     break;
                 }
                 itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
@@ -467,7 +492,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             kv_max = u > kv_max ? u : kv_max; /* fmax: neither is NaN */
         }
         for (int i = 0; s->pc && i < nb; i++)
-            rec->kv_cached += (cached0 - fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
+            rec->kv_cached += (cached0 - hl_fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
     /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
     itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
@@ -495,7 +520,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     rec->sat_time = sat_time;
     rec->steps = steps0 + jn;
     if (j > 0)
-        rec->t_end = fmax(rec->t_end, tt);
+        rec->t_end = hl_fmax(rec->t_end, tt);
     if (!rc && j > 0)
         rc = clock_bound(*t, tt, err);
     itl->sum = isum;
@@ -511,7 +536,7 @@ advanced:
         rq *x = &s->q[s->run[k]];
         x->kv += j;
         x->gen += j;
-        double blocks = fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
+        double blocks = hl_fmax(x->blocks, hl_sched_blocks_for(s, x->kv));
         if (s->pc) { /* the blocks its tokens took, named as they filled (no prompt looked in between) */
             hl_spc_alloc(s->pc, &s->pcr[s->run[k]], (int64_t)(blocks - x->blocks));
             hl_spc_commit(s->pc, &s->pcr[s->run[k]], x->kv, c->block_tokens);
@@ -649,7 +674,7 @@ static hl_status draft_time(const spec_model *sp, hl_stepper *draft, hl_stepper 
                             double routed, double *t, hl_err *err)
 {
     double w = hl_stepper_window(draft);
-    hl_iter it = {seqs, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
+    hl_iter it = {seqs, ctx, w > 0 ? hl_fmin(ctx + 1, w) - 1 : ctx, 0, NULL, seqs, 0, routed};
     double one, two = 0;
     hl_status rc = hl_stepper_time(draft, &it, &one, err);
     if (!rc && draft2)
@@ -673,11 +698,11 @@ static double accepted(const spec_model *sp, hl_rng *rng)
 static hl_status time_alone(const hl_serve_cfg *c, hl_stepper *st, double *t, hl_err *err)
 {
     double in = hl_serve_mean_length(c, 0), out = hl_serve_mean_length(c, 1), dt;
-    hl_iter_chunk ch = {fmin(in, (double)c->token_budget), 0};
+    hl_iter_chunk ch = {hl_fmin(in, (double)c->token_budget), 0};
     hl_iter pre = {0, 0, 0, 1, &ch, 1, 1, 0};
     hl_status rc = hl_stepper_time(st, &pre, t, err);
     double ctx = in + out / 2, w = hl_stepper_window(st);
-    hl_iter dec = {1, ctx, w > 0 ? fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
+    hl_iter dec = {1, ctx, w > 0 ? hl_fmin(ctx + 1, w) - 1 : ctx, 0, NULL, 1, 0, 0};
     if (!rc && out > 1 && !(rc = hl_stepper_time(st, &dec, &dt, err)))
         *t += (out - 1) * dt;
     return rc;
@@ -867,12 +892,11 @@ static void owned_free(owned *o)
     hl_serve_acc_free(&o->acc);
 }
 
-/* Whole-number bounds [*lo, *hi] of a length distribution's draws (a uniform draw, lo +
- * floor(u (hi - lo + 1)), may round up to hi + 1); 0 when a draw may not be a whole number. */
+/* Whole-number bounds [*lo, *hi] of a length distribution's draws (hl_len_draw_range); 0 when
+ * a draw may not be a whole number. */
 static int whole_bounds(const hl_len_dist *d, double *lo, double *hi)
 {
-    *lo = d->kind == HL_LEN_FIXED ? d->mean : d->lo;
-    *hi = d->kind == HL_LEN_FIXED ? d->mean : d->kind == HL_LEN_UNIFORM ? d->hi + 1 : d->hi;
+    hl_len_draw_range(d, lo, hi);
     int kinds = d->kind == HL_LEN_FIXED || d->kind == HL_LEN_UNIFORM || d->kind == HL_LEN_NORMAL;
     return kinds && *lo == floor(*lo) && *hi == floor(*hi) && *lo >= 1;
 }
@@ -982,8 +1006,9 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     p->block_bytes = (double)c->block_tokens * hl_stepper_kv_token_bytes(p->st);
     double host_bytes = 0;
     hl_spc_offload_link(c, &p->offload_bw, &host_bytes);
-    int64_t host_blocks =
-        c->prefix_cache && c->offload_bytes > 0 ? (int64_t)fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30) : 0;
+    int64_t host_blocks = c->prefix_cache && c->offload_bytes > 0
+                              ? (int64_t)hl_fmin(floor(c->offload_bytes / p->block_bytes), 1 << 30)
+                              : 0;
     if (c->prefix_cache && c->offload_bytes > 0 && host_blocks < 1) /* it would hold nothing, silently */
         return hl_fail(err, HL_EINVAL,
                        "serve field 'kv_offload.capacity_bytes': %g B per GPU holds no KV block (a block of %lld "
@@ -1171,7 +1196,7 @@ static int64_t pick_unit(pool *p, int64_t r)
             for (int64_t k = 0; k < dp; k++) {
                 l.tokens += p->units[i * dp + k].out_tok;
                 l.free_blocks += p->units[i * dp + k].blocks_free;
-                l.cached = fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
+                l.cached = hl_fmax(l.cached, cached_on(p, i * dp + k, r)); /* its best rank's */
             }
             p->loads[i] = l;
         }
@@ -1420,6 +1445,82 @@ static hl_status finish_request(const finish_ctx *f, sched *s, int64_t u, int64_
     return HL_OK;
 }
 
+/* The step the loop would take next where the decode set is all a unit runs (every running request
+ * a member, none prefilling, the set's blocks and tokens fit, no waiting request would be admitted
+ * beside it) in a pool of one group of that unit: plan_set's plan, the step's time, every member's
+ * token, the finishers (admission order), the ITL gaps and the record, as serve_loop's step gives
+ * them there (the terms that are nothing there too: a reload of 0, a draft of 0, no cached blocks),
+ * without its planning and per-unit loops. Run after a decode run-ahead, whose exits leave it the
+ * step that finishes a request. *taken = 0, with nothing changed, where the loop's step is another. */
+static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, double t_arr, recorder *rec,
+                          double blocks_kv, double weight, int *taken)
+{
+    const hl_serve_cfg *c = f->c;
+    pool *P = f->P;
+    double t = gr->t, dn = s->dn;
+    int64_t bt = (int64_t)s->block;
+    *taken = 0;
+    if (!s->ev_on || !(dn > 0) || dn != (double)s->n_run || s->n_pre > 0 || s->t_emit != t || !(t < t_arr) ||
+        P->kind == POOL_PREFILL || (f->xl && f->xl->concurrent) || hl_interrupt_pending())
+        return HL_OK;
+    double need = s->ring[(bt - s->dc_res) % bt], budget = (double)c->token_budget - dn;
+    if (dn > (double)c->token_budget || need > s->blocks_free)
+        return HL_OK; /* plan_set refuses it */
+    double in_system = 0 + (double)(s->n_run + s->w_len), tok, need_w;
+    int64_t hit[3] = {0, 0, 0};
+    s->blocks_free -= need; /* as admission then sees them */
+    if (s->w_len > 0 && s->n_run < c->max_seqs && budget >= 1 &&
+        hl_sched_admission(s, budget, c->chunk > 0 ? (double)c->chunk : (double)c->token_budget, &tok, &need_w, hit)) {
+        s->blocks_free += need; /* a waiting request is admitted in it: the loop's step (whole counts: exact) */
+        return HL_OK;
+    }
+    *taken = 1;
+    /* hl_sched_plan's: the set alone */
+    s->n_plan = 0;
+    s->ev_planned = dn;
+    s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
+    s->n_dchunks = 0;
+    s->d_rows = 0;
+    s->finished = 0;
+    s->pc_step_saved = s->pc_step_loaded = 0;
+    double ctx = 0 + s->dctx; /* the plan's sums, from 0 */
+    hl_iter *it = &P->its[0];
+    *it = (hl_iter){0 + dn, ctx / (0 + dn), ctx / (0 + dn), 0, s->chunks, 0 + dn, 0, 0};
+    P->toks[0] = 0 + dn;
+    P->firsts[0] = -1;
+    double dk, dt = 0;
+    hl_status rc = hl_stepper_time(P->st, it, &dk, f->err);
+    if (rc)
+        return rc;
+    dt = hl_fmax(dt, c->offload_overlap ? hl_fmax(dk, 0) : dk + 0); /* no host loads */
+    rec->reload += 0;
+    dt += 0; /* no draft passes, no draft prefill */
+    dt += 0;
+    double t_end = t + dt, emitted = 0 + dn, same = 0 + dn;
+    finish_ctx fe = *f;
+    fe.t_end = t_end;
+    s->out_tok -= dn;
+    hl_dset_emit(s, t_end);
+    while (s->fin_done < s->n_fin)
+        if ((rc = finish_request(&fe, s, u, s->fin[s->fin_done++])))
+            return rc;
+    hl_itl_add(f->o->itl, dt, same);
+    double step_tok = 0 + P->toks[0], running = 0 + (double)s->n_run, waiting = 0 + (double)s->w_len;
+    int64_t decodes = (int64_t)it->decode_seqs;
+    double used = 0 + (s->blocks_total - s->blocks_free), used_all = 0;
+    for (int64_t k = 0; k < P->U; k++)
+        used_all += P->units[k].blocks_total - P->units[k].blocks_free;
+    rec->kv_cached += 0 / blocks_kv * dt; /* no prefix cache with the set */
+    rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_kv);
+    if ((rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
+                     step_tok - (double)decodes - 0, emitted, weight, f->err)))
+        return rc;
+    gr->t = t_end;
+    hl_dset_after_step(s);
+    return HL_OK;
+}
+
 /* One event clock over the pools (the deployment, or prefill and decode),
  * serving n requests arriving at pools[0]: route arrivals, complete KV
  * transfers, step the group whose step starts first (docs/MODEL.md 12). With
@@ -1518,7 +1619,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the requests in flight at t = %g s", t_arr);
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
-                P0->pcr[next].shared = fmin((double)c->shared_prefix, P0->q[next].input);
+                P0->pcr[next].shared = hl_fmin((double)c->shared_prefix, P0->q[next].input);
             }
             if (P0->pcr && c->router == HL_ROUTER_KV_AWARE &&
                 hl_spc_prepare(&P0->pcr[next], P0->q[next].input, P0->q[next].output + P0->units[0].dq - 1,
@@ -1551,14 +1652,14 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if (gs->stalled) {
                 gs->stalled = 0;
                 gs->stall_s += t_flow - gs->stall_from;
-                gs->t = fmax(gs->t, t_flow);
+                gs->t = hl_fmax(gs->t, t_flow);
                 rec->little += group_in_system(P0, gs) * (t_flow - gs->stall_from); /* its queue, stalled */
             }
             group *gd = &D->groups[D->group_of[f.dst]];
             if (gd->stalled) { /* a decode group waiting for this KV (its recomputes wait for room) */
                 gd->stalled = 0;
                 gd->stall_s += t_flow - gd->stall_from;
-                gd->t = fmax(gd->t, t_flow);
+                gd->t = hl_fmax(gd->t, t_flow);
                 rec->little += group_in_system(D, gd) * (t_flow - gd->stall_from);
             }
             o->xfer[f.r] = t_flow - f.start;
@@ -1633,7 +1734,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             if ((rc = draft_time(&P->sp, P->draft, P->draft2, s->spec_seqs, s->spec_ctx / s->spec_seqs,
                                  gr->count > 1 ? drafted : 0, &dk, err)))
                 return rc;
-            draft_dt = fmax(draft_dt, dk);
+            draft_dt = hl_fmax(draft_dt, dk);
         }
         dt += draft_dt;
         /* a draft model prefills the step's prompt chunks too (its own KV of them), after the
@@ -1650,7 +1751,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             double dk;
             if ((rc = hl_stepper_time(P->draft, &pit, &dk, err)))
                 return rc;
-            draft_pre = fmax(draft_pre, dk - P->sp.overhead_s);
+            draft_pre = hl_fmax(draft_pre, dk - P->sp.overhead_s);
         }
         dt += draft_pre;
         double t_end = t + dt, emitted = 0;
@@ -1676,7 +1777,7 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
                 int emits = 1;
                 double burst = 1; /* tokens this entry emits: a verify pass keeps the accepted drafts + 1 */
                 if (pl->decode && s->dq > 1) {
-                    burst = fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
+                    burst = hl_fmin(accepted(&P->sp, &clients) + 1, x->output - x->gen);
                     x->kv += burst;
                 } else if (pl->decode) {
                     x->kv += 1;
@@ -1768,8 +1869,12 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         gr->t = t_end;
         for (int64_t k = 0; k < gr->count; k++) {
             sched *s = &P->units[gr->first + k];
-            int all_decoded =
-                P->its[k].n_chunks == 0 && (double)s->n_plan + s->ev_planned == (double)s->n_run && s->preempted == 0;
+            /* every running request emitted at t_end (it decoded, or its prompt ended), none preempted: all
+             * decode in the next step, where the run-ahead can start (no speculation with it: its chunks
+             * are prompt chunks; a step whose chunks all end their prompts samples a row for each) */
+            const hl_iter *itk = &P->its[k];
+            int all_emitted = (double)s->n_plan + s->ev_planned == (double)s->n_run && s->preempted == 0 &&
+                              itk->logits_rows == itk->decode_seqs + (double)itk->n_chunks;
             if (s->pc && s->blocks_free != (double)hl_pcache_free_blocks(s->pc)) /* the two counts agree */
                 return hl_fail(err, HL_EINVAL, "serve: internal: %g free KV blocks counted, %lld in the prefix cache",
                                s->blocks_free, (long long)hl_pcache_free_blocks(s->pc));
@@ -1788,12 +1893,18 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             }
             if (!s->ev_on)
                 hl_dset_try_on(s, t_end);
-            if (fast && gr->count == 1 && all_decoded && m > 0) {
-                /* decode run-ahead of a unit alone: up to the next arrival (the router's next look) */
+            /* decode run-ahead of a unit alone: up to the next arrival (the router's next look), then
+             * the step that ends it where that is the set's alone (a request finishes), and on */
+            int after_prompt = itk->n_chunks > 0, more = fast && gr->count == 1 && all_emitted && m > 0;
+            while (more && s->n_run > 0) {
                 double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
-                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv, err)))
+                if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv,
+                                    after_prompt, err)))
                     return rc;
                 gr->t = tu;
+                after_prompt = 0;
+                if ((rc = set_step(&fc, s, gr->first + k, gr, t_a, rec, blocks_kv, 1.0 / (double)G_all, &more)))
+                    return rc;
             }
         }
         if (xl && xl->concurrent &&
@@ -1965,7 +2076,7 @@ static hl_status run_concurrent(const hl_serve_cfg *c, hl_serve_result *r, owned
     if ((rc = kv_transfer_time(c, 1, b1, &t1, err)) || (rc = kv_transfer_time(c, 1, b2, &t2, err)))
         return rc;
     xl.bw = t2 > t1 ? (b2 - b1) / (t2 - t1) : INFINITY;
-    xl.lat = fmax(0, t1 - b1 / xl.bw);
+    xl.lat = hl_fmax(0, t1 - b1 / xl.bw);
     o->xfer = calloc((size_t)(n > 0 ? n : 1), sizeof *o->xfer);
     xl.hand_src = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     if (!o->xfer || !xl.hand_src) {
@@ -2182,7 +2293,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         recorder dpool = {0};
         dpool.busy = busy_d;
         serve_cost(&c->job, gpus_prefill, &rec_p, &c->decode_job, r->gpus - gpus_prefill, &dpool,
-                   fmax(end_d, rec_p.t_end), count_tokens(o->reqs, n), r);
+                   hl_fmax(end_d, rec_p.t_end), count_tokens(o->reqs, n), r);
     }
 out:
     free(pre);

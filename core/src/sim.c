@@ -260,7 +260,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
          * when the memory side (its bits: hl_attn_stream_at's are hl_op_time_on's memory_s
          * there) is surely above the compute side, hl_op_time_on is not called */
         double mem_line = streamed ? m[0] + (m[1] - m[0]) * i_grow : 0;
-        if (streamed && hl_attn_stream_mem_side(&fast, in, tau, i_grow, mem_line)) {
+        if (streamed && hl_attn_stream_mem_side(&fast, f, in, tau, i_grow, mem_line)) {
             mem_bound = 1;
         } else {
             for (int x = 0; x < 2; x++) {

@@ -39,6 +39,16 @@ struct hl_stepper {
     hl_expert_layout *layout; /* owned copy of s.layout (MoE), which points here */
     int per_rank;             /* 1: iterations are one DP rank's (hl_stepper_new_rank) */
     struct pre_attn *pre[2];  /* [full=0 / local=1][tokens]: a one-chunk step's prompt kernel, NULL until used */
+    struct new_chunk *nc[2];  /* [full=0 / local=1][tokens]: a prompt's first chunk's kernel, NULL until used */
+    int memo;                 /* 1 (default): the kept kernels and I/O parts of a mixed step are used */
+};
+
+/* The kernel step_attn builds for a chunk that starts its prompt (offset 0) of a whole number
+ * of tokens <= cap, full (0) or local (1) layers: kept per length for the summed kernel of a step
+ * of several chunks (at load most chunks are whole new prompts). */
+struct new_chunk {
+    hl_op op;
+    int have;
 };
 
 /* The prompt attention of a step whose only chunk starts its prompt (offset 0), in one
@@ -122,9 +132,12 @@ hl_status hl_stepper_new(const hl_job *job, int64_t max_tokens, hl_stepper **out
         hl_stepper_free(st);
         return hl_fail(err, HL_ENOMEM, "stepper: out of memory for %lld cached counts", (long long)max_tokens);
     }
+    st->memo = 1;
     *out = st;
     return HL_OK;
 }
+
+void hl_stepper_memo(hl_stepper *st, int on) { st->memo = on != 0; }
 
 hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err)
 {
@@ -148,6 +161,8 @@ void hl_stepper_free(hl_stepper *st)
     free(st->layout);
     free(st->pre[0]);
     free(st->pre[1]);
+    free(st->nc[0]);
+    free(st->nc[1]);
     free(st);
 }
 
@@ -287,7 +302,7 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
     const hl_io_tok *tok;
     const hl_io_head *head;
     hl_status rc;
-    if (!cached && rows >= 0 && rows == (double)k && k <= st->cap && tokens >= 1 && tokens == (double)kt &&
+    if (st->memo && !cached && rows >= 0 && rows == (double)k && k <= st->cap && tokens >= 1 && tokens == (double)kt &&
         kt <= st->cap && io_parts(st, k, kt, &tok, &head, &rc, err)) {
         if (!rc)
             hl_io_ops_timed(&st->s, &a, tok, head, 1);
@@ -300,6 +315,60 @@ static hl_status step_io(hl_stepper *st, double rows, double tokens, hl_phase *o
         st->io[k] = a.ph;
         st->have[slot] = 1;
     }
+    return HL_OK;
+}
+
+/* step_io of a mixed step added to *ph: the I/O parts kept per count (io_parts) summed as
+ * hl_io_ops_timed sums them into a cleared accumulator for one pass (account_op: the kernel's
+ * time plus its launch, to compute or memory by its bound; account_coll: the collective's time,
+ * also comm), in its order, then added as phase_add adds them (times 1: exact). Only the four
+ * fields the step's time is made of (time, compute, memory, comm: hl_acc_finish) are added; the
+ * others of *ph are left. Without the parts (rows = tokens, counts not whole or over cap, out of
+ * memory, memo off): step_io and phase_add. */
+static hl_status step_io_add(hl_stepper *st, double rows, double tokens, hl_phase *ph, hl_err *err)
+{
+    int64_t k = (int64_t)rows, kt = (int64_t)tokens;
+    const hl_io_tok *tok;
+    const hl_io_head *head;
+    hl_status rc;
+    if (st->memo && rows != tokens && rows >= 0 && rows == (double)k && k <= st->cap && tokens >= 1 &&
+        tokens == (double)kt && kt <= st->cap && io_parts(st, k, kt, &tok, &head, &rc, err)) {
+        if (rc)
+            return rc;
+        double time = 0, compute = 0, memory = 0, comm = 0, d = tok->t.time_s + st->s.launch_extra;
+        time += d;
+        if (tok->t.bound == HL_BOUND_COMPUTE)
+            compute += d;
+        else
+            memory += d;
+        if (head) {
+            d = head->head_t.time_s + st->s.launch_extra;
+            time += d;
+            if (head->head_t.bound == HL_BOUND_COMPUTE)
+                compute += d;
+            else
+                memory += d;
+            for (int i = 0; i < 2; i++)
+                if (head->in[i].ranks > 0) {
+                    time += head->out[i].time_s;
+                    comm += head->out[i].time_s;
+                }
+        }
+        if (tok->pp_in.ranks > 0) { /* one hand-off to each of the pp - 1 later stages */
+            d = tok->pp_out.time_s * (double)(st->s.pp - 1);
+            time += d;
+            comm += d;
+        }
+        ph->time_s += time;
+        ph->compute_s += compute;
+        ph->memory_s += memory;
+        ph->comm_s += comm;
+        return HL_OK;
+    }
+    hl_phase io;
+    if ((rc = step_io(st, rows, tokens, &io, err)))
+        return rc;
+    phase_add(ph, &io, 1);
     return HL_OK;
 }
 
@@ -395,33 +464,57 @@ hl_status hl_stepper_decode_fn(hl_stepper *st, double seqs, hl_decode_fn *f, int
     return *ok ? decode_fn(st, seqs, f, err) : HL_OK;
 }
 
+/* The kernel of chunk c for full (w = 0) or local (w = 1) layers: step_attn's, kept per length
+ * when the chunk starts its prompt (struct new_chunk), else built into *tmp. */
+static const hl_op *chunk_op(hl_stepper *st, const hl_iter_chunk *c, int w, hl_op *tmp)
+{
+    int64_t k = (int64_t)c->tokens;
+    if (st->memo && c->offset == 0 && c->tokens == (double)k && k >= 1 && k <= st->cap &&
+        (st->nc[w] || (st->nc[w] = calloc((size_t)st->cap + 1, sizeof *st->nc[w])))) {
+        struct new_chunk *e = &st->nc[w][k];
+        if (!e->have) {
+            step_attn(st, &e->op, 1, c->tokens, 0, w ? st->window : 0);
+            e->have = 1;
+        }
+        return &e->op;
+    }
+    step_attn(st, tmp, 1, c->tokens, c->offset, w ? st->window : 0);
+    return tmp;
+}
+
 /* The variable-length prefill kernel over every chunk of the step (w: 0 full layers, 1 local
  * layers, 2 sparse attention's indexer), as the busiest of m micro-batches' share (at least the
- * largest chunk) over dp data-parallel groups. */
+ * largest chunk) over dp data-parallel groups: the first chunk's operator with the chunks'
+ * flops and bytes summed in chunk order. */
 static void chunks_attn(hl_stepper *st, const hl_iter *it, int w, double m, double dp, hl_op *out)
 {
     const hl_sim_ctx *s = &st->s;
-    hl_op op, sum, big;
-    memset(&sum, 0, sizeof sum);
-    memset(&big, 0, sizeof big);
+    hl_op tmp, sum;
+    double big_f = 0, big_r = 0, big_w = 0; /* the chunk of most flops (the first of them) */
+    if (it->n_chunks < 1)
+        memset(&sum, 0, sizeof sum);
     for (int32_t i = 0; i < it->n_chunks; i++) {
+        const hl_op *op = &tmp;
         if (w == 2)
-            hl_indexer_op(s, &op, 1, it->chunks[i].tokens, it->chunks[i].offset);
+            hl_indexer_op(s, &tmp, 1, it->chunks[i].tokens, it->chunks[i].offset);
         else
-            step_attn(st, &op, 1, it->chunks[i].tokens, it->chunks[i].offset, w ? st->window : 0);
+            op = chunk_op(st, &it->chunks[i], w, &tmp);
         if (i == 0)
-            sum = op;
+            sum = *op;
         else {
-            sum.flops += op.flops;
-            sum.bytes_read += op.bytes_read;
-            sum.bytes_written += op.bytes_written;
+            sum.flops += op->flops;
+            sum.bytes_read += op->bytes_read;
+            sum.bytes_written += op->bytes_written;
         }
-        if (op.flops > big.flops)
-            big = op;
+        if (op->flops > big_f) {
+            big_f = op->flops;
+            big_r = op->bytes_read;
+            big_w = op->bytes_written;
+        }
     }
-    sum.flops = hl_fmax(sum.flops / m, big.flops) / dp;
-    sum.bytes_read = hl_fmax(sum.bytes_read / m, big.bytes_read) / dp;
-    sum.bytes_written = hl_fmax(sum.bytes_written / m, big.bytes_written) / dp;
+    sum.flops = hl_fmax(sum.flops / m, big_f) / dp;
+    sum.bytes_read = hl_fmax(sum.bytes_read / m, big_r) / dp;
+    sum.bytes_written = hl_fmax(sum.bytes_written / m, big_w) / dp;
     *out = sum;
 }
 
@@ -505,9 +598,10 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
     }
     if (it->n_chunks > 0) { /* one variable-length prefill kernel over every chunk of the group */
         int64_t kt = (int64_t)it->chunks[0].tokens;
-        int one = it->n_chunks == 1 && it->chunks[0].offset == 0 && m == 1 && it->chunks[0].tokens == (double)kt &&
-                  kt >= 1 && kt <= st->cap; /* a new prompt whole: its kernel and time kept */
-        for (int w = 0; w < 3; w++) {       /* full layers, local layers, sparse attention's indexer */
+        int one = st->memo && it->n_chunks == 1 && it->chunks[0].offset == 0 && m == 1 &&
+                  it->chunks[0].tokens == (double)kt && kt >= 1 &&
+                  kt <= st->cap;      /* a new prompt whole: its kernel and time kept */
+        for (int w = 0; w < 3; w++) { /* full layers, local layers, sparse attention's indexer */
             double layers = w ? st->sliding : st->full;
             if (layers <= 0 || (w == 2 && !indexer))
                 continue;
@@ -530,10 +624,8 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return rc;
     /* embedding and stage hand-offs for every token; LM head, logits gather,
      * token broadcast only for the sequences that sample */
-    hl_phase io;
-    if ((rc = step_io(st, it->logits_rows, tokens, &io, err)))
+    if ((rc = step_io_add(st, it->logits_rows, tokens, &a.ph, err)))
         return rc;
-    phase_add(&a.ph, &io, 1);
     hl_acc_finish(&a);
     *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)

@@ -43,6 +43,11 @@ void hl_stepper_free(hl_stepper *st);
  * (hl_iter.routed). */
 hl_status hl_stepper_new_rank(const hl_job *job, int64_t max_tokens, hl_stepper **out, hl_err *err);
 
+/* on = 0: a mixed iteration is timed without the kernels and I/O parts kept per count (each
+ * built and added through the accumulator, as hl_sim_run's phases add them); the tests compare
+ * the two routes bit for bit. Default 1. */
+void hl_stepper_memo(hl_stepper *st, int on);
+
 /* Time in s of one iteration on the critical path (one GPU of the slowest stage). */
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err);
 

@@ -114,6 +114,12 @@ extern volatile int32_t hl_bind_sweep_interrupted;
 /* Parses a precision name argument or raises an argument error. */
 hl_precision hl_check_precision(lua_State *L, int idx);
 
+/* luaL_error, placed where a user's script can see it: at the caller's line as luaL_error does
+ * when the caller is the user's code, else (hbdlab's own Lua called the binding) at the innermost
+ * Lua frame outside hbdlab's library, as the host places an uncaught error; under pcall, a
+ * message showed "hbdlab/sweep.lua:292:" (attack passes 4-6). Never returns. */
+int hl_error(lua_State *L, const char *fmt, ...);
+
 /* Raises a Lua error with err->msg (prefixed with the function name if given).
  * Never returns. */
 int hl_raise(lua_State *L, const hl_err *err);

@@ -108,7 +108,7 @@ static int l_bench_spawn(lua_State *L)
     }
     posix_spawn_file_actions_destroy(&fa);
     if (fail)
-        return luaL_error(L, "bench_spawn: %s '%s'%s%s", fail, argv[0], err ? ": " : "", err ? strerror(err) : "");
+        return hl_error(L, "bench_spawn: %s '%s'%s%s", fail, argv[0], err ? ": " : "", err ? strerror(err) : "");
     hl_bench_sort(t, (size_t)runs);
     lua_createtable(L, 0, 3);
     hl_set_num(L, "median_s", runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]));

@@ -66,14 +66,14 @@ static hl_status call_lua(void *vctx, const double *x, double *pred, hl_err *err
 static double *num_array(lua_State *L, int idx, const char *name, int32_t n)
 {
     if (lua_getfield(L, idx, name) != LUA_TTABLE)
-        luaL_error(L, "calibrate_fit: field '%s' must be an array of %d numbers", name, (int)n);
+        hl_error(L, "calibrate_fit: field '%s' must be an array of %d numbers", name, (int)n);
     double *a = lua_newuserdatauv(L, sizeof(double) * (size_t)(n > 0 ? n : 1), 0);
     for (int32_t i = 0; i < n; i++) {
         lua_rawgeti(L, -2, i + 1);
         int ok = 0;
         a[i] = lua_tonumberx(L, -1, &ok);
         if (!ok)
-            luaL_error(L, "calibrate_fit: field '%s'[%d] is not a number", name, (int)i + 1);
+            hl_error(L, "calibrate_fit: field '%s'[%d] is not a number", name, (int)i + 1);
         lua_pop(L, 1);
     }
     lua_remove(L, -2); /* keep the buffer on the stack until the call returns */
@@ -91,7 +91,7 @@ static int l_calibrate_fit(lua_State *L)
     lua_Integer nc = lua_type(L, -1) == LUA_TTABLE ? luaL_len(L, -1) : 0;
     lua_pop(L, 2);
     if (np < 1 || np > 1000 || nc < 1 || nc > 1000000)
-        return luaL_error(L, "calibrate_fit: needs 1..1000 parameters and 1..1e6 cases (got %d, %d)", (int)np, (int)nc);
+        return hl_error(L, "calibrate_fit: needs 1..1000 parameters and 1..1e6 cases (got %d, %d)", (int)np, (int)nc);
     hl_calib_in in;
     memset(&in, 0, sizeof in);
     in.n_params = (int32_t)np;
@@ -111,10 +111,10 @@ static int l_calibrate_fit(lua_State *L)
     }
     double max_iter = hl_opt_number_field(L, 1, "max_iter", 0);
     if (!(max_iter >= 0 && max_iter <= 1e6 && max_iter == floor(max_iter))) /* range-checked before the cast */
-        return luaL_error(L, "field 'max_iter': %f is not allowed (a whole number 1..1e6; 0 = 200)", max_iter);
+        return hl_error(L, "field 'max_iter': %f is not allowed (a whole number 1..1e6; 0 = 200)", max_iter);
     in.max_iter = (int32_t)max_iter;
     if (lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
-        return luaL_error(L, "calibrate_fit: field 'fn' must be a function(x) returning the predictions");
+        return hl_error(L, "calibrate_fit: field 'fn' must be a function(x) returning the predictions");
     lua_fn_ctx ctx = {L, lua_gettop(L), in.n_params, in.n_cases};
     in.fn = call_lua;
     in.ctx = &ctx;

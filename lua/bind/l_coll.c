@@ -18,7 +18,7 @@ static int l_collective(lua_State *L)
         static const char *const need[] = {"tokens", "hidden", "topk"};
         for (int i = 0; i < 3; i++)
             if (lua_getfield(L, 2, need[i]) != LUA_TNUMBER)
-                return luaL_error(L, "hl.collective %s: field '%s' is required (a number)", op, need[i]);
+                return hl_error(L, "hl.collective %s: field '%s' is required (a number)", op, need[i]);
         lua_pop(L, 3);
         const char *prec = hl_opt_string_field(L, 2, "precision");
         hl_precision p;
@@ -36,7 +36,7 @@ static int l_collective(lua_State *L)
     in.op = o;
     in.algo = a;
     if (!moe && lua_getfield(L, 2, "bytes") == LUA_TNIL)
-        return luaL_error(L, "collective field 'bytes' is required (bytes as nccl-tests counts them)");
+        return hl_error(L, "collective field 'bytes' is required (bytes as nccl-tests counts them)");
     lua_settop(L, 2);
     in.bytes = moe ? moe_bytes : hl_opt_number_field(L, 2, "bytes", 0); /* range checked by hl_coll_time */
     /* range before conversion: hl_coll_time checks them against the cluster */

@@ -362,7 +362,7 @@ static int l_dist_agree(lua_State *L)
     const char *text = luaL_optlstring(L, 3, "", &len);
     char msg[400];
     if (hl_dist_agree(codes[which], (int64_t)count, hl_dist_hash(HL_DIST_HASH_START, text, len), msg, sizeof msg))
-        return luaL_error(L, "%s", msg);
+        return hl_error(L, "%s", msg);
     return 0;
 }
 
@@ -372,7 +372,7 @@ static int l_dist_allgather(lua_State *L)
     size_t len;
     const char *s = luaL_checklstring(L, 1, &len);
     if (!hl_bind_dist.mpi)
-        return luaL_error(L, "dist_allgather: not running under MPI");
+        return hl_error(L, "dist_allgather: not running under MPI");
     char *all;
     size_t total;
     /* each rank's length first, so the pieces can be split again */
@@ -380,13 +380,13 @@ static int l_dist_allgather(lua_State *L)
     int hn = snprintf(head, sizeof head, "%zu:", len);
     char *msg = malloc((size_t)hn + len);
     if (!msg)
-        return luaL_error(L, "dist_allgather: out of memory");
+        return hl_error(L, "dist_allgather: out of memory");
     memcpy(msg, head, (size_t)hn);
     memcpy(msg + hn, s, len);
     int rc = hl_dist_allgather_text(msg, (size_t)hn + len, &all, &total);
     free(msg);
     if (rc)
-        return luaL_error(L, "dist_allgather: MPI gather failed");
+        return hl_error(L, "dist_allgather: MPI gather failed");
     lua_createtable(L, hl_bind_dist.count, 0);
     size_t at = 0;
     for (int r = 0; r < hl_bind_dist.count && at < total; r++) {

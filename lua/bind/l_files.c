@@ -240,7 +240,7 @@ static int l_write_atomic(lua_State *L)
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
-        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", path, strerror(errno));
     size_t done = 0;
     int e = 0;
     while (done < len && !e) {
@@ -262,7 +262,7 @@ static int l_write_atomic(lua_State *L)
         unlink(tmp);
     forget(tmp);
     if (e)
-        return luaL_error(L, "cannot write %s: %s", path, strerror(e));
+        return hl_error(L, "cannot write %s: %s", path, strerror(e));
     return 1;
 }
 
@@ -274,13 +274,13 @@ static int l_temp_beside(lua_State *L)
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
-        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", path, strerror(errno));
     int ok = fchmod(fd, file_mode()) == 0;
     close(fd);
     if (!ok) {
         unlink(tmp);
         forget(tmp);
-        return luaL_error(L, "cannot write %s: %s", path, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", path, strerror(errno));
     }
     lua_pushstring(L, tmp);
     return 1;
@@ -294,7 +294,7 @@ static int l_commit_temp(lua_State *L)
         unlink(tmp);
     forget(tmp);
     if (e)
-        return luaL_error(L, "cannot write %s: %s", path, strerror(e));
+        return hl_error(L, "cannot write %s: %s", path, strerror(e));
     return 0;
 }
 
@@ -407,10 +407,10 @@ static int l_to_csv(lua_State *L)
             if (lua_type(L, -1) == LUA_TTABLE) { /* a nested table wrote "table: 0x55..." into the file */
                 if (luaL_getmetafield(L, -1, "__tostring") == LUA_TNIL) {
                     lua_geti(L, 2, j);
-                    return luaL_error(L,
-                                      "to_csv: row %d, column '%s' holds a table (a CSV cell holds a number, a string "
-                                      "or a boolean: choose the columns to write)",
-                                      (int)i, luaL_tolstring(L, -1, NULL));
+                    return hl_error(L,
+                                    "to_csv: row %d, column '%s' holds a table (a CSV cell holds a number, a string "
+                                    "or a boolean: choose the columns to write)",
+                                    (int)i, luaL_tolstring(L, -1, NULL));
                 }
                 lua_pop(L, 1); /* the __tostring found */
             }
@@ -421,7 +421,7 @@ static int l_to_csv(lua_State *L)
         hl_csv_end_row(c);
     }
     if (c->failed)
-        return luaL_error(L, "to_csv: out of memory");
+        return hl_error(L, "to_csv: out of memory");
     lua_pushlstring(L, c->text, (size_t)c->len);
     hl_csv_free(c);
     return 1;

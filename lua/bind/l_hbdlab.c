@@ -28,16 +28,58 @@ static int open_core(lua_State *L)
     return 1;
 }
 
+/* The globals hbdlab's own chunks see (attack pass 6): a script's `table = hl.sweep{...}` or
+ * `type = "dense"` replaced the global the library's Lua called ("attempt to call a nil value
+ * (field 'sort')" in hl.rows.print, every hl.simulate failing). The standard library's tables and
+ * base functions as they were when hbdlab was opened are the chunks' own; every other name (hl,
+ * print, io, os, require, arg) is read from and written to the script's globals, as before. */
+static const char *const own_globals[] = {"string",   "table",        "math",   "utf8",   "coroutine", "assert",
+                                          "error",    "getmetatable", "ipairs", "next",   "pairs",     "pcall",
+                                          "rawequal", "rawget",       "rawlen", "rawset", "select",    "setmetatable",
+                                          "tonumber", "tostring",     "type",   "xpcall", NULL};
+static char env_key;
+
+static void push_env(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &env_key) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    lua_createtable(L, 0, (int)(sizeof own_globals / sizeof own_globals[0])); /* [env] */
+    for (int i = 0; own_globals[i]; i++) {
+        lua_pushglobaltable(L);
+        lua_pushstring(L, own_globals[i]);
+        lua_rawget(L, -2); /* [env G value] */
+        lua_setfield(L, -3, own_globals[i]);
+        lua_pop(L, 1);
+    }
+    lua_createtable(L, 0, 2); /* [env mt] */
+    lua_pushglobaltable(L);
+    lua_setfield(L, -2, "__index");
+    lua_pushglobaltable(L);
+    lua_setfield(L, -2, "__newindex");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &env_key);
+}
+
 /* Pushes the function of embedded file f: its precompiled chunk, or (when this liblua refuses
- * the chunk: another Lua version or number format than the build's) its source. */
+ * the chunk: another Lua version or number format than the build's) its source; its _ENV (a main
+ * chunk's one upvalue) is push_env's table. */
 static int load_file(lua_State *L, const hl_lua_file *f)
 {
     char chunkname[256];
     snprintf(chunkname, sizeof chunkname, "@%s", f->name);
-    if (luaL_loadbufferx(L, f->chunk, f->chunk_size, chunkname, "b") == LUA_OK)
-        return LUA_OK;
-    lua_pop(L, 1);
-    return luaL_loadbufferx(L, f->data, f->size, chunkname, "t");
+    int st = luaL_loadbufferx(L, f->chunk, f->chunk_size, chunkname, "b");
+    if (st != LUA_OK) {
+        lua_pop(L, 1);
+        st = luaL_loadbufferx(L, f->data, f->size, chunkname, "t");
+    }
+    if (st == LUA_OK) {
+        push_env(L);
+        if (!lua_setupvalue(L, -2, 1))
+            lua_pop(L, 1);
+    }
+    return st;
 }
 
 /* core.embedded_chunks() -> the release the chunks were built with, and per embedded file
@@ -117,5 +159,5 @@ int luaopen_hbdlab(lua_State *L)
             return 1;
         }
     }
-    return luaL_error(L, "hbdlab: embedded hbdlab/init.lua is missing from this build");
+    return hl_error(L, "hbdlab: embedded hbdlab/init.lua is missing from this build");
 }

@@ -43,7 +43,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *c
 static void attach(lua_State *L, hl_json *parent, const char *key, hl_json *node)
 {
     if (!hl_json_add(parent, key, node))
-        luaL_error(L, "json_encode: out of memory");
+        hl_error(L, "json_encode: out of memory");
 }
 
 /* Adds the members of the table at idx to node (already attached to the tree, so an
@@ -67,7 +67,7 @@ static void fill_table(lua_State *L, int idx, hl_json *node, int is_arr, size_t 
     while (lua_next(L, idx)) {
         lua_pop(L, 1);
         if (lua_type(L, -1) != LUA_TSTRING)
-            luaL_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -1));
+            hl_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -1));
         if (k < n)
             keys[k++] = lua_tostring(L, -1); /* alive: the key is in the table */
     }
@@ -95,7 +95,7 @@ static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, i
     case LUA_TSTRING: attach(L, parent, key, hl_json_new_string(lua_tostring(L, idx))); return;
     case LUA_TTABLE: {
         if (depth > MAX_DEPTH)
-            luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
+            hl_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 8, "json_encode");
         if (hl_result_view_push_plain(L, idx)) { /* a result view: the fields it shows */
             add_value(L, lua_gettop(L), parent, key, depth);
@@ -118,13 +118,13 @@ static void add_value(lua_State *L, int idx, hl_json *parent, const char *key, i
     default:
         if (luaL_callmeta(L, idx, "__tostring")) { /* may raise: nothing of this value is allocated yet */
             if (lua_type(L, -1) != LUA_TSTRING)
-                luaL_error(L, "json_encode: __tostring of a %s value returned a %s", luaL_typename(L, idx),
-                           luaL_typename(L, -1));
+                hl_error(L, "json_encode: __tostring of a %s value returned a %s", luaL_typename(L, idx),
+                         luaL_typename(L, -1));
             attach(L, parent, key, hl_json_new_string(lua_tostring(L, -1)));
             lua_pop(L, 1);
             return;
         }
-        luaL_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
+        hl_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
     }
 }
 
@@ -137,10 +137,10 @@ static void check_string(lua_State *L, int idx, const char *what)
     const char *nul = memchr(s, '\0', len);
     int64_t bad = hl_utf8_invalid_offset(s, (int64_t)len);
     if (nul)
-        luaL_error(L, "json_encode: %s holds a NUL byte at byte %d (not allowed in JSON text here)", what,
-                   (int)(nul - s));
+        hl_error(L, "json_encode: %s holds a NUL byte at byte %d (not allowed in JSON text here)", what,
+                 (int)(nul - s));
     if (bad >= 0)
-        luaL_error(L, "json_encode: %s is not UTF-8 (byte %d)", what, (int)bad);
+        hl_error(L, "json_encode: %s is not UTF-8 (byte %d)", what, (int)bad);
 }
 
 /* Checks that the value at idx can be encoded (types, string keys, depth)
@@ -161,7 +161,7 @@ static void check_encodable(lua_State *L, int idx, int depth)
         break;
     case LUA_TTABLE: {
         if (depth > MAX_DEPTH)
-            luaL_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
+            hl_error(L, "json_encode: nesting deeper than %d (a cycle?)", MAX_DEPTH);
         luaL_checkstack(L, 4, "json_encode");
         if (hl_result_view_push_plain(L, idx)) {
             check_encodable(L, -1, depth);
@@ -173,7 +173,7 @@ static void check_encodable(lua_State *L, int idx, int depth)
         lua_pushnil(L);
         while (lua_next(L, idx)) {
             if (!array && lua_type(L, -2) != LUA_TSTRING)
-                luaL_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -2));
+                hl_error(L, "json_encode: object keys must be strings (got a %s key)", luaL_typename(L, -2));
             if (!array)
                 check_string(L, -2, "a key");
             check_encodable(L, -1, depth + 1);
@@ -187,7 +187,7 @@ static void check_encodable(lua_State *L, int idx, int depth)
         lua_pop(L, 1);
         return;
     }
-    luaL_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
+    hl_error(L, "json_encode: cannot encode a %s value", luaL_typename(L, idx));
 }
 
 /* The tree being built: every node hangs from holder (an array), so whatever raises
@@ -205,11 +205,11 @@ static int encode_protected(lua_State *L)
     check_encodable(L, 1, 0); /* clear errors for wrong types before anything is built */
     e->holder = hl_json_new(HL_JSON_ARRAY);
     if (!e->holder)
-        return luaL_error(L, "json_encode: out of memory");
+        return hl_error(L, "json_encode: out of memory");
     add_value(L, 1, e->holder, NULL, 0);
     e->text = hl_json_print(hl_json_first(e->holder), pretty);
     if (!e->text)
-        return luaL_error(L, "json_encode: out of memory");
+        return hl_error(L, "json_encode: out of memory");
     lua_pushstring(L, e->text); /* may raise (memory): text is freed by the caller either way */
     return 1;
 }
@@ -235,7 +235,7 @@ static int l_encode(lua_State *L)
 static void decode(lua_State *L, const hl_json *v, const char *origin, int depth)
 {
     if (depth > MAX_DEPTH)
-        luaL_error(L, "%s: JSON nesting deeper than %d", origin, MAX_DEPTH);
+        hl_error(L, "%s: JSON nesting deeper than %d", origin, MAX_DEPTH);
     luaL_checkstack(L, 4, "json_decode");
     switch (hl_json_kind_of(v)) {
     case HL_JSON_NULL: lua_pushlightuserdata(L, &null_sentinel); break;
@@ -267,7 +267,7 @@ static void decode(lua_State *L, const hl_json *v, const char *origin, int depth
             lua_setfield(L, -2, hl_json_key(c));
         }
         break;
-    default: luaL_error(L, "%s: unsupported JSON value", origin);
+    default: hl_error(L, "%s: unsupported JSON value", origin);
     }
 }
 

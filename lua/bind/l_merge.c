@@ -7,70 +7,46 @@
  *   core.csv_shard_copy(tmp, head, {path, offset}...) appends head and each file from its offset */
 #define _GNU_SOURCE /* copy_file_range */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bind.h"
 
 enum { PIECE = 1 << 20, HEAD_MAX = 1 << 16 };
 
-static int open_failed(lua_State *L, const char *path)
+/* A shard opened for reading through hl_open_input, as every input of hbdlab (core/src/io.c):
+ * a regular file only, so /dev/zero, a FIFO or a folder are refused before any read (merge read
+ * /dev/zero without end, and said "read error" for a folder). NULL with the reason in err. */
+static FILE *open_shard(const char *path, hl_err *err)
 {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: cannot open: %s", path, strerror(errno));
-    return 2;
-}
-
-/* A shard opened for reading: a regular file only, as every input of hbdlab (core/src/io.c): a FIFO
- * is opened without waiting for a writer, and /dev/zero, a FIFO or a folder are refused before any
- * read (merge read /dev/zero without end, and said "read error" for a folder). NULL with errno set,
- * or with *kind naming what it is. */
-static FILE *open_shard(const char *path, const char **kind)
-{
-    *kind = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int64_t size;
+    int fd = hl_open_input(path, &size, err);
     if (fd < 0)
         return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        if (fstat(fd, &st) == 0)
-            *kind = S_ISDIR(st.st_mode)    ? "a directory"
-                    : S_ISFIFO(st.st_mode) ? "a FIFO"
-                    : S_ISCHR(st.st_mode)  ? "a character device"
-                    : S_ISSOCK(st.st_mode) ? "a socket"
-                                           : "a device";
-        close(fd);
-        errno = e;
-        return NULL;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "rb");
-    if (!f)
+    if (!f) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", path, strerror(errno));
         close(fd);
+    }
     return f;
 }
 
-static int shard_failed(lua_State *L, const char *path, const char *kind)
+static int shard_failed(lua_State *L, const hl_err *err)
 {
-    if (!kind)
-        return open_failed(L, path);
     lua_pushnil(L);
-    lua_pushfstring(L, "%s: not a regular file (%s)", path, kind);
+    lua_pushstring(L, err->msg);
     return 2;
 }
 
 static int l_csv_shard_head(lua_State *L)
 {
     const char *path = hl_check_c_string(L, 1, "merge: a file name");
-    const char *kind;
-    FILE *f = open_shard(path, &kind);
+    hl_err err;
+    FILE *f = open_shard(path, &err);
     if (!f)
-        return shard_failed(L, path, kind);
+        return shard_failed(L, &err);
     char *buf = malloc(HEAD_MAX);
     size_t n = buf ? fread(buf, 1, HEAD_MAX, f) : 0;
     int bad = ferror(f);
@@ -91,10 +67,10 @@ static int l_csv_shard_check(lua_State *L)
 {
     const char *path = hl_check_c_string(L, 1, "merge: a file name");
     lua_Integer skip = luaL_checkinteger(L, 2);
-    const char *kind;
-    FILE *f = open_shard(path, &kind);
+    hl_err err;
+    FILE *f = open_shard(path, &err);
     if (!f)
-        return shard_failed(L, path, kind);
+        return shard_failed(L, &err);
     char *buf = malloc(PIECE);
     hl_csv_check c;
     hl_csv_check_init(&c);
@@ -115,7 +91,7 @@ static int l_csv_shard_check(lua_State *L)
     if (stopped) {
         fclose(f);
         free(buf);
-        return luaL_error(L, "interrupted! (merge stopped while reading %s)", path);
+        return hl_error(L, "interrupted! (merge stopped while reading %s)", path);
     }
     int64_t records = 0;
     int ok = !bad && hl_csv_check_end(&c, &records) == 0;
@@ -155,7 +131,7 @@ static int l_csv_shard_copy(lua_State *L)
         out = NULL;
     }
     if (!out)
-        return luaL_error(L, "cannot write %s: %s", tmp, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", tmp, strerror(errno));
     char *buf = malloc(PIECE);
     int bad = !buf || fwrite(head, 1, head_len, out) != head_len;
     const char *failed = tmp;
@@ -192,7 +168,7 @@ static int l_csv_shard_copy(lua_State *L)
     bad |= fclose(out) != 0;
     free(buf);
     if (bad)
-        return luaL_error(L, "cannot copy %s: %s", failed, strerror(e ? e : EIO));
+        return hl_error(L, "cannot copy %s: %s", failed, strerror(e ? e : EIO));
     return 0;
 }
 

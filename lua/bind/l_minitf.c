@@ -23,7 +23,7 @@ static int l_minitf_run(lua_State *L)
     lua_getfield(L, 1, "model");
     hl_model *m = hl_to_model(L, -1);
     if (!m)
-        return luaL_error(L, "minitf: field 'model' must be a model object");
+        return hl_error(L, "minitf: field 'model' must be a model object");
     lua_pop(L, 1);
     /* every number is range-checked before it is converted (a huge double to int is undefined) */
     hl_minitf_layout lay = {(int32_t)hl_opt_int_field(L, 1, "tp", 1, 1, 1024),
@@ -35,7 +35,7 @@ static int l_minitf_run(lua_State *L)
     uint64_t seed = (uint64_t)hl_opt_int_field(L, 1, "seed", 1, 0, (int64_t)1 << 53);
     int kv = hl_opt_bool_field(L, 1, "kv_cache", 1);
     if (batch < 1 || n_prompt < 1 || n_new < 1 || batch > 64 || n_prompt > 4096 || n_new > 4096)
-        return luaL_error(L, "minitf: batch 1..64, prompt and new 1..4096 (got %d, %d, %d)", batch, n_prompt, n_new);
+        return hl_error(L, "minitf: batch 1..64, prompt and new 1..4096 (got %d, %d, %d)", batch, n_prompt, n_new);
     hl_err err;
     hl_minitf *tf;
     if (hl_minitf_new(m, seed, &tf, &err))
@@ -48,7 +48,7 @@ static int l_minitf_run(lua_State *L)
     if (!prompts || !tokens || !logits || !st) {
         free(prompts), free(tokens), free(logits), free(st);
         hl_minitf_free(tf);
-        return luaL_error(L, "minitf: out of memory");
+        return hl_error(L, "minitf: out of memory");
     }
     uint64_t s = seed * 7919 + 13;
     for (int i = 0; i < batch * n_prompt; i++) { /* deterministic prompts */

@@ -65,7 +65,7 @@ static void apply_table(lua_State *L, const objtype *t, void *obj, int idx, cons
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* [... key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_error(L, "%s: field names must be strings (got a %s key)", t->kind, luaL_typename(L, -2));
+            hl_error(L, "%s: field names must be strings (got a %s key)", t->kind, luaL_typename(L, -2));
         char what[64];
         snprintf(what, sizeof what, "%s: a field name", t->kind);
         const char *key = hl_c_string(L, -2, what);
@@ -156,7 +156,7 @@ static int make_object(lua_State *L, const objtype *t)
     } else if (bt == LUA_TUSERDATA && type_of(L, -1) == t) {
         memcpy(&buf, lua_touserdata(L, -1), t->size);
     } else if (bt != LUA_TNIL) {
-        return luaL_error(L, "%s field 'base': expected a %s preset name or %s object", t->kind, t->kind, t->kind);
+        return hl_error(L, "%s field 'base': expected a %s preset name or %s object", t->kind, t->kind, t->kind);
     } else if (t == &T_GPU) {
         hl_gpu_init_defaults(&buf.g); /* the documented defaults JSON loading also starts from */
     }
@@ -190,11 +190,11 @@ static int l_cluster(lua_State *L)
     } else if (hl_to_gpu(L, -1)) {
         gpu = *hl_to_gpu(L, -1);
     } else {
-        return luaL_error(L, "cluster field 'gpu': expected a gpu object or preset name, got %s", luaL_typename(L, -1));
+        return hl_error(L, "cluster field 'gpu': expected a gpu object or preset name, got %s", luaL_typename(L, -1));
     }
     lua_pop(L, 1);
     if (lua_getfield(L, 1, "gpus") == LUA_TNIL)
-        return luaL_error(L, "cluster field 'gpus' is required (number of GPUs)");
+        return hl_error(L, "cluster field 'gpus' is required (number of GPUs)");
     lua_pop(L, 1);
     hl_cluster c;
     hl_cluster_init(&c, &gpu, 1, 1, &err); /* fill link fields; sizes set and checked below */
@@ -220,7 +220,7 @@ static int l_with(lua_State *L)
     if (t == &T_CLUSTER && lua_getfield(L, 2, "gpu") != LUA_TNIL) {
         hl_gpu *g = hl_to_gpu(L, -1);
         if (!g)
-            return luaL_error(L, "cluster field 'gpu': expected a gpu object");
+            return hl_error(L, "cluster field 'gpu': expected a gpu object");
         ((hl_cluster *)copy)->gpu = *g;
     }
     if (t == &T_CLUSTER)
@@ -267,8 +267,8 @@ static int l_index(lua_State *L)
 static int l_newindex(lua_State *L)
 {
     const objtype *t = type_of(L, 1);
-    return luaL_error(L, "%s objects are immutable: use obj:with{%s = ...} for a changed copy", t->kind,
-                      luaL_optstring(L, 2, "field"));
+    return hl_error(L, "%s objects are immutable: use obj:with{%s = ...} for a changed copy", t->kind,
+                    luaL_optstring(L, 2, "field"));
 }
 
 static int l_eq(lua_State *L)

@@ -323,7 +323,7 @@ static int view_pairs(lua_State *L)
 {
     lua_pushcfunction(L, plain_next);
     if (!hl_result_view_push_plain(L, 1))
-        return luaL_error(L, "pairs: not a result view");
+        return hl_error(L, "pairs: not a result view");
     lua_pushnil(L);
     return 3;
 }

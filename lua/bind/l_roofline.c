@@ -6,7 +6,7 @@
 #include "bind.h"
 
 static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", "moe", NULL};
-static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", NULL};
+static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", "vllm_v0", NULL};
 #define KIND_MOE 5
 
 static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_op_time *t)
@@ -89,7 +89,7 @@ static int l_op_time(lua_State *L)
         double ep = hl_opt_number_field(L, 2, "ep", 1), etp = hl_opt_number_field(L, 2, "etp", 1);
         double imb = hl_opt_number_field(L, 2, "imbalance", 1);
         if (!(ep >= 1 && etp >= 1 && imb >= 1 && topk <= E))
-            return luaL_error(L, "hl.roofline: moe needs ep >= 1, etp >= 1, imbalance >= 1, topk <= experts");
+            return hl_error(L, "hl.roofline: moe needs ep >= 1, etp >= 1, imbalance >= 1, topk <= experts");
         hl_moe_shape s;
         s.local_experts = E / ep;
         s.tokens_per_expert = tokens * topk / E * imb;
@@ -143,7 +143,7 @@ static int l_op_time(lua_State *L)
         s.act_bytes = ab;
         s.window = hl_opt_number_field(L, 2, "window", 0);
         if (!(s.new_tokens >= 1 && s.context >= 0))
-            return luaL_error(L, "hl.roofline: attention needs q >= 1 and context >= 0");
+            return hl_error(L, "hl.roofline: attention needs q >= 1 and context >= 0");
         hl_op_attention(&op, "attention", &s, prec);
     } else {
         op.kind = kind;

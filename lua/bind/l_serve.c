@@ -91,11 +91,11 @@ static void unknown_key(lua_State *L, const char *where, const char *k, int serv
         near = hl_nearest_name(k, names);
     }
     if (near)
-        luaL_error(L, "%s: unknown field '%s' (did you mean '%s'?; hl.help \"serve\" lists them)", where, k, near);
-    luaL_error(L,
-               "%s: unknown field '%s' (hl.help \"serve\" lists the serve fields, hl.help \"simulate\" the "
-               "instance's)",
-               where, k);
+        hl_error(L, "%s: unknown field '%s' (did you mean '%s'?; hl.help \"serve\" lists them)", where, k, near);
+    hl_error(L,
+             "%s: unknown field '%s' (hl.help \"serve\" lists the serve fields, hl.help \"simulate\" the "
+             "instance's)",
+             where, k);
 }
 
 /* Sets serve field `name` (a row's name or path) from the Lua value at the top of the stack. */
@@ -106,13 +106,13 @@ static void set_serve_value(lua_State *L, hl_serve_cfg *c, const char *name)
     hl_err err;
     hl_status st = HL_OK;
     if (f && f->type == HL_FIELD_BOOL && t != LUA_TBOOLEAN) /* 0 and "no" are true in Lua: no guessing */
-        luaL_error(L, "serve field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
+        hl_error(L, "serve field '%s': expected true or false, got %s", name, luaL_typename(L, -1));
     if ((!f || f->type != HL_FIELD_BOOL) && t == LUA_TBOOLEAN)
-        luaL_error(L, "serve field '%s': expected a %s, got %s", name,
-                   f && (f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING) ? "string" : "number",
-                   lua_toboolean(L, -1) ? "true" : "false");
+        hl_error(L, "serve field '%s': expected a %s, got %s", name,
+                 f && (f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING) ? "string" : "number",
+                 lua_toboolean(L, -1) ? "true" : "false");
     if (f && f->type == HL_FIELD_ENUM && t != LUA_TSTRING)
-        luaL_error(L, "serve field '%s': expected one of %s, got %s", name, f->enum_names, luaL_typename(L, -1));
+        hl_error(L, "serve field '%s': expected one of %s, got %s", name, f->enum_names, luaL_typename(L, -1));
     if (t == LUA_TNUMBER)
         st = hl_serve_set_number(c, name, lua_tonumber(L, -1), &err);
     else if (t == LUA_TBOOLEAN)
@@ -122,9 +122,9 @@ static void set_serve_value(lua_State *L, hl_serve_cfg *c, const char *name)
         snprintf(what, sizeof what, "serve field '%s'", name);
         st = hl_serve_set_string(c, name, hl_c_string(L, -1, what), &err); /* "poisson\0junk" is no poisson */
     } else
-        luaL_error(L, "serve field '%s': expected a %s, got %s", name,
-                   !f || f->type == HL_FIELD_DOUBLE || f->type == HL_FIELD_INT64 ? "number" : "string",
-                   luaL_typename(L, -1));
+        hl_error(L, "serve field '%s': expected a %s, got %s", name,
+                 !f || f->type == HL_FIELD_DOUBLE || f->type == HL_FIELD_INT64 ? "number" : "string",
+                 luaL_typename(L, -1));
     if (st)
         hl_raise(L, &err);
 }
@@ -157,15 +157,14 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
     }
     lua_pushnil(L);
     if (!lua_next(L, t)) /* {} (or a JSON null inside it) sets nothing: say so, not a silent "none" */
-        luaL_error(L,
-                   "serve field '%s': an empty table gives none of its fields (allowed: %s; leave '%s' out for none)",
-                   g, group_members(g, keys), g);
+        hl_error(L, "serve field '%s': an empty table gives none of its fields (allowed: %s; leave '%s' out for none)",
+                 g, group_members(g, keys), g);
     lua_pop(L, 2);
     hl_serve_clear_group(c, g);
     lua_pushnil(L);
     while (lua_next(L, t)) { /* [.. group key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_error(L, "serve field '%s': keys must be names (got a %s key)", g, luaL_typename(L, -2));
+            hl_error(L, "serve field '%s': keys must be names (got a %s key)", g, luaL_typename(L, -2));
         const char *k = hl_c_string(L, -2, "serve: a field name");
         char path[96], alias[96];
         snprintf(path, sizeof path, "%s.%s", g, k);
@@ -177,8 +176,8 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
             if (a && strcmp(a->unit, "s") == 0 && lua_type(L, -1) == LUA_TNUMBER) {
                 lua_getfield(L, t, alias + strlen(g) + 1);
                 if (!lua_isnil(L, -1))
-                    luaL_error(L, "serve field '%s': %s and %s give the same limit twice (in s and in ms)", g,
-                               alias + strlen(g) + 1, k);
+                    hl_error(L, "serve field '%s': %s and %s give the same limit twice (in s and in ms)", g,
+                             alias + strlen(g) + 1, k);
                 lua_pop(L, 1);
                 lua_pushnumber(L, lua_tonumber(L, -1) * 1e-3);
                 set_serve_value(L, c, alias);
@@ -202,8 +201,8 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
             members[n] = NULL;
             const char *near = hl_nearest_name(k, members);
             if (near)
-                luaL_error(L, "serve field '%s': unknown key '%s' (did you mean '%s'?; allowed: %s)", g, k, near, list);
-            luaL_error(L, "serve field '%s': unknown key '%s' (allowed: %s)", g, k, list);
+                hl_error(L, "serve field '%s': unknown key '%s' (did you mean '%s'?; allowed: %s)", g, k, near, list);
+            hl_error(L, "serve field '%s': unknown key '%s' (allowed: %s)", g, k, list);
         }
         set_serve_value(L, c, path);
         lua_pop(L, 1);
@@ -224,14 +223,14 @@ static void pool_table(lua_State *L, int jt, const char *which)
     }
     for (lua_pushnil(L); lua_next(L, p); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_error(L, "serve field 'disagg.%s': keys must be names", which);
+            hl_error(L, "serve field 'disagg.%s': keys must be names", which);
         const char *k = hl_c_string(L, -2, "serve: a field name");
         if (!is_job_key(k)) {
             if (is_serve_key(k))
-                luaL_error(L,
-                           "serve field 'disagg.%s': '%s' is a serve field, not an instance field (give it at "
-                           "the top level)",
-                           which, k);
+                hl_error(L,
+                         "serve field 'disagg.%s': '%s' is a serve field, not an instance field (give it at "
+                         "the top level)",
+                         which, k);
             char where[64];
             snprintf(where, sizeof where, "serve field 'disagg.%s'", which);
             unknown_key(L, where, k, 0);
@@ -250,10 +249,10 @@ static hl_job instance(lua_State *L, const char *pool)
     int batch_max, auto_plan;
     hl_check_job(L, -1, &pin, &batch_max, &auto_plan);
     if (batch_max || auto_plan)
-        luaL_error(L,
-                   "%sserve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
-                   "scheduler (max_seqs)",
-                   pool);
+        hl_error(L,
+                 "%sserve: give an explicit mapping (parallel = {tp =, ...}); the batch comes from the "
+                 "scheduler (max_seqs)",
+                 pool);
     hl_err err;
     if (hl_serve_check_plan(&pin, pool, &err) || hl_serve_check_instance(&pin.job, pool, &err))
         hl_raise(L, &err);
@@ -273,7 +272,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
     int jt = lua_gettop(L);
     for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_error(L, "serve: field names must be strings (got a %s key)", luaL_typename(L, -2));
+            hl_error(L, "serve: field names must be strings (got a %s key)", luaL_typename(L, -2));
         const char *k = hl_c_string(L, -2, "serve: a field name");
         if (is_serve_key(k))
             continue;
@@ -284,7 +283,7 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
             snprintf(msg, sizeof msg, "serve: '%s' is key '%s' of group '%.*s': give %.*s = {%s = ...}%s%s%s", k,
                      k + gl + 1, gl, k, gl, k, k + gl + 1, pf->type == HL_FIELD_TABLE ? "" : ", or its flat name '",
                      pf->type == HL_FIELD_TABLE ? "" : pf->name, pf->type == HL_FIELD_TABLE ? "" : "'");
-            luaL_error(L, "%s", msg);
+            hl_error(L, "%s", msg);
         }
         if (!is_job_key(k))
             unknown_key(L, "serve", k, 1);
@@ -302,23 +301,23 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
         int t = lua_type(L, -1);
         if (strcmp(k, "disagg") == 0) {
             if (t != LUA_TTABLE)
-                luaL_error(L, "serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}, got %s",
-                           luaL_typename(L, -1));
+                hl_error(L, "serve field 'disagg': expected {prefill = {...}, decode = {...}, kv_link =}, got %s",
+                         luaL_typename(L, -1));
             int d = lua_gettop(L);
             hl_check_plain_table(L, d, "serve field 'disagg'");
             for (lua_pushnil(L); lua_next(L, d); lua_pop(L, 1)) {
                 const char *dk =
                     lua_type(L, -2) == LUA_TSTRING ? hl_c_string(L, -2, "serve field 'disagg': a key") : "?";
                 if (strcmp(dk, "prefill") && strcmp(dk, "decode") && strcmp(dk, "kv_link"))
-                    luaL_error(L, "serve field 'disagg': unknown key '%s' (allowed: prefill, decode, kv_link)", dk);
+                    hl_error(L, "serve field 'disagg': unknown key '%s' (allowed: prefill, decode, kv_link)", dk);
             }
             for (int w = 0; w < 2; w++) {
                 const char *which = w ? "decode" : "prefill";
                 if (lua_getfield(L, d, which) != LUA_TTABLE)
-                    luaL_error(L,
-                               "serve field 'disagg.%s': expected a table of instance fields (parallel = {tp =, "
-                               "gpus =}, ...), got %s",
-                               which, luaL_typename(L, -1));
+                    hl_error(L,
+                             "serve field 'disagg.%s': expected a table of instance fields (parallel = {tp =, "
+                             "gpus =}, ...), got %s",
+                             which, luaL_typename(L, -1));
                 pool_table(L, jt, which); /* [.. pool merged] */
                 char pre[40];
                 snprintf(pre, sizeof pre, "disagg.%s: ", which);
@@ -337,19 +336,19 @@ static void read_cfg(lua_State *L, int idx, hl_serve_cfg *c, owned *o)
             set_group(L, c, k);
         } else if (t == LUA_TTABLE) {
             const hl_field *f = hl_serve_field(k);
-            luaL_error(L, "serve field '%s': expected %s, got a table", k,
-                       !f                           ? "a number"
-                       : f->type == HL_FIELD_BOOL   ? "true or false"
-                       : f->type == HL_FIELD_STRING ? "a string"
-                       : f->type == HL_FIELD_ENUM   ? "a name"
-                                                    : "a number");
+            hl_error(L, "serve field '%s': expected %s, got a table", k,
+                     !f                           ? "a number"
+                     : f->type == HL_FIELD_BOOL   ? "true or false"
+                     : f->type == HL_FIELD_STRING ? "a string"
+                     : f->type == HL_FIELD_ENUM   ? "a name"
+                                                  : "a number");
         } else if (strcmp(k, "slo") == 0) {
-            luaL_error(L, "serve field 'slo': expected {ttft_s =, tpot_s =} (or ttft_ms, tpot_ms), got %s",
-                       luaL_typename(L, -1));
+            hl_error(L, "serve field 'slo': expected {ttft_s =, tpot_s =} (or ttft_ms, tpot_ms), got %s",
+                     luaL_typename(L, -1));
         } else if (is_group(k) && strcmp(k, "input") && strcmp(k, "output")) { /* kv_offload = true, sessions = 3 */
             char members[400];
-            luaL_error(L, "serve field '%s': expected a table {%s}, got %s", k, group_members(k, members),
-                       luaL_typename(L, -1));
+            hl_error(L, "serve field '%s': expected a table {%s}, got %s", k, group_members(k, members),
+                     luaL_typename(L, -1));
         } else {
             set_serve_value(L, c, k);
         }
@@ -472,7 +471,7 @@ static void check_memory(lua_State *L, const hl_serve_cfg *c)
                  "field 'requests': %.0f requests would take about %.3g GB, more than the budget of "
                  "%.3g GB (HBDLAB_SERVE_MEMORY_BYTES)%s; fewer requests give the same statistics",
                  n, need / 1e9, budget / 1e9, c->keep_requests ? " with keep_requests" : "");
-        luaL_error(L, "%s", msg);
+        hl_error(L, "%s", msg);
     }
 }
 

@@ -228,20 +228,20 @@ static void set_expert_freq(lua_State *L, hl_job *j)
     } else if (lua_type(L, -1) == LUA_TTABLE) {
         lua_Integer n = luaL_len(L, -1);
         if (n < 1 || n > HL_EXPERTS_MAX)
-            luaL_error(L, "field 'expert_freq': %d shares (allowed: one per expert, at most %d)", (int)n,
-                       (int)HL_EXPERTS_MAX);
+            hl_error(L, "field 'expert_freq': %d shares (allowed: one per expert, at most %d)", (int)n,
+                     (int)HL_EXPERTS_MAX);
         double share[HL_EXPERTS_MAX];
         for (lua_Integer i = 1; i <= n; i++) {
             int isnum = 0;
             lua_rawgeti(L, -1, i);
             share[i - 1] = lua_tonumberx(L, -1, &isnum);
             if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
-                luaL_error(L, "field 'expert_freq': entry %d is a %s, not a number", (int)i, luaL_typename(L, -1));
+                hl_error(L, "field 'expert_freq': entry %d is a %s, not a number", (int)i, luaL_typename(L, -1));
             lua_pop(L, 1);
         }
         st = hl_job_set_expert_freq(j, share, (int64_t)n, &err);
     } else {
-        luaL_error(L, "field 'expert_freq': expected a list of shares or a file name, got %s", luaL_typename(L, -1));
+        hl_error(L, "field 'expert_freq': expected a list of shares or a file name, got %s", luaL_typename(L, -1));
         return;
     }
     if (st)
@@ -257,17 +257,16 @@ static void set_spec_accept(lua_State *L, hl_job *j)
     hl_check_list(L, -1, "field 'spec_accept'");
     lua_Integer n = luaL_len(L, -1);
     if (n < 1 || n > HL_SPEC_POSITIONS_MAX)
-        luaL_error(L,
-                   "field 'spec_accept': a vector of %d entries (allowed: 1 to %d, one acceptance probability "
-                   "per draft token, or a number for all of them)",
-                   (int)n, (int)HL_SPEC_POSITIONS_MAX);
+        hl_error(L,
+                 "field 'spec_accept': a vector of %d entries (allowed: 1 to %d, one acceptance probability "
+                 "per draft token, or a number for all of them)",
+                 (int)n, (int)HL_SPEC_POSITIONS_MAX);
     double a[HL_SPEC_POSITIONS_MAX];
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
         if (lua_type(L, -1) != LUA_TNUMBER) /* JSON's null is a light userdata: "a userdata" */
-            luaL_error(L, "field 'spec_accept': entry %d is %s, not a number in (0, 1]", (int)i,
-                       lua_type(L, -1) == LUA_TLIGHTUSERDATA ? "null"
-                                                             : lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
+            hl_error(L, "field 'spec_accept': entry %d is %s, not a number in (0, 1]", (int)i,
+                     lua_type(L, -1) == LUA_TLIGHTUSERDATA ? "null" : lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
         a[i - 1] = lua_tonumber(L, -1);
         lua_pop(L, 1);
     }
@@ -306,8 +305,8 @@ static void unknown_key(lua_State *L, const char *k)
     }
     luaL_pushresult(&b);
     if (near[0])
-        luaL_error(L, "simulate: unknown field '%s' (did you mean '%s'?; allowed: %s)", k, near, lua_tostring(L, -1));
-    luaL_error(L, "simulate: unknown field '%s' (allowed: %s)", k, lua_tostring(L, -1));
+        hl_error(L, "simulate: unknown field '%s' (did you mean '%s'?; allowed: %s)", k, near, lua_tostring(L, -1));
+    hl_error(L, "simulate: unknown field '%s' (allowed: %s)", k, lua_tostring(L, -1));
 }
 
 /* Sets field f of set (struct obj) from the Lua value at the top of the stack. */
@@ -316,16 +315,16 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
     hl_err err;
     hl_status st;
     if (f->type == HL_FIELD_ENUM && lua_type(L, -1) != LUA_TSTRING) /* by name only, not by index */
-        luaL_error(L, "%s field '%s': expected a string, got %s", set->kind, shown, luaL_typename(L, -1));
+        hl_error(L, "%s field '%s': expected a string, got %s", set->kind, shown, luaL_typename(L, -1));
     if (f->type == HL_FIELD_BOOL && lua_type(L, -1) != LUA_TBOOLEAN) { /* 0 and "false" are true in Lua: no guessing */
         const char *type = luaL_typename(L, -1); /* before lua_tostring turns a number into a string */
-        luaL_error(L, "field '%s': expected true or false, got %s %s", shown, type,
-                   lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
+        hl_error(L, "field '%s': expected true or false, got %s %s", shown, type,
+                 lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
     }
     if (f->type != HL_FIELD_BOOL && lua_type(L, -1) == LUA_TBOOLEAN) /* input = true must not become 1 token */
-        luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
-                   f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
-                   lua_toboolean(L, -1) ? "true" : "false");
+        hl_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
+                 f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string" : "number",
+                 lua_toboolean(L, -1) ? "true" : "false");
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER: st = hl_field_set_number_at(set, f, obj, lua_tonumber(L, -1), &err); break;
     case LUA_TBOOLEAN: st = hl_field_set_number_at(set, f, obj, lua_toboolean(L, -1), &err); break;
@@ -339,11 +338,11 @@ static void set_from_lua(lua_State *L, const hl_field_set *set, const hl_field *
         break;
     }
     default:
-        luaL_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
-                   f->type == HL_FIELD_BOOL                                 ? "boolean"
-                   : f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string"
-                                                                            : "number",
-                   luaL_typename(L, -1));
+        hl_error(L, "%s field '%s': expected a %s, got %s", set->kind, shown,
+                 f->type == HL_FIELD_BOOL                                 ? "boolean"
+                 : f->type == HL_FIELD_ENUM || f->type == HL_FIELD_STRING ? "string"
+                                                                          : "number",
+                 luaL_typename(L, -1));
         return;
     }
     if (st)
@@ -398,9 +397,8 @@ static void set_group_table(lua_State *L, hl_job *j, const char *g, fp_rec *rec)
             members[nm] = NULL;
             const char *near = k ? hl_nearest_name(k, members) : NULL;
             if (near)
-                luaL_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near,
-                           lua_tostring(L, -1));
-            luaL_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
+                hl_error(L, "%s: unknown field '%s' (did you mean '%s'? allowed: %s)", g, k, near, lua_tostring(L, -1));
+            hl_error(L, "%s: unknown field '%s' (allowed: %s)", g, k ? k : luaL_typename(L, -3), lua_tostring(L, -1));
         }
         fp_add(L, rec, FP_SCALAR);
         set_from_lua(L, hl_job_fields(), f, j, f->path);
@@ -429,8 +427,8 @@ static void read_object(lua_State *L, int idx, int obj, const char *name, hl_mod
         if (m ? hl_model_preset(preset, m, &err) : hl_cluster_preset(preset, c, &err))
             hl_raise(L, &err);
     } else
-        luaL_error(L, "simulate field '%s': expected a %s object or preset name, got %s", name, name,
-                   luaL_typename(L, -1));
+        hl_error(L, "simulate field '%s': expected a %s object or preset name, got %s", name, name,
+                 luaL_typename(L, -1));
     lua_pop(L, 1);
 }
 
@@ -444,10 +442,10 @@ static void set_draft_model(lua_State *L, hl_job *j)
         j->spec_draft_model = *mo;
     } else if (lua_type(L, -1) == LUA_TSTRING) {
         if (hl_model_preset(hl_c_string(L, -1, "field 'spec_draft_model'"), &j->spec_draft_model, &err)) {
-            luaL_error(L, "field 'spec_draft_model': %s", err.msg);
+            hl_error(L, "field 'spec_draft_model': %s", err.msg);
         }
     } else {
-        luaL_error(L, "field 'spec_draft_model': expected a model object or preset name, got %s", luaL_typename(L, -1));
+        hl_error(L, "field 'spec_draft_model': expected a model object or preset name, got %s", luaL_typename(L, -1));
     }
     j->spec_draft = 1;
 }
@@ -546,7 +544,7 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* [keys key value] */
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
+            hl_error(L, "simulate: field names must be strings (got a %s key)", luaL_typename(L, -2));
         lua_pushvalue(L, -2);
         int code = lua_rawget(L, keys) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
@@ -583,12 +581,12 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
                 if (hl_job_set_number(j, k, lua_tonumber(L, -1), &err))
                     hl_raise(L, &err);
             } else if (code == KEY_PARALLEL && t == LUA_TSTRING)
-                luaL_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
+                hl_error(L, "field 'parallel': '%s' is not a table or \"auto\"", lua_tostring(L, -1));
             else if (code == KEY_PARALLEL)
-                luaL_error(L, "field 'parallel': expected a table {tp=, pp=, ...} or \"auto\", got %s",
-                           luaL_typename(L, -1));
+                hl_error(L, "field 'parallel': expected a table {tp=, pp=, ...} or \"auto\", got %s",
+                         luaL_typename(L, -1));
             else
-                luaL_error(L, "field '%s': expected a number or {%s.* fields}, got %s", k, k, luaL_typename(L, -1));
+                hl_error(L, "field '%s': expected a number or {%s.* fields}, got %s", k, k, luaL_typename(L, -1));
         } else if (code >= KEY_PLAN) {
             fp_add(L, rec, FP_SCALAR);
             set_from_lua(L, ps, &ps->fields[code - KEY_PLAN], out, k);
@@ -596,7 +594,7 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
             fp_add(L, rec, FP_SCALAR); /* a table (spec_accept) stops the recording */
             if (t == LUA_TSTRING && strcmp(k, "batch") == 0) {
                 if (strcasecmp(hl_c_string(L, -1, "field 'batch'"), "max") != 0)
-                    luaL_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
+                    hl_error(L, "field 'batch': '%s' is not a number or \"max\"", lua_tostring(L, -1));
                 *batch_max_out = 1;
             } else if (t == LUA_TTABLE && strcmp(k, "spec_accept") == 0) {
                 set_spec_accept(L, j);
@@ -612,10 +610,10 @@ static void check_job(lua_State *L, int idx, int model_idx, int cluster_idx, hl_
     if (j->spec_draft && draft_layers_given) {
         char v[32];
         snprintf(v, sizeof v, "%g", j->spec_draft_layers);
-        luaL_error(L,
-                   "field 'spec_draft_layers': %s with spec_draft_model; give one drafter (a draft model, or "
-                   "layers of the target's shape)",
-                   v);
+        hl_error(L,
+                 "field 'spec_draft_layers': %s with spec_draft_model; give one drafter (a draft model, or "
+                 "layers of the target's shape)",
+                 v);
     }
     if (j->spec_draft)
         j->spec_draft_layers = 0; /* the draft model drafts: no target-shaped layers */
@@ -720,7 +718,7 @@ static int phase_index(lua_State *L)
         if (!r || !full) {
             free(r);
             free(full);
-            return luaL_error(L, "out of memory");
+            return hl_error(L, "out of memory");
         }
         hl_result_view_job(L, lua_gettop(L), full);
         lua_pop(L, 2);
@@ -756,8 +754,19 @@ void hl_sim_lazy_phase(lua_State *L, int phase_idx, int which, int ud_idx)
 
 /* Warnings hbdlab/simulate.lua decides only when one of these is set (hbdlab/warn.lua prints
  * them): a prompt + output beyond the model's context, limits missed, an unknown price or
- * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens. */
-enum { WARN_CONTEXT = 1, WARN_LIMITS = 2, WARN_COST = 4, WARN_MAPPING = 8, WARN_SPEC = 16, WARN_TBO = 32 };
+ * power, no mapping on a multi-GPU cluster, speculative fields without spec_tokens, and why
+ * two_batch_overlap overlaps nothing (the rule is here only; warn.check_tbo words each reason). */
+enum {
+    WARN_CONTEXT = 1,
+    WARN_LIMITS = 2,
+    WARN_COST = 4,
+    WARN_MAPPING = 8,
+    WARN_SPEC = 16,
+    WARN_TBO_EP1 = 32,     /* ep = 1: no expert-parallel dispatch and combine to hide */
+    WARN_TBO_PP = 64,      /* pp > 1: modelled for one pipeline stage */
+    WARN_TBO_SPEC = 128,   /* speculative decode steps run without it (prefill overlaps) */
+    WARN_TBO_ONE_SEQ = 256 /* a decode step of one sequence per rank has nothing to split */
+};
 
 /* simulate(t[, model, cluster]) -> result view, warning flags. model / cluster stand for
  * t.model / t.cluster (the objects hbdlab/simulate.lua resolved a preset name or table to). */
@@ -865,13 +874,42 @@ static int l_simulate(lua_State *L)
     if ((seen & KEY_SPEC) && jp->spec_tokens == 0)
         flags |= WARN_SPEC;
     /* two_batch_overlap where it overlaps nothing (sim.c tbo_on: EP layers, one stage; decode
-     * needs two sequences per rank and no speculation) */
-    if (jp->two_batch_overlap &&
-        (rp->ep == 1 || rp->pp > 1 || jp->spec_tokens > 0 || (rp->output > 1 && rp->batch / (double)rp->dp < 2)))
-        flags |= WARN_TBO;
+     * needs two sequences per rank and no speculation): ep = 1 or pp > 1 alone, else either of
+     * the decode reasons */
+    if (jp->two_batch_overlap) {
+        if (rp->ep == 1)
+            flags |= WARN_TBO_EP1;
+        else if (rp->pp > 1)
+            flags |= WARN_TBO_PP;
+        else
+            flags |= (jp->spec_tokens > 0 ? WARN_TBO_SPEC : 0) |
+                     (rp->output > 1 && rp->batch / (double)rp->dp < 2 ? WARN_TBO_ONE_SEQ : 0);
+    }
     lua_pushinteger(L, flags);
     give_back_scratch(L, 4);
     return 2;
+}
+
+/* job_reads(t [, model, cluster]) -> true when hl.simulate's reading of job table t (beside the
+ * model and cluster objects, as core.simulate takes them) passes: every field known, every value
+ * allowed. simulate.lua asks after a failure: a job read in full that fails to run may fail for
+ * want of a mapping (it warns so); a misspelt or refused field is the whole story. */
+static int read_only(lua_State *L)
+{
+    hl_plan_in in; /* ~11 KB, as hl_check_job's callers hold it */
+    int batch_max, auto_plan, seen, objs = lua_gettop(L) >= 3;
+    memset(&in.job, 0, sizeof in.job); /* init_job wants the shares zero */
+    check_job(L, 1, objs ? 2 : 0, objs ? 3 : 0, &in, &batch_max, &auto_plan, &seen, NULL);
+    return 0;
+}
+
+static int l_job_reads(lua_State *L)
+{
+    int n = lua_gettop(L);
+    lua_pushcfunction(L, read_only);
+    lua_insert(L, 1);
+    lua_pushboolean(L, lua_pcall(L, n, 0, 0) == LUA_OK);
+    return 1;
 }
 
 /* presets_generation() -> an integer that changes when $HBDLAB_PRESETS (where user presets
@@ -913,8 +951,10 @@ void hl_bind_sim(lua_State *L)
     lua_pushcfunction(L, phase_index);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {
-        {"simulate", l_simulate}, {"presets_generation", l_presets_generation}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"simulate", l_simulate},
+                                   {"presets_generation", l_presets_generation},
+                                   {"job_reads", l_job_reads},
+                                   {NULL, NULL}};
     lua_pushnil(L); /* each function's upvalue: l_simulate's scratch, made on its first call */
     luaL_setfuncs(L, fns, 1);
 }

@@ -268,18 +268,18 @@ static void read_sweep_args(lua_State *L, const char *who, hl_sweep_in *in, axes
     in->max_ttft = pin.max_ttft;
     int32_t na = (int32_t)luaL_len(L, 2);
     if (na > HL_SWEEP_MAX_AXES)
-        luaL_error(L, "sweep: %d axes; at most %d", (int)na, HL_SWEEP_MAX_AXES);
+        hl_error(L, "sweep: %d axes; at most %d", (int)na, HL_SWEEP_MAX_AXES);
     mem->n = 0;
     mem->axes = calloc((size_t)(na > 0 ? na : 1), sizeof(hl_axis));
     if (!mem->axes)
-        luaL_error(L, "%s: out of memory", who);
+        hl_error(L, "%s: out of memory", who);
     for (int32_t i = 0; i < na; i++) {
         lua_rawgeti(L, 2, i + 1);
         mem->n = i + 1;
         const char *msg = lua_istable(L, -1) ? read_axis(L, &mem->axes[i]) : "sweep: each axis must be a table";
         if (msg) {
             free_axes(mem);
-            luaL_error(L, "%s (axis %d)", msg, (int)i + 1);
+            hl_error(L, "%s (axis %d)", msg, (int)i + 1);
         }
         lua_pop(L, 1);
     }
@@ -382,7 +382,7 @@ static int l_sweep(lua_State *L)
     int64_t n = 0;
     if (!ctx) {
         free_axes(&mem);
-        return luaL_error(L, "sweep: out of memory");
+        return hl_error(L, "sweep: out of memory");
     }
     ctx->in = sin;
     ctx->in.axes = mem.axes;
@@ -408,14 +408,14 @@ static int l_sweep(lua_State *L)
                  "the in-memory budget of %.3g GB (HBDLAB_SWEEP_MEMORY_BYTES); stream them to a file with "
                  "hl.sweep_to_csv",
                  (long long)n, need / 1e9, per_row / 1e3, budget / 1e9);
-        return luaL_error(L, "%s", msg);
+        return hl_error(L, "%s", msg);
     }
     /* MPI: every rank runs this same sweep, else they all stop here with one message */
     char agree_msg[400];
     if (hl_dist_agree(HL_DIST_SWEEP, n, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
         free_axes(&mem);
         free(ctx);
-        return luaL_error(L, "sweep: %s", agree_msg);
+        return hl_error(L, "sweep: %s", agree_msg);
     }
     /* this process's block of the points (all of them when alone); under MPI the
      * array holds every point so the blocks can be gathered in place */
@@ -447,7 +447,7 @@ static int l_sweep(lua_State *L)
             free(ctx);
             if (!agreed && st != HL_OK && st != HL_EINTR) /* this rank's own error says more */
                 return hl_raise(L, &own);
-            return luaL_error(L, "sweep: %s", agreed ? "gathering the points of the MPI ranks failed" : agree_msg);
+            return hl_error(L, "sweep: %s", agreed ? "gathering the points of the MPI ranks failed" : agree_msg);
         }
         if (ctx->status == HL_OK) { /* gathered: every rank holds every point; else (interrupted) its own block */
             lo = 0;
@@ -468,7 +468,7 @@ static int l_sweep(lua_State *L)
         free(ctx);
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
         hl_bind_interrupt = 0;
-        return luaL_error(L, "sweep terminated (SIGTERM) after %I of %I points", (lua_Integer)done, (lua_Integer)n);
+        return hl_error(L, "sweep terminated (SIGTERM) after %I of %I points", (lua_Integer)done, (lua_Integer)n);
     }
     if (interrupted) {
         lua_sethook(L, NULL, 0, 0); /* Ctrl-C: keep the rows, no "interrupted!" error on return */
@@ -562,13 +562,13 @@ static int l_sweep_to_csv(lua_State *L)
     double scales[HL_POINT_VALUES];
     const char *col_names[HL_POINT_VALUES]; /* as asked (a friendly alias stays itself); alive in the table */
     if (ncols < 1 || ncols > HL_POINT_VALUES)
-        return luaL_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
+        return hl_error(L, "sweep_to_csv: columns must list 1..%d result fields", HL_POINT_VALUES);
     for (int c = 0; c < ncols; c++) {
         lua_rawgeti(L, 5, c + 1);
         const char *name = lua_type(L, -1) == LUA_TSTRING ? hl_c_string(L, -1, "sweep_to_csv: a column") : NULL;
         cols[c] = name ? hl_result_column(name, &scales[c]) : -1;
         if (cols[c] < 0)
-            return luaL_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
+            return hl_error(L, "sweep_to_csv: '%s' is not a result field", name ? name : "?");
         col_names[c] = name;
         lua_pop(L, 1);
     }
@@ -599,7 +599,7 @@ static int l_sweep_to_csv(lua_State *L)
     char agree_msg[400];
     if (hl_dist_agree(HL_DIST_STREAM, total, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
         free_axes(&mem);
-        return luaL_error(L, "sweep_to_csv: %s", agree_msg);
+        return hl_error(L, "sweep_to_csv: %s", agree_msg);
     }
     int64_t begin = 0, end = total;
     char shard_path[4200];
@@ -608,7 +608,7 @@ static int l_sweep_to_csv(lua_State *L)
         hl_dist_block(total, d.index, d.count, &begin, &end);
         if (hl_dist_shard_path(path, shard_path, sizeof shard_path) >= (int)sizeof shard_path) {
             free_axes(&mem);
-            return luaL_error(L, "sweep_to_csv: the file name %s is too long", path);
+            return hl_error(L, "sweep_to_csv: the file name %s is too long", path);
         }
         path = shard_path;
     }
@@ -622,7 +622,7 @@ static int l_sweep_to_csv(lua_State *L)
             hl_files_discard(tmp);
         }
         free_axes(&mem);
-        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(open_errno));
+        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(open_errno));
     }
     int failed = 0;
     if (writer) {
@@ -693,23 +693,23 @@ static int l_sweep_to_csv(lua_State *L)
     }
     if (f && out.agree_msg[0]) { /* the ranks stopped together: no file, the one message */
         hl_files_discard(tmp);
-        return luaL_error(L, "sweep_to_csv: %s", out.agree_msg);
+        return hl_error(L, "sweep_to_csv: %s", out.agree_msg);
     }
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
         int e = errno;
         hl_files_discard(tmp);
-        return luaL_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
+        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
     }
     if (bad)
-        return luaL_error(L, "sweep_to_csv: %s",
-                          out.agree_msg[0] ? out.agree_msg : "gathering the rows of the MPI ranks failed");
+        return hl_error(L, "sweep_to_csv: %s",
+                        out.agree_msg[0] ? out.agree_msg : "gathering the rows of the MPI ranks failed");
     if (gather) /* rows written by all ranks together */
         written = end - begin;
     if (terminated) {
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
         hl_bind_interrupt = 0;
-        return luaL_error(L, "sweep_to_csv terminated (SIGTERM): %I of %I rows written to %s", (lua_Integer)written,
-                          (lua_Integer)total, path);
+        return hl_error(L, "sweep_to_csv terminated (SIGTERM): %I of %I rows written to %s", (lua_Integer)written,
+                        (lua_Integer)total, path);
     }
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written, (long long)total,

@@ -79,10 +79,10 @@ static int64_t row_index(lua_State *L, int idx, const rows_store *rs)
 {
     const int64_t *p = lua_touserdata(L, idx);
     if (p && lua_rawlen(L, idx) == sizeof *p && rs->st.n == 0 && !rs->keys) /* store_gc ran */
-        luaL_error(L, "a sweep row used after its sweep was collected (a row a finaliser kept: keep the "
-                      "rows themselves, or a copy from core.sweep_row_table)");
+        hl_error(L, "a sweep row used after its sweep was collected (a row a finaliser kept: keep the "
+                    "rows themselves, or a copy from core.sweep_row_table)");
     if (!p || lua_rawlen(L, idx) != sizeof *p || *p < 0 || *p >= rs->st.n) /* a light userdata's rawlen is 0 */
-        luaL_error(L, "a sweep row's metamethod called on something else");
+        hl_error(L, "a sweep row's metamethod called on something else");
     return *p;
 }
 
@@ -201,9 +201,9 @@ static int row_set(lua_State *L)
     rows_store *rs = lua_touserdata(L, lua_upvalueindex(UP_STORE));
     int64_t i = row_index(L, 1, rs);
     if (lua_isnil(L, 2))
-        return luaL_error(L, "index is nil");
+        return hl_error(L, "index is nil");
     if (lua_type(L, 2) == LUA_TNUMBER && isnan(lua_tonumber(L, 2)))
-        return luaL_error(L, "index is NaN");
+        return hl_error(L, "index is NaN");
     if (!push_writes(L, rs, i)) {
         lua_newtable(L);
         lua_pushvalue(L, -1);
@@ -264,7 +264,7 @@ static int row_next(lua_State *L)
         lua_pushnil(L); /* the written keys from the first */
     } else {
         if (!w)
-            return luaL_error(L, "invalid key to 'next'");
+            return hl_error(L, "invalid key to 'next'");
         lua_pushvalue(L, 2);
     }
     while (lua_next(L, w)) { /* skips the stored keys (given above) and deletions */
@@ -455,7 +455,7 @@ static int l_rows_keys(lua_State *L)
                 add_new_key(L, 2, 3, &n);
             }
         } else {
-            return luaL_error(L, "rows: row %I is a %s, not a table", (lua_Integer)ri, luaL_typename(L, row));
+            return hl_error(L, "rows: row %I is a %s, not a table", (lua_Integer)ri, luaL_typename(L, row));
         }
         lua_settop(L, row - 1);
     }
@@ -568,7 +568,7 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
     rs->axis_len = malloc(sizeof *rs->axis_len * (size_t)(na > 0 ? na : 1));
     rs->keys = malloc(sizeof *rs->keys * (size_t)(na + n_fields + n_friendly + 1));
     if (!rs->axis_len || !rs->keys)
-        return luaL_error(L, "sweep: out of memory");
+        return hl_error(L, "sweep: out of memory");
     /* the axis values as the rows give them: a relabelled axis (core axis .label, .shown) its
      * given values under its label, else numbers as floats, strings, objects by name */
     lua_createtable(L, na, 0);
@@ -627,7 +627,7 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
     rs->slot_key = calloc(rs->n_slots, sizeof *rs->slot_key);
     rs->slot_index = calloc(rs->n_slots, sizeof *rs->slot_index);
     if (!rs->slot_key || !rs->slot_index)
-        return luaL_error(L, "sweep: out of memory");
+        return hl_error(L, "sweep: out of memory");
     rs->interned = 1;
     for (int32_t k = 0; k < rs->n_keys; k++) {
         lua_rawgeti(L, ka, k + 1);
@@ -686,8 +686,8 @@ int hl_sweep_rows_push(lua_State *L, hl_sweep_store *store, const hl_axis *axes,
         if (fault == HL_STORE_NOT_RUN)
             continue;
         if (fault != 0 && strict)
-            return luaL_error(L, "sweep point %I: %s", (lua_Integer)(i + 1),
-                              fault > 0 ? rs->st.messages[fault - 1] : "out of memory keeping its message");
+            return hl_error(L, "sweep point %I: %s", (lua_Integer)(i + 1),
+                            fault > 0 ? rs->st.messages[fault - 1] : "out of memory keeping its message");
         int64_t *p = lua_newuserdatauv(L, sizeof *p, 0);
         *p = i;
         lua_pushvalue(L, mt);

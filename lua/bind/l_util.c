@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <stdarg.h>
 #include <time.h>
 
 extern char **environ;
@@ -20,6 +21,29 @@ void hl_set_num(lua_State *L, const char *k, double v)
 {
     lua_pushnumber(L, v);
     lua_setfield(L, -2, k);
+}
+
+/* A chunk of hbdlab's own Lua library ("@hbdlab/sweep.lua"). */
+static int internal_frame(const lua_Debug *ar) { return strncmp(ar->source, "@hbdlab/", 8) == 0; }
+
+int hl_error(lua_State *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap); /* [msg] */
+    va_end(ap);
+    lua_Debug ar;
+    int level = 1;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && internal_frame(&ar))
+        for (level = 2; lua_getstack(L, level, &ar); level++) /* past hbdlab's own frames */
+            if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !internal_frame(&ar))
+                break;
+    if (lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !internal_frame(&ar)) {
+        lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+    }
+    return lua_error(L);
 }
 
 int hl_raise(lua_State *L, const hl_err *err)
@@ -43,7 +67,7 @@ double hl_opt_number_field(lua_State *L, int idx, const char *name, double def)
         v = lua_tonumber(L, -1);
     else if (t != LUA_TNIL) {
         lua_pop(L, 1);
-        luaL_error(L, "field '%s': expected a number, got %s", name, lua_typename(L, t));
+        hl_error(L, "field '%s': expected a number, got %s", name, lua_typename(L, t));
     }
     lua_pop(L, 1);
     return v;
@@ -141,7 +165,7 @@ const char *hl_opt_string_field(lua_State *L, int idx, const char *name)
         s = hl_c_string(L, -1, what);
     } else if (t != LUA_TNIL) {
         lua_pop(L, 1);
-        luaL_error(L, "field '%s': expected a string, got %s", name, lua_typename(L, t));
+        hl_error(L, "field '%s': expected a string, got %s", name, lua_typename(L, t));
     }
     lua_pop(L, 1); /* the string stays alive: it is referenced by the table */
     return s;
@@ -152,7 +176,7 @@ int64_t hl_opt_int_field(lua_State *L, int idx, const char *name, int64_t def, i
     double v = hl_opt_number_field(L, idx, name, (double)def);
     /* compare as doubles first: converting a NaN or out-of-range double to an integer is undefined */
     if (!(v >= (double)lo && v <= (double)hi) || v != floor(v))
-        luaL_error(L, "field '%s': %f is not an integer in %I..%I", name, v, (lua_Integer)lo, (lua_Integer)hi);
+        hl_error(L, "field '%s': %f is not an integer in %I..%I", name, v, (lua_Integer)lo, (lua_Integer)hi);
     return (int64_t)v;
 }
 
@@ -166,7 +190,7 @@ int hl_opt_bool_field(lua_State *L, int idx, const char *name, int def)
         /* 0 and "false" are true in Lua: refuse them rather than guess */
         const char *type = luaL_typename(L, -1); /* before lua_tostring turns a number into a string */
         const char *shown = t == LUA_TSTRING || t == LUA_TNUMBER ? lua_tostring(L, -1) : "";
-        luaL_error(L, "field '%s': expected true or false, got %s %s", name, type, shown);
+        hl_error(L, "field '%s': expected true or false, got %s %s", name, type, shown);
     }
     lua_pop(L, 1);
     return v;
@@ -457,7 +481,7 @@ static int l_spawn(lua_State *L)
         nanosleep(&pause, NULL);
     }
     if (stopping)
-        return luaL_error(L, "interrupted! ('%s' was stopped)", argv[0]);
+        return hl_error(L, "interrupted! ('%s' was stopped)", argv[0]);
     lua_pushinteger(L, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     lua_pushnil(L);
     lua_pushinteger(L, (lua_Integer)ru.ru_maxrss * 1024); /* peak resident set of the child, bytes */

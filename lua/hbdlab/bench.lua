@@ -103,6 +103,12 @@ local function phase(i, what)
   io.stderr:flush()
 end
 
+-- The source tree whose scripts/hbd/reproduce.lua the bench runs: $HBDLAB_SOURCE_DIR, else ".".
+function M.source_dir()
+  local d = os.getenv("HBDLAB_SOURCE_DIR")
+  return (d == nil or d == "") and "." or d
+end
+
 function M.run(opts)
   local hl = require "hbdlab"
   local quick = opts.quick
@@ -139,7 +145,7 @@ function M.run(opts)
   r.startup_instructions = instructions("-e", "")
   -- the whole HBD reproduction (entry script with every figure), as a user runs it
   phase(4, "the HBD reproduction (scripts/hbd/reproduce.lua)")
-  local src = os.getenv("HBDLAB_SOURCE_DIR") or "."
+  local src = M.source_dir()
   local t0 = core.clock()
   local outdir = os.tmpname()
   os.remove(outdir)
@@ -332,11 +338,22 @@ end
 function M.main(...)
   local opts = {}
   for _, a in ipairs { ... } do
-    if a == "--json" then opts.json = true
-    elseif a == "--quick" then opts.quick = true
+    local key = (a == "--json" and "json") or (a == "--quick" and "quick") or nil
+    if key and opts[key] then io.stderr:write("bench: option '", a, "' is given twice\n"); return 2
+    elseif key then opts[key] = true
     elseif a == "-h" or a == "--help" then print("usage: hbdlab bench [--json] [--quick]"); return 0
     else io.stderr:write("bench: unknown option '", a, "'\n"); return 2 end
   end
+  -- the HBD reproduction is a script of the source tree: a bench run elsewhere failed at its end
+  -- ("cannot open ./scripts/hbd/reproduce.lua", exit 1) after the minute of work before it
+  local repro = M.source_dir() .. "/scripts/hbd/reproduce.lua"
+  local f = io.open(repro, "rb")
+  if not f then
+    io.stderr:write("bench: cannot find ", repro, " (the bench runs the HBD reproduction from the source tree: ",
+      "run it in the repository's root, or set HBDLAB_SOURCE_DIR to it)\n")
+    return 2
+  end
+  f:close()
   local r = M.run(opts)
   if opts.json then
     local j = {}

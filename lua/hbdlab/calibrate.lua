@@ -3,6 +3,7 @@
 -- per-case errors before and after and leave-one-out cross-validation.
 -- Formulas: docs/MODEL.md, section "Calibration".
 local core = require "hbdlab.core"
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -161,7 +162,7 @@ function M.calibrate(t)
     lo[i], hi[i] = b[1], b[2]
     x0[i] = start[name] or (b[1] + b[2]) / 2
     if type(x0[i]) ~= "number" or not (x0[i] >= lo[i] and x0[i] <= hi[i]) then
-      fail("start." .. name .. " = " .. tostring(x0[i]) .. " is outside its bounds", 2)
+      fail("start." .. name .. " = " .. num_text(x0[i]) .. " is outside its bounds", 2)
     end
   end
   -- a bound or a start value for a name that is not fitted has no effect: refused, not ignored

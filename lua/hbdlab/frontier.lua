@@ -4,8 +4,7 @@
 -- steady state of hl.serve (and hl.simulate for decode pools), keeps the non-dominated points and
 -- confirms those on or near the frontier with hl.serve's simulation. docs/MODEL.md section 13.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -15,7 +14,7 @@ M.fields = {
   { "model", nil, "model: a preset name or object (required)" },
   { "systems", nil, "a cluster (object, preset name, or hl.cluster fields with an optional name) or a list of them (required)" },
   { "precision", "fp8", "a precision or a list of them (each system x precision is its own curve)" },
-  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm); none = the ideal roofline" },
+  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm, vllm_v0); none = the ideal roofline" },
   { "input", 1024, "prompt tokens: a number or a length distribution as in hl.serve" },
   { "output", 1024, "output tokens: a number or a length distribution as in hl.serve" },
   { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },
@@ -820,7 +819,7 @@ function M.frontier(t)
   for _, f in ipairs { { "input", ctx.input_mean }, { "output", ctx.output_mean } } do
     local v = f[2]
     if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
-      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], tostring(v)), 2)
+      fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], num_text(v)), 2)
     end
   end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep

@@ -3,6 +3,7 @@
 -- by running gnuplot with an argument vector (never through a shell). User text
 -- reaches the .gp only as escaped double-quoted strings (M.quote) or as checked numbers.
 local core = require "hbdlab.core"
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -57,7 +58,7 @@ end
 local function log_base(what, v)
   if v == true then return "10" end
   if type(v) ~= "number" or not (v > 1 and v < 1e300) then
-    error(string.format("plot: field '%s' must be true or a number > 1 (the log base), got %s", what, tostring(v)), 4)
+    error(string.format("plot: field '%s' must be true or a number > 1 (the log base), got %s", what, num_text(v)), 4)
   end
   return string.format("%.10g", v)
 end
@@ -257,7 +258,7 @@ local function xy_plot(t, mark)
     local tics = {}
     for i, v in ipairs(t.xtics) do
       if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
-        error(string.format("plot: xtics[%d] must be a finite number, got %s", i, tostring(v)), 3)
+        error(string.format("plot: xtics[%d] must be a finite number, got %s", i, num_text(v)), 3)
       end
       tics[i] = num(v)
     end

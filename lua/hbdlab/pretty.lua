@@ -19,6 +19,10 @@ function M.terminal(s)
   return s
 end
 
+--- A value as an error message names it: tostring, but NaN as "nan" whatever its sign bit (Lua's
+--- tostring(0/0) is "-nan" on x86), as the core's messages print it.
+function M.num_text(v) return v ~= v and "nan" or tostring(v) end
+
 local MAX_DEPTH = 4
 local MAX_ITEMS = 40
 

@@ -4,8 +4,8 @@
 -- field, default and check is the core's (core/src/serve_fields.c); this file
 -- prints results and drives the searches.
 local core = require "hbdlab.core"
--- A number as an option's message shows it: NaN as "nan" (Lua prints "-nan" on x86)
-local function num_text(v) return v ~= v and "nan" or tostring(v) end
+local objects = require "hbdlab.objects"
+local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
@@ -134,7 +134,6 @@ end
 -- rule, the same as hl.simulate's).
 local function check_cost(r, t)
   if r.usd_per_mtok ~= nil and r.joules_per_token ~= nil then return end
-  local objects = require "hbdlab.objects"
   local ok, c = pcall(objects.coerce, "cluster", t.cluster)
   require("hbdlab.warn").check_cost(ok and type(c) == "userdata" and c.gpu or nil, r)
 end
@@ -162,7 +161,9 @@ end
 --- -> result (fields: hl.help "serve")
 function M.serve(t)
   if type(t) ~= "table" then error("hl.serve expects a table of fields", 2) end
-  local ok, r = pcall(core.serve, t)
+  -- model / cluster as plain tables of fields, as hl.simulate and hl.sweep take them (core.serve
+  -- takes objects and names: "expected a cluster object or preset name, got table")
+  local ok, r = pcall(function() return core.serve(objects.coerce_job(t, "serve")) end)
   if not ok then error(r, 2) end
   require("hbdlab.warn").check_context(t.model, longest_request(t))
   if t.mode == "analytical" then return setmetatable(r, steady_mt) end
@@ -237,7 +238,7 @@ function M.serve_capacity(t)
     error("hl.serve_capacity field 'target': " .. num_text(target) .. " is not a fraction in (0, 1]", 2)
   end
   if type(tol) ~= "number" or not (tol >= 1e-3 and tol <= 0.5) then
-    error("hl.serve_capacity field 'tolerance': " .. tostring(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
+    error("hl.serve_capacity field 'tolerance': " .. num_text(tol) .. " is not in 1e-3..0.5 (a relative width of the " ..
       "rate bracket; below 1e-3 the attainment of a finite run is noise)", 2)
   end
   if base.slo == nil then error("hl.serve_capacity: field 'slo' is required ({ttft_s =, tpot_s =})", 2) end
@@ -621,7 +622,7 @@ function M.serve_sweep(t)
   for i, p in ipairs(points) do
     local cfg = copy(t.base)
     for _, k in ipairs(names) do set(cfg, k, p[k]) end
-    local ok, r = pcall(core.serve, cfg)
+    local ok, r = pcall(function() return core.serve(objects.coerce_job(cfg, "serve")) end)
     if not ok then
       local parts = {}
       for _, k in ipairs(names) do -- a value as text: a string quoted, a table by its type (not "table: 0x...")

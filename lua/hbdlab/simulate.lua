@@ -71,8 +71,8 @@ local simulate_c = core.simulate
 local resolved_pair = objects.resolved_pair
 
 -- The warning flags core.simulate returns (lua/bind/l_sim.c): the checks of hbdlab.warn run
--- only when the core saw what they look for.
-local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 1, 2, 4, 8, 16, 32
+-- only when the core saw what they look for; WARN_TBO: any of the four two_batch_overlap reasons.
+local WARN_CONTEXT, WARN_LIMITS, WARN_COST, WARN_MAPPING, WARN_SPEC, WARN_TBO = 1, 2, 4, 8, 16, 32 | 64 | 128 | 256
 
 function M.simulate(t)
   if type(t) ~= "table" then error("hl.simulate expects a table of fields", 2) end
@@ -81,8 +81,9 @@ function M.simulate(t)
   if type(m) ~= "userdata" or type(c) ~= "userdata" then m, c = resolved_pair(m, c) end -- names resolve once
   local ok, r, flags = pcall(simulate_c, t, m, c)
   if not ok then
-    -- a job that fails for want of a mapping says so; a misspelt field is the whole story
-    if not tostring(r):find("unknown field", 1, true) then warn.check_job(t, nil, true) end
+    -- a job read in full that fails to run may fail for want of a mapping, and says so; a
+    -- misspelt or refused field is the whole story (core.job_reads: the binding's own reading)
+    if core.job_reads(t, m, c) then warn.check_job(t, nil, true) end
     error(r, 0)
   end
   if flags ~= 0 and warn.enabled then
@@ -92,7 +93,7 @@ function M.simulate(t)
       warn.check_job(job, r)
     end
     if flags & WARN_LIMITS ~= 0 then warn.check_limits(t, r) end
-    if flags & WARN_TBO ~= 0 then warn.check_tbo(r, t) end
+    if flags & WARN_TBO ~= 0 then warn.check_tbo(r, flags) end
     if flags & WARN_COST ~= 0 and type(c) == "userdata" and not cost_checked[c] then
       cost_checked[c] = true
       warn.check_cost(c.gpu, r)

@@ -314,6 +314,9 @@ function M.sweep_to_csv(a)
     error("hl.sweep_to_csv needs axes and out (a .csv path)", 2)
   end
   check_options("hl.sweep_to_csv", a, { "base", "axes", "out", "columns", "zip", "threads", "progress" })
+  if a.columns ~= nil and type(a.columns) ~= "table" then
+    error("hl.sweep_to_csv field 'columns': expected a list of result field names, got " .. type(a.columns), 2)
+  end
   M.check_base(a.base, axis_list(a.axes))
   local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes_of(axis_list(a.axes)),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)

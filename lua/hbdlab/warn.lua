@@ -73,23 +73,25 @@ end
 --- two_batch_overlap set where it overlaps nothing (core/src/sim.c tbo_on, docs/MODEL.md 6.5): it
 --- hides the EP dispatch and combine of MoE layers, with one pipeline stage; a decode step splits its
 --- sequences in two (SGLang's compute_split_seq_index: num_seqs // 2), so one sequence per rank runs
---- whole; speculative decode steps run without it. r: the result, t: the job's fields.
-function M.check_tbo(r, t)
+--- whole; speculative decode steps run without it. Which of these holds is core.simulate's to say
+--- (lua/bind/l_sim.c, flags 32 ep = 1, 64 pp > 1, 128 speculation, 256 one sequence per rank); this
+--- words them. r: the result.
+function M.check_tbo(r, flags)
   if not M.enabled then return end
   local p = r.parallel
-  if p.ep == 1 then
+  if flags & 32 ~= 0 then
     M.warn("two_batch_overlap has no effect with ep = 1: it overlaps the expert-parallel dispatch and combine of " ..
       "MoE layers (give parallel.ep > 1 on a MoE model)")
-  elseif p.pp > 1 then
+  end
+  if flags & 64 ~= 0 then
     M.warn(string.format("two_batch_overlap has no effect with pp = %d: it is modelled for one pipeline stage", p.pp))
-  else
-    if type(t.spec_tokens) == "number" and t.spec_tokens > 0 then
-      M.warn("two_batch_overlap: the speculative decode steps (spec_tokens) run without it; only prefill overlaps")
-    end
-    if r.output > 1 and r.batch / p.dp < 2 then
-      M.warn(string.format("two_batch_overlap: a decode step of %g sequence per rank has nothing to split " ..
-        "(SGLang halves the sequences), so decode runs without it; only prefill overlaps", r.batch / p.dp))
-    end
+  end
+  if flags & 128 ~= 0 then
+    M.warn("two_batch_overlap: the speculative decode steps (spec_tokens) run without it; only prefill overlaps")
+  end
+  if flags & 256 ~= 0 then
+    M.warn(string.format("two_batch_overlap: a decode step of %g sequence per rank has nothing to split " ..
+      "(SGLang halves the sequences), so decode runs without it; only prefill overlaps", r.batch / p.dp))
   end
 end
 

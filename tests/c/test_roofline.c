@@ -2,6 +2,7 @@
 
 #include "check.h"
 #include "hbdlab/hbdlab.h"
+#include "powfix_int.h"
 #include "powpos_int.h"
 #include "roofline_int.h"
 
@@ -279,7 +280,7 @@ static void test_attn_stream_mem_side(void **state)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         double ctx0 = floor(pow(1e6, (double)((x >> 20) % 1000) / 1000.0));
         double i = floor(pow(1e6, (double)((x >> 40) % 1000) / 1000.0)) - 1; /* 0 .. 1e6 - 1 */
-        double c[2], m[2];
+        double c[2], m[2], f[2]; /* f: the steps' flops, which the caller hands on */
         for (int k = 0; k < 2; k++) {
             hl_op op;
             hl_op_time t;
@@ -287,11 +288,12 @@ static void test_attn_stream_mem_side(void **state)
             sh.context = ctx0 + k;
             hl_op_attention(&op, "attention", &sh, math);
             assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+            f[k] = op.flops;
             c[k] = t.compute_s;
             m[k] = t.memory_s;
         }
         double cline = c[0] + (c[1] - c[0]) * i, mline = m[0] + (m[1] - m[0]) * i;
-        if (hl_attn_stream_mem_side(&a, ctx0, 1, i, mline)) {
+        if (hl_attn_stream_mem_side(&a, f, ctx0, 1, i, mline)) {
             decided++;
             if (!(mline >= cline))
                 fail_msg("p %g ctx %g i %g: memory line %.17g below compute line %.17g", g.attn_blend, ctx0, i, mline,
@@ -302,7 +304,7 @@ static void test_attn_stream_mem_side(void **state)
         for (int k = 1; k <= 52; k++) {
             double below = cline * (1 - ldexp(1, -k));
             probes++;
-            if (hl_attn_stream_mem_side(&a, ctx0, 1, i, below))
+            if (hl_attn_stream_mem_side(&a, f, ctx0, 1, i, below))
                 fail_msg("p %g ctx %g i %g: says %.17g is above the compute line %.17g", g.attn_blend, ctx0, i, below,
                          cline);
         }
@@ -314,7 +316,8 @@ static void test_attn_stream_mem_side(void **state)
     hl_attn_shape sh = {1, 1, 1e6, 8, 1, 128, 128, 256, 2, 0};
     hl_attn_stream a;
     hl_attn_stream_init(&a, &sh, HL_BF16, &g);
-    assert_false(hl_attn_stream_mem_side(&a, 1e6, 1, 10, 1));
+    double f[2] = {1, 1};
+    assert_false(hl_attn_stream_mem_side(&a, f, 1e6, 1, 10, 1));
 }
 
 /* The GEMM blend (a^p + b^p + c^p)^(1/p) as roofline.c writes it without its shortcut for
@@ -329,6 +332,19 @@ static double blend_by(double (*pw)(double, double), double a, double b, double 
     double tb = b == hi ? 1 : b == 0 ? 0 : pw(b / hi, p);
     double tc = c == hi ? 1 : c == 0 ? 0 : pw(c / hi, p);
     return hi * pw(ta + tb + tc, 1 / p);
+}
+
+/* The same for 1 <= p <= 4, where roofline.c takes the powers from powfix.c's tables (the terms'
+ * for p, the root's for 1/p). */
+static double blend_by_tables(double a, double b, double c, double p)
+{
+    double hi = fmax(a, fmax(b, c));
+    hl_powfix_pair *f = hl_powfix_of(p);
+    assert_non_null(f);
+    double ta = a == hi ? 1 : a == 0 ? 0 : hl_powfix(&f->pow, a / hi);
+    double tb = b == hi ? 1 : b == 0 ? 0 : hl_powfix(&f->pow, b / hi);
+    double tc = c == hi ? 1 : c == 0 ? 0 : hl_powfix(&f->pow, c / hi);
+    return hi * hl_powfix(&f->root, ta + tb + tc);
 }
 
 /* hl_op_time_on's GEMM time (no fixed latencies: time = blend(compute, memory, K loop)) equals
@@ -355,7 +371,8 @@ static void test_gemm_blend_shortcut_same_bits(void **state)
         hl_op_gemm(&op, "g", m, nn, k, 2, 2, 2, HL_BF16);
         assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
         double loop = g.gemm_k_latency * op.k;
-        double want = blend_by(hl_pow_pos, t.compute_s, t.memory_s, loop, g.gemm_blend);
+        double want = g.gemm_blend <= 4 ? blend_by_tables(t.compute_s, t.memory_s, loop, g.gemm_blend)
+                                        : blend_by(hl_pow_pos, t.compute_s, t.memory_s, loop, g.gemm_blend);
         if (memcmp(&want, &t.time_s, sizeof want) != 0)
             fail_msg("m %g n %g k %g p %g: %.17g, by the powers %.17g", m, nn, k, g.gemm_blend, t.time_s, want);
         double libm = blend_by(pow, t.compute_s, t.memory_s, loop, g.gemm_blend);

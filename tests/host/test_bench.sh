@@ -22,4 +22,15 @@ check "bench prints a progress line per phase on stderr" grep -q "^bench 9/9: " 
 check "bench prints no warning" sh -c "! grep -q 'warning' '$TMP/err'"
 out=$("$HBDLAB" bench --bogus 2>&1); rc=$?
 check "unknown bench option is an error" [ "$rc" -eq 2 ]
+# attack pass 6: a repeated option was accepted; outside the source tree the bench failed at its
+# end (exit 1, "cannot open ./scripts/hbd/reproduce.lua") after running every phase before it
+out=$("$HBDLAB" bench --quick --json --json 2>&1); rc=$?
+check "a repeated bench option is an error" [ "$rc" -eq 2 ]
+check "the repeated option is named" contains "$out" "bench: option '--json' is given twice"
+out=$(cd "$TMP" && HBDLAB_SOURCE_DIR="$TMP/none" "$HBDLAB" bench --quick 2>&1); rc=$?
+check "bench outside the source tree stops at once" [ "$rc" -eq 2 ]
+check "it names the script and the variable" contains "$out" "bench: cannot find $TMP/none/scripts/hbd/reproduce.lua"
+check "no phase ran" sh -c "! printf '%s' \"\$1\" | grep -q '^bench 1/9'" _ "$out"
+out=$(cd "$TMP" && env -u HBDLAB_SOURCE_DIR "$HBDLAB" bench --quick 2>&1); rc=$?
+check "without HBDLAB_SOURCE_DIR it looks in the current folder" contains "$out" "cannot find ./scripts/hbd/reproduce.lua"
 finish

@@ -116,7 +116,7 @@ T.test("one case and one parameter fit (the hl.help example); hostile options ar
            "bounds.a must be {lo, hi} with finite lo < hi")
   T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = {} } end, "bounds.a is missing")
   T.raises(function() hl.calibrate { cases = one, params = { "a" }, bounds = { a = { 0.5, 5 } }, start = { a = 0 / 0 } } end,
-           "start.a = ")
+           "start.a = nan is outside its bounds")
 end)
 
 T.test("hbdlab calibrate CASES.json", function()

@@ -79,4 +79,25 @@ T.test("unfused FP8 dequantisation: three kernels per FP8 GEMM, by hand", functi
   T.raises(function() job.fp8_dequant = "half"; hl.simulate(job) end, "fp8_dequant")
 end)
 
+T.test("vllm_v0: vllm's kernels with the V0 engine's single-step CPU time, by hand", function()
+  -- vllm_v0 is vllm (same kernels, graphs, all-reduce, GEMM scales) with 3.8 ms per forward pass in
+  -- place of vllm's 0.4 ms (docs/MODEL.md 6.1: the v0.6.0 blog's 3.8 ms, not divided by 10 steps).
+  -- Llama-3.1-8B, batch 1, input 100, output 4: one prefill pass and 3 decode passes, so the totals
+  -- differ by 4 x (3.8 - 0.4) ms = 13.6 ms and every other row is the same.
+  local v, v0 = run("vllm"), run("vllm_v0")
+  T.near(v0.total_s - v.total_s, 4 * 3.4e-3, 1e-12, "total: 4 passes x 3.4 ms")
+  T.near(v0.prefill.overhead_s, 3.8e-3, 1e-15, "prefill: one pass")
+  T.near(v0.decode.overhead_s, 3 * 3.8e-3, 1e-15, "decode: three passes")
+  local d, d0 = rows(v, "decode"), rows(v0, "decode")
+  for _, name in ipairs { "rope", "kv_append", "activation", "o_proj", "attention" } do
+    T.eq(d0[name].time_s, d[name].time_s, name .. " unchanged")
+  end
+  -- a job's step_overhead still replaces the profile's
+  local o = hl.simulate { model = "llama-3.1-8b", cluster = cl, batch = 1, input = 100, output = 4,
+                          framework = "vllm_v0", step_overhead = 0.4e-3 }
+  T.near(o.total_s, v.total_s, 1e-12, "step_overhead = 0.4 ms gives vllm back")
+  T.raises(function() run("vllm_v1") end, "vllm_v0")
+end)
+
 T.done()
+

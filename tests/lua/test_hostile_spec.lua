@@ -114,7 +114,7 @@ T.test("a token budget smaller than one verify pass is refused up front", functi
   T.eq(hl.serve(T.merged(s, { token_budget = 4 })).requests, 20, "4 tokens: one sequence's verify pass a step")
 end)
 
-T.test("NaN options of hl.frontier and hl.serve_capacity are shown as nan", function()
+T.test("NaN options of hl.frontier, hl.serve_capacity and plot are shown as nan", function()
   -- Lua's tostring(0/0) is "-nan" on x86: "field 'simulate': -nan is not allowed"
   local f = { model = "llama-3.1-8b", systems = { { gpu = "H100-SXM", gpus = 2, hbd = 2 } }, modes = { "agg" } }
   T.raises(function() hl.frontier(T.merged(f, { simulate = 0 / 0 })) end, "field 'simulate': nan is not allowed")
@@ -124,6 +124,15 @@ T.test("NaN options of hl.frontier and hl.serve_capacity are shown as nan", func
               slo = { ttft_ms = 200 } }
   T.raises(function() hl.serve_capacity(T.merged(c, { target = 0 / 0 })) end,
     "hl.serve_capacity field 'target': nan is not a fraction in (0, 1]")
+  T.raises(function() hl.serve_capacity(T.merged(c, { tolerance = 0 / 0 })) end,
+    "hl.serve_capacity field 'tolerance': nan is not in 1e-3..0.5")
+  T.raises(function() hl.frontier(T.merged(f, { input = { dist = "normal", mean = 0 / 0, std = 1 } })) end,
+    "field 'input': mean length nan is not a finite number of tokens")
+  local plot = require "hbdlab.plot"
+  local p = { data = { { x = 1, y = 1 } }, x = "x", y = "y", out = T.scratch() .. "/p.png" }
+  T.raises(function() plot.line(T.merged(p, { xtics = { 0 / 0 } })) end, "plot: xtics[1] must be a finite number, got nan")
+  T.raises(function() plot.line(T.merged(p, { logx = 0 / 0 })) end,
+    "plot: field 'logx' must be true or a number > 1 (the log base), got nan")
 end)
 
 T.test("JSON null in a spec_accept vector is named null", function()

@@ -146,6 +146,13 @@ T.test("warnings: decided by the core's flags, printed once, as before", functio
   T.raises(function() hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", batch = 8, outptu = 128 } end,
     "unknown field 'outptu'")
   T.eq(count(warn.seen), 0, "an unknown field: no mapping warning before the error")
+  -- a refused value is the whole story too (the warning was decided by matching "unknown field"
+  -- in the message, so this one warned)
+  T.raises(function() hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", batch = -8 } end, "'batch'")
+  T.eq(count(warn.seen), 0, "a refused value: no mapping warning before the error")
+  T.raises(function() hl.simulate { model = "llama-3.1-8b", cluster = "hgx-h100", overlap = { bogus = 1 } } end,
+    "unknown field 'bogus'")
+  T.eq(count(warn.seen), 0, "an unknown group member: none either")
 end)
 
 T.test("the lazy breakdown re-runs the job as it was run (objects kept or copied, expert_freq kept)", function()

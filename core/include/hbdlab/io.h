@@ -15,6 +15,13 @@ extern "C" {
 hl_status hl_read_file(const char *path, char **text, hl_err *err);
 void hl_free(void *p);
 
+/* Opens an input file for reading: a regular file only (a FIFO is opened without waiting for a
+ * writer, then refused with a folder or a device before any read). Returns a blocking read-only
+ * file descriptor (the caller closes it) and *size its size in bytes, or -1 with err naming the
+ * file: "PATH: cannot open: why", "PATH: cannot stat: why", "PATH: not a regular file (a FIFO)".
+ * hl_read_file and `hbdlab merge`'s shards open through it. */
+int hl_open_input(const char *path, int64_t *size, hl_err *err);
+
 /* The input size limit of hl_read_file in bytes: $HBDLAB_MAX_INPUT_BYTES (read by hl_env_bytes),
  * else 64 MiB; fails naming the variable when it is set to something that is not a byte count. */
 hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err);
