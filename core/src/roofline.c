@@ -100,8 +100,9 @@ static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 
 
 hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
 {
-    if (!(op->flops >= 0) || !(op->bytes_read >= 0) || !(op->bytes_written >= 0) || isinf(op->flops) ||
-        isinf(op->bytes_read) || isinf(op->bytes_written))
+    /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
+    if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
+          op->bytes_written >= 0 && op->bytes_written < INFINITY))
         return hl_fail(err, HL_EINVAL, "operator '%s': flops and bytes must be finite and >= 0 (got %g, %g, %g)",
                        op->name, op->flops, op->bytes_read, op->bytes_written);
     double peak; /* hl_gpu_peak's value, read here when it has one (a call per operator was 25 instructions) */
