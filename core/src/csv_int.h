@@ -16,5 +16,7 @@ int32_t hl_csv_format_number_wide(double v, char *out);
  * hl_csv_commit_row(c, end), end being one past the row's "\n". */
 char *hl_csv_room(hl_csv *c, int64_t n);
 void hl_csv_commit_row(hl_csv *c, char *end);
+/* The text hl_csv_integer writes for v ("%lld"), at o (24 bytes of room); returns its end. */
+char *hl_csv_put_integer(char *o, int64_t v);
 
 #endif

@@ -63,21 +63,6 @@ static void axis_cell(hl_csv *csv, const hl_axis *ax, int64_t k)
                                                      : ax->clusters[k].name);
 }
 
-/* The text hl_csv_integer writes for v, at o; returns its end. */
-static char *put_integer(char *o, int64_t v)
-{
-    char b[24], *e = b + sizeof b, *q = e; /* digits from the end, then the sign */
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--q = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *--q = '-';
-    memcpy(o, q, sizeof b);
-    return o + (e - q);
-}
-
 /* format_row for a good point when s->direct: the same text, the cells written straight into
  * one reservation for the row (each cell at most HL_CSV_NUMBER_ROOM bytes with its ',' and
  * scratch) instead of a reserve and a comma per cell. */
@@ -103,7 +88,7 @@ static void direct_row(const stream *s, const int64_t *value_index, const hl_poi
         if (s->type[c] == HL_VALUE_NUMBER) {
             o += hl_csv_format_number_wide(v, o);
         } else if (s->type[c] == HL_VALUE_INTEGER) {
-            o = put_integer(o, (int64_t)v);
+            o = hl_csv_put_integer(o, (int64_t)v);
         } else { /* HL_VALUE_BOOL, as hl_csv_bool(v != 0) */
             memcpy(o, v != 0 ? "true" : "false", 5);
             o += v != 0 ? 4 : 5;
