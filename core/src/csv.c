@@ -45,6 +45,15 @@ static int reserve(hl_csv *c, int64_t n)
     return 1;
 }
 
+char *hl_csv_room(hl_csv *c, int64_t n) { return reserve(c, n) ? c->text + c->len : NULL; }
+
+void hl_csv_commit_row(hl_csv *c, char *end)
+{
+    c->len = end - c->text;
+    c->text[c->len] = '\0';
+    c->cells = 0;
+}
+
 static void put(hl_csv *c, const char *s, int64_t n)
 {
     if (!reserve(c, n))
@@ -115,7 +124,7 @@ void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s, (int64_t)strlen(
 
 void hl_csv_empty(hl_csv *c) { next_cell(c); }
 
-void hl_csv_integer(hl_csv *c, int64_t v)
+char *hl_csv_put_integer(char *o, int64_t v)
 {
     char b[24], *e = b + sizeof b, *p = e; /* digits from the end, then the sign */
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -125,8 +134,17 @@ void hl_csv_integer(hl_csv *c, int64_t v)
     } while (u);
     if (v < 0)
         *--p = '-';
+    memcpy(o, p, (size_t)(e - p));
+    return o + (e - p);
+}
+
+void hl_csv_integer(hl_csv *c, int64_t v)
+{
     next_cell(c);
-    put(c, p, e - p);
+    if (!reserve(c, 24))
+        return;
+    c->len = hl_csv_put_integer(c->text + c->len, v) - c->text;
+    c->text[c->len] = '\0';
 }
 
 void hl_csv_number(hl_csv *c, double v)

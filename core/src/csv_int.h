@@ -3,10 +3,20 @@
 #define HL_CSV_INT_H
 #include <stdint.h>
 
+#include "hbdlab/csv.h"
+
 /* hl_csv_format_number's text written straight into out, which must have HL_CSV_NUMBER_ROOM
  * bytes: the text (at most 25 bytes) and its NUL, and past them scratch bytes of fixed-size
  * copies (the furthest at out + 34), so the caller's buffer needs the room, not the text. */
 enum { HL_CSV_NUMBER_ROOM = 48 };
 int32_t hl_csv_format_number_wide(double v, char *out);
+
+/* Room for n more bytes and the NUL at the end of c's text: where to write them, or NULL (and
+ * c->failed set) when memory ran out. The caller writes whole rows there and ends them with
+ * hl_csv_commit_row(c, end), end being one past the row's "\n". */
+char *hl_csv_room(hl_csv *c, int64_t n);
+void hl_csv_commit_row(hl_csv *c, char *end);
+/* The text hl_csv_integer writes for v ("%lld"), at o (24 bytes of room); returns its end. */
+char *hl_csv_put_integer(char *o, int64_t v);
 
 #endif

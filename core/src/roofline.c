@@ -7,6 +7,7 @@
 
 #include "err_int.h"
 #include "fmax_int.h"
+#include "powfix_int.h"
 #include "powpos_int.h"
 #include "roofline_int.h"
 
@@ -75,10 +76,20 @@ static double blend(double a, double b, double c, double p)
      * since a term r^p's error r^p |p ln r| 2^-52 is at most 2^-52 / e of the sum), and
      * hl_pow_pos(1, 1/p) = 1 exactly, so the vanishing-terms shortcut above still gives the
      * same bits as this path. */
-    double ta = a == hi ? 1 : a == 0 ? 0 : hl_pow_pos(a / hi, p);
-    double tb = b == hi ? 1 : b == 0 ? 0 : hl_pow_pos(b / hi, p);
-    double tc = c == hi ? 1 : c == 0 ? 0 : hl_pow_pos(c / hi, p);
-    return hi * hl_pow_pos(ta + tb + tc, 1 / p);
+    hl_powfix_pair *f = hl_powfix_of(p);
+    if (!f) {
+        double ta = a == hi ? 1 : a == 0 ? 0 : hl_pow_pos(a / hi, p);
+        double tb = b == hi ? 1 : b == 0 ? 0 : hl_pow_pos(b / hi, p);
+        double tc = c == hi ? 1 : c == 0 ? 0 : hl_pow_pos(c / hi, p);
+        return hi * hl_pow_pos(ta + tb + tc, 1 / p);
+    }
+    /* 1 <= p <= 4 (the GEMM blends: 1.7-2.4 in the presets): the same sum by the per-exponent
+     * tables of powfix.c, within 3 2^-52 of r^p (the tighter bound); hl_powfix(_, 1) = 1 exactly,
+     * as the shortcut above needs */
+    double ta = a == hi ? 1 : a == 0 ? 0 : hl_powfix(&f->pow, a / hi);
+    double tb = b == hi ? 1 : b == 0 ? 0 : hl_powfix(&f->pow, b / hi);
+    double tc = c == hi ? 1 : c == 0 ? 0 : hl_powfix(&f->pow, c / hi);
+    return hi * hl_powfix(&f->root, ta + tb + tc);
 }
 
 /* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
@@ -89,8 +100,9 @@ static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 
 
 hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
 {
-    if (!(op->flops >= 0) || !(op->bytes_read >= 0) || !(op->bytes_written >= 0) || isinf(op->flops) ||
-        isinf(op->bytes_read) || isinf(op->bytes_written))
+    /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
+    if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
+          op->bytes_written >= 0 && op->bytes_written < INFINITY))
         return hl_fail(err, HL_EINVAL, "operator '%s': flops and bytes must be finite and >= 0 (got %g, %g, %g)",
                        op->name, op->flops, op->bytes_read, op->bytes_written);
     double peak; /* hl_gpu_peak's value, read here when it has one (a call per operator was 25 instructions) */
@@ -297,9 +309,16 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     a->units = s->batch * s->kv_heads * gpu->attn_unit_s;
     a->latency = gpu->attn_latency;
-    /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20) */
-    a->r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
-    a->root2 = exp2(1 / p) * (1 + 1e-12);
+    /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20);
+     * both depend on p only: kept for the thread's last p (two exp2 calls a decode sum otherwise) */
+    static _Thread_local double last_p, last_r_max, last_root2; /* last_p 0: none (p > 1 here) */
+    if (p != last_p) {
+        last_r_max = exp2(-54.0 / floor(hl_fmin(p, 20))) * (1 - 1e-9);
+        last_root2 = exp2(1 / p) * (1 + 1e-12);
+        last_p = p;
+    }
+    a->r_max = last_r_max;
+    a->root2 = last_root2;
 }
 
 /* The compute side of a decode sum, bounded (derived). With c(x) = flops(ctx0 + tau x) /

@@ -892,12 +892,11 @@ static void owned_free(owned *o)
     hl_serve_acc_free(&o->acc);
 }
 
-/* Whole-number bounds [*lo, *hi] of a length distribution's draws (a uniform draw, lo +
- * floor(u (hi - lo + 1)), may round up to hi + 1); 0 when a draw may not be a whole number. */
+/* Whole-number bounds [*lo, *hi] of a length distribution's draws (hl_len_draw_range); 0 when
+ * a draw may not be a whole number. */
 static int whole_bounds(const hl_len_dist *d, double *lo, double *hi)
 {
-    *lo = d->kind == HL_LEN_FIXED ? d->mean : d->lo;
-    *hi = d->kind == HL_LEN_FIXED ? d->mean : d->kind == HL_LEN_UNIFORM ? d->hi + 1 : d->hi;
+    hl_len_draw_range(d, lo, hi);
     int kinds = d->kind == HL_LEN_FIXED || d->kind == HL_LEN_UNIFORM || d->kind == HL_LEN_NORMAL;
     return kinds && *lo == floor(*lo) && *hi == floor(*hi) && *lo >= 1;
 }

@@ -28,6 +28,12 @@ hl_status hl_serve_unchunked_fail(const hl_serve_cfg *cfg, int trace_row, const 
 struct hl_stepper;
 hl_status hl_serve_kv_blocks(const hl_serve_cfg *cfg, const struct hl_stepper *st, double *blocks, hl_err *err);
 
+/* The least and the most a length of resolved distribution d (fixed, uniform, normal; not a
+ * trace) can be as the request stream draws it: the generator's range, not a quantile (a normal
+ * with the default max of 1e8 is bounded by mean +/- 8.66 std, what Box-Muller on 53-bit uniforms
+ * can give; serve_workload.c). Compact records are taken only where every such length passes. */
+void hl_len_draw_range(const hl_len_dist *d, double *lo, double *hi);
+
 /* Mean of a length distribution (the trace's mean for "trace"; `which` 0 input, 1 output). */
 double hl_serve_mean_length(const hl_serve_cfg *cfg, int which);
 

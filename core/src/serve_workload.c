@@ -54,6 +54,29 @@ static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
     }
 }
 
+/* The largest |z| of one Box-Muller draw above: u1 = hl_rng_uniform >= 2^-54 (its least value,
+ * (0 + 0.5) 2^-53), so sqrt(-2 ln u1) <= sqrt(108 ln 2) = 8.65216, and |cos| <= 1; 8.66 leaves
+ * 0.0078 for the roundings of log, sqrt and the product (each within an ulp, ~1e-15 relative). */
+#define NORMAL_Z_MAX 8.66
+
+void hl_len_draw_range(const hl_len_dist *d, double *lo, double *hi)
+{
+    switch (d->kind) {
+    case HL_LEN_UNIFORM: /* lo + floor(u (hi - lo + 1)): u < 1, but the product may round up to hi + 1 */
+        *lo = d->lo, *hi = d->hi + 1;
+        return;
+    case HL_LEN_NORMAL: {
+        /* x = mean + std z within mean -/+ 8.6522 std (and an ulp of mean): round(x) is at least
+         * floor(mean - 8.66 std) - 1 and at most ceil(mean + 8.66 std) + 1, the clamp to [lo, hi] after */
+        double below = floor(d->mean - NORMAL_Z_MAX * d->std) - 1, above = ceil(d->mean + NORMAL_Z_MAX * d->std) + 1;
+        *lo = below > d->lo ? below : d->lo;
+        *hi = above < d->hi ? above : d->hi;
+        return;
+    }
+    default: *lo = *hi = d->mean; return;
+    }
+}
+
 static int by_arrival(const void *a, const void *b)
 {
     double x = ((const hl_trace_req *)a)->arrival_s, y = ((const hl_trace_req *)b)->arrival_s;

@@ -4,6 +4,7 @@
 -- field, default and check is the core's (core/src/serve_fields.c); this file
 -- prints results and drives the searches.
 local core = require "hbdlab.core"
+local objects = require "hbdlab.objects"
 local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
@@ -133,7 +134,6 @@ end
 -- rule, the same as hl.simulate's).
 local function check_cost(r, t)
   if r.usd_per_mtok ~= nil and r.joules_per_token ~= nil then return end
-  local objects = require "hbdlab.objects"
   local ok, c = pcall(objects.coerce, "cluster", t.cluster)
   require("hbdlab.warn").check_cost(ok and type(c) == "userdata" and c.gpu or nil, r)
 end
@@ -161,7 +161,9 @@ end
 --- -> result (fields: hl.help "serve")
 function M.serve(t)
   if type(t) ~= "table" then error("hl.serve expects a table of fields", 2) end
-  local ok, r = pcall(core.serve, t)
+  -- model / cluster as plain tables of fields, as hl.simulate and hl.sweep take them (core.serve
+  -- takes objects and names: "expected a cluster object or preset name, got table")
+  local ok, r = pcall(function() return core.serve(objects.coerce_job(t, "serve")) end)
   if not ok then error(r, 2) end
   require("hbdlab.warn").check_context(t.model, longest_request(t))
   if t.mode == "analytical" then return setmetatable(r, steady_mt) end
@@ -620,7 +622,7 @@ function M.serve_sweep(t)
   for i, p in ipairs(points) do
     local cfg = copy(t.base)
     for _, k in ipairs(names) do set(cfg, k, p[k]) end
-    local ok, r = pcall(core.serve, cfg)
+    local ok, r = pcall(function() return core.serve(objects.coerce_job(cfg, "serve")) end)
     if not ok then
       local parts = {}
       for _, k in ipairs(names) do -- a value as text: a string quoted, a table by its type (not "table: 0x...")

@@ -326,12 +326,50 @@ static void test_compact_records_grow(void **state)
     hl_serve_result_free(&p);
 }
 
+/* Normal lengths with the default max (1e8, which no KV pool holds) take compact records: the
+ * generator's range bounds the draws, not the clamp. By hand: Box-Muller on u1 >= 2^-54 gives
+ * |z| <= sqrt(108 ln 2) = 8.652, so N(500, 100) draws lie in round(500 -/+ 865.2) clamped:
+ * [1, 1366], inside the range's [1, ceil(500 + 866) + 1 = 1367]; N(100, 30) in [1, 100 + 260 + 1
+ * = 361]. The run equals the one with a record per request (keep_requests), field by field. */
+static void test_normal_lengths_compact(void **state)
+{
+    (void)state;
+    assert_true(sqrt(-2 * log(0x1p-54)) < 8.6522 && sqrt(-2 * log(0x1p-54)) > 8.6521);
+    hl_len_dist in = {.kind = HL_LEN_NORMAL, .mean = 500, .std = 100, .lo = 1, .hi = 1e8};
+    double lo, hi;
+    hl_len_draw_range(&in, &lo, &hi);
+    assert_true(lo == 1 && hi == 1367);
+    hl_len_dist tight = {.kind = HL_LEN_NORMAL, .mean = 500, .std = 10, .lo = 1, .hi = 520};
+    hl_len_draw_range(&tight, &lo, &hi); /* floor(500 - 86.6) - 1 = 412; the given max 520 stays */
+    assert_true(lo == 412 && hi == 520);
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c;
+    hl_serve_init(&c, &j);
+    c.seed = 5;
+    c.requests = 2000;
+    c.rate = 20;
+    c.input = in;
+    c.output = (hl_len_dist){.kind = HL_LEN_NORMAL, .mean = 100, .std = 30, .lo = 1, .hi = 1e8};
+    c.keep_requests = 1;
+    hl_serve_result a, p;
+    hl_err e;
+    assert_ok(hl_serve_run(&c, &a, &e), &e);
+    int64_t compact0 = hl_serve_compact_runs();
+    c.keep_requests = 0;
+    assert_ok(hl_serve_run(&c, &p, &e), &e);
+    assert_true(hl_serve_compact_runs() == compact0 + 1);
+    compare_summary(0, &p, &a);
+    hl_serve_result_free(&a);
+    hl_serve_result_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_reference),
         cmocka_unit_test(test_extremes_equal_reference),
         cmocka_unit_test(test_compact_records_grow),
+        cmocka_unit_test(test_normal_lengths_compact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,6 +70,21 @@ T.test("an error raised under pcall shows the caller's line, never hbdlab's own"
     "sweep_to_csv: cannot write ")
 end)
 
+T.test("hl.serve takes model and cluster as tables of fields, as hl.simulate does", function()
+  -- cluster = {gpu = "H100-SXM", gpus = 8, hbd = 8} ran in hl.simulate and hl.sweep; hl.serve and
+  -- hl.serve_sweep said "simulate field 'cluster': expected a cluster object or preset name, got table"
+  local fields = { gpu = "H100-SXM", gpus = 8, hbd = 8 }
+  local by_object = hl.serve(T.merged(serve, { cluster = hl.cluster(fields), model = hl.model("llama-3.1-8b") }))
+  local by_table = hl.serve(T.merged(serve, { cluster = fields, model = { base = "llama-3.1-8b" } }))
+  T.ok(by_table.tpot_s.mean == by_object.tpot_s.mean, "the same run as with the objects")
+  T.ok(by_table.ttft_s.p99 == by_object.ttft_s.p99, "the same run as with the objects (TTFT)")
+  local rows = hl.serve_sweep { base = T.merged(serve, { cluster = fields }), axes = { rate = { 1, 2 } } }
+  T.eq(#rows, 2, "serve_sweep rows")
+  T.ok(rows[1].error == nil, "serve_sweep point runs: " .. tostring(rows[1].error))
+  T.raises(function() hl.serve(T.merged(serve, { cluster = { gpu = "H100-SXM", gpus = 8, hbd = 3 } })) end,
+    "cluster field 'hbd': 3 does not divide gpus = 8")
+end)
+
 T.test("a script's globals named like the standard library do not reach hbdlab's own Lua", function()
   -- `table = hl.sweep{...}; hl.rows.print(table)` failed "attempt to call a nil value (field 'sort')"
   -- and `type = "dense"` failed every hl.simulate: the library's chunks read the script's globals
