@@ -294,6 +294,25 @@ static void test_extremes_equal_reference(void **state)
     assert_true(hl_serve_compact_runs() - compact0 >= 10); /* nine open loops, twice each */
 }
 
+/* Runs c with a record per request (keep_requests) and then on compact records (checked to be
+ * taken), and compares the summaries field by field; returns the runs' mean_waiting. */
+static double compact_equals_records(hl_serve_cfg *c)
+{
+    c->keep_requests = 1;
+    hl_serve_result a, p;
+    hl_err e;
+    assert_ok(hl_serve_run(c, &a, &e), &e);
+    int64_t compact0 = hl_serve_compact_runs();
+    c->keep_requests = 0;
+    assert_ok(hl_serve_run(c, &p, &e), &e);
+    assert_true(hl_serve_compact_runs() == compact0 + 1);
+    compare_summary(0, &p, &a);
+    double waiting = a.mean_waiting;
+    hl_serve_result_free(&a);
+    hl_serve_result_free(&p);
+    return waiting;
+}
+
 /* Compact records grow when every one is in flight: 3,000 requests arriving within 3 ms queue
  * together (the records start at 1,024 and double twice, the queues with them, in order);
  * the summary equals the one with a record per request. */
@@ -312,18 +331,7 @@ static void test_compact_records_grow(void **state)
     c.output.lo = 1;
     c.output.hi = 30;
     c.warmup = 100;
-    c.keep_requests = 1;
-    hl_serve_result a, p;
-    hl_err e;
-    assert_ok(hl_serve_run(&c, &a, &e), &e);
-    int64_t compact0 = hl_serve_compact_runs();
-    c.keep_requests = 0;
-    assert_ok(hl_serve_run(&c, &p, &e), &e);
-    assert_true(hl_serve_compact_runs() == compact0 + 1);
-    assert_true(a.mean_waiting > 1024); /* more than the first records wait, on average */
-    compare_summary(0, &p, &a);
-    hl_serve_result_free(&a);
-    hl_serve_result_free(&p);
+    assert_true(compact_equals_records(&c) > 1024); /* more than the first records wait, on average */
 }
 
 /* Normal lengths with the default max (1e8, which no KV pool holds) take compact records: the
@@ -350,17 +358,7 @@ static void test_normal_lengths_compact(void **state)
     c.rate = 20;
     c.input = in;
     c.output = (hl_len_dist){.kind = HL_LEN_NORMAL, .mean = 100, .std = 30, .lo = 1, .hi = 1e8};
-    c.keep_requests = 1;
-    hl_serve_result a, p;
-    hl_err e;
-    assert_ok(hl_serve_run(&c, &a, &e), &e);
-    int64_t compact0 = hl_serve_compact_runs();
-    c.keep_requests = 0;
-    assert_ok(hl_serve_run(&c, &p, &e), &e);
-    assert_true(hl_serve_compact_runs() == compact0 + 1);
-    compare_summary(0, &p, &a);
-    hl_serve_result_free(&a);
-    hl_serve_result_free(&p);
+    compact_equals_records(&c);
 }
 
 int main(void)
