@@ -30,9 +30,22 @@ static double draw_x(int n)
     return n % 3 == 0 ? exp2(-1000 + 1001.99 * u) : n % 3 == 1 ? u : 1 + 2 * u;
 }
 
+/* powl is a valid reference only where long double really carries 64 mantissa bits: valgrind runs
+ * x87 arithmetic at double precision (its manual, "Limitations": no 80-bit floating point), where
+ * powl's own error reaches the bound checked. 1 + 2^-60 rounds to 1 there. */
+static int long_double_is_extended(void)
+{
+    volatile long double one = 1, tiny = 0x1p-60L;
+    return one + tiny != one;
+}
+
 static void test_within_bound_of_powl(void **state)
 {
     (void)state;
+    if (!long_double_is_extended()) {
+        print_message("long double is not extended here (valgrind?): no powl reference, skipped\n");
+        skip();
+    }
     const double fixed_p[] = {1.702, 1.711, 2.435, 1, 4};
     double worst = 0; /* the largest error seen, in units of the bound */
     for (int k = 0; k < 40; k++) {
