@@ -46,7 +46,23 @@ typedef struct recorder {
     int64_t steps, samp_cap, stride, max_samples;
     double kv_cached, kv_cached_max; /* prefix cache: integral over time of cached blocks / total, largest */
     double reload;                   /* KV offload: s of host loads over the steps */
+    hl_serve_probe_fn probe;         /* tests: each iteration's terms (hl_serve_set_probe), or NULL */
+    void *probe_ctx;
 } recorder;
+
+static _Thread_local hl_serve_probe_fn probe_fn;
+static _Thread_local void *probe_ctx;
+void hl_serve_set_probe(hl_serve_probe_fn fn, void *ctx)
+{
+    probe_fn = fn;
+    probe_ctx = ctx;
+}
+
+/* A recorder for result r with the thread's probe. */
+static recorder recorder_for(hl_serve_result *r, int64_t max_samples)
+{
+    return (recorder){.r = r, .stride = 1, .max_samples = max_samples, .probe = probe_fn, .probe_ctx = probe_ctx};
+}
 
 /* The KV sample of an iteration at t when its step number falls on the
  * stride (when the series is full, every other sample is dropped and the
@@ -82,6 +98,12 @@ static hl_status clock_bound(double t_start, double t_end, hl_err *err)
                    t_start, t_end);
 }
 
+/* The probe's call (tests), out of line. */
+__attribute__((noinline, cold)) static void probe_record(const recorder *rc, const double *v)
+{
+    rc->probe(rc->probe_ctx, v);
+}
+
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
  * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
@@ -90,6 +112,9 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
                         double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
                         double weight, hl_err *err)
 {
+    if (__builtin_expect(rc->probe != NULL, 0))
+        probe_record(rc, (const double[HL_SERVE_PROBE_N]){t, dt, in_system, running, waiting, kv_part, kv_util, tokens,
+                                                          prefill_tokens, emitted, weight});
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = hl_fmax(rc->t_end, t + dt);
@@ -272,6 +297,19 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
     return HL_OK;
 }
 
+/* The probe's terms of nb run-ahead steps from t0 (times dts, free blocks after each bfs), as
+ * the reference records them (ahead_reference). Out of line: the run-ahead's loop stays as it is. */
+__attribute__((noinline, cold)) static void probe_ahead(const recorder *rec, double t0, const double *dts,
+                                                        const double *bfs, int nb, double total, double blocks_all,
+                                                        double in_sys, double fm, double w, double weight)
+{
+    for (int i = 0; i < nb; t0 += dts[i++]) {
+        double u = (total - bfs[i]) / blocks_all;
+        rec->probe(rec->probe_ctx,
+                   (const double[HL_SERVE_PROBE_N]){t0, dts[i], in_sys, fm, w, u, u, fm, 0, fm, weight});
+    }
+}
+
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
@@ -409,6 +447,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
          * count is added once per run of gaps inside it. */
         int nb = 0, lim = fit < bad ? fit : bad;
         int64_t next_s = until_sample - 1; /* the block's sampled step */
+        double tt0 = tt;                   /* the block's first step's start (the probe's) */
         for (;;) {
             int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
             double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
@@ -463,6 +502,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             prod[i] = fm * dts[i];
             kvt[i] = u * dts[i];
         }
+        if (__builtin_expect(rec->probe != NULL, 0))
+            probe_ahead(rec, tt0, dts, bfs, nb, total, blocks_all, in_sys, fm, w, weight);
         const double *bw = weight == 1 ? dts : bws; /* dt weight (= dt where weight = 1) */
         for (int i = 0; i < nb && weight != 1; i++)
             bws[i] = dts[i] * weight;
@@ -2151,10 +2192,7 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     int compact = compact_wanted(c);
     if (!compact && (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
         return rc;
-    recorder rec = {0};
-    rec.r = r;
-    rec.stride = 1;
-    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    recorder rec = recorder_for(r, c->max_samples > 1 ? c->max_samples : 2);
     int64_t preempts = 0;
     if (!(o->itl = calloc(1, sizeof *o->itl)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
@@ -2227,11 +2265,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     int64_t *dmap = malloc(sizeof *dmap * (size_t)n), *xmap = malloc(sizeof *xmap * (size_t)n);
     dec_order dec_ctx;
     owned od = {0};
-    recorder rec_p = {0};
     hl_serve_result scratch = {0};
-    rec_p.r = &scratch; /* the prefill pool's KV samples are not reported */
-    rec_p.stride = 1;
-    rec_p.max_samples = 2;
+    recorder rec_p = recorder_for(&scratch, 2); /* the prefill pool's KV samples are not reported */
     double xfer_sum = 0;
     int64_t nd = 0;
     if (!pre || !dec || !xfer || !dmap || !xmap || !(od.itl = calloc(1, sizeof *od.itl))) {

@@ -111,6 +111,16 @@ void hl_serve_acc_free(hl_serve_acc *a);
  * them against one record per request). */
 int64_t hl_serve_compact_runs(void);
 
+/* Tests only (tests/c/test_serve_reference.c): every iteration a run on this thread records is
+ * passed to fn, in order, from each path that takes a step (the loop's step, set_step, the decode
+ * run-ahead and its reference): v holds the terms record() takes (t and dt in s, requests in the
+ * system, running and waiting, the group's and the pool's KV use over the pool's blocks, tokens,
+ * prompt tokens, tokens emitted, the group's weight). fn NULL (the default): none. The values
+ * end their pass: fn copies what it keeps. */
+enum { HL_SERVE_PROBE_N = 11 };
+typedef void (*hl_serve_probe_fn)(void *ctx, const double v[HL_SERVE_PROBE_N]);
+void hl_serve_set_probe(hl_serve_probe_fn fn, void *ctx);
+
 /* Records of requests not yet arrived that changed places on this thread, to keep arrival order
  * as clients and conversations release requests (the tests bound it: it was quadratic). */
 int64_t hl_serve_record_moves(void);

@@ -6,6 +6,7 @@
  * caching, multi-turn sessions). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -13,14 +14,22 @@
 #include "jobs.h"
 #include "serve_int.h"
 
-/* Equal, or both NaN (the cost fields of a GPU without a price, kv_transfer_s when aggregated). */
-static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+/* Bit for bit: a double by its bits (+0 and -0 differ, a NaN equals only the same NaN: the cost
+ * fields of a GPU without a price, kv_transfer_s when aggregated), an integer by its value. */
+static int bits_differ(double x, double y)
+{
+    uint64_t u, v;
+    memcpy(&u, &x, sizeof u);
+    memcpy(&v, &y, sizeof v);
+    return u != v;
+}
+static int int_differ(int64_t x, int64_t y) { return x != y; }
+#define DIFFERS(x, y) _Generic((x), double : bits_differ, default : int_differ)((x), (y))
 
-#define SAME(f)                                                                                        \
-    do {                                                                                               \
-        if (!same((double)(a->f), (double)(b->f)))                                                     \
-            fail_msg("workload %d: field %s differs: %.17g vs reference %.17g", w, #f, (double)(a->f), \
-                     (double)(b->f));                                                                  \
+#define SAME(f)                                                                                                   \
+    do {                                                                                                          \
+        if (DIFFERS(a->f, b->f))                                                                                  \
+            fail_msg("workload %d: field %s differs: %a vs reference %a", w, #f, (double)(a->f), (double)(b->f)); \
     } while (0)
 #define SAME_STATS(s) \
     do {              \
@@ -31,6 +40,18 @@ static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
         SAME(s.max);  \
         SAME(s.n);    \
     } while (0)
+
+/* Every field below is compared: a field added to one of these records changes its size and stops
+ * the build here until it is compared too (sizes on LP64: doubles and int64 8 B, int32 4 B; the
+ * result's kv_link is followed by 4 B of padding, its pointers are not compared but the arrays they
+ * hold are). */
+_Static_assert(sizeof(hl_stats) == 6 * 8, "hl_stats: a field is not compared");
+_Static_assert(sizeof(hl_serve_req) == 10 * 8 + 2 * 4, "hl_serve_req: a field is not compared");
+_Static_assert(sizeof(hl_serve_step) == 8 * 8 + 6 * 4, "hl_serve_step: a field is not compared");
+_Static_assert(sizeof(hl_serve_sample) == 4 * 8, "hl_serve_sample: a field is not compared");
+_Static_assert(sizeof(hl_serve_result) ==
+                   4 * 8 + 6 * 8 + 5 * sizeof(hl_stats) + 7 * 8 + 4 * 8 + 3 * 8 + 3 * 8 + 8 + 4 + 4 + 10 * 8 + 7 * 8,
+               "hl_serve_result: a field is not compared");
 
 /* The fields of the summary: every result field but the per-request rows and the step log. */
 static void compare_summary(int w, const hl_serve_result *a, const hl_serve_result *b)
@@ -127,6 +148,54 @@ static void compare(int w, const hl_serve_result *a, const hl_serve_result *b)
     }
 }
 
+/* The iterations a run records, in order (hl_serve_set_probe): HL_SERVE_PROBE_N terms each. Where
+ * a step's time or counts move by less than the clock resolves (a one-ulp dt rounds away in t + dt,
+ * and in the integrals, on most steps), the results can still agree; the steps cannot. */
+typedef struct trace {
+    double *v;
+    int64_t n, cap; /* values */
+} trace;
+
+static void probe(void *ctx, const double v[HL_SERVE_PROBE_N])
+{
+    trace *t = ctx;
+    if (t->n + HL_SERVE_PROBE_N > t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1 << 16;
+        double *g = realloc(t->v, sizeof *g * (size_t)t->cap);
+        if (!g)
+            abort();
+        t->v = g;
+    }
+    memcpy(t->v + t->n, v, sizeof *v * HL_SERVE_PROBE_N);
+    t->n += HL_SERVE_PROBE_N;
+}
+
+/* Runs c into *r with its iterations kept in *t (freed and refilled). */
+static void run_traced(hl_serve_cfg *c, hl_serve_result *r, trace *t)
+{
+    hl_err e;
+    t->n = 0;
+    hl_serve_set_probe(probe, t);
+    hl_status rc = hl_serve_run(c, r, &e);
+    hl_serve_set_probe(NULL, NULL);
+    assert_ok(rc, &e);
+}
+
+/* The two runs' iterations, term by term, bit for bit. */
+static void compare_traces(int w, const char *what, const trace *a, const trace *b)
+{
+    static const char *term[HL_SERVE_PROBE_N] = {"t",       "dt",     "in_system", "running", "waiting", "kv_part",
+                                                 "kv_util", "tokens", "prefill",   "emitted", "weight"};
+    for (int64_t i = 0; i < a->n && i < b->n; i++)
+        if (bits_differ(a->v[i], b->v[i]))
+            fail_msg("workload %d, %s: iteration %lld's %s differs: %a vs reference %a (t = %.17g s)", w, what,
+                     (long long)(i / HL_SERVE_PROBE_N), term[i % HL_SERVE_PROBE_N], a->v[i], b->v[i],
+                     a->v[i - i % HL_SERVE_PROBE_N]);
+    if (a->n != b->n)
+        fail_msg("workload %d, %s: %lld iterations vs reference %lld", w, what, (long long)(a->n / HL_SERVE_PROBE_N),
+                 (long long)(b->n / HL_SERVE_PROBE_N));
+}
+
 /* xorshift64: the workloads' parameters (the scheduler's own draws use cfg.seed). */
 static uint64_t next_u64(uint64_t *s)
 {
@@ -200,28 +269,36 @@ static hl_serve_cfg workload(int w, uint64_t *g)
 }
 
 /* Runs workload w with the event-driven scheduler into a, then with the kept reference into b
- * (c->sched_reference is left set), and compares them field by field. The caller frees a and b. */
-static void run_both(int w, hl_serve_cfg *c, hl_serve_result *a, hl_serve_result *b)
+ * (c->sched_reference is left set), and compares them field by field and iteration by iteration;
+ * returns the iterations compared. The caller frees a and b. */
+static int64_t run_both(int w, hl_serve_cfg *c, hl_serve_result *a, hl_serve_result *b)
 {
-    hl_err e;
-    assert_ok(hl_serve_run(c, a, &e), &e);
+    trace ta = {0}, tb = {0};
+    run_traced(c, a, &ta);
     c->sched_reference = 1;
-    assert_ok(hl_serve_run(c, b, &e), &e);
+    run_traced(c, b, &tb);
     compare(w, a, b);
+    compare_traces(w, "records kept", &ta, &tb);
     /* without per-request output or a step log (compact records where the workload allows:
      * open loops without prefix caching, sessions or disaggregation), both schedulers give
-     * the same summary as with one record per request */
+     * the same summary and iterations as with one record per request (and, where a's kept the
+     * step log, which stops the run-ahead, as step by step) */
     hl_serve_cfg plain = *c;
     plain.keep_requests = plain.keep_steps = 0;
     for (int ref = 0; ref < 2; ref++) {
         hl_serve_result p;
         plain.sched_reference = ref;
-        assert_ok(hl_serve_run(&plain, &p, &e), &e);
+        run_traced(&plain, &p, &tb);
         assert_true(p.reqs == NULL && p.n_steps_log == 0);
         compare_summary(w, &p, a);
+        compare_traces(w, ref ? "reference, no records" : "no records", &tb, &ta);
         hl_serve_result_free(&p);
     }
     c->sched_reference = 0;
+    int64_t n = ta.n / HL_SERVE_PROBE_N;
+    free(ta.v);
+    free(tb.v);
+    return n;
 }
 
 static void test_equals_reference(void **state)
