@@ -48,6 +48,7 @@ typedef struct recorder {
     double reload;                   /* KV offload: s of host loads over the steps */
     hl_serve_probe_fn probe;         /* tests: each iteration's terms (hl_serve_set_probe), or NULL */
     void *probe_ctx;
+    double path; /* the probe's path of record()'s caller (HL_SERVE_PATH_*: the loop's step 0) */
 } recorder;
 
 static _Thread_local hl_serve_probe_fn probe_fn;
@@ -114,7 +115,7 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
 {
     if (__builtin_expect(rc->probe != NULL, 0))
         probe_record(rc, (const double[HL_SERVE_PROBE_N]){t, dt, in_system, running, waiting, kv_part, kv_util, tokens,
-                                                          prefill_tokens, emitted, weight});
+                                                          prefill_tokens, emitted, weight, rc->path});
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = hl_fmax(rc->t_end, t + dt);
@@ -134,17 +135,45 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     return record_sample(rc, t, kv_util, running, waiting, err);
 }
 
-/* The mean context of the run-ahead's iteration j: the running requests' kv sum S over their
- * number m at j = 0, and, from j = j0 on, base + (j - j0), as the steps taken one at a time before
- * the run-ahead reach them (each run-ahead counts on from the mean its first step's plan takes:
- * base = S / m and j0 = 0 after a decode-only step; after a prompt step the run-ahead also takes
- * the decode-only step that would come next, whose plan takes S / m, and the run-ahead that would
- * follow it counts on from (S + m) / m: base = (S + m) / m, j0 = 1). Whole j: every value exact. */
+/* The mean context of the run-ahead's iteration j as the step-by-step scheduler's plan takes it:
+ * the members' kv sum S + j m over their number m, one division of a whole number below 2^53
+ * (`divide`). Without the division: with Q = floor(S / m), r = S - Q m and f = r / m rounded,
+ * (Q + j) + f rounds once more, to the grid u of Q + j's binade (Q + j is whole: exact). That is
+ * the rounding of the exact (Q + j) + r / m (derived: the grid's midpoints, odd multiples of u / 2
+ * >= 2^-53, are doubles at f's precision, so f and r / m lie on one side of each) unless f is
+ * itself such a midpoint, which it is in one binade only (u / 2 = f's lowest bit): where Q + j
+ * reaches that binade in the run-ahead, or S is not whole, it divides. (S / m + j, the former
+ * rule, rounds S / m at its own binade first: it differed from the plan's mean by an ulp in 4%
+ * of 9e8 random steps; the rule here in none, tests/c/test_serve_reference.c compares the
+ * iterations.) left: the run-ahead's iterations at most. */
 typedef struct ahead_ctx {
-    double first, base, j0;
+    double S, m, Q, f;
+    int divide;
 } ahead_ctx;
 
-static inline double ctx_at(const ahead_ctx *a, double j) { return j < a->j0 ? a->first : a->base + (j - a->j0); }
+static ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
+{
+    ahead_ctx a = {S, (double)m, 0, 0, 1};
+    if (!(S >= 0 && S < 0x1p53 && S == (double)(int64_t)S && left < 0x1p52))
+        return a;
+    int64_t Q = (int64_t)S / m, r = (int64_t)S - Q * m;
+    a.Q = (double)Q;
+    a.f = (double)r / (double)m;
+    a.divide = 0;
+    if (r == 0)
+        return a;
+    uint64_t b;
+    memcpy(&b, &a.f, sizeof b);
+    int e = (int)((b >> 52) & 0x7ff) - 1023; /* f in [2^e, 2^(e+1)), normal: f >= 1 / m >= 2^-63 */
+    int mid = e - 52 + __builtin_ctzll((b & ((1ull << 52) - 1)) | (1ull << 52)) + 53;  /* f's midpoint binade */
+    a.divide = mid >= 0 && (double)Q + left >= (double)(1ll << mid) && Q < 2ll << mid; /* (mid <= 52) */
+    return a;
+}
+
+static inline double ctx_at(const ahead_ctx *a, double j)
+{
+    return a->divide ? (a->S + a->m * j) / a->m : (a->Q + j) + a->f;
+}
 
 /* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
  * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
@@ -168,7 +197,10 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
             break;
         s->blocks_free -= need;
         double util = (s->blocks_total - s->blocks_free) / blocks_all;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
+        rec->path = HL_SERVE_PATH_AHEAD_REF;
+        rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err);
+        rec->path = HL_SERVE_PATH_STEP;
+        if (rc)
             break;
         if (s->pc)
             rec->kv_cached += (cached0 - hl_fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
@@ -184,12 +216,14 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
  * stage slot, full > 0) drops the terms that are exactly nothing there (see below), `hide` keeps
  * hl_comm_hidden's (comm > 0 and overlap comm > 0). Plain C the compiler vectorises (maxpd,
  * minpd: x > y ? x : y is their rule, NaN and signed zeros included). */
-static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int n, double *restrict dt, int simple,
-                              int hide)
+static inline void times_loop(const hl_decode_fn *l, const ahead_ctx *cx, double j, int n, double *restrict dt,
+                              int simple, int hide)
 {
-    const double want = l->overlap * l->comm;
+    /* whole numbers below 2^53 (ahead_ctx_for): Qj + i is exact, as is Q + (j + i) */
+    const double want = l->overlap * l->comm, f = cx->f, Qj = cx->Q + j;
     for (int i = 0; i < n; i++) {
-        double c = ctx0 + (j + (double)i), x = l->ac + l->bc * c, y = l->am + l->bm * c;
+        double c = (Qj + (double)i) + f; /* ctx_at(j + i), cx->divide 0 */
+        double x = l->ac + l->bc * c, y = l->am + l->bm * c;
         double q = (x > y ? x : y) + l->lat;
         double att = simple ? q * l->full : q * l->full * l->stages + q * l->sliding * l->stages;
         double time = l->base_time + att;
@@ -201,7 +235,7 @@ static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int 
     }
 }
 
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+/* dt[i] = the decode line's step time at mean context ctx_at(j + i), i < n: the run-ahead's
  * iterations' times, each the same bits as hl_decode_fn_time at that context (the reference
  * scheduler's, through hl_stepper_time) where that time is finite (a step whose time is not is
  * refused with hl_decode_fn_time's own value). Exactly nothing, for a finite q = max(x, y) + lat:
@@ -209,23 +243,25 @@ static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int 
  *   (full > 0), so adding it changes nothing; q full stages = q full when stages = 1;
  * - hl_comm_hidden is 0 when comm <= 0 or overlap comm <= 0 (min(want, ops) <= 0), and
  *   time - 0 = time. */
-static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
+static void decode_times(const hl_decode_fn *f, const ahead_ctx *cx, double j, int n, double *restrict dt)
 {
-    const hl_decode_fn l = *f; /* a copy the stores cannot alias */
-    if (l.blend > 1) {
-        for (int i = 0; i < n; i++)
-            dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
+    const hl_decode_fn l = *f;       /* a copy the stores cannot alias */
+    if (l.blend > 1 || cx->divide) { /* (a division: rare, ahead_ctx_for) */
+        for (int i = 0; i < n; i++) {
+            double c = ctx_at(cx, j + (double)i);
+            dt[i] = hl_decode_fn_time(&l, c, c);
+        }
         return;
     }
     int simple = l.sliding == 0 && l.stages == 1 && l.full > 0, hide = l.comm > 0 && !(l.overlap * l.comm <= 0);
     if (simple && hide)
-        times_loop(&l, ctx0, j, n, dt, 1, 1);
+        times_loop(&l, cx, j, n, dt, 1, 1);
     else if (simple)
-        times_loop(&l, ctx0, j, n, dt, 1, 0);
+        times_loop(&l, cx, j, n, dt, 1, 0);
     else if (hide)
-        times_loop(&l, ctx0, j, n, dt, 0, 1);
+        times_loop(&l, cx, j, n, dt, 0, 1);
     else
-        times_loop(&l, ctx0, j, n, dt, 0, 0);
+        times_loop(&l, cx, j, n, dt, 0, 0);
 }
 
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
@@ -297,27 +333,30 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
     return HL_OK;
 }
 
-/* The probe's terms of nb run-ahead steps from t0 (times dts, free blocks after each bfs), as
- * the reference records them (ahead_reference). Out of line: the run-ahead's loop stays as it is. */
+/* The probe's terms of the run-ahead's nb steps from its step j (before j0: its own mean, after a
+ * prompt step) at t0 (times dts, free blocks after each bfs), as the reference records them
+ * (ahead_reference). Out of line: the run-ahead's loop stays as it is. */
 __attribute__((noinline, cold)) static void probe_ahead(const recorder *rec, double t0, const double *dts,
-                                                        const double *bfs, int nb, double total, double blocks_all,
-                                                        double in_sys, double fm, double w, double weight)
+                                                        const double *bfs, int nb, double j, double j0, double total,
+                                                        double blocks_all, double in_sys, double fm, double w,
+                                                        double weight)
 {
     for (int i = 0; i < nb; t0 += dts[i++]) {
-        double u = (total - bfs[i]) / blocks_all;
+        double u = (total - bfs[i]) / blocks_all,
+               path = j + (double)i < j0 ? HL_SERVE_PATH_AHEAD_FIRST : HL_SERVE_PATH_AHEAD;
         rec->probe(rec->probe_ctx,
-                   (const double[HL_SERVE_PROBE_N]){t0, dts[i], in_sys, fm, w, u, u, fm, 0, fm, weight});
+                   (const double[HL_SERVE_PROBE_N]){t0, dts[i], in_sys, fm, w, u, u, fm, 0, fm, weight, path});
     }
 }
 
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
- * here without the per-request bookkeeping (the result is the same as
- * scheduling each one: tests/c/test_serve.c compares both). Needs
+ * here without the per-request bookkeeping (the same iterations, bit for bit, as
+ * scheduling each one: tests/c/test_serve_reference.c compares both). Needs
  * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
  * sc: the scratch (counters, lines). after_prompt: the step before ended prompts (its first
- * decode-only step is the run-ahead's step 0, with its plan's mean: ahead_ctx). Updates *t and the
+ * decode-only step is the run-ahead's step 0; only the probe tells it apart). Updates *t and the
  * integrals in rec. (Here, not in serve_sched.c: it records into the run's integrals and
  * inter-token histogram.) */
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
@@ -361,9 +400,9 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     if (!(0 < left))
         return HL_OK; /* the next step finishes a request (set_step, or the loop) */
-    /* the iterations' mean contexts (after a prompt step: its next, decode-only, step first) */
-    ahead_ctx cx = {ksum / (double)m, after_prompt ? (ksum + (double)m) / (double)m : ksum / (double)m,
-                    after_prompt ? 1 : 0};
+    /* the iterations' mean contexts (after a prompt step too: its next, decode-only, step is the
+     * run-ahead's step 0, at S / m) */
+    ahead_ctx cx = ahead_ctx_for(ksum, m, left);
     /* The loop below is record() and hl_itl_add() of each iteration with the
      * integrals in locals (each sum still takes one term per iteration, in
      * order: the same bits), the step time from the decode line of m
@@ -418,9 +457,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             double c0 = ctx_at(&cx, j), d0 = hl_decode_fn_time(line, c0, c0), est = (t_arr - tt) / d0 + 2;
             if (d0 > 0 && est < nmax) /* (d0: the first step's time, as decode_times gives it where finite) */
                 nmax = est > 1 ? (int)est : 1;
-            decode_times(line, cx.base, j - cx.j0, nmax, dts); /* base + ((j - j0) + i): ctx_at(j + i) */
-            if (j < cx.j0)
-                dts[0] = d0; /* (j0 <= 1: only step 0 has its own mean) */
+            decode_times(line, &cx, j, nmax, dts);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 double ci = ctx_at(&cx, j + i);
@@ -503,7 +540,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             kvt[i] = u * dts[i];
         }
         if (__builtin_expect(rec->probe != NULL, 0))
-            probe_ahead(rec, tt0, dts, bfs, nb, total, blocks_all, in_sys, fm, w, weight);
+            probe_ahead(rec, tt0, dts, bfs, nb, j - (double)nb, after_prompt, total, blocks_all, in_sys, fm, w, weight);
         const double *bw = weight == 1 ? dts : bws; /* dt weight (= dt where weight = 1) */
         for (int i = 0; i < nb && weight != 1; i++)
             bws[i] = dts[i] * weight;
@@ -1561,8 +1598,11 @@ static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, d
         used_all += P->units[k].blocks_total - P->units[k].blocks_free;
     rec->kv_cached += 0 / blocks_kv * dt; /* no prefix cache with the set */
     rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_kv);
-    if ((rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
-                     step_tok - (double)decodes - 0, emitted, weight, f->err)))
+    rec->path = HL_SERVE_PATH_SET_STEP;
+    rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
+                step_tok - (double)decodes - 0, emitted, weight, f->err);
+    rec->path = HL_SERVE_PATH_STEP;
+    if (rc)
         return rc;
     gr->t = t_end;
     hl_dset_after_step(s);
