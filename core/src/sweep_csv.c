@@ -72,10 +72,14 @@ static void direct_row(const stream *s, const int64_t *value_index, const hl_poi
     char *o = hl_csv_room(csv, (int64_t)(in->n_axes + s->ncols + 1) * HL_CSV_NUMBER_ROOM);
     if (!o)
         return;
-    for (int32_t a = 0; a < in->n_axes; a++) {
-        const hl_axis *ax = &in->axes[a];
-        double v = ax->numbers[value_index[a]];
-        if (v == 0 && strcmp(ax->name, "batch") == 0) { /* as axis_cell */
+    /* locals: stores through o may alias anything, so fields read in the loops would be reloaded */
+    const hl_axis *axes = in->axes;
+    const int32_t *cols = s->cols, *type = s->type;
+    const double *scales = s->o->scales;
+    int32_t n_axes = in->n_axes, ncols = s->ncols;
+    for (int32_t a = 0; a < n_axes; a++) {
+        double v = axes[a].numbers[value_index[a]];
+        if (v == 0 && strcmp(axes[a].name, "batch") == 0) { /* as axis_cell */
             memcpy(o, "max,", 4);
             o += 4;
         } else {
@@ -83,11 +87,11 @@ static void direct_row(const stream *s, const int64_t *value_index, const hl_poi
             *o++ = ',';
         }
     }
-    for (int32_t c = 0; c < s->ncols; c++) {
-        double v = p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1);
-        if (s->type[c] == HL_VALUE_NUMBER) {
+    for (int32_t c = 0; c < ncols; c++) {
+        double v = p->v[cols[c]] * (scales ? scales[c] : 1);
+        if (type[c] == HL_VALUE_NUMBER) {
             o += hl_csv_format_number_wide(v, o);
-        } else if (s->type[c] == HL_VALUE_INTEGER) {
+        } else if (type[c] == HL_VALUE_INTEGER) {
             o = hl_csv_put_integer(o, (int64_t)v);
         } else { /* HL_VALUE_BOOL, as hl_csv_bool(v != 0) */
             memcpy(o, v != 0 ? "true" : "false", 5);
@@ -99,11 +103,10 @@ static void direct_row(const stream *s, const int64_t *value_index, const hl_poi
     hl_csv_commit_row(csv, o);
 }
 
-static void format_row(const stream *s, int64_t index, const hl_point *p, hl_csv *csv)
+/* Point p's row; value_index: its value of each axis. */
+static void format_row(const stream *s, const int64_t *value_index, const hl_point *p, hl_csv *csv)
 {
     const hl_sweep_in *in = s->in;
-    int64_t value_index[HL_SWEEP_MAX_AXES];
-    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
     if (s->direct && p->status == HL_OK && csv->cells == 0) {
         direct_row(s, value_index, p, csv);
         return;
@@ -152,7 +155,7 @@ static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, hl_sweep_
         if (cancelled(s))
             break; /* the points not reached are left out */
         hl_sweep_eval_point(s->in, s->plan, i, job, cur, s->cols, s->ncols, p);
-        format_row(s, i, p, &sl->csv);
+        format_row(s, cur->value_index, p, &sl->csv); /* the point's axis values, as eval_point left them */
         sl->rows++;
         if (s->in->progress)
             __atomic_add_fetch(s->in->progress, 1, __ATOMIC_RELAXED);
