@@ -555,17 +555,17 @@ typedef struct shape_key {
     int32_t fabric, nvls;
     double links[12];
 } shape_key;
-_Static_assert(sizeof(shape_key) == 4 * sizeof(int32_t) + 4 * sizeof(int64_t) + 12 * sizeof(double),
-               "shape_key has padding");
+_Static_assert(sizeof(shape_key) == 4 * sizeof(int32_t) + 4 * sizeof(int64_t) + 12 * sizeof(double), "shape_key has "
+                                                                                                     "padding");
 typedef struct shape {
     int valid;
-    int fast;                  /* AUTO's choice by bounds applies */
+    int fast; /* AUTO's choice by bounds applies */
     shape_key key;
-    group G;                   /* the shape's group; S and imb set by each call */
-    int n_alive;               /* applicable algorithms */
-    int alive[SHAPE_ALGOS];    /* their numbers, in loop order */
-    double lat[SHAPE_ALGOS];   /* s, lat_a */
-    double beta[SHAPE_ALGOS];  /* s per byte of x, b_a */
+    group G;                  /* the shape's group; S and imb set by each call */
+    int n_alive;              /* applicable algorithms */
+    int alive[SHAPE_ALGOS];   /* their numbers, in loop order */
+    double lat[SHAPE_ALGOS];  /* s, lat_a */
+    double beta[SHAPE_ALGOS]; /* s per byte of x, b_a */
 } shape;
 static _Thread_local shape shapes[SHAPE_SLOTS];
 static _Thread_local int shapes_off; /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
@@ -577,7 +577,6 @@ void hl_coll_shape_cache(int on)
     memset(memo, 0, sizeof memo); /* no result of the other mode is returned after the switch */
     mrun = (memo_run){0, 0};
 }
-
 
 static void shape_key_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, shape_key *k)
 {
@@ -654,7 +653,6 @@ static int shape_pick(const shape *sh, hl_coll_op op, const group *G, int *algo)
     *algo = sh->alive[w];
     return 1;
 }
-
 
 hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
 {

@@ -82,13 +82,14 @@ static int timed(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll
 
 static void assert_same(const hl_coll_out *a, const hl_coll_out *b, const hl_coll_in *in, int64_t hbd)
 {
-    const double fa[] = {a->time_s,       a->algbw,       a->busbw,     a->scaleup_bytes,
+    const double fa[] = {a->time_s,         a->algbw,     a->busbw,        a->scaleup_bytes,
                          a->scaleout_bytes, a->latency_s, a->latency_share};
-    const double fb[] = {b->time_s,       b->algbw,       b->busbw,     b->scaleup_bytes,
+    const double fb[] = {b->time_s,         b->algbw,     b->busbw,        b->scaleup_bytes,
                          b->scaleout_bytes, b->latency_s, b->latency_share};
     if (memcmp(fa, fb, sizeof fa) != 0 || a->algo != b->algo || a->hbds != b->hbds ||
         a->ranks_per_hbd != b->ranks_per_hbd)
-        fail_msg("op %d, %lld ranks (%lld per HBD), hbd %lld, %.17g B, imbalance %g: algo %d vs %d, time %.17g vs %.17g",
+        fail_msg("op %d, %lld ranks (%lld per HBD), hbd %lld, %.17g B, imbalance %g: algo %d vs %d, time %.17g vs "
+                 "%.17g",
                  (int)in->op, (long long)in->ranks, (long long)in->ranks_per_hbd, (long long)hbd, in->bytes,
                  in->imbalance, (int)a->algo, (int)b->algo, a->time_s, b->time_s);
 }
