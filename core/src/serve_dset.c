@@ -251,8 +251,8 @@ void hl_dset_ahead(const sched *s, double *left, double *ctx, int64_t *slot0)
 {
     int64_t bt = (int64_t)s->block;
     *left = finish_min(s) - s->dc - 1; /* min over members of output - gen - 1 */
-    *ctx = s->dctx;                     /* divided by the caller, as its own sum */
-    *slot0 = (bt - s->dc_res) % bt;     /* step j crosses at ring slot (-dc - j) mod block */
+    *ctx = s->dctx;                    /* divided by the caller, as its own sum */
+    *slot0 = (bt - s->dc_res) % bt;    /* step j crosses at ring slot (-dc - j) mod block */
 }
 
 void hl_dset_advance(sched *s, double j, double t)

@@ -98,16 +98,16 @@ typedef struct sched {
      * requests that decode advance together, one token a step, and are touched only
      * when they join, finish or leave the set; their records hold kv - dc and gen - dc,
      * their last token is t_emit and their blocks ceil(kv / block). */
-    int ev;                /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
+    int ev;            /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
                            cache, speculation, window, state or reservation; not the reference) */
-    int ev_on;             /* the set holds every decoding running request */
-    int64_t n_slots;       /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
-    double dc;             /* decode steps the set has taken */
-    int64_t dc_res;        /* dc mod block */
-    double dn, dctx;       /* members; the sum of their kv (whole tokens: exact) */
-    double t_emit;         /* s: the end of the set's last step (its members' last token) */
-    double ev_planned;     /* members planned in this step (0 or dn) */
-    double *ring;          /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
+    int ev_on;         /* the set holds every decoding running request */
+    int64_t n_slots;   /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
+    double dc;         /* decode steps the set has taken */
+    int64_t dc_res;    /* dc mod block */
+    double dn, dctx;   /* members; the sum of their kv (whole tokens: exact) */
+    double t_emit;     /* s: the end of the set's last step (its members' last token) */
+    double ev_planned; /* members planned in this step (0 or dn) */
+    double *ring;      /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
     /* The members by the dc they finish at (output - (gen - dc), > dc): those within HL_DSET_CAL
      * steps of dc in a calendar of buckets by that dc mod HL_DSET_CAL (a list of nodes each, its
      * bit set while not empty: the bucket of dc holds exactly the members that finish at dc), the
