@@ -473,6 +473,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (lean) { /* one pass: ahead_lean */
             int nb = 0;
             int64_t next_s = until_sample - 1;
+            double tt0 = tt, bf0 = blocks_free; /* the block's start (the probe's) */
+            int64_t r20 = r2;
             for (;;) {
                 /* the steps up to the sampled one, while each gap is inside the bin (no calls: the
                  * values stay in registers) */
@@ -544,6 +546,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
             until_sample = next_s - nb + 1;
             j += nb;
             jn += nb;
+            if (__builtin_expect(rec->probe != NULL, 0)) { /* its steps' free blocks, as the pass took them */
+                double bfl[AHEAD_BLOCK];
+                for (int i = 0; i < nb; i++, r20 = (r20 == 0 ? bt : r20) - 1)
+                    bfl[i] = bf0 = bf0 - ring[r20];
+                probe_ahead(rec, tt0, dts, bfl, nb, j - (double)nb, after_prompt, total, blocks_all, in_sys, fm, w,
+                            weight);
+            }
             continue;
         }
         /* the blocks each step takes (requests whose cache sits on a block boundary), while they fit */
@@ -2092,6 +2101,10 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t u = 0; u < o->pools[p].U; u++)
             hl_dset_off(&o->pools[p].units[u]);
     *preempts += preempt_total;
+    if (__builtin_expect(rec->probe != NULL, 0)) /* the integrals as the loop left them (the run-ahead sums its own) */
+        probe_record(rec, (const double[HL_SERVE_PROBE_N]){
+                              rec->busy, rec->busy_prefill, rec->little, rec->run, rec->wait, rec->kv, rec->kv_max,
+                              rec->tokens, rec->sat_tokens, rec->sat_time, rec->t_end, HL_SERVE_PATH_END});
     return HL_OK;
 }
 

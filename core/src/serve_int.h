@@ -137,7 +137,10 @@ enum {
     HL_SERVE_PATH_AHEAD = 2,       /* the decode run-ahead's loop */
     HL_SERVE_PATH_AHEAD_FIRST = 3, /* its step 0 after a prompt step (its own mean context) */
     HL_SERVE_PATH_AHEAD_REF = 4,   /* the run-ahead as the reference scheduler takes it (ahead_reference) */
-    HL_SERVE_PATHS = 5
+    HL_SERVE_PATH_END = 5,         /* not a step: a pool's loop ended, v = its integrals (busy, its prefill share,
+                                      in system, running, waiting, KV, largest KV, tokens, saturated tokens and
+                                      time, the last step's end) */
+    HL_SERVE_PATHS = 6
 };
 typedef void (*hl_serve_probe_fn)(void *ctx, const double v[HL_SERVE_PROBE_N]);
 void hl_serve_set_probe(hl_serve_probe_fn fn, void *ctx);
