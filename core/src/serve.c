@@ -1122,6 +1122,14 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     if ((rc = spec_setup(decodes ? job : &plain, cap, &target, &p->sp, &p->draft, &p->draft2, err)) ||
         (rc = hl_stepper_new_rank(&target, cap, &p->st, err)))
         return rc;
+    if (c->sched_reference) { /* the reference times every step through the accumulator alone (tests: the kept
+                                 kernels and I/O parts of step.c are compared with it too) */
+        hl_stepper_memo(p->st, 0);
+        if (p->draft)
+            hl_stepper_memo(p->draft, 0);
+        if (p->draft2)
+            hl_stepper_memo(p->draft2, 0);
+    }
     hl_serve_cfg cj = *c;
     cj.job = *job;
     double blocks = 0;

@@ -125,7 +125,8 @@ typedef struct hl_serve_cfg {
     int32_t keep_requests;   /* 1: fill result.reqs */
     int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
     int32_t sched_reference; /* testing only (no Lua field): 1 = the reference scheduler's passes over the running
-                                set (summary, compaction) every iteration; tests check it equals the default */
+                                set (summary, compaction) every iteration, each step timed through the accumulator
+                                alone (hl_stepper_memo off); tests check it equals the default */
     int64_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
     int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
