@@ -42,6 +42,13 @@ struct hl_stepper {
     struct pre_attn *pre[2];  /* [full=0 / local=1][tokens]: a one-chunk step's prompt kernel, NULL until used */
     struct new_chunk *nc[2];  /* [full=0 / local=1][tokens]: a prompt's first chunk's kernel, NULL until used */
     int memo;                 /* 1 (default): the kept kernels and I/O parts of a mixed step are used */
+    struct dker *dk;          /* [sequences]: a mixed step's decode kernel (decode_kernel), NULL until used */
+};
+
+/* The decode attention kernel of a count of sequences along its context (decode_kernel). */
+struct dker {
+    hl_attn_decode d;
+    int have;
 };
 
 /* The kernel step_attn builds for a chunk that starts its prompt (offset 0) of a whole number
@@ -164,6 +171,7 @@ void hl_stepper_free(hl_stepper *st)
     free(st->pre[1]);
     free(st->nc[0]);
     free(st->nc[1]);
+    free(st->dk);
     free(st);
 }
 
@@ -550,32 +558,46 @@ static inline void op_add(hl_phase *ph, hl_op_time t, double launch, double time
         ph->memory_s += dt;
 }
 
-/* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
- * layers), without the operator (hl_attn_decode_time: the same time): its launch added, to the
- * time and to compute or memory by its bound, as account_op adds them (the accumulator's other
- * sums, which the step's time does not read, are left). 0, with nothing added, where the operator
- * is wanted: memo off, kernel tables (a measured time), or a kernel hl_attn_decode_time does not
- * take. */
-static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx, double times)
+/* The decode kernel of b sequences (hl_attn_decode), kept per whole b <= cap. */
+static const hl_attn_decode *decode_kernel(hl_stepper *st, double b, hl_attn_decode *own)
 {
     const hl_sim_ctx *s = &st->s;
+    int64_t k = (int64_t)b;
+    int keep =
+        b == (double)k && k >= 0 && k <= st->cap && (st->dk || (st->dk = calloc((size_t)st->cap + 1, sizeof *st->dk)));
+    struct dker *e = keep ? &st->dk[k] : NULL;
+    if (e && e->have)
+        return &e->d;
     int i = 1 <= s->decode_q; /* step_attn's shape of q = 1 */
-    if (!st->memo || s->kern)
-        return 0;
     if (!st->ash_have[i]) {
         hl_attn_shape_for(&st->s, 1, &st->ash[i]);
         st->ash_have[i] = 1;
     }
-    hl_attn_shape sh = st->ash[i]; /* hl_attn_op_shaped's */
+    hl_attn_shape sh = st->ash[i]; /* hl_attn_op_shaped's, but the context */
     sh.batch = b;
     sh.new_tokens = 1;
-    sh.context = ctx;
+    sh.context = 0;
     sh.window = 0;
+    hl_attn_decode *d = e ? &e->d : own;
+    hl_attn_decode_init(d, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+    if (e)
+        e->have = 1;
+    return d;
+}
+
+/* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
+ * layers), without the operator (hl_attn_decode: the same time): its launch added, to the time
+ * and to compute or memory by its bound, as account_op adds them (op_add). 0, with nothing added,
+ * where the operator is wanted: memo off, kernel tables (a measured time), or a kernel
+ * hl_attn_decode does not take. */
+static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx, double times)
+{
+    hl_attn_decode own;
     hl_op_time t;
-    if (!hl_attn_decode_time(&sh, (hl_precision)s->j->act_precision, &s->c->gpu, &t))
+    if (!st->memo || st->s.kern || !hl_attn_decode_at(decode_kernel(st, b, &own), ctx, &t))
         return 0;
     if (times > 0) /* (hl_acc_op adds nothing for none) */
-        op_add(ph, t, s->launch_extra, times);
+        op_add(ph, t, st->s.launch_extra, times);
     return 1;
 }
 
