@@ -612,11 +612,13 @@ static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx,
 /* A mixed step's kept parts in small records of what its time reads, per count (at load the
  * steps meet thousands of token counts and prompt lengths: read from the kept structs, 88 to 432
  * B apart, they missed the cache, most of mixed_fast's time). Filled from those structs once. */
-struct mix_tok {    /* per token count */
+struct mix_tok {    /* per token count: one 64-byte line (mix_alloc aligns them) */
     double lin[4];  /* s: the linear pass's time, compute, memory, comm (lin[0][k], slots 1) */
     double emb, pp; /* s: the embedding kernel and its launch; the pp - 1 hand-offs (pp_on) */
     uint8_t have_lin, have_io, emb_compute, pp_on;
+    uint8_t pad[12];
 };
+_Static_assert(sizeof(struct mix_tok) == 64, "struct mix_tok: one cache line");
 struct mix_head {        /* per count of sampled rows */
     double head, out[2]; /* s: the LM head kernel and its launch; the head collectives (on[i]) */
     uint8_t have, compute, on[2];
@@ -634,8 +636,8 @@ struct mix_chunk { /* per prompt length: the counts of a prompt's first chunk's 
 static int mix_alloc(hl_stepper *st)
 {
     size_t n = (size_t)st->cap + 1;
-    if (!st->mt)
-        st->mt = calloc(n, sizeof *st->mt);
+    if (!st->mt && (st->mt = aligned_alloc(64, n * sizeof *st->mt)))
+        memset(st->mt, 0, n * sizeof *st->mt);
     if (!st->mh)
         st->mh = calloc(n, sizeof *st->mh);
     if (!st->mp)
@@ -704,8 +706,8 @@ static void mix_chunks(hl_stepper *st, const hl_iter *it, double dp, hl_op *out)
         const hl_iter_chunk *c = &it->chunks[i];
         double f, r, w;
         int64_t k = (int64_t)c->tokens;
-        if (i == 0) {
-            sum = *chunk_op(st, c, 0, &tmp);
+        if (i == 0) { /* chunk_op's kernel, built (the same op as the kept one: reading that missed the cache) */
+            step_attn(st, &sum, 1, c->tokens, c->offset, 0);
             f = sum.flops, r = sum.bytes_read, w = sum.bytes_written;
         } else if (c->offset == 0 && c->tokens == (double)k && k >= 1 && k <= st->cap) {
             struct mix_chunk *e = &st->mc[k];
