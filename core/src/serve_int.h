@@ -72,7 +72,7 @@ hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, in
 hl_status hl_serve_make_content(const hl_serve_cfg *cfg, int64_t n, hl_trace_content **out, hl_err *err);
 
 /* Log-binned histogram of inter-token gaps (s): 0.5% wide bins from 1 us to 1e4 s. */
-enum { HL_ITL_BINS = 4600 };
+enum { HL_ITL_BINS = 4600, HL_ITL_SEEN = 256 };
 typedef struct hl_itl_hist {
     double count[HL_ITL_BINS];
     double n, sum, max;
@@ -81,6 +81,10 @@ typedef struct hl_itl_hist {
     int last_bin;
     double ahead_lo, ahead_hi; /* s: the same for the decode run-ahead's gaps (serve.c), a bin of its own: */
     int ahead_bin;             /* the steps between two run-aheads, which carry prompts, fall elsewhere */
+    /* bins hl_itl_add looked up, by a gap's exponent bit and top mantissa bits (HL_ITL_SEEN slots,
+     * about a bin each over two octaves): the gaps of steps that carry prompts spread over many bins */
+    double seen_lo[HL_ITL_SEEN], seen_hi[HL_ITL_SEEN]; /* s: the bin's gaps [lo, hi); lo = hi = 0: none */
+    int seen_bin[HL_ITL_SEEN];
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 

@@ -102,8 +102,21 @@ void hl_itl_add(hl_itl_hist *h, double gap, double count)
             h->last_bin = h->ahead_bin;
             h->last_lo = h->ahead_lo;
             h->last_hi = h->ahead_hi;
-        } else /* look it up */
-            h->last_bin = hl_itl_find(h, gap, &h->last_lo, &h->last_hi);
+        } else { /* a bin seen before (its edges decide, so it is the bin), or looked up */
+            uint64_t bits;
+            memcpy(&bits, &gap, sizeof bits);
+            int k = (int)((bits >> 45) & (HL_ITL_SEEN - 1));
+            if (gap >= h->seen_lo[k] && gap < h->seen_hi[k]) {
+                h->last_bin = h->seen_bin[k];
+                h->last_lo = h->seen_lo[k];
+                h->last_hi = h->seen_hi[k];
+            } else {
+                h->last_bin = hl_itl_find(h, gap, &h->last_lo, &h->last_hi);
+                h->seen_bin[k] = h->last_bin;
+                h->seen_lo[k] = h->last_lo;
+                h->seen_hi[k] = h->last_hi;
+            }
+        }
     }
     int b = h->last_bin;
     h->count[b] += count;
