@@ -403,21 +403,26 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                  * values stay in registers) */
                 int lim2 = next_s < nmax ? (int)next_s : nmax, k = nb, stop = 0;
                 double tc = tt, mx = imax, bf = blocks_free, bu = busy, li = little, ru = run, kq = kv, is = isum;
-                double lo = vlo, hi = bin_hi, ta = t_arr;
+                double lo = vlo, hi = bin_hi, ta = t_arr, u = (total - bf) / blocks_all; /* util as the last step left it */
                 int64_t q2 = r2;
+                if (!(lo > 0))
+                    lim2 = k; /* (the loop's max below needs gaps > 0: the outer loop's takes the others) */
                 for (; k < lim2; k++) {
-                    double bn = bf - ring[q2], d = dts[k]; /* the blocks this step takes (exact: whole counts) */
-                    if (bn < 0 || !(tc < ta)) {
+                    double need = ring[q2], d = dts[k]; /* the blocks this step takes */
+                    if (need > bf || !(tc < ta)) {      /* (exact: whole counts, so need > bf <=> bf - need < 0) */
                         stop = 1;
                         break;
                     }
                     if (!(d >= lo && d < hi))
                         break;
-                    bf = bn;
+                    if (need != 0) { /* util as this step leaves it (the same value where no block is taken) */
+                        bf -= need;
+                        u = (total - bf) / blocks_all;
+                    }
                     q2 = (q2 == 0 ? bt : q2) - 1;
-                    double p = fm * d, u = (total - bf) / blocks_all; /* m dt; util as the step left it */
+                    double p = fm * d; /* m dt */
                     tc += d;
-                    mx = d > mx ? d : mx;
+                    mx = mx > d ? mx : d; /* d > mx ? d : mx: d > 0, not NaN (equal values, the same bits) */
                     bu += d; /* dt weight, weight 1 */
                     li += p; /* in_sys dt = m dt: nothing waits */
                     ru += p;
@@ -452,13 +457,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 }
                 blocks_free = bn;
                 r2 = (r2 == 0 ? bt : r2) - 1;
-                double p = fm * d, u = (total - blocks_free) / blocks_all;
+                double p = fm * d, us = (total - blocks_free) / blocks_all;
                 tt += d;
                 imax = d > imax ? d : imax;
                 busy += d;
                 little += p;
                 run += p;
-                kv += u * d;
+                kv += us * d;
                 isum += p;
                 nb++;
             }
