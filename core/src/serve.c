@@ -1140,7 +1140,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     for (int64_t i = 0; i < n && ev && !compact; i++) /* compact: compact_fits */
         ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
              reqs[i].input + reqs[i].output < 0x1p40;
-    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 2 * sizeof(int64_t) * ms;
+    /* per unit: the ring, the heap, the prefilling and finishing lists, the calendar's bits, its
+     * nodes' members, then its 4-byte arrays (nodes' links, bucket heads), to a multiple of 16 B */
+    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 3 * sizeof(int64_t) * ms +
+                      sizeof(uint64_t) * (HL_DSET_CAL / 64) + sizeof(int32_t) * (ms + HL_DSET_CAL);
+    per_unit = (per_unit + 15) / 16 * 16;
     if (ev && !(p->ev_mem = calloc((size_t)U, per_unit)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld schedulers", (long long)U);
     for (int64_t u = 0; u < U && ev; u++) {
@@ -1151,6 +1155,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         s->heap = (hl_dheap *)(base + sizeof(double) * (size_t)c->block_tokens);
         s->pre = (int64_t *)(s->heap + ms);
         s->fin = s->pre + ms;
+        s->cal_r = s->fin + ms;
+        s->cal_bits = (uint64_t *)(s->cal_r + ms);
+        s->cal_next = (int32_t *)(s->cal_bits + HL_DSET_CAL / 64);
+        s->cal_head = s->cal_next + ms;
+        s->cal_free = -1; /* (the bits are clear: every bucket empty) */
     }
     for (int64_t g = 0; g < p->G; g++)
         p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};
