@@ -203,6 +203,15 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
         times_loop(&l, ctx0, j, n, dt, 0, 0);
 }
 
+/* Whether decode_times' times do not decrease with the context: each operation of the line's
+ * evaluation is a rounded one that does not decrease in it for these signs (no blend; no hidden
+ * share, whose subtraction would). */
+static int line_mono(const hl_decode_fn *l)
+{
+    return l->blend <= 1 && !(l->comm > 0 && !(l->overlap * l->comm <= 0)) && l->bc >= 0 && l->bm >= 0 &&
+           l->full >= 0 && l->sliding >= 0 && l->stages >= 0;
+}
+
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
  * below 2^53, as counts of tokens and sequences are), else one at a time. */
 static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
@@ -375,7 +384,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     /* ahead_lean: where nothing waits, the weight is 1, no prefix cache and the line gives the times,
      * each step in one pass (its exits as the passes below test them, its sample and bin, the clock
      * and each integral's terms, each sum in iteration order: the same sums, bit for bit) */
-    int lean = have_line && w == 0 && weight == 1 && !s->pc;
+    int lean = have_line && w == 0 && weight == 1 && !s->pc, mono = lean && line_mono(line);
 next_m:
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
@@ -406,6 +415,9 @@ next_m:
         if (lean) { /* one pass: ahead_lean */
             int nb = 0;
             int64_t next_s = until_sample - 1;
+            /* fits: the block's steps' blocks fit, whatever steps take them (each member is counted
+             * once in the ring, so ceil(nmax / block) m bound them) */
+            int fits = mono && nmax >= 4 && (double)((nmax + bt - 1) / bt) * fm <= blocks_free;
             for (;;) {
                 /* the steps up to the sampled one, while each gap is inside the bin (no calls: the
                  * values stay in registers) */
@@ -416,6 +428,45 @@ next_m:
                 int64_t q2 = r2;
                 if (!(lo > 0))
                     lim2 = k; /* (the loop's max below needs gaps > 0: the outer loop's takes the others) */
+                if (fits && k < lim2 && dts[k] >= lo) {
+                    /* Two steps at a time: both are taken when the second's gap is inside the bin (the
+                     * first's is no larger, and no smaller than this loop's first, which is inside) and
+                     * the clock after the first is before the arrival (the first's start is no later);
+                     * their blocks fit. The same terms, in order; the largest gap is the last one's. */
+                    int k0 = k;
+                    for (; k + 1 < lim2; k += 2) {
+                        double d0 = dts[k], d1 = dts[k + 1], t1 = tc + d0;
+                        if (!(d1 < hi && t1 < ta))
+                            break;
+                        double n0 = ring[q2];
+                        q2 = (q2 == 0 ? bt : q2) - 1;
+                        if (n0 > 0) {
+                            bf -= n0;
+                            u = (total - bf) / blocks_all;
+                        }
+                        double p0 = fm * d0;
+                        bu += d0;
+                        li += p0;
+                        ru += p0;
+                        kq += u * d0;
+                        is += p0;
+                        double n1 = ring[q2];
+                        q2 = (q2 == 0 ? bt : q2) - 1;
+                        if (n1 > 0) {
+                            bf -= n1;
+                            u = (total - bf) / blocks_all;
+                        }
+                        double p1 = fm * d1;
+                        bu += d1;
+                        li += p1;
+                        ru += p1;
+                        kq += u * d1;
+                        is += p1;
+                        tc = t1 + d1;
+                    }
+                    if (k > k0)
+                        mx = mx > dts[k - 1] ? mx : dts[k - 1]; /* (d > 0: the max of the steps' forms) */
+                }
                 for (; k < lim2; k++) {
                     double need = ring[q2], d = dts[k]; /* the blocks this step takes */
                     if (need > bf || !(tc < ta)) {      /* (exact: whole counts, so need > bf <=> bf - need < 0) */
@@ -424,7 +475,7 @@ next_m:
                     }
                     if (!(d >= lo && d < hi))
                         break;
-                    if (need != 0) { /* util as this step leaves it (the same value where no block is taken) */
+                    if (need > 0) { /* util as this step leaves it (the same value where no block is taken) */
                         bf -= need;
                         u = (total - bf) / blocks_all;
                     }
@@ -683,6 +734,7 @@ next_m:
         if (!have_line)
             goto counts;
         *again = 0;
+        mono = line_mono(line);
         m = m2;
         fm = (double)m;
         in_sys = fm + w;
