@@ -10,15 +10,7 @@ local serve = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 
                 input = 100, output = 10 }
 local sweep = { base = { model = "llama-3.1-8b", cluster = "hgx-h100", parallel = { tp = 8 }, input = 100, output = 10 },
                 axes = { batch = { 1, 2 } }, progress = false }
-local dir = T.scratch()
-
-local function file(name, text)
-  local p = dir .. "/" .. name
-  local f = assert(io.open(p, "w"))
-  f:write(text)
-  f:close()
-  return p
-end
+local dir, file = T.scratch()
 
 -- the serve fields with a trace instead of a rate
 local function traced(path)
