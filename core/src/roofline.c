@@ -28,7 +28,7 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     c.latency = g->gemm_latency_fp8;
     c.k_latency = g->gemm_k_latency_fp8 > 0 ? g->gemm_k_latency_fp8 : c.k_latency;
     c.quant_bytes = g->quant_bytes_fp8;
-    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0;             /* FP4 too */
+    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0;       /* FP4 too */
     c.dense_k0 = g->gemm_k0_fp8 > 0 ? g->gemm_k0_fp8 : c.dense_k0; /* FP4 too */
     if (p != HL_FP4)
         return c;
