@@ -929,11 +929,18 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     return HL_OK;
 }
 
+/* The requests a run of c serves (a trace's, or the drawn count). */
+static double run_requests(const hl_serve_cfg *c)
+{
+    int trace = c->arrival == HL_ARRIVAL_TRACE || (c->arrival == HL_ARRIVAL_AUTO && c->trace && c->n_trace > 0);
+    return trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
+                 : (c->requests > 0 ? c->requests : 1000);
+}
+
 double hl_serve_memory_bytes(const hl_serve_cfg *c)
 {
     int trace = c->arrival == HL_ARRIVAL_TRACE || (c->arrival == HL_ARRIVAL_AUTO && c->trace && c->n_trace > 0);
-    double n = trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
-                     : (c->requests > 0 ? c->requests : 1000);
+    double n = run_requests(c);
     /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
      * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
@@ -1157,6 +1164,7 @@ typedef struct pool {
     void *ev_mem;                   /* the units' decode sets: ring, heap, prefilling and finishing lists */
     int compact;                    /* q holds the requests in flight (slots), not one record per request */
     int64_t cap;                    /* compact: records in q, and each unit's queue holds cap + 1 */
+    int64_t max_records;            /* compact: most records the memory budget holds (INT64_MAX: no budget) */
     rq_slots slots;                 /* compact: the free records */
 } pool;
 
@@ -1333,6 +1341,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     int64_t nq = compact ? COMPACT_RECORDS : n; /* records, and each queue's capacity - 1 */
     p->compact = compact;
     p->cap = nq;
+    p->max_records = INT64_MAX; /* (run: the memory budget's) */
     p->q = calloc((size_t)(nq > 0 ? nq : 1), sizeof *p->q);
     p->units = calloc((size_t)U, sizeof *p->units);
     p->groups = calloc((size_t)p->G, sizeof *p->groups);
@@ -1471,12 +1480,38 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     return HL_OK;
 }
 
-/* Compact records: a free record of pool p (when none is, the records double, and each
- * unit's queue with them, its order kept); -1 when out of memory. */
+/* B of one compact record in flight: the record, its free-list entry and its place in each unit's
+ * queue (take_record's arrays). */
+static double compact_record_bytes(const pool *p)
+{
+    return (double)sizeof(rq) + (double)sizeof(int64_t) * (1.0 + (double)p->U);
+}
+
+/* B of the metrics a run on compact records keeps for each request it counts: hl_serve_acc's four
+ * values and the summary's radix-sort scratch (serve_metrics.c). */
+static double compact_metric_bytes(int64_t counted) { return (double)counted * 5.0 * (double)sizeof(double); }
+
+/* Refuses a run whose records would take need B (compact: on compact records) when that is over
+ * cfg.memory_budget (0: no budget), before they are allocated. */
+static hl_status check_budget(const hl_serve_cfg *c, double need, int compact, hl_err *err)
+{
+    if (!(c->memory_budget > 0) || !(need > c->memory_budget))
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL,
+                   "field 'requests': %.0f requests would take about %.3g GB%s, more than the budget of %.3g GB "
+                   "(HBDLAB_SERVE_MEMORY_BYTES); fewer requests give the same statistics",
+                   run_requests(c), need / 1e9, compact ? " on compact records" : "", c->memory_budget / 1e9);
+}
+
+/* Compact records: a free record of pool p (when none is, the records double, up to the memory
+ * budget's p->max_records, and each unit's queue with them, its order kept); -1 when out of
+ * memory, -2 when the budget holds no more. */
 static int64_t take_record(pool *p)
 {
     if (p->slots.n_free == 0) {
-        int64_t cap = p->cap * 2;
+        int64_t cap = p->cap * 2 < p->max_records ? p->cap * 2 : p->max_records;
+        if (cap <= p->cap)
+            return -2; /* the budget holds no more (cfg.memory_budget) */
         rq *q = realloc(p->q, sizeof *q * (size_t)cap);
         if (!q)
             return -1;
@@ -1509,13 +1544,13 @@ static int64_t take_record(pool *p)
 
 /* Compact records: request i (of n) arrives: its record from the drawn request (as
  * pool_init makes it), its tokens counted, the next request drawn; its slot, or -1 when
- * out of memory. */
+ * out of memory, -2 when the memory budget holds no more records (take_record). */
 static int64_t arrive_compact(const hl_serve_cfg *c, owned *o, int64_t i, int64_t n)
 {
     pool *p = &o->pools[0];
     int64_t k = take_record(p);
     if (k < 0)
-        return -1;
+        return k;
     const hl_trace_req *t = &o->peek;
     int64_t w = c->warmup < n ? c->warmup : 0; /* as summarise() leaves out */
     p->q[k] = (rq){.arrival = t->arrival_s,
@@ -1997,7 +2032,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         double t_flow = xl && xl->concurrent ? hl_flows_next(xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
             int64_t rr = next; /* its record: its index, or a slot of compact records */
-            if (P0->compact && (rr = arrive_compact(c, o, next, n)) < 0)
+            if (P0->compact && (rr = arrive_compact(c, o, next, n)) == -2)
+                return hl_fail(err, HL_EINVAL,
+                               "field 'requests': %lld requests in flight at t = %g s would take more than the budget "
+                               "of %.3g GB (HBDLAB_SERVE_MEMORY_BYTES) in records of %.0f B, beside %.3g GB for "
+                               "the %lld requests' metrics; the load queues without bound: a lower rate or fewer "
+                               "requests",
+                               (long long)P0->cap + 1, t_arr, c->memory_budget / 1e9, compact_record_bytes(P0),
+                               compact_metric_bytes(n - (c->warmup < n ? c->warmup : 0)) / 1e9, (long long)n);
+            if (P0->compact && rr < 0)
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the requests in flight at t = %g s", t_arr);
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
@@ -2534,7 +2577,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     r->kv_link = cc.disagg ? cc.kv_link : 0;
     int64_t n = c->requests;
     int compact = compact_wanted(c);
-    if (!compact && (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+    if (!compact && ((rc = check_budget(c, hl_serve_memory_bytes(c), 0, err)) ||
+                     (rc = hl_serve_make_requests(c, &o->reqs, &n, err))))
         return rc;
     recorder rec = recorder_for(r, c->max_samples > 1 ? c->max_samples : 2);
     int64_t preempts = 0;
@@ -2546,10 +2590,17 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         if (compact && !o->pools[0].q) { /* a request might be refused: one record per request */
             pool_free(&o->pools[0]);
             compact = 0;
-            if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+            if ((rc = check_budget(c, hl_serve_memory_bytes(c), 0, err)) ||
+                (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
                 return rc;
         }
-        if (compact) {
+        if (compact) { /* the budget: the metrics of every counted request and the records in flight */
+            pool *p0 = &o->pools[0];
+            double per = compact_record_bytes(p0), metrics = compact_metric_bytes(n - (c->warmup < n ? c->warmup : 0));
+            if ((rc = check_budget(c, metrics + per * (double)p0->cap, 1, err)))
+                return rc;
+            if (c->memory_budget > 0)
+                p0->max_records = (int64_t)hl_fmin(floor((c->memory_budget - metrics) / per), 0x1p62);
             compact_runs++;
             hl_serve_gen_init(&o->gen, c);
             hl_serve_gen_next(&o->gen, &o->peek);

@@ -149,6 +149,9 @@ typedef struct hl_serve_cfg {
     /* filled by hl_serve_load_trace: the trace's CSV columns or JSON keys it reads past, named once each
        ("'user', 'sesion' (did you mean 'session'?)"), "" = none; the Lua binding warns with it */
     char trace_unread[256];
+    double memory_budget; /* C only (no serve field): B the run's records may take, 0 = no limit; a run over it
+                                is refused naming 'requests' and the bytes (hl.serve: $HBDLAB_SERVE_MEMORY_BYTES,
+                                8 GB). Checked in the run, where compact records (far smaller) are decided. */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
