@@ -484,7 +484,7 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
         double leg = bu.time_s;
         bu.time_s = added;
         bu.latency_share = bu.latency_s / bu.time_s;
-        bu.algbw *= leg / bu.time_s;  /* the rates the row's bytes are carried at in its charged time */
+        bu.algbw *= leg / bu.time_s; /* the rates the row's bytes are carried at in its charged time */
         bu.busbw *= leg / bu.time_s;
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
     }
