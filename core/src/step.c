@@ -15,6 +15,7 @@
 #include "hbdlab/kvcache.h"
 #include "layer_int.h"
 #include "mapping_int.h"
+#include "roofline_int.h"
 
 /* The parts of a step that depend only on its token count (every GEMM, norm,
  * MoE exchange and TP collective: hl_layer_ops) and on its sampled rows
@@ -537,6 +538,41 @@ static const struct pre_attn *one_chunk_attn(hl_stepper *st, const hl_iter *it, 
     return e;
 }
 
+/* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
+ * layers), without the operator (hl_attn_decode_time: the same time): its launch added, to the
+ * time and to compute or memory by its bound, as account_op adds them (the accumulator's other
+ * sums, which the step's time does not read, are left). 0, with nothing added, where the operator
+ * is wanted: memo off, kernel tables (a measured time), or a kernel hl_attn_decode_time does not
+ * take. */
+static int decode_kernel_add(hl_stepper *st, hl_acc *a, double b, double ctx, double times)
+{
+    const hl_sim_ctx *s = &st->s;
+    int i = 1 <= s->decode_q; /* step_attn's shape of q = 1 */
+    if (!st->memo || s->kern)
+        return 0;
+    if (!st->ash_have[i]) {
+        hl_attn_shape_for(&st->s, 1, &st->ash[i]);
+        st->ash_have[i] = 1;
+    }
+    hl_attn_shape sh = st->ash[i]; /* hl_attn_op_shaped's */
+    sh.batch = b;
+    sh.new_tokens = 1;
+    sh.context = ctx;
+    sh.window = 0;
+    hl_op_time t;
+    if (!hl_attn_decode_time(&sh, (hl_precision)s->j->act_precision, &s->c->gpu, &t))
+        return 0;
+    if (times > 0) { /* (hl_acc_op adds nothing for none) */
+        double dt = (t.time_s + s->launch_extra) * times;
+        a->ph.time_s += dt;
+        if (t.bound == HL_BOUND_COMPUTE)
+            a->ph.compute_s += dt;
+        else
+            a->ph.memory_s += dt;
+    }
+    return 1;
+}
+
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err)
 {
     int64_t nd = (int64_t)it->decode_seqs;
@@ -582,9 +618,11 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return rc;
     hl_op op;
     if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
-        step_attn(st, &op, dseq, 1, it->decode_ctx_mean, 0);
-        if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
-            return rc;
+        if (!decode_kernel_add(st, &a, dseq, it->decode_ctx_mean, st->full * stages)) {
+            step_attn(st, &op, dseq, 1, it->decode_ctx_mean, 0);
+            if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
+                return rc;
+        }
         if (st->sliding * stages > 0) { /* (hl_acc_op adds nothing for none) */
             step_attn(st, &op, dseq, 1, it->decode_win_mean, 0);
             if ((rc = hl_acc_op(s, &a, &op, st->sliding * stages, err)))
