@@ -524,6 +524,136 @@ hl_status hl_coll_memo(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl
 static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
                                     hl_err *err);
 
+/* ---- AUTO's choice by bounds (docs/MODEL.md 5): a call's shape, its candidates' lines ----
+ *
+ * A sweep over a size gives a collective new bytes at every point, but the same shape: the call but
+ * its bytes and imbalance, and the link parameters (everything group G holds but S and imb). For
+ * AUTO, each plain algorithm a (ring .. hierarchical) either never applies to a shape or costs
+ *   T_a(S) = fl(lat_a + bw_a(S)),
+ * where lat_a does not depend on S (the same double every call) and bw_a(S) is a chain of at most
+ * 5 roundings of +, *, / and max over positive operands, whose exact value is beta_a x, linear in
+ * x = S (x = S imb' for an all-to-all, imb' = max(imb, 1): direct and hierarchical scale by it).
+ * The one exception is hierarchical's all-reduce with in-switch reduction, which picks its intra
+ * phase by S: shapes with it take the full loop. Derived bound: each rounding of a positive
+ * result multiplies it by a factor in [1 - u, 1 + u] (u = 2^-53; max is exact; a sum of positive
+ * terms keeps the worst factor of its terms), so with f_a(x) = lat_a + beta_a x exactly
+ *   T_a in f_a [(1 - u)^6, (1 + u)^6]                     (5 roundings of bw_a, 1 of the sum).
+ * The shape keeps lat_a and b_a = bw_a(1) computed (x = 1: S = 1, imb' = 1), b_a in
+ * beta_a [(1 - u)^5, (1 + u)^5]; a call computes v_a = fl(lat_a + fl(b_a fl(x))), within
+ * f_a [(1 - u)^8, (1 + u)^8], so T_a / v_a lies in [1 - 15u, 1 + 15u] (first order; the u^2 terms
+ * are far below the margin). With w the least v and M = 2^-44 = 512u: where
+ *   fl(v_w (1 + M)) < fl(v_j (1 - M))   for every other applicable j,
+ * T_w <= v_w (1 + 15u) < v_j (1 - M)(1 + u)(1 + 15u) / ((1 + M)(1 - u)) < v_j (1 - 15u) <= T_j,
+ * so w is the strict least time, the one the full loop (first strictly faster candidate) keeps
+ * whatever the order: w alone is evaluated, the same function on the same G, the same bits.
+ * Elsewhere (a near tie, x outside [1, 1e24], a lat or b outside the normal range) the full loop
+ * runs. tests/c/test_coll_shape.c compares both on random shapes and sizes, near ties included. */
+enum { SHAPE_SLOTS = 16, SHAPE_ALGOS = HL_ALGO_HIERARCHICAL };
+typedef struct shape_key {
+    int32_t op, algo;
+    int64_t ranks, ranks_per_hbd, hbd, gpus;
+    int32_t fabric, nvls;
+    double links[12];
+} shape_key;
+_Static_assert(sizeof(shape_key) == 4 * sizeof(int32_t) + 4 * sizeof(int64_t) + 12 * sizeof(double), "shape_key has "
+                                                                                                     "padding");
+typedef struct shape {
+    int valid;
+    int fast; /* AUTO's choice by bounds applies */
+    shape_key key;
+    group G;                  /* the shape's group; S and imb set by each call */
+    int n_alive;              /* applicable algorithms */
+    int alive[SHAPE_ALGOS];   /* their numbers, in loop order */
+    double lat[SHAPE_ALGOS];  /* s, lat_a */
+    double beta[SHAPE_ALGOS]; /* s per byte of x, b_a */
+} shape;
+static _Thread_local shape shapes[SHAPE_SLOTS];
+static _Thread_local int shapes_off; /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
+
+void hl_coll_shape_cache(int on)
+{
+    shapes_off = !on;
+    memset(shapes, 0, sizeof shapes);
+    memset(memo, 0, sizeof memo); /* no result of the other mode is returned after the switch */
+    mrun = (memo_run){0, 0};
+}
+
+static void shape_key_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, shape_key *k)
+{
+    k->op = in->op;
+    k->algo = in->algo;
+    k->ranks = in->ranks;
+    k->ranks_per_hbd = in->ranks_per_hbd;
+    k->hbd = hbd;
+    k->gpus = c->gpus;
+    k->fabric = c->fabric;
+    k->nvls = c->in_switch_reduce;
+    const double links[12] = {c->scaleup_bw,        c->scaleout_bw, c->scaleup_latency,   c->scaleout_latency,
+                              c->coll_launch,       c->eff_scaleup, c->eff_scaleout,      c->in_switch_eff,
+                              c->in_switch_latency, c->peer_cost,   c->custom_ar_latency, c->custom_ar_eff};
+    memcpy(k->links, links, sizeof links);
+}
+
+static unsigned shape_slot(const shape_key *k)
+{
+    uint64_t h = (uint64_t)k->op ^ ((uint64_t)k->algo << 8) ^ ((uint64_t)k->ranks << 16) ^
+                 ((uint64_t)k->ranks_per_hbd << 36) ^ ((uint64_t)k->hbd << 44);
+    h *= 0x9e3779b97f4a7c15ULL;
+    return (unsigned)(h >> 60) & (SHAPE_SLOTS - 1);
+}
+
+static int normal_pos(double v) { return v >= 0x1p-500 && v <= 0x1p500; }
+
+/* The shape's lines (G validated, its S and imb not read): which algorithms apply and, for
+ * each, lat_a and b_a = bw_a at x = 1; fast = 0 where the bounds above do not hold. */
+static void shape_lines(shape *sh, hl_coll_op op)
+{
+    group G = sh->G;
+    G.S = 1;
+    G.imb = 0;
+    sh->n_alive = 0;
+    /* bandwidths in the normal range and counts under 2^40: with 1 <= x <= 1e24 every
+     * intermediate of bw_a stays a normal number (no underflow, no overflow) */
+    sh->fast = sh->key.algo == HL_ALGO_AUTO && sh->key.ranks > 1 && G.n <= 0x1p40 && normal_pos(G.bu) &&
+               normal_pos(G.bo) && (!G.nvls || normal_pos(G.nvls_bw)) &&
+               !(op == HL_ALLREDUCE && G.N > 1 && G.g > 1 && G.nvls && G.nvls_bw > 0);
+    for (int a = 1; a <= HL_ALGO_HIERARCHICAL && sh->fast; a++) {
+        cost k = algos[a](op, &G);
+        if (!k.ok)
+            continue;
+        if (!(k.lat == 0 || normal_pos(k.lat)) || !normal_pos(k.bw))
+            sh->fast = 0;
+        int i = sh->n_alive++;
+        sh->alive[i] = a;
+        sh->lat[i] = k.lat;
+        sh->beta[i] = k.bw;
+    }
+    sh->fast = sh->fast && sh->n_alive > 0;
+}
+
+/* AUTO's winner for G's S and imb by the bound above (1, *algo), or 0: run the full loop. */
+static int shape_pick(const shape *sh, hl_coll_op op, const group *G, int *algo)
+{
+    double x = G->S;
+    if (op == HL_ALLTOALL)
+        x *= G->imb > 1 ? G->imb : 1;
+    if (!(x >= 1 && x <= 1e24))
+        return 0;
+    double v[SHAPE_ALGOS];
+    int w = 0;
+    for (int i = 0; i < sh->n_alive; i++) {
+        v[i] = sh->lat[i] + sh->beta[i] * x;
+        if (v[i] < v[w])
+            w = i;
+    }
+    double lim = v[w] * (1 + 0x1p-44);
+    for (int i = 0; i < sh->n_alive; i++)
+        if (i != w && !(lim < v[i] * (1 - 0x1p-44)))
+            return 0;
+    *algo = sh->alive[w];
+    return 1;
+}
+
 hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
 {
     if (hbd < 1 || hbd > c->gpus)
@@ -539,9 +669,20 @@ hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o
     return hl_coll_memo(coll_time_uncached, c, c->hbd, in, out, err);
 }
 
-/* The collective with HBDs of `hbd` GPUs; c->hbd is not read. */
-static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
-                                    hl_err *err)
+/* The checks of a call whose shape passed all of them before: bytes and imbalance only (in the
+ * order of the full checks below, which the shape's other fields passed). */
+static hl_status check_sized(const hl_coll_in *in, hl_err *err)
+{
+    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
+        return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
+                       isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
+    if (!(in->imbalance == 0 || (in->imbalance >= 1 && in->imbalance <= 1e6)))
+        return hl_fail(err, HL_EINVAL, "collective field 'imbalance': %g is not >= 1", in->imbalance);
+    return HL_OK;
+}
+
+/* The checks of a call and its group G (every field). */
+static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, group *Gp, hl_err *err)
 {
     if ((unsigned)in->op >= HL_COLL_OP_COUNT)
         return hl_fail(err, HL_EINVAL, "collective field 'op': %d is not a collective", (int)in->op);
@@ -597,6 +738,41 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     G.lg_g = lg2_count(g);
     G.lg_N = lg2_count(n / g);
     G.pow2_ng = pow2_count(n) && pow2_count(g);
+    *Gp = G;
+    return HL_OK;
+}
+
+/* The collective with HBDs of `hbd` GPUs; c->hbd is not read. The group of a shape seen before
+ * comes from the thread's shapes (the same values group_of gives: it reads only the key). */
+static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
+                                    hl_err *err)
+{
+    shape_key key;
+    shape *sh = NULL;
+    group local, *G = &local;
+    hl_status st;
+    if (!shapes_off) {
+        shape_key_of(c, hbd, in, &key);
+        sh = &shapes[shape_slot(&key)];
+        if (sh->valid && memcmp(&sh->key, &key, sizeof key) == 0) {
+            if ((st = check_sized(in, err)))
+                return st;
+            G = &sh->G;
+            G->S = in->bytes;
+            G->imb = in->imbalance;
+        } else {
+            if ((st = group_of(c, hbd, in, &local, err)))
+                return st;
+            sh->valid = 1;
+            sh->key = key;
+            sh->G = local;
+            shape_lines(sh, (hl_coll_op)in->op);
+            G = &sh->G;
+        }
+    } else if ((st = group_of(c, hbd, in, &local, err))) {
+        return st;
+    }
+    int64_t n = in->ranks, g = (int64_t)G->g;
 
     memset(out, 0, sizeof *out);
     out->hbds = n / g;
@@ -607,21 +783,25 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     }
     cost best = NA;
     int best_algo = -1;
+    int w;
     if (in->algo == HL_ALGO_NCCL) {
-        best = nccl_choice((hl_coll_op)in->op, &G);
+        best = nccl_choice((hl_coll_op)in->op, G);
         best_algo = HL_ALGO_NCCL;
+    } else if (in->algo == HL_ALGO_AUTO && sh && sh->fast && shape_pick(sh, (hl_coll_op)in->op, G, &w)) {
+        best = algos[w]((hl_coll_op)in->op, G); /* the loop's winner for sure (bound above shape_key) */
+        best_algo = w;
     } else if (in->algo == HL_ALGO_AUTO) {
         for (int a = 1; a <= HL_ALGO_HIERARCHICAL; a++) { /* the plain alpha-beta algorithms */
             if (!algos[a])
                 continue;
-            cost k = algos[a]((hl_coll_op)in->op, &G);
+            cost k = algos[a]((hl_coll_op)in->op, G);
             if (faster(k, best)) {
                 best = k;
                 best_algo = a;
             }
         }
     } else {
-        best = algos[in->algo]((hl_coll_op)in->op, &G);
+        best = algos[in->algo]((hl_coll_op)in->op, G);
         best_algo = in->algo;
     }
     if (!best.ok)

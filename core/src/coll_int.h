@@ -18,4 +18,9 @@ hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *i
 hl_status hl_coll_memo(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
                        hl_err *err);
 
+/* Tests: 0 makes this thread time every call with the full checks and AUTO's full loop (no
+ * shapes, coll.c), 1 (the default) keeps each call's shape and picks AUTO's winner by bounds.
+ * Either way the thread's shapes and memo are emptied. */
+void hl_coll_shape_cache(int on);
+
 #endif

@@ -14,12 +14,13 @@
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct gemm_class {
     double eff_c, eff_m, latency, k_latency, quant_bytes;
-    double k0; /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+    double k0;       /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+    double dense_k0; /* dense GEMMs: the same (gemm_k0*; 0 = off) */
 } gemm_class;
 
 static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
 {
-    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0};
+    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0, g->gemm_k0};
     if (p != HL_FP8 && p != HL_INT8 && p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : c.eff_c;
@@ -27,7 +28,8 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     c.latency = g->gemm_latency_fp8;
     c.k_latency = g->gemm_k_latency_fp8 > 0 ? g->gemm_k_latency_fp8 : c.k_latency;
     c.quant_bytes = g->quant_bytes_fp8;
-    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0; /* FP4 too */
+    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0;       /* FP4 too */
+    c.dense_k0 = g->gemm_k0_fp8 > 0 ? g->gemm_k0_fp8 : c.dense_k0; /* FP4 too */
     if (p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : c.eff_c;
@@ -126,6 +128,10 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
             eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (c.k0 > 0 && op->k > 0 ? op->k / (op->k + c.k0) : 1);
             eff =
                 hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
+        } else if (c.dense_k0 > 0 && op->k > 0) {
+            /* a dense tile's main loop over K runs behind the same fixed prologue/epilogue
+             * (loading the first K block, the scales and the output write): eff x K / (K + k0) */
+            eff *= op->k / (op->k + c.dense_k0);
         }
         bw = gpu->hbm_bw * c.eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
@@ -284,6 +290,32 @@ void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_pre
     op->ctx = s->window > 0 ? 0 : s->context;
     op->q_units = s->batch * s->heads;
     op->fixed_s = 0;
+}
+
+int hl_attn_decode_time(const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu, hl_op_time *out)
+{
+    /* hl_op_time_on's attention branch for one query row (rows = 1: no tile padding, pad = 1 and
+     * flops * 1 = flops) and no blend, on hl_op_attention's counts (no fixed_s: fixed is
+     * kernel_latency + 0), the same expressions in the same order */
+    if (!(s->new_tokens == 1 && s->window == 0 && !(gpu->attn_blend > 1) && (unsigned)math < HL_PRECISION_COUNT &&
+          gpu->peak_flops[math] > 0))
+        return 0;
+    hl_attn_line l;
+    attn_line_of(s, &l);
+    double flops, read;
+    hl_attn_counts(&l, s->context, &flops, &read);
+    if (!(flops >= 0 && flops < INFINITY && read >= 0 && read < INFINITY && l.written >= 0 && l.written < INFINITY))
+        return 0; /* refused there, with its message */
+    double peak = gpu->peak_flops[math], bytes = read + l.written, fixed = gpu->kernel_latency + 0;
+    double eff = gpu->eff_attn, bw = attn_bw(gpu), part = gpu->attn_latency + s->batch * s->kv_heads * gpu->attn_unit_s;
+    double c = flops / (peak * eff), m = bytes / bw;
+    out->compute_s = c + part;
+    out->memory_s = m + part;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+    out->intensity = bytes > 0 ? flops / bytes : INFINITY;
+    out->ridge = peak * eff / bw;
+    out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
+    return 1;
 }
 
 /* A blended decode kernel (attn_blend = p > 1, one query row) takes, in hl_op_time_on,

@@ -31,6 +31,12 @@ static inline void hl_attn_counts(const hl_attn_line *l, double context, double 
     *read = l->batch * (l->q_read + keys * l->kv_token_bytes);
 }
 
+/* hl_op_time_on of hl_op_attention(s, math) for a decode kernel (one query row, new_tokens = 1,
+ * no window) that is not blended (attn_blend <= 1), without building the operator: 1 and *t, the
+ * same bits (the same expressions); 0 where that does not apply or hl_op_time_on would refuse the
+ * counts (the caller then takes the operator's way, which gives the error). */
+int hl_attn_decode_time(const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu, hl_op_time *t);
+
 /* A blended decode attention kernel (attn_blend > 1) along its context, for the sums of many
  * steps: hl_attn_stream_at gives, where it is so bit for bit, max(compute_s, memory_s) of
  * hl_op_time_on on hl_op_attention of the shape at that context as attn_latency + its KV

@@ -365,6 +365,10 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double prod[AHEAD_BLOCK], kvt[AHEAD_BLOCK], bws[AHEAD_BLOCK]; /* m dt; util dt; weight dt */
     double total = s->blocks_total;
     int64_t r2 = slot0, nblk = 0; /* r2: the ring slot of the next step ((slot0 - j) mod bt) */
+    /* ahead_lean: where nothing waits, the weight is 1, no prefix cache and the line gives the times,
+     * each step in one pass (its exits as the passes below test them, its sample and bin, the clock
+     * and each integral's terms, each sum in iteration order: the same sums, bit for bit) */
+    int lean = have_line && w == 0 && weight == 1 && !s->pc;
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
@@ -390,6 +394,82 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 if ((brc = hl_stepper_time(st, &it, &dts[i], err)))
                     bad = i;
             }
+        }
+        if (lean) { /* one pass: ahead_lean */
+            int nb = 0;
+            int64_t next_s = until_sample - 1;
+            for (;;) {
+                /* the steps up to the sampled one, while each gap is inside the bin (no calls: the
+                 * values stay in registers) */
+                int lim2 = next_s < nmax ? (int)next_s : nmax, k = nb, stop = 0;
+                double tc = tt, mx = imax, bf = blocks_free, bu = busy, li = little, ru = run, kq = kv, is = isum;
+                double lo = vlo, hi = bin_hi, ta = t_arr;
+                int64_t q2 = r2;
+                for (; k < lim2; k++) {
+                    double bn = bf - ring[q2], d = dts[k]; /* the blocks this step takes (exact: whole counts) */
+                    if (bn < 0 || !(tc < ta)) {
+                        stop = 1;
+                        break;
+                    }
+                    if (!(d >= lo && d < hi))
+                        break;
+                    bf = bn;
+                    q2 = (q2 == 0 ? bt : q2) - 1;
+                    double p = fm * d, u = (total - bf) / blocks_all; /* m dt; util as the step left it */
+                    tc += d;
+                    mx = d > mx ? d : mx;
+                    bu += d; /* dt weight, weight 1 */
+                    li += p; /* in_sys dt = m dt: nothing waits */
+                    ru += p;
+                    kq += u * d;
+                    is += p;
+                }
+                tt = tc, imax = mx, blocks_free = bf, busy = bu, little = li, run = ru, kv = kq, isum = is;
+                r2 = q2;
+                nb = k;
+                if (stop || nb == nmax)
+                    break;
+                /* step nb: a gap outside the bin, or the sampled step (its exits tested again) */
+                double bn = blocks_free - ring[r2], d = dts[nb];
+                if (bn < 0 || !(tt < t_arr))
+                    break;
+                if (!(d >= vlo && d < bin_hi)) {
+                    if (!(d >= 0 && d <= DBL_MAX)) { /* not finite, or negative: its value as the reference has it */
+                        double cn = ctx_at(&cx, j + (double)nb);
+                        rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", hl_decode_fn_time(line, cn, cn));
+                        break;
+                    }
+                    itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
+                    run0 = jn + nb;
+                    bin = hl_itl_find(itl, d, &bin_lo, &bin_hi);
+                    vlo = bin_lo > 0 ? bin_lo : 0;
+                }
+                if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
+                    rec->steps = steps0 + jn + nb;
+                    if ((rc = record_sample(rec, tt, (total - bn) / blocks_all, fm, w, err)))
+                        break;
+                    next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+                }
+                blocks_free = bn;
+                r2 = (r2 == 0 ? bt : r2) - 1;
+                double p = fm * d, u = (total - blocks_free) / blocks_all;
+                tt += d;
+                imax = d > imax ? d : imax;
+                busy += d;
+                little += p;
+                run += p;
+                kv += u * d;
+                isum += p;
+                nb++;
+            }
+            if (nb > 0) /* util only grows (blocks are only taken): the last step's is the largest */
+                kv_max = (total - blocks_free) / blocks_all > kv_max ? (total - blocks_free) / blocks_all : kv_max;
+            if (nb < nmax || rc)
+                more = 0;
+            until_sample = next_s - nb + 1;
+            j += nb;
+            jn += nb;
+            continue;
         }
         /* the blocks each step takes (requests whose cache sits on a block boundary), while they fit */
         int fit = nmax;
@@ -1055,7 +1135,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     for (int64_t i = 0; i < n && ev && !compact; i++) /* compact: compact_fits */
         ev = reqs[i].input == floor(reqs[i].input) && reqs[i].output == floor(reqs[i].output) &&
              reqs[i].input + reqs[i].output < 0x1p40;
-    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 2 * sizeof(int64_t) * ms;
+    /* per unit: the ring, the heap, the prefilling and finishing lists, the calendar's bits, its
+     * nodes' members, then its 4-byte arrays (nodes' links, bucket heads), to a multiple of 16 B */
+    size_t per_unit = sizeof(double) * (size_t)c->block_tokens + sizeof(hl_dheap) * ms + 3 * sizeof(int64_t) * ms +
+                      sizeof(uint64_t) * (HL_DSET_CAL / 64) + sizeof(int32_t) * (ms + HL_DSET_CAL);
+    per_unit = (per_unit + 15) / 16 * 16;
     if (ev && !(p->ev_mem = calloc((size_t)U, per_unit)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory for %lld schedulers", (long long)U);
     for (int64_t u = 0; u < U && ev; u++) {
@@ -1066,6 +1150,11 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
         s->heap = (hl_dheap *)(base + sizeof(double) * (size_t)c->block_tokens);
         s->pre = (int64_t *)(s->heap + ms);
         s->fin = s->pre + ms;
+        s->cal_r = s->fin + ms;
+        s->cal_bits = (uint64_t *)(s->cal_r + ms);
+        s->cal_next = (int32_t *)(s->cal_bits + HL_DSET_CAL / 64);
+        s->cal_head = s->cal_next + ms;
+        s->cal_free = -1; /* (the bits are clear: every bucket empty) */
     }
     for (int64_t g = 0; g < p->G; g++)
         p->groups[g] = (group){p->lockstep ? g * dp : g, p->lockstep ? dp : 1, 0, 0, 0, 0};

@@ -3,8 +3,8 @@
  * step costs the same whatever their number. A member's record holds kv - dc
  * and gen - dc (dc: the set's decode steps); the sum of their contexts is kept
  * as they step, join and leave; their block-boundary crossings are counted by
- * residue of kv mod block (a ring) and their finishes by a min-heap of the dc
- * they end at. Members are written back when they finish, or when the set is
+ * residue of kv mod block (a ring) and their finishes by the dc they end at
+ * (a calendar of buckets for the next HL_DSET_CAL steps, a min-heap after). Members are written back when they finish, or when the set is
  * turned off for a step the per-request scheduler takes (preemption, a budget
  * that does not hold every running request). docs/MODEL.md, "Serving". */
 #include "serve_sched_int.h"
@@ -15,10 +15,9 @@
 /* The dc at which member r has generated its output. */
 static double finish_dc(const sched *s, int64_t r) { return s->q[r].output - s->q[r].gen; }
 
-static void heap_push(sched *s, int64_t r)
+static void heap_push(sched *s, int64_t r, double key)
 {
     int64_t i = s->n_heap++;
-    double key = finish_dc(s, r);
     while (i > 0) {
         int64_t up = (i - 1) / 2;
         if (s->heap[up].key <= key)
@@ -47,6 +46,48 @@ static int64_t heap_pop(sched *s)
     if (s->n_heap > 0)
         s->heap[i] = last;
     return top;
+}
+
+/* Files member r, which finishes at dc `key` (> s->dc, whole), in the calendar or the heap. */
+static void finish_push(sched *s, int64_t r)
+{
+    double key = finish_dc(s, r);
+    if (!(key - s->dc < HL_DSET_CAL)) {
+        heap_push(s, r, key);
+        return;
+    }
+    int64_t b = (int64_t)key & (HL_DSET_CAL - 1);
+    int32_t node = s->cal_free;
+    if (node >= 0)
+        s->cal_free = s->cal_next[node];
+    else
+        node = s->cal_used++;
+    uint64_t bit = 1ull << (b & 63);
+    s->cal_r[node] = r;
+    s->cal_next[node] = s->cal_bits[b >> 6] & bit ? s->cal_head[b] : -1;
+    s->cal_head[b] = node;
+    s->cal_bits[b >> 6] |= bit;
+}
+
+/* The least dc a member finishes at (+inf without members): the calendar's first bucket after
+ * dc (every member finishes after dc), or the heap's least. */
+static double finish_min(const sched *s)
+{
+    double least = s->n_heap > 0 ? s->heap[0].key : INFINITY;
+    int64_t from = ((int64_t)s->dc + 1) & (HL_DSET_CAL - 1), w = from >> 6;
+    uint64_t word = s->cal_bits[w] & (~0ull << (from & 63));
+    for (int i = 0; i <= HL_DSET_CAL / 64; i++) { /* the word of `from`, the others, then it again (wrapped) */
+        if (word) {
+            int64_t b = (w << 6) | __builtin_ctzll(word), off = (b - from) & (HL_DSET_CAL - 1);
+            double key = s->dc + 1 + (double)off;
+            return key < least ? key : least;
+        }
+        w = (w + 1) & (HL_DSET_CAL / 64 - 1);
+        word = s->cal_bits[w];
+        if (i == HL_DSET_CAL / 64 - 1)
+            word &= ~(~0ull << (from & 63)); /* back at from's word: the bits below it */
+    }
+    return least;
 }
 
 /* The ring slot of a member whose record holds kv offset k. */
@@ -95,7 +136,7 @@ void hl_dset_join(sched *s, int64_t r)
     x->kv -= s->dc;
     x->gen -= s->dc;
     s->ring[ring_slot(s, x->kv)]++;
-    heap_push(s, r);
+    finish_push(s, r);
 }
 
 void hl_dset_off(sched *s)
@@ -117,6 +158,9 @@ void hl_dset_off(sched *s)
     s->n_slots = s->n_run = m;
     s->ev_on = 0;
     s->n_heap = s->n_pre = s->n_fin = s->fin_done = 0;
+    memset(s->cal_bits, 0, sizeof *s->cal_bits * (HL_DSET_CAL / 64));
+    s->cal_used = 0;
+    s->cal_free = -1;
     s->dn = s->dctx = s->dc = 0;
     s->dc_res = 0;
     memset(s->ring, 0, sizeof *s->ring * (size_t)s->block);
@@ -154,8 +198,20 @@ void hl_dset_emit(sched *s, double t_end)
     s->dc_res = (s->dc_res + 1) % (int64_t)s->block;
     s->dctx += s->dn;
     s->t_emit = t_end;
-    while (s->n_heap > 0 && s->heap[0].key <= s->dc) {
-        int64_t r = heap_pop(s);
+    int64_t b = (int64_t)s->dc & (HL_DSET_CAL - 1);
+    uint64_t bit = 1ull << (b & 63);
+    int32_t node = s->cal_bits[b >> 6] & bit ? s->cal_head[b] : -1; /* the members that finish at dc */
+    s->cal_bits[b >> 6] &= ~bit;
+    while (node >= 0 || (s->n_heap > 0 && s->heap[0].key <= s->dc)) {
+        int64_t r;
+        if (node >= 0) {
+            int32_t next = s->cal_next[node];
+            r = s->cal_r[node];
+            s->cal_next[node] = s->cal_free;
+            s->cal_free = node;
+            node = next;
+        } else
+            r = heap_pop(s);
         write_back(s, r);
         rq *x = &s->q[r];
         s->dn--;
@@ -194,9 +250,9 @@ void hl_dset_after_step(sched *s)
 void hl_dset_ahead(const sched *s, double *left, double *ctx, int64_t *slot0)
 {
     int64_t bt = (int64_t)s->block;
-    *left = s->heap[0].key - s->dc - 1; /* min over members of output - gen - 1 */
-    *ctx = s->dctx;                     /* divided by the caller, as its own sum */
-    *slot0 = (bt - s->dc_res) % bt;     /* step j crosses at ring slot (-dc - j) mod block */
+    *left = finish_min(s) - s->dc - 1; /* min over members of output - gen - 1 */
+    *ctx = s->dctx;                    /* divided by the caller, as its own sum */
+    *slot0 = (bt - s->dc_res) % bt;    /* step j crosses at ring slot (-dc - j) mod block */
 }
 
 void hl_dset_advance(sched *s, double j, double t)

@@ -10,7 +10,19 @@ typedef struct hl_rng {
     uint64_t s[4];
 } hl_rng;
 void hl_rng_seed(hl_rng *r, uint64_t seed);
-double hl_rng_uniform(hl_rng *r); /* in (0, 1) */
+/* The next uniform in (0, 1): 53 random bits, never 0 or 1 (xoshiro256**; inline: three a request). */
+static inline double hl_rng_uniform(hl_rng *r)
+{
+    uint64_t *s = r->s, s1 = s[1];
+    uint64_t x = s1 * 5, out = ((x << 7) | (x >> 57)) * 9, t = s1 << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return ((double)(out >> 11) + 0.5) * 0x1.0p-53;
+}
 
 /* hl_serve_check, then *out = cfg with the defaults that depend on other
  * fields resolved: a concrete arrival, the request count, concrete length

@@ -43,6 +43,10 @@ typedef struct plan {
     int decode;
 } plan;
 
+/* Buckets of the decode set's calendar of finishes (a power of two): a member that finishes
+ * within this many decode steps of the set's count is filed in one, the others in a heap. */
+enum { HL_DSET_CAL = 1024 };
+
 /* A decode-set member in its heap: the dc it finishes at (fixed while it is a member: its record
  * holds gen - dc) beside it, so a comparison reads no record. */
 typedef struct hl_dheap {
@@ -94,17 +98,26 @@ typedef struct sched {
      * requests that decode advance together, one token a step, and are touched only
      * when they join, finish or leave the set; their records hold kv - dc and gen - dc,
      * their last token is t_emit and their blocks ceil(kv / block). */
-    int ev;                /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
+    int ev;            /* this rank may keep a decode set (chunked prefill, integer lengths, no prefix
                            cache, speculation, window, state or reservation; not the reference) */
-    int ev_on;             /* the set holds every decoding running request */
-    int64_t n_slots;       /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
-    double dc;             /* decode steps the set has taken */
-    int64_t dc_res;        /* dc mod block */
-    double dn, dctx;       /* members; the sum of their kv (whole tokens: exact) */
-    double t_emit;         /* s: the end of the set's last step (its members' last token) */
-    double ev_planned;     /* members planned in this step (0 or dn) */
-    double *ring;          /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
-    struct hl_dheap *heap; /* members, a min-heap by the dc they finish at (output - (gen - dc)) */
+    int ev_on;         /* the set holds every decoding running request */
+    int64_t n_slots;   /* with ev_on: run[0, n_slots) holds the running requests and finished ones */
+    double dc;         /* decode steps the set has taken */
+    int64_t dc_res;    /* dc mod block */
+    double dn, dctx;   /* members; the sum of their kv (whole tokens: exact) */
+    double t_emit;     /* s: the end of the set's last step (its members' last token) */
+    double ev_planned; /* members planned in this step (0 or dn) */
+    double *ring;      /* [block]: members by (kv - dc) mod block: the ones on a block boundary */
+    /* The members by the dc they finish at (output - (gen - dc), > dc): those within HL_DSET_CAL
+     * steps of dc in a calendar of buckets by that dc mod HL_DSET_CAL (a list of nodes each, its
+     * bit set while not empty: the bucket of dc holds exactly the members that finish at dc), the
+     * others in a min-heap (outputs longer than the calendar) */
+    uint64_t *cal_bits;         /* [HL_DSET_CAL / 64] */
+    int32_t *cal_head;          /* [HL_DSET_CAL]: the first node of a bucket whose bit is set */
+    int64_t *cal_r;             /* [max_seqs]: a node's member */
+    int32_t *cal_next;          /* [max_seqs]: the next node of its bucket, or of the free list */
+    int32_t cal_used, cal_free; /* nodes handed out so far; the first free one (-1: none) */
+    struct hl_dheap *heap;      /* [max_seqs] */
     int64_t n_heap;
     int64_t *pre; /* running requests still prefilling, in admission order */
     int64_t n_pre;

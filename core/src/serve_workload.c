@@ -25,26 +25,14 @@ void hl_rng_seed(hl_rng *r, uint64_t seed)
         r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-double hl_rng_uniform(hl_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return ((double)(out >> 11) + 0.5) * 0x1.0p-53; /* 53 random bits, never 0 or 1 */
-}
-
 /* One draw of a length (the trace value when kind is trace). */
 static double draw(hl_rng *r, const hl_len_dist *d, double trace_value)
 {
     switch (d->kind) {
-    case HL_LEN_UNIFORM: return d->lo + floor(hl_rng_uniform(r) * (d->hi - d->lo + 1));
+    case HL_LEN_UNIFORM: { /* floor of x in [0, 2^63) is its truncation: (double)(int64_t)x, exactly */
+        double x = hl_rng_uniform(r) * (d->hi - d->lo + 1);
+        return d->lo + (x >= 0 && x < 0x1p63 ? (double)(int64_t)x : floor(x));
+    }
     case HL_LEN_NORMAL: { /* Box-Muller */
         double u1 = hl_rng_uniform(r), u2 = hl_rng_uniform(r);
         double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2) /* 2 pi */;

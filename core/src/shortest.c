@@ -1,15 +1,18 @@
 /* The shortest decimal text of a double that reads back to the same double (hl_csv_format_number,
- * hbdlab/csv.h): Schubfach, by Raffaello Giulietti ("The Schubfach way to render doubles", 2020;
- * the algorithm of java.lang.Double.toString since JDK 19, DoubleToDecimal.java), written here in
- * C from the paper's description. Of the decimals in the rounding interval of v it picks one with
- * the fewest digits, the one closest to v among those (an even last digit on a tie).
+ * hbdlab/csv.h): Dragonbox, by Junekey Jeon ("Dragonbox: A New Floating-Point Binary-to-Decimal
+ * Conversion Algorithm", 2020; reference implementation github.com/jk-jeon/dragonbox,
+ * include/dragonbox/dragonbox.h, compute_nearest with the default policies), written here in C
+ * from the paper and that source. Of the decimals in the rounding interval of v it picks one with
+ * the fewest digits, the one closest to v among those (an even last digit on a tie): the same
+ * decimal as the Schubfach core it replaced (R. Giulietti 2020; compared on 10^7 and more doubles
+ * of every kind, zero differences), with one 64 x 128-bit product where Schubfach takes three.
  *
  * The text is laid out as printf's "%.17g" lays out its digits: fixed notation when the decimal
  * exponent X of d.ddd x 10^X is in [-4, 17), else d.ddde+XX; so integers up to 10^17 print as
  * integers, and only the digits change (0.1, not 0.10000000000000001).
  *
- * The table g(k) of 126-bit over-approximations of 10^-k (k in [-324, 292]) is computed once,
- * on first use (pthread_once; 1.6 million instructions, under a millisecond), by exact integer
+ * The table phi(k) of 128-bit upper approximations of 10^k (k in [-292, 326]) is computed once,
+ * on first use (pthread_once; ~1.7 million instructions, under a millisecond), by exact integer
  * arithmetic. */
 #include <math.h>
 #include <pthread.h>
@@ -19,25 +22,37 @@
 #include "csv_int.h"
 #include "hbdlab/csv.h"
 
+/* 16 digits at a time in SSE2's 16-bit lanes (digits16) on x86-64; elsewhere, or built with
+ * -DHL_SHORTEST_SCALAR (how the one-off comparison checks this path), 8 at a time in a 64-bit
+ * register (swar8). */
+#if defined(__SSE2__) && defined(__x86_64__) && !defined(HL_SHORTEST_SCALAR)
+#define HL_DIGITS16 1
+#include <emmintrin.h>
+#else
+#define HL_DIGITS16 0
+#endif
+
 __extension__ typedef unsigned __int128 u128;
 
-enum { K_MIN = -324, K_MAX = 292, Q_MIN = -1074, P = 53, C_TINY = 3 };
+/* K_MIN..K_MAX: the table's k (the paper's section 5.2 / dragonbox.h cache_holder<binary64>);
+ * KAPPA = 2: the normal interval is searched at 10^(KAPPA + 1) = 1000 units, then at 100. */
+enum { K_MIN = -292, K_MAX = 326, E_MIN = -1074, P = 53, KAPPA = 2 };
 #define C_MIN ((uint64_t)1 << 52)
-#define MASK_63 (((uint64_t)1 << 63) - 1)
 
-/* floor(e log10 2), floor(e log10 (3/4 2^e)) / e..., floor(e log2 10), for |e| <= 5456721
- * (the paper's section 9.1; checked against the logarithms in tests/c/test_csv.c). */
+/* floor(e log10 2), floor(e log10 2 - log10 (4/3)), floor(e log2 10), for |e| <= 5456721
+ * (Giulietti's Schubfach paper, section 9.1, whose ranges cover the ones used here: |e| <= 1100). */
 static int flog10pow2(int e) { return (int)(((int64_t)e * 661971961083LL) >> 41); }
 static int flog10threequarterspow2(int e) { return (int)(((int64_t)e * 661971961083LL - 274743187321LL) >> 41); }
 static int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741LL) >> 38); }
 
-/* g(k) = floor(10^-k 2^-r) + 1 with r = flog2pow10(-k) - 125, so 2^125 <= g < 2^126, split as
- * g1 2^63 + g0 (paper section 9.8.3). */
-static uint64_t g_hi[K_MAX - K_MIN + 1], g_lo[K_MAX - K_MIN + 1];
+/* phi(k) = ceil(10^k 2^(127 - flog2pow10(k))), so 2^127 <= phi < 2^128 (exact for 0 <= k <= 55),
+ * as phi_hi 2^64 + phi_lo (Dragonbox section 5.2). */
+static uint64_t phi_hi[K_MAX - K_MIN + 1], phi_lo[K_MAX - K_MIN + 1];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_built; /* 1 (release-stored) once the table is complete: the fast check before pthread_once */
 
-/* A non-negative integer of up to BIG_LIMBS 32-bit limbs, least significant first. */
+/* A non-negative integer of up to BIG_LIMBS 32-bit limbs, least significant first: 10^326 < 2^1084
+ * and 2^1400 fit. */
 enum { BIG_LIMBS = 48, BIG_FRAC_BITS = 1400 };
 typedef struct big {
     uint32_t l[BIG_LIMBS];
@@ -63,105 +78,139 @@ static void big_div10(big *b)
     }
 }
 
-/* Bit i of b (0 past the end). */
-static uint64_t big_bit(const big *b, int i)
+/* The 32 bits of b from bit i up (i may be negative: zeros below bit 0; zeros past the end). */
+static uint32_t big_word(const big *b, int i)
 {
-    return i >= 0 && i < 32 * BIG_LIMBS ? (b->l[i / 32] >> (i % 32)) & 1 : 0;
+    uint64_t w = 0;
+    for (int j = 0; j < 2; j++) { /* the limbs holding bits i .. i + 31 */
+        int limb = (i >= 0 ? i / 32 : -((31 - i) / 32)) + j;
+        if (limb >= 0 && limb < BIG_LIMBS)
+            w |= (uint64_t)b->l[limb] << (32 * j);
+    }
+    int off = i - 32 * (i >= 0 ? i / 32 : -((31 - i) / 32)); /* 0..31 */
+    return (uint32_t)(w >> off);
 }
 
-/* floor(b 2^-shift) + 1 (shift may be negative: a left shift) into g_hi/g_lo[slot]; the result
- * has 126 bits. */
-static void store_g(const big *b, int shift, int slot)
+/* phi_hi/lo[slot] = floor(b 2^-shift) (shift < 0: a left shift; the result has 128 bits), plus
+ * one when `inexact` or when bits of b below `shift` are set: the ceiling of b 2^-shift for an
+ * exact b, the ceiling of x 2^-shift for b = floor(x) with x not an integer. */
+static void store_phi(const big *b, int shift, int inexact, int slot)
 {
-    uint64_t hi = 0, lo = 0; /* the 126-bit value: bits 125..63 in hi, 62..0 in lo */
-    for (int j = 125; j >= 0; j--) {
-        uint64_t bit = big_bit(b, j + shift);
-        if (j >= 63)
-            hi |= bit << (j - 63);
-        else
-            lo |= bit << j;
-    }
-    lo += 1; /* the + 1, carried into hi when the low 63 bits were all ones */
-    if (lo >> 63) {
-        lo &= MASK_63;
-        hi += 1;
-    }
-    g_hi[slot] = hi;
-    g_lo[slot] = lo;
+    uint64_t hi = (uint64_t)big_word(b, shift + 96) << 32 | big_word(b, shift + 64);
+    uint64_t lo = (uint64_t)big_word(b, shift + 32) << 32 | big_word(b, shift);
+    for (int i = 0; i < shift / 32 && !inexact; i++) /* whole limbs below the shift, then the rest */
+        inexact = b->l[i] != 0;
+    if (!inexact && shift > 0 && shift % 32)
+        inexact = (b->l[shift / 32] & ((1u << (shift % 32)) - 1)) != 0;
+    if (inexact && ++lo == 0)
+        hi++;
+    phi_hi[slot] = hi;
+    phi_lo[slot] = lo;
 }
 
 static void build_table(void)
 {
     big b;
     memset(&b, 0, sizeof b);
-    b.l[0] = 1; /* 10^0; then 10^n for k = -n <= 0, exact */
-    for (int n = 0; n <= -K_MIN; n++) {
-        int r = flog2pow10(n) - 125;
-        store_g(&b, r, -n - K_MIN);
+    b.l[0] = 1; /* 10^k for k >= 0, exact */
+    for (int k = 0; k <= K_MAX; k++) {
+        store_phi(&b, flog2pow10(k) - 127, 0, k - K_MIN);
         big_mul10(&b);
     }
     memset(&b, 0, sizeof b);
-    b.l[BIG_FRAC_BITS / 32] = 1u << (BIG_FRAC_BITS % 32); /* 2^1400; then floor(2^1400 / 10^k), exact */
-    for (int k = 1; k <= K_MAX; k++) {
+    b.l[BIG_FRAC_BITS / 32] = 1u << (BIG_FRAC_BITS % 32); /* 2^1400; then floor(2^1400 / 10^n), exact */
+    for (int n = 1; n <= -K_MIN; n++) {
         big_div10(&b); /* floor(floor(x / a) / b) = floor(x / (a b)) */
-        int r = flog2pow10(-k) - 125;
-        store_g(&b, BIG_FRAC_BITS + r, k - K_MIN); /* 10^-k 2^-r = (2^1400 / 10^k) 2^-(1400 + r) */
+        /* 10^-n 2^(127 - e) = (2^1400 / 10^n) 2^-(1400 + e - 127), never an integer (5^n) */
+        store_phi(&b, BIG_FRAC_BITS + flog2pow10(-n) - 127, 1, -n - K_MIN);
     }
     __atomic_store_n(&g_built, 1, __ATOMIC_RELEASE);
 }
 
-/* Round to odd of g cp / 2^127 (paper section 9.8.4): the floor, with its last bit set when the
- * quotient was not exact. */
-static uint64_t rop(uint64_t g1, uint64_t g0, uint64_t cp)
+/* Bit beta of the integer part of x phi(k) 2^-128 (x < 2^64, 1 <= beta < 64: the caller's x
+ * is shifted by beta there) and whether that product is an integer: the low 128 bits of the
+ * 192-bit x phi, read at beta (dragonbox.h compute_mul_parity). */
+static int mul_parity(uint64_t x, uint64_t hi, uint64_t lo, int beta, int *is_integer)
 {
-    uint64_t x1 = (uint64_t)(((u128)g0 * cp) >> 64);
-    u128 y = (u128)g1 * cp;
-    uint64_t y0 = (uint64_t)y, y1 = (uint64_t)(y >> 64);
-    uint64_t z = (y0 >> 1) + x1;
-    uint64_t vbp = y1 + (z >> 63);
-    return vbp | (((z & MASK_63) + MASK_63) >> 63);
+    u128 xl = (u128)x * lo;
+    uint64_t r_hi = x * hi + (uint64_t)(xl >> 64), r_lo = (uint64_t)xl;
+    *is_integer = ((r_hi << beta) | (r_lo >> (64 - beta))) == 0;
+    return (int)((r_hi >> (64 - beta)) & 1);
 }
 
-/* The decimal f 10^e closest to v = c 2^q among the shortest in v's rounding interval. */
-static void to_decimal(int q, uint64_t c, int dk, uint64_t *f, int *e)
+/* The decimal f 10^e closest to v = fc 2^e2 (fc < 2^53) among the shortest in v's rounding
+ * interval, both ends in it when fc is even (round to nearest even reads them back). *strip: f
+ * may end in zeros (the 1000-unit search found it); otherwise it ends in none. */
+static uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
 {
-    int out = (int)(c & 1);
-    uint64_t cb = c << 2, cbr = cb + 2, cbl;
-    int k;
-    if (c != C_MIN || q == Q_MIN) {
-        cbl = cb - 2;
-        k = flog10pow2(q);
-    } else { /* at a power of two the interval below is half as wide */
-        cbl = cb - 1;
-        k = flog10threequarterspow2(q);
+    uint64_t two_fc = fc << 1;
+    int even = (int)(~fc & 1);
+    int k = KAPPA - flog10pow2(e2); /* the scaling 10^k: -k is Dragonbox's minus_k */
+    uint64_t hi = phi_hi[k - K_MIN], lo = phi_lo[k - K_MIN];
+    int beta = e2 + flog2pow10(k); /* 1..3 here */
+    /* phi 2^-128 = 10^k 2^-(1 + flog2pow10(k)), so deltai = floor(2^e2 10^k), the interval's width
+     * in units of 10^-k (100 <= deltai < 1000), and zi = floor((fc + 1/2) 2^e2 10^k), its upper
+     * end, with whether that product is exact */
+    uint32_t deltai = (uint32_t)(hi >> (63 - beta));
+    uint64_t u = (two_fc | 1) << beta;
+    u128 z = (u128)u * hi + (uint64_t)(((u128)u * lo) >> 64);
+    uint64_t zi = (uint64_t)(z >> 64);
+    int z_integer = (uint64_t)z == 0;
+    uint64_t s = zi / 1000;
+    uint32_t r = (uint32_t)(zi - 1000 * s);
+    *strip = 1;
+    *e = KAPPA + 1 - k;
+    if (r < deltai) { /* s 1000 is in the interval, unless it is its excluded upper end */
+        if (r != 0 || !z_integer || even)
+            return s;
+        s--;
+        r = 1000;
+    } else if (r == deltai) { /* s 1000 is the lower end's integer part: in the interval when the
+                               * lower end's fraction is at most z's (its parity and exactness) */
+        int x_integer, x_parity = mul_parity(two_fc - 1, hi, lo, beta, &x_integer);
+        if (x_parity || (x_integer && even))
+            return s;
     }
-    int h = q + flog2pow10(-k) + 2;
-    uint64_t g1 = g_hi[k - K_MIN], g0 = g_lo[k - K_MIN];
-    uint64_t vb = rop(g1, g0, cb << h), vbl = rop(g1, g0, cbl << h), vbr = rop(g1, g0, cbr << h);
-    uint64_t s = vb >> 2;
-    /* One digit fewer, when a multiple of 10 (of 10^k) is in the interval: the interval is
-     * narrower than 10^(k+1), so at most one is. The paper asks s >= 100 (Java writes at least
-     * two digits); s >= 10 also finds the one-digit decimal of a small subnormal (8e-323). */
-    if (s >= 10) {
-        uint64_t sp10 = 10 * (s / 10), tp10 = sp10 + 10;
-        int upin = vbl + (uint64_t)out <= sp10 << 2;
-        int wpin = (tp10 << 2) + (uint64_t)out <= vbr;
-        if (upin != wpin) {
-            *f = upin ? sp10 : tp10;
-            *e = k + dk;
-            return;
-        }
+    /* no multiple of 1000 in the interval: the multiple of 100 closest to v, which is in it */
+    *strip = 0;
+    *e = KAPPA - k;
+    uint32_t dist = r - (deltai >> 1) + 50; /* <= 1000 */
+    int approx_y_parity = (int)((dist ^ 50) & 1);
+    uint32_t q = dist / 100;
+    s = s * 10 + q;
+    if (dist == q * 100) { /* v sits on a 100-unit boundary: the rounding of y decides (and a tie) */
+        int y_integer, y_parity = mul_parity(two_fc, hi, lo, beta, &y_integer);
+        if (y_parity != approx_y_parity || ((s & 1) && y_integer))
+            s--;
     }
-    uint64_t t = s + 1;
-    int uin = vbl + (uint64_t)out <= s << 2;
-    int win = (t << 2) + (uint64_t)out <= vbr;
-    *e = k + dk;
-    if (uin != win) {
-        *f = uin ? s : t;
-        return;
+    return s;
+}
+
+/* to_decimal for v = 2^52 2^e2 (a power of two, e2 > -1074): the interval below v is half as
+ * wide as the one above (dragonbox.h, compute_nearest's shorter interval case). */
+__attribute__((noinline, cold)) static uint64_t to_decimal_pow2(int e2, int *e, int *strip)
+{
+    int k = -flog10threequarterspow2(e2);
+    uint64_t hi = phi_hi[k - K_MIN];
+    int beta = e2 + flog2pow10(k);
+    uint64_t xi = (hi - (hi >> 54)) >> (11 - beta); /* the interval's ends, scaled by 10^k */
+    uint64_t zi = (hi + (hi >> 53)) >> (11 - beta);
+    if (e2 < 2 || e2 > 3) /* the lower end is an integer only for e2 = 2, 3: else round it up */
+        xi++;
+    uint64_t s = zi / 10;
+    if (s * 10 >= xi) {
+        *strip = 1;
+        *e = 1 - k;
+        return s;
     }
-    int64_t cmp = (int64_t)(vb - ((s + t) << 1)); /* both in: the closer, s on a tie when even */
-    *f = cmp < 0 || (cmp == 0 && (s & 1) == 0) ? s : t;
+    *strip = 0;
+    *e = -k;
+    s = ((hi >> (10 - beta)) + 1) / 2; /* v scaled, rounded up from one more bit */
+    if ((s & 1) && e2 == -77)          /* the one e2 where v lies midway: the even one */
+        s--;
+    else if (s < xi)
+        s++;
+    return s;
 }
 
 static const char DIGIT_PAIRS[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -204,30 +253,77 @@ static int digit_count(uint64_t f)
  * those u < 100 into u / 10 and u % 10 (bytes). The quotients are multiply-and-shift:
  * floor(w 10486 / 2^20) = floor(w / 100) for w < 10^4 and floor(u 103 / 2^10) = floor(u / 10)
  * for u < 100 (derived: the errors w (10486 / 2^20 - 1/100) < 1.4e-3 and u (103/1024 - 1/10)
- * < 5.9e-2 stay below the 1/100 and 1/10 that the fractional part has room for; checked for
- * every w and u in tests/c/test_csv.c). No lane overflows into the next: w 10486 < 2^27 < 2^32
- * and u 103 < 2^14 < 2^16, and the masks drop what the shifts bring down from the lane above. */
+ * < 5.9e-2 stay below the 1/100 and 1/10 that the fractional part has room for). No lane
+ * overflows into the next: w 10486 < 2^27 < 2^32 and u 103 < 2^14 < 2^16, and the masks drop
+ * what the shifts bring down from the lane above. Each split q | (x - q m) << L is written
+ * (x << L) - q (m 2^L - 1): the same value (no lane borrows, x >= q m in each; the top lane's
+ * x << L stays below 2^64), one multiply for a shift, a subtraction and an or. Checked against
+ * the digits of snprintf for every v < 10^8 (one-off) and through test_csv.c's oracle texts. */
 static uint64_t swar8(uint32_t v)
 {
-    uint32_t a = v / 10000, b = v - a * 10000;
-    uint64_t x = a | (uint64_t)b << 32;
+    uint64_t a = v / 10000;
+    uint64_t x = ((uint64_t)v << 32) - a * ((10000ull << 32) - 1); /* a | (v - 10^4 a) << 32 */
     uint64_t q = ((x * 10486) >> 20) & 0x0000007F0000007Full;
-    x = q | (x - q * 100) << 16;
+    x = (x << 16) - q * ((100ull << 16) - 1);
     q = ((x * 103) >> 10) & 0x000F000F000F000Full;
-    x = q | (x - q * 10) << 8;
+    x = (x << 8) - q * ((10ull << 8) - 1);
     return x + 0x3030303030303030ull;
 }
 
 static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (x86-64, aarch64) */
 
-/* The n = digit_count(f) digits of f (f < 10^17) into d[0, n), most significant first, in 8-byte
- * stores; d has 24 bytes and the bytes past n are scratch. */
-static void put_digits(uint64_t f, char *d, int n)
+#if HL_DIGITS16
+/* The 16 digits of f < 10^16, leading zeros included, as ASCII into d[0, 16), most significant
+ * first (W. Mula's SSE2 scheme, "SSE: conversion integers to decimal representation", 2011,
+ * written here from its description). f = a 10^12 + b 10^8 + c 10^4 + e by scalar divisions;
+ * each group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
+ * give floor(w / 10^3), floor(w / 10^2), floor(w / 10), w in them: (4 w m) >> 16 >> s with
+ * (m, 16 + s) = (8389, 25), (5243, 21), (6554, 18), (32768, 17), the second shift itself a high
+ * product by 2^(16 - s) (floor(floor(x / 2^16) / 2^s) = floor(x / 2^(16 + s))). Derived: m / 2^(16
+ * + s) exceeds 1 / (4 10^k) by a relative 6.1e-5 at most, so the quotient w / 10^k is over by at
+ * most w 6.1e-5 / 10^k < 1 / 10^k for w < 10^4, less than its distance to the next integer
+ * (checked for every w in each lane, one-off; 4 w m < 2^31). A lane less ten times its left neighbour (a 64-bit shift by one
+ * lane within each group) is its digit; the two registers are packed to bytes and '0' added. */
+static inline void digits16(uint64_t f, char *d)
+{
+    uint64_t hi = f / 100000000, lo = f - hi * 100000000;
+    uint64_t a = hi / 10000, b = hi - a * 10000, c = lo / 10000, e = lo - c * 10000;
+    __m128i g = _mm_cvtsi64_si128((long long)(a | b << 16 | c << 32 | e << 48)); /* lanes a b c e */
+    g = _mm_slli_epi16(g, 2);
+    g = _mm_unpacklo_epi16(g, g);         /* a a b b c c e e */
+    __m128i x = _mm_unpacklo_epi32(g, g); /* a a a a b b b b */
+    __m128i y = _mm_unpackhi_epi32(g, g); /* c c c c e e e e */
+    const __m128i m = _mm_setr_epi16(8389, 5243, 6554, (short)32768, 8389, 5243, 6554, (short)32768);
+    const __m128i sh = _mm_setr_epi16(128, 2048, 16384, (short)32768, 128, 2048, 16384, (short)32768);
+    const __m128i ten = _mm_set1_epi16(10);
+    x = _mm_mulhi_epu16(_mm_mulhi_epu16(x, m), sh);
+    y = _mm_mulhi_epu16(_mm_mulhi_epu16(y, m), sh);
+    x = _mm_sub_epi16(x, _mm_slli_epi64(_mm_mullo_epi16(x, ten), 16));
+    y = _mm_sub_epi16(y, _mm_slli_epi64(_mm_mullo_epi16(y, ten), 16));
+    _mm_storeu_si128((__m128i *)(void *)d, _mm_add_epi8(_mm_packus_epi16(x, y), _mm_set1_epi8('0')));
+}
+#endif
+
+/* The n = digit_count(f) digits of f (f < 10^17) into d[0, n), most significant first, in 8- and
+ * 16-byte stores; d has 24 bytes and the bytes past n are scratch. */
+static inline void put_digits(uint64_t f, char *d, int n)
 {
     if (n <= 8) {
         store8(d, swar8((uint32_t)f) >> (8 * (8 - n))); /* the leading zeros are the low bytes */
         return;
     }
+#if HL_DIGITS16
+    if (n <= 16) { /* the last n of 16: the first 8 of them, then the last 8 (n >= 9, so inside t) */
+        char t[16];
+        digits16(f, t);
+        memcpy(d, t + 16 - n, 8);
+        memcpy(d + n - 8, t + 8, 8);
+    } else { /* 17 digits */
+        uint64_t top = f / 10000000000000000ull;
+        d[0] = (char)('0' + top);
+        digits16(f - top * 10000000000000000ull, d + 1);
+    }
+#else
     uint64_t hi = f / 100000000;
     uint32_t lo = (uint32_t)(f - hi * 100000000);
     if (n <= 16) {
@@ -238,96 +334,88 @@ static void put_digits(uint64_t f, char *d, int n)
         store8(d + 1, swar8((uint32_t)(hi - (uint64_t)top * 100000000)));
     }
     store8(d + n - 8, swar8(lo));
+#endif
 }
-
-/* hl_csv_format_number_wide (csv_int.h): out has HL_CSV_NUMBER_ROOM bytes. */
-static int32_t format_wide(double v, char *out);
 
 int32_t hl_csv_format_number(double v, char *out)
 {
     char b[HL_CSV_NUMBER_ROOM];
-    int32_t n = format_wide(v, b);
+    int32_t n = hl_csv_format_number_wide(v, b);
     memcpy(out, b, (size_t)n + 1);
     return n;
 }
 
-int32_t hl_csv_format_number_wide(double v, char *out) { return format_wide(v, out); }
-
-static int32_t format_wide(double v, char *out)
+/* out has HL_CSV_NUMBER_ROOM bytes (csv_int.h). */
+int32_t hl_csv_format_number_wide(double v, char *out)
 {
-    char *o = out;
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
-    if (isnan(v)) {
-        memcpy(out, "nan", 4);
-        return 3;
-    }
-    if (bits >> 63)
-        *o++ = '-';
-    if (isinf(v)) {
-        memcpy(o, "inf", 4);
-        return (int32_t)(o - out) + 3;
-    }
-    uint64_t t = bits & (C_MIN - 1);
-    int bq = (int)((bits >> 52) & 0x7ff);
-    uint64_t f;
-    int e;
-    if (bq == 0 && t == 0) {
-        *o++ = '0';
-        *o = '\0';
-        return (int32_t)(o - out);
+    out[0] = '-';
+    char *o = out + (bits >> 63); /* the sign kept, or written over */
+    uint64_t t = bits & (C_MIN - 1), f;
+    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
+    uint64_t fc = C_MIN | t;
+    int e2 = -mq, e, strip;
+    if ((unsigned)bq - 1 >= 0x7fe) { /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
+        if (bq == 0x7ff && t != 0) {
+            memcpy(out, "nan", 4); /* a NaN's sign carries no meaning */
+            return 3;
+        }
+        if (bq == 0x7ff) {
+            memcpy(o, "inf", 4);
+            return (int32_t)(o - out) + 3;
+        }
+        if (t == 0) {
+            memcpy(o, "0", 2);
+            return (int32_t)(o - out) + 1;
+        }
+        fc = t; /* a subnormal: the least exponent */
+        e2 = E_MIN;
+    } else if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
+        f = fc >> mq;
+        int n = digit_count(f);
+        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
+        o[n] = '\0';
+        return (int32_t)(o - out) + n;
     }
     if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
         pthread_once(&g_once, build_table);
-    if (bq != 0) {
-        int mq = -Q_MIN + 1 - bq;
-        uint64_t c = C_MIN | t;
-        if (0 < mq && mq < P && ((c >> mq) << mq) == c) { /* an integer below 2^53: its digits */
-            f = c >> mq;
-            e = 0;
-        } else {
-            to_decimal(-mq, c, 0, &f, &e);
-        }
-    } else if (t < C_TINY) {
-        /* 2^-1074 and 2^-1073: the paper's 10 t path gives two digits (4.9e-324, Java's
-         * form); one digit is in their intervals, (2.47e-324, 7.41e-324) and (7.41e-324,
-         * 1.24e-323), and 5e-324 and 1e-323 are the closest one-digit decimals */
-        f = t == 1 ? 5 : 1;
-        e = t == 1 ? -324 : -323;
-    } else {
-        to_decimal(Q_MIN, t, 0, &f, &e);
-    }
-    while (f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
+    if (t == 0 && bq > 1) /* a power of two (the least normal's interval below is the subnormals' spacing) */
+        f = to_decimal_pow2(e2, &e, &strip);
+    else
+        f = to_decimal(fc, e2, &e, &strip);
+    while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
         f /= 10;
         e++;
     }
-    /* the digits into d, then laid out by fixed-size copies (no loops, no calls): the bytes
-     * past the text are scratch, overwritten by the next cell or left past its NUL */
+    /* the digits straight into place (put_digits' stores reach o + 17 past where they start),
+     * then laid out by fixed-size copies (no loops, no calls): the bytes past the text are
+     * scratch, overwritten by the next cell or left past its NUL (the furthest: out + 34) */
     int n = digit_count(f);
-    int x = e + n - 1; /* v = d[0].d[1..n) x 10^x */
-    char d[32];
-    memset(d, '0', sizeof d);
-    put_digits(f, d, n);
+    int x = e + n - 1; /* v = D[0].D[1..n) x 10^x, D the digits */
+    char tail[16];
     if (x >= -4 && x < 17) {
         if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
             memcpy(o, "0.000000", 8);
-            memcpy(o + 1 - x, d, 24); /* n <= 17 */
+            put_digits(f, o + 1 - x, n);
             o += 1 - x + n;
         } else if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
-            memcpy(o, d, 24);
+            put_digits(f, o, n);
             memcpy(o + n, "0000000000000000", 16);
             o += x + 1;
-        } else { /* dd.ddd: x + 1 <= 16 digits, the point, n - x - 1 <= 16 digits */
-            memcpy(o, d, 16);
+        } else { /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
+            put_digits(f, o, n);
+            memcpy(tail, o + x + 1, 16);
+            memcpy(o + x + 2, tail, 16);
             o[x + 1] = '.';
-            memcpy(o + x + 2, d + x + 1, 16);
             o += n + 1;
         }
     } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        o[0] = d[0];
+        put_digits(f, o, n);
         if (n > 1) {
+            memcpy(tail, o + 1, 16);
+            memcpy(o + 2, tail, 16);
             o[1] = '.';
-            memcpy(o + 2, d + 1, 16);
             o += n + 1;
         } else {
             o += 1;

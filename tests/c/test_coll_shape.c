@@ -1,0 +1,232 @@
+/* AUTO's winner by bounds (coll.c, above shape_key) against the full loop: the same bits for every
+ * field of hl_coll_out on random shapes and sizes, and on sizes within a few ulps of the full loop's
+ * own switch points (where the bound must give way to the loop). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "coll_int.h"
+#include "hbdlab/hbdlab.h"
+
+enum { SEED = 2812, SHAPES = 600, SIZES = 40, NEAR = 24 };
+
+static double frand(double lo, double hi) { return lo + (hi - lo) * (rand() / (double)RAND_MAX); }
+static double logrand(double lo, double hi) { return exp(frand(log(lo), log(hi))); }
+
+/* A random cluster: link parameters over the validated ranges' useful part, either fabric. */
+static hl_cluster random_cluster(void)
+{
+    static const int64_t gpus[] = {8, 16, 32, 64, 72, 128, 256};
+    hl_gpu g;
+    hl_gpu_init_defaults(&g);
+    strcpy(g.name, "rand");
+    g.peak_flops[HL_BF16] = 1e15;
+    g.hbm_bytes = 1e11;
+    g.hbm_bw = 1e12;
+    g.scaleup_bw = logrand(1e9, 2e12);
+    g.scaleout_bw = logrand(1e9, 1e12);
+    g.eff_scaleup = frand(0.3, 1);
+    g.eff_scaleout = frand(0.3, 1);
+    g.scaleup_latency = rand() % 8 ? logrand(1e-7, 1e-5) : 0;
+    g.scaleout_latency = rand() % 8 ? logrand(1e-6, 1e-4) : 0;
+    g.coll_launch = rand() % 4 ? logrand(1e-6, 2e-5) : 0;
+    g.in_switch_eff = frand(0.3, 1.5);
+    g.in_switch_latency = logrand(1e-6, 1e-5);
+    int64_t n = gpus[rand() % 7], hbd = n;
+    while (hbd > 1 && rand() % 3)
+        for (hbd--; n % hbd != 0; hbd--) {
+        }
+    hl_cluster c;
+    hl_err e;
+    if (hl_cluster_init(&c, &g, n, hbd, &e))
+        fail_msg("%s", e.msg);
+    c.fabric = rand() % 4 ? HL_FABRIC_SWITCH : HL_FABRIC_MESH;
+    c.in_switch_reduce = rand() % 2;
+    c.peer_cost = rand() % 2 ? logrand(1e-8, 1e-6) : 0;
+    return c;
+}
+
+/* A random call on c with HBDs of *hbd GPUs (c->hbd or a divisor of it). */
+static hl_coll_in random_call(const hl_cluster *c, int64_t *hbd)
+{
+    static const hl_coll_op ops[] = {HL_ALLREDUCE, HL_ALLGATHER, HL_REDUCESCATTER, HL_ALLTOALL, HL_BROADCAST,
+                                     HL_REDUCE,    HL_GATHER,    HL_SCATTER,       HL_SENDRECV};
+    *hbd = c->hbd;
+    while (*hbd > 1 && rand() % 4 == 0)
+        for ((*hbd)--; c->hbd % *hbd != 0; (*hbd)--) {
+        }
+    hl_coll_in in = {ops[rand() % 2 ? 0 : rand() % 9], HL_ALGO_AUTO, 1, 2, 0, 0}; /* all-reduce half the time */
+    int64_t n = 2;
+    if (in.op != HL_SENDRECV)
+        for (n = c->gpus; n > 2 && rand() % 2; n /= 2) {
+        }
+    while (c->gpus % n != 0)
+        n--;
+    in.ranks = n < 1 ? 1 : n;
+    if (rand() % 3 == 0) { /* a placement: a divisor of ranks at most hbd */
+        int64_t g = in.ranks < *hbd ? in.ranks : *hbd;
+        while (g > 1 && (in.ranks % g != 0 || rand() % 2))
+            g--;
+        in.ranks_per_hbd = g;
+    }
+    if (in.op == HL_ALLTOALL && rand() % 2)
+        in.imbalance = frand(1, 3);
+    return in;
+}
+
+static int timed(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *o)
+{
+    hl_err e;
+    return hl_coll_time_hbd(c, hbd, in, o, &e) == HL_OK;
+}
+
+static void assert_same(const hl_coll_out *a, const hl_coll_out *b, const hl_coll_in *in, int64_t hbd)
+{
+    const double fa[] = {a->time_s,         a->algbw,     a->busbw,        a->scaleup_bytes,
+                         a->scaleout_bytes, a->latency_s, a->latency_share};
+    const double fb[] = {b->time_s,         b->algbw,     b->busbw,        b->scaleup_bytes,
+                         b->scaleout_bytes, b->latency_s, b->latency_share};
+    if (memcmp(fa, fb, sizeof fa) != 0 || a->algo != b->algo || a->hbds != b->hbds ||
+        a->ranks_per_hbd != b->ranks_per_hbd)
+        fail_msg("op %d, %lld ranks (%lld per HBD), hbd %lld, %.17g B, imbalance %g: algo %d vs %d, time %.17g vs "
+                 "%.17g",
+                 (int)in->op, (long long)in->ranks, (long long)in->ranks_per_hbd, (long long)hbd, in->bytes,
+                 in->imbalance, (int)a->algo, (int)b->algo, a->time_s, b->time_s);
+}
+
+typedef struct call {
+    hl_cluster c;
+    int64_t hbd;
+    hl_coll_in in;
+} call;
+
+/* The full loop's choice at a size: its algorithm, and within one its latency part (the
+ * hierarchical all-reduce picks its intra phase by size: the latency tells which). */
+static int same_choice(const hl_coll_out *a, const hl_coll_out *b)
+{
+    return a->algo == b->algo && a->latency_s == b->latency_s;
+}
+
+/* Sizes where the full loop's choice changes between two neighbouring doubles: bisection from lo
+ * to hi (different choices), then NEAR sizes a few ulps and multiples of 2^-46 around. */
+static int near_switch(const call *k, double lo, double hi, double *out)
+{
+    hl_coll_in in = k->in;
+    hl_coll_out a, b;
+    in.bytes = lo;
+    if (!timed(&k->c, k->hbd, &in, &a))
+        return 0;
+    in.bytes = hi;
+    if (!timed(&k->c, k->hbd, &in, &b) || same_choice(&a, &b))
+        return 0;
+    hl_coll_out at_lo = a;
+    while (nextafter(lo, hi) < hi) {
+        in.bytes = lo + (hi - lo) / 2;
+        if (in.bytes <= lo || in.bytes >= hi)
+            break;
+        if (!timed(&k->c, k->hbd, &in, &a))
+            return 0;
+        if (same_choice(&a, &at_lo))
+            lo = in.bytes;
+        else
+            hi = in.bytes;
+    }
+    int m = 0;
+    for (int i = -4; i <= 4; i++) {
+        double x = hi;
+        for (int s = 0; s < abs(i); s++)
+            x = i < 0 ? nextafter(x, 0) : nextafter(x, INFINITY);
+        out[m++] = x;
+    }
+    for (int i = 1; m < NEAR; i++) {
+        out[m++] = hi * (1 + i * 0x1p-46);
+        if (m < NEAR)
+            out[m++] = hi * (1 - i * 0x1p-46);
+    }
+    return m;
+}
+
+static void test_bound_pick_equals_full_loop(void **state)
+{
+    (void)state;
+    srand(SEED);
+    enum { MAX = SHAPES * (SIZES + 3 * NEAR) };
+    call *calls = malloc(MAX * sizeof *calls);
+    hl_coll_out *full = malloc(MAX * sizeof *full), *fast = malloc(MAX * sizeof *fast);
+    int *ok = malloc(MAX * sizeof *ok);
+    assert_non_null(calls);
+    assert_non_null(full);
+    assert_non_null(fast);
+    assert_non_null(ok);
+    int n = 0, near = 0;
+    hl_coll_shape_cache(0);
+    for (int s = 0; s < SHAPES; s++) {
+        call k;
+        k.c = random_cluster();
+        k.in = random_call(&k.c, &k.hbd);
+        for (int i = 0; i < SIZES; i++) {
+            calls[n] = k;
+            calls[n].in.bytes = i == 0 ? 0 : i == 1 ? 0.5 : logrand(1, 1e13);
+            n++;
+        }
+        double sizes[NEAR];
+        double edges[4] = {1, 1e5, 1e8, 1e13};
+        for (int e = 0; e < 3; e++) {
+            int m = near_switch(&k, edges[e], edges[e + 1], sizes);
+            near += m > 0;
+            for (int i = 0; i < m; i++) {
+                calls[n] = k;
+                calls[n].in.bytes = sizes[i];
+                n++;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) /* the full loop, then (memo emptied) the bound */
+        ok[i] = timed(&calls[i].c, calls[i].hbd, &calls[i].in, &full[i]);
+    hl_coll_shape_cache(1);
+    int good = 0;
+    for (int i = 0; i < n; i++) {
+        int f = timed(&calls[i].c, calls[i].hbd, &calls[i].in, &fast[i]);
+        if (f != ok[i])
+            fail_msg("call %d: status differs", i);
+        if (f) {
+            assert_same(&full[i], &fast[i], &calls[i].in, calls[i].hbd);
+            good++;
+        }
+    }
+    /* the test must reach both: plenty of timed calls and of switch points probed */
+    if (good < n / 2 || near < SHAPES / 4)
+        fail_msg("only %d of %d calls timed, %d switch points", good, n, near);
+    free(calls);
+    free(full);
+    free(fast);
+    free(ok);
+}
+
+/* A shape's checks are kept, a size's are not: a bad size after a good one on the same shape
+ * still fails with the size's message, and a bad imbalance with its own. */
+static void test_shape_hit_checks_size(void **state)
+{
+    (void)state;
+    hl_coll_shape_cache(1);
+    srand(SEED + 1);
+    hl_cluster c = random_cluster();
+    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, 1e6, c.gpus, 0, 0};
+    hl_coll_out o;
+    hl_err e;
+    assert_ok(hl_coll_time_hbd(&c, c.hbd, &in, &o, &e), &e);
+    in.bytes = -1;
+    assert_fails_with(hl_coll_time_hbd(&c, c.hbd, &in, &o, &e), HL_EINVAL, &e, "'bytes'");
+    in.bytes = 1e6;
+    in.imbalance = 0.5;
+    assert_fails_with(hl_coll_time_hbd(&c, c.hbd, &in, &o, &e), HL_EINVAL, &e, "'imbalance'");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bound_pick_equals_full_loop),
+        cmocka_unit_test(test_shape_hit_checks_size),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
