@@ -101,7 +101,8 @@ static int l_op_time(lua_State *L)
 {
     hl_gpu *g0 = hl_to_gpu(L, 1);
     if (!g0)
-        return hl_error(L, "hl.roofline: field 'gpu': expected a gpu object, preset name or table of gpu fields, got %s",
+        return hl_error(L,
+                        "hl.roofline: field 'gpu': expected a gpu object, preset name or table of gpu fields, got %s",
                         luaL_typename(L, 1));
     luaL_checktype(L, 2, LUA_TTABLE);
     hl_gpu g = *g0;
