@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "csv_int.h"
@@ -391,6 +392,20 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     *rows = 0;
     if (!path || !*path)
         return hl_fail(err, HL_EINVAL, "sweep csv: no file name");
+    /* the file replaces only a regular file (or nothing): a folder's name ("dir/") failed at the end
+     * as "Not a directory", a FIFO or a symbolic link loop was replaced by the file */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    struct stat sb;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return hl_fail(err, HL_EINVAL, "sweep csv: cannot write %s: the name is a folder's: give a file name", path);
+    int missing = stat(path, &sb) != 0, loop = missing && errno == ELOOP;
+    if (loop || (!missing && !S_ISREG(sb.st_mode)))
+        return hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path,
+                       loop                   ? strerror(ELOOP)
+                       : S_ISDIR(sb.st_mode)  ? "it is a folder"
+                       : S_ISFIFO(sb.st_mode) ? "it is a FIFO, not a regular file"
+                                              : "it is a device or socket, not a regular file");
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp)
