@@ -151,7 +151,7 @@ typedef struct ahead_ctx {
     int divide;
 } ahead_ctx;
 
-static ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
+static inline __attribute__((always_inline)) ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
 {
     ahead_ctx a = {S, (double)m, 0, 0, 1};
     if (!(S >= 0 && S < 0x1p53 && S == (double)(int64_t)S && left < 0x1p52))
