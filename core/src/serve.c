@@ -2604,6 +2604,8 @@ out:
 
 hl_status hl_serve_run(const hl_serve_cfg *cfg, hl_serve_result *out, hl_err *err)
 {
+    if (!cfg || !out)
+        return hl_fail(err, HL_EINVAL, "hl_serve_run: the %s is NULL", !cfg ? "configuration" : "result");
     memset(out, 0, sizeof *out);
     out->kv_transfer_s = NAN; /* set when disaggregated */
     out->usd_per_hour = out->usd_per_mtok_in = out->usd_per_mtok_out = out->usd_per_mtok = NAN;

@@ -450,13 +450,21 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     return HL_OK;
 }
 
-hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
+hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
+{
+    if (!j || !r) /* through LuaJIT FFI a nil is a NULL: refused, never dereferenced */
+        return hl_fail(err, HL_EINVAL, "hl_sim_run: the %s is NULL", !j ? "job" : "result");
+    return hl_sim_run_trusted(j, r, 0, err);
+}
 
 /* An empty phase accumulator logging events into ev (none in summary mode),
  * hiding `overlap` of its communication under compute. */
 static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items, double overlap)
 {
-    memset(a, 0, sizeof *a);
+    if (j->summary_only)
+        hl_acc_summary(a); /* all but the items' index, which summary mode never reads (layer_int.h) */
+    else
+        memset(a, 0, sizeof *a);
     a->summary = j->summary_only;
     a->ev = j->summary_only ? NULL : ev;
     a->items = j->summary_only ? NULL : items;
