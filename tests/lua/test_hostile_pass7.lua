@@ -98,6 +98,9 @@ T.test("a trace's columns and keys that are not read are named in a warning", fu
   local wide = file("wide.jsonl", '{"arrival_s": 0, "input": 100, "output": 10, ' .. table.concat(keys, ", ") .. "}\n")
   w = warnings(function() hl.serve(traced(wide)) end)
   T.ok(w:find("'k01_", 1, true) and w:find(", ...", 1, true) and #w < 600, w)
+  -- a JSON array (not JSON lines) was read as a CSV header: "must name arrival_s, input and output"
+  local arr = file("arr.jsonl", '[{"arrival_s": 0, "input": 100, "output": 10}]\n')
+  T.raises(function() hl.serve(traced(arr)) end, "arr.jsonl line 1: a JSON array; a trace is JSON lines")
 end)
 
 T.test("sweep_to_csv output paths: the cause named, nothing replaced, a missing folder made", function()
