@@ -214,4 +214,24 @@ T.test("hbdlab's own Lua keeps its require, debug and library tables when a scri
   T.ok(not ok3 and r3:find("unknown field 'bogus'", 1, true), tostring(r3))
 end)
 
+T.test("hl.sweep and hl.serve_sweep: base and axes of the wrong type named, never hbdlab's own line", function()
+  local function clean(e) T.ok(not e:find("hbdlab/", 1, true) and not e:find("attempt to", 1, true), e) return e end
+  -- base = 5: "hbdlab/sweep.lua:293: bad argument #1 to 'sweep' (table expected, got number)"
+  clean(T.raises(function() hl.sweep(T.merged(sweep, { base = 5 })) end,
+    "sweep field 'base': expected a table of hl.simulate fields, got number"))
+  clean(T.raises(function() hl.sweep_to_csv(T.merged(sweep, { base = "x", out = dir .. "/b.csv" })) end,
+    "sweep field 'base': expected a table"))
+  -- axes = {1, 2, 3}: "hbdlab/sweep.lua:13: attempt to index a number value (local 'a')"
+  clean(T.raises(function() hl.sweep(T.merged(sweep, { axes = { 1, 2, 3 } })) end, "sweep: axes[1] must be {name, values}"))
+  -- an axes table with __index ran one point with no axis
+  T.raises(function() hl.sweep(T.merged(sweep, { axes = setmetatable({}, { __index = { batch = { 1 } } }) })) end,
+    "sweep field 'axes': the fields table has a metatable")
+  local e = T.raises(function() hl.serve_sweep { base = serve, axes = { rate = { 1 } }, zip = {} } end,
+    "hl.serve_sweep: field 'zip': expected true or false, got table a table")
+  T.ok(not e:find("0x", 1, true), e)
+  -- a point's message without the position hl_error gave it (pcall called hl.serve_sweep: no outer one)
+  local ok, m = pcall(hl.serve_sweep, { base = { requests = 5 }, axes = { rate = { 1 } } })
+  T.ok(not ok and m:find("^hl.serve_sweep point 1 %(rate = 1%): simulate field 'model'"), m)
+end)
+
 T.done()
