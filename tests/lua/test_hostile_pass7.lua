@@ -163,6 +163,13 @@ T.test("hl.collective, hl.calibrate: the field named, no address, no -nan", func
   T.raises(function() hl.calibrate(T.merged(cal, { start = 0 / 0 })) end, "field 'start' must be a table {name = value} (got nan (a number))")
   e = T.raises(function() hl.calibrate(T.merged(cal, { bounds = print })) end, "(got a function)")
   T.ok(not e:find("0x", 1, true), e)
+  -- hl.kv_capacity listed every rule and all seven values, naming no field
+  local kv = { hbm_bytes = 80e9, kv_token_bytes = 131072, context = 4096 }
+  T.raises(function() hl.kv_capacity(T.merged(kv, { weights_bytes = 0 / 0 })) end,
+    "kv capacity field 'weights_bytes': nan is not allowed (a finite number >= 0)")
+  T.raises(function() hl.kv_capacity(T.merged(kv, { mem_util = 2 })) end,
+    "kv capacity field 'mem_util': 2 is not allowed (a fraction in (0, 1])")
+  T.raises(function() hl.kv_capacity(T.merged(kv, { context = math.huge })) end, "kv capacity field 'context': inf")
 end)
 
 T.test("hl.serve_capacity, hl.serve_pd_ratio, hl.frontier refuse bad fields up front", function()
