@@ -144,6 +144,14 @@ T.test("hl.roofline names the field of a bad name, shape or type, never its own 
   T.raises(function() hl.roofline(T.merged(attn, { window = 0 / 0 })) end, "field 'window' must be a finite number >= 0 (got nan)")
   T.raises(function() hl.roofline { gpu = "h100-sxm", kind = "moe", tokens = 8, experts = 8, topk = 2, hidden = 64,
     inter = 64, ep = 0 / 0 } end, "field 'ep' must be a finite number >= 1 (got nan)")
+  -- a field of another form had no effect, silently: rows or flops beside m, n, k; weight_bytes on attention
+  T.raises(function() hl.roofline(T.merged(gemm, { rows = 5 })) end,
+    "hl.roofline: field 'rows' has no effect on a GEMM given by m, n, k (its fields: m, n, k, act_bytes")
+  T.raises(function() hl.roofline(T.merged(gemm, { flops = 1e9 })) end, "field 'flops' has no effect on a GEMM")
+  T.raises(function() hl.roofline(T.merged(attn, { weight_bytes = 1 })) end,
+    "field 'weight_bytes' has no effect on attention given by batch")
+  T.raises(function() hl.roofline { gpu = "h100-sxm", flops = 1e9, bytes = 1e6, heads = 8 } end,
+    "field 'heads' has no effect on an operator given by flops and bytes")
   -- what worked still works
   T.ok(hl.roofline(gemm).time_s > 0 and hl.roofline(attn).time_s > 0, "good shapes run")
 end)
