@@ -858,36 +858,48 @@ static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_he
     return st;
 }
 
-/* The last sampling parts timed on this thread (a prefill's and a decode's), keyed by
- * the run's job class (sim.c: the job but its input) and rows: a sweep over input
- * times them once. Summary mode without kernel tables only (the breakdown and events
- * come from the ops themselves). */
-enum { HEAD_MEMO = 2 };
+/* The last sampling and embedding parts timed on this thread, two of each (a prefill's and a
+ * decode's), keyed by the run's job class (sim.c: the job but its input) and the count (rows,
+ * tokens): a sweep over input times the decode's once and the prefill's, whose token count moves,
+ * at each point. Summary mode without kernel tables only (the breakdown and events come from the
+ * ops themselves). Each part is timed in place into the slot used less recently, and the caller
+ * reads it there (valid until this thread's next timing of that part). */
+enum { IO_MEMO = 2 };
 typedef struct head_memo {
     uint64_t job_class; /* 0: empty */
     double rows;
     hl_io_head h;
 } head_memo;
-static _Thread_local head_memo hmemo[HEAD_MEMO];
-static _Thread_local int hmemo_next;
+typedef struct tok_memo {
+    uint64_t job_class; /* 0: empty */
+    double tokens;
+    hl_io_tok e;
+} tok_memo;
+static _Thread_local head_memo hmemo[IO_MEMO];
+static _Thread_local tok_memo tmemo[IO_MEMO];
+static _Thread_local int hmemo_old, tmemo_old; /* the slot used less recently */
 
-static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *h, hl_err *err)
+static int io_memo_on(const hl_sim_ctx *s, const hl_acc *a) { return a->summary && s->job_class && !s->kern; }
+
+static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *scratch, const hl_io_head **h,
+                            hl_err *err)
 {
-    if (!a->summary || !s->job_class || s->kern)
-        return time_head(s, a, rows, h, err);
-    for (int i = 0; i < HEAD_MEMO; i++)
+    if (!io_memo_on(s, a)) {
+        *h = scratch;
+        return time_head(s, a, rows, scratch, err);
+    }
+    for (int i = 0; i < IO_MEMO; i++)
         if (hmemo[i].job_class == s->job_class && hmemo[i].rows == rows) {
-            *h = hmemo[i].h;
+            hmemo_old = 1 - i;
+            *h = &hmemo[i].h;
             return HL_OK;
         }
-    hl_status st = time_head(s, a, rows, h, err);
-    if (st == HL_OK) {
-        head_memo *m = &hmemo[hmemo_next];
-        hmemo_next = (hmemo_next + 1) % HEAD_MEMO;
-        m->job_class = s->job_class;
-        m->rows = rows;
-        m->h = *h;
-    }
+    head_memo *m = &hmemo[hmemo_old];
+    hmemo_old = 1 - hmemo_old;
+    hl_status st = time_head(s, a, rows, &m->h, err);
+    m->job_class = st == HL_OK ? s->job_class : 0;
+    m->rows = rows;
+    *h = &m->h;
     return st;
 }
 
@@ -942,18 +954,43 @@ void hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const h
         account_coll(a, "pp_sendrecv", &e->pp_in, &e->pp_out, passes * (double)(s->pp - 1), e->pp_measured);
 }
 
+/* io_tok through the memo above (head_timed's scheme). */
+static hl_status tok_timed(const hl_sim_ctx *s, hl_acc *a, double tokens, hl_io_tok *scratch, const hl_io_tok **e,
+                           hl_err *err)
+{
+    if (!io_memo_on(s, a)) {
+        *e = scratch;
+        return io_tok(s, a, tokens, scratch, err);
+    }
+    for (int i = 0; i < IO_MEMO; i++)
+        if (tmemo[i].job_class == s->job_class && tmemo[i].tokens == tokens) {
+            tmemo_old = 1 - i;
+            *e = &tmemo[i].e;
+            return HL_OK;
+        }
+    tok_memo *m = &tmemo[tmemo_old];
+    tmemo_old = 1 - tmemo_old;
+    hl_status st = io_tok(s, a, tokens, &m->e, err);
+    m->job_class = st == HL_OK ? s->job_class : 0;
+    m->tokens = tokens;
+    *e = &m->e;
+    return st;
+}
+
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
 {
     a->layer_kind = 3;
     if (passes <= 0)
         return HL_OK;
-    hl_io_tok e;
-    hl_io_head ho;
-    hl_status st = io_tok(s, a, tokens, &e, err);
+    hl_io_tok es;
+    hl_io_head hs;
+    const hl_io_tok *e;
+    const hl_io_head *ho = NULL;
+    hl_status st = tok_timed(s, a, tokens, &es, &e, err);
     if (!st && rows > 0)
-        st = head_timed(s, a, rows, &ho, err);
+        st = head_timed(s, a, rows, &hs, &ho, err);
     if (!st)
-        hl_io_ops_timed(s, a, &e, rows > 0 ? &ho : NULL, passes);
+        hl_io_ops_timed(s, a, e, ho, passes);
     return st;
 }
 

@@ -456,10 +456,13 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim
  * hiding `overlap` of its communication under compute. */
 static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items, double overlap)
 {
-    memset(a, 0, sizeof *a);
-    a->summary = j->summary_only;
-    a->ev = j->summary_only ? NULL : ev;
-    a->items = j->summary_only ? NULL : items;
+    if (j->summary_only) {
+        hl_acc_summary(a); /* the items' index is not cleared: summary mode never reads it */
+    } else {
+        memset(a, 0, sizeof *a);
+        a->ev = ev;
+        a->items = items;
+    }
     a->overlap = overlap;
 }
 
@@ -548,10 +551,11 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     double m = hl_pipeline_microbatches(s, j->batch), bm = b / m; /* micro-batches, sequences per group in one */
     int tbo = tbo_on(s);
     const hl_sim_ctx *all_ctx = s;
-    hl_sim_ctx half = *s; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
+    hl_sim_ctx half; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
     if (tbo) {
         m = 2;
         bm = b / 2;
+        half = *s;
         half.b_local = bm;
         s = &half;
     }
@@ -662,7 +666,7 @@ static int same_class_as_last_run(int trust, uint64_t run)
 
 /* s: j resolved; kept for the next run (a draft model resolves a second routing, and kernel
  * tables are loaded per run: neither is reused). */
-static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run, int same)
+static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run, int same, int reused)
 {
     job_class *c = &jclass;
     if (!same && (c->id == 0 || !same_job_but_input(&c->last, j))) {
@@ -672,7 +676,8 @@ static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run,
     c->run = run;
     c->reusable = !s->kern && !(j->spec_tokens > 0 && j->spec_draft);
     c->resolves = hl_sim_thread_resolves();
-    c->ctx = *s;
+    if (!reused) /* reused: *s is c->ctx but for j, m, c and job_class, which hl_sim_resolve_input sets anew */
+        c->ctx = *s;
     return c->id;
 }
 
@@ -741,8 +746,13 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         int tbo = tbo_on(s) && b >= 2;
         if (tbo)
             m = stages = 2;
-        hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
-        one.b_local = b / m;
+        hl_sim_ctx one; /* one micro-batch: b / m sequences per group (m = 1: s itself, b / 1 = b) */
+        const hl_sim_ctx *os = s;
+        if (m != 1) {
+            one = *s;
+            one.b_local = b / m;
+            os = &one;
+        }
         if ((st = decode_layers(s, dec, b / m, m, steps * stages, err)))
             return st;
         /* the attention kernel of a step at the mean context, for the trace */
@@ -758,12 +768,12 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         hl_event *saved = dec->ev;
         dec->ev = NULL;           /* the closed-form sums below are not single events */
         dec->stage = HL_TBO_CORE; /* the attention kernel's two-batch overlap stage (MODEL.md 6.5) */
-        if ((st = decode_attention(&one, dec, full * stages, 0, 0, err)))
+        if ((st = decode_attention(os, dec, full * stages, 0, 0, err)))
             return st;
-        if ((st = decode_attention(&one, dec, sliding * stages, window, s->m->local_chunked, err)))
+        if ((st = decode_attention(os, dec, sliding * stages, window, s->m->local_chunked, err)))
             return st;
         if (s->m->index_topk > 0 &&
-            (st = attention_sum_from(&one, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
+            (st = attention_sum_from(os, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
         dec->stage = HL_TBO_ATTN;
@@ -831,13 +841,12 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
         trust &= ~(HL_TRUST_CLUSTER | HL_TRUST_CLUSTER_FIELDS);
     /* along an input axis the context is the last run's but for the checks that read input */
     int same = j->summary_only && same_class_as_last_run(trust, run);
-    hl_status st = same && jclass.reusable && jclass.resolves == hl_sim_thread_resolves()
-                       ? hl_sim_resolve_input(j, &jclass.ctx, &s, trust, err)
-                       : hl_sim_resolve(j, &s, trust, err);
+    int reuse = same && jclass.reusable && jclass.resolves == hl_sim_thread_resolves();
+    hl_status st = reuse ? hl_sim_resolve_input(j, &jclass.ctx, &s, trust, err) : hl_sim_resolve(j, &s, trust, err);
     if (st)
         return st;
     if (j->summary_only)
-        s.job_class = job_class_of(j, &s, run, same);
+        s.job_class = job_class_of(j, &s, run, same, reuse);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job
