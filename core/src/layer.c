@@ -15,6 +15,7 @@
 #include "kernel_match_int.h"
 #include "hbdlab/precision.h"
 #include "model_int.h"
+#include "roofline_int.h"
 enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
 /* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
 _Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
@@ -161,11 +162,28 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
         it->measured_calls += times;
 }
 
+/* The GPU's GEMM classes for the thread's last job class (sim.c: the job but its input, so the
+ * same GPU after the framework): a summary run reads only an operator's time and bound. */
+typedef struct classes_memo {
+    uint64_t job_class; /* 0: empty */
+    hl_gemm_classes k;
+} classes_memo;
+static _Thread_local classes_memo cmemo;
+
 /* The time of one execution of op (its launch not added): the measured time where the job's
  * kernel tables cover it (one pointer test without them; *measured = 1), else the roofline's. */
 static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
 {
-    hl_status st = hl_op_time_on(op, &s->c->gpu, t, err);
+    hl_status st;
+    if (s->job_class) {
+        if (cmemo.job_class != s->job_class) {
+            hl_gemm_classes_of(&s->c->gpu, &cmemo.k);
+            cmemo.job_class = s->job_class;
+        }
+        st = hl_op_time_lean(op, &s->c->gpu, &cmemo.k, t, err);
+    } else {
+        st = hl_op_time_on(op, &s->c->gpu, t, err);
+    }
     *measured = !st && s->kern && measured_op(s, op, &t->time_s);
     return st;
 }

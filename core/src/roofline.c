@@ -11,11 +11,7 @@
 #include "powpos_int.h"
 #include "roofline_int.h"
 
-/* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
-typedef struct gemm_class {
-    double eff_c, eff_m, latency, k_latency, quant_bytes;
-    double k0; /* grouped GEMMs: the K of the fixed part of a tile's main loop */
-} gemm_class;
+typedef hl_gemm_class gemm_class;
 
 static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
 {
@@ -92,13 +88,23 @@ static double blend(double a, double b, double c, double p)
     return hi * hl_powfix(&f->root, ta + tb + tc);
 }
 
+void hl_gemm_classes_of(const hl_gpu *g, hl_gemm_classes *k)
+{
+    k->c[0] = gemm_class_of(g, HL_BF16); /* every precision but the quantised ones */
+    k->c[1] = gemm_class_of(g, HL_FP8);  /* FP8 and INT8: the same fallbacks */
+    k->c[2] = gemm_class_of(g, HL_FP4);
+}
+
 /* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
 static double attn_bw(const hl_gpu *g) { return g->hbm_bw * (g->eff_mem_attn > 0 ? g->eff_mem_attn : g->eff_mem); }
 
 /* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
 static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
 
-hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
+/* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
+ * intensity and ridge (set to 0): the same expressions on the same values, so the same bits. */
+static inline hl_status op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean,
+                                   hl_op_time *out, hl_err *err)
 {
     /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
     if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
@@ -117,25 +123,30 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
     double eff, bw;
     if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
-        gemm_class c = gemm_class_of(gpu, (hl_precision)op->precision);
+        hl_precision pr = (hl_precision)op->precision;
+        gemm_class own;
+        const gemm_class *cp = k ? &k->c[pr == HL_FP4 ? 2 : pr == HL_FP8 || pr == HL_INT8 ? 1 : 0] : &own;
+        if (!k)
+            own = gemm_class_of(gpu, pr);
         double groups = op->groups > 0 ? op->groups : 1;
-        eff = c.eff_c;
+        eff = cp->eff_c;
         if (op->kind == HL_OP_GROUPED_GEMM) {
             /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
              * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
-            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (c.k0 > 0 && op->k > 0 ? op->k / (op->k + c.k0) : 1);
+            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) *
+                   (cp->k0 > 0 && op->k > 0 ? op->k / (op->k + cp->k0) : 1);
             eff =
                 hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
         }
-        bw = gpu->hbm_bw * c.eff_m;
+        bw = gpu->hbm_bw * cp->eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
         out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
         /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
          * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
-        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? c.quant_bytes * op->rows * groups * op->k : 0;
+        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? cp->quant_bytes * op->rows * groups * op->k : 0;
         out->memory_s = (bytes + quant) / bw;
-        double loop = op->k > 0 ? c.k_latency * op->k : 0;
-        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + c.latency;
+        double loop = op->k > 0 ? cp->k_latency * op->k : 0;
+        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + cp->latency;
     } else if (op->kind == HL_OP_ATTENTION) {
         eff = gpu->eff_attn;
         bw = attn_bw(gpu);
@@ -166,10 +177,24 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         out->memory_s = bytes / bw;
         out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
     }
-    out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
-    out->ridge = peak * eff / bw;
+    if (lean) {
+        out->intensity = out->ridge = 0;
+    } else {
+        out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
+        out->ridge = peak * eff / bw;
+    }
     out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
     return HL_OK;
+}
+
+hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
+{
+    return op_time_on(op, gpu, NULL, 0, out, err);
+}
+
+hl_status hl_op_time_lean(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, hl_op_time *out, hl_err *err)
+{
+    return op_time_on(op, gpu, k, 1, out, err);
 }
 
 /* Bounded copy of an operator name (no snprintf: this runs per operator per simulation). */

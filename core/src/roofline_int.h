@@ -5,6 +5,22 @@
 
 #include "hbdlab/roofline.h"
 
+/* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
+typedef struct hl_gemm_class {
+    double eff_c, eff_m, latency, k_latency, quant_bytes;
+    double k0; /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+} hl_gemm_class;
+
+/* A GPU's three GEMM classes: [0] 16-bit and wider, [1] FP8 and INT8, [2] FP4. */
+typedef struct hl_gemm_classes {
+    hl_gemm_class c[3];
+} hl_gemm_classes;
+void hl_gemm_classes_of(const hl_gpu *g, hl_gemm_classes *k);
+
+/* hl_op_time_on with gpu's classes resolved once (k = hl_gemm_classes_of(gpu)), for callers that
+ * read only time_s, compute_s, memory_s and bound: intensity and ridge are 0. The same bits. */
+hl_status hl_op_time_lean(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, hl_op_time *out, hl_err *err);
+
 /* The parts of an attention shape's FLOPs and bytes that do not depend on its context. */
 typedef struct hl_attn_line {
     double flops_per_pair, pair_dims; /* FLOP per (query, key) pair = their product */
