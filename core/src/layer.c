@@ -719,7 +719,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 /* The per-job part of an attention kernel's shape (heads, widths, KV bytes per token) for
  * q new tokens per sequence: it depends on q only through q <= s->decode_q (MLA's absorbed
  * decode form), so a caller may keep one per side of that test. */
-void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
+static void attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
 {
     const hl_model *m = s->m;
     sh->heads = (double)m->heads / (double)s->tp;
@@ -741,6 +741,33 @@ void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
         sh->qk_dim = sh->v_dim = (double)m->head_dim;
         sh->kv_token_bytes = hl_kv_token_layer_bytes_per_gpu(m, (hl_precision)hl_job_kv_precision(s->j), s->tp);
     }
+}
+
+/* The per-job shapes of the thread's last job class (sim.c: the job but its input; the shape reads
+ * the model, tp, the byte widths and decode_q, never input), one per side of q <= decode_q. */
+typedef struct shape_memo {
+    uint64_t job_class; /* 0: empty */
+    hl_attn_shape sh;   /* its per-job fields (attn_shape_for's) */
+} shape_memo;
+static _Thread_local shape_memo smemo[2];
+
+void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
+{
+    if (!s->job_class) {
+        attn_shape_for(s, q, sh);
+        return;
+    }
+    shape_memo *m = &smemo[q <= s->decode_q];
+    if (m->job_class != s->job_class) {
+        attn_shape_for(s, q, &m->sh);
+        m->job_class = s->job_class;
+    }
+    sh->heads = m->sh.heads; /* the fields attn_shape_for sets, no others */
+    sh->act_bytes = m->sh.act_bytes;
+    sh->kv_heads = m->sh.kv_heads;
+    sh->qk_dim = m->sh.qk_dim;
+    sh->v_dim = m->sh.v_dim;
+    sh->kv_token_bytes = m->sh.kv_token_bytes;
 }
 
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
