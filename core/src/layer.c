@@ -249,10 +249,9 @@ void hl_acc_op_timed(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time
         account_op(s, a, op, t, times, measured);
 }
 
-static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, double n, double k)
-{
-    hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
-}
+/* A GEMM of the job's weights and math named by a string literal (HL_OP_GEMM_LIT). */
+#define gemm(op, s, name, m, n, k) \
+    HL_OP_GEMM_LIT(op, name, m, n, k, (s)->ab, (s)->wb, (s)->ab, (hl_precision)(s)->j->precision)
 
 /* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
 static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
@@ -634,7 +633,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         double E = s->slots, k = (double)m->topk, etp = (double)s->etp;
         /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
         double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
-        hl_op_gemm(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
+        HL_OP_GEMM_LIT(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */

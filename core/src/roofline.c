@@ -211,17 +211,7 @@ void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, doubl
                 double out_bytes, hl_precision math)
 {
     set_name(op, name);
-    op->kind = HL_OP_GEMM;
-    op->precision = math;
-    op->flops = 2 * m * n * k;
-    op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
-    op->bytes_written = m * n * out_bytes;
-    op->rows = m;
-    op->n = n;
-    op->k = k;
-    op->groups = 1;
-    op->units = op->ctx = op->q_units = 0;
-    op->fixed_s = 0;
+    hl_op_gemm_dims(op, m, n, k, act_bytes, weight_bytes, out_bytes, math);
 }
 
 void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
@@ -231,8 +221,8 @@ void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precisi
      * padded to whole tiles, each with El * tokens_per_expert / active rows. */
     double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
     double F = s->inter, h = s->hidden;
-    hl_op_gemm(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
-    hl_op_gemm(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
     hl_op *ops[2] = {up, down};
     for (int i = 0; i < 2; i++) {
         hl_op *o = ops[i];

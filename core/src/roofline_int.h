@@ -2,8 +2,32 @@
 #ifndef HL_ROOFLINE_INT_H
 #define HL_ROOFLINE_INT_H
 #include <math.h>
+#include <string.h>
 
 #include "hbdlab/roofline.h"
+
+/* hl_op_gemm's fields but the name, which the caller sets (the same expressions: the same bits). */
+static inline void hl_op_gemm_dims(hl_op *op, double m, double n, double k, double act_bytes, double weight_bytes,
+                                   double out_bytes, hl_precision math)
+{
+    op->kind = HL_OP_GEMM;
+    op->precision = math;
+    op->flops = 2 * m * n * k;
+    op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
+    op->bytes_written = m * n * out_bytes;
+    op->rows = m;
+    op->n = n;
+    op->k = k;
+    op->groups = 1;
+    op->units = op->ctx = op->q_units = 0;
+    op->fixed_s = 0;
+}
+
+/* hl_op_gemm for a name that is a string literal of at most 31 characters: its bytes and NUL
+ * copied by their constant size (hl_op_gemm's strlen and copy cost ~45 instructions an operator). */
+#define HL_OP_GEMM_LIT(op, lit, ...)                                                                 \
+    (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
+     hl_op_gemm_dims((op), __VA_ARGS__))
 
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct hl_gemm_class {
