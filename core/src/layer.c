@@ -909,42 +909,32 @@ static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_he
  * ops themselves). Each part is timed in place into the slot used less recently, and the caller
  * reads it there (valid until this thread's next timing of that part). */
 enum { IO_MEMO = 2 };
-typedef struct head_memo {
-    uint64_t job_class; /* 0: empty */
-    double rows;
-    hl_io_head h;
-} head_memo;
-typedef struct tok_memo {
-    uint64_t job_class; /* 0: empty */
-    double tokens;
-    hl_io_tok e;
-} tok_memo;
-static _Thread_local head_memo hmemo[IO_MEMO];
-static _Thread_local tok_memo tmemo[IO_MEMO];
-static _Thread_local int hmemo_old, tmemo_old; /* the slot used less recently */
+typedef struct io_keys {
+    uint64_t job_class[IO_MEMO]; /* 0: empty */
+    double count[IO_MEMO];
+    int old; /* the slot used less recently */
+} io_keys;
+static _Thread_local io_keys hkeys, tkeys;
+static _Thread_local hl_io_head hvals[IO_MEMO];
+static _Thread_local hl_io_tok tvals[IO_MEMO];
 
 static int io_memo_on(const hl_sim_ctx *s, const hl_acc *a) { return a->summary && s->job_class && !s->kern; }
 
-static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *scratch, const hl_io_head **h,
-                            hl_err *err)
+/* The slot of (job_class, count) in k: where it is (*hit = 1; it becomes the more recent one),
+ * else the less recent one, emptied for the caller to fill (*hit = 0). */
+static int io_slot(io_keys *k, uint64_t job_class, double count, int *hit)
 {
-    if (!io_memo_on(s, a)) {
-        *h = scratch;
-        return time_head(s, a, rows, scratch, err);
+    int i = 0;
+    while (i < IO_MEMO && !(k->job_class[i] == job_class && k->count[i] == count))
+        i++;
+    *hit = i < IO_MEMO;
+    if (!*hit) {
+        i = k->old;
+        k->job_class[i] = 0;
+        k->count[i] = count;
     }
-    for (int i = 0; i < IO_MEMO; i++)
-        if (hmemo[i].job_class == s->job_class && hmemo[i].rows == rows) {
-            hmemo_old = 1 - i;
-            *h = &hmemo[i].h;
-            return HL_OK;
-        }
-    head_memo *m = &hmemo[hmemo_old];
-    hmemo_old = 1 - hmemo_old;
-    hl_status st = time_head(s, a, rows, &m->h, err);
-    m->job_class = st == HL_OK ? s->job_class : 0;
-    m->rows = rows;
-    *h = &m->h;
-    return st;
+    k->old = 1 - i;
+    return i;
 }
 
 /* The embedding of `tokens` tokens and, with pipeline stages, the send of their activations to
@@ -998,26 +988,31 @@ void hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const h
         account_coll(a, "pp_sendrecv", &e->pp_in, &e->pp_out, passes * (double)(s->pp - 1), e->pp_measured);
 }
 
-/* io_tok through the memo above (head_timed's scheme). */
-static hl_status tok_timed(const hl_sim_ctx *s, hl_acc *a, double tokens, hl_io_tok *scratch, const hl_io_tok **e,
-                           hl_err *err)
+/* time_head or io_tok (fn, into a value of `size` bytes) for `count` rows or tokens through the
+ * memo above: k's keys, vals its IO_MEMO values; *out points to the result (scratch without the
+ * memo). */
+typedef hl_status (*io_fn)(const hl_sim_ctx *s, hl_acc *a, double count, void *out, hl_err *err);
+static hl_status head_fn(const hl_sim_ctx *s, hl_acc *a, double rows, void *h, hl_err *err)
+{
+    return time_head(s, a, rows, h, err);
+}
+static hl_status tok_fn(const hl_sim_ctx *s, hl_acc *a, double tokens, void *e, hl_err *err)
+{
+    return io_tok(s, a, tokens, e, err);
+}
+static hl_status io_timed(const hl_sim_ctx *s, hl_acc *a, double count, io_fn fn, io_keys *k, void *vals, size_t size,
+                          void *scratch, const void **out, hl_err *err)
 {
     if (!io_memo_on(s, a)) {
-        *e = scratch;
-        return io_tok(s, a, tokens, scratch, err);
+        *out = scratch;
+        return fn(s, a, count, scratch, err);
     }
-    for (int i = 0; i < IO_MEMO; i++)
-        if (tmemo[i].job_class == s->job_class && tmemo[i].tokens == tokens) {
-            tmemo_old = 1 - i;
-            *e = &tmemo[i].e;
-            return HL_OK;
-        }
-    tok_memo *m = &tmemo[tmemo_old];
-    tmemo_old = 1 - tmemo_old;
-    hl_status st = io_tok(s, a, tokens, &m->e, err);
-    m->job_class = st == HL_OK ? s->job_class : 0;
-    m->tokens = tokens;
-    *e = &m->e;
+    int hit, i = io_slot(k, s->job_class, count, &hit);
+    void *v = (char *)vals + (size_t)i * size;
+    *out = v;
+    hl_status st = hit ? HL_OK : fn(s, a, count, v, err);
+    if (!hit && st == HL_OK)
+        k->job_class[i] = s->job_class;
     return st;
 }
 
@@ -1028,11 +1023,10 @@ hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, 
         return HL_OK;
     hl_io_tok es;
     hl_io_head hs;
-    const hl_io_tok *e;
-    const hl_io_head *ho = NULL;
-    hl_status st = tok_timed(s, a, tokens, &es, &e, err);
+    const void *e, *ho = NULL;
+    hl_status st = io_timed(s, a, tokens, tok_fn, &tkeys, tvals, sizeof tvals[0], &es, &e, err);
     if (!st && rows > 0)
-        st = head_timed(s, a, rows, &hs, &ho, err);
+        st = io_timed(s, a, rows, head_fn, &hkeys, hvals, sizeof hvals[0], &hs, &ho, err);
     if (!st)
         hl_io_ops_timed(s, a, e, ho, passes);
     return st;
