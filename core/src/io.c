@@ -20,9 +20,26 @@ hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, 
     *bytes = def;
     if (!v || !*v)
         return HL_OK;
+    /* the text must be plain decimal digits, with an optional fraction and exponent ("65536",
+     * "8e9", "1.5e9"): strtod alone also took " 10", "+10", "0x10" and "inf" */
+    const char *q = v;
+    int digits = 0;
+    for (; *q >= '0' && *q <= '9'; q++)
+        digits++;
+    if (digits && *q == '.')
+        for (q++; *q >= '0' && *q <= '9'; q++)
+            ;
+    if (digits && (*q == 'e' || *q == 'E')) {
+        const char *x = q + 1 + (q[1] == '+' || q[1] == '-');
+        if (*x >= '0' && *x <= '9')
+            for (q = x; *q >= '0' && *q <= '9'; q++)
+                ;
+    }
     char *end;
     errno = 0;
-    double b = strtod(v, &end);
+    double b = digits && !*q ? strtod(v, &end) : 0;
+    if (!digits || *q)
+        end = (char *)v;
     /* the text shown is cut at 40 bytes and its control bytes become '?': it reaches a terminal */
     char shown[48];
     size_t n = 0;
@@ -31,8 +48,9 @@ hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, 
     shown[n] = 0;
     if (end == v || *end || errno == ERANGE || !(b >= 1 && b <= max) || b != floor(b))
         return hl_fail(err, HL_EINVAL,
-                       "environment variable %s: '%s%s' is not allowed (a whole number of bytes in 1..%g)", name, shown,
-                       v[n] ? "..." : "", max);
+                       "environment variable %s: '%s%s' is not allowed (a whole number of bytes in 1..%g, written in "
+                       "decimal digits: 8000000000 or 8e9)",
+                       name, shown, v[n] ? "..." : "", max);
     *bytes = b;
     return HL_OK;
 }

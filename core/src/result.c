@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hbdlab/sweep.h"
+#include "result_int.h"
 
 #define ROW(NM, TYPE, M, UNIT, NAMES, HELP)                          \
     {                                                                \
@@ -125,6 +126,12 @@ static double value_of(const hl_result_field *f, const hl_result *r)
 }
 
 double hl_result_value(const hl_result *r, int32_t i) { return i >= 0 && i < COUNT ? value_of(&fields[i], r) : 0; }
+
+void hl_result_values_of(const hl_result *r, const int32_t *cols, int32_t n, double *v)
+{
+    for (int32_t c = 0; c < n; c++)
+        v[cols[c]] = value_of(&fields[cols[c]], r);
+}
 
 /* hl_result_values runs for every sweep point: the rows that are doubles are
  * copied through a list of (row, offset) built once, the few others through

@@ -15,7 +15,7 @@ typedef hl_gemm_class gemm_class;
 
 static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
 {
-    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0};
+    gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0, g->gemm_k0};
     if (p != HL_FP8 && p != HL_INT8 && p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp8 > 0 ? g->eff_gemm_fp8 : c.eff_c;
@@ -23,7 +23,8 @@ static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
     c.latency = g->gemm_latency_fp8;
     c.k_latency = g->gemm_k_latency_fp8 > 0 ? g->gemm_k_latency_fp8 : c.k_latency;
     c.quant_bytes = g->quant_bytes_fp8;
-    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0; /* FP4 too */
+    c.k0 = g->grouped_k0_fp8 > 0 ? g->grouped_k0_fp8 : c.k0;       /* FP4 too */
+    c.dense_k0 = g->gemm_k0_fp8 > 0 ? g->gemm_k0_fp8 : c.dense_k0; /* FP4 too */
     if (p != HL_FP4)
         return c;
     c.eff_c = g->eff_gemm_fp4 > 0 ? g->eff_gemm_fp4 : c.eff_c;
@@ -137,6 +138,10 @@ static inline hl_status op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_
                    (cp->k0 > 0 && op->k > 0 ? op->k / (op->k + cp->k0) : 1);
             eff =
                 hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
+        } else if (cp->dense_k0 > 0 && op->k > 0) {
+            /* a dense tile's main loop over K runs behind the same fixed prologue/epilogue
+             * (loading the first K block, the scales and the output write): eff x K / (K + k0) */
+            eff *= op->k / (op->k + cp->dense_k0);
         }
         bw = gpu->hbm_bw * cp->eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */

@@ -32,7 +32,8 @@ static inline void hl_op_gemm_dims(hl_op *op, double m, double n, double k, doub
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct hl_gemm_class {
     double eff_c, eff_m, latency, k_latency, quant_bytes;
-    double k0; /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+    double k0;       /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+    double dense_k0; /* dense GEMMs: the same (gemm_k0*; 0 = off) */
 } hl_gemm_class;
 
 /* A GPU's three GEMM classes: [0] 16-bit and wider, [1] FP8 and INT8, [2] FP4. */

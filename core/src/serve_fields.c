@@ -81,7 +81,8 @@ static const hl_field serve_fields[] = {
         "uniform: shortest output (required); normal: lower clamp (default 1)"),
     NUM(output.hi, "output_max", "output.max", 1, 1e8, "", 0,
         "uniform: longest output (required); normal: upper clamp (default 1e8)"),
-    STR(trace_file, "trace", "CSV (arrival_s, input, output columns) or JSONL file of requests"),
+    STR(trace_file, "trace",
+        "CSV (arrival_s, input, output columns; optional session, turn, prefix, prefix_len) or JSONL file of requests"),
     INT(max_seqs, "max_seqs", NULL, 1, 1e6, 0, 256, "sequences in one iteration (vLLM max_num_seqs)"),
     INT(token_budget, "token_budget", NULL, 1, 1e7, 0, 8192, "tokens in one iteration (vLLM max_num_batched_tokens)"),
     BOOL(chunked_prefill, "chunked_prefill", 1, "decodes first, prompts chunked into the rest of the budget"),
@@ -725,7 +726,8 @@ hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err
         snprintf(msg, sizeof msg, "%s", err->msg);
         return hl_fail(err, st, "serve field 'trace': cannot read %s", msg);
     }
-    st = hl_serve_trace_parse_content(text, strlen(text), c->trace_file, owned, &c->trace_content, &c->n_trace, err);
+    st = hl_serve_trace_parse_unread(text, strlen(text), c->trace_file, owned, &c->trace_content, &c->n_trace,
+                                     c->trace_unread, sizeof c->trace_unread, err);
     hl_free(text);
     if (st)
         return st;

@@ -63,6 +63,12 @@ void hl_serve_gen_init(hl_serve_gen *g, const hl_serve_cfg *c);
  * trace: *q holds the trace row on entry) and counts it. */
 void hl_serve_gen_next(hl_serve_gen *g, hl_trace_req *q);
 
+/* hl_serve_trace_parse_content that also lists, in unread[0..unread_cap) (NUL-terminated), the
+ * CSV columns and JSON keys it reads past: "'user', 'sesion' (did you mean 'session'?)", "" = none. */
+hl_status hl_serve_trace_parse_unread(const char *text, size_t len, const char *origin, hl_trace_req **out,
+                                      const hl_trace_content **content, int64_t *n, char *unread, size_t unread_cap,
+                                      hl_err *err);
+
 /* The requests (cfg resolved by hl_serve_resolve) of an open-loop workload (poisson, constant, trace) or the
  * lengths of a closed loop (concurrency: arrival_s unset), in arrival order.
  * *out is malloc'd, *n entries. */

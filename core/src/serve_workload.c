@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "hbdlab/fields.h"
 #include "json_int.h"
 #include "serve_int.h"
 
@@ -225,11 +226,58 @@ static int column_of(const char *s, size_t n)
     return -1;
 }
 
+/* Every name a trace column or JSON key is read under (column_of's and json_line's). */
+static const char *const read_names[] = {
+    "arrival_s", "arrival",       "timestamp",         "input",      "input_tokens",  "prompt_tokens",
+    "output",    "output_tokens", "completion_tokens", "session",    "session_id",    "conversation",
+    "turn",      "prefix",        "prefix_id",         "prefix_len", "prefix_tokens", NULL};
+
+/* Adds the column or key name[0..n) that the parser does not read to the ", "-separated list
+ * unread[0..cap) once ("'user', 'sesion' (did you mean 'session'?)"; cut at 40 bytes, control
+ * bytes shown as '?'); a full list ends in "...". No-op when unread is NULL. */
+static void note_unread(char *unread, size_t cap, const char *name, size_t n)
+{
+    if (!unread)
+        return;
+    char key[48];
+    size_t k = 0;
+    key[k++] = '\'';
+    for (size_t i = 0; i < n && i < 40; i++)
+        key[k++] = (unsigned char)name[i] < 32 || name[i] == 127 ? '?' : name[i];
+    key[k++] = '\'';
+    key[k] = '\0';
+    if (strstr(unread, key))
+        return;
+    char bare[48];
+    memcpy(bare, key + 1, k - 2);
+    bare[k - 2] = '\0';
+    const char *near = NULL;
+    int best = (int)strlen(bare) / 3 + 2; /* hl_nearest_name's rule: at most len/3 + 1 edits */
+    for (int i = 0; read_names[i]; i++) {
+        int d = hl_edit_distance(bare, read_names[i]);
+        if (d < best) {
+            best = d;
+            near = read_names[i];
+        }
+    }
+    size_t used = strlen(unread);
+    if (used >= 3 && strcmp(unread + used - 3, "...") == 0)
+        return;
+    char item[128];
+    snprintf(item, sizeof item, "%s%s%s%s%s", used ? ", " : "", key, near ? " (did you mean '" : "", near ? near : "",
+             near ? "'?)" : "");
+    if (used + strlen(item) + 5 < cap)
+        memcpy(unread + used, item, strlen(item) + 1);
+    else if (used + 5 < cap)
+        memcpy(unread + used, used ? ", ..." : "...", used ? 6 : 4);
+}
+
 /* JSON line [s, e): an object read by the JSON front end (json.c: UTF-8, no NUL, no "\u0000";
  * a string value "input" or a key inside a string is no field; a repeated key is refused) whose
  * arrival_s|arrival, input|input_tokens and output|output_tokens are numbers. 1 and v[0..2]
  * filled, or 0 with *why set (it may point into *detail). */
-static int json_line(const char *s, const char *e, double v[COL_ALL], const char **why, hl_err *detail)
+static int json_line(const char *s, const char *e, double v[COL_ALL], const char **why, hl_err *detail, char *unread,
+                     size_t unread_cap)
 {
     static const char *const keys[COL_ALL][2] = {
         {"arrival_s", "arrival"}, {"input", "input_tokens"}, {"output", "output_tokens"},    {"session", "session_id"},
@@ -253,6 +301,13 @@ static int json_line(const char *s, const char *e, double v[COL_ALL], const char
     else
         ok = 1;
     free(buf);
+    for (const cJSON *x = ok && unread ? o->child : NULL; x; x = x->next) {
+        int known = 0;
+        for (int c = 0; c < COL_ALL && !known; c++)
+            known = strcmp(x->string, keys[c][0]) == 0 || strcmp(x->string, keys[c][1]) == 0;
+        if (!known)
+            note_unread(unread, unread_cap, x->string, strlen(x->string));
+    }
     for (int c = 0; ok && c < COL_ALL; c++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, keys[c][0]);
         const cJSON *b = strcmp(keys[c][1], keys[c][0]) ? cJSON_GetObjectItemCaseSensitive(o, keys[c][1]) : NULL;
@@ -294,6 +349,15 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
 hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char *origin, hl_trace_req **out,
                                        const hl_trace_content **content, int64_t *n, hl_err *err)
 {
+    return hl_serve_trace_parse_unread(text, len, origin, out, content, n, NULL, 0, err);
+}
+
+hl_status hl_serve_trace_parse_unread(const char *text, size_t len, const char *origin, hl_trace_req **out,
+                                      const hl_trace_content **content, int64_t *n, char *unread, size_t unread_cap,
+                                      hl_err *err)
+{
+    if (unread && unread_cap)
+        unread[0] = '\0';
     *out = NULL;
     *n = 0;
     if (content)
@@ -329,7 +393,7 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
         const char *why = NULL;
         hl_err detail;
         if (jsonl) {
-            if (!json_line(s, e, v, &why, &detail))
+            if (!json_line(s, e, v, &why, &detail, unread, unread_cap))
                 goto bad;
         } else if (!header) {
             int seen[COL_ALL] = {0, 0, 0, 0, 0, 0, 0};
@@ -353,6 +417,14 @@ hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char 
                 }
                 if (c >= 0)
                     seen[c] = ncols;
+                else { /* read past (other tools' metadata), named once to the caller */
+                    const char *x = f, *xe = fe;
+                    while (x < xe && (*x == ' ' || *x == '"'))
+                        x++;
+                    while (xe > x && (xe[-1] == ' ' || xe[-1] == '"' || xe[-1] == '\r'))
+                        xe--;
+                    note_unread(unread, unread_cap, x, (size_t)(xe - x));
+                }
                 if (!comma)
                     break;
                 f = comma + 1;

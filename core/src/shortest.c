@@ -22,6 +22,16 @@
 #include "csv_int.h"
 #include "hbdlab/csv.h"
 
+/* 16 digits at a time in SSE2's 16-bit lanes (digits16) on x86-64; elsewhere, or built with
+ * -DHL_SHORTEST_SCALAR (how the one-off comparison checks this path), 8 at a time in a 64-bit
+ * register (swar8). */
+#if defined(__SSE2__) && defined(__x86_64__) && !defined(HL_SHORTEST_SCALAR)
+#define HL_DIGITS16 1
+#include <emmintrin.h>
+#else
+#define HL_DIGITS16 0
+#endif
+
 __extension__ typedef unsigned __int128 u128;
 
 /* K_MIN..K_MAX: the table's k (the paper's section 5.2 / dragonbox.h cache_holder<binary64>);
@@ -178,7 +188,7 @@ static uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
 
 /* to_decimal for v = 2^52 2^e2 (a power of two, e2 > -1074): the interval below v is half as
  * wide as the one above (dragonbox.h, compute_nearest's shorter interval case). */
-static uint64_t to_decimal_pow2(int e2, int *e, int *strip)
+__attribute__((noinline, cold)) static uint64_t to_decimal_pow2(int e2, int *e, int *strip)
 {
     int k = -flog10threequarterspow2(e2);
     uint64_t hi = phi_hi[k - K_MIN];
@@ -262,14 +272,58 @@ static uint64_t swar8(uint32_t v)
 
 static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (x86-64, aarch64) */
 
-/* The n = digit_count(f) digits of f (f < 10^17) into d[0, n), most significant first, in 8-byte
- * stores; d has 24 bytes and the bytes past n are scratch. */
+#if HL_DIGITS16
+/* The 16 digits of f < 10^16, leading zeros included, as ASCII into d[0, 16), most significant
+ * first (W. Mula's SSE2 scheme, "SSE: conversion integers to decimal representation", 2011,
+ * written here from its description). f = a 10^12 + b 10^8 + c 10^4 + e by scalar divisions;
+ * each group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
+ * give floor(w / 10^3), floor(w / 10^2), floor(w / 10), w in them: (4 w m) >> 16 >> s with
+ * (m, 16 + s) = (8389, 25), (5243, 21), (6554, 18), (32768, 17), the second shift itself a high
+ * product by 2^(16 - s) (floor(floor(x / 2^16) / 2^s) = floor(x / 2^(16 + s))). Derived: m / 2^(16
+ * + s) exceeds 1 / (4 10^k) by a relative 6.1e-5 at most, so the quotient w / 10^k is over by at
+ * most w 6.1e-5 / 10^k < 1 / 10^k for w < 10^4, less than its distance to the next integer
+ * (checked for every w in each lane, one-off; 4 w m < 2^31). A lane less ten times its left neighbour (a 64-bit shift by one
+ * lane within each group) is its digit; the two registers are packed to bytes and '0' added. */
+static inline void digits16(uint64_t f, char *d)
+{
+    uint64_t hi = f / 100000000, lo = f - hi * 100000000;
+    uint64_t a = hi / 10000, b = hi - a * 10000, c = lo / 10000, e = lo - c * 10000;
+    __m128i g = _mm_cvtsi64_si128((long long)(a | b << 16 | c << 32 | e << 48)); /* lanes a b c e */
+    g = _mm_slli_epi16(g, 2);
+    g = _mm_unpacklo_epi16(g, g);         /* a a b b c c e e */
+    __m128i x = _mm_unpacklo_epi32(g, g); /* a a a a b b b b */
+    __m128i y = _mm_unpackhi_epi32(g, g); /* c c c c e e e e */
+    const __m128i m = _mm_setr_epi16(8389, 5243, 6554, (short)32768, 8389, 5243, 6554, (short)32768);
+    const __m128i sh = _mm_setr_epi16(128, 2048, 16384, (short)32768, 128, 2048, 16384, (short)32768);
+    const __m128i ten = _mm_set1_epi16(10);
+    x = _mm_mulhi_epu16(_mm_mulhi_epu16(x, m), sh);
+    y = _mm_mulhi_epu16(_mm_mulhi_epu16(y, m), sh);
+    x = _mm_sub_epi16(x, _mm_slli_epi64(_mm_mullo_epi16(x, ten), 16));
+    y = _mm_sub_epi16(y, _mm_slli_epi64(_mm_mullo_epi16(y, ten), 16));
+    _mm_storeu_si128((__m128i *)(void *)d, _mm_add_epi8(_mm_packus_epi16(x, y), _mm_set1_epi8('0')));
+}
+#endif
+
+/* The n = digit_count(f) digits of f (f < 10^17) into d[0, n), most significant first, in 8- and
+ * 16-byte stores; d has 24 bytes and the bytes past n are scratch. */
 static inline void put_digits(uint64_t f, char *d, int n)
 {
     if (n <= 8) {
         store8(d, swar8((uint32_t)f) >> (8 * (8 - n))); /* the leading zeros are the low bytes */
         return;
     }
+#if HL_DIGITS16
+    if (n <= 16) { /* the last n of 16: the first 8 of them, then the last 8 (n >= 9, so inside t) */
+        char t[16];
+        digits16(f, t);
+        memcpy(d, t + 16 - n, 8);
+        memcpy(d + n - 8, t + 8, 8);
+    } else { /* 17 digits */
+        uint64_t top = f / 10000000000000000ull;
+        d[0] = (char)('0' + top);
+        digits16(f - top * 10000000000000000ull, d + 1);
+    }
+#else
     uint64_t hi = f / 100000000;
     uint32_t lo = (uint32_t)(f - hi * 100000000);
     if (n <= 16) {
@@ -280,6 +334,7 @@ static inline void put_digits(uint64_t f, char *d, int n)
         store8(d + 1, swar8((uint32_t)(hi - (uint64_t)top * 100000000)));
     }
     store8(d + n - 8, swar8(lo));
+#endif
 }
 
 int32_t hl_csv_format_number(double v, char *out)
@@ -293,78 +348,74 @@ int32_t hl_csv_format_number(double v, char *out)
 /* out has HL_CSV_NUMBER_ROOM bytes (csv_int.h). */
 int32_t hl_csv_format_number_wide(double v, char *out)
 {
-    char *o = out;
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
-    if (isnan(v)) {
-        memcpy(out, "nan", 4);
-        return 3;
-    }
-    if (bits >> 63)
-        *o++ = '-';
-    if (isinf(v)) {
-        memcpy(o, "inf", 4);
-        return (int32_t)(o - out) + 3;
-    }
-    uint64_t t = bits & (C_MIN - 1);
-    int bq = (int)((bits >> 52) & 0x7ff);
-    uint64_t f;
-    int e;
-    if (bq == 0 && t == 0) {
-        *o++ = '0';
-        *o = '\0';
-        return (int32_t)(o - out);
-    }
-    /* v = fc 2^e2 */
-    uint64_t fc = t;
-    int e2 = E_MIN, strip, pow2 = 0;
-    if (bq != 0) {
-        int mq = 1075 - bq;
-        fc = C_MIN | t;
-        e2 = -mq;
-        if (0 < mq && mq < P && ((fc >> mq) << mq) == fc) { /* an integer below 2^53 < 10^16: its digits */
-            f = fc >> mq;
-            int n = digit_count(f);
-            put_digits(f, o, n); /* 8-byte stores: scratch up to o + 16 */
-            o[n] = '\0';
-            return (int32_t)(o - out) + n;
+    out[0] = '-';
+    char *o = out + (bits >> 63); /* the sign kept, or written over */
+    uint64_t t = bits & (C_MIN - 1), f;
+    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
+    uint64_t fc = C_MIN | t;
+    int e2 = -mq, e, strip;
+    if ((unsigned)bq - 1 >= 0x7fe) { /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
+        if (bq == 0x7ff && t != 0) {
+            memcpy(out, "nan", 4); /* a NaN's sign carries no meaning */
+            return 3;
         }
-        pow2 = t == 0 && bq > 1; /* the least normal's interval below is the subnormals' spacing */
+        if (bq == 0x7ff) {
+            memcpy(o, "inf", 4);
+            return (int32_t)(o - out) + 3;
+        }
+        if (t == 0) {
+            memcpy(o, "0", 2);
+            return (int32_t)(o - out) + 1;
+        }
+        fc = t; /* a subnormal: the least exponent */
+        e2 = E_MIN;
+    } else if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
+        f = fc >> mq;
+        int n = digit_count(f);
+        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
+        o[n] = '\0';
+        return (int32_t)(o - out) + n;
     }
     if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
         pthread_once(&g_once, build_table);
-    f = pow2 ? to_decimal_pow2(e2, &e, &strip) : to_decimal(fc, e2, &e, &strip);
+    if (t == 0 && bq > 1) /* a power of two (the least normal's interval below is the subnormals' spacing) */
+        f = to_decimal_pow2(e2, &e, &strip);
+    else
+        f = to_decimal(fc, e2, &e, &strip);
     while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
         f /= 10;
         e++;
     }
-    /* the digits into d, then laid out by fixed-size copies (no loops, no calls): the bytes
-     * past the text are scratch, overwritten by the next cell or left past its NUL */
+    /* the digits straight into place (put_digits' stores reach o + 17 past where they start),
+     * then laid out by fixed-size copies (no loops, no calls): the bytes past the text are
+     * scratch, overwritten by the next cell or left past its NUL (the furthest: out + 34) */
     int n = digit_count(f);
-    int x = e + n - 1; /* v = d[0].d[1..n) x 10^x */
-    char d[32];
-    memset(d, '0', sizeof d);
-    put_digits(f, d, n);
+    int x = e + n - 1; /* v = D[0].D[1..n) x 10^x, D the digits */
+    char tail[16];
     if (x >= -4 && x < 17) {
         if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
             memcpy(o, "0.000000", 8);
-            memcpy(o + 1 - x, d, 24); /* n <= 17 */
+            put_digits(f, o + 1 - x, n);
             o += 1 - x + n;
         } else if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
-            memcpy(o, d, 24);
+            put_digits(f, o, n);
             memcpy(o + n, "0000000000000000", 16);
             o += x + 1;
-        } else { /* dd.ddd: x + 1 <= 16 digits, the point, n - x - 1 <= 16 digits */
-            memcpy(o, d, 16);
+        } else { /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
+            put_digits(f, o, n);
+            memcpy(tail, o + x + 1, 16);
+            memcpy(o + x + 2, tail, 16);
             o[x + 1] = '.';
-            memcpy(o + x + 2, d + x + 1, 16);
             o += n + 1;
         }
     } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        o[0] = d[0];
+        put_digits(f, o, n);
         if (n > 1) {
+            memcpy(tail, o + 1, 16);
+            memcpy(o + 2, tail, 16);
             o[1] = '.';
-            memcpy(o + 2, d + 1, 16);
             o += n + 1;
         } else {
             o += 1;

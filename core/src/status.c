@@ -38,6 +38,20 @@ void hl_set_interrupt_flag(volatile int32_t *flag) { interrupt_flag = flag; }
 
 int hl_interrupt_pending(void) { return interrupt_flag && *interrupt_flag; }
 
+static int word_byte(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+void hl_text_unsign_nan(char *s)
+{
+    for (char *p = s; (p = strstr(p, "-nan")) != NULL;)
+        if ((p == s || !word_byte(p[-1])) && !word_byte(p[4]))
+            memmove(p, p + 1, strlen(p + 1) + 1); /* "-nan" -> "nan", the NUL moved too */
+        else
+            p += 4;
+}
+
 hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...)
 {
     if (err) {
@@ -45,6 +59,7 @@ hl_status hl_fail(hl_err *err, hl_status status, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        hl_text_unsign_nan(err->msg);
     }
     return status;
 }

@@ -538,13 +538,25 @@ static const struct pre_attn *one_chunk_attn(hl_stepper *st, const hl_iter *it, 
     return e;
 }
 
+/* What account_op adds to the step's time and its compute or memory part for `times` executions
+ * of a kernel timed t (its launch `launch` added); the sums the step's time does not read are left. */
+static inline void op_add(hl_phase *ph, hl_op_time t, double launch, double times)
+{
+    double dt = (t.time_s + launch) * times;
+    ph->time_s += dt;
+    if (t.bound == HL_BOUND_COMPUTE)
+        ph->compute_s += dt;
+    else
+        ph->memory_s += dt;
+}
+
 /* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
  * layers), without the operator (hl_attn_decode_time: the same time): its launch added, to the
  * time and to compute or memory by its bound, as account_op adds them (the accumulator's other
  * sums, which the step's time does not read, are left). 0, with nothing added, where the operator
  * is wanted: memo off, kernel tables (a measured time), or a kernel hl_attn_decode_time does not
  * take. */
-static int decode_kernel_add(hl_stepper *st, hl_acc *a, double b, double ctx, double times)
+static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx, double times)
 {
     const hl_sim_ctx *s = &st->s;
     int i = 1 <= s->decode_q; /* step_attn's shape of q = 1 */
@@ -562,14 +574,67 @@ static int decode_kernel_add(hl_stepper *st, hl_acc *a, double b, double ctx, do
     hl_op_time t;
     if (!hl_attn_decode_time(&sh, (hl_precision)s->j->act_precision, &s->c->gpu, &t))
         return 0;
-    if (times > 0) { /* (hl_acc_op adds nothing for none) */
-        double dt = (t.time_s + s->launch_extra) * times;
-        a->ph.time_s += dt;
-        if (t.bound == HL_BOUND_COMPUTE)
-            a->ph.compute_s += dt;
-        else
-            a->ph.memory_s += dt;
+    if (times > 0) /* (hl_acc_op adds nothing for none) */
+        op_add(ph, t, s->launch_extra, times);
+    return 1;
+}
+
+/* hl_stepper_time of a mixed step (prompt chunks, with or without decodes) in the common case:
+ * one pipeline stage (m = md = stages = 1), full-attention layers only, no indexer, no vision
+ * encoder run, no kernel tables, memo on, the linear part kept for its token count. The same
+ * terms in the same order as the general route below, into the four sums the time is made of
+ * (time, compute, memory, comm: hl_acc_finish's inputs) instead of the accumulator; 0, with
+ * nothing done but kept parts filled, where a part is not so (the general route then times it,
+ * or gives its error). */
+static int mixed_fast(hl_stepper *st, const hl_iter *it, double *time_s, hl_status *rc, hl_err *err)
+{
+    const hl_sim_ctx *s = &st->s;
+    *rc = HL_OK;
+    if (!st->memo || s->kern || s->pp > 1 || st->sliding != 0 || st->job.model.index_topk > 0 || it->n_chunks < 1 ||
+        (it->images > 0 && s->m->vision_layers > 0 && s->j->image_tokens > 0))
+        return 0;
+    double tokens = it->decode_seqs, largest = 1;
+    for (int32_t i = 0; i < it->n_chunks; i++)
+        tokens += it->chunks[i].tokens;
+    for (int32_t i = 0; i < it->n_chunks; i++)
+        largest = hl_fmax(largest, it->chunks[i].tokens);
+    if (!(tokens > 0))
+        return 0;
+    double dp = rank_div(st), mb_tok = hl_fmax(tokens / 1, largest);
+    double mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
+    /* step_linear's kept pass (decode = 0, slots = 1) */
+    int64_t k = (int64_t)mb_tok;
+    double alike = st->per_rank ? mb_tok * (double)s->dp : mb_tok, routed = mb_routed > 0 ? mb_routed : alike;
+    if (!(mb_tok == (double)k && k <= st->cap && routed == alike && st->have[k]))
+        return 0;
+    hl_phase ph = st->lin[0][k];
+    if (it->decode_seqs > 0 && !decode_kernel_add(st, &ph, it->decode_seqs / 1 / dp, it->decode_ctx_mean, st->full))
+        return 0;
+    if (st->full > 0) { /* the prompts' kernel over the full layers */
+        int64_t kt = (int64_t)it->chunks[0].tokens;
+        if (it->n_chunks == 1 && it->chunks[0].offset == 0 && it->chunks[0].tokens == (double)kt && kt >= 1 &&
+            kt <= st->cap) {
+            const struct pre_attn *e = one_chunk_attn(st, it, 0, kt, dp, rc, err);
+            if (*rc || !e)
+                return 0;
+            op_add(&ph, e->t, s->launch_extra, st->full);
+        } else {
+            hl_op sum;
+            hl_op_time t;
+            chunks_attn(st, it, 0, 1, dp, &sum);
+            if (hl_op_time_on(&sum, &s->c->gpu, &t, NULL))
+                return 0;
+            op_add(&ph, t, s->launch_extra, st->full);
+        }
     }
+    if ((*rc = step_io_add(st, it->logits_rows, tokens, &ph, err)))
+        return 1;
+    double hidden = hl_comm_hidden(st->job.overlap_prefill, ph.comm_s, ph.compute_s + ph.memory_s);
+    if (hidden > 0)
+        ph.time_s -= hidden;
+    *time_s = ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
+    if (!isfinite(*time_s) || *time_s < 0)
+        *rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return 1;
 }
 
@@ -591,6 +656,9 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
             return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
         return HL_OK;
     }
+    hl_status frc;
+    if (mixed_fast(st, it, time_s, &frc, err))
+        return frc;
     *time_s = 0;
     double tokens = it->decode_seqs;
     for (int32_t i = 0; i < it->n_chunks; i++)
@@ -618,7 +686,7 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return rc;
     hl_op op;
     if (it->decode_seqs > 0) { /* one decode kernel at the mean context: time is linear in the context */
-        if (!decode_kernel_add(st, &a, dseq, it->decode_ctx_mean, st->full * stages)) {
+        if (!decode_kernel_add(st, &a.ph, dseq, it->decode_ctx_mean, st->full * stages)) {
             step_attn(st, &op, dseq, 1, it->decode_ctx_mean, 0);
             if ((rc = hl_acc_op(s, &a, &op, st->full * stages, err)))
                 return rc;

@@ -14,6 +14,7 @@
 #include "hbdlab/precision.h"
 #include "hbdlab/result.h"
 #include "job_int.h"
+#include "result_int.h"
 #include "sim_int.h"
 #include "sweep_int.h"
 
@@ -43,8 +44,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust, const in
         hl_result_values(&r, out->v);
         return;
     }
-    for (int32_t c = 0; c < ncols; c++) /* a CSV stream: only its columns (9 of 67 by default) */
-        out->v[cols[c]] = hl_result_value(&r, cols[c]);
+    hl_result_values_of(&r, cols, ncols, out->v); /* a CSV stream: only its columns (9 of 67 by default) */
 }
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0, NULL, 0); }
@@ -500,13 +500,14 @@ void hl_sweep_eval_point(const hl_sweep_in *in, const plan *pl, int64_t i, hl_jo
                    : 0;
     const int64_t *held = !fresh && pl->distinct ? cur->value_index : NULL;
     cur->have = 0;
-    if (bound_job_at(in, pl, vi, held, job, &flags, fresh, &err) || resolve_searches(in, flags, job, &err)) {
+    hl_status st = bound_job_at(in, pl, vi, held, job, &flags, fresh, &err);
+    memcpy(cur->value_index, vi, sizeof vi[0] * (size_t)in->n_axes); /* after: `held` may point there */
+    if (st || resolve_searches(in, flags, job, &err)) {
         memset(p, 0, sizeof *p);
         p->status = HL_EINVAL;
         snprintf(p->error, sizeof p->error, "%s", err.msg);
     } else {
         cur->have = 1;
-        memcpy(cur->value_index, vi, sizeof vi[0] * (size_t)in->n_axes);
         point_from_job(job, p, pl->trust | same, cols, ncols);
         cur->run = hl_sim_thread_runs();
     }

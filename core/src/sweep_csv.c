@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "csv_int.h"
@@ -49,6 +50,25 @@ typedef struct stream {
 
 static int cancelled(const stream *s) { return s->in->cancel && *s->in->cancel; }
 
+/* What a thread keeps from one point to its next: its reusable job and point, the cursor, and
+ * the text direct_row wrote for each axis's last value (with its ','; index -1: none yet), so an
+ * axis that did not move since the thread's last row is copied, not formatted again. */
+typedef struct thread_state {
+    hl_job job;
+    hl_point point;
+    hl_sweep_cursor cur;
+    int64_t text_index[HL_SWEEP_MAX_AXES];
+    int32_t text_len[HL_SWEEP_MAX_AXES];
+    char text[HL_SWEEP_MAX_AXES][32]; /* a cell is at most 25 bytes and its ',' */
+} thread_state;
+
+static void thread_state_init(thread_state *t)
+{
+    t->cur.have = 0;
+    for (int32_t a = 0; a < HL_SWEEP_MAX_AXES; a++)
+        t->text_index[a] = -1;
+}
+
 /* One axis value cell of point `index`'s row. */
 static void axis_cell(hl_csv *csv, const hl_axis *ax, int64_t k)
 {
@@ -66,28 +86,43 @@ static void axis_cell(hl_csv *csv, const hl_axis *ax, int64_t k)
 /* format_row for a good point when s->direct: the same text, the cells written straight into
  * one reservation for the row (each cell at most HL_CSV_NUMBER_ROOM bytes with its ',' and
  * scratch) instead of a reserve and a comma per cell. */
-static void direct_row(const stream *s, const int64_t *value_index, const hl_point *p, hl_csv *csv)
+static void direct_row(const stream *s, thread_state *t, hl_csv *csv)
 {
+    const int64_t *value_index = t->cur.value_index;
+    const hl_point *p = &t->point;
     const hl_sweep_in *in = s->in;
     char *o = hl_csv_room(csv, (int64_t)(in->n_axes + s->ncols + 1) * HL_CSV_NUMBER_ROOM);
     if (!o)
         return;
-    for (int32_t a = 0; a < in->n_axes; a++) {
-        const hl_axis *ax = &in->axes[a];
-        double v = ax->numbers[value_index[a]];
-        if (v == 0 && strcmp(ax->name, "batch") == 0) { /* as axis_cell */
+    /* locals: stores through o may alias anything, so fields read in the loops would be reloaded */
+    const hl_axis *axes = in->axes;
+    const int32_t *cols = s->cols, *type = s->type;
+    const double *scales = s->o->scales;
+    int32_t n_axes = in->n_axes, ncols = s->ncols;
+    for (int32_t a = 0; a < n_axes; a++) {
+        if (t->text_index[a] == value_index[a]) { /* its text, and scratch up to 32 bytes (room: 48) */
+            memcpy(o, t->text[a], 32);
+            o += t->text_len[a];
+            continue;
+        }
+        char *cell = o;
+        double v = axes[a].numbers[value_index[a]];
+        if (v == 0 && strcmp(axes[a].name, "batch") == 0) { /* as axis_cell */
             memcpy(o, "max,", 4);
             o += 4;
         } else {
             o += hl_csv_format_number_wide(v, o);
             *o++ = ',';
         }
+        t->text_index[a] = value_index[a];
+        t->text_len[a] = (int32_t)(o - cell);
+        memcpy(t->text[a], cell, 32);
     }
-    for (int32_t c = 0; c < s->ncols; c++) {
-        double v = p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1);
-        if (s->type[c] == HL_VALUE_NUMBER) {
+    for (int32_t c = 0; c < ncols; c++) {
+        double v = p->v[cols[c]] * (scales ? scales[c] : 1);
+        if (type[c] == HL_VALUE_NUMBER) {
             o += hl_csv_format_number_wide(v, o);
-        } else if (s->type[c] == HL_VALUE_INTEGER) {
+        } else if (type[c] == HL_VALUE_INTEGER) {
             o = hl_csv_put_integer(o, (int64_t)v);
         } else { /* HL_VALUE_BOOL, as hl_csv_bool(v != 0) */
             memcpy(o, v != 0 ? "true" : "false", 5);
@@ -99,13 +134,14 @@ static void direct_row(const stream *s, const int64_t *value_index, const hl_poi
     hl_csv_commit_row(csv, o);
 }
 
-static void format_row(const stream *s, int64_t index, const hl_point *p, hl_csv *csv)
+/* The row of the point t holds (its axis values as hl_sweep_eval_point left them in t->cur). */
+static void format_row(const stream *s, thread_state *t, hl_csv *csv)
 {
     const hl_sweep_in *in = s->in;
-    int64_t value_index[HL_SWEEP_MAX_AXES];
-    hl_sweep_value_indices(in->axes, in->n_axes, in->zip, index, value_index);
+    const int64_t *value_index = t->cur.value_index;
+    const hl_point *p = &t->point;
     if (s->direct && p->status == HL_OK && csv->cells == 0) {
-        direct_row(s, value_index, p, csv);
+        direct_row(s, t, csv);
         return;
     }
     for (int32_t a = 0; a < in->n_axes; a++)
@@ -140,8 +176,8 @@ static void block_range(const stream *s, int64_t b, int64_t *lo, int64_t *hi)
     }
 }
 
-/* Evaluates and formats block b into sl (job/cur: the thread's reusable job). */
-static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, hl_sweep_cursor *cur, hl_point *p)
+/* Evaluates and formats block b into sl (t: the calling thread's state). */
+static void produce(const stream *s, int64_t b, slot *sl, thread_state *t)
 {
     int64_t lo, hi;
     block_range(s, b, &lo, &hi);
@@ -151,8 +187,8 @@ static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, hl_sweep_
     for (int64_t i = lo; i < hi; i++) {
         if (cancelled(s))
             break; /* the points not reached are left out */
-        hl_sweep_eval_point(s->in, s->plan, i, job, cur, s->cols, s->ncols, p);
-        format_row(s, i, p, &sl->csv);
+        hl_sweep_eval_point(s->in, s->plan, i, &t->job, &t->cur, s->cols, s->ncols, &t->point);
+        format_row(s, t, &sl->csv);
         sl->rows++;
         if (s->in->progress)
             __atomic_add_fetch(s->in->progress, 1, __ATOMIC_RELAXED);
@@ -162,9 +198,8 @@ static void produce(const stream *s, int64_t b, slot *sl, hl_job *job, hl_sweep_
 static void *worker(void *arg)
 {
     stream *s = arg;
-    hl_job job;
-    hl_point point;
-    hl_sweep_cursor cur = {.have = 0};
+    thread_state t;
+    thread_state_init(&t);
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->stop && !cancelled(s) && s->next_claim < s->nblocks && s->next_claim >= s->next_write + s->nslots)
@@ -178,7 +213,7 @@ static void *worker(void *arg)
         int64_t b = s->next_claim++;
         slot *sl = &s->slots[b % s->nslots];
         pthread_mutex_unlock(&s->mu);
-        produce(s, b, sl, &job, &cur, &point);
+        produce(s, b, sl, &t);
         pthread_mutex_lock(&s->mu);
         sl->ready = 1;
         pthread_cond_broadcast(&s->ready_cv);
@@ -294,11 +329,10 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     int64_t done = 0;
     int bad = 0;        /* -1 out of memory, -2 the sink refused */
     if (started == 0) { /* no thread could start: everything on this one, block by block */
-        hl_job job;
-        hl_point point;
-        hl_sweep_cursor cur = {.have = 0};
+        thread_state t;
+        thread_state_init(&t);
         for (int64_t b = 0; b < s.nblocks && !bad && !cancelled(&s); b++) {
-            produce(&s, b, &s.slots[0], &job, &cur, &point);
+            produce(&s, b, &s.slots[0], &t);
             bad = deliver(&s, &s.slots[0], rows, &done);
         }
     } else {
@@ -358,6 +392,20 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     *rows = 0;
     if (!path || !*path)
         return hl_fail(err, HL_EINVAL, "sweep csv: no file name");
+    /* the file replaces only a regular file (or nothing): a folder's name ("dir/") failed at the end
+     * as "Not a directory", a FIFO or a symbolic link loop was replaced by the file */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    struct stat sb;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return hl_fail(err, HL_EINVAL, "sweep csv: cannot write %s: the name is a folder's: give a file name", path);
+    int missing = stat(path, &sb) != 0, loop = missing && errno == ELOOP;
+    if (loop || (!missing && !S_ISREG(sb.st_mode)))
+        return hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path,
+                       loop                   ? strerror(ELOOP)
+                       : S_ISDIR(sb.st_mode)  ? "it is a folder"
+                       : S_ISFIFO(sb.st_mode) ? "it is a FIFO, not a regular file"
+                                              : "it is a device or socket, not a regular file");
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp)

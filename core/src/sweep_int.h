@@ -16,7 +16,8 @@ typedef struct hl_sweep_cursor {
     int have;                               /* the thread's job holds the last point it bound without
                                                error, and that point was run */
     uint64_t run;                           /* hl_sim_thread_runs() after it ran */
-    int64_t value_index[HL_SWEEP_MAX_AXES]; /* its value of each axis */
+    int64_t value_index[HL_SWEEP_MAX_AXES]; /* the last point evaluated: its value of each axis
+                                               (whatever became of it; the job holds it when have) */
 } hl_sweep_cursor;
 
 /* Evaluates point i into *p (its status and message on failure). *job is the calling

@@ -32,11 +32,15 @@ void hl_bind_files(lua_State *L);
 /* Removes every temp file an atomic write has open (l_files.c); async-signal-safe. */
 void hl_files_cleanup(void);
 
-/* A listed mkstemp temp file "<path>.tmp-XXXXXX" (name into tmp, n >= 4200); fd or -1 (errno). */
+/* A listed mkstemp temp file "<path>.tmp-XXXXXX" (name into tmp, n >= 4200), path's missing
+ * folders made first; fd or -1 (errno, hl_files_reason). */
 int hl_files_temp(const char *path, char *tmp, size_t n);
 /* Renames tmp over path (0, or -1 with errno; tmp stays listed on failure); discard unlinks it. */
 int hl_files_commit(const char *tmp, const char *path);
 void hl_files_discard(const char *tmp);
+/* Why the last hl_files_temp or hl_files_commit failed: a reason of its own ("it is a FIFO with no
+ * reader ...", "an empty file name") when errno e alone would misstate it, else strerror(e). */
+const char *hl_files_reason(int e);
 void hl_bind_calib(lua_State *L);
 void hl_bind_serve(lua_State *L);
 void hl_bind_dist_fns(lua_State *L);

@@ -22,20 +22,17 @@
 enum { MAX_TEMPS = 32, TEMP_PATH = 4200 };
 static char temps[MAX_TEMPS][TEMP_PATH]; /* "" = free slot */
 
-/* core.mkdir_p(dir): creates dir and its missing parents (as `mkdir -p`, without a
- * process: hl.rows.write and every figure called it once per file). Returns true,
- * or nil and "<folder>: <reason>" for the first component that could not be made. */
-static int l_mkdir_p(lua_State *L)
+/* Creates folder dir[0..n) and its missing parents (as `mkdir -p`, without a process): 0, or -1
+ * with "<folder>: <reason>" for the first component that could not be made in why[0..wn). */
+static int mkdir_p(const char *dir, size_t n, char *why, size_t wn)
 {
-    size_t n;
-    const char *dir = luaL_checklstring(L, 1, &n);
     if (n == 0 || n >= TEMP_PATH || memchr(dir, '\0', n)) {
-        lua_pushnil(L);
-        lua_pushfstring(L, "%s: %s", dir, n == 0 ? "empty folder name" : "not a usable folder name");
-        return 2;
+        snprintf(why, wn, "%s: %s", n == 0 ? "" : dir, n == 0 ? "empty folder name" : "not a usable folder name");
+        return -1;
     }
     char buf[TEMP_PATH];
-    memcpy(buf, dir, n + 1);
+    memcpy(buf, dir, n);
+    buf[n] = '\0';
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
@@ -45,11 +42,26 @@ static int l_mkdir_p(lua_State *L)
         if (buf[i - 1] != '/' && mkdir(buf, 0777) != 0 &&
             (errno != EEXIST || stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
             int e = errno == EEXIST ? ENOTDIR : errno;
-            lua_pushnil(L);
-            lua_pushfstring(L, "%s: %s", buf, strerror(e));
-            return 2;
+            snprintf(why, wn, "%s: %s", buf, strerror(e));
+            return -1;
         }
         buf[i] = c;
+    }
+    return 0;
+}
+
+/* core.mkdir_p(dir): creates dir and its missing parents (hl.rows.write and every figure called
+ * `mkdir -p` once per file). Returns true, or nil and "<folder>: <reason>" for the first component
+ * that could not be made. */
+static int l_mkdir_p(lua_State *L)
+{
+    size_t n;
+    const char *dir = luaL_checklstring(L, 1, &n);
+    char why[TEMP_PATH + 100];
+    if (mkdir_p(dir, n, why, sizeof why) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, why);
+        return 2;
     }
     lua_pushboolean(L, 1);
     return 1;
@@ -62,8 +74,24 @@ void hl_files_cleanup(void)
             unlink(temps[i]);
 }
 
+/* A FIFO destination opened for writing when its temp file was made (check_target), kept until
+ * put_in_place writes to it or the temp file is forgotten: opening a FIFO just to see whether it has
+ * a reader and closing it again would hand that reader an end of file. held_for = its temp file. */
+static int held_fd = -1;
+static char held_for[TEMP_PATH];
+
+static void release_held(void)
+{
+    if (held_fd >= 0)
+        close(held_fd);
+    held_fd = -1;
+    held_for[0] = '\0';
+}
+
 static void forget(const char *tmp)
 {
+    if (held_fd >= 0 && strcmp(held_for, tmp) == 0)
+        release_held();
     for (int i = 0; i < MAX_TEMPS; i++)
         if (temps[i][0] && strcmp(temps[i], tmp) == 0)
             temps[i][0] = '\0';
@@ -108,13 +136,69 @@ static void remove_stale_temps(const char *path)
     closedir(d);
 }
 
+/* Why the last make_temp or put_in_place failed when errno alone would misstate it ("" = errno's
+ * text says it); the bindings run on the Lua thread only. */
+static char why_buf[200];
+
+const char *hl_files_reason(int e) { return why_buf[0] ? why_buf : strerror(e); }
+
+static int refuse(const char *why)
+{
+    snprintf(why_buf, sizeof why_buf, "%s", why);
+    errno = EINVAL;
+    return -1;
+}
+
+/* Whether path can be written as a file, checked before anything is made or run: 0, or -1
+ * (hl_files_reason says why). A name ending in '/' ("dir/", "dir/.") named the temp file inside
+ * the folder and failed at the end as "Not a directory"; a symbolic link loop was replaced by the
+ * file (a shell's '>' refuses it); a FIFO without a reader made the open wait for ever. An
+ * existing folder, socket or block device is refused; a FIFO with a reader (a pipe, /dev/stdout
+ * in a pipeline) and a character device (/dev/null) are written to (put_in_place). */
+static int check_target(const char *path)
+{
+    why_buf[0] = '\0';
+    size_t n = strlen(path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (n == 0)
+        return refuse("an empty file name");
+    if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return refuse("the name is a folder's (it ends in '/', '.' or '..'): give a file name");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ELOOP ? refuse(strerror(ELOOP))
+                              : 0; /* a missing file is made; a missing folder: mkstemp says */
+    if (S_ISDIR(st.st_mode))
+        return refuse("it is a folder");
+    if (S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode))
+        return refuse(S_ISSOCK(st.st_mode) ? "it is a socket, not a file" : "it is a block device, not a file");
+    if (S_ISFIFO(st.st_mode)) { /* a reader started beside hbdlab may come a moment later: 5 s, Ctrl-C ends it */
+        release_held();
+        int fd = -1;
+        for (int tries = 0; tries < 250 && !hl_bind_interrupt; tries++) {
+            fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd >= 0 || errno != ENXIO)
+                break;
+            nanosleep(&(struct timespec){0, 20000000}, NULL); /* 20 ms */
+        }
+        if (fd < 0 && errno == ENXIO)
+            return refuse("it is a FIFO with no reader (none opened it within 5 s: start the reader first)");
+        held_fd = fd; /* make_temp names its temp file; put_in_place writes through it */
+    }
+    return 0;
+}
+
 /* Creates "<path>.tmp-<pid>-XXXXXX" with mkstemp (the pid tells a later run whether its writer
  * still runs: remove_stale_temps); returns its fd and fills tmp (size TEMP_PATH), or -1 with
  * errno set. The name is listed until forget(). */
 static int make_temp(const char *path, char *tmp)
 {
+    if (check_target(path) != 0)
+        return -1;
     remove_stale_temps(path);
     if (snprintf(tmp, TEMP_PATH, "%s.tmp-%ld-XXXXXX", path, (long)getpid()) >= TEMP_PATH) {
+        release_held();
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -123,13 +207,22 @@ static int make_temp(const char *path, char *tmp)
         if (!temps[i][0])
             slot = i;
     if (slot < 0) {
+        release_held();
         errno = EMFILE;
         return -1;
     }
     int fd = mkstemp(tmp);
-    if (fd < 0)
+    if (fd < 0) { /* /proc/version said "No such file or directory": the temp file's folder is the cause */
+        int e = errno;
+        release_held();
+        snprintf(why_buf, sizeof why_buf, "its temporary file %.80s.tmp-* cannot be made beside it: %s", path,
+                 strerror(e));
+        errno = e;
         return -1;
+    }
     memcpy(temps[slot], tmp, strlen(tmp) + 1);
+    if (held_fd >= 0 && !held_for[0])
+        memcpy(held_for, tmp, strlen(tmp) + 1);
     return fd;
 }
 
@@ -143,8 +236,14 @@ static mode_t file_mode(void)
 
 int hl_files_temp(const char *path, char *tmp, size_t n)
 {
+    why_buf[0] = '\0';
     if (n < TEMP_PATH) {
         errno = ENAMETOOLONG;
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    if (slash && slash > path && mkdir_p(path, (size_t)(slash - path), why_buf, sizeof why_buf) != 0) {
+        errno = EINVAL; /* a missing folder is made, as hl.rows.write makes it */
         return -1;
     }
     int fd = make_temp(path, tmp);
@@ -165,10 +264,25 @@ int hl_files_temp(const char *path, char *tmp, size_t n)
 static int put_in_place(const char *tmp, const char *path)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+    why_buf[0] = '\0';
+    int missing = stat(path, &st) != 0;
+    if (missing && errno != ENOENT)
+        return -1; /* a symbolic link loop made since check_target: not replaced */
+    if (missing || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
         return rename(tmp, path);
-    int in = open(tmp, O_RDONLY | O_CLOEXEC), out = in < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO whose reader has gone fails (ENXIO) instead of waiting for another */
+    int in = open(tmp, O_RDONLY | O_CLOEXEC), out = -1;
+    if (in >= 0 && held_fd >= 0 && strcmp(held_for, tmp) == 0) { /* the FIFO opened when tmp was made */
+        out = held_fd;
+        held_fd = -1;
+        held_for[0] = '\0';
+    } else if (in >= 0)
+        out = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     int e = in < 0 || out < 0 ? errno : 0;
+    if (out < 0 && e == ENXIO)
+        refuse("it is a FIFO whose reader has gone");
+    if (out >= 0 && fcntl(out, F_SETFL, fcntl(out, F_GETFL) & ~O_NONBLOCK) != 0)
+        e = errno;
     char buf[65536];
     while (!e) {
         ssize_t n = read(in, buf, sizeof buf);
@@ -240,7 +354,7 @@ static int l_write_atomic(lua_State *L)
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
-        return hl_error(L, "cannot write %s: %s", path, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", path, hl_files_reason(errno));
     size_t done = 0;
     int e = 0;
     while (done < len && !e) {
@@ -262,7 +376,7 @@ static int l_write_atomic(lua_State *L)
         unlink(tmp);
     forget(tmp);
     if (e)
-        return hl_error(L, "cannot write %s: %s", path, strerror(e));
+        return hl_error(L, "cannot write %s: %s", path, hl_files_reason(e));
     return 1;
 }
 
@@ -274,7 +388,7 @@ static int l_temp_beside(lua_State *L)
     char tmp[TEMP_PATH];
     int fd = make_temp(path, tmp);
     if (fd < 0)
-        return hl_error(L, "cannot write %s: %s", path, strerror(errno));
+        return hl_error(L, "cannot write %s: %s", path, hl_files_reason(errno));
     int ok = fchmod(fd, file_mode()) == 0;
     close(fd);
     if (!ok) {
@@ -294,7 +408,7 @@ static int l_commit_temp(lua_State *L)
         unlink(tmp);
     forget(tmp);
     if (e)
-        return hl_error(L, "cannot write %s: %s", path, strerror(e));
+        return hl_error(L, "cannot write %s: %s", path, hl_files_reason(e));
     return 0;
 }
 

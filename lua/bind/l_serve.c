@@ -179,7 +179,15 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
                     hl_error(L, "serve field '%s': %s and %s give the same limit twice (in s and in ms)", g,
                              alias + strlen(g) + 1, k);
                 lua_pop(L, 1);
-                lua_pushnumber(L, lua_tonumber(L, -1) * 1e-3);
+                /* checked in the unit the user wrote: 1e308 ms was refused as "slo.ttft_s: 1e+305" */
+                double v = lua_tonumber(L, -1);
+                if (!(v * 1e-3 >= a->min && v * 1e-3 <= a->max)) { /* the core's check, of the value it gets */
+                    char shown[160];
+                    snprintf(shown, sizeof shown, "%.14g is out of range (%sallowed: %g..%g ms)", v,
+                             isfinite(v) ? "" : "not a finite number; ", a->min * 1e3, a->max * 1e3);
+                    hl_error(L, "serve field '%s.%s': %s", g, k, shown);
+                }
+                lua_pushnumber(L, v * 1e-3);
                 set_serve_value(L, c, alias);
                 lua_pop(L, 2);
                 continue;
@@ -483,8 +491,22 @@ static owned *push_owned(lua_State *L)
     return o;
 }
 
+/* Pushes the trace's columns or keys that were read past as the warning hbdlab/serve.lua prints,
+ * or nil. */
+static void push_unread(lua_State *L, const hl_serve_cfg *c)
+{
+    if (c->trace_unread[0])
+        lua_pushfstring(L,
+                        "trace %s: %s %s not read (a trace gives arrival_s, input, output, session, turn, prefix, "
+                        "prefix_len: docs/MODEL.md 12)",
+                        c->trace_file, c->trace_unread, strchr(c->trace_unread, ',') ? "are" : "is");
+    else
+        lua_pushnil(L);
+}
+
 /* core.serve(fields): one hl.serve table (serve fields and the instance's, as documented in hl.help
- * "serve") -> the result table, or the steady state with mode = "analytical". */
+ * "serve") -> the result table, or the steady state with mode = "analytical"; and the warning of a
+ * trace with columns or keys it does not read (or nil). */
 static int l_serve(lua_State *L)
 {
     owned *o = push_owned(L);
@@ -496,7 +518,8 @@ static int l_serve(lua_State *L)
         if (hl_serve_steady_run(&c, &s, &err))
             return hl_raise(L, &err);
         push_record(L, HL_SERVE_REC_STEADY, &s);
-        return 1;
+        push_unread(L, &c);
+        return 2;
     }
     if (hl_serve_check(&c, &err)) /* before the memory estimate, which reads the resolved fields */
         return hl_raise(L, &err);
@@ -505,7 +528,8 @@ static int l_serve(lua_State *L)
         return hl_raise(L, &err);
     push_result(L, &o->res);
     hl_serve_result_free(&o->res); /* early; __gc would too */
-    return 1;
+    push_unread(L, &c);
+    return 2;
 }
 
 /* core.serve_fields(kind): the rows of the serve result tables ("result", "request", "step",

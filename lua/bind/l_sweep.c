@@ -622,7 +622,7 @@ static int l_sweep_to_csv(lua_State *L)
             hl_files_discard(tmp);
         }
         free_axes(&mem);
-        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(open_errno));
+        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, hl_files_reason(open_errno));
     }
     int failed = 0;
     if (writer) {
@@ -698,7 +698,7 @@ static int l_sweep_to_csv(lua_State *L)
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
         int e = errno;
         hl_files_discard(tmp);
-        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, strerror(e ? e : EIO));
+        return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, bad ? strerror(e ? e : EIO) : hl_files_reason(e));
     }
     if (bad)
         return hl_error(L, "sweep_to_csv: %s",

@@ -32,6 +32,16 @@ int hl_error(lua_State *L, const char *fmt, ...)
     va_start(ap, fmt);
     lua_pushvfstring(L, fmt, ap); /* [msg] */
     va_end(ap);
+    size_t len;
+    const char *m = lua_tolstring(L, -1, &len);
+    if (strstr(m, "-nan")) { /* %f of a NaN with its sign bit set: "nan", as hl_fail writes it */
+        char *fixed = lua_newuserdatauv(L, len + 1, 0); /* [msg fixed]: freed by the collector */
+        memcpy(fixed, m, len + 1);
+        hl_text_unsign_nan(fixed);
+        lua_pushstring(L, fixed);
+        lua_replace(L, -3);
+        lua_pop(L, 1);
+    }
     lua_Debug ar;
     int level = 1;
     if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && internal_frame(&ar))

@@ -9,6 +9,21 @@ local num_text = require("hbdlab.pretty").num_text
 
 local M = {}
 
+-- The position error(e, level) gives a message raised in the function that calls this one
+-- ("x.lua:3: "), or "" when that caller is not a Lua line (pcall, a tail call).
+local function where(level)
+  local at = debug.getinfo(level + 2, "Sl")
+  return at and at.currentline > 0 and (at.short_src .. ":" .. at.currentline .. ": ") or ""
+end
+
+-- A message caught from core.serve without the user's position a binding gave it (hl_error
+-- places its messages at the user's line; error(e, level) then wrote it twice: "x.lua:2: x.lua:2: ...").
+local function unplaced(e, level)
+  local w = where(level + 1)
+  if type(e) == "string" and w ~= "" and e:sub(1, #w) == w then return e:sub(#w + 1) end
+  return e
+end
+
 local function ms(s) return s and string.format("%.4g", s * 1e3) or "-" end
 local function pct(x) return string.format("%.1f%%", x * 100) end
 
@@ -163,8 +178,9 @@ function M.serve(t)
   if type(t) ~= "table" then error("hl.serve expects a table of fields", 2) end
   -- model / cluster as plain tables of fields, as hl.simulate and hl.sweep take them (core.serve
   -- takes objects and names: "expected a cluster object or preset name, got table")
-  local ok, r = pcall(function() return core.serve(objects.coerce_job(t, "serve")) end)
-  if not ok then error(r, 2) end
+  local ok, r, unread = pcall(function() return core.serve(objects.coerce_job(t, "serve")) end)
+  if not ok then error(unplaced(r, 1), 2) end
+  if unread then require("hbdlab.warn").warn(unread) end -- a trace's columns or keys it reads past
   require("hbdlab.warn").check_context(t.model, longest_request(t))
   if t.mode == "analytical" then return setmetatable(r, steady_mt) end
   if r.per_request then
@@ -565,7 +581,7 @@ function M.serve_sweep(t)
     if type(v) ~= "table" or #v == 0 then error("hl.serve_sweep axis '" .. k .. "': expected a non-empty list of values", 2) end
     -- {1, nil, 3} ran one point: a list is keys 1..n exactly
     local ok, e = pcall(core.check_list, v, "hl.serve_sweep axis '" .. k .. "'")
-    if not ok then error(e, 2) end
+    if not ok then error(unplaced(e, 1), 2) end
     names[#names + 1] = k
   end
   table.sort(names)
@@ -622,7 +638,8 @@ function M.serve_sweep(t)
   for i, p in ipairs(points) do
     local cfg = copy(t.base)
     for _, k in ipairs(names) do set(cfg, k, p[k]) end
-    local ok, r = pcall(function() return core.serve(objects.coerce_job(cfg, "serve")) end)
+    local ok, r, unread = pcall(function() return core.serve(objects.coerce_job(cfg, "serve")) end)
+    if ok and unread then require("hbdlab.warn").warn(unread) end
     if not ok then
       local parts = {}
       for _, k in ipairs(names) do -- a value as text: a string quoted, a table by its type (not "table: 0x...")
@@ -631,7 +648,7 @@ function M.serve_sweep(t)
           or (type(v) == "table" and getmetatable(v) == nil) and "a table" or tostring(v)
         parts[#parts + 1] = k .. " = " .. shown
       end
-      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(r)), 2)
+      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(unplaced(r, 1))), 2)
     end
     local row = setmetatable({}, serve_row_mt)
     flatten(row, "", r)

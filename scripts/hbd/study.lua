@@ -72,6 +72,7 @@ function M.job(v, gpus, hbd, precision, extra)
     gemm_k_latency = folded, gemm_k_latency_fp8 = folded, gemm_k_latency_fp4 = folded, attn_latency = folded,
     attn_unit_s = folded, attn_tile_s = folded, attn_prefill_latency = folded, moe_latency = folded,
     eff_grouped = 1, grouped_k0 = 0, grouped_k0_fp8 = 0, -- the study's one GEMM efficiency holds for the expert GEMMs too
+    gemm_k0 = 0, gemm_k0_fp8 = 0, -- and for every dense GEMM whatever its K
   }
   local cluster = hl.cluster {
     gpu = gpu, gpus = gpus, hbd = hbd, scaleup_gbs = v.scaleup_gbs, scaleout_gbps = v.scaleout_gbps,

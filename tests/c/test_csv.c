@@ -242,6 +242,8 @@ static void test_shortest_numbers(void **state)
  * decimal reads back, the nearest one does, and one more digit never hurts, so p is found by
  * bisection), then laid out as %.17g lays out digits: fixed for a decimal exponent X in [-4, 17),
  * else d.ddde+XX with at least two exponent digits. */
+static void oracle_layout(double v, const char *digits, int n, int x, char *out);
+
 static void oracle_text(double v, char *out)
 {
     char e[40];
@@ -264,6 +266,13 @@ static void oracle_text(double v, char *out)
     int x = atoi(s + 1);
     while (n > 1 && digits[n - 1] == '0') /* "%.*e" of a shortest p keeps no trailing zero, but */
         n--;                              /* 1e+02 written for p = 1 has none to drop either */
+    oracle_layout(v, digits, n, x, out);
+}
+
+/* digits[0, n) x 10^x (d.ddd form) laid out as %.17g lays out digits: fixed for x in [-4, 17),
+ * else d.ddde+XX with at least two exponent digits. */
+static void oracle_layout(double v, const char *digits, int n, int x, char *out)
+{
     char *o = out;
     if (v < 0)
         *o++ = '-';
@@ -338,6 +347,60 @@ static void test_number_text_matches_printf(void **state)
     rng_state = seed;
 }
 
+/* The text for a power of two v, whose rounding interval is lopsided (half as wide below v), from
+ * printf and strtod alone: for p = 1, 2, ... digits, the nearest p-digit decimal n0 ("%.*e"); if it
+ * reads back to v it is the closest such; else the only other candidate is its neighbour one unit
+ * in the last digit on v's other side (the p-digit decimals that read back are the consecutive
+ * ones inside the interval, and n0 is outside it), taken when that reads back. The first p with
+ * a candidate is the shortest. */
+static void oracle_pow2_text(double v, char *out)
+{
+    for (int p = 1; p <= 17; p++) {
+        char e[40];
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+        double back = strtod(e, NULL);
+        char digits[24];
+        int n = 0;
+        const char *s = e;
+        for (; *s != 'e'; s++)
+            if (*s != '.')
+                digits[n++] = *s;
+        digits[n] = '\0';
+        int x = atoi(s + 1);
+        if (back != v) { /* step the p digits (an integer D) one unit towards v, then re-read */
+            unsigned long long d = strtoull(digits, NULL, 10);
+            d = back < v ? d + 1 : d - 1;
+            char cand[48];
+            snprintf(cand, sizeof cand, "%llue%d", d, x - (p - 1));
+            if (strtod(cand, NULL) != v)
+                continue;
+            /* the stepped digits themselves, renormalised: 10^p after 99..9 or 10^(p-1) - 1 after 10..0 */
+            n = snprintf(digits, sizeof digits, "%llu", d);
+            x += n - p;
+        }
+        while (n > 1 && digits[n - 1] == '0')
+            n--;
+        oracle_layout(v, digits, n, x, out);
+        return;
+    }
+    fail_msg("%a: no decimal of 17 digits reads back", v);
+}
+
+/* Every power of two, 2^-1074 .. 2^1023 (the formatter's own path for the lopsided interval, and
+ * the integers among them), against oracle_pow2_text. */
+static void test_power_of_two_text(void **state)
+{
+    (void)state;
+    for (int e = -1074; e <= 1023; e++) {
+        double v = ldexp(1.0, e);
+        char out[32], want[40];
+        hl_csv_format_number(v, out);
+        oracle_pow2_text(v, want);
+        if (strcmp(out, want) != 0)
+            fail_msg("2^%d: wrote %s, printf and strtod's shortest closest is %s", e, out, want);
+    }
+}
+
 /* The piecewise CSV check (hl_csv_check): the verdict of hand-worked texts, whatever the pieces
  * they are fed in (every split point, and byte by byte). */
 static void check_text(const char *text, int64_t want_records, int64_t want_head, const char *want_why)
@@ -392,6 +455,7 @@ int main(void)
                                        cmocka_unit_test(test_result_cells),
                                        cmocka_unit_test(test_shortest_numbers),
                                        cmocka_unit_test(test_number_text_matches_printf),
+                                       cmocka_unit_test(test_power_of_two_text),
                                        cmocka_unit_test(test_piecewise_check)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

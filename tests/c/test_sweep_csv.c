@@ -4,6 +4,7 @@
  * the file form. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -247,6 +248,24 @@ static void test_file(void **state)
     fclose(f);
     assert_int_equal(lines, 101); /* the header and 100 rows */
     unlink(path);
+    /* attack pass 7: only a regular file is replaced. A FIFO and a symbolic link loop were replaced
+     * by the file; a folder's name ("dir/") failed after the whole sweep with "Not a directory" */
+    snprintf(path, sizeof path, "%s/fifo.csv", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EIO, &e, "fifo.csv: it is a FIFO");
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode)); /* still the FIFO */
+    unlink(path);
+    snprintf(path, sizeof path, "%s/loop.csv", dir);
+    assert_int_equal(symlink("loop.csv", path), 0);
+    assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EIO, &e, "Too many levels of symbolic links");
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode)); /* the link is not replaced */
+    unlink(path);
+    snprintf(path, sizeof path, "%s/", dir);
+    assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EINVAL, &e, "the name is a folder's");
+    assert_fails_with(hl_sweep_csv_file(&in, &o, dir, &rows, &e), HL_EIO, &e, "it is a folder");
     assert_int_equal(rmdir(dir), 0); /* no temp file left beside it */
     snprintf(path, sizeof path, "%s/no/such/dir.csv", dir);
     assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EIO, &e, "cannot write");

@@ -108,7 +108,8 @@ check "Lua OOM building sweep rows: a clean error, exit 0 (rc $rc): $out" sh -c 
 
 
 # ---- issue 22 item 10: junk in the HBDLAB_* limits was replaced by the default silently ----
-for v in abc -5 1e999 8GB 0.5 0; do
+# attack pass 7: strtod alone also took a leading space, a sign, hex and inf ('0x10' was 16 bytes)
+for v in abc -5 1e999 8GB 0.5 0 " 10" "10 " +10 0x10 0x1p3 inf nan 8e e9; do
     expect_fail "HBDLAB_MAX_INPUT_BYTES=$v is refused, named" "environment variable HBDLAB_MAX_INPUT_BYTES: '$v' is not allowed" \
         env HBDLAB_MAX_INPUT_BYTES="$v" "$HBDLAB" eval "$TMP/small.json"
     expect_fail "HBDLAB_SWEEP_MEMORY_BYTES=$v is refused, named" "environment variable HBDLAB_SWEEP_MEMORY_BYTES: '$v'" \

@@ -66,7 +66,8 @@ T.test("an error raised under pcall shows the caller's line, never hbdlab's own"
     "'nope' is not a result field")
   check(function() hl.sweep_to_csv { base = job, axes = axes, out = out, columns = 5 } end,
     "hl.sweep_to_csv field 'columns': expected a list of result field names, got number")
-  check(function() hl.sweep_to_csv { base = job, axes = axes, out = T.scratch() .. "/none/x.csv" } end,
+  -- (a missing folder is made since attack pass 7: an existing folder as the output fails in C)
+  check(function() hl.sweep_to_csv { base = job, axes = axes, out = T.scratch() } end,
     "sweep_to_csv: cannot write ")
 end)
 

@@ -118,7 +118,7 @@ end)
 T.test("bad input", function()
   T.raises(function() hl.serve(with { rate = -1 }) end, "serve field 'rate': -1 is out of range")
   T.raises(function() hl.serve(with { rate = 1, slo = { ttft_s = 0 } }) end, "serve field 'slo.ttft_s': 0 is out of range")
-  T.raises(function() hl.serve(with { rate = 1, slo = { tpot_ms = 0 } }) end, "serve field 'slo.tpot_s': 0 is out of range")
+  T.raises(function() hl.serve(with { rate = 1, slo = { tpot_ms = 0 } }) end, "serve field 'slo.tpot_ms': 0 is out of range")
   T.raises(function() hl.serve(with { slo = { ttft = 1 } }) end, "unknown key 'ttft'")
   T.raises(function() hl.serve(with { bogus = 1 }) end, "unknown field 'bogus'")
   -- 0 and "yes" are true in Lua: chunked_prefill = 0 left chunking on without a word

@@ -57,4 +57,40 @@ T.test("direct rows: the same cells as the sweep's rows", function()
   T.ok(seen_max and seen_error, "a max and a failed point were written")
 end)
 
+-- memory.fits = false in a good row: only a job with ignore_memory = true runs a point that does
+-- not fit (else the point fails and its row goes cell by cell), so this is the one sweep that
+-- reaches direct_row's "false" cell. Llama-3.1-70B TP8 on H100 (80 GB): batch 1 and 64 fit,
+-- 512 and 2048 at 4,064 tokens of context do not (their KV alone is 8 x 512 x 4064 x 2 x 128 x 2 B
+-- a layer x 80 layers / 8 GPUs = 85 GB a GPU at batch 512).
+T.test("direct rows: memory.fits false, and the cells after it", function()
+  local dir = T.scratch()
+  local path = dir .. "/f.csv"
+  local f_spec = { base = { model = "llama-3.1-70b", cluster = "hgx-h100", input = 4000, output = 64, ignore_memory = true,
+                            parallel = { tp = 8 } },
+                   axes = { { "batch", { 1, 64, 512, 2048 } } },
+                   columns = { "memory.fits", "ttft_s", "memory.fits", "parallel.tp", "memory.per_gpu_bytes" } }
+  T.eq(hl.sweep_to_csv(T.merged(f_spec, { out = path })), 4, "four points")
+  local rows = hl.sweep { base = f_spec.base, axes = f_spec.axes }
+  local f = assert(io.open(path))
+  T.eq(f:read("l"), "batch,memory.fits,ttft_s,memory.fits,parallel.tp,memory.per_gpu_bytes,error", "header")
+  local fits = {}
+  for i = 1, 4 do
+    local line = f:read("l")
+    local c = split(line)
+    local r = rows[i]
+    T.ok(r.error == nil, "point " .. i .. " runs")
+    T.eq(#c, 7, "cells in " .. line)
+    T.eq(c[2], tostring(r["memory.fits"]), "fits, " .. line)
+    T.eq(c[4], c[2], "the second fits cell")
+    T.eq(string.format("%a", tonumber(c[3])), string.format("%a", r.ttft_s), "ttft_s after a fits cell: " .. c[3])
+    T.eq(c[5], "8", "tp after the second fits cell")
+    T.eq(c[6], string.format("%d", r["memory.per_gpu_bytes"]), "memory.per_gpu_bytes")
+    T.eq(c[7], "", "empty error cell")
+    fits[i] = c[2]
+  end
+  f:close()
+  os.execute("rm -rf '" .. dir .. "'")
+  T.eq(table.concat(fits, " "), "true true false false", "batch 1 and 64 fit, 512 and 2048 do not")
+end)
+
 T.done()

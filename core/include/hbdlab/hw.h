@@ -36,6 +36,9 @@ typedef struct hl_gpu {
     double gemm_latency_fp8;   /* s fixed per FP8 GEMM beyond kernel_latency (scales, quantisation launch) */
     double gemm_k_latency_fp8; /* s per element of K of an FP8 GEMM (0 = gemm_k_latency) */
     double quant_bytes_fp8;    /* B moved per activation element by the FP8 GEMM's activation quantisation */
+    double gemm_k0;            /* elements of K of a dense GEMM tile's fixed prologue/epilogue: compute efficiency
+                                  x K / (K + gemm_k0) (0 = off) */
+    double gemm_k0_fp8;        /* the same for FP8/INT8/FP4 dense GEMMs (0 = gemm_k0) */
     double eff_gemm_fp4;       /* as the fp8 fields, for FP4 GEMMs (0 = the fp8 value) */
     double eff_mem_fp4;
     double gemm_latency_fp4;

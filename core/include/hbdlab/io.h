@@ -26,9 +26,10 @@ int hl_open_input(const char *path, int64_t *size, hl_err *err);
  * else 64 MiB; fails naming the variable when it is set to something that is not a byte count. */
 hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err);
 
-/* Reads environment variable `name` as a byte count: a whole number in 1..max (decimal or
- * exponent form, "65536", "8e9") into *bytes, or def when it is unset or empty. Anything else
- * ("abc", "-5", "1e999", "8GB", "0.5") fails naming the variable, its value and what is allowed
+/* Reads environment variable `name` as a byte count: a whole number in 1..max written with
+ * decimal digits, an optional fraction and exponent ("65536", "8e9", "1.5e9") into *bytes, or def
+ * when it is unset or empty. Anything else ("abc", "-5", "+5", " 5", "0x10", "inf", "1e999",
+ * "8GB", "0.5") fails naming the variable, its value and what is allowed
  * (a limit with junk in it was replaced by its default silently). */
 hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, hl_err *err);
 

@@ -145,6 +145,9 @@ typedef struct hl_serve_cfg {
     double offload_host;     /* kv_offload.host_bytes: host memory per GPU (B), 0 = the link's (or unknown) */
     int32_t offload_link;    /* kv_offload.link: hl_offload_link preset of bw and host memory */
     int32_t offload_overlap; /* kv_offload.overlap: 1 = a reload runs under the step's compute (layer by layer) */
+    /* filled by hl_serve_load_trace: the trace's CSV columns or JSON keys it reads past, named once each
+       ("'user', 'sesion' (did you mean 'session'?)"), "" = none; the Lua binding warns with it */
+    char trace_unread[256];
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */

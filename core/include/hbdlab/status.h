@@ -39,6 +39,11 @@ void hl_set_interrupt_flag(volatile int32_t *flag);
 /* Library version as "MAJOR.MINOR.PATCH"; static storage. */
 const char *hl_version(void);
 
+/* Rewrites, in place, each "-nan" of the NUL-terminated text s that stands as a word (not inside
+ * a name such as "x-nan2") as "nan": glibc's printf writes a NaN whose sign bit is set (0/0 on
+ * x86) as "-nan", which says nothing more to a user. hl_fail applies it to every message. */
+void hl_text_unsign_nan(char *s);
+
 /* Monotonic clock in seconds (the one clock of the core, the benchmarks and the bindings). */
 double hl_clock_s(void);
 
