@@ -203,6 +203,15 @@ static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, do
         times_loop(&l, ctx0, j, n, dt, 0, 0);
 }
 
+/* Whether decode_times' times do not decrease with the context: each operation of the line's
+ * evaluation is a rounded one that does not decrease in it for these signs (no blend; no hidden
+ * share, whose subtraction would). */
+static int line_mono(const hl_decode_fn *l)
+{
+    return l->blend <= 1 && !(l->comm > 0 && !(l->overlap * l->comm <= 0)) && l->bc >= 0 && l->bm >= 0 &&
+           l->full >= 0 && l->sliding >= 0 && l->stages >= 0;
+}
+
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
  * below 2^53, as counts of tokens and sequences are), else one at a time. */
 static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
@@ -272,6 +281,11 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
     return HL_OK;
 }
 
+/* finish_request of the decode set's finishers of a step that ended at t_end (s->fin, admission
+ * order), with f's clock at t_end (below, after finish_ctx). */
+struct finish_ctx;
+static hl_status finish_set(const struct finish_ctx *f, sched *s, int64_t u, double t_end);
+
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
@@ -283,11 +297,13 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
  * integrals in rec. (Here, not in serve_sched.c: it records into the run's integrals and
  * inter-token histogram.) */
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
-                           recorder *rec, double weight, double blocks_all, int after_prompt, hl_err *err)
+                           recorder *rec, double weight, double blocks_all, int after_prompt,
+                           const struct finish_ctx *fin, int64_t unit, int *again, hl_err *err)
 {
     /* waiting requests stay out while no slot opens and the blocks only shrink */
     const hl_serve_cfg *c = s->cfg;
     double w = (double)s->w_len, tok, need0;
+    *again = 0;
     /* the budget a waiting request would meet: after the decodes (chunked), whole (unchunked: admission first) */
     double budget = c->chunked_prefill ? (double)c->token_budget - (double)s->n_run : (double)c->token_budget;
     int64_t hit[3];
@@ -336,7 +352,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     hl_status rc = ahead_line(sc, st, m, &own, &line, &have_line, err);
     if (rc)
         return rc;
-    double fm = (double)m, in_sys = fm + w, j = 0;
+    double fm = (double)m, in_sys = fm + w, j = 0, seg_t0 = *t; /* seg_t0: the start of this m's steps */
     if (c->sched_reference) { /* the reference keeps the per-iteration calls: the loop below must equal it */
         if ((rc = ahead_reference(s, st, itl, t_arr, t, ring, slot0, rec, weight, blocks_all, left, &cx, cached0, free0,
                                   &j, err)))
@@ -352,8 +368,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     double blocks_free = s->blocks_free, tt = *t;
     double vlo = bin_lo > 0 ? bin_lo : 0; /* the bin's gaps that are also a valid time (bin 0 starts at -inf) */
     int bin = mb ? sc->bin[m] : itl->ahead_bin, more = 1, fm_whole = whole_below(fm, 0x1p20);
-    int64_t run0 = 0;                    /* the first step (of jn) of the current bin's run of gaps, not yet counted */
-    int64_t steps0 = rec->steps, jn = 0; /* jn: j as an integer */
+    int64_t run0 = 0; /* the first step (of jn) of the current bin's run of gaps, not yet counted */
+    int64_t steps0 = rec->steps, jn = 0, jseg0 = 0; /* jn: the steps taken; jseg0: those before this m's */
     int64_t until_sample = (rec->stride - steps0 % rec->stride) % rec->stride + 1; /* iterations to the next sample */
     /* A block of iterations at a time, in passes of few live values each: the step times and
      * the KV blocks they take (vectorisable, or short), the exits and samples (the clock alone),
@@ -368,7 +384,8 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     /* ahead_lean: where nothing waits, the weight is 1, no prefix cache and the line gives the times,
      * each step in one pass (its exits as the passes below test them, its sample and bin, the clock
      * and each integral's terms, each sum in iteration order: the same sums, bit for bit) */
-    int lean = have_line && w == 0 && weight == 1 && !s->pc;
+    int lean = have_line && w == 0 && weight == 1 && !s->pc, mono = lean && line_mono(line);
+next_m:
     while (more) {
         if ((++nblk & 15) == 0 && hl_interrupt_pending())
             break; /* Ctrl-C: the caller's loop reports it */
@@ -398,28 +415,76 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         if (lean) { /* one pass: ahead_lean */
             int nb = 0;
             int64_t next_s = until_sample - 1;
+            /* fits: the block's steps' blocks fit, whatever steps take them (each member is counted
+             * once in the ring, so ceil(nmax / block) m bound them) */
+            int fits = mono && nmax >= 4 && (double)((nmax + bt - 1) / bt) * fm <= blocks_free;
             for (;;) {
                 /* the steps up to the sampled one, while each gap is inside the bin (no calls: the
                  * values stay in registers) */
                 int lim2 = next_s < nmax ? (int)next_s : nmax, k = nb, stop = 0;
                 double tc = tt, mx = imax, bf = blocks_free, bu = busy, li = little, ru = run, kq = kv, is = isum;
-                double lo = vlo, hi = bin_hi, ta = t_arr;
+                double lo = vlo, hi = bin_hi, ta = t_arr,
+                       u = (total - bf) / blocks_all; /* util as the last step left it */
                 int64_t q2 = r2;
+                if (!(lo > 0))
+                    lim2 = k; /* (the loop's max below needs gaps > 0: the outer loop's takes the others) */
+                if (fits && k < lim2 && dts[k] >= lo) {
+                    /* Two steps at a time: both are taken when the second's gap is inside the bin (the
+                     * first's is no larger, and no smaller than this loop's first, which is inside) and
+                     * the clock after the first is before the arrival (the first's start is no later);
+                     * their blocks fit. The same terms, in order; the largest gap is the last one's. */
+                    int k0 = k;
+                    for (; k + 1 < lim2; k += 2) {
+                        double d0 = dts[k], d1 = dts[k + 1], t1 = tc + d0;
+                        if (!(d1 < hi && t1 < ta))
+                            break;
+                        double n0 = ring[q2];
+                        q2 = (q2 == 0 ? bt : q2) - 1;
+                        if (n0 > 0) {
+                            bf -= n0;
+                            u = (total - bf) / blocks_all;
+                        }
+                        double p0 = fm * d0;
+                        bu += d0;
+                        li += p0;
+                        ru += p0;
+                        kq += u * d0;
+                        is += p0;
+                        double n1 = ring[q2];
+                        q2 = (q2 == 0 ? bt : q2) - 1;
+                        if (n1 > 0) {
+                            bf -= n1;
+                            u = (total - bf) / blocks_all;
+                        }
+                        double p1 = fm * d1;
+                        bu += d1;
+                        li += p1;
+                        ru += p1;
+                        kq += u * d1;
+                        is += p1;
+                        tc = t1 + d1;
+                    }
+                    if (k > k0)
+                        mx = mx > dts[k - 1] ? mx : dts[k - 1]; /* (d > 0: the max of the steps' forms) */
+                }
                 for (; k < lim2; k++) {
-                    double bn = bf - ring[q2], d = dts[k]; /* the blocks this step takes (exact: whole counts) */
-                    if (bn < 0 || !(tc < ta)) {
+                    double need = ring[q2], d = dts[k]; /* the blocks this step takes */
+                    if (need > bf || !(tc < ta)) {      /* (exact: whole counts, so need > bf <=> bf - need < 0) */
                         stop = 1;
                         break;
                     }
                     if (!(d >= lo && d < hi))
                         break;
-                    bf = bn;
+                    if (need > 0) { /* util as this step leaves it (the same value where no block is taken) */
+                        bf -= need;
+                        u = (total - bf) / blocks_all;
+                    }
                     q2 = (q2 == 0 ? bt : q2) - 1;
-                    double p = fm * d, u = (total - bf) / blocks_all; /* m dt; util as the step left it */
+                    double p = fm * d; /* m dt */
                     tc += d;
-                    mx = d > mx ? d : mx;
-                    bu += d; /* dt weight, weight 1 */
-                    li += p; /* in_sys dt = m dt: nothing waits */
+                    mx = mx > d ? mx : d; /* d > mx ? d : mx: d > 0, not NaN (equal values, the same bits) */
+                    bu += d;              /* dt weight, weight 1 */
+                    li += p;              /* in_sys dt = m dt: nothing waits */
                     ru += p;
                     kq += u * d;
                     is += p;
@@ -452,13 +517,13 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
                 }
                 blocks_free = bn;
                 r2 = (r2 == 0 ? bt : r2) - 1;
-                double p = fm * d, u = (total - blocks_free) / blocks_all;
+                double p = fm * d, us = (total - blocks_free) / blocks_all;
                 tt += d;
                 imax = d > imax ? d : imax;
                 busy += d;
                 little += p;
                 run += p;
-                kv += u * d;
+                kv += us * d;
                 isum += p;
                 nb++;
             }
@@ -574,12 +639,125 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
         for (int i = 0; s->pc && i < nb; i++)
             rec->kv_cached += (cached0 - hl_fmax(0, (free0 - bfs[i]) - (free0 - cached0))) / blocks_all * dts[i];
     }
+    /* The step a member finishes in, in place (lean, with fin: an open loop of one pool of one unit
+     * group): set_step's step (which see) where it would take it, its terms as record() and
+     * hl_itl_add() form them (weight 1, nothing waits: the loop's, at its own time and the
+     * utilisation after the finishers' blocks went back), then on with the members left. */
+    if (fin && lean && !rc && s->ev_on && j == left && tt < t_arr && s->n_pre == 0 && s->dn == (double)s->n_run) {
+        if (j > 0) { /* this m's steps, as the call's end gives them */
+            rec->t_end = hl_fmax(rec->t_end, tt);
+            if ((rc = clock_bound(seg_t0, tt, err)))
+                goto counts;
+            s->out_tok -= j * fm;
+            hl_dset_advance(s, j, tt);
+            j = 0;
+        }
+        double dn = s->dn, need = s->ring[(bt - s->dc_res) % bt];
+        if (!(dn > 0) || s->t_emit != tt || dn > (double)c->token_budget || need > blocks_free ||
+            hl_interrupt_pending())
+            goto counts; /* not set_step's either: the loop's */
+        blocks_free -= need;
+        s->blocks_free = blocks_free;
+        s->n_plan = 0;
+        s->ev_planned = dn;
+        s->preempted = 0;
+        s->spec_seqs = s->spec_ctx = 0;
+        s->n_dchunks = 0;
+        s->d_rows = 0;
+        s->finished = 0;
+        s->pc_step_saved = s->pc_step_loaded = 0;
+        double mean = (0 + s->dctx) / (0 + dn), dk = hl_decode_fn_time(line, mean, mean), dt = 0;
+        if (!(dk >= 0 && dk <= DBL_MAX)) { /* hl_stepper_time's refusal, as it is */
+            hl_iter it = {0 + dn, mean, mean, 0, s->chunks, 0 + dn, 0, 0};
+            if ((rc = hl_stepper_time(st, &it, &dk, err)))
+                return rc;
+        }
+        dt = hl_fmax(dt, c->offload_overlap ? hl_fmax(dk, 0) : dk + 0); /* no host loads, no drafts */
+        rec->reload += 0;
+        double t_end = tt + dt;
+        s->out_tok -= dn;
+        hl_dset_emit(s, t_end);
+        if ((rc = finish_set(fin, s, unit, t_end)))
+            return rc;
+        if (!(dt >= vlo && dt < bin_hi)) { /* its gap (dt, same = dn = m: the set's) */
+            itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
+            run0 = jn;
+            bin = hl_itl_find(itl, dt, &bin_lo, &bin_hi);
+            vlo = bin_lo > 0 ? bin_lo : 0;
+        }
+        isum += dt * fm;
+        if (dt > imax)
+            imax = dt;
+        /* record(): used = used_all (one unit); busy_prefill and wait take +0 (sums of terms >= 0: no -0) */
+        double util = (0 + (s->blocks_total - s->blocks_free)) / blocks_all;
+        rec->kv_cached += 0 / blocks_all * dt;
+        rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_all);
+        rec->t_end = hl_fmax(rec->t_end, tt + dt);
+        if ((rc = clock_bound(tt, tt + dt, err)))
+            return rc;
+        busy += dt;        /* dt weight, weight 1 */
+        little += fm * dt; /* in_system = running = m */
+        run += fm * dt;
+        kv += util * dt;
+        kv_max = hl_fmax(kv_max, util);
+        if (until_sample == 1) { /* this step's number falls on the stride */
+            rec->steps = steps0 + jn;
+            if ((rc = record_sample(rec, tt, util, fm, w, err)))
+                return rc;
+            until_sample = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+        } else
+            until_sample--;
+        jn++; /* its counts: m more tokens and gaps, this m's */
+        tt = t_end;
+        hl_dset_after_step(s);
+        blocks_free = s->blocks_free;
+        /* the counts and bin of m, then the members left (run_ahead's start for them, after_prompt 0) */
+        itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
+        itl->n = add_times(itl->n, fm, jn - jseg0, fm_whole);
+        tokens = add_times(tokens, fm, jn - jseg0, fm_whole);
+        run0 = jseg0 = jn;
+        if (m <= sc->cap) {
+            sc->bin[m] = bin;
+            sc->bin_range[2 * m] = bin_lo;
+            sc->bin_range[2 * m + 1] = bin_hi;
+        }
+        /* the members left: on here where run_ahead would go on with them, else its call (*again) */
+        int64_t m2 = s->n_run;
+        *again = 1;
+        if (m2 == 0 || !(tt < t_arr) || s->dn != (double)m2 || !s->ev_on)
+            goto counts;
+        hl_dset_ahead(s, &left, &ksum, &slot0);
+        if (!(left >= 0))
+            goto counts;
+        if ((rc = ahead_line(sc, st, m2, &own, &line, &have_line, err)))
+            return rc;
+        if (!have_line)
+            goto counts;
+        *again = 0;
+        mono = line_mono(line);
+        m = m2;
+        fm = (double)m;
+        in_sys = fm + w;
+        fm_whole = whole_below(fm, 0x1p20);
+        cx = (ahead_ctx){ksum / fm, ksum / fm, 0};
+        if (m <= sc->cap && sc->bin_range[2 * m + 1] > 0) {
+            bin = sc->bin[m];
+            bin_lo = sc->bin_range[2 * m];
+            bin_hi = sc->bin_range[2 * m + 1];
+            vlo = bin_lo > 0 ? bin_lo : 0;
+        }
+        r2 = slot0;
+        seg_t0 = tt;
+        more = 1;
+        goto next_m; /* (after_prompt 0: cx as a call's after set_step) */
+    }
+counts:
     /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
     itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
-    itl->n = add_times(itl->n, fm, jn, fm_whole);
-    tokens = add_times(tokens, fm, jn, fm_whole);
+    itl->n = add_times(itl->n, fm, jn - jseg0, fm_whole);
+    tokens = add_times(tokens, fm, jn - jseg0, fm_whole);
     if (w > 0)
-        sat_tokens = add_times(sat_tokens, fm, jn, fm_whole);
+        sat_tokens = add_times(sat_tokens, fm, jn - jseg0, fm_whole);
     itl->ahead_bin = bin; /* the bin the next run-ahead's first gap most likely falls in */
     itl->ahead_lo = bin_lo;
     itl->ahead_hi = bin_hi;
@@ -602,7 +780,7 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     if (j > 0)
         rec->t_end = hl_fmax(rec->t_end, tt);
     if (!rc && j > 0)
-        rc = clock_bound(*t, tt, err);
+        rc = clock_bound(seg_t0, tt, err);
     itl->sum = isum;
     itl->max = imax;
     *t = tt;
@@ -1534,6 +1712,16 @@ static hl_status finish_request(const finish_ctx *f, sched *s, int64_t u, int64_
     return HL_OK;
 }
 
+static hl_status finish_set(const finish_ctx *f, sched *s, int64_t u, double t_end)
+{
+    finish_ctx fe = *f;
+    fe.t_end = t_end;
+    hl_status rc = HL_OK;
+    while (!rc && s->fin_done < s->n_fin)
+        rc = finish_request(&fe, s, u, s->fin[s->fin_done++]);
+    return rc;
+}
+
 /* The step the loop would take next where the decode set is all a unit runs (every running request
  * a member, none prefilling, the set's blocks and tokens fit, no waiting request would be admitted
  * beside it) in a pool of one group of that unit: plan_set's plan, the step's time, every member's
@@ -1594,13 +1782,10 @@ static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, d
     dt += 0; /* no draft passes, no draft prefill */
     dt += 0;
     double t_end = t + dt, emitted = 0 + dn, same = 0 + dn;
-    finish_ctx fe = *f;
-    fe.t_end = t_end;
     s->out_tok -= dn;
     hl_dset_emit(s, t_end);
-    while (s->fin_done < s->n_fin)
-        if ((rc = finish_request(&fe, s, u, s->fin[s->fin_done++])))
-            return rc;
+    if ((rc = finish_set(f, s, u, t_end)))
+        return rc;
     hl_itl_add(f->o->itl, dt, same);
     double step_tok = 0 + P->toks[0], running = 0 + (double)s->n_run, waiting = 0 + (double)s->w_len;
     int64_t decodes = (int64_t)it->decode_seqs;
@@ -1992,14 +2177,20 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
             /* decode run-ahead of a unit alone: up to the next arrival (the router's next look), then
              * the step that ends it where that is the set's alone (a request finishes), and on */
             int after_prompt = itk->n_chunks > 0, more = fast && gr->count == 1 && all_emitted && m > 0;
+            /* the run-ahead takes set_step's finishing steps itself where the finishers release no
+             * request (an open loop) */
+            const finish_ctx *fin =
+                !closed && !o->sess && P->kind != POOL_PREFILL && !(xl && xl->concurrent) ? &fc : NULL;
             while (more && s->n_run > 0) {
                 double t_a = next < released ? arrival_of(o, next) : INFINITY, tu = gr->t;
+                int again = 0; /* its last step was a finishing one: the run-ahead comes next */
                 if ((rc = run_ahead(s, P->st, o->itl, t_a, &tu, &o->ahead, rec, 1.0 / (double)G_all, blocks_kv,
-                                    after_prompt, err)))
+                                    after_prompt, fin, gr->first + k, &again, err)))
                     return rc;
                 gr->t = tu;
                 after_prompt = 0;
-                if ((rc = set_step(&fc, s, gr->first + k, gr, t_a, rec, blocks_kv, 1.0 / (double)G_all, &more)))
+                if (!again &&
+                    (rc = set_step(&fc, s, gr->first + k, gr, t_a, rec, blocks_kv, 1.0 / (double)G_all, &more)))
                     return rc;
             }
         }
