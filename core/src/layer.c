@@ -783,7 +783,7 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
 {
     hl_attn_shape sh;
     hl_attn_shape_of(s, &sh, b, q, ctx, window);
-    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
 void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_job, double b, double q, double ctx,
@@ -794,7 +794,7 @@ void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_
     sh.new_tokens = q;
     sh.context = ctx;
     sh.window = window;
-    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
 hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
@@ -876,7 +876,7 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
     sh.kv_token_bytes = (double)m->index_dim * s->kvb;
     sh.act_bytes = s->ab;
     sh.window = 0; /* it scores every key */
-    hl_op_attention(op, "indexer", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "indexer", &sh, (hl_precision)s->j->act_precision);
 }
 
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:

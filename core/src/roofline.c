@@ -292,6 +292,11 @@ static void attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
 void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math)
 {
     set_name(op, name);
+    hl_op_attention_dims(op, s, math);
+}
+
+void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
+{
     op->kind = HL_OP_ATTENTION;
     op->precision = math;
     hl_attn_line l;

@@ -29,6 +29,13 @@ static inline void hl_op_gemm_dims(hl_op *op, double m, double n, double k, doub
     (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
      hl_op_gemm_dims((op), __VA_ARGS__))
 
+/* hl_op_attention's fields but the name (the caller's), and the operator named by a string
+ * literal the way HL_OP_GEMM_LIT names a GEMM. */
+void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
+#define HL_OP_ATTENTION_LIT(op, lit, s, math)                                                        \
+    (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
+     hl_op_attention_dims((op), (s), (math)))
+
 /* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
 typedef struct hl_gemm_class {
     double eff_c, eff_m, latency, k_latency, quant_bytes;

@@ -218,7 +218,7 @@ static void part_op_at(const hl_sim_ctx *s, int part, hl_attn_shape *sh, hl_op *
 {
     if (part == PART_ATTENTION) {
         sh->context = ctx;
-        hl_op_attention(op, "attention", sh, (hl_precision)s->j->act_precision);
+        HL_OP_ATTENTION_LIT(op, "attention", sh, (hl_precision)s->j->act_precision);
     } else {
         part_op(s, part, op, b, q, ctx);
     }
