@@ -260,7 +260,7 @@ static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL
 static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
 {
     if (op == HL_ALLREDUCE) {
-        int32_t a = hl_framework_profile(s->j->framework).allreduce;
+        int32_t a = s->fw.allreduce; /* hl_framework_profile(s->j->framework), resolved in s */
         if (a != HL_ALGO_AUTO)
             return a;
     }
