@@ -60,18 +60,32 @@ static hl_status weights_bytes(const hl_sim_ctx *s, double *out, hl_err *err)
 /* The KV cache of the b_local sequences of s at context ctx on one GPU, B: each sequence's
  * keys and values (this rank's heads), the indexer's keys (whole on every rank) and the
  * linear-attention state, over the stages. */
-static double kv_bytes(const hl_sim_ctx *s, double ctx)
+/* What kv_bytes takes from s but not from the context: this rank's share of the KV heads and
+ * each sequence's linear-attention state, B. */
+typedef struct kv_factors {
+    double share, state;
+} kv_factors;
+
+static kv_factors kv_factors_of(const hl_sim_ctx *s)
 {
-    const hl_job *j = s->j;
     const hl_model *m = s->m;
-    double share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
+    kv_factors k;
+    k.share = m->attn == HL_ATTN_MLA ? 1 : hl_kv_heads_per_gpu(m, s->tp) / (double)m->kv_heads;
     /* linear-attention state: one per sequence, whatever its context, at the
      * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
-    double state = hl_kv_state_bytes(m, (hl_precision)j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
-    hl_precision kvp = (hl_precision)hl_job_kv_precision(j);
-    double index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
-    return s->b_local * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * share + index + state) / (double)s->pp;
+    k.state = hl_kv_state_bytes(m, (hl_precision)s->j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
+    return k;
 }
+
+static double kv_bytes_with(const hl_sim_ctx *s, double ctx, kv_factors k)
+{
+    const hl_model *m = s->m;
+    hl_precision kvp = (hl_precision)hl_job_kv_precision(s->j);
+    double index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
+    return s->b_local * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * k.share + index + k.state) / (double)s->pp;
+}
+
+static double kv_bytes(const hl_sim_ctx *s, double ctx) { return kv_bytes_with(s, ctx, kv_factors_of(s)); }
 
 /* The draft model's weights and KV per GPU (spec_draft_model; 0 and 0 without one): it runs as
  * hl_job_draft, with the target's TP on the same GPUs, so each GPU holds 1/tp of its weights and
@@ -105,11 +119,13 @@ hl_status hl_memory_draft_token_bytes(const hl_job *job, double *out, hl_err *er
     return HL_OK;
 }
 
-/* The weights of the last job class (sim.c's job_class_of: the job but its input) this
- * thread ran: they do not depend on the prompt, so a sweep over input counts them once. */
+/* The weights and the KV factors of the last job class (sim.c's job_class_of: the job but its
+ * input) this thread ran: they do not depend on the prompt, so a sweep over input counts them
+ * once. */
 typedef struct weights_memo {
     uint64_t job_class; /* 0: empty */
     double bytes;
+    kv_factors kv;
 } weights_memo;
 static _Thread_local weights_memo wmemo;
 
@@ -125,6 +141,7 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
             return st;
         wmemo.job_class = s->job_class;
         wmemo.bytes = out->weights_bytes;
+        wmemo.kv = kv_factors_of(s);
     }
     double ctx = j->input + j->output, dw, dkv;
     hl_status st = draft_bytes(s, ctx, &dw, &dkv, err);
@@ -132,7 +149,7 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
         return st;
     out->draft_bytes = dw + dkv;
     out->weights_bytes += dw;
-    out->kv_bytes = kv_bytes(s, ctx) + dkv;
+    out->kv_bytes = kv_bytes_with(s, ctx, wmemo.kv) + dkv;
     double b = s->b_local;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */

@@ -311,30 +311,23 @@ void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
     op->fixed_s = 0;
 }
 
-int hl_attn_decode_time(const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu, hl_op_time *out)
+void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu)
 {
     /* hl_op_time_on's attention branch for one query row (rows = 1: no tile padding, pad = 1 and
      * flops * 1 = flops) and no blend, on hl_op_attention's counts (no fixed_s: fixed is
-     * kernel_latency + 0), the same expressions in the same order */
-    if (!(s->new_tokens == 1 && s->window == 0 && !(gpu->attn_blend > 1) && (unsigned)math < HL_PRECISION_COUNT &&
-          gpu->peak_flops[math] > 0))
-        return 0;
-    hl_attn_line l;
-    attn_line_of(s, &l);
-    double flops, read;
-    hl_attn_counts(&l, s->context, &flops, &read);
-    if (!(flops >= 0 && flops < INFINITY && read >= 0 && read < INFINITY && l.written >= 0 && l.written < INFINITY))
-        return 0; /* refused there, with its message */
-    double peak = gpu->peak_flops[math], bytes = read + l.written, fixed = gpu->kernel_latency + 0;
-    double eff = gpu->eff_attn, bw = attn_bw(gpu), part = gpu->attn_latency + s->batch * s->kv_heads * gpu->attn_unit_s;
-    double c = flops / (peak * eff), m = bytes / bw;
-    out->compute_s = c + part;
-    out->memory_s = m + part;
-    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
-    out->intensity = bytes > 0 ? flops / bytes : INFINITY;
-    out->ridge = peak * eff / bw;
-    out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
-    return 1;
+     * kernel_latency + 0): its factors that do not depend on the context, each the same product */
+    memset(d, 0, sizeof *d);
+    d->ok = s->new_tokens == 1 && s->window == 0 && !(gpu->attn_blend > 1) && (unsigned)math < HL_PRECISION_COUNT &&
+            gpu->peak_flops[math] > 0;
+    if (!d->ok)
+        return;
+    attn_line_of(s, &d->line);
+    d->ok = d->line.written >= 0 && d->line.written < INFINITY;
+    d->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
+    d->bw = attn_bw(gpu);
+    d->part = gpu->attn_latency + s->batch * s->kv_heads * gpu->attn_unit_s; /* (batch kv_heads) attn_unit_s */
+    d->fixed = gpu->kernel_latency + 0;
+    d->ridge = d->peak_eff / d->bw;
 }
 
 /* A blended decode kernel (attn_blend = p > 1, one query row) takes, in hl_op_time_on,

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "fmax_int.h"
+
 #include "hbdlab/roofline.h"
 
 /* hl_op_gemm's fields but the name, which the caller sets (the same expressions: the same bits). */
@@ -80,10 +82,38 @@ static inline void hl_attn_counts(const hl_attn_line *l, double context, double 
 }
 
 /* hl_op_time_on of hl_op_attention(s, math) for a decode kernel (one query row, new_tokens = 1,
- * no window) that is not blended (attn_blend <= 1), without building the operator: 1 and *t, the
- * same bits (the same expressions); 0 where that does not apply or hl_op_time_on would refuse the
- * counts (the caller then takes the operator's way, which gives the error). */
-int hl_attn_decode_time(const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu, hl_op_time *t);
+ * no window) that is not blended (attn_blend <= 1), along its context: the shape's factors kept
+ * (hl_attn_decode_init; s->context is not read), then hl_attn_decode_at gives the time at a
+ * context without building the operator, the same bits (the same expressions). */
+typedef struct hl_attn_decode {
+    int ok; /* such a kernel (else hl_attn_decode_at always returns 0) */
+    hl_attn_line line;
+    double peak_eff, bw; /* FLOP/s (peak eff_attn), B/s */
+    double part, fixed;  /* s: attn_latency + units attn_unit_s; kernel_latency */
+    double ridge;        /* FLOP/B */
+} hl_attn_decode;
+
+void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu);
+
+/* 1 and *out at `context` cached keys; 0 where d does not apply or hl_op_time_on would refuse
+ * the counts (the caller then takes the operator's way, which gives the error). */
+static inline int hl_attn_decode_at(const hl_attn_decode *d, double context, hl_op_time *out)
+{
+    double flops, read;
+    if (!d->ok)
+        return 0;
+    hl_attn_counts(&d->line, context, &flops, &read);
+    if (!(flops >= 0 && flops < INFINITY && read >= 0 && read < INFINITY))
+        return 0;
+    double bytes = read + d->line.written, c = flops / d->peak_eff, m = bytes / d->bw;
+    out->compute_s = c + d->part;
+    out->memory_s = m + d->part;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + d->fixed;
+    out->intensity = bytes > 0 ? flops / bytes : INFINITY;
+    out->ridge = d->ridge;
+    out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
+    return 1;
+}
 
 /* A blended decode attention kernel (attn_blend > 1) along its context, for the sums of many
  * steps: hl_attn_stream_at gives, where it is so bit for bit, max(compute_s, memory_s) of

@@ -195,7 +195,7 @@ void hl_dset_emit(sched *s, double t_end)
     if (!(s->ev_planned > 0))
         return;
     s->dc++;
-    s->dc_res = (s->dc_res + 1) % (int64_t)s->block;
+    s->dc_res = s->dc_res + 1 == (int64_t)s->block ? 0 : s->dc_res + 1; /* (mod block, without a division) */
     s->dctx += s->dn;
     s->t_emit = t_end;
     int64_t b = (int64_t)s->dc & (HL_DSET_CAL - 1);

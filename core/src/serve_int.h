@@ -78,7 +78,7 @@ hl_status hl_serve_make_requests(const hl_serve_cfg *cfg, hl_trace_req **out, in
 hl_status hl_serve_make_content(const hl_serve_cfg *cfg, int64_t n, hl_trace_content **out, hl_err *err);
 
 /* Log-binned histogram of inter-token gaps (s): 0.5% wide bins from 1 us to 1e4 s. */
-enum { HL_ITL_BINS = 4600 };
+enum { HL_ITL_BINS = 4600, HL_ITL_SEEN = 256 };
 typedef struct hl_itl_hist {
     double count[HL_ITL_BINS];
     double n, sum, max;
@@ -87,6 +87,10 @@ typedef struct hl_itl_hist {
     int last_bin;
     double ahead_lo, ahead_hi; /* s: the same for the decode run-ahead's gaps (serve.c), a bin of its own: */
     int ahead_bin;             /* the steps between two run-aheads, which carry prompts, fall elsewhere */
+    /* bins hl_itl_add looked up, by a gap's exponent bit and top mantissa bits (HL_ITL_SEEN slots,
+     * about a bin each over two octaves): the gaps of steps that carry prompts spread over many bins */
+    double seen_lo[HL_ITL_SEEN], seen_hi[HL_ITL_SEEN]; /* s: the bin's gaps [lo, hi); lo = hi = 0: none */
+    int seen_bin[HL_ITL_SEEN];
 } hl_itl_hist;
 void hl_itl_add(hl_itl_hist *h, double gap_s, double count);
 
@@ -107,12 +111,12 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_
  * order is free; the sums of lengths are exact in any order when the lengths are whole and
  * every sum stays below 2^53 (the caller's condition); the rest are counts, fmin and fmax. */
 typedef struct hl_serve_acc {
-    double *v[4];              /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time, held as their radix
+    double *v[4];               /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time, held as their radix
                        sort keys (serve_metrics.c); room for cap each */
-    int64_t k[4];              /* values in v[m] */
-    int plain[4];              /* none of v[m] is NaN or -0 (the radix sort takes them) */
-    int64_t (*count)[1 << 11]; /* [m * 6 + d][k]: v[m]'s keys whose 11-bit digit d is k */
-    int64_t cap, n;            /* requests it has room for; added */
+    int64_t k[4];               /* values in v[m] */
+    int plain[4];               /* none of v[m] is NaN or -0 (the radix sort takes them) */
+    uint32_t (*count)[1 << 11]; /* [m * 6 + d][k]: v[m]'s keys whose 11-bit digit d is k (mod 2^32) */
+    int64_t cap, n;             /* requests it has room for; added */
     double in_tok, out_tok, good, good_tok, t0, t1;
 } hl_serve_acc;
 /* Room for n requests (pages are touched as values come); HL_ENOMEM. */

@@ -102,8 +102,21 @@ void hl_itl_add(hl_itl_hist *h, double gap, double count)
             h->last_bin = h->ahead_bin;
             h->last_lo = h->ahead_lo;
             h->last_hi = h->ahead_hi;
-        } else /* look it up */
-            h->last_bin = hl_itl_find(h, gap, &h->last_lo, &h->last_hi);
+        } else { /* a bin seen before (its edges decide, so it is the bin), or looked up */
+            uint64_t bits;
+            memcpy(&bits, &gap, sizeof bits);
+            int k = (int)((bits >> 45) & (HL_ITL_SEEN - 1));
+            if (gap >= h->seen_lo[k] && gap < h->seen_hi[k]) {
+                h->last_bin = h->seen_bin[k];
+                h->last_lo = h->seen_lo[k];
+                h->last_hi = h->seen_hi[k];
+            } else {
+                h->last_bin = hl_itl_find(h, gap, &h->last_lo, &h->last_hi);
+                h->seen_bin[k] = h->last_bin;
+                h->seen_lo[k] = h->last_lo;
+                h->seen_hi[k] = h->last_hi;
+            }
+        }
     }
     int b = h->last_bin;
     h->count[b] += count;
@@ -151,7 +164,11 @@ static int64_t block_end(int64_t i, int64_t n) { return n - i < INTR_BLOCK ? n :
 
 enum { SORT_BITS = 11, SORT_DIGITS = 6, SORT_RADIX = 1 << SORT_BITS };
 
-_Static_assert(sizeof *((hl_serve_acc *)0)->count == SORT_RADIX * sizeof(int64_t), "hl_serve_acc.count: 11-bit digits");
+_Static_assert(sizeof *((hl_serve_acc *)0)->count == SORT_RADIX * sizeof(uint32_t), "hl_serve_acc.count: 11-bit "
+                                                                                    "digits");
+
+/* The radix sort counts in 32 bits (half the tables' cache footprint): it takes fewer than 2^31 values. */
+enum { SORT_MAX_N = 0x7fffffff };
 
 /* x's bits, ordered as the doubles are (negatives reversed below the positives); not for NaN or -0. */
 static inline uint64_t sort_key(double x)
@@ -174,7 +191,7 @@ static inline double key_value(uint64_t b)
 static inline int key_digit(uint64_t b, int d) { return (int)((b >> (d * SORT_BITS)) & (SORT_RADIX - 1)); }
 
 /* Counts key b into count[d][k] (the keys whose digit d is k): the radix sort's first pass, one key. */
-static inline void count_key(int64_t (*count)[SORT_RADIX], uint64_t b)
+static inline void count_key(uint32_t (*count)[SORT_RADIX], uint64_t b)
 {
     for (int d = 0; d < SORT_DIGITS; d++)
         count[d][key_digit(b, d)]++;
@@ -186,15 +203,15 @@ static inline int sortable(double x) { return !isnan(x) && !(x == 0 && signbit(x
 /* The digit passes of the radix sort over the keys held in v's storage (n >= 1), count[d][k]
  * the keys whose digit d is k, through tmp (n); v then holds the values, sorted. 1 when
  * interrupted (v is then in no order). */
-static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint64_t *tmp)
+static int radix_passes(double *v, int64_t n, uint32_t (*count)[SORT_RADIX], uint64_t *tmp)
 {
     uint64_t *key = (uint64_t *)(void *)v, *from = key, *to = tmp;
     for (int d = 0; d < SORT_DIGITS; d++) {
-        int64_t *c = count[d], at = 0;
-        if (c[key_digit(from[0], d)] == n)
+        uint32_t *c = count[d], at = 0;
+        if (c[key_digit(from[0], d)] == (uint32_t)n)
             continue; /* every key has this digit */
         for (int k = 0; k < SORT_RADIX; k++) {
-            int64_t here = c[k];
+            uint32_t here = c[k];
             c[k] = at;
             at += here;
         }
@@ -221,7 +238,7 @@ static int radix_passes(double *v, int64_t n, int64_t (*count)[SORT_RADIX], uint
  * Returns 1 when interrupted (v is then in no order). */
 static int sort_values(double *v, int64_t n, uint64_t *tmp)
 {
-    if (n < 4096)
+    if (n < 4096 || n >= SORT_MAX_N)
         tmp = NULL;
     int ok = tmp != NULL;
     for (int64_t i = 0; i < n && ok; i++)
@@ -233,7 +250,7 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
         return hl_interrupt_pending();
     }
     uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
-    static _Thread_local int64_t count[SORT_DIGITS][SORT_RADIX];
+    static _Thread_local uint32_t count[SORT_DIGITS][SORT_RADIX];
     memset(count, 0, sizeof count);
     for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
         if (hl_interrupt_pending())
@@ -277,9 +294,9 @@ static int stats_of(double *v, int64_t n, uint64_t *tmp, hl_stats *s)
 
 /* stats_of of n values v holds as their keys (sort_key) with their digits counted as they came
  * (count[d][k]); plain: none is NaN or -0. The same sort, without its first pass. */
-static int stats_of_keys(double *v, int64_t n, int plain, int64_t (*count)[SORT_RADIX], uint64_t *tmp, hl_stats *s)
+static int stats_of_keys(double *v, int64_t n, int plain, uint32_t (*count)[SORT_RADIX], uint64_t *tmp, hl_stats *s)
 {
-    if (n >= 4096 && plain && tmp) {
+    if (n >= 4096 && n < SORT_MAX_N && plain && tmp) {
         memset(s, 0, sizeof *s);
         s->n = n;
         if (radix_passes(v, n, count, tmp))

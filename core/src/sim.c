@@ -489,13 +489,13 @@ hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim
  * hiding `overlap` of its communication under compute. */
 static void start_phase(const hl_job *j, hl_acc *a, hl_event *ev, hl_item *items, double overlap)
 {
-    if (j->summary_only) {
-        hl_acc_summary(a); /* the items' index is not cleared: summary mode never reads it */
-    } else {
+    if (j->summary_only)
+        hl_acc_summary(a); /* all but the items' index, which summary mode never reads (layer_int.h) */
+    else
         memset(a, 0, sizeof *a);
-        a->ev = ev;
-        a->items = items;
-    }
+    a->summary = j->summary_only;
+    a->ev = j->summary_only ? NULL : ev;
+    a->items = j->summary_only ? NULL : items;
     a->overlap = overlap;
 }
 

@@ -42,6 +42,17 @@ struct hl_stepper {
     struct pre_attn *pre[2];  /* [full=0 / local=1][tokens]: a one-chunk step's prompt kernel, NULL until used */
     struct new_chunk *nc[2];  /* [full=0 / local=1][tokens]: a prompt's first chunk's kernel, NULL until used */
     int memo;                 /* 1 (default): the kept kernels and I/O parts of a mixed step are used */
+    struct dker *dk;          /* [sequences]: a mixed step's decode kernel (decode_kernel), NULL until used */
+    struct mix_tok *mt;       /* [tokens], mixed_fast's records (NULL until used) */
+    struct mix_head *mh;      /* [rows] */
+    struct mix_pre *mp;       /* [prompt tokens] */
+    struct mix_chunk *mc;     /* [prompt tokens] */
+};
+
+/* The decode attention kernel of a count of sequences along its context (decode_kernel). */
+struct dker {
+    hl_attn_decode d;
+    int have;
 };
 
 /* The kernel step_attn builds for a chunk that starts its prompt (offset 0) of a whole number
@@ -164,6 +175,11 @@ void hl_stepper_free(hl_stepper *st)
     free(st->pre[1]);
     free(st->nc[0]);
     free(st->nc[1]);
+    free(st->dk);
+    free(st->mt);
+    free(st->mh);
+    free(st->mp);
+    free(st->mc);
     free(st);
 }
 
@@ -550,48 +566,190 @@ static inline void op_add(hl_phase *ph, hl_op_time t, double launch, double time
         ph->memory_s += dt;
 }
 
-/* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
- * layers), without the operator (hl_attn_decode_time: the same time): its launch added, to the
- * time and to compute or memory by its bound, as account_op adds them (the accumulator's other
- * sums, which the step's time does not read, are left). 0, with nothing added, where the operator
- * is wanted: memo off, kernel tables (a measured time), or a kernel hl_attn_decode_time does not
- * take. */
-static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx, double times)
+/* The decode kernel of b sequences (hl_attn_decode), kept per whole b <= cap. */
+static const hl_attn_decode *decode_kernel(hl_stepper *st, double b, hl_attn_decode *own)
 {
     const hl_sim_ctx *s = &st->s;
+    int64_t k = (int64_t)b;
+    int keep =
+        b == (double)k && k >= 0 && k <= st->cap && (st->dk || (st->dk = calloc((size_t)st->cap + 1, sizeof *st->dk)));
+    struct dker *e = keep ? &st->dk[k] : NULL;
+    if (e && e->have)
+        return &e->d;
     int i = 1 <= s->decode_q; /* step_attn's shape of q = 1 */
-    if (!st->memo || s->kern)
-        return 0;
     if (!st->ash_have[i]) {
         hl_attn_shape_for(&st->s, 1, &st->ash[i]);
         st->ash_have[i] = 1;
     }
-    hl_attn_shape sh = st->ash[i]; /* hl_attn_op_shaped's */
+    hl_attn_shape sh = st->ash[i]; /* hl_attn_op_shaped's, but the context */
     sh.batch = b;
     sh.new_tokens = 1;
-    sh.context = ctx;
+    sh.context = 0;
     sh.window = 0;
+    hl_attn_decode *d = e ? &e->d : own;
+    hl_attn_decode_init(d, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+    if (e)
+        e->have = 1;
+    return d;
+}
+
+/* What step_attn and hl_acc_op add for `times` decode kernels of b sequences at context ctx (full
+ * layers), without the operator (hl_attn_decode: the same time): its launch added, to the time
+ * and to compute or memory by its bound, as account_op adds them (op_add). 0, with nothing added,
+ * where the operator is wanted: memo off, kernel tables (a measured time), or a kernel
+ * hl_attn_decode does not take. */
+static int decode_kernel_add(hl_stepper *st, hl_phase *ph, double b, double ctx, double times)
+{
+    hl_attn_decode own;
     hl_op_time t;
-    if (!hl_attn_decode_time(&sh, (hl_precision)s->j->act_precision, &s->c->gpu, &t))
+    if (!st->memo || st->s.kern || !hl_attn_decode_at(decode_kernel(st, b, &own), ctx, &t))
         return 0;
     if (times > 0) /* (hl_acc_op adds nothing for none) */
-        op_add(ph, t, s->launch_extra, times);
+        op_add(ph, t, st->s.launch_extra, times);
     return 1;
+}
+
+/* A mixed step's kept parts in small records of what its time reads, per count (at load the
+ * steps meet thousands of token counts and prompt lengths: read from the kept structs, 88 to 432
+ * B apart, they missed the cache, most of mixed_fast's time). Filled from those structs once. */
+struct mix_tok {    /* per token count: one 64-byte line (mix_alloc aligns them) */
+    double lin[4];  /* s: the linear pass's time, compute, memory, comm (lin[0][k], slots 1) */
+    double emb, pp; /* s: the embedding kernel and its launch; the pp - 1 hand-offs (pp_on) */
+    uint8_t have_lin, have_io, emb_compute, pp_on;
+    uint8_t pad[12];
+};
+_Static_assert(sizeof(struct mix_tok) == 64, "struct mix_tok: one cache line");
+struct mix_head {        /* per count of sampled rows */
+    double head, out[2]; /* s: the LM head kernel and its launch; the head collectives (on[i]) */
+    uint8_t have, compute, on[2];
+};
+struct mix_pre {           /* per prompt length: the kernel of a step whose only chunk starts it */
+    double time;           /* s: pre_attn's time, launch not added */
+    int32_t compute, have; /* its bound is compute */
+};
+struct mix_chunk { /* per prompt length: the counts of a prompt's first chunk's kernel */
+    double flops, read, written;
+    int have;
+};
+
+/* The mixed-step records (NULL when out of memory: the general route then). */
+static int mix_alloc(hl_stepper *st)
+{
+    size_t n = (size_t)st->cap + 1;
+    if (!st->mt && (st->mt = aligned_alloc(64, n * sizeof *st->mt)))
+        memset(st->mt, 0, n * sizeof *st->mt);
+    if (!st->mh)
+        st->mh = calloc(n, sizeof *st->mh);
+    if (!st->mp)
+        st->mp = calloc(n, sizeof *st->mp);
+    if (!st->mc)
+        st->mc = calloc(n, sizeof *st->mc);
+    return st->mt && st->mh && st->mp && st->mc;
+}
+
+/* step_io_add's I/O parts of `rows` sampled rows of k tokens (whole, rows != k, both <= cap) from
+ * the records, filled from io_parts; 0 where io_parts has none (out of memory, or *rc: its error). */
+static int mix_io(hl_stepper *st, int64_t rows, int64_t k, const struct mix_tok **tk, const struct mix_head **hd,
+                  hl_status *rc, hl_err *err)
+{
+    struct mix_tok *T = &st->mt[k];
+    struct mix_head *H = rows > 0 ? &st->mh[rows] : NULL;
+    *rc = HL_OK;
+    if (!T->have_io || (H && !H->have)) {
+        const hl_io_tok *tok;
+        const hl_io_head *head;
+        if (!io_parts(st, rows, k, &tok, &head, rc, err) || *rc)
+            return 0;
+        T->emb = tok->t.time_s + st->s.launch_extra;
+        T->emb_compute = tok->t.bound == HL_BOUND_COMPUTE;
+        T->pp_on = tok->pp_in.ranks > 0;
+        T->pp = T->pp_on ? tok->pp_out.time_s * (double)(st->s.pp - 1) : 0;
+        T->have_io = 1;
+        if (H) {
+            H->head = head->head_t.time_s + st->s.launch_extra;
+            H->compute = head->head_t.bound == HL_BOUND_COMPUTE;
+            for (int i = 0; i < 2; i++) {
+                H->on[i] = head->in[i].ranks > 0;
+                H->out[i] = head->out[i].time_s;
+            }
+            H->have = 1;
+        }
+    }
+    *tk = T;
+    *hd = H;
+    return 1;
+}
+
+/* The four sums of a step's time (hl_acc_finish's inputs). */
+typedef struct mix_sums {
+    double time, compute, memory, comm;
+} mix_sums;
+
+/* op_add into the four sums: `times` executions of a kernel of time t (s, launch not added). */
+static inline void mix_op(mix_sums *m, double t, int compute, double launch, double times)
+{
+    double dt = (t + launch) * times;
+    m->time += dt;
+    if (compute)
+        m->compute += dt;
+    else
+        m->memory += dt;
+}
+
+/* chunks_attn of full layers (w = 0) in one micro-batch (m = 1), the counts of chunks after the
+ * first that start their prompts from the records; the same sums in the same order. */
+static void mix_chunks(hl_stepper *st, const hl_iter *it, double dp, hl_op *out)
+{
+    hl_op tmp, sum;
+    double big_f = 0, big_r = 0, big_w = 0;
+    for (int32_t i = 0; i < it->n_chunks; i++) {
+        const hl_iter_chunk *c = &it->chunks[i];
+        double f, r, w;
+        int64_t k = (int64_t)c->tokens;
+        if (i == 0) { /* chunk_op's kernel, built (the same op as the kept one: reading that missed the cache) */
+            step_attn(st, &sum, 1, c->tokens, c->offset, 0);
+            f = sum.flops, r = sum.bytes_read, w = sum.bytes_written;
+        } else if (c->offset == 0 && c->tokens == (double)k && k >= 1 && k <= st->cap) {
+            struct mix_chunk *e = &st->mc[k];
+            if (!e->have) {
+                const hl_op *op = chunk_op(st, c, 0, &tmp);
+                *e = (struct mix_chunk){op->flops, op->bytes_read, op->bytes_written, 1};
+            }
+            f = e->flops, r = e->read, w = e->written;
+        } else {
+            const hl_op *op = chunk_op(st, c, 0, &tmp);
+            f = op->flops, r = op->bytes_read, w = op->bytes_written;
+        }
+        if (i > 0) {
+            sum.flops += f;
+            sum.bytes_read += r;
+            sum.bytes_written += w;
+        }
+        if (f > big_f) {
+            big_f = f;
+            big_r = r;
+            big_w = w;
+        }
+    }
+    sum.flops = hl_fmax(sum.flops / 1, big_f) / dp;
+    sum.bytes_read = hl_fmax(sum.bytes_read / 1, big_r) / dp;
+    sum.bytes_written = hl_fmax(sum.bytes_written / 1, big_w) / dp;
+    *out = sum;
 }
 
 /* hl_stepper_time of a mixed step (prompt chunks, with or without decodes) in the common case:
  * one pipeline stage (m = md = stages = 1), full-attention layers only, no indexer, no vision
- * encoder run, no kernel tables, memo on, the linear part kept for its token count. The same
- * terms in the same order as the general route below, into the four sums the time is made of
- * (time, compute, memory, comm: hl_acc_finish's inputs) instead of the accumulator; 0, with
- * nothing done but kept parts filled, where a part is not so (the general route then times it,
- * or gives its error). */
+ * encoder run, no kernel tables, memo on, the linear part kept for its token count, the I/O
+ * parts kept (rows != tokens). The same terms in the same order as the general route below, into
+ * the four sums the time is made of instead of the accumulator, from small records per count
+ * (struct mix_tok); 0, with nothing done but kept parts filled, where a part is not so (the
+ * general route then times it, or gives its error). */
 static int mixed_fast(hl_stepper *st, const hl_iter *it, double *time_s, hl_status *rc, hl_err *err)
 {
     const hl_sim_ctx *s = &st->s;
     *rc = HL_OK;
     if (!st->memo || s->kern || s->pp > 1 || st->sliding != 0 || st->job.model.index_topk > 0 || it->n_chunks < 1 ||
-        (it->images > 0 && s->m->vision_layers > 0 && s->j->image_tokens > 0))
+        (it->images > 0 && s->m->vision_layers > 0 && s->j->image_tokens > 0) || !mix_alloc(st))
         return 0;
     double tokens = it->decode_seqs, largest = 1;
     for (int32_t i = 0; i < it->n_chunks; i++)
@@ -600,39 +758,91 @@ static int mixed_fast(hl_stepper *st, const hl_iter *it, double *time_s, hl_stat
         largest = hl_fmax(largest, it->chunks[i].tokens);
     if (!(tokens > 0))
         return 0;
-    double dp = rank_div(st), mb_tok = hl_fmax(tokens / 1, largest);
+    double dp = rank_div(st), mb_tok = hl_fmax(tokens / 1, largest), rows = it->logits_rows;
     double mb_routed = it->routed > 0 ? it->routed * mb_tok / tokens : 0;
     /* step_linear's kept pass (decode = 0, slots = 1) */
-    int64_t k = (int64_t)mb_tok;
+    int64_t k = (int64_t)mb_tok, kr = (int64_t)rows, kt = (int64_t)tokens;
     double alike = st->per_rank ? mb_tok * (double)s->dp : mb_tok, routed = mb_routed > 0 ? mb_routed : alike;
-    if (!(mb_tok == (double)k && k <= st->cap && routed == alike && st->have[k]))
+    if (!(mb_tok == (double)k && k <= st->cap && routed == alike))
         return 0;
-    hl_phase ph = st->lin[0][k];
-    if (it->decode_seqs > 0 && !decode_kernel_add(st, &ph, it->decode_seqs / 1 / dp, it->decode_ctx_mean, st->full))
+    struct mix_tok *T = &st->mt[k];
+    if (!T->have_lin) {
+        if (!st->have[k])
+            return 0;
+        const hl_phase *l = &st->lin[0][k];
+        T->lin[0] = l->time_s, T->lin[1] = l->compute_s, T->lin[2] = l->memory_s, T->lin[3] = l->comm_s;
+        T->have_lin = 1;
+    }
+    /* step_io_add's kept parts: whole counts within the cache, rows != tokens */
+    if (!(rows != tokens && rows >= 0 && rows == (double)kr && kr <= st->cap && tokens >= 1 && tokens == (double)kt &&
+          kt <= st->cap))
         return 0;
+    mix_sums m = {T->lin[0], T->lin[1], T->lin[2], T->lin[3]};
+    if (it->decode_seqs > 0) {
+        hl_phase ph = {.time_s = m.time, .compute_s = m.compute, .memory_s = m.memory, .comm_s = m.comm};
+        if (!decode_kernel_add(st, &ph, it->decode_seqs / 1 / dp, it->decode_ctx_mean, st->full))
+            return 0;
+        m.time = ph.time_s, m.compute = ph.compute_s, m.memory = ph.memory_s;
+    }
     if (st->full > 0) { /* the prompts' kernel over the full layers */
-        int64_t kt = (int64_t)it->chunks[0].tokens;
-        if (it->n_chunks == 1 && it->chunks[0].offset == 0 && it->chunks[0].tokens == (double)kt && kt >= 1 &&
-            kt <= st->cap) {
-            const struct pre_attn *e = one_chunk_attn(st, it, 0, kt, dp, rc, err);
-            if (*rc || !e)
-                return 0;
-            op_add(&ph, e->t, s->launch_extra, st->full);
+        int64_t kc = (int64_t)it->chunks[0].tokens;
+        if (it->n_chunks == 1 && it->chunks[0].offset == 0 && it->chunks[0].tokens == (double)kc && kc >= 1 &&
+            kc <= st->cap) {
+            struct mix_pre *P = &st->mp[kc];
+            if (!P->have) {
+                const struct pre_attn *e = one_chunk_attn(st, it, 0, kc, dp, rc, err);
+                if (*rc || !e)
+                    return 0;
+                *P = (struct mix_pre){e->t.time_s, e->t.bound == HL_BOUND_COMPUTE, 1};
+            }
+            mix_op(&m, P->time, P->compute, s->launch_extra, st->full);
         } else {
             hl_op sum;
             hl_op_time t;
-            chunks_attn(st, it, 0, 1, dp, &sum);
+            mix_chunks(st, it, dp, &sum);
             if (hl_op_time_on(&sum, &s->c->gpu, &t, NULL))
                 return 0;
-            op_add(&ph, t, s->launch_extra, st->full);
+            mix_op(&m, t.time_s, t.bound == HL_BOUND_COMPUTE, s->launch_extra, st->full);
         }
     }
-    if ((*rc = step_io_add(st, it->logits_rows, tokens, &ph, err)))
-        return 1;
-    double hidden = hl_comm_hidden(st->job.overlap_prefill, ph.comm_s, ph.compute_s + ph.memory_s);
+    const struct mix_tok *tk;
+    const struct mix_head *hd;
+    if (!mix_io(st, kr, kt, &tk, &hd, rc, err))
+        return *rc != HL_OK;
+    { /* step_io_add's sums, then added to the step's */
+        double time = 0, compute = 0, memory = 0, comm = 0, d = tk->emb;
+        time += d;
+        if (tk->emb_compute)
+            compute += d;
+        else
+            memory += d;
+        if (hd) {
+            d = hd->head;
+            time += d;
+            if (hd->compute)
+                compute += d;
+            else
+                memory += d;
+            for (int i = 0; i < 2; i++)
+                if (hd->on[i]) {
+                    time += hd->out[i];
+                    comm += hd->out[i];
+                }
+        }
+        if (tk->pp_on) {
+            d = tk->pp;
+            time += d;
+            comm += d;
+        }
+        m.time += time;
+        m.compute += compute;
+        m.memory += memory;
+        m.comm += comm;
+    }
+    double hidden = hl_comm_hidden(st->job.overlap_prefill, m.comm, m.compute + m.memory);
     if (hidden > 0)
-        ph.time_s -= hidden;
-    *time_s = ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
+        m.time -= hidden;
+    *time_s = m.time + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)
         *rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return 1;

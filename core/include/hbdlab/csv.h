@@ -47,7 +47,7 @@ void hl_csv_bool(hl_csv *c, int32_t v);
  * a name index stands for, or a number. */
 void hl_csv_result(hl_csv *c, int32_t field, double v);
 
-/* The shortest decimal text of v that strtod reads back to v exactly (Schubfach; among the
+/* The shortest decimal text of v that strtod reads back to v exactly (Dragonbox; among the
  * shortest, the closest to v), laid out as "%.17g" lays out its digits (fixed notation for a
  * decimal exponent in [-4, 17), else d.ddde+XX); "nan", "inf", "-inf", "0", "-0" for the
  * special values. Writes at most 25 bytes and a NUL into out; returns the length. Thread-safe. */
