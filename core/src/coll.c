@@ -688,6 +688,8 @@ hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *i
 
 hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_err *err)
 {
+    if (!c || !in || !out)
+        return hl_fail(err, HL_EINVAL, "hl_coll_time: the %s is NULL", !c ? "cluster" : !in ? "input" : "output");
     return hl_coll_memo(coll_time_uncached, c, c->hbd, in, out, err);
 }
 

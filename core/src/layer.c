@@ -439,13 +439,29 @@ static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, doub
     return st;
 }
 
+/* The time of a hierarchical exchange whose two legs run in one kernel, chunk by chunk (DeepEP's
+ * normal internode dispatch and combine, csrc/kernels/legacy/internode.cu: RDMA senders, RDMA-to-NVLink
+ * forwarders and NVLink receivers are warps of the same kernel, each chunk forwarded over NVLink as
+ * soon as it lands): the first chunk pays both legs' fixed latencies in turn, the bytes then stream
+ * over both tiers at once at the slower leg's rate. Derived (docs/MODEL.md 6); the one-chunk fill
+ * is not modelled. s. */
+static double pipelined_legs(const hl_coll_out *inter, const hl_coll_out *intra)
+{
+    return inter->latency_s + intra->latency_s +
+           hl_fmax(inter->time_s - inter->latency_s, intra->time_s - intra->latency_s);
+}
+
 /* MoE dispatch (or combine: the same bytes back, at activation width) of
  * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
  * Flat: every (token, expert, shard) copy is its own message of h elements
  * over the whole domain. Hierarchical (DeepEP-style): one copy per destination
  * forwarding domain crosses scale-out, then one copy per destination GPU over
- * scale-up; the runtime forwards inside the divisor of the HBD share that is
- * fastest (a larger HBD keeps every choice of a smaller one). */
+ * scale-up, both legs pipelined (pipelined_legs); the runtime forwards inside
+ * the divisor of the HBD share that is fastest (a larger HBD keeps every
+ * choice of a smaller one). The breakdown keeps both rows: `*_inter` the RDMA
+ * leg's whole time, `*_intra` what the NVLink leg adds past it (its latency,
+ * plus its streaming time beyond the RDMA leg's), so the rows sum to the
+ * exchange's time. */
 static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
                               int64_t domain, double times, hl_err *err)
 {
@@ -468,8 +484,9 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
             hl_err_prefix(err, name);
             return st;
         }
-        if (best < 0 || inter.time_s + intra.time_s < best) {
-            best = inter.time_s + intra.time_s;
+        double t = pipelined_legs(&inter, &intra);
+        if (best < 0 || t < best) {
+            best = t;
             bi = inter;
             bu = intra;
             bii = ii;
@@ -479,8 +496,15 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     int dispatch = strcmp(name, "ep_dispatch") == 0;
     if (bi.time_s > 0)
         account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times, 0);
-    if (bu.time_s > 0)
+    double added = best - bi.time_s; /* >= bu.latency_s: the part of the NVLink leg the RDMA leg does not hide */
+    if (bu.time_s > 0 && added > 0) {
+        double leg = bu.time_s;
+        bu.time_s = added;
+        bu.latency_share = bu.latency_s / bu.time_s;
+        bu.algbw *= leg / bu.time_s; /* the rates the row's bytes are carried at in its charged time */
+        bu.busbw *= leg / bu.time_s;
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
+    }
     return HL_OK;
 }
 

@@ -483,7 +483,12 @@ static hl_status decode_speculative(const hl_sim_ctx *s, hl_acc *dec, double ste
     return HL_OK;
 }
 
-hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err) { return hl_sim_run_trusted(j, r, 0, err); }
+hl_status hl_sim_run(const hl_job *j, hl_result *r, hl_err *err)
+{
+    if (!j || !r) /* through LuaJIT FFI a nil is a NULL: refused, never dereferenced */
+        return hl_fail(err, HL_EINVAL, "hl_sim_run: the %s is NULL", !j ? "job" : "result");
+    return hl_sim_run_trusted(j, r, 0, err);
+}
 
 /* An empty phase accumulator logging events into ev (none in summary mode),
  * hiding `overlap` of its communication under compute. */
