@@ -81,6 +81,8 @@ double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64
 
 hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *out, hl_err *err)
 {
+    if (!in || !out)
+        return hl_fail(err, HL_EINVAL, "kv capacity: the %s is NULL", !in ? "input" : "output");
     if (!(in->hbm_bytes > 0) || !(in->mem_util > 0 && in->mem_util <= 1) || !(in->weights_bytes >= 0) ||
         !(in->workspace_bytes >= 0) || !(in->kv_token_bytes > 0) || !(in->context >= 1) || !(in->block_tokens >= 0) ||
         !isfinite(in->hbm_bytes) || !isfinite(in->context) || !isfinite(in->weights_bytes) ||
