@@ -120,7 +120,7 @@ void hl_csv_bytes(hl_csv *c, const char *s, int64_t len)
     put_quoted_rest(c, s, n);
 }
 
-void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s, (int64_t)strlen(s)); }
+void hl_csv_text(hl_csv *c, const char *s) { hl_csv_bytes(c, s ? s : "", s ? (int64_t)strlen(s) : 0); }
 
 void hl_csv_empty(hl_csv *c) { next_cell(c); }
 

@@ -13,6 +13,8 @@
 
 const hl_field *hl_field_find(const hl_field_set *set, const char *name)
 {
+    if (!set || !name)
+        return NULL;
     for (int32_t i = 0; i < set->count; i++)
         if (strcmp(set->fields[i].name, name) == 0)
             return &set->fields[i];
@@ -22,6 +24,8 @@ const hl_field *hl_field_find(const hl_field_set *set, const char *name)
 /* Levenshtein distance, capped at 32 characters per word. */
 int hl_edit_distance(const char *a, const char *b)
 {
+    if (!a || !b)
+        return 99; /* as far apart as two long words */
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 32 || lb > 32)
         return 99;
@@ -148,6 +152,11 @@ const hl_field_alias *hl_field_alias_find(const hl_field_set *set, const char *n
 
 hl_status hl_field_set_number(const hl_field_set *set, void *obj, const char *name, double v, hl_err *err)
 {
+    if (!set || !obj || !name)
+        return hl_fail(err, HL_EINVAL, "hl_field_set_number: the %s is NULL",
+                       !set   ? "field set"
+                       : !obj ? "object"
+                              : "field name");
     const hl_field *f = hl_field_find(set, name);
     if (!f) {
         const hl_field_alias *a = hl_field_alias_find(set, name);

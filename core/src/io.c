@@ -16,6 +16,8 @@ void hl_free(void *p) { free(p); }
 
 hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, hl_err *err)
 {
+    if (!name || !bytes)
+        return hl_fail(err, HL_EINVAL, "hl_env_bytes: the %s is NULL", !name ? "variable name" : "result");
     const char *v = getenv(name);
     *bytes = def;
     if (!v || !*v)

@@ -88,7 +88,7 @@ static const hl_field job_fields[] = {
     ENUM(placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", HL_PLACE_TP_DP_PP,
          "rank order in the HBDs, innermost first"),
     ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
-    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang|rocm|vllm_v0", HL_FW_IDEAL,
+    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang|rocm|vllm_v0|trtllm_v06", HL_FW_IDEAL,
          "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
     NUM(step_overhead, "step_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
     NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0,
@@ -130,8 +130,10 @@ const hl_field_set *hl_job_fields(void) { return &job_set; }
 void hl_job_init(hl_job *job, const hl_model *m, const hl_cluster *c)
 {
     memset(job, 0, sizeof *job);
-    job->model = *m;
-    job->cluster = *c;
+    if (m) /* a NULL model or cluster stays zero: hl_sim_run then refuses it by its fields */
+        job->model = *m;
+    if (c)
+        job->cluster = *c;
     for (int32_t i = 0; i < job_set.count; i++) {
         const hl_field *f = &job_fields[i];
         char *at = (char *)job + f->offset;
@@ -309,6 +311,8 @@ hl_status hl_job_set_expert_freq(hl_job *job, const double *share, int64_t n, hl
 
 hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, hl_err *err)
 {
+    if (n > 0 && !accept)
+        return hl_fail(err, HL_EINVAL, "field 'spec_accept': %lld positions from a NULL vector", (long long)n);
     if (n < 0 || n > HL_SPEC_POSITIONS_MAX)
         return hl_fail(err, HL_EINVAL,
                        "field 'spec_accept': a vector of %lld positions (allowed: 1 to %d, one per draft token)",

@@ -238,6 +238,8 @@ static hl_status unknown(const char *name, hl_err *err)
 
 hl_status hl_serve_set_number(hl_serve_cfg *c, const char *name, double v, hl_err *err)
 {
+    if (!c || !name)
+        return hl_fail(err, HL_EINVAL, "hl_serve_set_number: the %s is NULL", !c ? "configuration" : "field name");
     const hl_field *f = hl_serve_field(name);
     if (!f && (strcmp(name, "input") == 0 || strcmp(name, "output") == 0)) { /* a fixed length */
         char mean[16];
@@ -266,6 +268,11 @@ hl_status hl_serve_set_number(hl_serve_cfg *c, const char *name, double v, hl_er
 
 hl_status hl_serve_set_string(hl_serve_cfg *c, const char *name, const char *v, hl_err *err)
 {
+    if (!c || !name || !v)
+        return hl_fail(err, HL_EINVAL, "hl_serve_set_string: the %s is NULL",
+                       !c      ? "configuration"
+                       : !name ? "field name"
+                               : "value");
     if ((strcmp(name, "input") == 0 || strcmp(name, "output") == 0)) {
         if (strcmp(v, "trace") != 0)
             return hl_fail(err, HL_EINVAL, "serve field '%s': '%s' is not a number, \"trace\" or {dist = ...}", name,
@@ -573,6 +580,8 @@ static hl_status check_unchunked(const hl_serve_cfg *c, int trace, hl_err *err)
 
 hl_status hl_serve_check(const hl_serve_cfg *c, hl_err *err)
 {
+    if (!c)
+        return hl_fail(err, HL_EINVAL, "hl_serve_check: the configuration is NULL");
     hl_status st = check_rows(c, err);
     int trace = 0;
     if (!st)

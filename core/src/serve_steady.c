@@ -28,6 +28,8 @@ static hl_status iter_time(hl_stepper *st, double decodes, const double ctx[2], 
 
 hl_status hl_serve_steady_run(const hl_serve_cfg *c0, hl_serve_steady *out, hl_err *err)
 {
+    if (!c0 || !out)
+        return hl_fail(err, HL_EINVAL, "hl_serve_steady_run: the %s is NULL", !c0 ? "configuration" : "result");
     memset(out, 0, sizeof *out);
     hl_serve_cfg cc;
     hl_status rc = hl_serve_resolve(c0, &cc, err);

@@ -51,6 +51,8 @@ void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, o
 
 hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 {
+    if (!in || !count || (in->n_axes > 0 && !in->axes))
+        return hl_fail(err, HL_EINVAL, "sweep: %s is NULL", !in ? "the input" : !count ? "the count" : "the axes");
     int64_t n = 1; /* points so far (product of the axis lengths, or the zipped length) */
     for (int32_t a = 0; a < in->n_axes; a++) {
         int64_t len = in->axes[a].n;

@@ -32,11 +32,15 @@ static int open_core(lua_State *L)
  * `type = "dense"` replaced the global the library's Lua called ("attempt to call a nil value
  * (field 'sort')" in hl.rows.print, every hl.simulate failing). The standard library's tables and
  * base functions as they were when hbdlab was opened are the chunks' own; every other name (hl,
- * print, io, os, require, arg) is read from and written to the script's globals, as before. */
-static const char *const own_globals[] = {"string",   "table",        "math",   "utf8",   "coroutine", "assert",
-                                          "error",    "getmetatable", "ipairs", "next",   "pairs",     "pcall",
-                                          "rawequal", "rawget",       "rawlen", "rawset", "select",    "setmetatable",
-                                          "tonumber", "tostring",     "type",   "xpcall", NULL};
+ * print, io, os, arg) is read from and written to the script's globals, as before. Attack pass 7:
+ * `require`, `load` and `debug` are the chunks' own too (a script's `require = my_loader` that
+ * raised broke every hl.simulate), and the library tables are copies (a script's
+ * `string.format = f` or `table.concat = f` reached hl.rows.format; calls written as methods,
+ * s:sub(), still go through the string metatable, which is the script's). */
+static const char *const own_globals[] = {
+    "assert", "error",  "getmetatable", "ipairs",   "next",     "pairs", "pcall",  "rawequal", "rawget", "rawlen",
+    "rawset", "select", "setmetatable", "tonumber", "tostring", "type",  "xpcall", "require",  "load",   NULL};
+static const char *const own_tables[] = {"string", "table", "math", "utf8", "coroutine", "debug", NULL};
 static char env_key;
 
 static void push_env(lua_State *L)
@@ -44,13 +48,30 @@ static void push_env(lua_State *L)
     if (lua_rawgetp(L, LUA_REGISTRYINDEX, &env_key) == LUA_TTABLE)
         return;
     lua_pop(L, 1);
-    lua_createtable(L, 0, (int)(sizeof own_globals / sizeof own_globals[0])); /* [env] */
-    for (int i = 0; own_globals[i]; i++) {
+    lua_createtable(L, 0, (int)(sizeof own_globals / sizeof own_globals[0] + sizeof own_tables / sizeof own_tables[0]));
+    for (int i = 0; own_globals[i]; i++) { /* [env] */
         lua_pushglobaltable(L);
         lua_pushstring(L, own_globals[i]);
         lua_rawget(L, -2); /* [env G value] */
         lua_setfield(L, -3, own_globals[i]);
         lua_pop(L, 1);
+    }
+    for (int i = 0; own_tables[i]; i++) { /* a shallow copy of each library table */
+        lua_pushglobaltable(L);
+        lua_pushstring(L, own_tables[i]);
+        if (lua_rawget(L, -2) == LUA_TTABLE) { /* [env G lib] */
+            int n = 0;
+            for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
+                n++;
+            lua_createtable(L, 0, n);                              /* sized once: no rehash while it fills */
+            for (lua_pushnil(L); lua_next(L, -3); lua_pop(L, 1)) { /* [env G lib copy k v] */
+                lua_pushvalue(L, -2);
+                lua_pushvalue(L, -2);
+                lua_rawset(L, -5);
+            }
+            lua_setfield(L, -4, own_tables[i]);
+        }
+        lua_pop(L, 2);
     }
     lua_createtable(L, 0, 2); /* [env mt] */
     lua_pushglobaltable(L);

@@ -6,7 +6,7 @@
 #include "bind.h"
 
 static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", "moe", NULL};
-static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", "vllm_v0", NULL};
+static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", "vllm_v0", "trtllm_v06", NULL};
 #define KIND_MOE 5
 
 static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_op_time *t)
@@ -29,18 +29,58 @@ static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_
     lua_setfield(L, -2, "bound");
 }
 
-/* A positive number field of table 2, or an error naming it. */
+/* A positive finite number field of table 2, or an error naming it (inf passed and became "flops
+ * and bytes must be finite", naming no field; NaN was shown as "-nan"). */
 static double need_pos(lua_State *L, const char *name)
 {
     int given = lua_getfield(L, 2, name) != LUA_TNIL;
     lua_pop(L, 1);
     double v = hl_opt_number_field(L, 2, name, -1);
-    if (!(v > 0)) { /* no position: the host places the message at the user's line */
-        lua_pushfstring(L, "hl.roofline: field '%s' must be a number > 0 (got %s)", name,
-                        given ? lua_pushfstring(L, "%f", v) : "nothing");
-        lua_error(L);
+    if (!(v > 0 && isfinite(v))) {
+        char shown[48];
+        snprintf(shown, sizeof shown, "%.14g", v);
+        hl_error(L, "hl.roofline: field '%s' must be a finite number > 0 (got %s)", name, given ? shown : "nothing");
     }
     return v;
+}
+
+/* An optional number field of table 2 that must be finite and >= lo when given (kv_heads,
+ * head_dim, window, ep, ...: -inf or NaN reached the operator as "flops and bytes must be finite"). */
+static double opt_at_least(lua_State *L, const char *name, double def, double lo)
+{
+    double v = hl_opt_number_field(L, 2, name, def);
+    if (!(v >= lo && isfinite(v))) {
+        char shown[96];
+        snprintf(shown, sizeof shown, "a finite number >= %g (got %.14g)", lo, v);
+        hl_error(L, "hl.roofline: field '%s' must be %s", name, shown);
+    }
+    return v;
+}
+
+/* The name field `field` of table 2 as an index into names (def when absent; def NULL = -1), or an
+ * error naming the field and the allowed names (luaL_checkoption said "bad argument #-1 to
+ * 'op_time'" at hbdlab's own line). */
+static int name_field(lua_State *L, const char *field, const char *def, const char *const *names)
+{
+    int t = lua_getfield(L, 2, field);
+    const char *v = t == LUA_TNIL ? def : NULL;
+    char what[64];
+    snprintf(what, sizeof what, "roofline field '%s'", field);
+    if (t == LUA_TSTRING)
+        v = hl_c_string(L, -1, what); /* "gemm\0x" is no gemm */
+    else if (t != LUA_TNIL)
+        hl_error(L, "hl.roofline: field '%s': expected a name, got %s", field, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    if (!v)
+        return -1;
+    char list[200] = "";
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(v, names[i]) == 0)
+            return i;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    }
+    hl_push_shown(L, v, strlen(v));
+    return hl_error(L, "hl.roofline: field '%s': %s is not one of %s", field, lua_tostring(L, -1), list);
 }
 
 /* Whether the shape field `name` is given (then it must be > 0: m = -1 or NaN used to time an
@@ -60,34 +100,38 @@ static int shape_given(lua_State *L, const char *name)
 static int l_op_time(lua_State *L)
 {
     hl_gpu *g0 = hl_to_gpu(L, 1);
-    luaL_argcheck(L, g0 != NULL, 1, "expected a gpu object");
+    if (!g0)
+        return hl_error(L,
+                        "hl.roofline: field 'gpu': expected a gpu object, preset name or table of gpu fields, got %s",
+                        luaL_typename(L, 1));
     luaL_checktype(L, 2, LUA_TTABLE);
     hl_gpu g = *g0;
     hl_op op;
     memset(&op, 0, sizeof op);
     const char *name = hl_opt_string_field(L, 2, "name");
-    if (lua_getfield(L, 2, "kind") == LUA_TSTRING)
-        hl_c_string(L, -1, "roofline field 'kind'"); /* luaL_checkoption would read "gemm\0x" as gemm */
-    int kind = luaL_checkoption(L, -1, "gemm", op_kinds);
-    lua_getfield(L, 2, "precision");
-    hl_precision prec = lua_isnil(L, -1) ? HL_BF16 : hl_check_precision(L, -1);
-    lua_getfield(L, 2, "framework");
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) == LUA_TSTRING)
-            hl_c_string(L, -1, "roofline field 'framework'");
-        int fw = luaL_checkoption(L, -1, NULL, frameworks);
+    int kind = name_field(L, "kind", "gemm", op_kinds);
+    hl_precision prec = HL_BF16;
+    if (lua_getfield(L, 2, "precision") != LUA_TNIL) {
+        hl_err perr;
+        if (lua_type(L, -1) != LUA_TSTRING)
+            return hl_error(L, "hl.roofline: field 'precision': expected a name, got %s", luaL_typename(L, -1));
+        if (hl_precision_parse(hl_c_string(L, -1, "roofline field 'precision'"), &prec, &perr))
+            return hl_error(L, "hl.roofline: field 'precision': %s", perr.msg);
+    }
+    lua_pop(L, 1);
+    int fw = name_field(L, "framework", NULL, frameworks);
+    if (fw >= 0) {
         hl_fw_profile p = hl_framework_profile(fw);
         hl_gpu_apply_framework(&g, p.gemm_scale_16, p.gemm_scale_fp8, p.gemm_scale_fp4, p.attn_scale);
     }
-    lua_pop(L, 3);
-    double ab = hl_opt_number_field(L, 2, "act_bytes", 2);
-    double wb = hl_opt_number_field(L, 2, "weight_bytes", hl_precision_bytes(prec));
+    double ab = opt_at_least(L, "act_bytes", 2, 0);
+    double wb = opt_at_least(L, "weight_bytes", hl_precision_bytes(prec), 0);
     hl_op_time t;
     hl_err err;
     if (kind == KIND_MOE) { /* the expert GEMMs of one MoE layer on one rank, and its fixed cost */
         double tokens = need_pos(L, "tokens"), E = need_pos(L, "experts"), topk = need_pos(L, "topk");
-        double ep = hl_opt_number_field(L, 2, "ep", 1), etp = hl_opt_number_field(L, 2, "etp", 1);
-        double imb = hl_opt_number_field(L, 2, "imbalance", 1);
+        double ep = opt_at_least(L, "ep", 1, 1), etp = opt_at_least(L, "etp", 1, 1);
+        double imb = opt_at_least(L, "imbalance", 1, 1);
         if (!(ep >= 1 && etp >= 1 && imb >= 1 && topk <= E))
             return hl_error(L, "hl.roofline: moe needs ep >= 1, etp >= 1, imbalance >= 1, topk <= experts");
         hl_moe_shape s;
@@ -131,17 +175,17 @@ static int l_op_time(lua_State *L)
     } else if (kind == HL_OP_ATTENTION && shape_given(L, "batch")) {
         hl_attn_shape s;
         s.batch = need_pos(L, "batch");
-        s.new_tokens = hl_opt_number_field(L, 2, "q", 1);
-        s.context = hl_opt_number_field(L, 2, "context", 0);
+        s.new_tokens = opt_at_least(L, "q", 1, 1);
+        s.context = opt_at_least(L, "context", 0, 0);
         s.heads = need_pos(L, "heads");
-        s.kv_heads = hl_opt_number_field(L, 2, "kv_heads", s.heads);
-        double d = hl_opt_number_field(L, 2, "head_dim", 128);
-        s.qk_dim = hl_opt_number_field(L, 2, "qk_dim", d);
-        s.v_dim = hl_opt_number_field(L, 2, "v_dim", d);
-        double kvb = hl_opt_number_field(L, 2, "kv_bytes", ab);
-        s.kv_token_bytes = hl_opt_number_field(L, 2, "kv_token_bytes", s.kv_heads * (s.qk_dim + s.v_dim) * kvb);
+        s.kv_heads = opt_at_least(L, "kv_heads", s.heads, 1);
+        double d = opt_at_least(L, "head_dim", 128, 1);
+        s.qk_dim = opt_at_least(L, "qk_dim", d, 1);
+        s.v_dim = opt_at_least(L, "v_dim", d, 1);
+        double kvb = opt_at_least(L, "kv_bytes", ab, 0);
+        s.kv_token_bytes = opt_at_least(L, "kv_token_bytes", s.kv_heads * (s.qk_dim + s.v_dim) * kvb, 0);
         s.act_bytes = ab;
-        s.window = hl_opt_number_field(L, 2, "window", 0);
+        s.window = opt_at_least(L, "window", 0, 0);
         if (!(s.new_tokens >= 1 && s.context >= 0))
             return hl_error(L, "hl.roofline: attention needs q >= 1 and context >= 0");
         hl_op_attention(&op, "attention", &s, prec);
@@ -151,7 +195,7 @@ static int l_op_time(lua_State *L)
         op.flops = hl_opt_number_field(L, 2, "flops", 0);
         op.bytes_read = hl_opt_number_field(L, 2, "bytes_read", 0);
         op.bytes_written = hl_opt_number_field(L, 2, "bytes_written", 0);
-        op.rows = hl_opt_number_field(L, 2, "rows", 0);
+        op.rows = opt_at_least(L, "rows", 0, 0);
     }
     snprintf(op.name, sizeof op.name, "%s", name ? name : "op");
     if (hl_op_time_on(&op, &g, &t, &err))

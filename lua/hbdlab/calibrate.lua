@@ -48,7 +48,9 @@ local case_fields = { "name", "measured", "config", "serve", "metric", "predict"
 -- A value as the message shows it: strings quoted, with their type otherwise.
 local function shown(v)
   if type(v) == "string" then return string.format("%q (a string)", v) end
-  return tostring(v) .. " (a " .. type(v) .. ")"
+  if type(v) == "number" or type(v) == "boolean" then return num_text(v) .. " (a " .. type(v) .. ")" end
+  -- a function or table by its kind, not its address ("function: 0x558f...")
+  return (type(v) == "table" and getmetatable(v) ~= nil) and "a table with a metatable" or ("a " .. type(v))
 end
 
 -- Case i's predictor, function(p) -> a number > 0. Every field of the case must be known and have

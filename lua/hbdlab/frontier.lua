@@ -14,7 +14,7 @@ M.fields = {
   { "model", nil, "model: a preset name or object (required)" },
   { "systems", nil, "a cluster (object, preset name, or hl.cluster fields with an optional name) or a list of them (required)" },
   { "precision", "fp8", "a precision or a list of them (each system x precision is its own curve)" },
-  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm, vllm_v0); none = the ideal roofline" },
+  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm, vllm_v0, trtllm_v06); none = the ideal roofline" },
   { "input", 1024, "prompt tokens: a number or a length distribution as in hl.serve" },
   { "output", 1024, "output tokens: a number or a length distribution as in hl.serve" },
   { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },
@@ -595,6 +595,10 @@ local function check(t)
   if type(t) ~= "table" then fail("expects a table of fields", 3) end
   core.check_fields(t, field_names, "hl.frontier")
   if t.model == nil then fail("field 'model' is required (a preset name or a model object)", 3) end
+  -- tables read field by field below (input.mean, slo.ttft_s, serve.*): an __index there ran or raised
+  for _, k in ipairs { "model", "input", "output", "slo", "serve" } do
+    if type(t[k]) == "table" then core.check_plain_table(t[k], "hl.frontier field '" .. k .. "'") end
+  end
   if t.systems == nil then fail("field 'systems' is required (a cluster or a list of clusters)", 3) end
   local o = {}
   for _, n in ipairs(field_names) do
@@ -632,7 +636,7 @@ local function check(t)
     end
   end
   if type(o.progress) ~= "boolean" then
-    fail("field 'progress': expected true or false, got " .. type(o.progress) .. " " .. tostring(o.progress), 3)
+    fail("field 'progress': expected true or false, got " .. type(o.progress) .. " " .. num_text(o.progress), 3)
   end
   if o.simulate > 0 and o.requests < 1 then
     fail(string.format("field 'requests': 0 is not allowed with simulate = %d (each confirming simulation needs " ..
@@ -647,7 +651,8 @@ local function check(t)
   o.modes = list_of(o.modes, "modes")
   for i, m in ipairs(o.modes) do
     if m ~= "agg" and m ~= "disagg" then
-      fail(string.format("field 'modes'[%d]: '%s' is not one of agg, disagg", i, tostring(m)), 3)
+      fail(string.format("field 'modes'[%d]: %s is not one of agg, disagg", i,
+        type(m) == "string" and ("'" .. m .. "'") or num_text(m)), 3)
     end
   end
   if o.concurrency ~= nil then
@@ -692,7 +697,8 @@ local function check(t)
     end
   end
   if o.out ~= nil and (type(o.out) ~= "string" or o.out == "" or o.out:sub(-1) == "/") then
-    fail("field 'out': '" .. tostring(o.out) .. "' is not a path stem (a non-empty string naming a file, not a folder)", 3)
+    fail("field 'out': " .. (type(o.out) == "string" and ("'" .. o.out .. "'") or num_text(o.out)) ..
+      " is not a path stem (a non-empty string naming a file, not a folder)", 3)
   end
   return o
 end
@@ -797,7 +803,7 @@ function M.frontier(t)
   local precs = list_of(o.precision, "precision")
   for i, pr in ipairs(precs) do
     local ok = type(pr) == "string" and pcall(core.precision_bytes, pr)
-    if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, tostring(pr)), 2) end
+    if not ok then fail(string.format("field 'precision'[%d]: %s is not a precision (fp32, bf16, fp16, fp8, fp4, ...)", i, num_text(pr)), 2) end
   end
   -- system names are the curves' keys: a repeated name gets #2, #3, ...
   local seen_names = {}
@@ -820,6 +826,23 @@ function M.frontier(t)
     local v = f[2]
     if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
       fail(string.format("field '%s': mean length %s is not a finite number of tokens", f[1], num_text(v)), 2)
+    end
+  end
+  -- a fixed length out of hl.serve's range, or an unknown framework, failed every configuration: the
+  -- search ran to its end and returned no point, with a warning (attack pass 7); refused here
+  for _, f in ipairs { "input", "output" } do
+    local v = o[f]
+    if type(v) == "number" and not (v >= 1 and v <= 1e8 and v == math.floor(v)) then
+      fail(string.format("field '%s': %s is not a whole number of tokens in 1..1e8", f, num_text(v)), 2)
+    end
+  end
+  if o.framework ~= nil then
+    local names
+    for _, fd in ipairs(core.fields("job")) do if fd.name == "framework" then names = fd.values end end
+    local ok = type(o.framework) == "string" and names and ("|" .. names .. "|"):find("|" .. o.framework:lower() .. "|", 1, true)
+    if not ok then
+      fail(string.format("field 'framework': %s is not one of %s", type(o.framework) == "string" and
+        string.format("%q", o.framework) or ("a " .. type(o.framework)), (names or ""):gsub("|", ", ")), 2)
     end
   end
   -- the work list: (system, precision, mode, mapping); sharded and split over MPI ranks like a sweep

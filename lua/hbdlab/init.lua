@@ -77,15 +77,25 @@ function hl.collective(t)
   core.check_fields(t, { "op", "bytes", "ranks", "cluster", "algo", "placement", "ranks_per_hbd", "imbalance",
                          "elements", "precision", "tokens", "topk", "hidden" }, "hl.collective")
   local c = t.cluster
-  if type(c) == "string" then c = hl.cluster(c) end
+  if type(c) == "string" or (type(c) == "table" and getmetatable(c) == nil) then c = hl.cluster(c) end
   if c == nil then error("hl.collective: field 'cluster' is required", 2) end
+  if type(c) ~= "userdata" then -- "hbdlab/init.lua:92: bad argument #1 to 'collective' (expected a cluster object)"
+    error("hl.collective field 'cluster': expected a cluster object, preset name or table of cluster fields, got " ..
+      type(c), 2)
+  end
   local bytes = t.bytes
   -- op = "dispatch" / "combine": the core computes the MoE payload (hl_coll_moe_bytes)
   if bytes == nil and t.elements and t.op ~= "dispatch" and t.op ~= "combine" then
     bytes = t.elements * core.precision_bytes(t.precision or "bf16")
   end
   local rph = t.ranks_per_hbd
-  if type(t.placement) == "number" then rph = t.placement
+  if type(t.placement) == "number" then
+    local v = t.placement -- refused under its own name (it was "field 'ranks_per_hbd': nan is not an integer")
+    if not (v >= 0 and v <= 2 ^ 40 and v == math.floor(v)) then
+      error("hl.collective field 'placement': " .. require("hbdlab.pretty").num_text(v) ..
+        " is not a whole number of ranks per HBD in 0..2^40 (0 or \"packed\": packed)", 2)
+    end
+    rph = v
   elseif t.placement ~= nil and t.placement ~= "packed" then
     error("hl.collective field 'placement': expected \"packed\" or a number of ranks per HBD", 2)
   end

@@ -456,7 +456,15 @@ function M.main(...)
   local i = 1
   while i <= #args do
     local a = args[i]
-    if a == "-o" then output = args[i + 1]; i = i + 1
+    if a == "-o" then
+      output = args[i + 1]
+      i = i + 1
+      -- "-o" last wrote FILE.html as if no -o were given; "-o r.txt" wrote an HTML page to r.txt
+      if output == nil or not (output:match("%.html$") or output:match("%.md$")) then
+        io.stderr:write("notebook: -o ", output and ("'" .. output .. "'") or "needs a file name",
+          output and " is not a report name (REPORT.html or REPORT.md)" or " (REPORT.html or REPORT.md)", "\n")
+        return 2
+      end
     elseif a == "--keep-going" then keep = true
     elseif a == "-h" or a == "--help" then
       print("usage: hbdlab notebook FILE.md [-o REPORT.html|REPORT.md] [--keep-going]")

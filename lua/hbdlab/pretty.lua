@@ -21,7 +21,12 @@ end
 
 --- A value as an error message names it: tostring, but NaN as "nan" whatever its sign bit (Lua's
 --- tostring(0/0) is "-nan" on x86), as the core's messages print it.
-function M.num_text(v) return v ~= v and "nan" or tostring(v) end
+function M.num_text(v)
+  if v ~= v then return "nan" end
+  local t = type(v) -- a table or function by its kind, not its address ("table: 0x55aa...")
+  if t == "table" or t == "function" or t == "thread" then return "a " .. t end
+  return tostring(v)
+end
 
 local MAX_DEPTH = 4
 local MAX_ITEMS = 40

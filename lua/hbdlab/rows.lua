@@ -192,7 +192,8 @@ end
 function M.write_atomic(path, text)
   local d = core.dist()
   if d.mpi and d.index > 0 then return path end -- under MPI every rank has every row; rank 0 writes
-  M.ensure_dir(path:match("^(.*)/[^/]*$"))
+  -- a name that is a folder's ("out/", "x.md./") is refused by core.write_atomic: no folder is made for it
+  if not path:match("/%.?%.?$") then M.ensure_dir(path:match("^(.*)/[^/]*$")) end
   -- a mkstemp temp file beside path, renamed over it when complete (core.write_atomic, l_files.c)
   -- in a sharded run the file is the shard's own (_shardIofN before the extension)
   local ok, written = pcall(core.write_atomic, path, text)

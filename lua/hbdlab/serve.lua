@@ -267,7 +267,8 @@ function M.serve_capacity(t)
     error("hl.serve_capacity: the rate is what it searches; give no rate, concurrency, trace or arrival", 2)
   end
   if mode ~= "simulate" and mode ~= "analytical" then
-    error("hl.serve_capacity field 'mode': '" .. tostring(mode) .. "' is not one of simulate, analytical", 2)
+    error("hl.serve_capacity field 'mode': " .. (type(mode) == "string" and ("'" .. mode .. "'") or num_text(mode)) ..
+      " is not one of simulate, analytical", 2)
   end
   if mode == "analytical" and base.disagg ~= nil then
     error("hl.serve_capacity: the analytical mode is for one instance (disaggregation is simulated)", 2)
@@ -278,7 +279,11 @@ function M.serve_capacity(t)
     or type(base.session_turns) == "number" and base.session_turns or 1
   if turns < 1 then turns = 1 end
   local given_requests = base.requests
-  if given_requests ~= nil and type(given_requests) == "number" and given_requests > max_requests then
+  -- "x" failed in the search ("attempt to compare string with number"); -inf was ignored
+  if given_requests ~= nil and (type(given_requests) ~= "number" or not (given_requests >= 1) or given_requests % 1 ~= 0) then
+    error("hl.serve_capacity field 'requests': " .. num_text(given_requests) .. " is not a whole number of requests >= 1", 2)
+  end
+  if given_requests ~= nil and given_requests > max_requests then
     error(string.format("hl.serve_capacity field 'requests': %g is more than max_requests = %g", given_requests, max_requests), 2)
   end
   base.requests = nil
@@ -444,6 +449,9 @@ function M.serve_pd_ratio(t)
   if type(pre) ~= "table" or type(dec) ~= "table" then
     error("hl.serve_pd_ratio: fields 'prefill' and 'decode' are required (instance fields, parallel = {tp =, ...})", 2)
   end
+  -- read with p[1] and p.parallel below: an __index there ran (or raised) instead of being refused
+  core.check_plain_table(pre, "hl.serve_pd_ratio field 'prefill'")
+  core.check_plain_table(dec, "hl.serve_pd_ratio field 'decode'")
   -- a list of instance descriptions: every pair of mappings (docs/MODEL.md 12)
   local function alternatives(p, which)
     if p[1] == nil then return { p }, false end
@@ -573,7 +581,7 @@ function M.serve_sweep(t)
     end
   end
   if t.zip ~= nil and type(t.zip) ~= "boolean" then
-    error("hl.serve_sweep: field 'zip': expected true or false, got " .. type(t.zip) .. " " .. tostring(t.zip), 2)
+    error("hl.serve_sweep: field 'zip': expected true or false, got " .. type(t.zip) .. " " .. num_text(t.zip), 2)
   end
   local names = {}
   for k, v in pairs(t.axes) do
@@ -648,7 +656,10 @@ function M.serve_sweep(t)
           or (type(v) == "table" and getmetatable(v) == nil) and "a table" or tostring(v)
         parts[#parts + 1] = k .. " = " .. shown
       end
-      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(unplaced(r, 1))), 2)
+      -- a position hl_error gave the message (the user's line, when hl.serve_sweep's caller is not) is
+      -- not repeated inside it: "point 1 (rate = 1): x.lua:47: simulate field ..."
+      local msg = tostring(unplaced(r, 1)):gsub("^[^\n]-:%d+: ", "", 1)
+      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), msg), 2)
     end
     local row = setmetatable({}, serve_row_mt)
     flatten(row, "", r)

@@ -2,6 +2,7 @@
  * and table fields, `return`-less expressions, multi-line chunks. */
 #include "host.h"
 
+#include "hbdlab/io.h"
 #include "hbdlab/status.h"
 
 #include <ctype.h>
@@ -23,18 +24,57 @@ static lua_State *repl_state = NULL;
 
 /* ---- reading lines ---------------------------------------------------- */
 
-/* Plain lines from stdin: without readline, or when it cannot be loaded. */
+/* Plain lines from stdin: without a terminal (piped input), without readline, or when it cannot be
+ * loaded. A line is read whole up to the input limit (a 4,096-byte buffer cut longer lines into
+ * pieces run as chunks of their own); a longer one is skipped with a message and runs as "". */
 static char *read_plain_line(const char *prompt)
 {
-    char buf[MAX_INPUT_LINE];
     fputs(prompt, stdout);
     fflush(stdout);
-    if (!fgets(buf, sizeof buf, stdin))
+    int64_t cap = 0;
+    hl_err err;
+    if (hl_max_input_bytes(&cap, &err) != HL_OK) {
+        fprintf(stderr, "hbdlab: %s\n", err.msg);
         return NULL;
-    size_t n = strlen(buf);
+    }
+    size_t size = MAX_INPUT_LINE, n = 0;
+    char *buf = malloc(size);
+    int too_long = 0;
+    while (buf) {
+        if (!fgets(buf + n, (int)(size - n), stdin)) {
+            if (n == 0) {
+                free(buf);
+                return NULL; /* end of input */
+            }
+            break;
+        }
+        n += strlen(buf + n);
+        if (n && buf[n - 1] == '\n')
+            break;
+        if ((int64_t)n > cap) { /* drop what is read; read on to the line's end */
+            too_long = 1;
+            n = 0;
+        } else if (n + 1 == size) {
+            char *g = realloc(buf, size * 2);
+            if (!g)
+                free(buf);
+            buf = g;
+            size *= 2;
+        }
+    }
+    if (!buf) {
+        fprintf(stderr, "hbdlab: out of memory reading a line\n");
+        return strdup("");
+    }
     if (n && buf[n - 1] == '\n')
-        buf[n - 1] = '\0';
-    return strdup(buf);
+        buf[--n] = '\0';
+    if (too_long) {
+        fprintf(stderr,
+                "hbdlab: a line longer than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES) is skipped\n",
+                (long long)cap);
+        buf[0] = '\0';
+    }
+    return buf;
 }
 
 #ifdef HBDLAB_HAVE_READLINE
@@ -225,6 +265,9 @@ static char **hl_complete(const char *text, int start, int end)
 static void setup_readline(void)
 {
     char why[600];
+    if (!isatty(STDIN_FILENO))
+        return; /* piped input: plain lines (readline echoed and redrew every byte, 5 s a MB; its history
+                   file took in whatever was piped) */
     if (!(rl = hl_readline_load(why, sizeof why))) {
         fprintf(stderr, "hbdlab: no line editing (%s)\n", why);
         return;

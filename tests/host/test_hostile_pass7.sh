@@ -30,4 +30,35 @@ expect_fail "rows.write onto a symbolic link loop is refused" "cannot write loop
 check "the link is not replaced by a file" test -L loop.csv
 check "no temp file is left" sh -c "! ls | grep -q '\.tmp-'"
 
+# ---- the REPL fed from a pipe (hbdlab -i < cmds): readline echoed and redrew every byte (a 1 MB line
+# took 3 s, 8 MB 40 s) and wrote the piped lines into ~/.hbdlab_history; plain lines now, read whole ----
+mkdir -p home
+printf 'print(1 + 1)\n' | HOME="$TMP/home" "$HBDLAB" -i > repl.out 2>&1
+check "piped REPL runs the line" grep -q '^hbdlab> 2$' repl.out
+check "piped REPL keeps no history" test ! -e home/.hbdlab_history
+long=$(head -c 6000 /dev/zero | tr '\0' a)
+printf 'print(#"%s")\n' "$long" | HOME="$TMP/home" "$HBDLAB" -i > repl.out 2>&1
+check "a 6,000-byte line runs as one chunk" grep -q '^hbdlab> 6000$' repl.out
+printf 'print(#"%s")\nprint("next")\n' "$long" | HOME="$TMP/home" HBDLAB_MAX_INPUT_BYTES=1000 "$HBDLAB" -i > repl.out 2>&1
+check "a line over the input limit is skipped, named" grep -q 'a line longer than the input limit of 1000 bytes' repl.out
+check "and the next line runs" grep -q 'next' repl.out
+
+# ---- notebook -o: "-o" without a name wrote nb.html as if none were given; "-o r.txt" wrote a page
+# to r.txt; a report name that is a folder's ("x.md./") made the folder "x.md." before the refusal ----
+printf '# nb\n\n```lua\nprint(1)\n```\n' > nb.md
+expect_fail_2() { # NAME EXPECTED CMD...: exit 2 (a usage error) with EXPECTED on stderr
+    local name=$1 want=$2
+    shift 2
+    timeout 20 "$@" > out.txt 2> err.txt
+    local rc=$?
+    if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" err.txt; then bad "$name: rc $rc: $(head -c 300 err.txt)"; else ok; fi
+}
+expect_fail_2 "notebook -o without a name" "notebook: -o needs a file name" "$HBDLAB" notebook nb.md -o
+check "and no nb.html is written" test ! -e nb.html
+expect_fail_2 "notebook -o r.txt" "notebook: -o 'r.txt' is not a report name" "$HBDLAB" notebook nb.md -o r.txt
+check "and no r.txt is written" test ! -e r.txt
+expect_fail "a result file named like a folder makes no folder" "the name is a folder's" \
+    "$HBDLAB" -e "hl.trace.write(hl.simulate { model = 'llama-3.1-8b', cluster = 'hgx-h100', parallel = { tp = 8 } }, 'x.json./')"
+check "no folder x.json. is left" test ! -e x.json.
+
 finish

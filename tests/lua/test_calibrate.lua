@@ -179,7 +179,7 @@ T.test("issue 22: calibration cases and keys are checked, never ignored or left 
   T.raises(function() cal { cases = { one { predict = function() return "4" end } } } end,
            "case 1: field 'predict' gave \"4\" (a string), not a finite number > 0")
   T.raises(function() cal { cases = { one { name = "big", predict = function() return {} end } } } end,
-           "case 1 (big): field 'predict' gave table")
+           "case 1 (big): field 'predict' gave a table, not a finite number > 0")
   T.raises(function() cal { cases = { one { predict = function() return -1 end } } } end, "gave -1 (a number)")
   T.raises(function() cal { cases = { one { predict = "x" } } } end, "field 'predict' must be a function")
   -- a numeric case name: the fit ran, then the table printer failed on c.name:sub

@@ -87,11 +87,11 @@ T.test("hl.roofline: kernels must be a folder name; shape fields must be > 0", f
   T.raises(function() gemm(5, 4) end, "roofline field 'kernels': expected a folder name (a string), got number")
   -- m = -1, 0 or NaN fell through to an operator of no work (3 us of launch latency), batch = -1 too
   T.raises(function() hl.roofline { gpu = "H100-SXM", m = -1, n = 6144, k = 4096 } end,
-    "hl.roofline: field 'm' must be a number > 0 (got -1")
-  T.raises(function() hl.roofline { gpu = "H100-SXM", m = 0, n = 6144, k = 4096 } end, "field 'm' must be a number > 0")
-  T.raises(function() hl.roofline { gpu = "H100-SXM", m = 0 / 0, n = 6144, k = 4096 } end, "field 'm' must be a number > 0")
+    "hl.roofline: field 'm' must be a finite number > 0 (got -1")
+  T.raises(function() hl.roofline { gpu = "H100-SXM", m = 0, n = 6144, k = 4096 } end, "field 'm' must be a finite number > 0")
+  T.raises(function() hl.roofline { gpu = "H100-SXM", m = 0 / 0, n = 6144, k = 4096 } end, "field 'm' must be a finite number > 0")
   T.raises(function() hl.roofline { gpu = "H100-SXM", kind = "attention", batch = -1, heads = 8 } end,
-    "field 'batch' must be a number > 0")
+    "field 'batch' must be a finite number > 0")
   -- the operator form without a shape still works
   T.ok(hl.roofline { gpu = "H100-SXM", flops = 1e9, bytes_read = 1e6 }.time_s > 0, "flops and bytes")
 end)
