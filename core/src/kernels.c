@@ -102,11 +102,12 @@ static int put_cell(char *buf, int len, const char *text, double number, int is_
     return len + (int)n;
 }
 
-/* A cell as a number when the whole of it reads as one (strtod; sets *v), else 0. */
+/* A cell as a number when the whole of it reads as one in decimal (strtod; sets *v), else 0: strtod
+ * alone also read "0x10" (16 ms) and "infinity" (attack pass 7). */
 static int read_number(const char *s, double *v)
 {
     char *end;
-    if (!*s)
+    if (!*s || s[strspn(s, "0123456789+-.eE")] != '\0')
         return 0;
     errno = 0;
     *v = strtod(s, &end);

@@ -83,16 +83,27 @@ hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *ou
 {
     if (!in || !out)
         return hl_fail(err, HL_EINVAL, "kv capacity: the %s is NULL", !in ? "input" : "output");
-    if (!(in->hbm_bytes > 0) || !(in->mem_util > 0 && in->mem_util <= 1) || !(in->weights_bytes >= 0) ||
-        !(in->workspace_bytes >= 0) || !(in->kv_token_bytes > 0) || !(in->context >= 1) || !(in->block_tokens >= 0) ||
-        !isfinite(in->hbm_bytes) || !isfinite(in->context) || !isfinite(in->weights_bytes) ||
-        !isfinite(in->workspace_bytes) || !isfinite(in->kv_token_bytes) || !isfinite(in->block_tokens))
-        return hl_fail(err, HL_EINVAL,
-                       "kv capacity: need hbm_bytes > 0, 0 < mem_util <= 1, weights/workspace >= 0, "
-                       "kv_token_bytes > 0, context >= 1, block_tokens >= 0, all finite (got %g, %g, %g, %g, %g, %g, "
-                       "%g)",
-                       in->hbm_bytes, in->mem_util, in->weights_bytes, in->workspace_bytes, in->kv_token_bytes,
-                       in->context, in->block_tokens);
+    /* each field by name (the message listed every rule and all seven values, naming none) */
+    const struct {
+        const char *name, *rule;
+        double v;
+        int ok;
+    } f[] = {
+        {"hbm_bytes", "a finite number > 0", in->hbm_bytes, in->hbm_bytes > 0 && isfinite(in->hbm_bytes)},
+        {"mem_util", "a fraction in (0, 1]", in->mem_util, in->mem_util > 0 && in->mem_util <= 1},
+        {"weights_bytes", "a finite number >= 0", in->weights_bytes,
+         in->weights_bytes >= 0 && isfinite(in->weights_bytes)},
+        {"workspace_bytes", "a finite number >= 0", in->workspace_bytes,
+         in->workspace_bytes >= 0 && isfinite(in->workspace_bytes)},
+        {"kv_token_bytes", "a finite number > 0", in->kv_token_bytes,
+         in->kv_token_bytes > 0 && isfinite(in->kv_token_bytes)},
+        {"context", "a finite number >= 1", in->context, in->context >= 1 && isfinite(in->context)},
+        {"block_tokens", "a finite number >= 0", in->block_tokens, in->block_tokens >= 0 && isfinite(in->block_tokens)},
+    };
+    for (int i = 0; i < (int)(sizeof f / sizeof f[0]); i++)
+        if (!f[i].ok)
+            return hl_fail(err, HL_EINVAL, "kv capacity field '%s': %g is not allowed (%s)", f[i].name, f[i].v,
+                           f[i].rule);
     hl_kv_capacity c = {0};
     c.kv_budget_bytes = in->hbm_bytes * in->mem_util - in->weights_bytes - in->workspace_bytes;
     if (c.kv_budget_bytes <= 0)

@@ -387,6 +387,13 @@ hl_status hl_serve_trace_parse_unread(const char *text, size_t len, const char *
             e--;
         if (s == e || *s == '#')
             continue;
+        if (jsonl < 0 && *s == '[') { /* read as a CSV header: "must name arrival_s, input and output columns" */
+            free(q);
+            return hl_fail(err, HL_EPARSE,
+                           "%s line %ld: a JSON array; a trace is JSON lines (one {\"arrival_s\": s, \"input\": "
+                           "tokens, \"output\": tokens} object per line) or CSV",
+                           o, line);
+        }
         if (jsonl < 0)
             jsonl = *s == '{';
         double v[COL_ALL] = {0, 0, 0, 0, 0, 0, 0};

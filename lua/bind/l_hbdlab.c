@@ -60,7 +60,10 @@ static void push_env(lua_State *L)
         lua_pushglobaltable(L);
         lua_pushstring(L, own_tables[i]);
         if (lua_rawget(L, -2) == LUA_TTABLE) { /* [env G lib] */
-            lua_newtable(L);
+            int n = 0;
+            for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
+                n++;
+            lua_createtable(L, 0, n);                              /* sized once: no rehash while it fills */
             for (lua_pushnil(L); lua_next(L, -3); lua_pop(L, 1)) { /* [env G lib copy k v] */
                 lua_pushvalue(L, -2);
                 lua_pushvalue(L, -2);

@@ -202,6 +202,21 @@ function M.gpus() return core.gpus() end
 function M.models() return core.models() end
 function M.clusters() return core.clusters() end
 
+-- The fields each form of hl.roofline reads, beside roofline_common's (as l_op_time reads them).
+local roofline_common = { gpu = true, name = true, kind = true, precision = true, framework = true }
+local roofline_forms = {}
+for form, names in pairs {
+  moe = { "tokens", "experts", "topk", "hidden", "inter", "ep", "etp", "imbalance", "act_bytes", "weight_bytes" },
+  gemm = { "m", "n", "k", "act_bytes", "weight_bytes", "kernels" },
+  attention = { "batch", "q", "context", "heads", "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes",
+                "window", "act_bytes" },
+  op = { "flops", "bytes", "bytes_read", "bytes_written", "rows", "kernels" },
+} do
+  local set = { list = table.concat(names, ", ") }
+  for _, n in ipairs(names) do set[n] = true end
+  roofline_forms[form] = set
+end
+
 --- hl.roofline{ gpu = g, precision = "fp8", flops = F, bytes = B } or a GEMM:
 --- hl.roofline{ gpu = g, m = 16, n = 8192, k = 8192, precision = "fp8", framework = "trtllm" },
 --- attention { kind = "attention", batch, q, context, heads, kv_heads, head_dim, kv_bytes, window }
@@ -214,6 +229,19 @@ function M.roofline(t)
                          "flops", "bytes", "bytes_read", "bytes_written", "rows", "batch", "q", "context", "heads",
                          "kv_heads", "head_dim", "qk_dim", "v_dim", "kv_bytes", "kv_token_bytes", "window",
                          "tokens", "hidden", "inter", "topk", "experts", "ep", "etp", "imbalance", "kernels" }, "hl.roofline")
+  -- each form reads its own fields (lua/bind/l_roofline.c): one given to another form had no effect,
+  -- silently (rows or flops beside m, n, k; weight_bytes on attention)
+  local form, what
+  if t.kind == "moe" then form, what = roofline_forms.moe, "an MoE layer (kind = \"moe\")"
+  elseif t.m ~= nil then form, what = roofline_forms.gemm, "a GEMM given by m, n, k"
+  elseif t.kind == "attention" and t.batch ~= nil then form, what = roofline_forms.attention, "attention given by batch"
+  else form, what = roofline_forms.op, "an operator given by flops and bytes" end
+  for k in pairs(t) do
+    if not roofline_common[k] and not form[k] then
+      error(string.format("hl.roofline: field '%s' has no effect on %s (its fields: %s; and gpu, name, kind, " ..
+        "precision, framework)", tostring(k), what, form.list), 2)
+    end
+  end
   local g = t.gpu
   if g == nil then error("hl.roofline: field 'gpu' is required", 2) end
   g = M.coerce("gpu", g)

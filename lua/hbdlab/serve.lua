@@ -581,7 +581,7 @@ function M.serve_sweep(t)
     end
   end
   if t.zip ~= nil and type(t.zip) ~= "boolean" then
-    error("hl.serve_sweep: field 'zip': expected true or false, got " .. type(t.zip) .. " " .. tostring(t.zip), 2)
+    error("hl.serve_sweep: field 'zip': expected true or false, got " .. type(t.zip) .. " " .. num_text(t.zip), 2)
   end
   local names = {}
   for k, v in pairs(t.axes) do
@@ -656,7 +656,10 @@ function M.serve_sweep(t)
           or (type(v) == "table" and getmetatable(v) == nil) and "a table" or tostring(v)
         parts[#parts + 1] = k .. " = " .. shown
       end
-      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), tostring(unplaced(r, 1))), 2)
+      -- a position hl_error gave the message (the user's line, when hl.serve_sweep's caller is not) is
+      -- not repeated inside it: "point 1 (rate = 1): x.lua:47: simulate field ..."
+      local msg = tostring(unplaced(r, 1)):gsub("^[^\n]-:%d+: ", "", 1)
+      error(string.format("hl.serve_sweep point %d (%s): %s", i, table.concat(parts, ", "), msg), 2)
     end
     local row = setmetatable({}, serve_row_mt)
     flatten(row, "", r)

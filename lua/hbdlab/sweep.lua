@@ -9,8 +9,15 @@ local M = {}
 -- Axis names in a stable order: as given in an array form, else sorted.
 local function axis_list(axes)
   local list = {}
+  core.check_plain_table(axes, "sweep field 'axes'") -- an __index or __pairs there gave other axes
   if #axes > 0 then
-    for _, a in ipairs(axes) do list[#list + 1] = { name = a[1] or a.name, values = a[2] or a.values } end
+    for i, a in ipairs(axes) do -- axes = {1, 2, 3}: "attempt to index a number value (local 'a')"
+      if type(a) ~= "table" then
+        error(string.format("sweep: axes[%d] must be {name, values} (or give axes = {name = values}), got %s", i,
+          type(a)), 3)
+      end
+      list[#list + 1] = { name = a[1] or a.name, values = a[2] or a.values }
+    end
   else
     for k, v in pairs(axes) do list[#list + 1] = { name = k, values = v } end
     table.sort(list, function(a, b) return a.name < b.name end)
@@ -205,6 +212,9 @@ end
 -- The silent-default warnings of a sweep's base, as its axes complete it: an axis on a
 -- mapping field (tp, pp, ep, ...) is a mapping, so "'parallel' is not given" does not apply.
 function M.check_base(base, list)
+  if base ~= nil and type(base) ~= "table" then -- "hbdlab/sweep.lua:293: bad argument #1 to 'sweep' (table expected)"
+    error("sweep field 'base': expected a table of hl.simulate fields, got " .. type(base), 3)
+  end
   if type(base) == "table" then core.check_plain_table(base, "sweep field 'base'") end -- before its warnings
   local warn = require "hbdlab.warn"
   -- spec_accept: an axis of numbers sets one acceptance for every draft position; a per-position

@@ -198,6 +198,15 @@ static void test_hostile_files(void **state)
     char buf[512];
     snprintf(buf, sizeof buf, "%sbfloat16,4,64,64,nan\n", H);
     refuses(buf, strlen(buf), "gemm.csv:2:18: column 'latency_ms' is 'nan' (allowed: a finite number > 0)");
+    /* attack pass 7: strtod read a hex cell ("0x10" = a measured 16 ms) */
+    static const char *const hex[][2] = {{"bfloat16,4,64,64,0x10\n", "gemm.csv:2:18: column 'latency_ms' is '0x10' "
+                                                                     "(allowed: a finite number > 0)"},
+                                         {"bfloat16,0x4,64,64,0.01\n", "gemm.csv:2:10: column 'm' is '0x4'"},
+                                         {"bfloat16,4,64,64,0x1p-4\n", "column 'latency_ms' is '0x1p-4'"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, sizeof buf, "%s%s", H, hex[i][0]);
+        refuses(buf, strlen(buf), hex[i][1]);
+    }
     snprintf(buf, sizeof buf, "%sbfloat16,4,64,64,-0.5\n", H);
     refuses(buf, strlen(buf), "gemm.csv:2:18: column 'latency_ms' is '-0.5'");
     snprintf(buf, sizeof buf, "%sbfloat16,0,64,64,0.01\n", H);

@@ -82,7 +82,8 @@ static void test_capacity_does_not_fit(void **state)
     hl_err e;
     assert_fails_with(hl_kv_capacity_compute(&in, &c, &e), HL_ENOFIT, &e, "by 4.00 GB");
     in.mem_util = 1.5;
-    assert_fails_with(hl_kv_capacity_compute(&in, &c, &e), HL_EINVAL, &e, "0 < mem_util <= 1");
+    assert_fails_with(hl_kv_capacity_compute(&in, &c, &e), HL_EINVAL, &e,
+                      "kv capacity field 'mem_util': 1.5 is not allowed (a fraction in (0, 1])");
 }
 
 int main(void)

@@ -91,5 +91,11 @@ return function(ffi, lib, check)
   check(lib.hl_sim_run(job, r, err) == lib.HL_EINVAL and
     ffi.string(err.msg) == "field 'spec_accept': entry 2 is nan (allowed: 0 < p <= 1)",
     "spec_accept_pos NaN: " .. ffi.string(err.msg))
+  -- attack pass 7: a nil is a NULL through the FFI; these crashed the process (SIGSEGV)
+  check(lib.hl_sim_run(nil, r, err) == lib.HL_EINVAL and ffi.string(err.msg) == "hl_sim_run: the job is NULL",
+    "hl_sim_run(nil): " .. ffi.string(err.msg))
+  check(lib.hl_serve_run(nil, nil, err) == lib.HL_EINVAL, "hl_serve_run(nil): " .. ffi.string(err.msg))
+  check(lib.hl_coll_time(nil, nil, nil, err) == lib.HL_EINVAL, "hl_coll_time(nil): " .. ffi.string(err.msg))
+  check(lib.hl_field_find(lib.hl_gpu_fields(), nil) == nil, "hl_field_find(set, nil) is NULL")
   print(string.format("ffi sim: TPOT %.3f ms (weights/bandwidth %.3f ms)", tpot * 1e3, floor * 1e3))
 end

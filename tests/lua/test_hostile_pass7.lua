@@ -98,6 +98,9 @@ T.test("a trace's columns and keys that are not read are named in a warning", fu
   local wide = file("wide.jsonl", '{"arrival_s": 0, "input": 100, "output": 10, ' .. table.concat(keys, ", ") .. "}\n")
   w = warnings(function() hl.serve(traced(wide)) end)
   T.ok(w:find("'k01_", 1, true) and w:find(", ...", 1, true) and #w < 600, w)
+  -- a JSON array (not JSON lines) was read as a CSV header: "must name arrival_s, input and output"
+  local arr = file("arr.jsonl", '[{"arrival_s": 0, "input": 100, "output": 10}]\n')
+  T.raises(function() hl.serve(traced(arr)) end, "arr.jsonl line 1: a JSON array; a trace is JSON lines")
 end)
 
 T.test("sweep_to_csv output paths: the cause named, nothing replaced, a missing folder made", function()
@@ -141,6 +144,14 @@ T.test("hl.roofline names the field of a bad name, shape or type, never its own 
   T.raises(function() hl.roofline(T.merged(attn, { window = 0 / 0 })) end, "field 'window' must be a finite number >= 0 (got nan)")
   T.raises(function() hl.roofline { gpu = "h100-sxm", kind = "moe", tokens = 8, experts = 8, topk = 2, hidden = 64,
     inter = 64, ep = 0 / 0 } end, "field 'ep' must be a finite number >= 1 (got nan)")
+  -- a field of another form had no effect, silently: rows or flops beside m, n, k; weight_bytes on attention
+  T.raises(function() hl.roofline(T.merged(gemm, { rows = 5 })) end,
+    "hl.roofline: field 'rows' has no effect on a GEMM given by m, n, k (its fields: m, n, k, act_bytes")
+  T.raises(function() hl.roofline(T.merged(gemm, { flops = 1e9 })) end, "field 'flops' has no effect on a GEMM")
+  T.raises(function() hl.roofline(T.merged(attn, { weight_bytes = 1 })) end,
+    "field 'weight_bytes' has no effect on attention given by batch")
+  T.raises(function() hl.roofline { gpu = "h100-sxm", flops = 1e9, bytes = 1e6, heads = 8 } end,
+    "field 'heads' has no effect on an operator given by flops and bytes")
   -- what worked still works
   T.ok(hl.roofline(gemm).time_s > 0 and hl.roofline(attn).time_s > 0, "good shapes run")
 end)
@@ -160,6 +171,13 @@ T.test("hl.collective, hl.calibrate: the field named, no address, no -nan", func
   T.raises(function() hl.calibrate(T.merged(cal, { start = 0 / 0 })) end, "field 'start' must be a table {name = value} (got nan (a number))")
   e = T.raises(function() hl.calibrate(T.merged(cal, { bounds = print })) end, "(got a function)")
   T.ok(not e:find("0x", 1, true), e)
+  -- hl.kv_capacity listed every rule and all seven values, naming no field
+  local kv = { hbm_bytes = 80e9, kv_token_bytes = 131072, context = 4096 }
+  T.raises(function() hl.kv_capacity(T.merged(kv, { weights_bytes = 0 / 0 })) end,
+    "kv capacity field 'weights_bytes': nan is not allowed (a finite number >= 0)")
+  T.raises(function() hl.kv_capacity(T.merged(kv, { mem_util = 2 })) end,
+    "kv capacity field 'mem_util': 2 is not allowed (a fraction in (0, 1])")
+  T.raises(function() hl.kv_capacity(T.merged(kv, { context = math.huge })) end, "kv capacity field 'context': inf")
 end)
 
 T.test("hl.serve_capacity, hl.serve_pd_ratio, hl.frontier refuse bad fields up front", function()
@@ -209,6 +227,26 @@ T.test("hbdlab's own Lua keeps its require, debug and library tables when a scri
   T.ok(ok1 and r1.tpot_s == want, tostring(r1))
   T.ok(ok2 and r2 == text, tostring(r2))
   T.ok(not ok3 and r3:find("unknown field 'bogus'", 1, true), tostring(r3))
+end)
+
+T.test("hl.sweep and hl.serve_sweep: base and axes of the wrong type named, never hbdlab's own line", function()
+  local function clean(e) T.ok(not e:find("hbdlab/", 1, true) and not e:find("attempt to", 1, true), e) return e end
+  -- base = 5: "hbdlab/sweep.lua:293: bad argument #1 to 'sweep' (table expected, got number)"
+  clean(T.raises(function() hl.sweep(T.merged(sweep, { base = 5 })) end,
+    "sweep field 'base': expected a table of hl.simulate fields, got number"))
+  clean(T.raises(function() hl.sweep_to_csv(T.merged(sweep, { base = "x", out = dir .. "/b.csv" })) end,
+    "sweep field 'base': expected a table"))
+  -- axes = {1, 2, 3}: "hbdlab/sweep.lua:13: attempt to index a number value (local 'a')"
+  clean(T.raises(function() hl.sweep(T.merged(sweep, { axes = { 1, 2, 3 } })) end, "sweep: axes[1] must be {name, values}"))
+  -- an axes table with __index ran one point with no axis
+  T.raises(function() hl.sweep(T.merged(sweep, { axes = setmetatable({}, { __index = { batch = { 1 } } }) })) end,
+    "sweep field 'axes': the fields table has a metatable")
+  local e = T.raises(function() hl.serve_sweep { base = serve, axes = { rate = { 1 } }, zip = {} } end,
+    "hl.serve_sweep: field 'zip': expected true or false, got table a table")
+  T.ok(not e:find("0x", 1, true), e)
+  -- a point's message without the position hl_error gave it (pcall called hl.serve_sweep: no outer one)
+  local ok, m = pcall(hl.serve_sweep, { base = { requests = 5 }, axes = { rate = { 1 } } })
+  T.ok(not ok and m:find("^hl.serve_sweep point 1 %(rate = 1%): simulate field 'model'"), m)
 end)
 
 T.done()
