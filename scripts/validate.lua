@@ -198,7 +198,8 @@ end
 -- (blog "Falcon-180B on a single H200 ... 6.7x faster Llama-70B over A100",
 -- out_tps = output * batch / total_latency / tp). The KV cache gets 90% of the
 -- memory left after the weights (TensorRT-LLM's kv_cache_free_gpu_mem_fraction),
--- about 0.95 of the device here.
+-- about 0.95 of the device here. Engine: trtllm (the blog names a preliminary
+-- v0.7a and gives no build or run commands, so no release-specific cost is sourced).
 source = "trtllm-h200-blog"
 -- (The blog's third row, output 4096, runs past Llama-2's 4,096-token context and
 -- is left out.)
@@ -219,7 +220,11 @@ end
 -- 2,048 output tokens are not used: they predate the XQA generation kernel, which
 -- TensorRT-LLM's own XQA blog measured at 2.4x on Llama-2-70B 128/2048 (v0.7a), and
 -- the kernel model is fitted to current kernels; the page's low-latency and L40S
--- tables are from the older v0.5.
+-- tables are from the older v0.5. Engine: the trtllm_v06 profile (docs/MODEL.md 6.1),
+-- TensorRT-LLM v0.6.1 as the page's "Methodology" commands built and ran it (no
+-- --use_custom_all_reduce: NCCL's all-reduce; gptSessionBenchmark without
+-- --enable_cuda_graph), chosen from those commands (the engine-release rule,
+-- docs/VALIDATION.md session 7).
 source = "trtllm-perf-0.6"
 local llama2_7b = hl.model { name = "llama-2-7b", hidden = 4096, layers = 32, heads = 32, kv_heads = 32, head_dim = 128,
                              ffn = 11008, vocab = 32000, max_position = 4096 }
@@ -233,7 +238,7 @@ for k, row in ipairs {
   local prec = gpu == "A100-SXM" and "fp16" or "fp8"
   case("T" .. k, string.format("%s %dx%s %s, batch %d, %d/128", m.name == "llama-2-7b" and "Llama-2-7B" or "Llama-2-70B", tp,
                                gpu == "A100-SXM" and "A100" or "H100", prec == "fp8" and "FP8" or "FP16", batch, input),
-       measured, "tok/s/GPU", "trtllm", function(p)
+       measured, "tok/s/GPU", "trtllm_v06", function(p)
     local r = sim({ model = m, cluster = cluster(gpu, tp), precision = prec, kv_precision = prec, batch = batch,
                     input = input, output = 128, parallel = { tp = tp }, mem_util = 0.95 }, p)
     return batch * 128 / r.total_s / tp
@@ -409,7 +414,7 @@ local function median(e)
 end
 
 local rows, errs, lerrs = {}, {}, {}
-print(string.format("%-3s %-44s %-16s %-7s %10s %10s %7s %10s %7s", "id", "case", "source", "profile", "measured",
+print(string.format("%-3s %-44s %-16s %-10s %10s %10s %7s %10s %7s", "id", "case", "source", "profile", "measured",
                     "predicted", "error", "LOSO", "error"))
 for i, c in ipairs(cases) do
   local pred = c.predict { framework = c.framework }
@@ -422,7 +427,7 @@ for i, c in ipairs(cases) do
                       measured = c.measured, predicted = pred, error_pct = err * 100, loso = h,
                       loso_error_pct = herr * 100, loso_profile = how[c.source],
                       fitted_error_pct = all.cases[i].after_err * 100 }
-  print(string.format("%-3s %-44s %-16s %-7s %10.5g %10.5g %+6.1f%% %10.5g %+6.1f%%", c.id, c.what, c.source,
+  print(string.format("%-3s %-44s %-16s %-10s %10.5g %10.5g %+6.1f%% %10.5g %+6.1f%%", c.id, c.what, c.source,
                       c.framework, c.measured, pred, err * 100, h, herr * 100))
 end
 local med, max = median(errs), math.max(table.unpack(errs))

@@ -594,12 +594,36 @@ static void shape_key_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in,
     memcpy(k->links, links, sizeof links);
 }
 
-static unsigned shape_slot(const shape_key *k)
+static unsigned shape_slot(const hl_coll_in *in, int64_t hbd)
 {
-    uint64_t h = (uint64_t)k->op ^ ((uint64_t)k->algo << 8) ^ ((uint64_t)k->ranks << 16) ^
-                 ((uint64_t)k->ranks_per_hbd << 36) ^ ((uint64_t)k->hbd << 44);
+    uint64_t h = (uint64_t)in->op ^ ((uint64_t)in->algo << 8) ^ ((uint64_t)in->ranks << 16) ^
+                 ((uint64_t)in->ranks_per_hbd << 36) ^ ((uint64_t)hbd << 44);
     h *= 0x9e3779b97f4a7c15ULL;
     return (unsigned)(h >> 60) & (SHAPE_SLOTS - 1);
+}
+
+static int same_bits(double a, double b)
+{
+    uint64_t x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    return x == y;
+}
+
+/* Whether sh holds the shape of (c, hbd, in): shape_key_of's fields compared where they lie, the
+ * doubles bit for bit (as memcmp of the key would), without building a key per call. */
+static int shape_is(const shape *sh, const hl_cluster *c, int64_t hbd, const hl_coll_in *in)
+{
+    const shape_key *k = &sh->key;
+    const double *l = k->links;
+    return sh->valid && k->op == in->op && k->algo == in->algo && k->ranks == in->ranks &&
+           k->ranks_per_hbd == in->ranks_per_hbd && k->hbd == hbd && k->gpus == c->gpus && k->fabric == c->fabric &&
+           k->nvls == c->in_switch_reduce && same_bits(l[0], c->scaleup_bw) && same_bits(l[1], c->scaleout_bw) &&
+           same_bits(l[2], c->scaleup_latency) && same_bits(l[3], c->scaleout_latency) &&
+           same_bits(l[4], c->coll_launch) && same_bits(l[5], c->eff_scaleup) && same_bits(l[6], c->eff_scaleout) &&
+           same_bits(l[7], c->in_switch_eff) && same_bits(l[8], c->in_switch_latency) &&
+           same_bits(l[9], c->peer_cost) && same_bits(l[10], c->custom_ar_latency) &&
+           same_bits(l[11], c->custom_ar_eff);
 }
 
 static int normal_pos(double v) { return v >= 0x1p-500 && v <= 0x1p500; }
@@ -747,14 +771,12 @@ static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in
 static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
                                     hl_err *err)
 {
-    shape_key key;
     shape *sh = NULL;
     group local, *G = &local;
     hl_status st;
     if (!shapes_off) {
-        shape_key_of(c, hbd, in, &key);
-        sh = &shapes[shape_slot(&key)];
-        if (sh->valid && memcmp(&sh->key, &key, sizeof key) == 0) {
+        sh = &shapes[shape_slot(in, hbd)];
+        if (shape_is(sh, c, hbd, in)) {
             if ((st = check_sized(in, err)))
                 return st;
             G = &sh->G;
@@ -764,7 +786,7 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
             if ((st = group_of(c, hbd, in, &local, err)))
                 return st;
             sh->valid = 1;
-            sh->key = key;
+            shape_key_of(c, hbd, in, &sh->key);
             sh->G = local;
             shape_lines(sh, (hl_coll_op)in->op);
             G = &sh->G;

@@ -397,16 +397,17 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         g[i].sd = sqrt(g[i].lam);
         g[i].bsd = sqrt(g[i].lam * (1 - g[i].p));
         sd_min = hl_fmin(sd_min, g[i].bsd);
+    }
+    if (sd_min >= 30 && ng == 1) /* large counts: a normal rank (binomial sd); x_lo, x_hi unused */
+        return g[0].lam + g[0].bsd * expected_max_std(g[0].count);
+    for (int64_t i = 0; i < ng; i++) {
         x_lo = hl_fmax(x_lo, floor(g[i].lam - 13 * g[i].sd - 1));
         x_hi = hl_fmax(x_hi, ceil(g[i].lam + 13 * g[i].sd + 13));
     }
     x_lo = hl_fmax(0, x_lo);
     x_hi = hl_fmin(M, x_hi);
-    if (sd_min >= 30) { /* large counts: normal ranks (binomial sd), the correlation neglected */
-        if (ng == 1)
-            return g[0].lam + g[0].bsd * expected_max_std(g[0].count);
+    if (sd_min >= 30) /* large counts: normal ranks (binomial sd), the correlation neglected */
         return busiest_normal(g, ng, x_lo, x_hi);
-    }
     for (int64_t i = 0; i < ng; i++) {
         group_start(&g[i], hl_fmax(0, floor(g[i].lam - 13 * g[i].sd - 1)));
         while (g[i].x < x_lo)

@@ -51,7 +51,15 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * blog on every pass instead of once per 10 (vllm's 0.4 ms is 3.8 / 10);
      * the multi-step RFC (vllm#6854, Jul 2024) shows about 4 ms of GPU idle
      * per single-step decode pass. Sourced, not fitted: GEMM scales 1.
-     * docs/MODEL.md 6.1. */
+     * trtllm_v06: TensorRT-LLM v0.6.1 as docs/source/performance.md of that
+     * release built and ran its "Peak Throughput" engines: examples/llama/build.py
+     * without --use_custom_all_reduce (store_true, "latency-optimized algorithm
+     * for all-reduce instead of NCCL": the NCCL plugin's all-reduce) and
+     * gptSessionBenchmark without --enable_cuda_graph (GptSession::setCudaGraphMode
+     * off: every kernel launched from the host). No source gives that release's
+     * step overhead or GEMM efficiency, so those are trtllm's; its kernels per
+     * layer are trtllm's (the GPT attention plugin applies RoPE and writes the
+     * KV cache, as today). docs/MODEL.md 6.1. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
         [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0},
         [HL_FW_TRTLLM] = {0.68e-3, 1, 0.86, 1.05, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1},
@@ -59,6 +67,7 @@ hl_fw_profile hl_framework_profile(int32_t fw)
         [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1},
         [HL_FW_ROCM] = {1.28e-3, 1, 0.97, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
         [HL_FW_VLLM_V0] = {3.8e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1},
+        [HL_FW_TRTLLM_V06] = {0.68e-3, 1, 0.86, 1.05, 1, HL_ALGO_NCCL, 0, 0, 0, 1, 1},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }

@@ -88,7 +88,7 @@ static const hl_field job_fields[] = {
     ENUM(placement, "placement", "tp,dp,pp|tp,pp,dp|pp,tp,dp|dp,tp,pp", HL_PLACE_TP_DP_PP,
          "rank order in the HBDs, innermost first"),
     ENUM(coll_algo, "coll_algo", "auto|nccl", HL_COLL_ANY, "collective algorithms: every modelled one, or NCCL's only"),
-    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang|rocm|vllm_v0", HL_FW_IDEAL,
+    ENUM(framework, "framework", "ideal|trtllm|vllm|sglang|rocm|vllm_v0|trtllm_v06", HL_FW_IDEAL,
          "serving framework profile: per-pass overhead, GEMM and attention efficiency (docs/MODEL.md 6.1)"),
     NUM(step_overhead, "step_overhead", NULL, 0, 1, 0, "s", 0, "fixed cost per forward pass (0 = the framework's)"),
     NUM(gemm_scale_16, "gemm_scale_16", NULL, 1e-3, 10, 1, "", 0,

@@ -15,6 +15,7 @@
 #include "kernel_match_int.h"
 #include "hbdlab/precision.h"
 #include "model_int.h"
+#include "roofline_int.h"
 enum { MAX_EVENTS = HL_SIM_MAX_EVENTS };
 /* the public arrays are sized by literals (ffi.cdef reads them); keep them tied to the constants */
 _Static_assert(sizeof(((hl_result *)0)->prefill_items) == HL_SIM_MAX_ITEMS * sizeof(hl_item), "prefill_items");
@@ -161,11 +162,28 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
         it->measured_calls += times;
 }
 
+/* The GPU's GEMM classes for the thread's last job class (sim.c: the job but its input, so the
+ * same GPU after the framework): a summary run reads only an operator's time and bound. */
+typedef struct classes_memo {
+    uint64_t job_class; /* 0: empty */
+    hl_gemm_classes k;
+} classes_memo;
+static _Thread_local classes_memo cmemo;
+
 /* The time of one execution of op (its launch not added): the measured time where the job's
  * kernel tables cover it (one pointer test without them; *measured = 1), else the roofline's. */
 static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
 {
-    hl_status st = hl_op_time_on(op, &s->c->gpu, t, err);
+    hl_status st;
+    if (s->job_class) {
+        if (cmemo.job_class != s->job_class) {
+            hl_gemm_classes_of(&s->c->gpu, &cmemo.k);
+            cmemo.job_class = s->job_class;
+        }
+        st = hl_op_time_lean(op, &s->c->gpu, &cmemo.k, t, err);
+    } else {
+        st = hl_op_time_on(op, &s->c->gpu, t, err);
+    }
     *measured = !st && s->kern && measured_op(s, op, &t->time_s);
     return st;
 }
@@ -231,10 +249,9 @@ void hl_acc_op_timed(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time
         account_op(s, a, op, t, times, measured);
 }
 
-static void gemm(hl_op *op, const hl_sim_ctx *s, const char *name, double m, double n, double k)
-{
-    hl_op_gemm(op, name, m, n, k, s->ab, s->wb, s->ab, (hl_precision)s->j->precision);
-}
+/* A GEMM of the job's weights and math named by a string literal (HL_OP_GEMM_LIT). */
+#define gemm(op, s, name, m, n, k) \
+    HL_OP_GEMM_LIT(op, name, m, n, k, (s)->ab, (s)->wb, (s)->ab, (hl_precision)(s)->j->precision)
 
 /* The collective algorithm a job allows: every modelled one, or NCCL's set (coll_algo). */
 static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL_NCCL ? HL_ALGO_NCCL : HL_ALGO_AUTO; }
@@ -243,7 +260,7 @@ static int32_t job_algo(const hl_sim_ctx *s) { return s->j->coll_algo == HL_COLL
 static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
 {
     if (op == HL_ALLREDUCE) {
-        int32_t a = hl_framework_profile(s->j->framework).allreduce;
+        int32_t a = s->fw.allreduce; /* hl_framework_profile(s->j->framework), resolved in s */
         if (a != HL_ALGO_AUTO)
             return a;
     }
@@ -422,13 +439,29 @@ static hl_status hier_exchange(const hl_sim_ctx *s, double gf, double mine, doub
     return st;
 }
 
+/* The time of a hierarchical exchange whose two legs run in one kernel, chunk by chunk (DeepEP's
+ * normal internode dispatch and combine, csrc/kernels/legacy/internode.cu: RDMA senders, RDMA-to-NVLink
+ * forwarders and NVLink receivers are warps of the same kernel, each chunk forwarded over NVLink as
+ * soon as it lands): the first chunk pays both legs' fixed latencies in turn, the bytes then stream
+ * over both tiers at once at the slower leg's rate. Derived (docs/MODEL.md 6); the one-chunk fill
+ * is not modelled. s. */
+static double pipelined_legs(const hl_coll_out *inter, const hl_coll_out *intra)
+{
+    return inter->latency_s + intra->latency_s +
+           hl_fmax(inter->time_s - inter->latency_s, intra->time_s - intra->latency_s);
+}
+
 /* MoE dispatch (or combine: the same bytes back, at activation width) of
  * `mine` tokens per GPU to top-k experts, each expert split over etp GPUs.
  * Flat: every (token, expert, shard) copy is its own message of h elements
  * over the whole domain. Hierarchical (DeepEP-style): one copy per destination
  * forwarding domain crosses scale-out, then one copy per destination GPU over
- * scale-up; the runtime forwards inside the divisor of the HBD share that is
- * fastest (a larger HBD keeps every choice of a smaller one). */
+ * scale-up, both legs pipelined (pipelined_legs); the runtime forwards inside
+ * the divisor of the HBD share that is fastest (a larger HBD keeps every
+ * choice of a smaller one). The breakdown keeps both rows: `*_inter` the RDMA
+ * leg's whole time, `*_intra` what the NVLink leg adds past it (its latency,
+ * plus its streaming time beyond the RDMA leg's), so the rows sum to the
+ * exchange's time. */
 static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
                               int64_t domain, double times, hl_err *err)
 {
@@ -451,8 +484,9 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
             hl_err_prefix(err, name);
             return st;
         }
-        if (best < 0 || inter.time_s + intra.time_s < best) {
-            best = inter.time_s + intra.time_s;
+        double t = pipelined_legs(&inter, &intra);
+        if (best < 0 || t < best) {
+            best = t;
             bi = inter;
             bu = intra;
             bii = ii;
@@ -462,8 +496,15 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
     int dispatch = strcmp(name, "ep_dispatch") == 0;
     if (bi.time_s > 0)
         account_coll(a, dispatch ? "ep_dispatch_inter" : "ep_combine_inter", &bii, &bi, times, 0);
-    if (bu.time_s > 0)
+    double added = best - bi.time_s; /* >= bu.latency_s: the part of the NVLink leg the RDMA leg does not hide */
+    if (bu.time_s > 0 && added > 0) {
+        double leg = bu.time_s;
+        bu.time_s = added;
+        bu.latency_share = bu.latency_s / bu.time_s;
+        bu.algbw *= leg / bu.time_s; /* the rates the row's bytes are carried at in its charged time */
+        bu.busbw *= leg / bu.time_s;
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
+    }
     return HL_OK;
 }
 
@@ -616,7 +657,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         double E = s->slots, k = (double)m->topk, etp = (double)s->etp;
         /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
         double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
-        hl_op_gemm(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
+        HL_OP_GEMM_LIT(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
         TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
@@ -701,7 +742,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
 /* The per-job part of an attention kernel's shape (heads, widths, KV bytes per token) for
  * q new tokens per sequence: it depends on q only through q <= s->decode_q (MLA's absorbed
  * decode form), so a caller may keep one per side of that test. */
-void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
+static void attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
 {
     const hl_model *m = s->m;
     sh->heads = (double)m->heads / (double)s->tp;
@@ -725,6 +766,33 @@ void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
     }
 }
 
+/* The per-job shapes of the thread's last job class (sim.c: the job but its input; the shape reads
+ * the model, tp, the byte widths and decode_q, never input), one per side of q <= decode_q. */
+typedef struct shape_memo {
+    uint64_t job_class; /* 0: empty */
+    hl_attn_shape sh;   /* its per-job fields (attn_shape_for's) */
+} shape_memo;
+static _Thread_local shape_memo smemo[2];
+
+void hl_attn_shape_for(const hl_sim_ctx *s, double q, hl_attn_shape *sh)
+{
+    if (!s->job_class) {
+        attn_shape_for(s, q, sh);
+        return;
+    }
+    shape_memo *m = &smemo[q <= s->decode_q];
+    if (m->job_class != s->job_class) {
+        attn_shape_for(s, q, &m->sh);
+        m->job_class = s->job_class;
+    }
+    sh->heads = m->sh.heads; /* the fields attn_shape_for sets, no others */
+    sh->act_bytes = m->sh.act_bytes;
+    sh->kv_heads = m->sh.kv_heads;
+    sh->qk_dim = m->sh.qk_dim;
+    sh->v_dim = m->sh.v_dim;
+    sh->kv_token_bytes = m->sh.kv_token_bytes;
+}
+
 /* Attention kernel of one layer: b sequences, q new tokens after ctx cached ones. */
 void hl_attn_shape_of(const hl_sim_ctx *s, hl_attn_shape *out, double b, double q, double ctx, double window)
 {
@@ -739,7 +807,7 @@ void hl_attn_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ctx, 
 {
     hl_attn_shape sh;
     hl_attn_shape_of(s, &sh, b, q, ctx, window);
-    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
 void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_job, double b, double q, double ctx,
@@ -750,7 +818,7 @@ void hl_attn_op_shaped(const hl_sim_ctx *s, hl_op *op, const hl_attn_shape *per_
     sh.new_tokens = q;
     sh.context = ctx;
     sh.window = window;
-    hl_op_attention(op, "attention", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "attention", &sh, (hl_precision)s->j->act_precision);
 }
 
 hl_status hl_vision_ops(const hl_sim_ctx *s, hl_acc *a, double b, hl_err *err)
@@ -832,7 +900,7 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
     sh.kv_token_bytes = (double)m->index_dim * s->kvb;
     sh.act_bytes = s->ab;
     sh.window = 0; /* it scores every key */
-    hl_op_attention(op, "indexer", &sh, (hl_precision)s->j->act_precision);
+    HL_OP_ATTENTION_LIT(op, "indexer", &sh, (hl_precision)s->j->act_precision);
 }
 
 /* The per-pass operators of `tokens` tokens (per GPU) of which `rows` sample:
@@ -858,37 +926,39 @@ static hl_status time_head(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_he
     return st;
 }
 
-/* The last sampling parts timed on this thread (a prefill's and a decode's), keyed by
- * the run's job class (sim.c: the job but its input) and rows: a sweep over input
- * times them once. Summary mode without kernel tables only (the breakdown and events
- * come from the ops themselves). */
-enum { HEAD_MEMO = 2 };
-typedef struct head_memo {
-    uint64_t job_class; /* 0: empty */
-    double rows;
-    hl_io_head h;
-} head_memo;
-static _Thread_local head_memo hmemo[HEAD_MEMO];
-static _Thread_local int hmemo_next;
+/* The last sampling and embedding parts timed on this thread, two of each (a prefill's and a
+ * decode's), keyed by the run's job class (sim.c: the job but its input) and the count (rows,
+ * tokens): a sweep over input times the decode's once and the prefill's, whose token count moves,
+ * at each point. Summary mode without kernel tables only (the breakdown and events come from the
+ * ops themselves). Each part is timed in place into the slot used less recently, and the caller
+ * reads it there (valid until this thread's next timing of that part). */
+enum { IO_MEMO = 2 };
+typedef struct io_keys {
+    uint64_t job_class[IO_MEMO]; /* 0: empty */
+    double count[IO_MEMO];
+    int old; /* the slot used less recently */
+} io_keys;
+static _Thread_local io_keys hkeys, tkeys;
+static _Thread_local hl_io_head hvals[IO_MEMO];
+static _Thread_local hl_io_tok tvals[IO_MEMO];
 
-static hl_status head_timed(const hl_sim_ctx *s, hl_acc *a, double rows, hl_io_head *h, hl_err *err)
+static int io_memo_on(const hl_sim_ctx *s, const hl_acc *a) { return a->summary && s->job_class && !s->kern; }
+
+/* The slot of (job_class, count) in k: where it is (*hit = 1; it becomes the more recent one),
+ * else the less recent one, emptied for the caller to fill (*hit = 0). */
+static int io_slot(io_keys *k, uint64_t job_class, double count, int *hit)
 {
-    if (!a->summary || !s->job_class || s->kern)
-        return time_head(s, a, rows, h, err);
-    for (int i = 0; i < HEAD_MEMO; i++)
-        if (hmemo[i].job_class == s->job_class && hmemo[i].rows == rows) {
-            *h = hmemo[i].h;
-            return HL_OK;
-        }
-    hl_status st = time_head(s, a, rows, h, err);
-    if (st == HL_OK) {
-        head_memo *m = &hmemo[hmemo_next];
-        hmemo_next = (hmemo_next + 1) % HEAD_MEMO;
-        m->job_class = s->job_class;
-        m->rows = rows;
-        m->h = *h;
+    int i = 0;
+    while (i < IO_MEMO && !(k->job_class[i] == job_class && k->count[i] == count))
+        i++;
+    *hit = i < IO_MEMO;
+    if (!*hit) {
+        i = k->old;
+        k->job_class[i] = 0;
+        k->count[i] = count;
     }
-    return st;
+    k->old = 1 - i;
+    return i;
 }
 
 /* The embedding of `tokens` tokens and, with pipeline stages, the send of their activations to
@@ -942,18 +1012,47 @@ void hl_io_ops_timed(const hl_sim_ctx *s, hl_acc *a, const hl_io_tok *e, const h
         account_coll(a, "pp_sendrecv", &e->pp_in, &e->pp_out, passes * (double)(s->pp - 1), e->pp_measured);
 }
 
+/* time_head or io_tok (fn, into a value of `size` bytes) for `count` rows or tokens through the
+ * memo above: k's keys, vals its IO_MEMO values; *out points to the result (scratch without the
+ * memo). */
+typedef hl_status (*io_fn)(const hl_sim_ctx *s, hl_acc *a, double count, void *out, hl_err *err);
+static hl_status head_fn(const hl_sim_ctx *s, hl_acc *a, double rows, void *h, hl_err *err)
+{
+    return time_head(s, a, rows, h, err);
+}
+static hl_status tok_fn(const hl_sim_ctx *s, hl_acc *a, double tokens, void *e, hl_err *err)
+{
+    return io_tok(s, a, tokens, e, err);
+}
+static hl_status io_timed(const hl_sim_ctx *s, hl_acc *a, double count, io_fn fn, io_keys *k, void *vals, size_t size,
+                          void *scratch, const void **out, hl_err *err)
+{
+    if (!io_memo_on(s, a)) {
+        *out = scratch;
+        return fn(s, a, count, scratch, err);
+    }
+    int hit, i = io_slot(k, s->job_class, count, &hit);
+    void *v = (char *)vals + (size_t)i * size;
+    *out = v;
+    hl_status st = hit ? HL_OK : fn(s, a, count, v, err);
+    if (!hit && st == HL_OK)
+        k->job_class[i] = s->job_class;
+    return st;
+}
+
 hl_status hl_io_ops(const hl_sim_ctx *s, hl_acc *a, double rows, double tokens, double passes, hl_err *err)
 {
     a->layer_kind = 3;
     if (passes <= 0)
         return HL_OK;
-    hl_io_tok e;
-    hl_io_head ho;
-    hl_status st = io_tok(s, a, tokens, &e, err);
+    hl_io_tok es;
+    hl_io_head hs;
+    const void *e, *ho = NULL;
+    hl_status st = io_timed(s, a, tokens, tok_fn, &tkeys, tvals, sizeof tvals[0], &es, &e, err);
     if (!st && rows > 0)
-        st = head_timed(s, a, rows, &ho, err);
+        st = io_timed(s, a, rows, head_fn, &hkeys, hvals, sizeof hvals[0], &hs, &ho, err);
     if (!st)
-        hl_io_ops_timed(s, a, &e, rows > 0 ? &ho : NULL, passes);
+        hl_io_ops_timed(s, a, e, ho, passes);
     return st;
 }
 

@@ -11,12 +11,7 @@
 #include "powpos_int.h"
 #include "roofline_int.h"
 
-/* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
-typedef struct gemm_class {
-    double eff_c, eff_m, latency, k_latency, quant_bytes;
-    double k0;       /* grouped GEMMs: the K of the fixed part of a tile's main loop */
-    double dense_k0; /* dense GEMMs: the same (gemm_k0*; 0 = off) */
-} gemm_class;
+typedef hl_gemm_class gemm_class;
 
 static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
 {
@@ -94,13 +89,23 @@ static double blend(double a, double b, double c, double p)
     return hi * hl_powfix(&f->root, ta + tb + tc);
 }
 
+void hl_gemm_classes_of(const hl_gpu *g, hl_gemm_classes *k)
+{
+    k->c[0] = gemm_class_of(g, HL_BF16); /* every precision but the quantised ones */
+    k->c[1] = gemm_class_of(g, HL_FP8);  /* FP8 and INT8: the same fallbacks */
+    k->c[2] = gemm_class_of(g, HL_FP4);
+}
+
 /* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
 static double attn_bw(const hl_gpu *g) { return g->hbm_bw * (g->eff_mem_attn > 0 ? g->eff_mem_attn : g->eff_mem); }
 
 /* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
 static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
 
-hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
+/* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
+ * intensity and ridge (set to 0): the same expressions on the same values, so the same bits. */
+static inline hl_status op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean,
+                                   hl_op_time *out, hl_err *err)
 {
     /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
     if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
@@ -119,29 +124,34 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
     double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
     double eff, bw;
     if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
-        gemm_class c = gemm_class_of(gpu, (hl_precision)op->precision);
+        hl_precision pr = (hl_precision)op->precision;
+        gemm_class own;
+        const gemm_class *cp = k ? &k->c[pr == HL_FP4 ? 2 : pr == HL_FP8 || pr == HL_INT8 ? 1 : 0] : &own;
+        if (!k)
+            own = gemm_class_of(gpu, pr);
         double groups = op->groups > 0 ? op->groups : 1;
-        eff = c.eff_c;
+        eff = cp->eff_c;
         if (op->kind == HL_OP_GROUPED_GEMM) {
             /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
              * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
-            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (c.k0 > 0 && op->k > 0 ? op->k / (op->k + c.k0) : 1);
+            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) *
+                   (cp->k0 > 0 && op->k > 0 ? op->k / (op->k + cp->k0) : 1);
             eff =
                 hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
-        } else if (c.dense_k0 > 0 && op->k > 0) {
+        } else if (cp->dense_k0 > 0 && op->k > 0) {
             /* a dense tile's main loop over K runs behind the same fixed prologue/epilogue
              * (loading the first K block, the scales and the output write): eff x K / (K + k0) */
-            eff *= op->k / (op->k + c.dense_k0);
+            eff *= op->k / (op->k + cp->dense_k0);
         }
-        bw = gpu->hbm_bw * c.eff_m;
+        bw = gpu->hbm_bw * cp->eff_m;
         /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
         out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
         /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
          * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
-        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? c.quant_bytes * op->rows * groups * op->k : 0;
+        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? cp->quant_bytes * op->rows * groups * op->k : 0;
         out->memory_s = (bytes + quant) / bw;
-        double loop = op->k > 0 ? c.k_latency * op->k : 0;
-        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + c.latency;
+        double loop = op->k > 0 ? cp->k_latency * op->k : 0;
+        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + cp->latency;
     } else if (op->kind == HL_OP_ATTENTION) {
         eff = gpu->eff_attn;
         bw = attn_bw(gpu);
@@ -172,10 +182,24 @@ hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_
         out->memory_s = bytes / bw;
         out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
     }
-    out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
-    out->ridge = peak * eff / bw;
+    if (lean) {
+        out->intensity = out->ridge = 0;
+    } else {
+        out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
+        out->ridge = peak * eff / bw;
+    }
     out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
     return HL_OK;
+}
+
+hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
+{
+    return op_time_on(op, gpu, NULL, 0, out, err);
+}
+
+hl_status hl_op_time_lean(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, hl_op_time *out, hl_err *err)
+{
+    return op_time_on(op, gpu, k, 1, out, err);
 }
 
 /* Bounded copy of an operator name (no snprintf: this runs per operator per simulation). */
@@ -192,17 +216,7 @@ void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, doubl
                 double out_bytes, hl_precision math)
 {
     set_name(op, name);
-    op->kind = HL_OP_GEMM;
-    op->precision = math;
-    op->flops = 2 * m * n * k;
-    op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
-    op->bytes_written = m * n * out_bytes;
-    op->rows = m;
-    op->n = n;
-    op->k = k;
-    op->groups = 1;
-    op->units = op->ctx = op->q_units = 0;
-    op->fixed_s = 0;
+    hl_op_gemm_dims(op, m, n, k, act_bytes, weight_bytes, out_bytes, math);
 }
 
 void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
@@ -212,8 +226,8 @@ void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precisi
      * padded to whole tiles, each with El * tokens_per_expert / active rows. */
     double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
     double F = s->inter, h = s->hidden;
-    hl_op_gemm(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
-    hl_op_gemm(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
     hl_op *ops[2] = {up, down};
     for (int i = 0; i < 2; i++) {
         hl_op *o = ops[i];
@@ -278,6 +292,11 @@ static void attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
 void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math)
 {
     set_name(op, name);
+    hl_op_attention_dims(op, s, math);
+}
+
+void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
+{
     op->kind = HL_OP_ATTENTION;
     op->precision = math;
     hl_attn_line l;

@@ -2,10 +2,58 @@
 #ifndef HL_ROOFLINE_INT_H
 #define HL_ROOFLINE_INT_H
 #include <math.h>
+#include <string.h>
 
 #include "fmax_int.h"
 
 #include "hbdlab/roofline.h"
+
+/* hl_op_gemm's fields but the name, which the caller sets (the same expressions: the same bits). */
+static inline void hl_op_gemm_dims(hl_op *op, double m, double n, double k, double act_bytes, double weight_bytes,
+                                   double out_bytes, hl_precision math)
+{
+    op->kind = HL_OP_GEMM;
+    op->precision = math;
+    op->flops = 2 * m * n * k;
+    op->bytes_read = m * k * act_bytes + k * n * weight_bytes;
+    op->bytes_written = m * n * out_bytes;
+    op->rows = m;
+    op->n = n;
+    op->k = k;
+    op->groups = 1;
+    op->units = op->ctx = op->q_units = 0;
+    op->fixed_s = 0;
+}
+
+/* hl_op_gemm for a name that is a string literal of at most 31 characters: its bytes and NUL
+ * copied by their constant size (hl_op_gemm's strlen and copy cost ~45 instructions an operator). */
+#define HL_OP_GEMM_LIT(op, lit, ...)                                                                 \
+    (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
+     hl_op_gemm_dims((op), __VA_ARGS__))
+
+/* hl_op_attention's fields but the name (the caller's), and the operator named by a string
+ * literal the way HL_OP_GEMM_LIT names a GEMM. */
+void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
+#define HL_OP_ATTENTION_LIT(op, lit, s, math)                                                        \
+    (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
+     hl_op_attention_dims((op), (s), (math)))
+
+/* The GEMM parameters of one precision class, fallbacks resolved (hw.h). */
+typedef struct hl_gemm_class {
+    double eff_c, eff_m, latency, k_latency, quant_bytes;
+    double k0;       /* grouped GEMMs: the K of the fixed part of a tile's main loop */
+    double dense_k0; /* dense GEMMs: the same (gemm_k0*; 0 = off) */
+} hl_gemm_class;
+
+/* A GPU's three GEMM classes: [0] 16-bit and wider, [1] FP8 and INT8, [2] FP4. */
+typedef struct hl_gemm_classes {
+    hl_gemm_class c[3];
+} hl_gemm_classes;
+void hl_gemm_classes_of(const hl_gpu *g, hl_gemm_classes *k);
+
+/* hl_op_time_on with gpu's classes resolved once (k = hl_gemm_classes_of(gpu)), for callers that
+ * read only time_s, compute_s, memory_s and bound: intensity and ridge are 0. The same bits. */
+hl_status hl_op_time_lean(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, hl_op_time *out, hl_err *err);
 
 /* The parts of an attention shape's FLOPs and bytes that do not depend on its context. */
 typedef struct hl_attn_line {

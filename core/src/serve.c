@@ -46,7 +46,24 @@ typedef struct recorder {
     int64_t steps, samp_cap, stride, max_samples;
     double kv_cached, kv_cached_max; /* prefix cache: integral over time of cached blocks / total, largest */
     double reload;                   /* KV offload: s of host loads over the steps */
+    hl_serve_probe_fn probe;         /* tests: each iteration's terms (hl_serve_set_probe), or NULL */
+    void *probe_ctx;
+    double path; /* the probe's path of record()'s caller (HL_SERVE_PATH_*: the loop's step 0) */
 } recorder;
+
+static _Thread_local hl_serve_probe_fn probe_fn;
+static _Thread_local void *probe_ctx;
+void hl_serve_set_probe(hl_serve_probe_fn fn, void *ctx)
+{
+    probe_fn = fn;
+    probe_ctx = ctx;
+}
+
+/* A recorder for result r with the thread's probe. */
+static recorder recorder_for(hl_serve_result *r, int64_t max_samples)
+{
+    return (recorder){.r = r, .stride = 1, .max_samples = max_samples, .probe = probe_fn, .probe_ctx = probe_ctx};
+}
 
 /* The KV sample of an iteration at t when its step number falls on the
  * stride (when the series is full, every other sample is dropped and the
@@ -82,6 +99,12 @@ static hl_status clock_bound(double t_start, double t_end, hl_err *err)
                    t_start, t_end);
 }
 
+/* The probe's call (tests), out of line. */
+__attribute__((noinline, cold)) static void probe_record(const recorder *rc, const double *v)
+{
+    rc->probe(rc->probe_ctx, v);
+}
+
 /* Accounts one iteration [t, t + dt] of one group of the pool: time integrals
  * (the groups' sums), and a KV sample (the pool's utilisation) every
  * `stride` iterations (when the series is full, every other sample is dropped
@@ -90,6 +113,9 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
                         double kv_part, double kv_util, double tokens, double prefill_tokens, double emitted,
                         double weight, hl_err *err)
 {
+    if (__builtin_expect(rc->probe != NULL, 0))
+        probe_record(rc, (const double[HL_SERVE_PROBE_N]){t, dt, in_system, running, waiting, kv_part, kv_util, tokens,
+                                                          prefill_tokens, emitted, weight, rc->path});
     rc->busy += dt * weight; /* weight: 1 / the groups stepping side by side (their times overlap) */
     rc->busy_prefill += tokens > 0 ? dt * weight * prefill_tokens / tokens : 0;
     rc->t_end = hl_fmax(rc->t_end, t + dt);
@@ -109,17 +135,45 @@ static hl_status record(recorder *rc, double t, double dt, double in_system, dou
     return record_sample(rc, t, kv_util, running, waiting, err);
 }
 
-/* The mean context of the run-ahead's iteration j: the running requests' kv sum S over their
- * number m at j = 0, and, from j = j0 on, base + (j - j0), as the steps taken one at a time before
- * the run-ahead reach them (each run-ahead counts on from the mean its first step's plan takes:
- * base = S / m and j0 = 0 after a decode-only step; after a prompt step the run-ahead also takes
- * the decode-only step that would come next, whose plan takes S / m, and the run-ahead that would
- * follow it counts on from (S + m) / m: base = (S + m) / m, j0 = 1). Whole j: every value exact. */
+/* The mean context of the run-ahead's iteration j as the step-by-step scheduler's plan takes it:
+ * the members' kv sum S + j m over their number m, one division of a whole number below 2^53
+ * (`divide`). Without the division: with Q = floor(S / m), r = S - Q m and f = r / m rounded,
+ * (Q + j) + f rounds once more, to the grid u of Q + j's binade (Q + j is whole: exact). That is
+ * the rounding of the exact (Q + j) + r / m (derived: the grid's midpoints, odd multiples of u / 2
+ * >= 2^-53, are doubles at f's precision, so f and r / m lie on one side of each) unless f is
+ * itself such a midpoint, which it is in one binade only (u / 2 = f's lowest bit): where Q + j
+ * reaches that binade in the run-ahead, or S is not whole, it divides. (S / m + j, the former
+ * rule, rounds S / m at its own binade first: it differed from the plan's mean by an ulp in 4%
+ * of 9e8 random steps; the rule here in none, tests/c/test_serve_reference.c compares the
+ * iterations.) left: the run-ahead's iterations at most. */
 typedef struct ahead_ctx {
-    double first, base, j0;
+    double S, m, Q, f;
+    int divide;
 } ahead_ctx;
 
-static inline double ctx_at(const ahead_ctx *a, double j) { return j < a->j0 ? a->first : a->base + (j - a->j0); }
+static ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
+{
+    ahead_ctx a = {S, (double)m, 0, 0, 1};
+    if (!(S >= 0 && S < 0x1p53 && S == (double)(int64_t)S && left < 0x1p52))
+        return a;
+    int64_t Q = (int64_t)S / m, r = (int64_t)S - Q * m;
+    a.Q = (double)Q;
+    a.f = (double)r / (double)m;
+    a.divide = 0;
+    if (r == 0)
+        return a;
+    uint64_t b;
+    memcpy(&b, &a.f, sizeof b);
+    int e = (int)((b >> 52) & 0x7ff) - 1023; /* f in [2^e, 2^(e+1)), normal: f >= 1 / m >= 2^-63 */
+    int mid = e - 52 + __builtin_ctzll((b & ((1ull << 52) - 1)) | (1ull << 52)) + 53;  /* f's midpoint binade */
+    a.divide = mid >= 0 && (double)Q + left >= (double)(1ll << mid) && Q < 2ll << mid; /* (mid <= 52) */
+    return a;
+}
+
+static inline double ctx_at(const ahead_ctx *a, double j)
+{
+    return a->divide ? (a->S + a->m * j) / a->m : (a->Q + j) + a->f;
+}
 
 /* The run-ahead's iterations as the reference scheduler (cfg.sched_reference) times and
  * records them: one hl_stepper_time, record() and hl_itl_add() each; returns them in *j. */
@@ -143,7 +197,10 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
             break;
         s->blocks_free -= need;
         double util = (s->blocks_total - s->blocks_free) / blocks_all;
-        if ((rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err)))
+        rec->path = HL_SERVE_PATH_AHEAD_REF;
+        rc = record(rec, *t, dt, (double)m + w, (double)m, w, util, util, (double)m, 0, (double)m, weight, err);
+        rec->path = HL_SERVE_PATH_STEP;
+        if (rc)
             break;
         if (s->pc)
             rec->kv_cached += (cached0 - hl_fmax(0, (free0 - s->blocks_free) - (free0 - cached0))) / blocks_all * dt;
@@ -159,12 +216,14 @@ static hl_status ahead_reference(sched *s, hl_stepper *st, hl_itl_hist *itl, dou
  * stage slot, full > 0) drops the terms that are exactly nothing there (see below), `hide` keeps
  * hl_comm_hidden's (comm > 0 and overlap comm > 0). Plain C the compiler vectorises (maxpd,
  * minpd: x > y ? x : y is their rule, NaN and signed zeros included). */
-static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int n, double *restrict dt, int simple,
-                              int hide)
+static inline void times_loop(const hl_decode_fn *l, const ahead_ctx *cx, double j, int n, double *restrict dt,
+                              int simple, int hide)
 {
-    const double want = l->overlap * l->comm;
+    /* whole numbers below 2^53 (ahead_ctx_for): Qj + i is exact, as is Q + (j + i) */
+    const double want = l->overlap * l->comm, f = cx->f, Qj = cx->Q + j;
     for (int i = 0; i < n; i++) {
-        double c = ctx0 + (j + (double)i), x = l->ac + l->bc * c, y = l->am + l->bm * c;
+        double c = (Qj + (double)i) + f; /* ctx_at(j + i), cx->divide 0 */
+        double x = l->ac + l->bc * c, y = l->am + l->bm * c;
         double q = (x > y ? x : y) + l->lat;
         double att = simple ? q * l->full : q * l->full * l->stages + q * l->sliding * l->stages;
         double time = l->base_time + att;
@@ -176,7 +235,7 @@ static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int 
     }
 }
 
-/* dt[i] = the decode line's step time at mean context ctx0 + (j + i), i < n: the run-ahead's
+/* dt[i] = the decode line's step time at mean context ctx_at(j + i), i < n: the run-ahead's
  * iterations' times, each the same bits as hl_decode_fn_time at that context (the reference
  * scheduler's, through hl_stepper_time) where that time is finite (a step whose time is not is
  * refused with hl_decode_fn_time's own value). Exactly nothing, for a finite q = max(x, y) + lat:
@@ -184,23 +243,25 @@ static inline void times_loop(const hl_decode_fn *l, double ctx0, double j, int 
  *   (full > 0), so adding it changes nothing; q full stages = q full when stages = 1;
  * - hl_comm_hidden is 0 when comm <= 0 or overlap comm <= 0 (min(want, ops) <= 0), and
  *   time - 0 = time. */
-static void decode_times(const hl_decode_fn *f, double ctx0, double j, int n, double *restrict dt)
+static void decode_times(const hl_decode_fn *f, const ahead_ctx *cx, double j, int n, double *restrict dt)
 {
-    const hl_decode_fn l = *f; /* a copy the stores cannot alias */
-    if (l.blend > 1) {
-        for (int i = 0; i < n; i++)
-            dt[i] = hl_decode_fn_time(&l, ctx0 + (j + (double)i), ctx0 + (j + (double)i));
+    const hl_decode_fn l = *f;       /* a copy the stores cannot alias */
+    if (l.blend > 1 || cx->divide) { /* (a division: rare, ahead_ctx_for) */
+        for (int i = 0; i < n; i++) {
+            double c = ctx_at(cx, j + (double)i);
+            dt[i] = hl_decode_fn_time(&l, c, c);
+        }
         return;
     }
     int simple = l.sliding == 0 && l.stages == 1 && l.full > 0, hide = l.comm > 0 && !(l.overlap * l.comm <= 0);
     if (simple && hide)
-        times_loop(&l, ctx0, j, n, dt, 1, 1);
+        times_loop(&l, cx, j, n, dt, 1, 1);
     else if (simple)
-        times_loop(&l, ctx0, j, n, dt, 1, 0);
+        times_loop(&l, cx, j, n, dt, 1, 0);
     else if (hide)
-        times_loop(&l, ctx0, j, n, dt, 0, 1);
+        times_loop(&l, cx, j, n, dt, 0, 1);
     else
-        times_loop(&l, ctx0, j, n, dt, 0, 0);
+        times_loop(&l, cx, j, n, dt, 0, 0);
 }
 
 /* Whether decode_times' times do not decrease with the context: each operation of the line's
@@ -281,6 +342,21 @@ static hl_status ahead_line(ahead_scratch *a, hl_stepper *st, int64_t m, hl_deco
     return HL_OK;
 }
 
+/* The probe's terms of the run-ahead's nb steps from its step j (before j0: its own mean, after a
+ * prompt step) at t0 (times dts, free blocks after each bfs), as the reference records them
+ * (ahead_reference). Out of line: the run-ahead's loop stays as it is. */
+__attribute__((noinline, cold)) static void probe_ahead(const recorder *rec, double t0, const double *dts,
+                                                        const double *bfs, int nb, double j, double j0, double total,
+                                                        double blocks_all, double in_sys, double fm, double w,
+                                                        double weight)
+{
+    for (int i = 0; i < nb; t0 += dts[i++]) {
+        double u = (total - bfs[i]) / blocks_all,
+               path = j + (double)i < j0 ? HL_SERVE_PATH_AHEAD_FIRST : HL_SERVE_PATH_AHEAD;
+        rec->probe(rec->probe_ctx,
+                   (const double[HL_SERVE_PROBE_N]){t0, dts[i], in_sys, fm, w, u, u, fm, 0, fm, weight, path});
+    }
+}
 /* finish_request of the decode set's finishers of a step that ended at t_end (s->fin, admission
  * order), with f's clock at t_end (below, after finish_ctx). */
 struct finish_ctx;
@@ -289,11 +365,11 @@ static hl_status finish_set(const struct finish_ctx *f, sched *s, int64_t u, dou
 /* Decode run-ahead: while the running requests only decode, none finishes,
  * nothing waits and nothing arrives, every iteration has the same members and
  * a mean context one token longer than the last; such iterations are advanced
- * here without the per-request bookkeeping (the result is the same as
- * scheduling each one: tests/c/test_serve.c compares both). Needs
+ * here without the per-request bookkeeping (the same iterations, bit for bit, as
+ * scheduling each one: tests/c/test_serve_reference.c compares both). Needs
  * hl_stepper_window() == 0 (the mean of min(ctx + 1, window) is not linear).
  * sc: the scratch (counters, lines). after_prompt: the step before ended prompts (its first
- * decode-only step is the run-ahead's step 0, with its plan's mean: ahead_ctx). Updates *t and the
+ * decode-only step is the run-ahead's step 0; only the probe tells it apart). Updates *t and the
  * integrals in rec. (Here, not in serve_sched.c: it records into the run's integrals and
  * inter-token histogram.) */
 static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_arr, double *t, ahead_scratch *sc,
@@ -339,9 +415,9 @@ static hl_status run_ahead(sched *s, hl_stepper *st, hl_itl_hist *itl, double t_
     }
     if (!(0 < left))
         return HL_OK; /* the next step finishes a request (set_step, or the loop) */
-    /* the iterations' mean contexts (after a prompt step: its next, decode-only, step first) */
-    ahead_ctx cx = {ksum / (double)m, after_prompt ? (ksum + (double)m) / (double)m : ksum / (double)m,
-                    after_prompt ? 1 : 0};
+    /* the iterations' mean contexts (after a prompt step too: its next, decode-only, step is the
+     * run-ahead's step 0, at S / m) */
+    ahead_ctx cx = ahead_ctx_for(ksum, m, left);
     /* The loop below is record() and hl_itl_add() of each iteration with the
      * integrals in locals (each sum still takes one term per iteration, in
      * order: the same bits), the step time from the decode line of m
@@ -401,9 +477,7 @@ next_m:
             double c0 = ctx_at(&cx, j), d0 = hl_decode_fn_time(line, c0, c0), est = (t_arr - tt) / d0 + 2;
             if (d0 > 0 && est < nmax) /* (d0: the first step's time, as decode_times gives it where finite) */
                 nmax = est > 1 ? (int)est : 1;
-            decode_times(line, cx.base, j - cx.j0, nmax, dts); /* base + ((j - j0) + i): ctx_at(j + i) */
-            if (j < cx.j0)
-                dts[0] = d0; /* (j0 <= 1: only step 0 has its own mean) */
+            decode_times(line, &cx, j, nmax, dts);
         } else {
             for (int i = 0; i < nmax && bad == AHEAD_BLOCK; i++) {
                 double ci = ctx_at(&cx, j + i);
@@ -415,6 +489,8 @@ next_m:
         if (lean) { /* one pass: ahead_lean */
             int nb = 0;
             int64_t next_s = until_sample - 1;
+            double tt0 = tt, bf0 = blocks_free; /* the block's start (the probe's) */
+            int64_t r20 = r2;
             /* fits: the block's steps' blocks fit, whatever steps take them (each member is counted
              * once in the ring, so ceil(nmax / block) m bound them) */
             int fits = mono && nmax >= 4 && (double)((nmax + bt - 1) / bt) * fm <= blocks_free;
@@ -534,6 +610,13 @@ next_m:
             until_sample = next_s - nb + 1;
             j += nb;
             jn += nb;
+            if (__builtin_expect(rec->probe != NULL, 0)) { /* its steps' free blocks, as the pass took them */
+                double bfl[AHEAD_BLOCK];
+                for (int i = 0; i < nb; i++, r20 = (r20 == 0 ? bt : r20) - 1)
+                    bfl[i] = bf0 = bf0 - ring[r20];
+                probe_ahead(rec, tt0, dts, bfl, nb, j - (double)nb, after_prompt, total, blocks_all, in_sys, fm, w,
+                            weight);
+            }
             continue;
         }
         /* the blocks each step takes (requests whose cache sits on a block boundary), while they fit */
@@ -554,6 +637,7 @@ next_m:
          * count is added once per run of gaps inside it. */
         int nb = 0, lim = fit < bad ? fit : bad;
         int64_t next_s = until_sample - 1; /* the block's sampled step */
+        double tt0 = tt;                   /* the block's first step's start (the probe's) */
         for (;;) {
             int lim2 = next_s < lim ? (int)next_s : lim, k = nb;
             double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
@@ -608,6 +692,8 @@ next_m:
             prod[i] = fm * dts[i];
             kvt[i] = u * dts[i];
         }
+        if (__builtin_expect(rec->probe != NULL, 0))
+            probe_ahead(rec, tt0, dts, bfs, nb, j - (double)nb, after_prompt, total, blocks_all, in_sys, fm, w, weight);
         const double *bw = weight == 1 ? dts : bws; /* dt weight (= dt where weight = 1) */
         for (int i = 0; i < nb && weight != 1; i++)
             bws[i] = dts[i] * weight;
@@ -690,6 +776,9 @@ next_m:
             imax = dt;
         /* record(): used = used_all (one unit); busy_prefill and wait take +0 (sums of terms >= 0: no -0) */
         double util = (0 + (s->blocks_total - s->blocks_free)) / blocks_all;
+        if (__builtin_expect(rec->probe != NULL, 0)) /* its terms as this step forms them (in system = running = m) */
+            probe_record(rec, (const double[HL_SERVE_PROBE_N]){tt, dt, fm, fm, w, util, util, fm, 0, fm, weight,
+                                                               HL_SERVE_PATH_SET_STEP});
         rec->kv_cached += 0 / blocks_all * dt;
         rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_all);
         rec->t_end = hl_fmax(rec->t_end, tt + dt);
@@ -739,7 +828,7 @@ next_m:
         fm = (double)m;
         in_sys = fm + w;
         fm_whole = whole_below(fm, 0x1p20);
-        cx = (ahead_ctx){ksum / fm, ksum / fm, 0};
+        cx = ahead_ctx_for(ksum, m, left);
         if (m <= sc->cap && sc->bin_range[2 * m + 1] > 0) {
             bin = sc->bin[m];
             bin_lo = sc->bin_range[2 * m];
@@ -749,7 +838,8 @@ next_m:
         r2 = slot0;
         seg_t0 = tt;
         more = 1;
-        goto next_m; /* (after_prompt 0: cx as a call's after set_step) */
+        after_prompt = 0; /* (the probe's label; cx as a call's after set_step) */
+        goto next_m;
     }
 counts:
     /* the counts, m each step (whole numbers: added at once, exactly, where the sums stay below 2^53) */
@@ -839,11 +929,18 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
     return HL_OK;
 }
 
+/* The requests a run of c serves (a trace's, or the drawn count). */
+static double run_requests(const hl_serve_cfg *c)
+{
+    int trace = c->arrival == HL_ARRIVAL_TRACE || (c->arrival == HL_ARRIVAL_AUTO && c->trace && c->n_trace > 0);
+    return trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
+                 : (c->requests > 0 ? c->requests : 1000);
+}
+
 double hl_serve_memory_bytes(const hl_serve_cfg *c)
 {
     int trace = c->arrival == HL_ARRIVAL_TRACE || (c->arrival == HL_ARRIVAL_AUTO && c->trace && c->n_trace > 0);
-    double n = trace ? (c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
-                     : (c->requests > 0 ? c->requests : 1000);
+    double n = run_requests(c);
     /* per request: the requests and a sorted copy of a trace, the scheduler's state, the queue,
      * the summary record (kept with keep_requests), one metric's sorted copy for its percentiles */
     double per = 2.0 * sizeof(hl_trace_req) + sizeof(rq) + sizeof(int64_t) + sizeof(hl_serve_req) + sizeof(double);
@@ -1067,6 +1164,7 @@ typedef struct pool {
     void *ev_mem;                   /* the units' decode sets: ring, heap, prefilling and finishing lists */
     int compact;                    /* q holds the requests in flight (slots), not one record per request */
     int64_t cap;                    /* compact: records in q, and each unit's queue holds cap + 1 */
+    int64_t max_records;            /* compact: most records the memory budget holds (INT64_MAX: no budget) */
     rq_slots slots;                 /* compact: the free records */
 } pool;
 
@@ -1213,6 +1311,14 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     if ((rc = spec_setup(decodes ? job : &plain, cap, &target, &p->sp, &p->draft, &p->draft2, err)) ||
         (rc = hl_stepper_new_rank(&target, cap, &p->st, err)))
         return rc;
+    if (c->sched_reference) { /* the reference times every step through the accumulator alone (tests: the kept
+                                 kernels and I/O parts of step.c are compared with it too) */
+        hl_stepper_memo(p->st, 0);
+        if (p->draft)
+            hl_stepper_memo(p->draft, 0);
+        if (p->draft2)
+            hl_stepper_memo(p->draft2, 0);
+    }
     hl_serve_cfg cj = *c;
     cj.job = *job;
     double blocks = 0;
@@ -1235,6 +1341,7 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     int64_t nq = compact ? COMPACT_RECORDS : n; /* records, and each queue's capacity - 1 */
     p->compact = compact;
     p->cap = nq;
+    p->max_records = INT64_MAX; /* (run: the memory budget's) */
     p->q = calloc((size_t)(nq > 0 ? nq : 1), sizeof *p->q);
     p->units = calloc((size_t)U, sizeof *p->units);
     p->groups = calloc((size_t)p->G, sizeof *p->groups);
@@ -1373,12 +1480,38 @@ static hl_status pool_init(pool *p, int kind, const hl_serve_cfg *c, const hl_jo
     return HL_OK;
 }
 
-/* Compact records: a free record of pool p (when none is, the records double, and each
- * unit's queue with them, its order kept); -1 when out of memory. */
+/* B of one compact record in flight: the record, its free-list entry and its place in each unit's
+ * queue (take_record's arrays). */
+static double compact_record_bytes(const pool *p)
+{
+    return (double)sizeof(rq) + (double)sizeof(int64_t) * (1.0 + (double)p->U);
+}
+
+/* B of the metrics a run on compact records keeps for each request it counts: hl_serve_acc's four
+ * values and the summary's radix-sort scratch (serve_metrics.c). */
+static double compact_metric_bytes(int64_t counted) { return (double)counted * 5.0 * (double)sizeof(double); }
+
+/* Refuses a run whose records would take need B (compact: on compact records) when that is over
+ * cfg.memory_budget (0: no budget), before they are allocated. */
+static hl_status check_budget(const hl_serve_cfg *c, double need, int compact, hl_err *err)
+{
+    if (!(c->memory_budget > 0) || !(need > c->memory_budget))
+        return HL_OK;
+    return hl_fail(err, HL_EINVAL,
+                   "field 'requests': %.0f requests would take about %.3g GB%s, more than the budget of %.3g GB "
+                   "(HBDLAB_SERVE_MEMORY_BYTES); fewer requests give the same statistics",
+                   run_requests(c), need / 1e9, compact ? " on compact records" : "", c->memory_budget / 1e9);
+}
+
+/* Compact records: a free record of pool p (when none is, the records double, up to the memory
+ * budget's p->max_records, and each unit's queue with them, its order kept); -1 when out of
+ * memory, -2 when the budget holds no more. */
 static int64_t take_record(pool *p)
 {
     if (p->slots.n_free == 0) {
-        int64_t cap = p->cap * 2;
+        int64_t cap = p->cap * 2 < p->max_records ? p->cap * 2 : p->max_records;
+        if (cap <= p->cap)
+            return -2; /* the budget holds no more (cfg.memory_budget) */
         rq *q = realloc(p->q, sizeof *q * (size_t)cap);
         if (!q)
             return -1;
@@ -1411,13 +1544,13 @@ static int64_t take_record(pool *p)
 
 /* Compact records: request i (of n) arrives: its record from the drawn request (as
  * pool_init makes it), its tokens counted, the next request drawn; its slot, or -1 when
- * out of memory. */
+ * out of memory, -2 when the memory budget holds no more records (take_record). */
 static int64_t arrive_compact(const hl_serve_cfg *c, owned *o, int64_t i, int64_t n)
 {
     pool *p = &o->pools[0];
     int64_t k = take_record(p);
     if (k < 0)
-        return -1;
+        return k;
     const hl_trace_req *t = &o->peek;
     int64_t w = c->warmup < n ? c->warmup : 0; /* as summarise() leaves out */
     p->q[k] = (rq){.arrival = t->arrival_s,
@@ -1794,8 +1927,11 @@ static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, d
         used_all += P->units[k].blocks_total - P->units[k].blocks_free;
     rec->kv_cached += 0 / blocks_kv * dt; /* no prefix cache with the set */
     rec->kv_cached_max = hl_fmax(rec->kv_cached_max, 0 / blocks_kv);
-    if ((rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
-                     step_tok - (double)decodes - 0, emitted, weight, f->err)))
+    rec->path = HL_SERVE_PATH_SET_STEP;
+    rc = record(rec, t, dt, in_system, running, waiting, used / blocks_kv, used_all / blocks_kv, step_tok,
+                step_tok - (double)decodes - 0, emitted, weight, f->err);
+    rec->path = HL_SERVE_PATH_STEP;
+    if (rc)
         return rc;
     gr->t = t_end;
     hl_dset_after_step(s);
@@ -1896,7 +2032,15 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         double t_flow = xl && xl->concurrent ? hl_flows_next(xl, &fi, &ends) : INFINITY;
         if (t_arr <= t_grp && t_arr <= t_flow && next < released) {
             int64_t rr = next; /* its record: its index, or a slot of compact records */
-            if (P0->compact && (rr = arrive_compact(c, o, next, n)) < 0)
+            if (P0->compact && (rr = arrive_compact(c, o, next, n)) == -2)
+                return hl_fail(err, HL_EINVAL,
+                               "field 'requests': %lld requests in flight at t = %g s would take more than the budget "
+                               "of %.3g GB (HBDLAB_SERVE_MEMORY_BYTES) in records of %.0f B, beside %.3g GB for "
+                               "the %lld requests' metrics; the load queues without bound: a lower rate or fewer "
+                               "requests",
+                               (long long)P0->cap + 1, t_arr, c->memory_budget / 1e9, compact_record_bytes(P0),
+                               compact_metric_bytes(n - (c->warmup < n ? c->warmup : 0)) / 1e9, (long long)n);
+            if (P0->compact && rr < 0)
                 return hl_fail(err, HL_ENOMEM, "serve: out of memory for the requests in flight at t = %g s", t_arr);
             if (P0->pcr && c->arrival != HL_ARRIVAL_TRACE) { /* a closed loop or sessions moved requests */
                 P0->pcr[next].stream = o->sess ? (1ull << 62) | (uint64_t)o->sess_of[next] : (uint64_t)next + 1;
@@ -2202,6 +2346,10 @@ static hl_status serve_loop(const hl_serve_cfg *c, owned *o, int npools, xlink *
         for (int64_t u = 0; u < o->pools[p].U; u++)
             hl_dset_off(&o->pools[p].units[u]);
     *preempts += preempt_total;
+    if (__builtin_expect(rec->probe != NULL, 0)) /* the integrals as the loop left them (the run-ahead sums its own) */
+        probe_record(rec, (const double[HL_SERVE_PROBE_N]){
+                              rec->busy, rec->busy_prefill, rec->little, rec->run, rec->wait, rec->kv, rec->kv_max,
+                              rec->tokens, rec->sat_tokens, rec->sat_time, rec->t_end, HL_SERVE_PATH_END});
     return HL_OK;
 }
 
@@ -2429,12 +2577,10 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     r->kv_link = cc.disagg ? cc.kv_link : 0;
     int64_t n = c->requests;
     int compact = compact_wanted(c);
-    if (!compact && (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+    if (!compact && ((rc = check_budget(c, hl_serve_memory_bytes(c), 0, err)) ||
+                     (rc = hl_serve_make_requests(c, &o->reqs, &n, err))))
         return rc;
-    recorder rec = {0};
-    rec.r = r;
-    rec.stride = 1;
-    rec.max_samples = c->max_samples > 1 ? c->max_samples : 2;
+    recorder rec = recorder_for(r, c->max_samples > 1 ? c->max_samples : 2);
     int64_t preempts = 0;
     if (!(o->itl = calloc(1, sizeof *o->itl)))
         return hl_fail(err, HL_ENOMEM, "serve: out of memory");
@@ -2444,10 +2590,17 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
         if (compact && !o->pools[0].q) { /* a request might be refused: one record per request */
             pool_free(&o->pools[0]);
             compact = 0;
-            if ((rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
+            if ((rc = check_budget(c, hl_serve_memory_bytes(c), 0, err)) ||
+                (rc = hl_serve_make_requests(c, &o->reqs, &n, err)))
                 return rc;
         }
-        if (compact) {
+        if (compact) { /* the budget: the metrics of every counted request and the records in flight */
+            pool *p0 = &o->pools[0];
+            double per = compact_record_bytes(p0), metrics = compact_metric_bytes(n - (c->warmup < n ? c->warmup : 0));
+            if ((rc = check_budget(c, metrics + per * (double)p0->cap, 1, err)))
+                return rc;
+            if (c->memory_budget > 0)
+                p0->max_records = (int64_t)hl_fmin(floor((c->memory_budget - metrics) / per), 0x1p62);
             compact_runs++;
             hl_serve_gen_init(&o->gen, c);
             hl_serve_gen_next(&o->gen, &o->peek);
@@ -2507,11 +2660,8 @@ static hl_status run(const hl_serve_cfg *c0, hl_serve_result *r, owned *o, hl_er
     int64_t *dmap = malloc(sizeof *dmap * (size_t)n), *xmap = malloc(sizeof *xmap * (size_t)n);
     dec_order dec_ctx;
     owned od = {0};
-    recorder rec_p = {0};
     hl_serve_result scratch = {0};
-    rec_p.r = &scratch; /* the prefill pool's KV samples are not reported */
-    rec_p.stride = 1;
-    rec_p.max_samples = 2;
+    recorder rec_p = recorder_for(&scratch, 2); /* the prefill pool's KV samples are not reported */
     double xfer_sum = 0;
     int64_t nd = 0;
     if (!pre || !dec || !xfer || !dmap || !xmap || !(od.itl = calloc(1, sizeof *od.itl))) {

@@ -133,6 +133,28 @@ void hl_serve_acc_free(hl_serve_acc *a);
  * them against one record per request). */
 int64_t hl_serve_compact_runs(void);
 
+/* Tests only (tests/c/test_serve_reference.c): every iteration a run on this thread records is
+ * passed to fn, in order, from each path that takes a step (the loop's step, set_step, the decode
+ * run-ahead and its reference): v[0 .. HL_SERVE_PROBE_TERMS - 1] the terms record() takes (t and
+ * dt in s, requests in the system, running and waiting, the group's and the pool's KV use over the
+ * pool's blocks, tokens, prompt tokens, tokens emitted, the group's weight), v[HL_SERVE_PROBE_TERMS]
+ * the path that took it (HL_SERVE_PATH_*: what the tests cover). fn NULL (the default): none. The
+ * values end their pass: fn copies what it keeps. */
+enum { HL_SERVE_PROBE_TERMS = 11, HL_SERVE_PROBE_N = 12 };
+enum {
+    HL_SERVE_PATH_STEP = 0,        /* serve_loop's step */
+    HL_SERVE_PATH_SET_STEP = 1,    /* set_step: the decode set's finishing step after a run-ahead */
+    HL_SERVE_PATH_AHEAD = 2,       /* the decode run-ahead's loop */
+    HL_SERVE_PATH_AHEAD_FIRST = 3, /* its step 0 after a prompt step (its own mean context) */
+    HL_SERVE_PATH_AHEAD_REF = 4,   /* the run-ahead as the reference scheduler takes it (ahead_reference) */
+    HL_SERVE_PATH_END = 5,         /* not a step: a pool's loop ended, v = its integrals (busy, its prefill share,
+                                      in system, running, waiting, KV, largest KV, tokens, saturated tokens and
+                                      time, the last step's end) */
+    HL_SERVE_PATHS = 6
+};
+typedef void (*hl_serve_probe_fn)(void *ctx, const double v[HL_SERVE_PROBE_N]);
+void hl_serve_set_probe(hl_serve_probe_fn fn, void *ctx);
+
 /* Records of requests not yet arrived that changed places on this thread, to keep arrival order
  * as clients and conversations release requests (the tests bound it: it was quadratic). */
 int64_t hl_serve_record_moves(void);

@@ -136,7 +136,7 @@ typedef struct blend_fn {
     const hl_sim_ctx *s;
     int part;
     double b, q, in, tau;
-    hl_attn_stream fast; /* PART_ATTENTION: hl_attn_op's shape along its context */
+    const hl_attn_stream *fast; /* PART_ATTENTION: hl_attn_op's shape along its context (else ok = 0) */
     hl_err *err;
     hl_status st;
 } blend_fn;
@@ -148,7 +148,7 @@ static double blend_at(blend_fn *f, double i)
     double v = 0, ctx = f->in + f->tau * i;
     if (f->st)
         return v;
-    if (hl_attn_stream_at(&f->fast, ctx, &v))
+    if (hl_attn_stream_at(f->fast, ctx, &v))
         return v;
     f->st = part_time(f->s, f->part, f->b, f->q, ctx, &v, f->err);
     return v;
@@ -172,15 +172,22 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
 static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_stream *fast, double b, double q, double in,
                              double tau, double n, double *sum, hl_err *err)
 {
-    blend_fn f = {.s = s, .part = part, .b = b, .q = q, .in = in, .tau = tau, .err = err, .st = HL_OK}; /* fast.ok 0 */
-    if (fast)
-        f.fast = *fast;
+    static const hl_attn_stream none = {.ok = 0};
+    blend_fn f = {.s = s,
+                  .part = part,
+                  .b = b,
+                  .q = q,
+                  .in = in,
+                  .tau = tau,
+                  .fast = fast ? fast : &none,
+                  .err = err,
+                  .st = HL_OK};
     double total = 0, first, last, mid;
     if (n <= BLEND_EXACT) {
         for (double i = 0; i < n && !f.st; i++)
             total += blend_at(&f, i);
-    } else if (hl_attn_stream_at(&f.fast, in - tau, &first) && hl_attn_stream_at(&f.fast, in + tau * n, &last) &&
-               hl_attn_stream_at(&f.fast, in + tau * (n - 1) / 2, &mid)) {
+    } else if (hl_attn_stream_at(f.fast, in - tau, &first) && hl_attn_stream_at(f.fast, in + tau * n, &last) &&
+               hl_attn_stream_at(f.fast, in + tau * (n - 1) / 2, &mid)) {
         /* the KV stream dwarfs the rest at both ends of the span the sum below reads, so at
          * every step between (its tests are affine in the context, or decrease with it: the
          * units' share): g(i) = attn_latency + M(in + tau i), affine in i, and its steps sum to
@@ -211,10 +218,34 @@ static void part_op_at(const hl_sim_ctx *s, int part, hl_attn_shape *sh, hl_op *
 {
     if (part == PART_ATTENTION) {
         sh->context = ctx;
-        hl_op_attention(op, "attention", sh, (hl_precision)s->j->act_precision);
+        HL_OP_ATTENTION_LIT(op, "attention", sh, (hl_precision)s->j->act_precision);
     } else {
         part_op(s, part, op, b, q, ctx);
     }
+}
+
+/* The blended decode kernel's stream of shape sh (b sequences, q new tokens; hl_attn_stream_init),
+ * kept for the thread's last job class, b and q: it reads the shape's per-job fields, b, q and the
+ * GPU, never the context. Without a class (a draft model, a breakdown run) it is built into the
+ * thread's scratch slot each call. */
+static const hl_attn_stream *stream_of(const hl_sim_ctx *s, const hl_attn_shape *sh, double b, double q)
+{
+    static _Thread_local struct {
+        uint64_t job_class; /* 0: none */
+        double b, q;
+        hl_attn_stream a;
+    } memo, scratch;
+    if (!s->job_class) {
+        hl_attn_stream_init(&scratch.a, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+        return &scratch.a;
+    }
+    if (memo.job_class != s->job_class || memo.b != b || memo.q != q) {
+        hl_attn_stream_init(&memo.a, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+        memo.job_class = s->job_class;
+        memo.b = b;
+        memo.q = q;
+    }
+    return &memo.a;
 }
 
 /* attention_sum from `in` cached keys at step 0, of kernel `part`. */
@@ -234,21 +265,23 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
         hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
-        hl_attn_stream fast = {.ok = 0};
+        static const hl_attn_stream none = {.ok = 0};
+        const hl_attn_stream *fp = &none;
         int blended = q <= 1 && s->c->gpu.attn_blend > 1; /* not linear in the context (hl_op_time_on) */
         if (part == PART_ATTENTION) {
             hl_attn_shape_of(s, &sh, b, q, in, 0);
             if (blended)
-                hl_attn_stream_init(&fast, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+                fp = stream_of(s, &sh, b, q);
         }
+        const hl_attn_stream *fast = fp;
         hl_op ops[2];
-        int streamed = fast.ok; /* both memory sides from the stream: compute_s may not be needed */
+        int streamed = fast->ok; /* both memory sides from the stream: compute_s may not be needed */
         for (int x = 0; x < 2; x++) {
-            if (fast.ok) { /* hl_op_attention's counts from the stream's line: the same bits */
+            if (fast->ok) { /* hl_op_attention's counts from the stream's line: the same bits */
                 double read;
-                hl_attn_counts(&fast.line, in + tau * x, &f[x], &read);
-                by[x] = read + fast.line.written;
-                streamed = streamed && hl_attn_stream_of_counts(&fast, f[x], read, &m[x]);
+                hl_attn_counts(&fast->line, in + tau * x, &f[x], &read);
+                by[x] = read + fast->line.written;
+                streamed = streamed && hl_attn_stream_of_counts(fast, f[x], read, &m[x]);
                 continue;
             }
             part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
@@ -260,11 +293,11 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
          * when the memory side (its bits: hl_attn_stream_at's are hl_op_time_on's memory_s
          * there) is surely above the compute side, hl_op_time_on is not called */
         double mem_line = streamed ? m[0] + (m[1] - m[0]) * i_grow : 0;
-        if (streamed && hl_attn_stream_mem_side(&fast, f, in, tau, i_grow, mem_line)) {
+        if (streamed && hl_attn_stream_mem_side(fast, f, in, tau, i_grow, mem_line)) {
             mem_bound = 1;
         } else {
             for (int x = 0; x < 2; x++) {
-                if (fast.ok) /* not built above (fast.ok: PART_ATTENTION) */
+                if (fast->ok) /* not built above (fast->ok: PART_ATTENTION) */
                     part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
                 if ((st = hl_op_time_on(&ops[x], &s->c->gpu, &t, err)))
                     return st;
@@ -275,7 +308,7 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         }
         if (blended) {
             double grown;
-            if ((st = blended_sum(s, part, part == PART_ATTENTION ? &fast : NULL, b, q, in, tau, n_grow, &grown, err)))
+            if ((st = blended_sum(s, part, part == PART_ATTENTION ? fast : NULL, b, q, in, tau, n_grow, &grown, err)))
                 return st;
             sum += grown;
         } else
@@ -556,10 +589,11 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
     double m = hl_pipeline_microbatches(s, j->batch), bm = b / m; /* micro-batches, sequences per group in one */
     int tbo = tbo_on(s);
     const hl_sim_ctx *all_ctx = s;
-    hl_sim_ctx half = *s; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
+    hl_sim_ctx half; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
     if (tbo) {
         m = 2;
         bm = b / 2;
+        half = *s;
         half.b_local = bm;
         s = &half;
     }
@@ -670,7 +704,7 @@ static int same_class_as_last_run(int trust, uint64_t run)
 
 /* s: j resolved; kept for the next run (a draft model resolves a second routing, and kernel
  * tables are loaded per run: neither is reused). */
-static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run, int same)
+static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run, int same, int reused)
 {
     job_class *c = &jclass;
     if (!same && (c->id == 0 || !same_job_but_input(&c->last, j))) {
@@ -680,7 +714,8 @@ static uint64_t job_class_of(const hl_job *j, const hl_sim_ctx *s, uint64_t run,
     c->run = run;
     c->reusable = !s->kern && !(j->spec_tokens > 0 && j->spec_draft);
     c->resolves = hl_sim_thread_resolves();
-    c->ctx = *s;
+    if (!reused) /* reused: *s is c->ctx but for j, m, c and job_class, which hl_sim_resolve_input sets anew */
+        c->ctx = *s;
     return c->id;
 }
 
@@ -749,8 +784,13 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         int tbo = tbo_on(s) && b >= 2;
         if (tbo)
             m = stages = 2;
-        hl_sim_ctx one = *s; /* one micro-batch: b / m sequences per group */
-        one.b_local = b / m;
+        hl_sim_ctx one; /* one micro-batch: b / m sequences per group (m = 1: s itself, b / 1 = b) */
+        const hl_sim_ctx *os = s;
+        if (m != 1) {
+            one = *s;
+            one.b_local = b / m;
+            os = &one;
+        }
         if ((st = decode_layers(s, dec, b / m, m, steps * stages, err)))
             return st;
         /* the attention kernel of a step at the mean context, for the trace */
@@ -766,12 +806,12 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
         hl_event *saved = dec->ev;
         dec->ev = NULL;           /* the closed-form sums below are not single events */
         dec->stage = HL_TBO_CORE; /* the attention kernel's two-batch overlap stage (MODEL.md 6.5) */
-        if ((st = decode_attention(&one, dec, full * stages, 0, 0, err)))
+        if ((st = decode_attention(os, dec, full * stages, 0, 0, err)))
             return st;
-        if ((st = decode_attention(&one, dec, sliding * stages, window, s->m->local_chunked, err)))
+        if ((st = decode_attention(os, dec, sliding * stages, window, s->m->local_chunked, err)))
             return st;
         if (s->m->index_topk > 0 &&
-            (st = attention_sum_from(&one, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
+            (st = attention_sum_from(os, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
             return st;
         dec->ev = saved;
         dec->stage = HL_TBO_ATTN;
@@ -839,13 +879,12 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
         trust &= ~(HL_TRUST_CLUSTER | HL_TRUST_CLUSTER_FIELDS);
     /* along an input axis the context is the last run's but for the checks that read input */
     int same = j->summary_only && same_class_as_last_run(trust, run);
-    hl_status st = same && jclass.reusable && jclass.resolves == hl_sim_thread_resolves()
-                       ? hl_sim_resolve_input(j, &jclass.ctx, &s, trust, err)
-                       : hl_sim_resolve(j, &s, trust, err);
+    int reuse = same && jclass.reusable && jclass.resolves == hl_sim_thread_resolves();
+    hl_status st = reuse ? hl_sim_resolve_input(j, &jclass.ctx, &s, trust, err) : hl_sim_resolve(j, &s, trust, err);
     if (st)
         return st;
     if (j->summary_only)
-        s.job_class = job_class_of(j, &s, run, same);
+        s.job_class = job_class_of(j, &s, run, same, reuse);
     memset(r, 0, offsetof(hl_result, prefill_items)); /* the arrays are filled up to their counts */
 
     /* ---- memory per GPU (core/src/memory.c): checked before any time is computed, so a job

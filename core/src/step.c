@@ -42,6 +42,7 @@ struct hl_stepper {
     struct pre_attn *pre[2];  /* [full=0 / local=1][tokens]: a one-chunk step's prompt kernel, NULL until used */
     struct new_chunk *nc[2];  /* [full=0 / local=1][tokens]: a prompt's first chunk's kernel, NULL until used */
     int memo;                 /* 1 (default): the kept kernels and I/O parts of a mixed step are used */
+    double *parts;            /* tests (hl_stepper_time_parts): the accumulated step's parts go here, or NULL */
     struct dker *dk;          /* [sequences]: a mixed step's decode kernel (decode_kernel), NULL until used */
     struct mix_tok *mt;       /* [tokens], mixed_fast's records (NULL until used) */
     struct mix_head *mh;      /* [rows] */
@@ -842,6 +843,12 @@ static int mixed_fast(hl_stepper *st, const hl_iter *it, double *time_s, hl_stat
     double hidden = hl_comm_hidden(st->job.overlap_prefill, m.comm, m.compute + m.memory);
     if (hidden > 0)
         m.time -= hidden;
+    if (st->parts) { /* tests: the parts as hl_acc_finish leaves the accumulator's */
+        st->parts[0] = m.time;
+        st->parts[1] = m.compute;
+        st->parts[2] = m.memory;
+        st->parts[3] = hidden > 0 ? m.comm * (1 - hidden / m.comm) : m.comm;
+    }
     *time_s = m.time + st->job.step_overhead; /* the framework's cost per iteration */
     if (!isfinite(*time_s) || *time_s < 0)
         *rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
@@ -944,7 +951,23 @@ hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_
         return rc;
     hl_acc_finish(&a);
     *time_s = a.ph.time_s + st->job.step_overhead; /* the framework's cost per iteration */
+    if (st->parts) {
+        st->parts[0] = a.ph.time_s;
+        st->parts[1] = a.ph.compute_s;
+        st->parts[2] = a.ph.memory_s;
+        st->parts[3] = a.ph.comm_s;
+    }
     if (!isfinite(*time_s) || *time_s < 0)
         return hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", *time_s);
     return HL_OK;
+}
+
+hl_status hl_stepper_time_parts(hl_stepper *st, const hl_iter *it, double *time_s, double parts[4], hl_err *err)
+{
+    for (int i = 0; i < 4; i++)
+        parts[i] = NAN; /* a decode-only step timed by its line leaves them */
+    st->parts = parts;
+    hl_status rc = hl_stepper_time(st, it, time_s, err);
+    st->parts = NULL;
+    return rc;
 }

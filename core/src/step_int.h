@@ -50,6 +50,10 @@ void hl_stepper_memo(hl_stepper *st, int on);
 
 /* Time in s of one iteration on the critical path (one GPU of the slowest stage). */
 hl_status hl_stepper_time(hl_stepper *st, const hl_iter *it, double *time_s, hl_err *err);
+/* The same, and (tests: tests/c/test_step_memo.c) parts[0..3] = the step's accumulated time,
+ * compute, memory and comm in s after the hidden comm is taken off, before the framework's
+ * overhead; NaN for a decode-only step timed by its cached line. */
+hl_status hl_stepper_time_parts(hl_stepper *st, const hl_iter *it, double *time_s, double parts[4], hl_err *err);
 
 /* A decode-only iteration of a fixed number of sequences as a function of their
  * mean context: the cached line of hl_stepper_time's hot path, for a caller

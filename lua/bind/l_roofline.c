@@ -6,7 +6,7 @@
 #include "bind.h"
 
 static const char *const op_kinds[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm", "moe", NULL};
-static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", "vllm_v0", NULL};
+static const char *const frameworks[] = {"ideal", "trtllm", "vllm", "sglang", "rocm", "vllm_v0", "trtllm_v06", NULL};
 #define KIND_MOE 5
 
 static void push_time(lua_State *L, const hl_op *op, const char *kind, const hl_op_time *t)

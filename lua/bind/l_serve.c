@@ -465,14 +465,18 @@ static double memory_budget(lua_State *L)
     return b;
 }
 
-/* Raises before anything is allocated when the run's requests, and their
- * per_request tables (about 640 B each in Lua), would exceed the budget. */
-static void check_memory(lua_State *L, const hl_serve_cfg *c)
+/* The run's budget: the C run checks its records against it (cfg.memory_budget, where it knows
+ * whether compact records are taken); with keep_requests (one record per request, never compact),
+ * raises here before anything is allocated when the requests and their per_request tables (about
+ * 640 B each in Lua) would exceed it. */
+static void check_memory(lua_State *L, hl_serve_cfg *c)
 {
     int trace = c->trace != NULL && c->n_trace > 0;
     double n = trace ? (double)(c->requests > 0 && c->requests < c->n_trace ? c->requests : c->n_trace)
                      : (double)(c->requests > 0 ? c->requests : 1000);
-    double need = hl_serve_memory_bytes(c) + (c->keep_requests ? n * 640 : 0), budget = memory_budget(L);
+    double budget = memory_budget(L);
+    c->memory_budget = budget;
+    double need = c->keep_requests ? hl_serve_memory_bytes(c) + n * 640 : 0;
     if (need > budget) {
         char msg[300];
         snprintf(msg, sizeof msg,

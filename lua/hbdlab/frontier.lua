@@ -14,7 +14,7 @@ M.fields = {
   { "model", nil, "model: a preset name or object (required)" },
   { "systems", nil, "a cluster (object, preset name, or hl.cluster fields with an optional name) or a list of them (required)" },
   { "precision", "fp8", "a precision or a list of them (each system x precision is its own curve)" },
-  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm, vllm_v0); none = the ideal roofline" },
+  { "framework", nil, "serving framework profile (trtllm, vllm, sglang, rocm, vllm_v0, trtllm_v06); none = the ideal roofline" },
   { "input", 1024, "prompt tokens: a number or a length distribution as in hl.serve" },
   { "output", 1024, "output tokens: a number or a length distribution as in hl.serve" },
   { "slo", nil, "{ttft_s =, tpot_s =, tps_per_user =}: the limits the best point must meet" },

@@ -17,12 +17,10 @@ static double logrand(double lo, double hi) { return exp(frand(log(lo), log(hi))
 static hl_cluster random_cluster(void)
 {
     static const int64_t gpus[] = {8, 16, 32, 64, 72, 128, 256};
-    hl_gpu g;
-    hl_gpu_init_defaults(&g);
-    strcpy(g.name, "rand");
-    g.peak_flops[HL_BF16] = 1e15;
-    g.hbm_bytes = 1e11;
-    g.hbm_bw = 1e12;
+    hl_gpu g; /* a preset's compute and memory: only the links matter here */
+    hl_err e;
+    if (hl_gpu_preset("B200", &g, &e))
+        fail_msg("%s", e.msg);
     g.scaleup_bw = logrand(1e9, 2e12);
     g.scaleout_bw = logrand(1e9, 1e12);
     g.eff_scaleup = frand(0.3, 1);
@@ -37,7 +35,6 @@ static hl_cluster random_cluster(void)
         for (hbd--; n % hbd != 0; hbd--) {
         }
     hl_cluster c;
-    hl_err e;
     if (hl_cluster_init(&c, &g, n, hbd, &e))
         fail_msg("%s", e.msg);
     c.fabric = rand() % 4 ? HL_FABRIC_SWITCH : HL_FABRIC_MESH;

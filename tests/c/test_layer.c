@@ -169,6 +169,49 @@ static void test_hierarchical_dispatch_larger_hbd_not_slower(void **state)
     }
 }
 
+/* DeepEP's normal internode kernels pipeline the RDMA and NVLink legs in one kernel
+ * (csrc/kernels/legacy/internode.cu: sender, forwarder and receiver warps at once), so a
+ * hierarchical exchange costs both latencies plus the slower leg's streaming time
+ * (docs/MODEL.md 6). DeepSeek-V3 prefill on 32 H100 in HBDs of 8, EP32, TP1 (nothing
+ * else uses scale-up): per call the dispatch sends 424.5 MB over RDMA at ~62 GB/s
+ * (6.8 ms) and 853 MB over NVLink at ~336 GB/s (2.5 ms), so the NVLink leg is hidden:
+ * (1) its row costs exactly the intra All-to-All's latency per call (its bytes cost
+ * nothing past the RDMA leg); (2) doubling the NVLink bandwidth leaves TTFT unchanged,
+ * where the sum of the legs of before fell by half the 2.5 ms per call. */
+static void test_hierarchical_legs_pipelined(void **state)
+{
+    (void)state;
+    hl_job j = job_for("deepseek-v3", "H100-SXM", 32, 8);
+    j.precision = HL_FP8;
+    j.kv_precision = HL_BF16;
+    j.tp = 1;
+    j.ep = 32;
+    j.batch = 16 * 32;
+    j.input = 1024;
+    j.output = 1;
+    j.dispatch = HL_DISPATCH_HIERARCHICAL;
+    j.wire_precision = HL_FP8;
+    j.ignore_memory = 1;
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    const hl_item *inter = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_inter");
+    const hl_item *intra = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_intra");
+    assert_non_null(inter);
+    assert_non_null(intra);
+    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, intra->call_bytes, 8, 8, 0};
+    hl_coll_out o;
+    hl_cluster one = j.cluster;
+    one.gpus = 8;
+    assert_ok(hl_coll_time(&one, &in, &o, &e), &e);
+    assert_true(o.time_s - o.latency_s < inter->call_time_s); /* the NVLink leg streams faster */
+    assert_rel(intra->call_time_s, o.latency_s, 1e-9, "NVLink leg past the RDMA leg: its latency alone");
+    double ttft = r.ttft_s;
+    j.cluster.scaleup_bw *= 2;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    assert_rel(r.ttft_s, ttft, 1e-12, "TTFT with twice the NVLink bandwidth (leg hidden)");
+}
+
 #ifndef SEED
 #define SEED 16
 #endif
@@ -308,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_coll_algo_nccl),
         cmocka_unit_test(test_allgather_after_sequence_split_combine),
         cmocka_unit_test(test_hierarchical_dispatch_larger_hbd_not_slower),
+        cmocka_unit_test(test_hierarchical_legs_pipelined),
         cmocka_unit_test(test_monotone_in_hbd_bandwidth_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

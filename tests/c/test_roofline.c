@@ -102,6 +102,37 @@ static void test_shape_aware_gemm_by_hand(void **state)
     assert_rel(t.time_s, 13.175353477765196e-6, 1e-9, "fp8 time");
 }
 
+/* A dense tile's fixed part (gemm_k0, gemm_k0_fp8; docs/MODEL.md section 3), by hand on the toy GPU:
+ * 4096^3 BF16 at eff 0.5 is 274.877906944 us (test_gemm_compute_bound); with gemm_k0 = 1024 the
+ * efficiency is 0.5 x 4096 / 5120 = 0.4, so 343.59738368 us. FP8 (peak 2000 TFLOP/s, eff_gemm_fp8 0.5)
+ * with gemm_k0_fp8 0 falls back to gemm_k0: 137.438953472 us x 5120 / 4096 = 171.79869184 us; with
+ * gemm_k0_fp8 = 4096 the efficiency halves: 274.877906944 us. Grouped GEMMs keep their own k0 (none
+ * here: 0 = off), so a grouped GEMM of the same shape is not slowed by gemm_k0. */
+static void test_dense_gemm_k0_by_hand(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.peak_flops[HL_FP8] = 2000e12;
+    g.eff_gemm_fp8 = 0.5;
+    g.gemm_k0 = 1024;
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_gemm(&op, "g", 4096, 4096, 4096, 2, 2, 2, HL_BF16);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 343.59738368e-6, 1e-12, "bf16 with gemm_k0");
+    hl_op_gemm(&op, "g8", 4096, 4096, 4096, 2, 1, 2, HL_FP8);
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 171.79869184e-6, 1e-12, "fp8 falls back to gemm_k0");
+    g.gemm_k0_fp8 = 4096;
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 274.877906944e-6, 1e-12, "fp8 with its own gemm_k0_fp8");
+    hl_op_gemm(&op, "g", 4096, 4096, 4096, 2, 2, 2, HL_BF16);
+    op.kind = HL_OP_GROUPED_GEMM;
+    assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+    assert_rel(t.compute_s, 274.877906944e-6, 1e-12, "grouped GEMMs: not gemm_k0");
+}
+
 /* Attention's fixed part, by hand: attn_latency 2 us + 4 sequences x 2 KV heads x 0.1 us = 2.8 us on
  * both sides. Decode of 4 sequences, 1 new token after 999 cached, 8 heads / 2 KV heads of 128, BF16:
  * bytes read 4*(8*128*2 + 1000*2*2*128*2) = 4,104,192 (the KV of 2 heads), written 4*8*128*2 = 8,192;
@@ -434,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_gqa_decode_reads_kv_heads),
         cmocka_unit_test(test_unsupported_precision),
         cmocka_unit_test(test_shape_aware_gemm_by_hand),
+        cmocka_unit_test(test_dense_gemm_k0_by_hand),
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
         cmocka_unit_test(test_attn_stream_matches_full_time),
         cmocka_unit_test(test_attn_stream_mem_side),

@@ -9,6 +9,7 @@
 #include "hbdlab/hbdlab.h"
 #include "jobs.h"
 #include "serve_int.h"
+#include "serve_sched_int.h"
 #include "step_int.h"
 
 /* Time of one iteration from the per-step model (the scheduler is under test, not it). */
@@ -326,6 +327,61 @@ static void test_run_ahead_equals_step_by_step(void **state)
         hl_serve_result_free(&a);
         hl_serve_result_free(&b);
     }
+}
+
+/* The memory budget (cfg.memory_budget; hl.serve: $HBDLAB_SERVE_MEMORY_BYTES) is checked in the run,
+ * where the compact decision is made. By hand: one record per request is hl_serve_memory_bytes
+ * (two trace rows, the scheduler's record, the queue entry, the summary row and a sort key: about
+ * 270 B a request); compact records keep 5 doubles (40 B) per counted request (4 metrics and the
+ * summary's sort scratch) and the records in flight, each sizeof(rq) plus its free-list entry and
+ * its queue slot (8 B each, one unit), 1,024 at first. */
+static void test_memory_budget_in_run(void **state)
+{
+    (void)state;
+    hl_job j = job_for("llama-3.1-8b", "H100-SXM", 1, 1);
+    hl_serve_cfg c = poisson_cfg(&j, 20, 5000);
+    c.input.hi = 512;
+    c.output.hi = 128;
+    hl_serve_result r;
+    hl_err e;
+    /* 5,000 requests: ~1.35 MB with a record each, which a budget of 1 MB refused; on compact records
+     * 5,000 x 40 B = 0.2 MB of metrics + 1,024 x (sizeof(rq) + 16) B of records: it runs */
+    c.memory_budget = 1e6;
+    assert_true(hl_serve_memory_bytes(&c) > c.memory_budget);
+    int64_t compact0 = hl_serve_compact_runs();
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    assert_true(hl_serve_compact_runs() == compact0 + 1 && r.requests == 5000);
+    hl_serve_result_free(&r);
+    /* a budget under the metrics alone (0.2 MB) is refused before the run, naming the field and bytes */
+    c.memory_budget = 1e5;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'requests': 5000 requests would take about");
+    assert_non_null(strstr(e.msg, "on compact records, more than the budget of 0.0001 GB (HBDLAB_SERVE_MEMORY_BYTES)"));
+    /* one record per request (a closed loop is never compact) is held to its own estimate */
+    c.rate = 0;
+    c.concurrency = 8;
+    c.memory_budget = 1e6;
+    assert_fails_with(hl_serve_run(&c, &r, &e), HL_EINVAL, &e, "field 'requests': 5000 requests would take about");
+    assert_null(strstr(e.msg, "compact"));
+    c.memory_budget = 2 * hl_serve_memory_bytes(&c);
+    assert_ok(hl_serve_run(&c, &r, &e), &e);
+    hl_serve_result_free(&r);
+    /* records in flight: 3,000 requests within 3 ms all queue (test_serve_reference's growth case);
+     * a budget for the 2,900 counted requests' metrics and 1,500 records lets the run start (1,024)
+     * and refuses it as the queue passes 1,500, naming the requests in flight; twice that runs */
+    hl_serve_cfg b = poisson_cfg(&j, 1e6, 3000);
+    b.input.lo = 16;
+    b.input.hi = 200;
+    b.output.lo = 1;
+    b.output.hi = 30;
+    b.warmup = 100;
+    double per = (double)sizeof(rq) + 16, metrics = 2900 * 40.0;
+    b.memory_budget = metrics + 1500 * per;
+    assert_fails_with(hl_serve_run(&b, &r, &e), HL_EINVAL, &e, "field 'requests': ");
+    assert_non_null(strstr(e.msg, "requests in flight at t = "));
+    b.memory_budget = metrics + 3100 * per;
+    assert_ok(hl_serve_run(&b, &r, &e), &e);
+    assert_true(r.requests == 2900);
+    hl_serve_result_free(&r);
 }
 
 /* The ITL histogram's cached bin edges (the run-ahead files a run of gaps by
@@ -981,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_one_equals_simulate),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_run_ahead_equals_step_by_step),
+        cmocka_unit_test(test_memory_budget_in_run),
         cmocka_unit_test(test_itl_bin_edges),
         cmocka_unit_test(test_metric_sort),
         cmocka_unit_test(test_steady_state_follows_scheduler),

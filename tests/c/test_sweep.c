@@ -310,6 +310,29 @@ static void test_memos_never_stale(void **state)
     }
 }
 
+/* The same on B200, whose decode attention is a blended kernel (attn_blend > 1): sim.c keeps its
+ * KV stream per job class, batch and new tokens, layer.c the attention shape per class. tp moves
+ * the heads per GPU and batch the sequences per group (both a new class); every point must equal
+ * the same job run alone on a fresh thread. */
+static void test_memos_never_stale_blended(void **state)
+{
+    (void)state;
+    const double tp[] = {8, 4}, batch[] = {8, 32}, input[] = {512, 1500, 6000};
+    hl_axis axes[3] = {num_axis("tp", tp, 2), num_axis("batch", batch, 2), num_axis("input", input, 3)};
+    hl_sweep_in in = llama16_sweep(axes, 3);
+    in.base = job_for("llama-3.1-8b", "B200", 16, 8);
+    in.base.batch = 8;
+    in.base.tp = 8;
+    assert_true(in.base.cluster.gpu.attn_blend > 1);
+    hl_point pts[12];
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_ok(hl_sweep_run(&in, pts, &e), &e);
+        for (int64_t i = 0; i < 12; i++)
+            assert_point_is_fresh_run(&in, i, &pts[i], pass);
+    }
+}
+
 /* Along an input axis the sweep tells the simulation that a point's job is its previous
  * one's but for input (HL_TRUST_SAME_BUT_INPUT), so the job class is not compared again.
  * A point that fails before taking a class (input 1000.5: not whole, refused in
@@ -447,15 +470,11 @@ static void test_same_but_input_after_other_resolve(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_and_indices),
-        cmocka_unit_test(test_points_equal_direct_runs),
-        cmocka_unit_test(test_unknown_axis_and_cancel),
-        cmocka_unit_test(test_object_axes_first),
-        cmocka_unit_test(test_memos_never_stale),
-        cmocka_unit_test(test_store_equals_points),
-        cmocka_unit_test(test_input_hint_after_failed_point),
-        cmocka_unit_test(test_axes_on_one_field),
-        cmocka_unit_test(test_same_but_input_after_other_resolve),
+        cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_memos_never_stale),       cmocka_unit_test(test_memos_never_stale_blended),
+        cmocka_unit_test(test_store_equals_points),     cmocka_unit_test(test_input_hint_after_failed_point),
+        cmocka_unit_test(test_axes_on_one_field),       cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,12 +39,23 @@ echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "r
 check "a misspelt field in JSON gets serve's suggestion" contains "$(cat "$TMP/err")" "serve: unknown field 'rte' (did you mean 'rate'?"
 "$HBDLAB" serve > /dev/null 2>&1; rc=$?
 check "serve without a config is a usage error" [ "$rc" -eq 2 ]
-# Hostile sizes: 1e8 requests (~27.2 GB of state) are refused before anything is allocated, naming
-# the field and the budget (the run used to eat all memory).
-echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1, "requests": 1e8}' |
+# Hostile sizes: 1e8 requests with a record each (a closed loop: ~27.2 GB of state) are refused before
+# anything is allocated, naming the field and the budget (the run used to eat all memory).
+echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "concurrency": 10, "requests": 1e8}' |
     timeout 60 "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
 check "1e8 requests are refused ($rc)" [ "$rc" -eq 1 ]
 check "the refusal names requests and the budget" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 27.2 GB, more than the budget of 8 GB"
+# The budget is the run's (compact records, 40 B a request, are decided there): 1e8 open-loop requests
+# take 4 GB of metrics (1e8 x 40 B), refused under 2 GB; 5,000 (1.36 MB with a record each, which the
+# estimate before the run refused under 1 MB) run on 0.2 MB of metrics + 1,024 records.
+echo '{"model": "llama-3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "rate": 1, "requests": 1e8}' |
+    HBDLAB_SERVE_MEMORY_BYTES=2e9 timeout 60 "$HBDLAB" serve - > /dev/null 2> "$TMP/err"; rc=$?
+check "1e8 compact requests are refused under 2 GB ($rc)" [ "$rc" -eq 1 ]
+check "the refusal names compact records and the bytes" contains "$(cat "$TMP/err")" "field 'requests': 100000000 requests would take about 4 GB on compact records, more than the budget of 2 GB"
+out=$(HBDLAB_SERVE_MEMORY_BYTES=1e6 "$HBDLAB" -e 'local r = hl.serve { model = "llama-3.1-8b", cluster = "hgx-h100",
+  parallel = { tp = 1 }, rate = 20, requests = 5000, input = { dist = "uniform", min = 64, max = 512 },
+  output = { dist = "uniform", min = 16, max = 128 } } print(r.requests)' 2>&1)
+check "5,000 compact requests run within 1 MB ($out)" [ "$out" = "5000" ]
 # Ctrl-C during a long hl.serve (1e5 requests of 1e5 tokens: hours of simulated steps) ends it
 # with 130; the scheduler's C loop used to ignore it until the run finished.
 "$HBDLAB" -e 'io.stdout:write("ready\n") io.stdout:flush()

@@ -99,5 +99,27 @@ T.test("vllm_v0: vllm's kernels with the V0 engine's single-step CPU time, by ha
   T.raises(function() run("vllm_v1") end, "vllm_v0")
 end)
 
+T.test("trtllm_v06: trtllm with NCCL's all-reduce and no CUDA graphs, by hand", function()
+  -- trtllm_v06 is TensorRT-LLM v0.6.1 as its performance page built and ran it (docs/MODEL.md 6.1):
+  -- trtllm's step overhead, GEMM scales and kernels per layer, but the NCCL plugin's all-reduce (no
+  -- --use_custom_all_reduce) and host-launched kernels (no --enable_cuda_graph). At TP 1 there is no
+  -- all-reduce, so it equals trtllm with cuda_graphs = "off" exactly.
+  local a, b = run("trtllm", "off"), run("trtllm_v06")
+  T.eq(b.total_s, a.total_s, "TP 1: trtllm without graphs")
+  T.ok(run("trtllm").total_s < b.total_s, "graphs off costs the host launches")
+  -- TP 2 on 2 H100, one decode token of Llama-3.1-8B: each tp_allreduce carries 1 x 4096 x 2 B = 8,192 B,
+  -- which trtllm's custom one-shot all-reduce takes; trtllm_v06 takes NCCL's time for the same bytes
+  -- (hl.collective with algo "nccl", the NCCL tuning model of docs/MODEL.md 5.1).
+  local c2 = hl.cluster { gpu = "H100-SXM", gpus = 2, hbd = 2 }
+  local function tp2(fw)
+    return rows(hl.simulate { model = "llama-3.1-8b", cluster = c2, batch = 1, input = 100, output = 4, framework = fw,
+                              parallel = { tp = 2 } }, "decode").tp_allreduce
+  end
+  local want = hl.collective { cluster = c2, op = "allreduce", bytes = 8192, ranks = 2, algo = "nccl" }.time_s
+  local v06, now = tp2("trtllm_v06"), tp2("trtllm")
+  T.near(v06.time_s / v06.calls, want, 1e-12, "one all-reduce: NCCL's time")
+  T.ok(now.time_s / now.calls < want, "trtllm's custom all-reduce is faster at 8 KB")
+end)
+
 T.done()
 

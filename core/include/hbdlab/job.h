@@ -37,9 +37,10 @@ typedef enum hl_framework {
     HL_FW_TRTLLM = 1,
     HL_FW_VLLM = 2,
     HL_FW_SGLANG = 3,
-    HL_FW_ROCM = 4,    /* vLLM on ROCm (AMD Instinct): the only ROCm engine with public cases here */
-    HL_FW_VLLM_V0 = 5, /* vLLM 0.6.x's V0 engine, one scheduler step per forward pass (2024) */
-    HL_FW_COUNT = 6
+    HL_FW_ROCM = 4,       /* vLLM on ROCm (AMD Instinct): the only ROCm engine with public cases here */
+    HL_FW_VLLM_V0 = 5,    /* vLLM 0.6.x's V0 engine, one scheduler step per forward pass (2024) */
+    HL_FW_TRTLLM_V06 = 6, /* TensorRT-LLM v0.6.1 as its performance page ran it: gptSessionBenchmark (Dec 2023) */
+    HL_FW_COUNT = 7
 } hl_framework;
 
 /* What a framework adds to the roofline model. Scales multiply the GPU's

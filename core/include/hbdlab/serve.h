@@ -125,7 +125,8 @@ typedef struct hl_serve_cfg {
     int32_t keep_requests;   /* 1: fill result.reqs */
     int32_t keep_steps;      /* 1: fill result.steps_log (every iteration; for tests and traces) */
     int32_t sched_reference; /* testing only (no Lua field): 1 = the reference scheduler's passes over the running
-                                set (summary, compaction) every iteration; tests check it equals the default */
+                                set (summary, compaction) every iteration, each step timed through the accumulator
+                                alone (hl_stepper_memo off); tests check it equals the default */
     int64_t max_samples;     /* KV-utilisation samples kept (decimated), default 256 */
     int32_t disagg;          /* 1: prompts on `job` (the prefill pool), decoding on `decode_job` */
     hl_job decode_job;       /* the decode pool's model instance (same model; its own cluster and mapping) */
@@ -148,6 +149,9 @@ typedef struct hl_serve_cfg {
     /* filled by hl_serve_load_trace: the trace's CSV columns or JSON keys it reads past, named once each
        ("'user', 'sesion' (did you mean 'session'?)"), "" = none; the Lua binding warns with it */
     char trace_unread[256];
+    double memory_budget; /* C only (no serve field): B the run's records may take, 0 = no limit; a run over it
+                                is refused naming 'requests' and the bytes (hl.serve: $HBDLAB_SERVE_MEMORY_BYTES,
+                                8 GB). Checked in the run, where compact records (far smaller) are decided. */
 } hl_serve_cfg;
 
 /* Summary of one metric over requests: s. */
