@@ -1,9 +1,11 @@
+#define _DEFAULT_SOURCE /* realpath, readlink, lstat */
 /* Streaming a sweep to CSV (hbdlab/sweep.h, hl_sweep_csv): a pool of worker threads, started
  * once per call, claims blocks of points in order, evaluates each point and formats its row
  * into the block's slot; the calling thread waits on a condition variable (no polling) for the
  * next block in order, hands its text to the sink and frees the slot. At most SLOTS_PER_THREAD
  * blocks per worker are in flight, so memory is bounded by the slots, not by the sweep. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,6 +408,23 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
                        : S_ISDIR(sb.st_mode)  ? "it is a folder"
                        : S_ISFIFO(sb.st_mode) ? "it is a FIFO, not a regular file"
                                               : "it is a device or socket, not a regular file");
+    /* a symbolic link is written through (its target replaced, the link kept), as a shell's '>' does;
+     * one to an open descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N) is refused: renamed over,
+     * as root, /dev/stdout itself was replaced by the file */
+    struct stat lsb;
+    char real[PATH_MAX], link[PATH_MAX];
+    if (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode)) {
+        ssize_t ln = readlink(path, link, sizeof link - 1);
+        link[ln > 0 ? ln : 0] = '\0';
+        if (strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/dev/fd/", 8) == 0 || strncmp(link, "/proc/", 6) == 0)
+            return hl_fail(err, HL_EINVAL,
+                           "sweep csv: cannot write %s: it is a link to an open descriptor (stream to it with "
+                           "hl_sweep_csv and a sink)",
+                           path);
+        if (!realpath(path, real))
+            return hl_fail(err, HL_EIO, "sweep csv: cannot write %s: its link's target: %s", path, strerror(errno));
+        path = real;
+    }
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp)

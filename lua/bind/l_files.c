@@ -4,9 +4,11 @@
  * never replaced). Temp files alive at any moment are listed so
  * that an interrupted or killed process can remove them (hl_files_cleanup is
  * async-signal-safe: it only calls unlink). */
+#define _DEFAULT_SOURCE /* realpath */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,13 +191,81 @@ static int check_target(const char *path)
     return 0;
 }
 
+/* Where a file written to path goes (attack pass 7): a symbolic link is written through, as a
+ * shell's '>' does, not replaced by the file (rows.write to link.csv left its target and put a file
+ * in the link's place; as root, out = "/dev/stdout" with standard output in a file made a temp file
+ * in /dev and renamed it over the /dev/stdout link). A link into /proc (/dev/stdout, /dev/fd/1, or
+ * /proc/self/fd/1 itself) names an open file of this process: *append = 1, it is written to at its
+ * end, never renamed over. Else a link to a file is followed (realpath into buf[PATH_MAX]): the
+ * temp file goes beside its target and replaces it. Anything else: path itself. */
+static const char *destination(const char *path, char *buf, int *append)
+{
+    *append = 0;
+    struct stat lst;
+    if (lstat(path, &lst) != 0 || !S_ISLNK(lst.st_mode))
+        return path;
+    char dir[PATH_MAX], link[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    link[n > 0 ? n : 0] = '\0';
+    char at[2 * PATH_MAX + 2], real_dir[PATH_MAX]; /* the folder the link's target is named in */
+    if (link[0] == '/')
+        snprintf(at, sizeof at, "%s", link);
+    else
+        snprintf(at, sizeof at, "%s/%s", dir, link);
+    char *last = strrchr(at, '/');
+    if (last)
+        *last = '\0';
+    if ((realpath(dir, real_dir) && strncmp(real_dir, "/proc/", 6) == 0) ||
+        (realpath(last ? at : ".", real_dir) && strncmp(real_dir, "/proc/", 6) == 0)) {
+        *append = 1;
+        return path;
+    }
+    return realpath(path, buf) ? buf : path; /* a loop or a dangling link: path (check_target names a loop) */
+}
+
+/* The descriptor of this process that path names (/proc/self/fd/N, /dev/fd/N, /proc/<our pid>/fd/N,
+ * or a link to one such as /dev/stdout), or -1. */
+static int own_fd(const char *path)
+{
+    char link[PATH_MAX], self[40];
+    snprintf(self, sizeof self, "/proc/%ld/fd/", (long)getpid());
+    const char *p = path;
+    for (int hop = 0; hop < 3; hop++) {
+        const char *num = strncmp(p, "/proc/self/fd/", 14) == 0 ? p + 14
+                          : strncmp(p, "/dev/fd/", 8) == 0      ? p + 8
+                          : strncmp(p, self, strlen(self)) == 0 ? p + strlen(self)
+                                                                : NULL;
+        if (num && *num && strspn(num, "0123456789") == strlen(num) && strlen(num) < 9)
+            return atoi(num);
+        ssize_t n = readlink(p, link, sizeof link - 1);
+        if (n <= 0 || link[0] != '/')
+            return -1;
+        link[n] = '\0';
+        p = link;
+    }
+    return -1;
+}
+
 /* Creates "<path>.tmp-<pid>-XXXXXX" with mkstemp (the pid tells a later run whether its writer
  * still runs: remove_stale_temps); returns its fd and fills tmp (size TEMP_PATH), or -1 with
  * errno set. The name is listed until forget(). */
-static int make_temp(const char *path, char *tmp)
+static int make_temp(const char *given, char *tmp)
 {
-    if (check_target(path) != 0)
+    if (check_target(given) != 0)
         return -1;
+    char buf[PATH_MAX], staged[PATH_MAX + 64];
+    int append;
+    const char *path = destination(given, buf, &append); /* the temp file beside a link's target */
+    struct stat st;
+    if (append || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+        /* written to, never renamed over (a FIFO, a device, an open file): the temp file goes to
+         * $TMPDIR, not beside it (in /dev only root could make it, and a rename there replaced /dev/stdout) */
+        const char *td = getenv("TMPDIR"), *base = strrchr(path, '/');
+        snprintf(staged, sizeof staged, "%s/hbdlab-%s", td && *td ? td : "/tmp", base ? base + 1 : path);
+        path = staged;
+    }
     remove_stale_temps(path);
     if (snprintf(tmp, TEMP_PATH, "%s.tmp-%ld-XXXXXX", path, (long)getpid()) >= TEMP_PATH) {
         release_held();
@@ -261,14 +331,17 @@ int hl_files_temp(const char *path, char *tmp, size_t n)
 /* Puts the finished temp file tmp at path: renamed over it, except when path is a device or a
  * FIFO (/dev/null, /dev/stdout, a link to one): then tmp's bytes are written to it and tmp is
  * removed, so the node is never replaced by a file. 0, or -1 with errno set (tmp left). */
-static int put_in_place(const char *tmp, const char *path)
+static int put_in_place(const char *tmp, const char *given)
 {
     struct stat st;
     why_buf[0] = '\0';
+    char dest[PATH_MAX];
+    int append;
+    const char *path = destination(given, dest, &append);
     int missing = stat(path, &st) != 0;
     if (missing && errno != ENOENT)
         return -1; /* a symbolic link loop made since check_target: not replaced */
-    if (missing || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+    if (!append && (missing || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
         return rename(tmp, path);
     /* O_NONBLOCK: a FIFO whose reader has gone fails (ENXIO) instead of waiting for another */
     int in = open(tmp, O_RDONLY | O_CLOEXEC), out = -1;
@@ -276,8 +349,13 @@ static int put_in_place(const char *tmp, const char *path)
         out = held_fd;
         held_fd = -1;
         held_for[0] = '\0';
+    } else if (in >= 0 && append && own_fd(given) >= 0) { /* this process's own descriptor (/dev/stdout):
+                                                              through it, so its offset moves with what it had */
+        fflush(stdout);
+        fflush(stderr);
+        out = dup(own_fd(given));
     } else if (in >= 0)
-        out = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        out = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (append && S_ISREG(st.st_mode) ? O_APPEND : 0));
     int e = in < 0 || out < 0 ? errno : 0;
     if (out < 0 && e == ENXIO)
         refuse("it is a FIFO whose reader has gone");

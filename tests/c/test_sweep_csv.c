@@ -263,6 +263,34 @@ static void test_file(void **state)
     assert_int_equal(lstat(path, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode)); /* the link is not replaced */
     unlink(path);
+    /* a link to a file is written through (the target replaced, the link kept); one to an open
+     * descriptor is refused: as root, out = /dev/stdout had the file renamed over the /dev/stdout link */
+    char target[160], proc_link[160];
+    snprintf(target, sizeof target, "%s/target.csv", dir);
+    snprintf(path, sizeof path, "%s/through.csv", dir);
+    FILE *t = fopen(target, "w");
+    assert_non_null(t);
+    fclose(t);
+    assert_int_equal(symlink("target.csv", path), 0);
+    assert_ok(hl_sweep_csv_file(&in, &o, path, &rows, &e), &e);
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    assert_int_equal(stat(target, &sb), 0);
+    assert_true(sb.st_size > 1000); /* the rows are in the target */
+    unlink(path);
+    unlink(target);
+    snprintf(proc_link, sizeof proc_link, "%s/stdout.csv", dir);
+    t = fopen(target, "w"); /* a descriptor open on a regular file, as standard output redirected to one */
+    assert_non_null(t);
+    char fd_path[64];
+    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", fileno(t));
+    assert_int_equal(symlink(fd_path, proc_link), 0);
+    assert_fails_with(hl_sweep_csv_file(&in, &o, proc_link, &rows, &e), HL_EINVAL, &e, "a link to an open descriptor");
+    assert_int_equal(lstat(proc_link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    fclose(t);
+    unlink(proc_link);
+    unlink(target);
     snprintf(path, sizeof path, "%s/", dir);
     assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EINVAL, &e, "the name is a folder's");
     assert_fails_with(hl_sweep_csv_file(&in, &o, dir, &rows, &e), HL_EIO, &e, "it is a folder");

@@ -30,6 +30,23 @@ expect_fail "rows.write onto a symbolic link loop is refused" "cannot write loop
 check "the link is not replaced by a file" test -L loop.csv
 check "no temp file is left" sh -c "! ls | grep -q '\.tmp-'"
 
+# ---- an output that is a symbolic link is written through, as a shell's '>' does: rows.write to
+# link.csv put a file in the link's place and left its target; as root, out = "/dev/stdout" with
+# standard output in a file made a temp file in /dev and renamed it over the /dev/stdout link (a
+# link in this folder to /proc/self/fd/1 stands for /dev/stdout here: the same path through the code) ----
+echo old > real.csv
+ln -s real.csv link.csv
+check "rows.write through a link" "$HBDLAB" -e "hl.rows.write({ { a = 1 } }, 'link.csv')"
+check "the link stays a link" test -L link.csv
+check "and its target holds the rows" sh -c "[ \"\$(cat real.csv)\" = \"\$(printf 'a\\n1')\" ]"
+ln -s /proc/self/fd/1 stdout_link
+"$HBDLAB" -e "print('before') arg = {'stdout_link'} $SWEEP print('after')" > through.txt 2>&1
+check "a link to this process's standard output is written through it, in order" \
+    sh -c "[ \"\$(head -1 through.txt)\" = before ] && sed -n 2p through.txt | grep -q '^batch,' && [ \"\$(tail -1 through.txt)\" = after ] && [ \$(wc -l < through.txt) -eq 5 ]"
+check "and stays a link" test -L stdout_link
+"$HBDLAB" -e "arg = {'/dev/fd/1'} $SWEEP" > fd1.txt 2>&1
+check "/dev/fd/1 (its temp file could not be made in /proc)" sh -c "[ \$(grep -c . fd1.txt) -eq 3 ]"
+
 # ---- the REPL fed from a pipe (hbdlab -i < cmds): readline echoed and redrew every byte (a 1 MB line
 # took 3 s, 8 MB 40 s) and wrote the piped lines into ~/.hbdlab_history; plain lines now, read whole ----
 mkdir -p home
