@@ -26,7 +26,10 @@ static lua_State *repl_state = NULL;
 
 /* Plain lines from stdin: without a terminal (piped input), without readline, or when it cannot be
  * loaded. A line is read whole up to the input limit (a 4,096-byte buffer cut longer lines into
- * pieces run as chunks of their own); a longer one is skipped with a message and runs as "". */
+ * pieces run as chunks of their own); a longer one is skipped with a message and runs as "". Bytes
+ * are taken one at a time so that a NUL byte is seen: fgets read past it while strlen stopped at
+ * it, so the rest of that line was lost and the next line was appended to its head; a line with
+ * a NUL byte is skipped with a message too (input files refuse NUL bytes, io.c). */
 static char *read_plain_line(const char *prompt)
 {
     fputs(prompt, stdout);
@@ -39,39 +42,45 @@ static char *read_plain_line(const char *prompt)
     }
     size_t size = MAX_INPUT_LINE, n = 0;
     char *buf = malloc(size);
-    int too_long = 0;
-    while (buf) {
-        if (!fgets(buf + n, (int)(size - n), stdin)) {
-            if (n == 0) {
-                free(buf);
-                return NULL; /* end of input */
-            }
+    int too_long = 0, nul = 0, any = 0, c;
+    while (buf && (c = getc(stdin)) != EOF) {
+        any = 1;
+        if (c == '\n')
             break;
-        }
-        n += strlen(buf + n);
-        if (n && buf[n - 1] == '\n')
-            break;
-        if ((int64_t)n > cap) { /* drop what is read; read on to the line's end */
+        if (c == 0)
+            nul = 1;
+        if (nul || too_long)
+            continue;            /* read on to the line's end */
+        if ((int64_t)n >= cap) { /* drop what is read */
             too_long = 1;
-            n = 0;
-        } else if (n + 1 == size) {
+            continue;
+        }
+        if (n + 1 == size) {
             char *g = realloc(buf, size * 2);
             if (!g)
                 free(buf);
             buf = g;
             size *= 2;
         }
+        if (buf)
+            buf[n++] = (char)c;
     }
     if (!buf) {
         fprintf(stderr, "hbdlab: out of memory reading a line\n");
         return strdup("");
     }
-    if (n && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    if (too_long) {
-        fprintf(stderr,
-                "hbdlab: a line longer than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES) is skipped\n",
-                (long long)cap);
+    if (!any) {
+        free(buf);
+        return NULL; /* end of input */
+    }
+    buf[n] = '\0';
+    if (too_long || nul) {
+        if (nul)
+            fprintf(stderr, "hbdlab: a line with a NUL byte is skipped\n");
+        else
+            fprintf(stderr,
+                    "hbdlab: a line longer than the input limit of %lld bytes (HBDLAB_MAX_INPUT_BYTES) is skipped\n",
+                    (long long)cap);
         buf[0] = '\0';
     }
     return buf;
