@@ -151,7 +151,7 @@ typedef struct ahead_ctx {
     int divide;
 } ahead_ctx;
 
-static ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
+static inline __attribute__((always_inline)) ahead_ctx ahead_ctx_for(double S, int64_t m, double left)
 {
     ahead_ctx a = {S, (double)m, 0, 0, 1};
     if (!(S >= 0 && S < 0x1p53 && S == (double)(int64_t)S && left < 0x1p52))
@@ -273,6 +273,28 @@ static int line_mono(const hl_decode_fn *l)
            l->full >= 0 && l->sliding >= 0 && l->stages >= 0;
 }
 
+/* ahead_lean's running values over its steps: the free blocks, the utilisation the last step left,
+ * and the integrals' sums (busy, little, run, kv, the ITL sum). */
+typedef struct lean_sums {
+    double bf, u, busy, little, run, kv, isum;
+} lean_sums;
+
+/* One ahead_lean step of gap d that takes `need` blocks: its utilisation and its terms (weight 1,
+ * nothing waits: dt weight = dt, in_sys dt = m dt), each sum in iteration order. */
+static inline void lean_step(lean_sums *a, double d, double need, double fm, double total, double blocks_all)
+{
+    if (need > 0) { /* (the same value where no block is taken) */
+        a->bf -= need;
+        a->u = (total - a->bf) / blocks_all;
+    }
+    double p = fm * d;
+    a->busy += d;
+    a->little += p;
+    a->run += p;
+    a->kv += a->u * d;
+    a->isum += p;
+}
+
 /* acc + n v: n additions of v to acc, added at once where that is exact (whole numbers whose sums stay
  * below 2^53, as counts of tokens and sequences are), else one at a time. */
 static inline int whole_below(double v, double lim) { return v >= 0 && v < lim && (double)(int64_t)v == v; }
@@ -283,6 +305,42 @@ static inline double add_times(double acc, double v, int64_t n, int v_whole) /* 
     for (int64_t i = 0; i < n; i++)
         acc += v;
     return acc;
+}
+
+/* hl_sched_plan's plan of a step that is the decode set's alone (set_step's, the run-ahead's). */
+static void plan_set_alone(sched *s)
+{
+    s->n_plan = 0;
+    s->ev_planned = s->dn;
+    s->preempted = 0;
+    s->spec_seqs = s->spec_ctx = 0;
+    s->n_dchunks = 0;
+    s->d_rows = 0;
+    s->finished = 0;
+    s->pc_step_saved = s->pc_step_loaded = 0;
+}
+
+/* The run-ahead's ITL bin for gap d, outside the current one: the gaps filed in the current one so
+ * far (`steps` of them since its run began, m each) counted, then d's bin and its bounds found
+ * (*vlo: the bounds' gaps that are also a valid time: bin 0 starts at -inf). */
+static int ahead_rebin(hl_itl_hist *itl, int bin, double d, double fm, int64_t steps, int fm_whole, double *lo,
+                       double *hi, double *vlo)
+{
+    itl->count[bin] = add_times(itl->count[bin], fm, steps, fm_whole);
+    int b = hl_itl_find(itl, d, lo, hi);
+    *vlo = *lo > 0 ? *lo : 0;
+    return b;
+}
+
+/* The run-ahead's KV sample of its step `step` (the run's count), which falls on the stride:
+ * record_sample's, then *to_next = the steps from it to the next sampled one. */
+static hl_status ahead_sample(recorder *rec, int64_t step, double t, double util, double fm, double w, int64_t *to_next,
+                              hl_err *err)
+{
+    rec->steps = step;
+    hl_status rc = record_sample(rec, t, util, fm, w, err);
+    *to_next = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+    return rc;
 }
 
 /* The decode run-ahead's scratch (serve_loop's, for its one pool): the block counters, and the
@@ -498,9 +556,8 @@ next_m:
                 /* the steps up to the sampled one, while each gap is inside the bin (no calls: the
                  * values stay in registers) */
                 int lim2 = next_s < nmax ? (int)next_s : nmax, k = nb, stop = 0;
-                double tc = tt, mx = imax, bf = blocks_free, bu = busy, li = little, ru = run, kq = kv, is = isum;
-                double lo = vlo, hi = bin_hi, ta = t_arr,
-                       u = (total - bf) / blocks_all; /* util as the last step left it */
+                double tc = tt, mx = imax, lo = vlo, hi = bin_hi, ta = t_arr;
+                lean_sums a = {blocks_free, (total - blocks_free) / blocks_all, busy, little, run, kv, isum};
                 int64_t q2 = r2;
                 if (!(lo > 0))
                     lim2 = k; /* (the loop's max below needs gaps > 0: the outer loop's takes the others) */
@@ -516,28 +573,10 @@ next_m:
                             break;
                         double n0 = ring[q2];
                         q2 = (q2 == 0 ? bt : q2) - 1;
-                        if (n0 > 0) {
-                            bf -= n0;
-                            u = (total - bf) / blocks_all;
-                        }
-                        double p0 = fm * d0;
-                        bu += d0;
-                        li += p0;
-                        ru += p0;
-                        kq += u * d0;
-                        is += p0;
+                        lean_step(&a, d0, n0, fm, total, blocks_all);
                         double n1 = ring[q2];
                         q2 = (q2 == 0 ? bt : q2) - 1;
-                        if (n1 > 0) {
-                            bf -= n1;
-                            u = (total - bf) / blocks_all;
-                        }
-                        double p1 = fm * d1;
-                        bu += d1;
-                        li += p1;
-                        ru += p1;
-                        kq += u * d1;
-                        is += p1;
+                        lean_step(&a, d1, n1, fm, total, blocks_all);
                         tc = t1 + d1;
                     }
                     if (k > k0)
@@ -545,27 +584,19 @@ next_m:
                 }
                 for (; k < lim2; k++) {
                     double need = ring[q2], d = dts[k]; /* the blocks this step takes */
-                    if (need > bf || !(tc < ta)) {      /* (exact: whole counts, so need > bf <=> bf - need < 0) */
+                    if (need > a.bf || !(tc < ta)) {    /* (exact: whole counts, so need > bf <=> bf - need < 0) */
                         stop = 1;
                         break;
                     }
                     if (!(d >= lo && d < hi))
                         break;
-                    if (need > 0) { /* util as this step leaves it (the same value where no block is taken) */
-                        bf -= need;
-                        u = (total - bf) / blocks_all;
-                    }
                     q2 = (q2 == 0 ? bt : q2) - 1;
-                    double p = fm * d; /* m dt */
                     tc += d;
                     mx = mx > d ? mx : d; /* d > mx ? d : mx: d > 0, not NaN (equal values, the same bits) */
-                    bu += d;              /* dt weight, weight 1 */
-                    li += p;              /* in_sys dt = m dt: nothing waits */
-                    ru += p;
-                    kq += u * d;
-                    is += p;
+                    lean_step(&a, d, need, fm, total, blocks_all);
                 }
-                tt = tc, imax = mx, blocks_free = bf, busy = bu, little = li, run = ru, kv = kq, isum = is;
+                tt = tc, imax = mx, blocks_free = a.bf, busy = a.busy, little = a.little, run = a.run, kv = a.kv,
+                isum = a.isum;
                 r2 = q2;
                 nb = k;
                 if (stop || nb == nmax)
@@ -580,16 +611,14 @@ next_m:
                         rc = hl_fail(err, HL_EINVAL, "step time is not finite (%g s)", hl_decode_fn_time(line, cn, cn));
                         break;
                     }
-                    itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
+                    bin = ahead_rebin(itl, bin, d, fm, jn + nb - run0, fm_whole, &bin_lo, &bin_hi, &vlo);
                     run0 = jn + nb;
-                    bin = hl_itl_find(itl, d, &bin_lo, &bin_hi);
-                    vlo = bin_lo > 0 ? bin_lo : 0;
                 }
                 if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
-                    rec->steps = steps0 + jn + nb;
-                    if ((rc = record_sample(rec, tt, (total - bn) / blocks_all, fm, w, err)))
+                    int64_t to_next;
+                    if ((rc = ahead_sample(rec, steps0 + jn + nb, tt, (total - bn) / blocks_all, fm, w, &to_next, err)))
                         break;
-                    next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+                    next_s = nb + to_next;
                 }
                 blocks_free = bn;
                 r2 = (r2 == 0 ? bt : r2) - 1;
@@ -662,16 +691,15 @@ next_m:
                                  have_line ? hl_decode_fn_time(line, cn, cn) : d);
                     break;
                 }
-                itl->count[bin] = add_times(itl->count[bin], fm, jn + nb - run0, fm_whole);
+                bin = ahead_rebin(itl, bin, d, fm, jn + nb - run0, fm_whole, &bin_lo, &bin_hi, &vlo);
                 run0 = jn + nb;
-                bin = hl_itl_find(itl, d, &bin_lo, &bin_hi);
-                vlo = bin_lo > 0 ? bin_lo : 0;
             }
             if (nb == next_s) { /* this step's number falls on the stride: record_sample takes it */
-                rec->steps = steps0 + jn + nb;
-                if ((rc = record_sample(rec, tt, (total - bfs[nb]) / blocks_all, fm, w, err)))
+                int64_t to_next;
+                if ((rc =
+                         ahead_sample(rec, steps0 + jn + nb, tt, (total - bfs[nb]) / blocks_all, fm, w, &to_next, err)))
                     break;
-                next_s = nb + (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
+                next_s = nb + to_next;
             }
             tt += d;
             imax = d > imax ? d : imax;
@@ -744,14 +772,7 @@ next_m:
             goto counts; /* not set_step's either: the loop's */
         blocks_free -= need;
         s->blocks_free = blocks_free;
-        s->n_plan = 0;
-        s->ev_planned = dn;
-        s->preempted = 0;
-        s->spec_seqs = s->spec_ctx = 0;
-        s->n_dchunks = 0;
-        s->d_rows = 0;
-        s->finished = 0;
-        s->pc_step_saved = s->pc_step_loaded = 0;
+        plan_set_alone(s);
         double mean = (0 + s->dctx) / (0 + dn), dk = hl_decode_fn_time(line, mean, mean), dt = 0;
         if (!(dk >= 0 && dk <= DBL_MAX)) { /* hl_stepper_time's refusal, as it is */
             hl_iter it = {0 + dn, mean, mean, 0, s->chunks, 0 + dn, 0, 0};
@@ -766,10 +787,8 @@ next_m:
         if ((rc = finish_set(fin, s, unit, t_end)))
             return rc;
         if (!(dt >= vlo && dt < bin_hi)) { /* its gap (dt, same = dn = m: the set's) */
-            itl->count[bin] = add_times(itl->count[bin], fm, jn - run0, fm_whole);
+            bin = ahead_rebin(itl, bin, dt, fm, jn - run0, fm_whole, &bin_lo, &bin_hi, &vlo);
             run0 = jn;
-            bin = hl_itl_find(itl, dt, &bin_lo, &bin_hi);
-            vlo = bin_lo > 0 ? bin_lo : 0;
         }
         isum += dt * fm;
         if (dt > imax)
@@ -790,10 +809,8 @@ next_m:
         kv += util * dt;
         kv_max = hl_fmax(kv_max, util);
         if (until_sample == 1) { /* this step's number falls on the stride */
-            rec->steps = steps0 + jn;
-            if ((rc = record_sample(rec, tt, util, fm, w, err)))
+            if ((rc = ahead_sample(rec, steps0 + jn, tt, util, fm, w, &until_sample, err)))
                 return rc;
-            until_sample = (rec->stride - rec->steps % rec->stride) % rec->stride + 1;
         } else
             until_sample--;
         jn++; /* its counts: m more tokens and gaps, this m's */
@@ -1885,15 +1902,7 @@ static hl_status set_step(const finish_ctx *f, sched *s, int64_t u, group *gr, d
         return HL_OK;
     }
     *taken = 1;
-    /* hl_sched_plan's: the set alone */
-    s->n_plan = 0;
-    s->ev_planned = dn;
-    s->preempted = 0;
-    s->spec_seqs = s->spec_ctx = 0;
-    s->n_dchunks = 0;
-    s->d_rows = 0;
-    s->finished = 0;
-    s->pc_step_saved = s->pc_step_loaded = 0;
+    plan_set_alone(s);
     double ctx = 0 + s->dctx; /* the plan's sums, from 0 */
     hl_iter *it = &P->its[0];
     *it = (hl_iter){0 + dn, ctx / (0 + dn), ctx / (0 + dn), 0, s->chunks, 0 + dn, 0, 0};

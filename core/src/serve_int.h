@@ -111,12 +111,12 @@ hl_status hl_serve_summarise(const hl_serve_cfg *cfg, hl_serve_req *reqs, int64_
  * order is free; the sums of lengths are exact in any order when the lengths are whole and
  * every sum stays below 2^53 (the caller's condition); the rest are counts, fmin and fmax. */
 typedef struct hl_serve_acc {
-    double *v[4];               /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time, held as their radix
+    double *v[4];              /* s: TTFT, TPOT (outputs > 1), end-to-end, queueing time, held as their radix
                        sort keys (serve_metrics.c); room for cap each */
-    int64_t k[4];               /* values in v[m] */
-    int plain[4];               /* none of v[m] is NaN or -0 (the radix sort takes them) */
-    uint32_t (*count)[1 << 11]; /* [m * 6 + d][k]: v[m]'s keys whose 11-bit digit d is k (mod 2^32) */
-    int64_t cap, n;             /* requests it has room for; added */
+    int64_t k[4];              /* values in v[m] */
+    int plain[4];              /* none of v[m] is NaN or -0 (the radix sort takes them) */
+    uint64_t kmin[4], kmax[4]; /* the least and the largest key in v[m] */
+    int64_t cap, n;            /* requests it has room for; added */
     double in_tok, out_tok, good, good_tok, t0, t1;
 } hl_serve_acc;
 /* Room for n requests (pages are touched as values come); HL_ENOMEM. */

@@ -162,13 +162,13 @@ enum { INTR_BLOCK = 1 << 16 };
 /* The end of the block of values that starts at i (the loops over them test nothing else). */
 static int64_t block_end(int64_t i, int64_t n) { return n - i < INTR_BLOCK ? n : i + INTR_BLOCK; }
 
-enum { SORT_BITS = 11, SORT_DIGITS = 6, SORT_RADIX = 1 << SORT_BITS };
-
-_Static_assert(sizeof *((hl_serve_acc *)0)->count == SORT_RADIX * sizeof(uint32_t), "hl_serve_acc.count: 11-bit "
-                                                                                    "digits");
-
-/* The radix sort counts in 32 bits (half the tables' cache footprint): it takes fewer than 2^31 values. */
-enum { SORT_MAX_N = 0x7fffffff };
+/* The summary's sort: an MSD pass on the top bits of each key less the least (the keys' span,
+ * not all 64 bits: buckets over the run's range), then each bucket by an LSD radix sort of its
+ * lower bits in SUB_BITS digits (insertion below SUB_SMALL values), in cache: two passes over the
+ * whole array where six LSD passes over all 64 bits went through memory. Counts in 32 bits:
+ * fewer than SORT_MAX_N values. */
+enum { MSD_BITS = 11, MSD_RADIX = 1 << MSD_BITS, SUB_BITS = 12, SUB_RADIX = 1 << SUB_BITS, SUB_PASSES = 6 };
+enum { SUB_SMALL = 64, SORT_MAX_N = 0x7fffffff };
 
 /* x's bits, ordered as the doubles are (negatives reversed below the positives); not for NaN or -0. */
 static inline uint64_t sort_key(double x)
@@ -187,55 +187,104 @@ static inline double key_value(uint64_t b)
     return x;
 }
 
-/* Digit d (SORT_BITS wide, d < SORT_DIGITS) of key b: its bucket in pass d. */
-static inline int key_digit(uint64_t b, int d) { return (int)((b >> (d * SORT_BITS)) & (SORT_RADIX - 1)); }
-
-/* Counts key b into count[d][k] (the keys whose digit d is k): the radix sort's first pass, one key. */
-static inline void count_key(uint32_t (*count)[SORT_RADIX], uint64_t b)
-{
-    for (int d = 0; d < SORT_DIGITS; d++)
-        count[d][key_digit(b, d)]++;
-}
-
 /* Whether x can be radix-sorted (neither NaN nor -0, the two whose order qsort decides). */
 static inline int sortable(double x) { return !isnan(x) && !(x == 0 && signbit(x)); }
 
-/* The digit passes of the radix sort over the keys held in v's storage (n >= 1), count[d][k]
- * the keys whose digit d is k, through tmp (n); v then holds the values, sorted. 1 when
- * interrupted (v is then in no order). */
-static int radix_passes(double *v, int64_t n, uint32_t (*count)[SORT_RADIX], uint64_t *tmp)
+/* Sorts the m keys a[0, m), alike in their bits at and above `low` (of key - kmin), ascending,
+ * through b (m); the result in a. */
+static void sub_sort(uint64_t *a, uint64_t *b, int64_t m, uint64_t kmin, int low)
 {
-    uint64_t *key = (uint64_t *)(void *)v, *from = key, *to = tmp;
-    for (int d = 0; d < SORT_DIGITS; d++) {
-        uint32_t *c = count[d], at = 0;
-        if (c[key_digit(from[0], d)] == (uint32_t)n)
+    if (m < SUB_SMALL) { /* insertion (equal keys are the same bits: any order of them is the order) */
+        for (int64_t i = 1; i < m; i++) {
+            uint64_t x = a[i];
+            int64_t j = i;
+            for (; j > 0 && a[j - 1] > x; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    static _Thread_local uint32_t cnt[SUB_PASSES][SUB_RADIX]; /* 96 kB: the bucket's digit counts */
+    int passes = (low + SUB_BITS - 1) / SUB_BITS;             /* low <= 63: at most 6 */
+    const uint64_t mask = SUB_RADIX - 1;
+    memset(cnt, 0, sizeof cnt[0] * (size_t)passes);
+    for (int64_t i = 0; i < m; i++) {
+        uint64_t r = a[i] - kmin;
+        for (int d = 0; d < passes; d++)
+            cnt[d][(r >> (d * SUB_BITS)) & mask]++;
+    }
+    uint64_t *from = a, *to = b;
+    for (int d = 0; d < passes; d++) {
+        uint32_t *c = cnt[d], at = 0;
+        int sh = d * SUB_BITS;
+        if (c[((from[0] - kmin) >> sh) & mask] == (uint32_t)m)
             continue; /* every key has this digit */
-        for (int k = 0; k < SORT_RADIX; k++) {
+        for (uint64_t k = 0; k <= mask; k++) {
             uint32_t here = c[k];
             c[k] = at;
             at += here;
         }
-        for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
-            if (hl_interrupt_pending())
-                return 1;
-            for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
-                to[c[key_digit(from[i], d)]++] = from[i];
-        }
+        for (int64_t i = 0; i < m; i++)
+            to[c[((from[i] - kmin) >> sh) & mask]++] = from[i];
         uint64_t *sw = from;
         from = to;
         to = sw;
     }
+    if (from != a)
+        memcpy(a, from, sizeof *a * (size_t)m);
+}
+
+/* Sorts the keys (sort_key) held in v's storage, n >= 1 of them, each in [kmin, kmax], through
+ * tmp (n); v then holds their values, sorted (qsort's array bit for bit: equal doubles are the
+ * same bits). 1 when interrupted (v is then in no order). */
+static int sort_keys(double *v, int64_t n, uint64_t kmin, uint64_t kmax, uint64_t *tmp)
+{
+    uint64_t *key = (uint64_t *)(void *)v, span = kmax - kmin;
+    if (span == 0) { /* one value */
+        for (int64_t i = 0; i < n; i++)
+            v[i] = key_value(key[i]);
+        return 0;
+    }
+    /* the MSD digit: about n / 2^12 buckets (of about 4,096 keys each: its LSD's tables of
+     * 2^SUB_BITS counts a pass stay a small part of the bucket's work), at most MSD_BITS, at most the span's bits */
+    int bits = 64 - __builtin_clzll(span), lg = 63 - __builtin_clzll((uint64_t)n);
+    int msd = lg - 12 < 1 ? 1 : lg - 12 > MSD_BITS ? MSD_BITS : lg - 12;
+    msd = msd < bits ? msd : bits;
+    int low = bits - msd, nb = 1 << msd;
+    static _Thread_local uint32_t start[MSD_RADIX + 1], at[MSD_RADIX];
+    memset(start, 0, sizeof start[0] * (size_t)(nb + 1));
+    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
+        if (hl_interrupt_pending())
+            return 1;
+        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
+            start[((key[i] - kmin) >> low) + 1]++;
+    }
+    for (int b = 0; b < nb; b++) {
+        start[b + 1] += start[b];
+        at[b] = start[b];
+    }
+    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
+        if (hl_interrupt_pending())
+            return 1;
+        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++)
+            tmp[at[(key[i] - kmin) >> low]++] = key[i];
+    }
+    for (int b = 0; b < nb && low > 0; b++) { /* each bucket in its place, key's as scratch */
+        if ((b & 63) == 0 && hl_interrupt_pending())
+            return 1;
+        int64_t m = (int64_t)(start[b + 1] - start[b]);
+        if (m > 1)
+            sub_sort(tmp + start[b], key + start[b], m, kmin, low);
+    }
     for (int64_t i = 0; i < n; i++)
-        v[i] = key_value(from[i]);
+        v[i] = key_value(tmp[i]);
     return 0;
 }
 
-/* Sorts v[0, n) ascending: an LSD radix sort of the doubles' order-preserving
- * bit patterns (11-bit digits), O(n) where qsort was O(n log n), for the
- * metrics of 1e7 requests; the sorted array is qsort's bit for bit (equal
- * doubles are the same bits), so NaN and -0 (the two exceptions) and short
- * arrays go to qsort. tmp: room for n values (the caller's, reused by its sorts), or NULL.
- * Returns 1 when interrupted (v is then in no order). */
+/* Sorts v[0, n) ascending: sort_keys of the doubles' order-preserving bit patterns, O(n) where
+ * qsort was O(n log n), for the metrics of 1e7 requests; NaN and -0 (the two exceptions whose
+ * order qsort decides) and short arrays go to qsort. tmp: room for n values (the caller's,
+ * reused by its sorts), or NULL. Returns 1 when interrupted (v is then in no order). */
 static int sort_values(double *v, int64_t n, uint64_t *tmp)
 {
     if (n < 4096 || n >= SORT_MAX_N)
@@ -249,19 +298,14 @@ static int sort_values(double *v, int64_t n, uint64_t *tmp)
         qsort(v, (size_t)n, sizeof *v, cmp_double); /* short, or NaN / -0: not interruptible inside */
         return hl_interrupt_pending();
     }
-    uint64_t *key = (uint64_t *)(void *)v; /* the same storage, holding keys until sorted */
-    static _Thread_local uint32_t count[SORT_DIGITS][SORT_RADIX];
-    memset(count, 0, sizeof count);
-    for (int64_t i0 = 0; i0 < n; i0 += INTR_BLOCK) {
-        if (hl_interrupt_pending())
-            return 1;
-        for (int64_t i = i0, i1 = block_end(i0, n); i < i1; i++) {
-            uint64_t b = sort_key(v[i]);
-            memcpy(&key[i], &b, sizeof b);
-            count_key(count, b);
-        }
+    uint64_t *key = (uint64_t *)(void *)v, kmin = UINT64_MAX, kmax = 0; /* the same storage, keys until sorted */
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t b = sort_key(v[i]);
+        memcpy(&key[i], &b, sizeof b);
+        kmin = b < kmin ? b : kmin;
+        kmax = b > kmax ? b : kmax;
     }
-    return radix_passes(v, n, count, tmp);
+    return sort_keys(v, n, kmin, kmax, tmp);
 }
 
 /* The stats of v[0, n), sorted. */
@@ -292,14 +336,14 @@ static int stats_of(double *v, int64_t n, uint64_t *tmp, hl_stats *s)
     return 0;
 }
 
-/* stats_of of n values v holds as their keys (sort_key) with their digits counted as they came
- * (count[d][k]); plain: none is NaN or -0. The same sort, without its first pass. */
-static int stats_of_keys(double *v, int64_t n, int plain, uint32_t (*count)[SORT_RADIX], uint64_t *tmp, hl_stats *s)
+/* stats_of of n values v holds as their keys (sort_key), each in [kmin, kmax]; plain: none is
+ * NaN or -0. The same sort, the keys made as the values came. */
+static int stats_of_keys(double *v, int64_t n, int plain, uint64_t kmin, uint64_t kmax, uint64_t *tmp, hl_stats *s)
 {
     if (n >= 4096 && n < SORT_MAX_N && plain && tmp) {
         memset(s, 0, sizeof *s);
         s->n = n;
-        if (radix_passes(v, n, count, tmp))
+        if (sort_keys(v, n, kmin, kmax, tmp))
             return 1;
         stats_sorted(v, n, s);
         return 0;
@@ -419,10 +463,10 @@ hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
     memset(a, 0, sizeof *a);
     a->t0 = INFINITY;
     a->cap = n;
-    a->count = calloc(4 * SORT_DIGITS, sizeof *a->count);
     for (int w = 0; w < 4; w++) {
         a->plain[w] = 1;
-        if (!(a->v[w] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1))) || !a->count) {
+        a->kmin[w] = UINT64_MAX;
+        if (!(a->v[w] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)))) {
             hl_serve_acc_free(a);
             return hl_fail(err, HL_ENOMEM, "serve: out of memory for the metrics of %lld requests", (long long)n);
         }
@@ -430,13 +474,14 @@ hl_status hl_serve_acc_init(hl_serve_acc *a, int64_t n, hl_err *err)
     return HL_OK;
 }
 
-/* Value x of metric w: its key stored, its digits counted (the radix sort's first pass). */
+/* Value x of metric w: its key stored, the least and the largest key kept. */
 static inline void acc_put(hl_serve_acc *a, int w, double x)
 {
     uint64_t b = sort_key(x);
     a->plain[w] &= sortable(x);
     memcpy(&a->v[w][a->k[w]++], &b, sizeof b);
-    count_key(a->count + w * SORT_DIGITS, b);
+    a->kmin[w] = b < a->kmin[w] ? b : a->kmin[w];
+    a->kmax[w] = b > a->kmax[w] ? b : a->kmax[w];
 }
 
 void hl_serve_acc_add(hl_serve_acc *a, const hl_serve_cfg *cfg, double arrival, double input, double output,
@@ -458,7 +503,7 @@ hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const
     totals(cfg, a, r);
     uint64_t *tmp = a->n >= 4096 ? malloc(sizeof *tmp * (size_t)a->n) : NULL; /* NULL: qsort */
     for (int w = 0; w < 4; w++)
-        if (stats_of_keys(a->v[w], a->k[w], a->plain[w], a->count + w * SORT_DIGITS, tmp, metric(r, w))) {
+        if (stats_of_keys(a->v[w], a->k[w], a->plain[w], a->kmin[w], a->kmax[w], tmp, metric(r, w))) {
             free(tmp);
             return hl_fail(err, HL_EINTR, "serve interrupted while summarising %lld requests", (long long)a->n);
         }
@@ -469,8 +514,6 @@ hl_status hl_serve_summarise_acc(const hl_serve_cfg *cfg, hl_serve_acc *a, const
 
 void hl_serve_acc_free(hl_serve_acc *a)
 {
-    free(a->count);
-    a->count = NULL;
     for (int w = 0; w < 4; w++) {
         free(a->v[w]);
         a->v[w] = NULL;
