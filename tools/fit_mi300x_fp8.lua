@@ -10,9 +10,9 @@
 -- tune Gemm performance for llama 70b/405b" (merged 26 Sep 2025, commit fbb52ddfad), its
 -- a8w8_tuned_gemm.csv: the fastest Composable Kernel FP8 (e4m3fnuz, per-token x per-channel
 -- scaled, BF16 out) kernel found per shape and its time in us, on MI300X (cu_num 304), for the
--- Llama-3 70B/405B linear layers at TP 1/4/8 (24 N x K shapes, M = 1-16384; 427 rows). Only
--- rows with M >= `m_min` are fitted: below that the kernel is a streaming one whose time is the
--- memory side's, fitted to hipBLASLt (HF blog, test_amd_presets.lua), and aiter's CK kernels
+-- Llama-3 70B linear layers at TP 1/4/8 and 405B at TP 2/4/8 (24 N x K shapes, M = 1-16384;
+-- 427 rows). Only rows with M >= `m_min` are fitted: below that the kernel is a streaming one
+-- whose time is the memory side's, fitted to hipBLASLt (HF blog, test_amd_presets.lua), and aiter's CK kernels
 -- there are another library's (up to 2x hipBLASLt's time at M = 1). The memory side
 -- (eff_mem_fp8), kernel_latency and a zero gemm_latency_fp8 (the measured kernel holds no
 -- activation conversion) are the preset's; eff_mem_fp8 is refitted to the HF M = 1 rows with

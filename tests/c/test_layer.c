@@ -212,6 +212,50 @@ static void test_hierarchical_legs_pipelined(void **state)
     assert_rel(r.ttft_s, ttft, 1e-12, "TTFT with twice the NVLink bandwidth (leg hidden)");
 }
 
+/* The other side of the pipelined legs (revfid): with NVLink at a third of its bandwidth (~112
+ * GB/s) the 853 MB scale-up leg (~7.6 ms) is slower than the 424.5 MB RDMA leg (~6.8 ms), and
+ * sending every copy over RDMA instead (g' = 1, 853 MB at ~62 GB/s, ~13.8 ms) is slower still, so
+ * the runtime keeps forwarding domains of 8. Then t = l_out + l_up + (t_up - l_up) = l_out + t_up:
+ * the RDMA row is its own leg's time, the NVLink row what its leg adds past it,
+ * t_up - (t_out - l_out), where t_up is the intra All-to-All of the row's bytes timed alone
+ * (hl_coll_time, 8 GPUs); the rows sum to l_out + t_up. Fails on the old sum of the legs (the
+ * NVLink row was t_up) and on a max that dropped either latency. */
+static void test_hierarchical_legs_pipelined_nvlink_slower(void **state)
+{
+    (void)state;
+    hl_job j = job_for("deepseek-v3", "H100-SXM", 32, 8);
+    j.precision = HL_FP8;
+    j.kv_precision = HL_BF16;
+    j.tp = 1;
+    j.ep = 32;
+    j.batch = 16 * 32;
+    j.input = 1024;
+    j.output = 1;
+    j.dispatch = HL_DISPATCH_HIERARCHICAL;
+    j.wire_precision = HL_FP8;
+    j.ignore_memory = 1;
+    j.cluster.scaleup_bw /= 3;
+    j.imbalance = 1; /* balanced routing: the legs' All-to-Alls carry no imbalance factor */
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    const hl_item *inter = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_inter");
+    const hl_item *intra = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_intra");
+    assert_non_null(inter);
+    assert_non_null(intra);
+    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, intra->call_bytes, 8, 0, 1};
+    hl_coll_out o;
+    hl_cluster one = j.cluster;
+    one.gpus = 8;
+    assert_ok(hl_coll_time(&one, &in, &o, &e), &e);
+    double out_stream = inter->call_time_s - inter->call_latency_s;
+    assert_true(o.time_s - o.latency_s > out_stream); /* the NVLink leg is the slower one here */
+    assert_rel(intra->call_latency_s, o.latency_s, 1e-12, "NVLink row's latency: its leg's");
+    assert_rel(intra->call_time_s, o.time_s - out_stream, 1e-9, "NVLink row: t_up - (t_out - l_out)");
+    assert_rel(inter->call_time_s + intra->call_time_s, inter->call_latency_s + o.time_s, 1e-9,
+               "both rows: l_out + t_up");
+}
+
 #ifndef SEED
 #define SEED 16
 #endif
@@ -352,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_allgather_after_sequence_split_combine),
         cmocka_unit_test(test_hierarchical_dispatch_larger_hbd_not_slower),
         cmocka_unit_test(test_hierarchical_legs_pipelined),
+        cmocka_unit_test(test_hierarchical_legs_pipelined_nvlink_slower),
         cmocka_unit_test(test_monotone_in_hbd_bandwidth_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
