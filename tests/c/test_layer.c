@@ -169,6 +169,24 @@ static void test_hierarchical_dispatch_larger_hbd_not_slower(void **state)
     }
 }
 
+/* The hierarchical-dispatch job both pipelined-legs tests run: DeepSeek-V3 FP8 prefill on 32
+ * H100 in HBDs of 8, EP32, TP1, 16 sequences of 1,024 tokens a GPU, FP8 on the wire. */
+static hl_job deepep_ep32_prefill_job(void)
+{
+    hl_job j = job_for("deepseek-v3", "H100-SXM", 32, 8);
+    j.precision = HL_FP8;
+    j.kv_precision = HL_BF16;
+    j.tp = 1;
+    j.ep = 32;
+    j.batch = 16 * 32;
+    j.input = 1024;
+    j.output = 1;
+    j.dispatch = HL_DISPATCH_HIERARCHICAL;
+    j.wire_precision = HL_FP8;
+    j.ignore_memory = 1;
+    return j;
+}
+
 /* DeepEP's normal internode kernels pipeline the RDMA and NVLink legs in one kernel
  * (csrc/kernels/legacy/internode.cu: sender, forwarder and receiver warps at once), so a
  * hierarchical exchange costs both latencies plus the slower leg's streaming time
@@ -181,17 +199,7 @@ static void test_hierarchical_dispatch_larger_hbd_not_slower(void **state)
 static void test_hierarchical_legs_pipelined(void **state)
 {
     (void)state;
-    hl_job j = job_for("deepseek-v3", "H100-SXM", 32, 8);
-    j.precision = HL_FP8;
-    j.kv_precision = HL_BF16;
-    j.tp = 1;
-    j.ep = 32;
-    j.batch = 16 * 32;
-    j.input = 1024;
-    j.output = 1;
-    j.dispatch = HL_DISPATCH_HIERARCHICAL;
-    j.wire_precision = HL_FP8;
-    j.ignore_memory = 1;
+    hl_job j = deepep_ep32_prefill_job();
     hl_result r;
     hl_err e;
     assert_ok(hl_sim_run(&j, &r, &e), &e);
@@ -223,17 +231,7 @@ static void test_hierarchical_legs_pipelined(void **state)
 static void test_hierarchical_legs_pipelined_nvlink_slower(void **state)
 {
     (void)state;
-    hl_job j = job_for("deepseek-v3", "H100-SXM", 32, 8);
-    j.precision = HL_FP8;
-    j.kv_precision = HL_BF16;
-    j.tp = 1;
-    j.ep = 32;
-    j.batch = 16 * 32;
-    j.input = 1024;
-    j.output = 1;
-    j.dispatch = HL_DISPATCH_HIERARCHICAL;
-    j.wire_precision = HL_FP8;
-    j.ignore_memory = 1;
+    hl_job j = deepep_ep32_prefill_job();
     j.cluster.scaleup_bw /= 3;
     j.imbalance = 1; /* balanced routing: the legs' All-to-Alls carry no imbalance factor */
     hl_result r;
