@@ -202,35 +202,37 @@ static int parse_num(const char **p, const char *end, double *v)
 /* The columns of a trace: arrival, input, output (required), then the optional content columns. */
 enum { COL_REQUIRED = 3, COL_ALL = 7 };
 
+/* The names a trace column is read under, per column (json_line's keys are among them). */
+static const char *const col_names[COL_ALL][3] = {{"arrival_s", "arrival", "timestamp"},
+                                                  {"input", "input_tokens", "prompt_tokens"},
+                                                  {"output", "output_tokens", "completion_tokens"},
+                                                  {"session", "session_id", "conversation"},
+                                                  {"turn", "turn", "turn"},
+                                                  {"prefix", "prefix_id", "prefix_id"},
+                                                  {"prefix_len", "prefix_tokens", "prefix_tokens"}};
+
+/* A CSV header field [*s, *s + *n) without its surrounding spaces, quotes and a trailing CR. */
+static void trim_name(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '"')) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '"' || (*s)[*n - 1] == '\r'))
+        (*n)--;
+}
+
 /* Column of a CSV header name: 0 arrival, 1 input, 2 output, 3 session, 4 turn, 5 prefix,
  * 6 prefix_len, -1 other. */
 static int column_of(const char *s, size_t n)
 {
-    while (n && (*s == ' ' || *s == '"')) {
-        s++;
-        n--;
-    }
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '"' || s[n - 1] == '\r'))
-        n--;
-    static const char *const names[][3] = {{"arrival_s", "arrival", "timestamp"},
-                                           {"input", "input_tokens", "prompt_tokens"},
-                                           {"output", "output_tokens", "completion_tokens"},
-                                           {"session", "session_id", "conversation"},
-                                           {"turn", "turn", "turn"},
-                                           {"prefix", "prefix_id", "prefix_id"},
-                                           {"prefix_len", "prefix_tokens", "prefix_tokens"}};
+    trim_name(&s, &n);
     for (int c = 0; c < COL_ALL; c++)
         for (int k = 0; k < 3; k++)
-            if (strlen(names[c][k]) == n && strncmp(s, names[c][k], n) == 0)
+            if (strlen(col_names[c][k]) == n && strncmp(s, col_names[c][k], n) == 0)
                 return c;
     return -1;
 }
-
-/* Every name a trace column or JSON key is read under (column_of's and json_line's). */
-static const char *const read_names[] = {
-    "arrival_s", "arrival",       "timestamp",         "input",      "input_tokens",  "prompt_tokens",
-    "output",    "output_tokens", "completion_tokens", "session",    "session_id",    "conversation",
-    "turn",      "prefix",        "prefix_id",         "prefix_len", "prefix_tokens", NULL};
 
 /* Adds the column or key name[0..n) that the parser does not read to the ", "-separated list
  * unread[0..cap) once ("'user', 'sesion' (did you mean 'session'?)"; cut at 40 bytes, control
@@ -252,14 +254,15 @@ static void note_unread(char *unread, size_t cap, const char *name, size_t n)
     memcpy(bare, key + 1, k - 2);
     bare[k - 2] = '\0';
     const char *near = NULL;
-    int best = (int)strlen(bare) / 3 + 2; /* hl_nearest_name's rule: at most len/3 + 1 edits */
-    for (int i = 0; read_names[i]; i++) {
-        int d = hl_edit_distance(bare, read_names[i]);
-        if (d < best) {
-            best = d;
-            near = read_names[i];
+    int best = (int)strlen(bare) / 3 + 2; /* hl_field_suggest's rule: at most len/3 + 1 edits */
+    for (int c = 0; c < COL_ALL; c++)     /* (a repeated name never wins: strictly nearer only) */
+        for (int i = 0; i < 3; i++) {
+            int d = hl_edit_distance(bare, col_names[c][i]);
+            if (d < best) {
+                best = d;
+                near = col_names[c][i];
+            }
         }
-    }
     size_t used = strlen(unread);
     if (used >= 3 && strcmp(unread + used - 3, "...") == 0)
         return;
@@ -425,12 +428,10 @@ hl_status hl_serve_trace_parse_unread(const char *text, size_t len, const char *
                 if (c >= 0)
                     seen[c] = ncols;
                 else { /* read past (other tools' metadata), named once to the caller */
-                    const char *x = f, *xe = fe;
-                    while (x < xe && (*x == ' ' || *x == '"'))
-                        x++;
-                    while (xe > x && (xe[-1] == ' ' || xe[-1] == '"' || xe[-1] == '\r'))
-                        xe--;
-                    note_unread(unread, unread_cap, x, (size_t)(xe - x));
+                    const char *x = f;
+                    size_t xn = (size_t)(fe - f);
+                    trim_name(&x, &xn);
+                    note_unread(unread, unread_cap, x, xn);
                 }
                 if (!comma)
                     break;
