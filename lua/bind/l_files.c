@@ -356,7 +356,8 @@ static int put_in_place(const char *tmp, const char *given)
         fflush(stderr);
         out = dup(own);
     } else if (in >= 0)
-        out = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (append && S_ISREG(st.st_mode) ? O_APPEND : 0));
+        out =
+            open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (append && !missing && S_ISREG(st.st_mode) ? O_APPEND : 0));
     int e = in < 0 || out < 0 ? errno : 0;
     if (out < 0 && e == ENXIO)
         refuse("it is a FIFO whose reader has gone");
