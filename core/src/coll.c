@@ -695,14 +695,25 @@ hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o
 
 /* The checks of a call whose shape passed all of them before: bytes and imbalance only (in the
  * order of the full checks below, which the shape's other fields passed). */
-static hl_status check_sized(const hl_coll_in *in, hl_err *err)
+static hl_status check_bytes(const hl_coll_in *in, hl_err *err)
 {
     if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
         return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
                        isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
+    return HL_OK;
+}
+
+static hl_status check_imbalance(const hl_coll_in *in, hl_err *err)
+{
     if (!(in->imbalance == 0 || (in->imbalance >= 1 && in->imbalance <= 1e6)))
         return hl_fail(err, HL_EINVAL, "collective field 'imbalance': %g is not >= 1", in->imbalance);
     return HL_OK;
+}
+
+static hl_status check_sized(const hl_coll_in *in, hl_err *err)
+{
+    hl_status st = check_bytes(in, err);
+    return st ? st : check_imbalance(in, err);
 }
 
 /* The checks of a call and its group G (every field). */
@@ -712,14 +723,14 @@ static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in
         return hl_fail(err, HL_EINVAL, "collective field 'op': %d is not a collective", (int)in->op);
     if ((unsigned)in->algo >= HL_COLL_ALGO_COUNT)
         return hl_fail(err, HL_EINVAL, "collective field 'algo': %d is not an algorithm", (int)in->algo);
-    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
-        return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
-                       isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
+    hl_status st;
+    if ((st = check_bytes(in, err)))
+        return st;
     if (in->ranks < 1 || in->ranks > c->gpus)
         return hl_fail(err, HL_EINVAL, "collective field 'ranks': %lld is not in 1..%lld (the cluster's GPUs)",
                        (long long)in->ranks, (long long)c->gpus);
-    if (!(in->imbalance == 0 || (in->imbalance >= 1 && in->imbalance <= 1e6)))
-        return hl_fail(err, HL_EINVAL, "collective field 'imbalance': %g is not >= 1", in->imbalance);
+    if ((st = check_imbalance(in, err)))
+        return st;
     if (in->op == HL_SENDRECV && in->ranks != 2)
         return hl_fail(err, HL_EINVAL, "collective sendrecv: ranks must be 2 (got %lld)", (long long)in->ranks);
     int64_t n = in->ranks, g = in->ranks_per_hbd;

@@ -57,9 +57,6 @@ static hl_status weights_bytes(const hl_sim_ctx *s, double *out, hl_err *err)
     return HL_OK;
 }
 
-/* The KV cache of the b_local sequences of s at context ctx on one GPU, B: each sequence's
- * keys and values (this rank's heads), the indexer's keys (whole on every rank) and the
- * linear-attention state, over the stages. */
 /* What kv_bytes takes from s but not from the context: this rank's share of the KV heads and
  * each sequence's linear-attention state, B. */
 typedef struct kv_factors {
@@ -77,6 +74,10 @@ static kv_factors kv_factors_of(const hl_sim_ctx *s)
     return k;
 }
 
+/* The KV cache of the b_local sequences of s at context ctx on one GPU, B: each sequence's
+ * keys and values (this rank's heads), the indexer's keys (whole on every rank) and the
+ * linear-attention state, over the stages
+ * (k: kv_factors_of(s)). */
 static double kv_bytes_with(const hl_sim_ctx *s, double ctx, kv_factors k)
 {
     const hl_model *m = s->m;

@@ -132,6 +132,9 @@ static hl_status part_time(const hl_sim_ctx *s, int part, double b, double q, do
 enum { BLEND_EXACT = 64, BLEND_START = 4, BLEND_DEPTH = 30 };
 #define BLEND_TOL 1e-8
 
+/* No stream (ok = 0): hl_attn_stream_at and friends decline it, so callers take the operator's way. */
+static const hl_attn_stream no_stream = {.ok = 0};
+
 typedef struct blend_fn {
     const hl_sim_ctx *s;
     int part;
@@ -172,14 +175,13 @@ static double blend_simpson(blend_fn *f, double a, double b, double fa, double f
 static hl_status blended_sum(const hl_sim_ctx *s, int part, const hl_attn_stream *fast, double b, double q, double in,
                              double tau, double n, double *sum, hl_err *err)
 {
-    static const hl_attn_stream none = {.ok = 0};
     blend_fn f = {.s = s,
                   .part = part,
                   .b = b,
                   .q = q,
                   .in = in,
                   .tau = tau,
-                  .fast = fast ? fast : &none,
+                  .fast = fast ? fast : &no_stream,
                   .err = err,
                   .st = HL_OK};
     double total = 0, first, last, mid;
@@ -265,15 +267,13 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
         hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
-        static const hl_attn_stream none = {.ok = 0};
-        const hl_attn_stream *fp = &none;
+        const hl_attn_stream *fast = &no_stream;
         int blended = q <= 1 && s->c->gpu.attn_blend > 1; /* not linear in the context (hl_op_time_on) */
         if (part == PART_ATTENTION) {
             hl_attn_shape_of(s, &sh, b, q, in, 0);
             if (blended)
-                fp = stream_of(s, &sh, b, q);
+                fast = stream_of(s, &sh, b, q);
         }
-        const hl_attn_stream *fast = fp;
         hl_op ops[2];
         int streamed = fast->ok; /* both memory sides from the stream: compute_s may not be needed */
         for (int x = 0; x < 2; x++) {

@@ -344,18 +344,20 @@ static int put_in_place(const char *tmp, const char *given)
     if (!append && (missing || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
         return rename(tmp, path);
     /* O_NONBLOCK: a FIFO whose reader has gone fails (ENXIO) instead of waiting for another */
-    int in = open(tmp, O_RDONLY | O_CLOEXEC), out = -1;
+    int in = open(tmp, O_RDONLY | O_CLOEXEC), out = -1, own = -1;
     if (in >= 0 && held_fd >= 0 && strcmp(held_for, tmp) == 0) { /* the FIFO opened when tmp was made */
         out = held_fd;
         held_fd = -1;
         held_for[0] = '\0';
-    } else if (in >= 0 && append && own_fd(given) >= 0) { /* this process's own descriptor (/dev/stdout):
-                                                              through it, so its offset moves with what it had */
+    } else if (in >= 0 && append && (own = own_fd(given)) >= 0) { /* this process's own descriptor
+                                                                     (/dev/stdout): through it, so its
+                                                                     offset moves with what it had */
         fflush(stdout);
         fflush(stderr);
-        out = dup(own_fd(given));
+        out = dup(own);
     } else if (in >= 0)
-        out = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (append && S_ISREG(st.st_mode) ? O_APPEND : 0));
+        out =
+            open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (append && !missing && S_ISREG(st.st_mode) ? O_APPEND : 0));
     int e = in < 0 || out < 0 ? errno : 0;
     if (out < 0 && e == ENXIO)
         refuse("it is a FIFO whose reader has gone");

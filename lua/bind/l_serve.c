@@ -174,18 +174,18 @@ static void set_group(lua_State *L, hl_serve_cfg *c, const char *g)
             snprintf(alias, sizeof alias, "%s.%.*s_s", g, (int)(kl - 3), k);
             const hl_field *a = hl_serve_field(alias);
             int vt = lua_type(L, -1);
-            if (a && strcmp(a->unit, "s") == 0 && vt != LUA_TNUMBER) { /* was "unknown key 'tpot_ms'" */
-                if (vt == LUA_TSTRING) { /* hl_error formats as lua_pushfstring: no precision */
-                    char shown[48];
-                    snprintf(shown, sizeof shown, "%.40s", lua_tostring(L, -1));
-                    hl_error(L, "serve field '%s.%s': expected a number of ms, got the string '%s'", g, k, shown);
-                }
-                if (vt == LUA_TBOOLEAN)
-                    hl_error(L, "serve field '%s.%s': expected a number of ms, got %s", g, k,
-                             lua_toboolean(L, -1) ? "true" : "false");
-                hl_error(L, "serve field '%s.%s': expected a number of ms, got a %s", g, k, lua_typename(L, vt));
-            }
             if (a && strcmp(a->unit, "s") == 0) {
+                if (vt != LUA_TNUMBER) {     /* was "unknown key 'tpot_ms'" */
+                    if (vt == LUA_TSTRING) { /* hl_error formats as lua_pushfstring: no precision */
+                        char shown[48];
+                        snprintf(shown, sizeof shown, "%.40s", lua_tostring(L, -1));
+                        hl_error(L, "serve field '%s.%s': expected a number of ms, got the string '%s'", g, k, shown);
+                    }
+                    if (vt == LUA_TBOOLEAN)
+                        hl_error(L, "serve field '%s.%s': expected a number of ms, got %s", g, k,
+                                 lua_toboolean(L, -1) ? "true" : "false");
+                    hl_error(L, "serve field '%s.%s': expected a number of ms, got a %s", g, k, lua_typename(L, vt));
+                }
                 lua_getfield(L, t, alias + strlen(g) + 1);
                 if (!lua_isnil(L, -1))
                     hl_error(L, "serve field '%s': %s and %s give the same limit twice (in s and in ms)", g,

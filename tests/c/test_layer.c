@@ -187,6 +187,24 @@ static hl_job deepep_ep32_prefill_job(void)
     return j;
 }
 
+/* Runs a hierarchical-dispatch job and returns its two dispatch rows (RDMA leg `inter`, NVLink
+ * leg `intra`, both pointing into *r) and `up`: the intra All-to-All of the NVLink row's bytes
+ * timed alone on one HBD of 8 GPUs (balanced), the leg the pipelined cost is checked against. */
+static void run_dispatch_legs(const hl_job *j, hl_result *r, const hl_item **inter, const hl_item **intra,
+                              hl_coll_out *up)
+{
+    hl_err e;
+    assert_ok(hl_sim_run(j, r, &e), &e);
+    *inter = find_item(r->prefill_items, r->n_prefill_items, "ep_dispatch_inter");
+    *intra = find_item(r->prefill_items, r->n_prefill_items, "ep_dispatch_intra");
+    assert_non_null(*inter);
+    assert_non_null(*intra);
+    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, (*intra)->call_bytes, 8, 8, 1};
+    hl_cluster one = j->cluster;
+    one.gpus = 8;
+    assert_ok(hl_coll_time(&one, &in, up, &e), &e);
+}
+
 /* DeepEP's normal internode kernels pipeline the RDMA and NVLink legs in one kernel
  * (csrc/kernels/legacy/internode.cu: sender, forwarder and receiver warps at once), so a
  * hierarchical exchange costs both latencies plus the slower leg's streaming time
@@ -202,16 +220,9 @@ static void test_hierarchical_legs_pipelined(void **state)
     hl_job j = deepep_ep32_prefill_job();
     hl_result r;
     hl_err e;
-    assert_ok(hl_sim_run(&j, &r, &e), &e);
-    const hl_item *inter = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_inter");
-    const hl_item *intra = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_intra");
-    assert_non_null(inter);
-    assert_non_null(intra);
-    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, intra->call_bytes, 8, 8, 0};
+    const hl_item *inter, *intra;
     hl_coll_out o;
-    hl_cluster one = j.cluster;
-    one.gpus = 8;
-    assert_ok(hl_coll_time(&one, &in, &o, &e), &e);
+    run_dispatch_legs(&j, &r, &inter, &intra, &o);
     assert_true(o.time_s - o.latency_s < inter->call_time_s); /* the NVLink leg streams faster */
     assert_rel(intra->call_time_s, o.latency_s, 1e-9, "NVLink leg past the RDMA leg: its latency alone");
     double ttft = r.ttft_s;
@@ -235,17 +246,9 @@ static void test_hierarchical_legs_pipelined_nvlink_slower(void **state)
     j.cluster.scaleup_bw /= 3;
     j.imbalance = 1; /* balanced routing: the legs' All-to-Alls carry no imbalance factor */
     hl_result r;
-    hl_err e;
-    assert_ok(hl_sim_run(&j, &r, &e), &e);
-    const hl_item *inter = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_inter");
-    const hl_item *intra = find_item(r.prefill_items, r.n_prefill_items, "ep_dispatch_intra");
-    assert_non_null(inter);
-    assert_non_null(intra);
-    hl_coll_in in = {HL_ALLTOALL, HL_ALGO_AUTO, intra->call_bytes, 8, 0, 1};
+    const hl_item *inter, *intra;
     hl_coll_out o;
-    hl_cluster one = j.cluster;
-    one.gpus = 8;
-    assert_ok(hl_coll_time(&one, &in, &o, &e), &e);
+    run_dispatch_legs(&j, &r, &inter, &intra, &o);
     double out_stream = inter->call_time_s - inter->call_latency_s;
     assert_true(o.time_s - o.latency_s > out_stream); /* the NVLink leg is the slower one here */
     assert_rel(intra->call_latency_s, o.latency_s, 1e-12, "NVLink row's latency: its leg's");
