@@ -306,7 +306,10 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
         char list[256];
         int at = 0;
         for (int k = 0; k < np; k++)
-            at += snprintf(list + at, sizeof list - (size_t)at, "%s'%s'", k == 0 ? "" : k == np - 1 ? " or " : ", ",
+            at += snprintf(list + at, sizeof list - (size_t)at, "%s'%s'",
+                           k == 0        ? ""
+                           : k == np - 1 ? " or "
+                                         : ", ",
                            picks[k]);
         return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (did you mean %s?)", what[kind], name, list);
     }
