@@ -521,6 +521,8 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
 static hl_status engine_kernels(const hl_sim_ctx *s, hl_acc *a, double T, double Lst, double Latt, double Ldense,
                                 int expanded, hl_err *err)
 {
+    if (!(s->fw.rope_kernel || s->fw.kv_append_kernel || s->fw.act_kernel || s->fw.norm_kernel))
+        return HL_OK; /* the ideal profile launches none: the table below would add nothing */
     const hl_model *m = s->m;
     double tp = (double)s->tp, ab = s->ab;
     double Hl = (double)m->heads / tp, Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
