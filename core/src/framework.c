@@ -63,8 +63,8 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * kv_of_free (last): how mem_util sizes the KV cache (docs/MODEL.md 4). TensorRT-LLM gives the
      * cache a fraction of the memory cudaMemGetInfo reports free once the engine is loaded
      * (KVCacheManager::calculateMaxNumBlocks: freeMemFraction * free bytes / bytes per token;
-     * KvCacheConfig::kDefaultGpuMemFraction 0.9, batch_manager/kvCacheConfig.h, the same in GptSession's
-     * createKvCacheManager of the v0.6-v0.8 releases); vLLM's gpu_memory_utilization and SGLang's
+     * KvCacheConfig::kDefaultGpuMemFraction 0.9, batch_manager/kvCacheConfig.h; GptSession's
+     * createKvCacheManager of late 2023 hands its config to the same sizing); vLLM's gpu_memory_utilization and SGLang's
      * mem_fraction_static are shares of the whole device. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
         [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0, 0},
