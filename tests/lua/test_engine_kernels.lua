@@ -121,5 +121,35 @@ T.test("trtllm_v06: trtllm with NCCL's all-reduce and no CUDA graphs, by hand", 
   T.ok(now.time_s / now.calls < want, "trtllm's custom all-reduce is faster at 8 KB")
 end)
 
-T.done()
+T.test("MLA (DeepSeek-V3) under SGLang: RoPE with the q copy-back, the latent KV append, K assembled for prefill", function()
+  -- DeepSeek-V3, TP 1, BF16, one prompt of 100 tokens then one decode token; 61 layers, 128 heads,
+  -- qk_nope 128, qk_rope 64, kv_lora 512 (SGLang deepseek_v2.py forward_normal_prepare; vLLM
+  -- layers/mla.py and v1/attention/backends/mla/common.py _forward_prefill):
+  -- rope: q_pe of 128 heads and the shared k_pe rotated, q_pe copied back into q:
+  --   read = write = T x (2 x 128 + 1) x 64 x 2 B = T x 32,896 B
+  -- kv_append: the latent (512 + 64) read and written to the BF16 cache: T x 1,152 B each way
+  -- k_concat (prefill only): reads k_nope 128 x 128 and k_pe 64, writes K 128 x 192:
+  --   read T x 16,448 x 2 = T x 32,896 B, write T x 24,576 x 2 = T x 49,152 B
+  local r = hl.simulate { model = "deepseek-v3", cluster = cl, precision = "bf16", kv_precision = "bf16", batch = 1,
+                          input = 100, output = 2, framework = "sglang", ignore_memory = true }
+  local bw = g.hbm_bw * g.eff_mem
+  local p, d = rows(r, "prefill"), rows(r, "decode")
+  local want = { prefill = { rope = 100 * 65792, kv_append = 100 * 2304, k_concat = 100 * (32896 + 49152) },
+                 decode = { rope = 65792, kv_append = 2304 } }
+  for phase, t in pairs(want) do
+    local x = phase == "prefill" and p or d
+    for name, bytes in pairs(t) do
+      T.ok(x[name] ~= nil, phase .. " row " .. name)
+      T.eq(x[name].calls, 61, phase .. " " .. name .. " once per layer")
+      T.near(x[name].bytes / x[name].calls, bytes, 1e-12, phase .. " " .. name .. " bytes")
+      T.near(x[name].time_s / x[name].calls, bytes / bw + g.kernel_latency, 1e-12, phase .. " " .. name .. " time")
+    end
+  end
+  T.ok(d.k_concat == nil, "decode runs absorbed on the latent: no K to assemble")
+  local t = rows(hl.simulate { model = "deepseek-v3", cluster = cl, precision = "bf16", kv_precision = "bf16",
+                               batch = 1, input = 100, output = 2, framework = "trtllm", ignore_memory = true },
+                 "prefill")
+  T.ok(t.rope == nil and t.kv_append == nil and t.k_concat == nil, "trtllm's attention op carries them")
+end)
 
+T.done()
