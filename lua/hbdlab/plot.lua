@@ -517,6 +517,8 @@ end
 --- hl.plot.frontier{ points = r.points, x = "tps_per_user", y = "tps_per_gpu", out = ..., lower = false }:
 --- every point faint, the Pareto points of each system x precision x mode joined as a curve
 --- (hl.frontier's figure). lower = true: smaller y is better (cost), the curve joins the lowest y.
+--- keys = {"sys fp8 agg", ...}: every curve's colour by its place in this list (so two charts of
+--- one search colour a curve alike even where one lacks some curves); default: order of appearance.
 function M.frontier(t)
   need(t, "frontier", { "points", "x", "y", "out" })
   local order, groups = {}, {}
@@ -551,12 +553,20 @@ function M.frontier(t)
   t.xlabel = t.xlabel or "tokens/s per user"
   t.ylabel = t.ylabel or (t.y == "tps_per_gpu" and "output tokens/s per GPU" or t.y)
   -- dominated points faint: each curve's colour at 75% transparency (the style's hbdlab_faint)
+  local place = {}
+  if t.keys ~= nil then
+    if type(t.keys) ~= "table" then error("plot.frontier: field 'keys' must be an array of curve names", 2) end
+    for i, key in ipairs(t.keys) do place[key] = place[key] or i end
+  end
+  local extra = #(t.keys or {})
   local plots = {}
   for i, key in ipairs(order) do
+    if not place[key] then extra = extra + 1; place[key] = extra end -- a curve the list does not name: after it
+    local c = place[key]
     plots[#plots + 1] = string.format("%s index %d using 1:2 with points pt 7 ps 0.6 lc rgb hbdlab_faint(%d) notitle",
-      i == 1 and "datafile" or "''", 2 * (i - 1), i)
+      i == 1 and "datafile" or "''", 2 * (i - 1), c)
     plots[#plots + 1] = string.format("'' index %d using 1:2 with linespoints lt %d lw 2.5 title %s",
-      2 * i - 1, (i - 1) % 6 + 1, M.quote(key))
+      2 * i - 1, (c - 1) % 6 + 1, M.quote(key))
   end
   local gp = { "set offsets 0, graph 0.03, graph 0.05, 0", "set xrange [0:*]", "set yrange [0:*]" }
   gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
