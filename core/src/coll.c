@@ -569,7 +569,7 @@ typedef struct shape {
     double beta[SHAPE_ALGOS]; /* s per byte of x, b_a */
 } shape;
 static _Thread_local shape shapes[SHAPE_SLOTS];
-static _Thread_local int shapes_off; /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
+static _Thread_local int shapes_off;       /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
 static _Thread_local uint64_t shape_fills; /* slots filled on this thread so far (never reset) */
 
 void hl_coll_shape_cache(int on)
@@ -784,8 +784,8 @@ static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in
  * hint h (hl_coll_time_hinted) from the slot it names while that slot holds the fill it saw
  * (every fill takes a new stamp, hl_coll_shape_cache zeroes them: a hint's stamp is never 0), so
  * the shape its caller vouches for, which shape_is would find there. */
-static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
-                              hl_coll_hint *h, hl_err *err)
+static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
+                              hl_err *err)
 {
     shape *sh = NULL;
     group local, *G = &local;
@@ -872,8 +872,7 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     return coll_time_at(c, hbd, in, out, NULL, err);
 }
 
-hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
-                              hl_err *err)
+hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h, hl_err *err)
 {
     return coll_time_at(c, c->hbd, in, out, h, err);
 }

@@ -503,12 +503,17 @@ static void test_same_but_input_after_other_resolve(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
-        cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
-        cmocka_unit_test(test_memos_never_stale),       cmocka_unit_test(test_memos_never_stale_blended),
+        cmocka_unit_test(test_count_and_indices),
+        cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel),
+        cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_memos_never_stale),
+        cmocka_unit_test(test_memos_never_stale_blended),
         cmocka_unit_test(test_coll_hints_never_stale),
-        cmocka_unit_test(test_store_equals_points),     cmocka_unit_test(test_input_hint_after_failed_point),
-        cmocka_unit_test(test_axes_on_one_field),       cmocka_unit_test(test_same_but_input_after_other_resolve),
+        cmocka_unit_test(test_store_equals_points),
+        cmocka_unit_test(test_input_hint_after_failed_point),
+        cmocka_unit_test(test_axes_on_one_field),
+        cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
