@@ -665,6 +665,8 @@ static int l_sweep_to_csv(lua_State *L)
     o.parts = gather ? d.count : 0;
     o.sink = csv_sink;
     o.user = &out;
+    o.sink_any_thread = !gather; /* MPI's gather stays on this thread; fwrite, the progress bar and
+                                  * the test hook's raise (a signal any thread may take) do not */
     int64_t written = 0;
     hl_status rs = failed || end == begin ? HL_OK : hl_sweep_csv(&in, &o, &written, &err);
     failed |= out.failed;
