@@ -217,8 +217,8 @@ function M.axis_label(name, scale)
     return string.format("%s %s (%ss)", timed, stat, scale == 1 and "" or prefixes[scale])
   end
   -- a field in the friendly units its name says ("ttft_ms", "latency_us", "ttft_p99_ms"), unscaled
-  local friendly, unit = name:match("^(.+)_([mu]s)$")
-  if friendly and scale == 1 then return string.format("%s (%s)", friendly:gsub("_", " "), unit) end
+  local friendly, funit = name:match("^(.+)_([mu]s)$")
+  if friendly and scale == 1 then return string.format("%s (%s)", friendly:gsub("_", " "), funit) end
   local unit = unit_of(name)
   if unit then
     local base = name:gsub("_" .. (unit == "B/s" and "bw" or unit == "B" and "bytes" or unit:lower()) .. "$", "")
