@@ -197,8 +197,9 @@ end
 -- F1-F2: TensorRT-LLM v0.7a, Llama-2-70B FP8 on one H200 (TP1), fixed batches
 -- (blog "Falcon-180B on a single H200 ... 6.7x faster Llama-70B over A100",
 -- out_tps = output * batch / total_latency / tp). The KV cache gets 90% of the
--- memory left after the weights (TensorRT-LLM's kv_cache_free_gpu_mem_fraction),
--- about 0.95 of the device here. Engine: trtllm (the blog names a preliminary
+-- memory left free after the weights and workspace: the blog states no fraction, so
+-- TensorRT-LLM's default (KvCacheConfig::kDefaultGpuMemFraction 0.9), which the trtllm
+-- profile applies to mem_util (docs/MODEL.md 4). Engine: trtllm (the blog names a preliminary
 -- v0.7a and gives no build or run commands, so no release-specific cost is sourced).
 source = "trtllm-h200-blog"
 -- (The blog's third row, output 4096, runs past Llama-2's 4,096-token context and
@@ -207,7 +208,7 @@ for k, row in ipairs { { 960, 128, 3803 }, { 192, 2048, 2941 } } do
   case("F" .. k, string.format("Llama-2-70B 1xH200 FP8, batch %d, 128/%d", row[1], row[2]), row[3], "tok/s", "trtllm",
        function(p)
     local r = sim({ model = llama2, cluster = cluster("H200", 1), precision = "fp8", kv_precision = "fp8", batch = row[1],
-                    input = 128, output = row[2], parallel = { tp = 1 }, mem_util = 0.95 }, p)
+                    input = 128, output = row[2], parallel = { tp = 1 }, mem_util = 0.9 }, p)
     return row[1] * row[2] / r.total_s
   end)
 end

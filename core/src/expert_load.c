@@ -436,17 +436,35 @@ typedef struct busiest_memo {
 static _Thread_local busiest_memo memo[BUSIEST_MEMO];
 static _Thread_local int memo_used, memo_next;
 
+/* A sweep over input routes a new token count at every point, so there the memo never hits and
+ * its lookup and store (the shares copied) cost ~90 instructions a call for nothing: a thread
+ * whose last BUSIEST_WINDOW lookups all missed computes its next BUSIEST_SKIP calls directly,
+ * neither looking up nor storing, then looks again (coll.c's hl_coll_memo does the same; the
+ * memo only stores what busiest_load returns, so no result depends on it). */
+enum { BUSIEST_WINDOW = 64, BUSIEST_SKIP = 1024 };
+static _Thread_local int memo_misses, memo_skip;
+
 double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
 {
     int64_t R = lay->ranks;
     if (R < 1 || R > HL_EXPERT_SLOTS_MAX)
         return busiest_load(lay, tokens);
+    if (memo_skip > 0) {
+        memo_skip--;
+        return busiest_load(lay, tokens);
+    }
     size_t bytes = sizeof(double) * (size_t)R;
     for (int i = 0; i < memo_used; i++) {
         const busiest_memo *m = &memo[i];
         if (m->tokens == tokens && m->topk == lay->topk && m->ranks == R &&
-            memcmp(m->share, lay->rank_share, bytes) == 0)
+            memcmp(m->share, lay->rank_share, bytes) == 0) {
+            memo_misses = 0;
             return m->load;
+        }
+    }
+    if (++memo_misses >= BUSIEST_WINDOW) {
+        memo_misses = 0;
+        memo_skip = BUSIEST_SKIP;
     }
     double load = busiest_load(lay, tokens);
     busiest_memo *m = &memo[memo_next];

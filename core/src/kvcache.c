@@ -79,6 +79,17 @@ double hl_kv_token_layer_bytes_per_gpu(const hl_model *m, hl_precision kv, int64
     return 2.0 * hl_kv_heads_per_gpu(m, tp) * (double)m->head_dim * b;
 }
 
+double hl_kv_usable_bytes(double hbm_bytes, double mem_util, int32_t of_free, double weights_bytes,
+                          double workspace_bytes)
+{
+    /* TensorRT-LLM: freeMemFraction x what cudaMemGetInfo reports free after the engine is loaded
+     * (KVCacheManager::calculateMaxNumBlocks), on top of what is already in use */
+    double free_bytes = hbm_bytes - weights_bytes - workspace_bytes;
+    if (of_free) /* nothing free: the engine does not load, so no more than the device */
+        return free_bytes > 0 ? weights_bytes + workspace_bytes + mem_util * free_bytes : hbm_bytes;
+    return hbm_bytes * mem_util;
+}
+
 hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *out, hl_err *err)
 {
     if (!in || !out)
@@ -104,8 +115,16 @@ hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *ou
         if (!f[i].ok)
             return hl_fail(err, HL_EINVAL, "kv capacity field '%s': %g is not allowed (%s)", f[i].name, f[i].v,
                            f[i].rule);
+    if (in->of_free != 0 && in->of_free != 1)
+        return hl_fail(err, HL_EINVAL, "kv capacity field 'of_free': %d is not allowed (0 or 1)", (int)in->of_free);
     hl_kv_capacity c = {0};
-    c.kv_budget_bytes = in->hbm_bytes * in->mem_util - in->weights_bytes - in->workspace_bytes;
+    c.kv_budget_bytes =
+        hl_kv_usable_bytes(in->hbm_bytes, in->mem_util, in->of_free, in->weights_bytes, in->workspace_bytes) -
+        in->weights_bytes - in->workspace_bytes;
+    if (c.kv_budget_bytes <= 0 && in->of_free)
+        return hl_fail(err, HL_ENOFIT, "weights (%.2f GB) + workspace (%.2f GB) exceed HBM (%.2f GB) by %.2f GB",
+                       in->weights_bytes / 1e9, in->workspace_bytes / 1e9, in->hbm_bytes / 1e9,
+                       (in->weights_bytes + in->workspace_bytes - in->hbm_bytes) / 1e9);
     if (c.kv_budget_bytes <= 0)
         return hl_fail(err, HL_ENOFIT,
                        "weights (%.2f GB) + workspace (%.2f GB) exceed %.0f%% of HBM (%.2f GB) by %.2f GB",

@@ -512,26 +512,37 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
  * docs/MODEL.md 6.1), each a memory-bound elementwise kernel plus kernel_latency: RoPE reads
  * and writes q and k; the KV append reads k and v and writes them to the cache; the FFN
  * activation (SwiGLU) reads the gate and up halves and writes their product; the second
- * RMSNorm's bytes are in the norms operator, so it adds its kernel alone. T tokens. */
+ * RMSNorm's bytes are in the norms operator, so it adds its kernel alone. T tokens.
+ * MLA (SGLang deepseek_v2.py forward_normal_prepare / forward_absorb_prepare; vLLM
+ * layers/mla.py and v1/attention/backends/mla/common.py): RoPE rotates the Hl query rope
+ * parts and the one shared k_pe, and the rotated q_pe is copied back into q; the KV append
+ * writes the latent (kv_lora + rope) per token; the prefill on expanded K (`expanded`) also
+ * assembles K per head from k_nope and the broadcast k_pe (k_concat). */
 static hl_status engine_kernels(const hl_sim_ctx *s, hl_acc *a, double T, double Lst, double Latt, double Ldense,
-                                hl_err *err)
+                                int expanded, hl_err *err)
 {
+    if (!(s->fw.rope_kernel || s->fw.kv_append_kernel || s->fw.act_kernel || s->fw.norm_kernel))
+        return HL_OK; /* the ideal profile launches none: the table below would add nothing */
     const hl_model *m = s->m;
     double tp = (double)s->tp, ab = s->ab;
     double Hl = (double)m->heads / tp, Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
     double F = (double)m->ffn / tp;
+    int mla = m->attn == HL_ATTN_MLA;
+    double n = (double)m->qk_nope_dim, p = (double)m->qk_rope_dim, c = (double)m->kv_lora_rank;
+    double rope = mla ? T * (2 * Hl + 1) * p * ab : T * (Hl + Kl) * d * ab;
     struct {
         int on;
         const char *name;
         double rd, wr, layers;
-    } k[4] = {
-        {s->fw.rope_kernel && m->attn != HL_ATTN_MLA, "rope", T * (Hl + Kl) * d * ab, T * (Hl + Kl) * d * ab, Latt},
-        {s->fw.kv_append_kernel && m->attn != HL_ATTN_MLA, "kv_append", T * 2 * Kl * d * ab, T * 2 * Kl * d * s->kvb,
-         Latt},
+    } k[5] = {
+        {s->fw.rope_kernel, "rope", rope, rope, Latt},
+        {s->fw.kv_append_kernel, "kv_append", mla ? T * (c + p) * ab : T * 2 * Kl * d * ab,
+         mla ? T * (c + p) * s->kvb : T * 2 * Kl * d * s->kvb, Latt},
+        {s->fw.rope_kernel && mla && expanded, "k_concat", T * (Hl * n + p) * ab, T * Hl * (n + p) * ab, Latt},
         {s->fw.act_kernel, "activation", T * 2 * F * ab, T * F * ab, Ldense},
         {s->fw.norm_kernel, "norm", 0, 0, Lst},
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (!k[i].on || k[i].layers <= 0)
             continue;
         hl_op op = {.kind = HL_OP_ELEMENTWISE,
@@ -727,7 +738,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         }
     }
     a->stage = HL_TBO_ATTN; /* the engine's small kernels, then the next layer's norms and projections */
-    TRY(engine_kernels(s, a, T, Lst, Latt, Ldense, err));
+    TRY(engine_kernels(s, a, T, Lst, Latt, Ldense, !decode, err));
     a->layer_kind = 0;
     if (j->layer_overhead > 0) {
         log_event(a, "layer_overhead", 0, 0, j->layer_overhead, 0, 0);

@@ -157,7 +157,8 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     out->workspace_bytes =
         j->workspace_bytes > 0 ? j->workspace_bytes : fmin(b * j->input, 8192) * (double)m->hidden * s->ab * 16 + 0.5e9;
     out->per_gpu_bytes = out->weights_bytes + out->kv_bytes + out->workspace_bytes;
-    out->fits = out->per_gpu_bytes <= j->cluster.gpu.hbm_bytes * j->mem_util;
+    out->fits = out->per_gpu_bytes <= hl_kv_usable_bytes(j->cluster.gpu.hbm_bytes, j->mem_util, s->fw.kv_of_free,
+                                                         out->weights_bytes, out->workspace_bytes);
     return HL_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "hbdlab/kvcache.h"
 #include "fields_int.h"
 #include "memory_int.h"
 #include "sim_int.h"
@@ -49,13 +50,16 @@ hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
     hl_status st = hl_sim_run(&j, &r, err);
     if (st)
         return st;
-    if (!r.fits)
+    if (!r.fits) { /* the usable bytes as the framework sizes its KV cache (docs/MODEL.md 4) */
+        int32_t of_free = hl_framework_profile(j.framework).kv_of_free;
+        double cap =
+            hl_kv_usable_bytes(j.cluster.gpu.hbm_bytes, j.mem_util, of_free, r.weights_bytes, r.workspace_bytes);
         return hl_fail(err, HL_ENOFIT,
                        "batch = max: even %lld sequence(s) (one per data-parallel group) need %.2f GB per GPU, "
-                       "%.2f GB more than %.0f%% of HBM (%.2f GB)",
-                       (long long)dp, r.per_gpu_bytes / 1e9,
-                       (r.per_gpu_bytes - j.cluster.gpu.hbm_bytes * j.mem_util) / 1e9, j.mem_util * 100,
-                       j.cluster.gpu.hbm_bytes * j.mem_util / 1e9);
+                       "%.2f GB more than %.0f%% of %s (%.2f GB)",
+                       (long long)dp, r.per_gpu_bytes / 1e9, (r.per_gpu_bytes - cap) / 1e9, j.mem_util * 100,
+                       of_free ? "the HBM weights and workspace leave, on top of them" : "HBM", cap / 1e9);
+    }
     /* Memory grows monotonically with batch: double, then bisect on multiples of dp. */
     double lo = 1, hi = 2;
     int32_t fits;

@@ -145,7 +145,37 @@ static const struct preset_alias {
     {HL_PRESET_MODEL, "gpt-oss", "gpt-oss-120b"},
     {HL_PRESET_MODEL, "mixtral", "mixtral-8x7b"},
     {HL_PRESET_MODEL, "deepseek-v3-0324", "deepseek-v3"},
+    /* DeepSeek-R1 (and R1-0528) is DeepSeek-V3's architecture post-trained: its config.json has the same
+     * DeepseekV3ForCausalLM shape (61 layers, hidden 7168, MLA, 256 routed experts top-8, 1 shared,
+     * vocab 129280; huggingface.co/deepseek-ai/DeepSeek-R1 config.json) */
+    {HL_PRESET_MODEL, "deepseek-r1", "deepseek-v3"},
+    {HL_PRESET_MODEL, "deepseek-r1-0528", "deepseek-v3"},
 };
+
+/* Edit distance from a typed (normalized) name to preset `cand`: of the whole name, or one more
+ * than of its closest '-'-separated part (a part match is a little weaker); 1 when the preset's
+ * name starts with a typed name of 4 or more characters ("qwen3-235b" -> qwen3-235b-a22b). */
+static int suggest_distance(const char *norm, const char *cand)
+{
+    size_t typed = strlen(norm);
+    if (typed >= 4 && strncmp(cand, norm, typed) == 0)
+        return 1;
+    int d = hl_edit_distance(norm, cand);
+    char part[72];
+    const char *p = cand;
+    while (*p) {
+        size_t len = strcspn(p, "-");
+        if (len < sizeof part) {
+            memcpy(part, p, len);
+            part[len] = '\0';
+            int dp = hl_edit_distance(norm, part) + 1;
+            if (dp < d)
+                d = dp;
+        }
+        p += len + (p[len] == '-');
+    }
+    return d;
+}
 
 /* The preset an alias stands for (normalized name in), or NULL. */
 static const char *alias_target(hl_preset_kind kind, const char *norm)
@@ -252,35 +282,37 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
             snprintf(origin, origin_n, "preset %s", want);
             return HL_OK;
         }
-    /* Unknown: suggest the closest name. */
-    int best = 99;
-    const char *pick = NULL;
+    /* Unknown: suggest the closest names. Each preset's distance is that of its whole name or of
+     * its closest '-'-separated part ("nvl73" ~ "gb200-nvl72"). A name of 8 or more characters
+     * also gets the presets one edit further than the closest (up to three): "llama-3-70b" is one
+     * edit from llama-2-70b but meant one of the two llama-3.x-70b, two edits away. */
+    enum { MAX_PICKS = 3 };
     int32_t n = hl_preset_count(kind);
+    int best = 99;
     for (int32_t i = 0; i < n; i++) {
-        /* closest whole name, or closest '-'-separated part of it ("nvl73" ~ "gb200-nvl72") */
-        const char *cand = hl_preset_name(kind, i);
-        int d = hl_edit_distance(norm, cand);
-        char part[72];
-        const char *p = cand;
-        while (*p) {
-            size_t len = strcspn(p, "-");
-            if (len < sizeof part) {
-                memcpy(part, p, len);
-                part[len] = '\0';
-                int dp = hl_edit_distance(norm, part) + 1; /* a part match is a little weaker */
-                if (dp < d)
-                    d = dp;
-            }
-            p += len + (p[len] == '-');
-        }
-        if (d < best) {
+        int d = suggest_distance(norm, hl_preset_name(kind, i));
+        if (d < best)
             best = d;
-            pick = cand;
-        }
     }
     static const char *const what[] = {"gpu", "cluster", "model"};
-    if (pick && best <= (int)strlen(norm) / 2 + 1)
-        return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (did you mean '%s'?)", what[kind], name, pick);
+    if (best <= (int)strlen(norm) / 2 + 1) {
+        int reach = best + (strlen(norm) >= 8);
+        const char *picks[MAX_PICKS];
+        int np = 0;
+        for (int d = best; d <= reach; d++) /* closest first, then in preset order */
+            for (int32_t i = 0; i < n && np < MAX_PICKS; i++)
+                if (suggest_distance(norm, hl_preset_name(kind, i)) == d)
+                    picks[np++] = hl_preset_name(kind, i);
+        char list[256];
+        int at = 0;
+        for (int k = 0; k < np; k++)
+            at += snprintf(list + at, sizeof list - (size_t)at, "%s'%s'",
+                           k == 0        ? ""
+                           : k == np - 1 ? " or "
+                                         : ", ",
+                           picks[k]);
+        return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (did you mean %s?)", what[kind], name, list);
+    }
     return hl_fail(err, HL_ENOTFOUND, "unknown %s preset '%s' (hl.%ss() lists them)", what[kind], name, what[kind]);
 }
 

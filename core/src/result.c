@@ -62,7 +62,7 @@ static const hl_result_field fields[] = {
     NUM("memory.per_gpu_bytes", per_gpu_bytes, "B", "weights + KV + workspace per GPU"),
     NUM("memory.draft_bytes", draft_bytes, "B",
         "of weights + KV per GPU, the draft model's (spec_draft_model: its weights / tp and its KV); 0 without one"),
-    BOOL("memory.fits", fits, "per_gpu_bytes <= HBM * mem_util"),
+    BOOL("memory.fits", fits, "per_gpu_bytes within mem_util, as the framework sizes its KV cache (MODEL.md 4)"),
     INT("parallel.gpus", gpus, "GPUs used, as resolved"),
     INT("parallel.tp", tp, "tensor parallelism, as resolved"),
     INT("parallel.pp", pp, "pipeline stages, as resolved"),

@@ -938,7 +938,8 @@ hl_status hl_serve_kv_blocks(const hl_serve_cfg *c, const hl_stepper *st, double
                             mem.workspace_bytes,
                             hl_stepper_kv_token_bytes(st) + draft_tok,
                             1,
-                            (double)c->block_tokens};
+                            (double)c->block_tokens,
+                            hl_framework_profile(c->job.framework).kv_of_free};
     hl_kv_capacity cap;
     if ((rc = hl_kv_capacity_compute(&in, &cap, err)))
         return rc;

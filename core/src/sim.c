@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "err_int.h"
@@ -14,6 +15,7 @@
 #include "framework_int.h"
 #include "kernel_match_int.h"
 #include "hbdlab/cost.h"
+#include "hbdlab/kvcache.h"
 #include "layer_int.h"
 #include "memory_int.h"
 #include "roofline_int.h"
@@ -900,13 +902,19 @@ hl_status hl_sim_run_trusted(const hl_job *job, hl_result *r, int trust, hl_err 
     r->fits = mem.fits;
 
     if (!r->fits && !j->ignore_memory) {
-        double cap = j->cluster.gpu.hbm_bytes * j->mem_util;
+        double hbm = j->cluster.gpu.hbm_bytes, held = r->weights_bytes + r->workspace_bytes;
+        double cap = hl_kv_usable_bytes(hbm, j->mem_util, s.fw.kv_of_free, r->weights_bytes, r->workspace_bytes);
+        char has[96]; /* how the framework sizes its KV cache (docs/MODEL.md 4) */
+        if (s.fw.kv_of_free)
+            snprintf(has, sizeof has, "weights and workspace + %.0f%% of the %.2f GB they leave free",
+                     j->mem_util * 100, (hbm - held) / 1e9);
+        else
+            snprintf(has, sizeof has, "%.0f%% of %.2f", j->mem_util * 100, hbm / 1e9);
         return hl_fail(err, HL_ENOFIT,
                        "does not fit HBM by %.2f GB: needs %.2f GB per GPU (weights %.2f + KV %.2f + workspace %.2f), "
-                       "has %.2f GB (%.0f%% of %.2f); more GPUs, a smaller batch or a lower precision would help",
+                       "has %.2f GB (%s); more GPUs, a smaller batch or a lower precision would help",
                        (r->per_gpu_bytes - cap) / 1e9, r->per_gpu_bytes / 1e9, r->weights_bytes / 1e9,
-                       r->kv_bytes / 1e9, r->workspace_bytes / 1e9, cap / 1e9, j->mem_util * 100,
-                       j->cluster.gpu.hbm_bytes / 1e9);
+                       r->kv_bytes / 1e9, r->workspace_bytes / 1e9, cap / 1e9, has);
     }
 
     hl_acc pre, dec;

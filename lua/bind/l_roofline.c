@@ -237,7 +237,8 @@ static int l_gemm_op(lua_State *L)
     return 3;
 }
 
-/* kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens} */
+/* kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens,
+ * mem_util_of} */
 static int l_kv_capacity(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -245,7 +246,22 @@ static int l_kv_capacity(lua_State *L)
         hl_opt_number_field(L, 1, "hbm_bytes", 0),      hl_opt_number_field(L, 1, "mem_util", 0.9),
         hl_opt_number_field(L, 1, "weights_bytes", 0),  hl_opt_number_field(L, 1, "workspace_bytes", 0),
         hl_opt_number_field(L, 1, "kv_token_bytes", 0), hl_opt_number_field(L, 1, "context", 0),
-        hl_opt_number_field(L, 1, "block_tokens", 0)};
+        hl_opt_number_field(L, 1, "block_tokens", 0),   0};
+    /* mem_util_of: "hbm" (vLLM's gpu_memory_utilization, the default) or "free" (TensorRT-LLM's
+     * free_gpu_memory_fraction: a share of what weights and workspace leave); docs/MODEL.md 4 */
+    static const char *const of[] = {"hbm", "free", NULL};
+    lua_getfield(L, 1, "mem_util_of");
+    if (!lua_isnil(L, -1)) {
+        const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int i = 0;
+        while (v && of[i] && strcmp(of[i], v) != 0)
+            i++;
+        if (!v || !of[i])
+            return luaL_error(L, "hl.kv_capacity: field 'mem_util_of': %s is not allowed (\"hbm\" or \"free\")",
+                              v ? v : luaL_typename(L, -1));
+        in.of_free = i;
+    }
+    lua_pop(L, 1);
     hl_kv_capacity c;
     hl_err err;
     if (hl_kv_capacity_compute(&in, &c, &err))

@@ -65,6 +65,16 @@ local function run_config(path, fn_name, what)
   return r
 end
 
+-- `hbdlab SUB --help`: the usage line, then the fields the JSON object takes, which are those of
+-- the Lua function behind the subcommand (hl.help's text for TOPIC, the one owner of that list)
+local function usage_and_fields(usage, topic)
+  print(usage)
+  print("The JSON object takes the fields of hl." .. topic .. " (presets by name; the same text as hl.help \"" ..
+    topic .. "\"):")
+  print(require("hbdlab.help").text(topic))
+  return 0
+end
+
 local function write_json(r)
   local plain = {}
   for k, v in pairs(r) do plain[k] = v end
@@ -73,7 +83,9 @@ end
 
 --- hbdlab eval CONFIG.json|- : the fields of hl.simulate as JSON; prints the result as JSON.
 function M.eval(path, extra)
-  if path == "-h" or path == "--help" then print("usage: hbdlab eval CONFIG.json (or - for stdin)"); return 0 end
+  if path == "-h" or path == "--help" then
+    return usage_and_fields("usage: hbdlab eval CONFIG.json (or - for stdin): prints the result as JSON", "simulate")
+  end
   if path == nil or extra ~= nil then
     return fail_json("usage: hbdlab eval CONFIG.json (or - for stdin)", 2)
   end
@@ -88,9 +100,8 @@ end
 function M.serve(path, opt, extra)
   local as_json = opt == "--json"
   if path == "-h" or path == "--help" then -- read as a file name before
-    print("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]: the fields of hl.serve as JSON " ..
-      "(notebooks/serving.md and scripts/serving_hbd.lua show them)")
-    return 0
+    return usage_and_fields("usage: hbdlab serve CONFIG.json (or - for stdin) [--json] " ..
+      "(notebooks/serving.md and scripts/serving_hbd.lua show examples)", "serve")
   end
   if path == nil or (opt ~= nil and not as_json) or extra ~= nil then
     return fail_json("usage: hbdlab serve CONFIG.json (or - for stdin) [--json]", 2)
@@ -109,7 +120,7 @@ function M.walkthrough(...)
   local i = 1
   while i <= #args do
     local a = args[i]
-    if a == "-h" or a == "--help" then print(usage); return 0
+    if a == "-h" or a == "--help" then return usage_and_fields(usage .. " (the job's hl.simulate fields)", "simulate")
     elseif a == "-o" and out == nil and args[i + 1] then out = args[i + 1]; i = i + 2
     elseif path == nil and (a == "-" or a:sub(1, 1) ~= "-") then path = a; i = i + 1
     else io.stderr:write("hbdlab walkthrough: unexpected argument '", a, "'; ", usage, "\n"); return 2 end
@@ -142,8 +153,8 @@ function M.frontier(path, ...)
     else return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2) end
   end
   if path == "--help" or path == "-h" then -- as eval, serve and walkthrough: the usage, exit 0
-    print("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]")
-    return 0
+    return usage_and_fields("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]",
+      "frontier")
   end
   if path == nil then
     return fail_json("usage: hbdlab frontier CONFIG.json (or - for stdin) [-o STEM] [--json] [--shard I/N]", 2)
@@ -233,6 +244,11 @@ end
 
 function M.merge(...)
   local args, inputs, out = { ... }, {}, nil
+  if #args == 1 and (args[1] == "--help" or args[1] == "-h") then -- was read as a shard named --help
+    print("usage: hbdlab merge OUT_shard0of4.csv OUT_shard1of4.csv ... -o ALL.csv (docs/LUA_API.md, " ..
+      "\"Sweeps on a cluster\")")
+    return 0
+  end
   local i = 1
   while i <= #args do
     if args[i] == "-o" and out then
@@ -323,7 +339,13 @@ function M.merge(...)
 end
 
 --- hbdlab calibrate CASES.json
-function M.calibrate(...) return require("hbdlab.calibrate").main(...) end
+function M.calibrate(path, ...)
+  if path == "-h" or path == "--help" then -- was read as a file name ("cannot read --help")
+    return usage_and_fields("usage: hbdlab calibrate CASES.json: {\"params\": [...], \"bounds\": {...}, \"cases\": " ..
+      "[{\"name\", \"config\", \"metric\", \"measured\"}]}", "calibrate")
+  end
+  return require("hbdlab.calibrate").main(path, ...)
+end
 
 --- hbdlab bench [--json] [--quick]
 function M.bench(...) return require("hbdlab.bench").main(...) end

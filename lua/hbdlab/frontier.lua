@@ -760,7 +760,8 @@ function M.plain(res)
   return js
 end
 
-local function write_outputs(hl, res, stem)
+-- what: the charts' subject, "deepseek-v3, 2048 in / 512 out tokens" (their title names the model and lengths)
+local function write_outputs(hl, res, stem, what)
   local rows = require "hbdlab.rows"
   local flat_rows = {}
   for i, p in ipairs(res.points) do flat_rows[i] = flat(p) end
@@ -772,13 +773,17 @@ local function write_outputs(hl, res, stem)
   local js = M.plain(res)
   rows.write_atomic(stem .. ".json", core.json_encode(js, true) .. "\n")
   local plot = require "hbdlab.plot"
-  plot.frontier { points = res.points, x = "tps_per_user", y = "tps_per_gpu", out = stem .. ".png",
-                  title = "Output tokens/s per GPU vs tokens/s per user" }
+  -- every curve keeps its colour in both charts (the cost chart lacks the curves without a price)
+  local keys = {}
+  for i, k in ipairs(res.groups) do keys[i] = (k:gsub("|", " ")) end
+  plot.frontier { points = res.points, x = "tps_per_user", y = "tps_per_gpu", out = stem .. ".png", keys = keys,
+                  title = what .. ": output tokens/s per GPU vs tokens/s per user" }
   local priced_pts = {}
   for _, p in ipairs(res.points) do if p.usd_per_mtok then priced_pts[#priced_pts + 1] = p end end
   if #priced_pts > 0 then
-    plot.frontier { points = priced_pts, x = "tps_per_user", y = "usd_per_mtok", out = stem .. "_cost.png",
-                    title = "USD per million output tokens vs tokens/s per user", lower = true }
+    plot.frontier { points = priced_pts, x = "tps_per_user", y = "usd_per_mtok", out = stem .. "_cost.png", keys = keys,
+                    title = what .. ": USD per million output tokens vs tokens/s per user",
+                    ylabel = "USD per million output tokens", lower = true }
   end
 end
 
@@ -1064,6 +1069,7 @@ function M.frontier(t)
       b.converged_checked = true
       stopped(converge, b, o)
       if not meets(b, o.slo) then
+        b.misses_slo = true -- the summary's best line says so too, not only the warning
         note(string.format("%s: the best confirmed point misses the SLO once converged (TTFT p90 %.4g s, TPOT %.4g s); " ..
           "raise simulate to confirm others", k:gsub("|", " "), b.ttft_p90_s, b.tpot_s))
       end
@@ -1210,7 +1216,10 @@ function M.frontier(t)
                              -- a configuration yields any number of points: the count is not checked
                              block = { lo, hi, #work, filtered = true } }, M.result_mt)
   if o.out then
-    local okw, ew = pcall(write_outputs, hl, res, o.out)
+    local function len(v) local m = mean_length(v); return m and string.format("%.6g", m) or tostring(v) end
+    local what = string.format("%s, %s%s in / %s out tokens", model.name,
+      (type(o.input) == "table" or type(o.output) == "table") and "mean " or "", len(o.input), len(o.output))
+    local okw, ew = pcall(write_outputs, hl, res, o.out, what)
     if not okw then fail(plain_error(ew), 2) end -- "cannot create folder ...", not hbdlab's own position
     if interrupted then -- whole files of a partial search: say so, and the JSON says "interrupted": true
       local confirmed = 0
@@ -1277,6 +1286,7 @@ M.result_mt.__tostring = function(r)
           (b.unsettled and string.format("; NOT settled: %d unconfirmed candidates above it, simulate = %d confirms them",
             b.unsettled, b.settle_simulate) or "") .. ")")
           or (b.unconfirmed and " (analytical, NOT confirmed: the simulate budget ran out)" or " (analytical)"))
+        .. (b.misses_slo and "; MISSES the SLO once converged (raise simulate)" or "")
       if b.mode == "disagg" then
         lines[#lines] = lines[#lines] .. string.format(" with %d prefill x tp %d pp %d ep %d dp %d at load %.2f",
           b.p_instances, b.p_tp, b.p_pp, b.p_ep, b.p_dp, b.p_load)

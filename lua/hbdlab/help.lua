@@ -106,7 +106,7 @@ local topics = {
   { "interrupted", "hl.interrupted() -> bool; hl.warnings(false)",
     "hl.interrupted(): whether Ctrl-C / SIGTERM stopped a sweep since the last call (asking handles it; a script that\n" ..
     "never asks exits 130 after it ends). hl.warnings(false) silences the warnings for silent defaults.", "" },
-  { "kv_capacity", "hl.kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens}",
+  { "kv_capacity", "hl.kv_capacity{hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens, mem_util_of}",
     "How many tokens and sequences of KV cache fit; paged blocks and fragmentation.", "" },
   { "net_requirement", "hl.net_requirement{count, bytes, factor, compute_s, latency_s, share} -> {budget_s, bandwidth, max_latency_s}",
     "The network a traffic class needs: `count` collectives of `bytes` (x `factor` on the wire) per step of\n" ..

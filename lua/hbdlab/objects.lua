@@ -253,11 +253,12 @@ function M.roofline(t)
   return core.op_time(g, op)
 end
 
---- hl.kv_capacity{ hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens }
+--- hl.kv_capacity{ hbm_bytes, mem_util, weights_bytes, workspace_bytes, kv_token_bytes, context, block_tokens,
+---                  mem_util_of ("hbm" | "free") }
 function M.kv_capacity(t)
   if type(t) ~= "table" then error("hl.kv_capacity expects a table", 2) end
   core.check_fields(t, { "hbm_bytes", "mem_util", "weights_bytes", "workspace_bytes", "kv_token_bytes", "context",
-                         "block_tokens" }, "hl.kv_capacity")
+                         "block_tokens", "mem_util_of" }, "hl.kv_capacity")
   return core.kv_capacity(t)
 end
 

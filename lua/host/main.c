@@ -219,6 +219,7 @@ static void print_usage(FILE *out)
                  "With no script and a terminal on stdin: the interactive REPL.\n"
                  "With no script and stdin not a terminal: stdin is run as a script.\n"
                  "A script's own options follow its name: `hbdlab x.lua --set gpus=64 --help`.\n"
+                 "`hbdlab SUBCOMMAND --help` lists the fields its JSON takes (those of hl.simulate, hl.serve, ...).\n"
                  "The module is preloaded as the global `hl` (also `require \"hbdlab\"`).\n");
 }
 

@@ -180,6 +180,34 @@ static void test_busiest_memo_never_stale(void **state)
     assert_true(hl_expert_busiest_load(&a, 64) == first[1][2]);
 }
 
+/* After 64 misses in a row the memo is skipped for the next 1,024 calls (an input sweep never
+ * hits it): values computed while it is skipped, and after it is looked at again, are the ones the
+ * memo path gave, layout by layout; a skip path that answered from a memo entry (or stored while
+ * skipping, then matched a stale one) fails here. */
+static void test_busiest_memo_skip_same_values(void **state)
+{
+    (void)state;
+    hl_err e;
+    static hl_expert_layout a, b;
+    double u[256];
+    assert_ok(hl_expert_layout_init(&a, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_ok(hl_routing_zipf(1, 256, 8, u, &e), &e);
+    assert_ok(hl_expert_layout_init(&b, u, 256, 0, 32, 8, 0, &e), &e);
+    enum { N = 1500 };
+    static double first[2][N];
+    for (int i = 0; i < N; i++) { /* all misses: the memo is skipped from the 65th call on */
+        const hl_expert_layout *l = i % 2 ? &b : &a;
+        first[i % 2][i] = hl_expert_busiest_load(l, 100 + i);
+    }
+    for (int i = 0; i < N; i++) { /* the same calls again, each layout's value and the other's */
+        const hl_expert_layout *l = i % 2 ? &b : &a, *o = i % 2 ? &a : &b;
+        assert_true(hl_expert_busiest_load(l, 100 + i) == first[i % 2][i]);
+        if (i > 0)
+            assert_true(hl_expert_busiest_load(o, 100 + i - 1) == first[1 - i % 2][i - 1]);
+    }
+    assert_true(first[1][N - 1] > 1.2 * first[0][N - 2]); /* the two layouts give different loads */
+}
+
 /* Expert hits: one token, top-8 of 256 on EP32 (8 experts per rank): each
  * expert hit with p = 8/256; the busiest rank's count E[max of 32 Binomial(8,
  * 1/32)] = 1.591 (the value docs/MODEL.md 6 quotes). One rank: the mean 8. */
@@ -223,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_zipf_shares),
         cmocka_unit_test(test_hits),
         cmocka_unit_test(test_busiest_memo_never_stale),
+        cmocka_unit_test(test_busiest_memo_skip_same_values),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

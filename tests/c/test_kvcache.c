@@ -55,7 +55,7 @@ static void test_sliding_window_sequence(void **state)
 static void test_capacity_by_hand(void **state)
 {
     (void)state;
-    hl_kv_capacity_in in = {80e9, 0.9, 40e9, 2e9, 163840, 2000, 0};
+    hl_kv_capacity_in in = {80e9, 0.9, 40e9, 2e9, 163840, 2000, 0, 0};
     hl_kv_capacity c;
     hl_err e;
     assert_ok(hl_kv_capacity_compute(&in, &c, &e), &e);
@@ -77,7 +77,7 @@ static void test_capacity_by_hand(void **state)
 static void test_capacity_does_not_fit(void **state)
 {
     (void)state;
-    hl_kv_capacity_in in = {80e9, 0.9, 75e9, 1e9, 1000, 100, 0};
+    hl_kv_capacity_in in = {80e9, 0.9, 75e9, 1e9, 1000, 100, 0, 0};
     hl_kv_capacity c;
     hl_err e;
     assert_fails_with(hl_kv_capacity_compute(&in, &c, &e), HL_ENOFIT, &e, "by 4.00 GB");
@@ -86,12 +86,47 @@ static void test_capacity_does_not_fit(void **state)
                       "kv capacity field 'mem_util': 1.5 is not allowed (a fraction in (0, 1])");
 }
 
+/* TensorRT-LLM's rule (of_free): the cache gets mem_util of what weights and workspace leave
+ * (KVCacheManager::calculateMaxNumBlocks: freeMemFraction x free bytes). The same GPU as
+ * test_capacity_by_hand: 0.9 x (80 - 40 - 2) GB = 34.2 GB (the HBM rule gave 30 GB);
+ * 34.2e9 / 163,840 = 208,740.23 -> 208,740 tokens, 104 sequences of 2,000; 16-token blocks of
+ * 2,621,440 B: floor(13,046.26) = 13,046 blocks, 125 a sequence, 104 sequences.
+ * Weights 75 + workspace 1 GB, which overflow 90% of HBM by 4 GB: 0.9 x 4 GB = 3.6 GB of KV;
+ * weights 79.5 + 1 GB overflow HBM itself by 0.50 GB. */
+static void test_capacity_of_free(void **state)
+{
+    (void)state;
+    hl_kv_capacity_in in = {80e9, 0.9, 40e9, 2e9, 163840, 2000, 0, 1};
+    hl_kv_capacity c;
+    hl_err e;
+    assert_ok(hl_kv_capacity_compute(&in, &c, &e), &e);
+    assert_rel(c.kv_budget_bytes, 34.2e9, 1e-12, "budget of free");
+    assert_rel(c.max_tokens, 208740, 1e-12, "tokens of free");
+    assert_rel(c.max_batch, 104, 1e-12, "batch of free");
+    in.block_tokens = 16;
+    assert_ok(hl_kv_capacity_compute(&in, &c, &e), &e);
+    assert_rel(c.blocks_total, 13046, 1e-12, "blocks of free");
+    assert_rel(c.max_batch, 104, 1e-12, "paged batch of free");
+    assert_rel(hl_kv_usable_bytes(80e9, 0.9, 1, 40e9, 2e9), 42e9 + 34.2e9, 1e-12, "usable of free");
+    assert_rel(hl_kv_usable_bytes(80e9, 0.9, 0, 40e9, 2e9), 72e9, 1e-12, "usable of hbm");
+    /* weights past the device leave nothing free: usable is the device, not 0.1 x 90 + 72 = 81 GB */
+    assert_rel(hl_kv_usable_bytes(80e9, 0.9, 1, 88e9, 2e9), 80e9, 1e-12, "usable with nothing free");
+    hl_kv_capacity_in tight = {80e9, 0.9, 75e9, 1e9, 1000, 100, 0, 1};
+    assert_ok(hl_kv_capacity_compute(&tight, &c, &e), &e);
+    assert_rel(c.kv_budget_bytes, 3.6e9, 1e-12, "budget past 90% of HBM");
+    tight.weights_bytes = 79.5e9;
+    assert_fails_with(hl_kv_capacity_compute(&tight, &c, &e), HL_ENOFIT, &e, "exceed HBM (80.00 GB) by 0.50 GB");
+    tight.of_free = 2;
+    assert_fails_with(hl_kv_capacity_compute(&tight, &c, &e), HL_EINVAL, &e,
+                      "kv capacity field 'of_free': 2 is not allowed (0 or 1)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_token),         cmocka_unit_test(test_per_gpu_split),
         cmocka_unit_test(test_sliding_window_sequence), cmocka_unit_test(test_capacity_by_hand),
-        cmocka_unit_test(test_capacity_does_not_fit),
+        cmocka_unit_test(test_capacity_does_not_fit),   cmocka_unit_test(test_capacity_of_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,20 @@ static void test_unknown_preset_suggests(void **state)
     assert_fails_with(hl_gpu_preset("B20", &g, &e), HL_ENOTFOUND, &e, "did you mean 'b200'?");
     assert_fails_with(hl_model_preset("llama-3.1-7b", &m, &e), HL_ENOTFOUND, &e, "did you mean");
     assert_fails_with(hl_gpu_preset("../etc/passwd", &g, &e), HL_ENOTFOUND, &e, "not a valid name");
+    /* "llama-3-70b": llama-2-70b is 1 edit away (2 -> 3), each llama-3.x-70b 2 (insert ".1"); a
+     * name of 8+ characters lists the presets one edit further than the closest, closest first:
+     * the Llama-3 user was sent to Llama-2 alone before */
+    assert_fails_with(hl_model_preset("llama-3-70b", &m, &e), HL_ENOTFOUND, &e,
+                      "(did you mean 'llama-2-70b', 'llama-3.1-70b' or 'llama-3.3-70b'?)");
+    /* a typed start of a preset's name: "qwen3-235b" is 5 insertions from qwen3-235b-a22b, but its prefix */
+    assert_fails_with(hl_model_preset("qwen3-235b", &m, &e), HL_ENOTFOUND, &e, "(did you mean 'qwen3-235b-a22b'?)");
+    /* a short name keeps only the closest ("b20": b200 1 edit, b300 2) */
+    assert_fails_with(hl_gpu_preset("B20", &g, &e), HL_ENOTFOUND, &e, "(did you mean 'b200'?)");
+    /* DeepSeek-R1 is DeepSeek-V3's architecture (its HF config.json: DeepseekV3ForCausalLM, the same shape) */
+    assert_ok(hl_model_preset("DeepSeek-R1", &m, &e), &e);
+    assert_string_equal(m.name, "deepseek-v3");
+    assert_int_equal(m.layers, 61);
+    assert_int_equal(m.experts, 256);
 }
 
 static void test_json_errors(void **state)

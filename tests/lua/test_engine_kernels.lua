@@ -121,5 +121,68 @@ T.test("trtllm_v06: trtllm with NCCL's all-reduce and no CUDA graphs, by hand", 
   T.ok(now.time_s / now.calls < want, "trtllm's custom all-reduce is faster at 8 KB")
 end)
 
-T.done()
+T.test("TensorRT-LLM's KV cache takes mem_util of the memory left free, vLLM's of the device, by hand", function()
+  -- Llama-3.1-8B BF16 on one H100 (hbm_bytes from the preset), workspace fixed at 2 GB,
+  -- KV 2 x 8 KV heads x 128 x 2 B x 32 layers = 131,072 B a token, 16-token blocks of 2,097,152 B.
+  -- TensorRT-LLM (KVCacheManager::calculateMaxNumBlocks: freeMemFraction x free bytes):
+  --   blocks = floor(0.9 x (hbm - weights - 2e9) / 2,097,152); vLLM: floor((0.9 x hbm - weights - 2e9) / 2,097,152).
+  -- The two differ by 0.1 x (weights + 2 GB) / 2,097,152 blocks: 16.06 GB of BF16 weights, so about
+  -- 0.1 x 18.06e9 / 2,097,152 = 861.
+  local job = { model = "llama-3.1-8b", cluster = cl, input = 100, output = 10, requests = 2, concurrency = 1,
+                workspace_bytes = 2e9 }
+  local w = hl.simulate { model = "llama-3.1-8b", cluster = cl, batch = 1, input = 100, output = 10 }.memory.weights_bytes
+  local hbm, block = g.hbm_bytes, 16 * 131072
+  local want = { trtllm = math.floor(0.9 * (hbm - w - 2e9) / block), trtllm_v06 = math.floor(0.9 * (hbm - w - 2e9) / block),
+                 vllm = math.floor((0.9 * hbm - w - 2e9) / block), sglang = math.floor((0.9 * hbm - w - 2e9) / block) }
+  for fw, blocks in pairs(want) do
+    job.framework = fw
+    T.eq(hl.serve(job).kv_blocks_total, blocks, fw .. " KV blocks")
+  end
+  T.ok(want.trtllm - want.vllm >= 855 and want.trtllm - want.vllm <= 866, "0.1 x (weights + workspace) more blocks under TensorRT-LLM's rule")
+  -- hl.simulate's memory.fits follows the same rule: a batch whose KV is 0.95 of what the weights and
+  -- workspace leave fits at mem_util 0.95 under trtllm (0.95 of free), not under vllm (0.95 of HBM)
+  local kv_tok = 110 * 131072 -- bytes of one sequence of 110 tokens
+  local free = hbm - w - 2e9
+  local batch = math.floor(0.95 * free / kv_tok)
+  local sim = { model = "llama-3.1-8b", cluster = cl, batch = batch, input = 100, output = 10, mem_util = 0.95,
+                workspace_bytes = 2e9, framework = "trtllm" }
+  T.eq(hl.simulate(sim).memory.fits, true, "trtllm: KV within 0.95 of the free memory")
+  sim.framework = "vllm"
+  T.raises(function() hl.simulate(sim) end, "(95% of ")
+  sim.framework, sim.batch = "trtllm", batch + 2
+  T.raises(function() hl.simulate(sim) end, "weights and workspace + 95% of the")
+end)
 
+T.done()
+T.test("MLA (DeepSeek-V3) under SGLang: RoPE with the q copy-back, the latent KV append, K assembled for prefill", function()
+  -- DeepSeek-V3, TP 1, BF16, one prompt of 100 tokens then one decode token; 61 layers, 128 heads,
+  -- qk_nope 128, qk_rope 64, kv_lora 512 (SGLang deepseek_v2.py forward_normal_prepare; vLLM
+  -- layers/mla.py and v1/attention/backends/mla/common.py _forward_prefill):
+  -- rope: q_pe of 128 heads and the shared k_pe rotated, q_pe copied back into q:
+  --   read = write = T x (2 x 128 + 1) x 64 x 2 B = T x 32,896 B
+  -- kv_append: the latent (512 + 64) read and written to the BF16 cache: T x 1,152 B each way
+  -- k_concat (prefill only): reads k_nope 128 x 128 and k_pe 64, writes K 128 x 192:
+  --   read T x 16,448 x 2 = T x 32,896 B, write T x 24,576 x 2 = T x 49,152 B
+  local r = hl.simulate { model = "deepseek-v3", cluster = cl, precision = "bf16", kv_precision = "bf16", batch = 1,
+                          input = 100, output = 2, framework = "sglang", ignore_memory = true }
+  local bw = g.hbm_bw * g.eff_mem
+  local p, d = rows(r, "prefill"), rows(r, "decode")
+  local want = { prefill = { rope = 100 * 65792, kv_append = 100 * 2304, k_concat = 100 * (32896 + 49152) },
+                 decode = { rope = 65792, kv_append = 2304 } }
+  for phase, t in pairs(want) do
+    local x = phase == "prefill" and p or d
+    for name, bytes in pairs(t) do
+      T.ok(x[name] ~= nil, phase .. " row " .. name)
+      T.eq(x[name].calls, 61, phase .. " " .. name .. " once per layer")
+      T.near(x[name].bytes / x[name].calls, bytes, 1e-12, phase .. " " .. name .. " bytes")
+      T.near(x[name].time_s / x[name].calls, bytes / bw + g.kernel_latency, 1e-12, phase .. " " .. name .. " time")
+    end
+  end
+  T.ok(d.k_concat == nil, "decode runs absorbed on the latent: no K to assemble")
+  local t = rows(hl.simulate { model = "deepseek-v3", cluster = cl, precision = "bf16", kv_precision = "bf16",
+                               batch = 1, input = 100, output = 2, framework = "trtllm", ignore_memory = true },
+                 "prefill")
+  T.ok(t.rope == nil and t.kv_append == nil and t.k_concat == nil, "trtllm's attention op carries them")
+end)
+
+T.done()

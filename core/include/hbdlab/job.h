@@ -56,6 +56,10 @@ typedef struct hl_fw_profile {
     /* Kernels per transformer layer it launches beside hbdlab's operators (docs/MODEL.md 6.1):
      * RoPE, KV-cache append, the FFN activation, the second RMSNorm (the norms operator is one kernel) */
     int32_t rope_kernel, kv_append_kernel, act_kernel, norm_kernel;
+    /* 1: the job's mem_util is the KV cache's share of the memory left free once weights and workspace
+     * are loaded (TensorRT-LLM's free_gpu_memory_fraction); 0: the share of HBM that weights, workspace
+     * and KV together may use (vLLM's gpu_memory_utilization). docs/MODEL.md 4 */
+    int32_t kv_of_free;
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */

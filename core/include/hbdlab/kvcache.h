@@ -54,16 +54,23 @@ typedef struct hl_kv_capacity_in {
     double kv_token_bytes;  /* B per token on this GPU, all its layers */
     double context;         /* tokens per sequence (input + output) */
     double block_tokens;    /* paged-attention block size in tokens; 0 = unpaged */
+    int32_t of_free;        /* 1: mem_util is the KV's share of hbm - weights - workspace (TensorRT-LLM) */
 } hl_kv_capacity_in;
 
 typedef struct hl_kv_capacity {
-    double kv_budget_bytes; /* B left for KV: hbm*util - weights - workspace */
+    double kv_budget_bytes; /* B left for KV: hl_kv_usable_bytes - weights - workspace */
     double max_tokens;      /* tokens that fit (whole blocks when paged) */
     double max_batch;       /* whole sequences of `context` tokens that fit */
     double blocks_total;    /* blocks in the budget (paged) */
     double blocks_per_seq;  /* ceil(context / block_tokens) */
     double fragmentation;   /* fraction of allocated KV bytes holding no token */
 } hl_kv_capacity;
+
+/* Bytes of HBM a job may fill with weights, workspace and KV: hbm * mem_util, or with of_free
+ * (TensorRT-LLM) weights + workspace + mem_util * (hbm - weights - workspace), hbm when weights
+ * and workspace leave nothing free. docs/MODEL.md 4. */
+double hl_kv_usable_bytes(double hbm_bytes, double mem_util, int32_t of_free, double weights_bytes,
+                          double workspace_bytes);
 
 /* Fails with HL_ENOFIT (saying by how many GB) when the weights alone do not fit. */
 hl_status hl_kv_capacity_compute(const hl_kv_capacity_in *in, hl_kv_capacity *out, hl_err *err);

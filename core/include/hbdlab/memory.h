@@ -17,7 +17,7 @@ typedef struct hl_memory {
     double workspace_bytes; /* B per GPU: activation workspace and runtime buffers */
     double per_gpu_bytes;   /* weights + KV + workspace */
     double draft_bytes;     /* B per GPU: of weights_bytes + kv_bytes, the draft model's (spec_draft_model) */
-    int32_t fits;           /* per_gpu_bytes <= HBM * mem_util */
+    int32_t fits;           /* per_gpu_bytes <= hl_kv_usable_bytes (HBM * mem_util; TensorRT-LLM: of the free HBM) */
 } hl_memory;
 
 /* Validates the job and fills *out. A job that does not fit is not an error
