@@ -559,7 +559,8 @@ _Static_assert(sizeof(shape_key) == 4 * sizeof(int32_t) + 4 * sizeof(int64_t) + 
                                                                                                      "padding");
 typedef struct shape {
     int valid;
-    int fast; /* AUTO's choice by bounds applies */
+    int fast;       /* AUTO's choice by bounds applies */
+    uint64_t stamp; /* this fill's number (shape_fills): a hint that saw it still names this shape */
     shape_key key;
     group G;                  /* the shape's group; S and imb set by each call */
     int n_alive;              /* applicable algorithms */
@@ -568,7 +569,8 @@ typedef struct shape {
     double beta[SHAPE_ALGOS]; /* s per byte of x, b_a */
 } shape;
 static _Thread_local shape shapes[SHAPE_SLOTS];
-static _Thread_local int shapes_off; /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
+static _Thread_local int shapes_off;       /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
+static _Thread_local uint64_t shape_fills; /* slots filled on this thread so far (never reset) */
 
 void hl_coll_shape_cache(int on)
 {
@@ -778,16 +780,21 @@ static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in
 }
 
 /* The collective with HBDs of `hbd` GPUs; c->hbd is not read. The group of a shape seen before
- * comes from the thread's shapes (the same values group_of gives: it reads only the key). */
-static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
-                                    hl_err *err)
+ * comes from the thread's shapes (the same values group_of gives: it reads only the key); with a
+ * hint h (hl_coll_time_hinted) from the slot it names while that slot holds the fill it saw
+ * (every fill takes a new stamp, hl_coll_shape_cache zeroes them: a hint's stamp is never 0), so
+ * the shape its caller vouches for, which shape_is would find there. */
+static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
+                              hl_err *err)
 {
     shape *sh = NULL;
     group local, *G = &local;
     hl_status st;
     if (!shapes_off) {
-        sh = &shapes[shape_slot(in, hbd)];
-        if (shape_is(sh, c, hbd, in)) {
+        int seen = h && h->stamp != 0 && shapes[h->slot].stamp == h->stamp;
+        unsigned slot = seen ? h->slot : shape_slot(in, hbd);
+        sh = &shapes[slot];
+        if (seen || shape_is(sh, c, hbd, in)) {
             if ((st = check_sized(in, err)))
                 return st;
             G = &sh->G;
@@ -797,10 +804,15 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
             if ((st = group_of(c, hbd, in, &local, err)))
                 return st;
             sh->valid = 1;
+            sh->stamp = ++shape_fills;
             shape_key_of(c, hbd, in, &sh->key);
             sh->G = local;
             shape_lines(sh, (hl_coll_op)in->op);
             G = &sh->G;
+        }
+        if (h) {
+            h->slot = slot;
+            h->stamp = sh->stamp;
         }
     } else if ((st = group_of(c, hbd, in, &local, err))) {
         return st;
@@ -852,6 +864,17 @@ static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_c
     out->scaleup_bytes = best.up;
     out->scaleout_bytes = best.out;
     return HL_OK;
+}
+
+static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
+                                    hl_err *err)
+{
+    return coll_time_at(c, hbd, in, out, NULL, err);
+}
+
+hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h, hl_err *err)
+{
+    return coll_time_at(c, c->hbd, in, out, h, err);
 }
 
 double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidden, double bytes_per_element)

@@ -2,6 +2,8 @@
  * cluster, and the per-thread memo of collective results. */
 #ifndef HL_COLL_INT_H
 #define HL_COLL_INT_H
+#include <stdint.h>
+
 #include "hbdlab/coll.h"
 
 /* A collective time as a function of the call, the cluster's link parameters
@@ -17,6 +19,22 @@ hl_status hl_coll_time_hbd(const hl_cluster *c, int64_t hbd, const hl_coll_in *i
  * in) give the stored result; only successful results are stored. */
 hl_status hl_coll_memo(hl_coll_fn fn, const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
                        hl_err *err);
+
+/* A caller's hold on the shape slot (coll.c) its calls of one shape used last: the slot and the
+ * fill of it that was seen (stamp 0: none yet). */
+typedef struct hl_coll_hint {
+    uint64_t stamp;
+    uint32_t slot;
+} hl_coll_hint;
+
+/* hl_coll_time (HBDs of c->hbd) for a caller that vouches that every call it makes with *h has one
+ * shape (c's link fields, c->hbd, and in but its bytes and imbalance: layer.c keys its hints by
+ * the job class and those fields of in). While the slot *h names has not been refilled since it
+ * was seen, the call takes it without looking the shape up and comparing it (the same group and
+ * lines, so the same bits); else as hl_coll_time, and *h is set. c, in and out must not be NULL;
+ * not through the memo (a pure cache: no result depends on it). */
+hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
+                              hl_err *err);
 
 /* Tests: 0 makes this thread time every call with the full checks and AUTO's full loop (no
  * shapes, coll.c), 1 (the default) keeps each call's shape and picks AUTO's winner by bounds.

@@ -332,11 +332,55 @@ static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_c
  * the call and the link parameters of the key (coll_int.h), so a sweep or a
  * repeated run looks the minimum up once instead of timing every candidate
  * again. Without a search it is the placed time, memoised by hl_coll_time. */
-static hl_status best_coll(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+/* The shape hints (coll_int.h) of the thread's last job class (sim.c: the job but its input, the
+ * cluster and its hbd included, so the same link fields and HBD size), one per (op, algo, ranks,
+ * ranks_per_hbd), the rest of a collective's shape: a hint's calls all have one shape. Direct-mapped
+ * by that key; a key that takes another's entry starts with an empty hint. */
+enum { COLL_HINTS = 8 };
+typedef struct coll_hints {
+    uint64_t job_class;       /* of every entry whose key is not 0 */
+    uint64_t key[COLL_HINTS]; /* coll_hint_key of each (0: empty) */
+    hl_coll_hint h[COLL_HINTS];
+} coll_hints;
+static _Thread_local coll_hints chints;
+
+/* op, algo, ranks and ranks_per_hbd packed one-to-one (8 + 8 + 24 + 24 bits), or 0 where one does
+ * not fit (then no hint; a real key is never 0: ranks >= 1). */
+static uint64_t coll_hint_key(const hl_coll_in *in)
 {
+    if ((uint32_t)in->op > 255 || (uint32_t)in->algo > 255 || in->ranks < 1 || in->ranks >= 1 << 24 ||
+        in->ranks_per_hbd < 0 || in->ranks_per_hbd >= 1 << 24)
+        return 0;
+    return (uint64_t)in->op | (uint64_t)in->algo << 8 | (uint64_t)in->ranks << 16 | (uint64_t)in->ranks_per_hbd << 40;
+}
+
+/* The hint of in's shape for the run's job class, or NULL (no class, or a key that does not fit). */
+static hl_coll_hint *coll_hint(const hl_sim_ctx *s, const hl_coll_in *in)
+{
+    coll_hints *t = &chints;
+    uint64_t key = s->job_class ? coll_hint_key(in) : 0;
+    if (!key)
+        return NULL;
+    if (t->job_class != s->job_class) {
+        memset(t->key, 0, sizeof t->key);
+        t->job_class = s->job_class;
+    }
+    unsigned i = (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 61);
+    if (t->key[i] != key) {
+        t->key[i] = key;
+        t->h[i] = (hl_coll_hint){0, 0};
+    }
+    return &t->h[i];
+}
+
+static hl_status best_coll(const hl_sim_ctx *s, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
+{
+    const hl_cluster *c = s->c;
     int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    if (!reroute_can_win(c, g))
-        return hl_coll_time(c, in, o, err);
+    if (!reroute_can_win(c, g)) {
+        hl_coll_hint *h = coll_hint(s, in);
+        return h ? hl_coll_time_hinted(c, in, o, h, err) : hl_coll_time(c, in, o, err);
+    }
     return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
 }
 
@@ -357,7 +401,7 @@ static hl_status coll_timed(const hl_sim_ctx *s, hl_acc *a, const char *name, hl
     if (a->memo_valid && memcmp(&a->memo_in, in, sizeof *in) == 0) {
         *o = a->memo_out;
     } else {
-        hl_status st = best_coll(s->c, in, o, err);
+        hl_status st = best_coll(s, in, o, err);
         if (st) {
             hl_err_prefix(err, name);
             return st;

@@ -1,9 +1,11 @@
 #define _DEFAULT_SOURCE /* realpath, readlink, lstat */
 /* Streaming a sweep to CSV (hbdlab/sweep.h, hl_sweep_csv): a pool of worker threads, started
  * once per call, claims blocks of points in order, evaluates each point and formats its row
- * into the block's slot; the calling thread waits on a condition variable (no polling) for the
- * next block in order, hands its text to the sink and frees the slot. At most SLOTS_PER_THREAD
- * blocks per worker are in flight, so memory is bounded by the slots, not by the sweep. */
+ * into the block's slot; the next block in order is handed to the sink and its slot freed, by
+ * the calling thread (it waits on a condition variable, no polling) or, when the sink may run
+ * on any thread, by the worker that completes it (the text is still in that worker's cache, and
+ * nobody wakes for it). At most SLOTS_PER_THREAD blocks per worker are in flight, so memory is
+ * bounded by the slots, not by the sweep. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -48,6 +50,10 @@ typedef struct stream {
     int64_t next_write;      /* the next block the writer hands over */
     int active;              /* workers still in their loop */
     int stop;                /* the sink refused text or memory ran out: everyone stops */
+    int any_thread;          /* o->sink_any_thread: the workers hand the blocks over */
+    int writing;             /* a worker is handing blocks over (any_thread) */
+    int bad;                 /* -1 out of memory, -2 the sink refused (as deliver returns) */
+    int64_t rows, done;      /* rows and points handed over so far */
 } stream;
 
 static int cancelled(const stream *s) { return s->in->cancel && *s->in->cancel; }
@@ -197,6 +203,31 @@ static void produce(const stream *s, int64_t b, slot *sl, thread_state *t)
     }
 }
 
+static int deliver(stream *s, const slot *sl, int64_t *rows, int64_t *done);
+
+/* With s->mu held and no other worker handing over (any_thread): hands the ready blocks from
+ * next_write on to the sink, in order, the lock released around each call. */
+static void hand_over_ready(stream *s)
+{
+    s->writing = 1;
+    while (!s->bad && s->next_write < s->nblocks) {
+        slot *sl = &s->slots[s->next_write % s->nslots];
+        if (!sl->ready)
+            break;
+        pthread_mutex_unlock(&s->mu);
+        int bad = deliver(s, sl, &s->rows, &s->done);
+        pthread_mutex_lock(&s->mu);
+        sl->ready = 0;
+        s->next_write++;
+        if (bad) {
+            s->bad = bad;
+            s->stop = 1;
+        }
+        pthread_cond_broadcast(&s->free_cv);
+    }
+    s->writing = 0;
+}
+
 static void *worker(void *arg)
 {
     stream *s = arg;
@@ -218,7 +249,10 @@ static void *worker(void *arg)
         produce(s, b, sl, &t);
         pthread_mutex_lock(&s->mu);
         sl->ready = 1;
-        pthread_cond_broadcast(&s->ready_cv);
+        if (!s->any_thread)
+            pthread_cond_broadcast(&s->ready_cv);
+        else if (!s->writing) /* else the worker handing over takes this block when its turn comes */
+            hand_over_ready(s);
         pthread_mutex_unlock(&s->mu);
     }
 }
@@ -291,6 +325,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         direct = direct && in->axes[a].kind == HL_AXIS_NUMBER;
     s.direct = direct;
     s.ncols = ncols;
+    s.any_thread = o->sink_any_thread != 0;
     s.first = first;
     s.n = n;
     s.nblocks = (n + HL_SWEEP_CSV_BLOCK - 1) / HL_SWEEP_CSV_BLOCK;
@@ -337,6 +372,15 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
             produce(&s, b, &s.slots[0], &t);
             bad = deliver(&s, &s.slots[0], rows, &done);
         }
+    } else if (s.any_thread) { /* the workers hand every block over; wait for them to leave */
+        pthread_mutex_lock(&s.mu);
+        while (s.active > 0)
+            pthread_cond_wait(&s.ready_cv, &s.mu);
+        pthread_mutex_unlock(&s.mu);
+        for (int t = 0; t < started; t++)
+            pthread_join(tids[t], NULL);
+        bad = s.bad;
+        *rows = s.rows;
     } else {
         for (int64_t b = 0; b < s.nblocks && !bad; b++) {
             slot *sl = &s.slots[b % s.nslots];
@@ -445,6 +489,7 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     fo.header = 1;
     fo.sink = file_sink;
     fo.user = f;
+    fo.sink_any_thread = 1; /* fwrite, one call at a time */
     hl_status st = hl_sweep_csv(in, &fo, rows, err);
     int e = 0;
     if (ferror(f) && !e)

@@ -126,9 +126,11 @@ int hl_dist_have_mpi(void)
 #endif
 }
 
+int hl_dist_agreeing(void) { return hl_bind_mpi && hl_bind_dist.mpi && hl_bind_dist.count > 1; }
+
 int hl_dist_agree(hl_dist_step step, int64_t count, uint64_t hash, char *msg, size_t n)
 {
-    if (!hl_bind_mpi || !hl_bind_dist.mpi || hl_bind_dist.count <= 1)
+    if (!hl_dist_agreeing())
         return 0;
     if (out_of_step) {
         snprintf(msg, n, "the MPI ranks are out of step since an earlier disagreement; no more sweeps run");

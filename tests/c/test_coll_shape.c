@@ -219,11 +219,57 @@ static void test_shape_hit_checks_size(void **state)
     assert_fails_with(hl_coll_time_hbd(&c, c.hbd, &in, &o, &e), HL_EINVAL, &e, "'imbalance'");
 }
 
+/* hl_coll_time_hinted (layer.c's path for a job class's collectives) against hl_coll_time, bit for
+ * bit: one hint kept over sizes of its shape while other shapes, on other clusters, refill the
+ * thread's 16 shape slots between the calls. A hint that took its slot without its fill's stamp
+ * (the slot then holds another shape) fails here. */
+static void test_hint_never_stale(void **state)
+{
+    (void)state;
+    hl_coll_shape_cache(1);
+    srand(SEED + 2);
+    int timed_calls = 0, reused = 0;
+    for (int t = 0; t < 200; t++) {
+        hl_cluster c = random_cluster();
+        int64_t hbd;
+        hl_coll_in in = random_call(&c, &hbd);
+        if (hbd != c.hbd)
+            continue;
+        hl_coll_hint h = {0, 0};
+        for (int r = 0; r < 6; r++) {
+            in.bytes = logrand(1, 1e13);
+            hl_coll_out a, b;
+            hl_err e;
+            uint64_t before = h.stamp;
+            int fa = hl_coll_time_hinted(&c, &in, &a, &h, &e) == HL_OK;
+            int fb = hl_coll_time(&c, &in, &b, &e) == HL_OK;
+            if (fa != fb)
+                fail_msg("trial %d: status differs", t);
+            if (fa) {
+                assert_same(&a, &b, &in, hbd);
+                timed_calls++;
+                reused += before != 0 && before == h.stamp;
+            }
+            for (int k = 0; k < 24; k++) { /* other shapes take the slots */
+                hl_cluster o = random_cluster();
+                int64_t ohbd;
+                hl_coll_in oin = random_call(&o, &ohbd);
+                oin.bytes = logrand(1, 1e13);
+                (void)timed(&o, ohbd, &oin, &b);
+            }
+        }
+    }
+    /* the test must reach both ways: hints taken and hints refused after a refill */
+    if (timed_calls < 300 || reused == 0 || reused == timed_calls)
+        fail_msg("%d timed calls, %d through a kept hint", timed_calls, reused);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bound_pick_equals_full_loop),
         cmocka_unit_test(test_shape_hit_checks_size),
+        cmocka_unit_test(test_hint_never_stale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

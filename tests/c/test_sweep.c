@@ -333,6 +333,39 @@ static void test_memos_never_stale_blended(void **state)
     }
 }
 
+/* layer.c's collective shape hints (one per job class and (op, algo, ranks, ranks_per_hbd)) never
+ * hand a call another shape's slot: an MoE job whose passes hold all-reduces, all-gathers and
+ * all-to-alls over TP groups and the EP domain, with ep = 1 (the experts' reduction over etp =
+ * 16 ranks beside attention's over tp = 4) and pp = 2 (stage hand-offs, the token broadcast),
+ * over hbd and input; every point must equal the same job run alone on a fresh thread. A hint
+ * keyed without the op (the TP all-reduce and the MoE all-gather share the rest) fails it; keyed
+ * without ranks or without ranks_per_hbd it passes: no job's calls today differ in those alone
+ * (the key holds them because the shape does; test_coll_shape.c's test_hint_never_stale checks
+ * the slot side). */
+static void test_coll_hints_never_stale(void **state)
+{
+    (void)state;
+    const double ep[] = {16, 1}, pp[] = {1, 2}, hbd[] = {8, 4}, input[] = {512, 1500, 6000};
+    hl_axis axes[4] = {num_axis("ep", ep, 2), num_axis("pp", pp, 2), num_axis("hbd", hbd, 2),
+                       num_axis("input", input, 3)};
+    hl_sweep_in in = llama16_sweep(axes, 4);
+    in.base = job_for("qwen3-30b-a3b", "H100-SXM", 16, 8);
+    in.base.batch = 16;
+    in.base.tp = 4;
+    hl_point pts[24];
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_ok(hl_sweep_run(&in, pts, &e), &e);
+        int good = 0;
+        for (int64_t i = 0; i < 24; i++)
+            if (pts[i].status == HL_OK) {
+                assert_point_is_fresh_run(&in, i, &pts[i], pass);
+                good++;
+            }
+        assert_true(good >= 18);
+    }
+}
+
 /* Along an input axis the sweep tells the simulation that a point's job is its previous
  * one's but for input (HL_TRUST_SAME_BUT_INPUT), so the job class is not compared again.
  * A point that fails before taking a class (input 1000.5: not whole, refused in
@@ -470,11 +503,17 @@ static void test_same_but_input_after_other_resolve(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_and_indices),       cmocka_unit_test(test_points_equal_direct_runs),
-        cmocka_unit_test(test_unknown_axis_and_cancel), cmocka_unit_test(test_object_axes_first),
-        cmocka_unit_test(test_memos_never_stale),       cmocka_unit_test(test_memos_never_stale_blended),
-        cmocka_unit_test(test_store_equals_points),     cmocka_unit_test(test_input_hint_after_failed_point),
-        cmocka_unit_test(test_axes_on_one_field),       cmocka_unit_test(test_same_but_input_after_other_resolve),
+        cmocka_unit_test(test_count_and_indices),
+        cmocka_unit_test(test_points_equal_direct_runs),
+        cmocka_unit_test(test_unknown_axis_and_cancel),
+        cmocka_unit_test(test_object_axes_first),
+        cmocka_unit_test(test_memos_never_stale),
+        cmocka_unit_test(test_memos_never_stale_blended),
+        cmocka_unit_test(test_coll_hints_never_stale),
+        cmocka_unit_test(test_store_equals_points),
+        cmocka_unit_test(test_input_hint_after_failed_point),
+        cmocka_unit_test(test_axes_on_one_field),
+        cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

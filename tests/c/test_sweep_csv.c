@@ -1,7 +1,9 @@
 /* Streaming a sweep to CSV (hl_sweep_csv, core/src/sweep_csv.c): the text equals the points of
  * hl_sweep_run written row by row, in point order, over several blocks and threads; every number
  * reads back to the point's double; error rows; a refusing sink, cancellation, ranks' parts, and
- * the file form. */
+ * the file form. The stream tests run twice: the sink on the calling thread, and on the workers
+ * (sink_any_thread), where the calls must still come one at a time and in order. */
+#define _DEFAULT_SOURCE /* usleep */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,7 +24,10 @@ typedef struct text_sink {
     int32_t calls;
     int32_t refuse_at; /* refuse the call with this number (1-based); 0 never */
     int64_t last_done;
+    int32_t in_call; /* calls running now (atomic): never more than one */
 } text_sink;
+
+static int32_t any_thread; /* the opts' sink_any_thread of the stream tests */
 
 static void append(char **buf, int64_t *len, const char *text, int64_t n)
 {
@@ -37,6 +42,10 @@ static void append(char **buf, int64_t *len, const char *text, int64_t n)
 static int32_t collect(void *user, const char *text, int64_t len, int64_t points_done)
 {
     text_sink *s = user;
+    if (__atomic_add_fetch(&s->in_call, 1, __ATOMIC_SEQ_CST) != 1)
+        fail_msg("two sink calls at once");
+    usleep(200); /* a second caller arriving meanwhile would be seen */
+    __atomic_sub_fetch(&s->in_call, 1, __ATOMIC_SEQ_CST);
     s->calls++;
     if (s->refuse_at && s->calls == s->refuse_at)
         return -1;
@@ -136,6 +145,7 @@ static void test_stream_equals_points(void **state)
     o.n_columns = 3;
     o.header = 1;
     o.sink = collect;
+    o.sink_any_thread = any_thread;
     text_sink s;
     memset(&s, 0, sizeof s);
     o.user = &s;
@@ -175,6 +185,7 @@ static void test_refusal_cancel_and_parts(void **state)
     o.columns = cols;
     o.n_columns = 1;
     o.sink = collect;
+    o.sink_any_thread = any_thread;
     text_sink s;
     memset(&s, 0, sizeof s);
     o.user = &s;
@@ -299,9 +310,62 @@ static void test_file(void **state)
     assert_fails_with(hl_sweep_csv_file(&in, &o, path, &rows, &e), HL_EIO, &e, "cannot write");
 }
 
+/* The block counts above also hold with more threads than blocks and with one thread. */
+static void test_thread_counts(void **state)
+{
+    (void)state;
+    hl_axis axes[2];
+    hl_sweep_in in = sweep_in(axes);
+    const int32_t cols[] = {hl_result_field_index("tpot_s")};
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    o.columns = cols;
+    o.n_columns = 1;
+    o.sink = collect;
+    o.sink_any_thread = any_thread;
+    text_sink one, many;
+    memset(&one, 0, sizeof one);
+    memset(&many, 0, sizeof many);
+    int64_t rows = 0;
+    hl_err e;
+    in.threads = 1;
+    o.user = &one;
+    assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
+    assert_int_equal(rows, 10000);
+    in.threads = 7; /* more than the 3 blocks: 3 threads */
+    o.user = &many;
+    assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
+    assert_int_equal(rows, 10000);
+    assert_int_equal(one.calls, 3);
+    assert_int_equal(many.calls, 3);
+    assert_int_equal(one.len, many.len);
+    assert_string_equal(one.all, many.all);
+    sink_free(&one);
+    sink_free(&many);
+}
+
+static int on_caller(void **state)
+{
+    (void)state;
+    any_thread = 0;
+    return 0;
+}
+
+static int on_workers(void **state)
+{
+    (void)state;
+    any_thread = 1;
+    return 0;
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_stream_equals_points),
-                                       cmocka_unit_test(test_refusal_cancel_and_parts), cmocka_unit_test(test_file)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_setup(test_stream_equals_points, on_caller),
+                                       cmocka_unit_test_setup(test_refusal_cancel_and_parts, on_caller),
+                                       cmocka_unit_test_setup(test_thread_counts, on_caller),
+                                       cmocka_unit_test_setup(test_stream_equals_points, on_workers),
+                                       cmocka_unit_test_setup(test_refusal_cancel_and_parts, on_workers),
+                                       cmocka_unit_test_setup(test_thread_counts, on_workers),
+                                       cmocka_unit_test(test_file)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

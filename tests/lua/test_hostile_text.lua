@@ -189,4 +189,28 @@ T.test("control sequences in printed names and values are shown, not run", funct
   T.eq(pretty.terminal("plain text, UTF-8: \226\128\148"), "plain text, UTF-8: \226\128\148", "plain text kept")
 end)
 
+-- core.check_list counts the keys first and tests each key only when there are more than the
+-- list's length (sweep_to_csv's 2M-value axes): the refusals must still name the same key, and
+-- its second result counts the booleans (to_core_axis reads it instead of scanning the values).
+T.test("long lists: the key count decides, the messages name the key", function()
+  local core = require "hbdlab.core"
+  local long = {}
+  for i = 1, 100000 do long[i] = i end
+  T.eq(select("#", core.check_list(long, "l")), 2, "two results")
+  T.eq(core.check_list(long, "l"), 100000, "the length")
+  long.x = 1
+  T.raises(function() core.check_list(long, "long axis") end, "long axis: expected a list {v1, v2, ...}, got a key \"x\"")
+  long.x = nil
+  long[100002] = 1 -- after a hole
+  T.raises(function() core.check_list(long, "long axis") end,
+    "long axis: a hole in the list (value 100001 is missing, value 100002 is given)")
+  local reversed = {} -- integer keys in the hash part: still a list
+  for i = 5000, 1, -1 do reversed[i] = i end
+  T.eq(core.check_list(reversed, "r"), 5000, "a list built from its end")
+  local _, bools = core.check_list({ true, 1, false, "x", true }, "b")
+  T.eq(bools, 3, "booleans counted")
+  local rows = hl.sweep { base = job, axes = { eplb = { true, false } }, progress = false }
+  T.eq(#rows, 2, "a boolean axis still runs")
+end)
+
 T.done()

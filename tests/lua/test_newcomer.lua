@@ -65,4 +65,47 @@ T.test("a best point that misses the SLO once converged says so in the summary",
   T.ok(summary(b):find("MISSES the SLO once converged", 1, true), summary(b))
 end)
 
+T.test("axis labels of serve statistics and friendly-unit fields name their unit", function()
+  -- "ttft_s.p99" (a serve_sweep column) and "ttft_ms" (the result's own friendly alias) were drawn as
+  -- the raw names; the unit is the name's, the scale moves the prefix as for "ttft_s"
+  T.eq(hl.plot.axis_label("ttft_s.p99"), "ttft p99 (s)", "statistic of a field in s")
+  T.eq(hl.plot.axis_label("itl_s.p50", 1e3), "itl p50 (ms)", "scaled by 1e3: ms")
+  T.eq(hl.plot.axis_label("ttft_ms"), "ttft (ms)", "friendly ms")
+  T.eq(hl.plot.axis_label("ttft_p99_ms"), "ttft p99 (ms)", "friendly ms, words spaced")
+  T.eq(hl.plot.axis_label("kernel_latency_us"), "kernel latency (us)", "friendly us")
+  T.eq(hl.plot.axis_label("ttft_ms", 1e3), "ttft_ms x 1000", "a friendly field scaled again: the factor is said")
+  T.eq(hl.plot.axis_label("ttft_s", 1e3), "ttft (ms)", "unchanged: s scaled to ms")
+end)
+
+T.test("a line chart of values >= 0 starts its x axis at 0, not below", function()
+  -- a serve run's kv_series: t_s from 14.4 s to 700.4 s; the 3% margin (20.6 s) reached below 0 and
+  -- gnuplot extended the axis to the tic at -100 s
+  local rows = {}
+  for i = 1, 50 do rows[i] = { t_s = 0.4 + 14 * i, running = i % 7 } end
+  hl.plot.line { data = rows, x = "t_s", y = "running", out = dir .. "/t.png" }
+  local gp = read(dir .. "/t.gp")
+  T.ok(gp:find("set xrange [0:*]", 1, true), "x from 0")
+  T.ok(gp:find("set offsets 0, graph 0.03", 1, true), "no left margin below 0")
+  -- x from 2 to 13: the margin (0.33) stays above 0, the chart keeps it
+  local q = {}
+  for i = 1, 5 do q[i] = { rate = 2 + (i - 1) * 2.75, ttft_ms = 10 * i } end
+  hl.plot.line { data = q, x = "rate", y = "ttft_ms", out = dir .. "/r.png" }
+  gp = read(dir .. "/r.gp")
+  T.ok(not gp:find("set xrange", 1, true), "a margin above 0 is kept")
+  T.ok(gp:find('set ylabel "ttft (ms)"', 1, true), "friendly unit on the y axis")
+end)
+
+T.test("the roofline legend says the roof is at achievable rates, in plain numbers", function()
+  -- B200 fp8: 4500e12 FLOP/s x eff_gemm, 7.7e12 B/s x eff_mem (the preset's fields, read here)
+  local g = hl.gpu "B200"
+  local r = hl.simulate { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "B200", gpus = 1 }, precision = "fp8",
+                          batch = 8, input = 512, output = 16 }
+  hl.plot.roofline { gpu = "B200", precision = "fp8", ops = r.decode.breakdown, out = dir .. "/roof.png" }
+  local gp = read(dir .. "/roof.gp")
+  local want = string.format("B200 fp8 achievable roof (%.0f TFLOP/s, %.3g TB/s)", g.fp8_flops * g.eff_gemm / 1e12,
+    g.hbm_bw * g.eff_mem / 1e12)
+  T.ok(gp:find(want, 1, true), want)
+  T.ok(not gp:find("e+03 TFLOP", 1, true), "no exponent")
+end)
+
 T.done()

@@ -124,7 +124,8 @@ hl_status hl_sweep_run_store(const hl_sweep_in *in, hl_sweep_store *s, hl_err *e
  * failed; a failed point's columns are empty). Points stopped by *in->cancel are left out. */
 enum { HL_SWEEP_CSV_BLOCK = 4096 };
 
-/* Receives consecutive text in order on the calling thread: the header row (when asked), then
+/* Receives consecutive text in order, one call at a time, on the calling thread (or, with
+ * sink_any_thread, on whichever worker finished the block): the header row (when asked), then
  * the rows of each block; points_done counts the points whose rows were handed over so far.
  * Returns 0 to go on; anything else stops the stream (hl_sweep_csv then fails with HL_EIO). */
 typedef int32_t (*hl_csv_sink)(void *user, const char *text, int64_t len, int64_t points_done);
@@ -141,6 +142,11 @@ typedef struct hl_sweep_csv_opts {
     int32_t part, parts;
     hl_csv_sink sink;
     void *user;
+    /* 1: the sink may be called on a worker thread (still one call at a time, in order): the
+     * worker that completes the next block in order hands it over itself, from its own cache,
+     * and the blocks ready after it too; 0: only on the calling thread (a sink that talks MPI,
+     * or that must run there). */
+    int32_t sink_any_thread;
 } hl_sweep_csv_opts;
 
 /* Streams the points [in->first, in->first + in->count) (count 0: all from first) to
