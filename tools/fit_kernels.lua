@@ -20,9 +20,11 @@ local P = hl.params {
   start_json = { "", "fields fitted by an earlier run (its json), fitted on top of" },
   prefill_tile = { 32, "query tile rows of prefill attention (attn_tile_rows; not fitted: a granularity)" },
   attn_blend_max = { 16, "largest attn_blend of the decode attention fit (1: the additive model, for comparison)" },
-  attn_split = { "shape", "decode attention's held-out groups: shape (hashed (heads, kv_heads) folds) or kv (each KV-head count held out in turn: the extrapolation in K)" },
+  attn_split = { "shape", "decode attention's held-out groups: shape (hashed (heads, kv_heads) folds) or kv "
+                 .. "(each KV-head count held out in turn: the extrapolation in K)" },
   attn_slots = { 132, "waves form: CTAs resident at once, SMs x CTAs per SM (not fitted: a granularity; H100 SXM has 132 SMs, B200 148)" },
-  attn_form = { "blend", "decode attention's unit term: blend (units x attn_unit_s, power mean with the KV stream) or waves (ceil(units / attn_slots) waves x attn_cta_s; a prototype evaluated here)" },
+  attn_form = { "blend", "decode attention's unit term: blend (units x attn_unit_s, power mean with the KV stream) "
+                .. "or waves (ceil(units / attn_slots) waves x attn_cta_s; a prototype evaluated here)" },
   allreduce = { "both", "all-reduce tables: custom (TensorRT-LLM's kernel, in a CUDA graph), nccl (nccl-tests) or both" },
 }
 if P.attn_split ~= "shape" and P.attn_split ~= "kv" then
