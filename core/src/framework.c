@@ -59,7 +59,12 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * off: every kernel launched from the host). No source gives that release's
      * step overhead or GEMM efficiency, so those are trtllm's; its kernels per
      * layer are trtllm's (the GPT attention plugin applies RoPE and writes the
-     * KV cache, as today). docs/MODEL.md 6.1.
+     * KV cache, as today). Its decode attention is v0.6.1's masked multi-head
+     * attention (no XQA before v0.7): one CTA of 256 threads per sequence x query
+     * head, 4 resident per SM ("the max number of warps we can launch per SM is 32
+     * limited by registers", decoderMaskedMultiheadAttentionLaunch.h,
+     * mmha_launch_kernel_ex): attn_unit_qheads 1, attn_ctas_per_sm 4 (the last two
+     * fields; docs/MODEL.md 3). docs/MODEL.md 6.1.
      * kv_of_free (last): how mem_util sizes the KV cache (docs/MODEL.md 4). TensorRT-LLM gives the
      * cache a fraction of the memory cudaMemGetInfo reports free once the engine is loaded
      * (KVCacheManager::calculateMaxNumBlocks: freeMemFraction * free bytes / bytes per token;
@@ -73,7 +78,7 @@ hl_fw_profile hl_framework_profile(int32_t fw)
         [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1, 0},
         [HL_FW_ROCM] = {1.28e-3, 1, 0.97, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0},
         [HL_FW_VLLM_V0] = {3.8e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0},
-        [HL_FW_TRTLLM_V06] = {0.70e-3, 1, 0.86, 1.05, 1, HL_ALGO_NCCL, 0, 0, 0, 1, 1, 1},
+        [HL_FW_TRTLLM_V06] = {0.70e-3, 1, 0.86, 1.05, 1, HL_ALGO_NCCL, 0, 0, 0, 1, 1, 1, 1, 4},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
 }
@@ -95,6 +100,14 @@ void hl_gpu_apply_framework(hl_gpu *g, double g16, double g8, double g4, double 
     g->eff_attn = hl_fmin(1, g->eff_attn * attn);
 }
 
+void hl_gpu_apply_attn_kernel(hl_gpu *g, const hl_fw_profile *p)
+{
+    if (!(g->attn_unit_qheads > 0))
+        g->attn_unit_qheads = p->attn_unit_qheads;
+    if (!(g->attn_ctas_per_sm > 0))
+        g->attn_ctas_per_sm = p->attn_ctas_per_sm;
+}
+
 /* The job as the framework runs it: the GPU's GEMM and attention efficiencies
  * scaled by the profile (job overrides first), step_overhead resolved. Returns
  * j itself when nothing changes, else *tmp filled. */
@@ -110,6 +123,7 @@ const hl_job *hl_job_with_framework(const hl_job *j, hl_job *tmp)
     double g4 = j->gemm_scale_fp4 > 0 ? j->gemm_scale_fp4 : p.gemm_scale_fp4;
     /* each GEMM precision class takes its own scale (docs/MODEL.md 6.1) */
     hl_gpu_apply_framework(&tmp->cluster.gpu, g16, g8, g4, j->attn_scale > 0 ? j->attn_scale : p.attn_scale);
+    hl_gpu_apply_attn_kernel(&tmp->cluster.gpu, &p);
     tmp->step_overhead = j->step_overhead > 0 ? j->step_overhead : p.step_overhead;
     return tmp;
 }

@@ -57,6 +57,11 @@ static const hl_field gpu_fields[] = {
     HL_FD(hl_gpu, attn_unit_s, "attn_unit_s", 0, 1e-3, "s", "per (sequence x KV head) unit of an attention kernel"),
     HL_FD(hl_gpu, attn_blend, "attn_blend", 0, 20, "",
           "power mean p of decode attention's KV stream and work-unit times (0 or 1 = their sum)"),
+    HL_FD(hl_gpu, attn_unit_qheads, "attn_unit_qheads", 0, 1, "",
+          "1: decode attention runs one work unit (CTA) per sequence x query head, 0: per sequence x KV head"),
+    HL_FD(hl_gpu, attn_ctas_per_sm, "attn_ctas_per_sm", 0, 64, "",
+          "decode attention CTAs resident per SM relative to the fitted kernels' 1 (units cost attn_unit_s / it; 0 = "
+          "1)"),
     HL_FD(hl_gpu, attn_tile_rows, "attn_tile_rows", 0, 1024, "", "prefill attention's query tile rows (0 = none)"),
     HL_FD(hl_gpu, attn_tile_s, "attn_tile_s", 0, 1e-3, "s", "per (sequence x head x query tile) of prefill attention"),
     HL_FD(hl_gpu, attn_prefill_latency, "attn_prefill_latency", 0, 1, "s",

@@ -159,7 +159,7 @@ static inline hl_status op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_
          * is on both sides, so compute and memory time stay linear in the context (section 6);
          * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
          * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
-        double units = op->units * gpu->attn_unit_s, part = gpu->attn_latency + units;
+        double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
         double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
         int blended = q <= 1 && gpu->attn_blend > 1;
         if (q > 1 && T > 1) {
@@ -325,7 +325,7 @@ void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision
     d->ok = d->line.written >= 0 && d->line.written < INFINITY;
     d->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     d->bw = attn_bw(gpu);
-    d->part = gpu->attn_latency + s->batch * s->kv_heads * gpu->attn_unit_s; /* (batch kv_heads) attn_unit_s */
+    d->part = gpu->attn_latency + hl_attn_units_s(gpu, s->batch * s->kv_heads, s->batch * s->heads);
     d->fixed = gpu->kernel_latency + 0;
     d->ridge = d->peak_eff / d->bw;
 }
@@ -351,7 +351,7 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     attn_line_of(s, &a->line);
     a->bw = attn_bw(gpu);
     a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
-    a->units = s->batch * s->kv_heads * gpu->attn_unit_s;
+    a->units = hl_attn_units_s(gpu, s->batch * s->kv_heads, s->batch * s->heads);
     a->latency = gpu->attn_latency;
     /* R = 2^(-54/k) less a margin for exp2's rounding and r's (each under 1 ulp, raised to k <= 20);
      * both depend on p only: kept for the thread's last p (two exp2 calls a decode sum otherwise) */

@@ -31,6 +31,17 @@ static inline void hl_op_gemm_dims(hl_op *op, double m, double n, double k, doub
     (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
      hl_op_gemm_dims((op), __VA_ARGS__))
 
+/* s of a decode attention kernel's work units (MODEL.md section 3): attn_unit_s per CTA, one CTA per
+ * sequence x KV head (batch_kv = batch kv_heads) or, with attn_unit_qheads, per sequence x query head
+ * (batch_q = batch heads); the fitted kernels keep one CTA resident per SM, a kernel with
+ * attn_ctas_per_sm = n > 1 overlaps n CTAs' fixed latencies: attn_unit_s / n each. Both fields 0:
+ * batch_kv attn_unit_s, the same product as before they existed. */
+static inline double hl_attn_units_s(const hl_gpu *g, double batch_kv, double batch_q)
+{
+    double n = g->attn_unit_qheads > 0 ? batch_q : batch_kv;
+    return g->attn_ctas_per_sm > 1 ? n * g->attn_unit_s / g->attn_ctas_per_sm : n * g->attn_unit_s;
+}
+
 /* hl_op_attention's fields but the name (the caller's), and the operator named by a string
  * literal the way HL_OP_GEMM_LIT names a GEMM. */
 void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);

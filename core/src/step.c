@@ -421,7 +421,7 @@ static hl_status decode_line(hl_stepper *st, double n, struct dline *out, hl_err
         g.attn_latency = g.attn_unit_s = g.attn_blend = 0;
     }
     step_attn(st, &op, n / m / per, 1, 0, 0);
-    d.units = d.blend > 1 ? op.units * st->job.cluster.gpu.attn_unit_s : 0;
+    d.units = d.blend > 1 ? hl_attn_units_s(&st->job.cluster.gpu, op.units, op.q_units) : 0;
     if ((rc = hl_op_time_on(&op, &g, &t0, err)))
         return rc;
     step_attn(st, &op, n / m / per, 1, 1, 0);

@@ -123,6 +123,7 @@ static int l_op_time(lua_State *L)
     if (fw >= 0) {
         hl_fw_profile p = hl_framework_profile(fw);
         hl_gpu_apply_framework(&g, p.gemm_scale_16, p.gemm_scale_fp8, p.gemm_scale_fp4, p.attn_scale);
+        hl_gpu_apply_attn_kernel(&g, &p);
     }
     double ab = opt_at_least(L, "act_bytes", 2, 0);
     double wb = opt_at_least(L, "weight_bytes", hl_precision_bytes(prec), 0);

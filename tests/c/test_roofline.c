@@ -166,6 +166,40 @@ static void test_attention_fixed_parts_by_hand(void **state)
     assert_rel(t.compute_s, flops * (10240.0 / 5050.0) / (1000e12 * 0.25) + part, 1e-12, "tiled prefill");
 }
 
+/* Which CTAs a decode kernel runs, and how many per SM (MODEL.md 3), by hand on the decode above
+ * (4 sequences, 8 heads / 2 KV heads, 999 cached; memory 4.112384 us, attn_latency 2 us, attn_unit_s
+ * 0.1 us): per KV head, 1 resident (the fitted kernels): 4 x 2 x 0.1 = 0.8 us; per query head (MMHA's
+ * grid): 4 x 8 x 0.1 = 3.2 us; per query head, 2 resident: 3.2 / 2 = 1.6 us; per KV head, 4 resident:
+ * 0.8 / 4 = 0.2 us. */
+static void test_attention_cta_grid_by_hand(void **state)
+{
+    (void)state;
+    hl_gpu g = toy_gpu();
+    g.attn_latency = 2e-6;
+    g.attn_unit_s = 0.1e-6;
+    g.eff_mem_attn = 0.5;
+    hl_attn_shape s = {4, 1, 999, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
+    hl_op op;
+    hl_op_time t;
+    hl_err e;
+    hl_op_attention(&op, "a", &s, HL_BF16);
+    const double m = 4.112384e-6 + 2e-6;
+    const struct {
+        double qheads, ctas, units_s;
+    } want[] = {{0, 0, 0.8e-6}, {0, 1, 0.8e-6}, {1, 0, 3.2e-6}, {1, 2, 1.6e-6}, {0, 4, 0.2e-6}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        g.attn_unit_qheads = want[i].qheads;
+        g.attn_ctas_per_sm = want[i].ctas;
+        assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
+        assert_rel(t.memory_s, m + want[i].units_s, 1e-12, "memory + units of the CTA grid");
+    }
+    /* the decode sum's per-context form (hl_attn_decode_init) takes the same units */
+    hl_attn_decode d;
+    hl_attn_decode_init(&d, &s, HL_BF16, &g);
+    assert_true(d.ok);
+    assert_rel(d.part, 2e-6 + 0.2e-6, 1e-12, "decode part: KV-head units / 4");
+}
+
 /* Causal pairs: prefill of 4 tokens from empty = 1+2+3+4 = 10; 2 tokens after
  * 3 cached = 4+5 = 9; with a window of 3 over 5 new tokens: 1+2+3+3+3 = 12. */
 static void test_attention_pairs(void **state)
@@ -467,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_shape_aware_gemm_by_hand),
         cmocka_unit_test(test_dense_gemm_k0_by_hand),
         cmocka_unit_test(test_attention_fixed_parts_by_hand),
+        cmocka_unit_test(test_attention_cta_grid_by_hand),
         cmocka_unit_test(test_attn_stream_matches_full_time),
         cmocka_unit_test(test_attn_stream_mem_side),
         cmocka_unit_test(test_gemm_blend_shortcut_same_bits),

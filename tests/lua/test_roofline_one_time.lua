@@ -41,4 +41,25 @@ T.test("bad shapes are named", function()
   T.raises(function() hl.roofline { gpu = "H100-SXM", framework = "tgi", m = 1, n = 1, k = 1 } end, "tgi")
 end)
 
+T.test("trtllm_v06's decode attention: MMHA's CTA per query head, 4 per SM, by hand", function()
+  -- A toy H100 with a sum-form decode kernel: attn_unit_s 10 ns, no blend. Decode of 768 sequences,
+  -- 32 heads: the units' time on top of the same KV stream is, per (docs/MODEL.md 3):
+  --   trtllm (per KV head, 1 CTA/SM):        768 x kv_heads x 10 ns
+  --   trtllm_v06 (per query head, 4 CTAs/SM): 768 x 32 x 10 ns / 4 = 61.44 us
+  -- MHA (32 KV heads): 245.76 us -> 61.44 us (-184.32 us); GQA (4 KV heads): 30.72 us -> 61.44 us (+30.72 us).
+  -- GEMM scales and attn_scale are the same in both profiles, so the difference is the units alone.
+  local g = hl.gpu("H100-SXM"):with { attn_unit_s = 10e-9, attn_blend = 0 }
+  local function t(fw, kvh)
+    return hl.roofline { gpu = g, kind = "attention", batch = 768, q = 1, context = 191, heads = 32, kv_heads = kvh,
+                         head_dim = 128, kv_bytes = 1, precision = "fp8", framework = fw }.time_s
+  end
+  T.near(t("trtllm_v06", 32) - t("trtllm", 32), -184.32e-6, 1e-9, "MHA: a quarter of the units")
+  T.near(t("trtllm_v06", 4) - t("trtllm", 4), 30.72e-6, 1e-9, "GQA 8:1: twice the units")
+  -- a GPU's own field wins over the profile's
+  local own = g:with { attn_ctas_per_sm = 1 }
+  local a = hl.roofline { gpu = own, kind = "attention", batch = 768, q = 1, context = 191, heads = 32, kv_heads = 32,
+                          head_dim = 128, kv_bytes = 1, precision = "fp8", framework = "trtllm_v06" }.time_s
+  T.near(a - t("trtllm", 32), 0, 1e-9, "ctas 1, per query head = per KV head for MHA")
+end)
+
 T.done()

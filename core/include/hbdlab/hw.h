@@ -48,6 +48,10 @@ typedef struct hl_gpu {
     double attn_latency;         /* s fixed per attention kernel beyond kernel_latency */
     double attn_unit_s;          /* s per (sequence x KV head) work unit of an attention kernel */
     double attn_blend;           /* p of a decode kernel's (stream^p + units^p)^(1/p); 0 or 1 = their sum */
+    double attn_unit_qheads;     /* 1: the decode kernel runs one CTA per sequence x query head (TensorRT-LLM's
+                                    MMHA), 0: per sequence x KV head (the fitted kernels) */
+    double attn_ctas_per_sm;     /* decode CTAs resident per SM, relative to the fitted kernels' 1: the units'
+                                    cost is attn_unit_s / attn_ctas_per_sm (0 = 1) */
     double attn_tile_rows;       /* prefill attention computes whole tiles of this many query rows (0 = none) */
     double attn_tile_s;          /* s per (sequence x query head x query tile) of prefill attention */
     double attn_prefill_latency; /* s fixed per prefill attention (more than one query row) beyond attn_latency */

@@ -60,6 +60,9 @@ typedef struct hl_fw_profile {
      * are loaded (TensorRT-LLM's free_gpu_memory_fraction); 0: the share of HBM that weights, workspace
      * and KV together may use (vLLM's gpu_memory_utilization). docs/MODEL.md 4 */
     int32_t kv_of_free;
+    /* its decode attention kernel beside the fitted ones (docs/MODEL.md 3, 6.1): 1 = one CTA per
+     * sequence x query head (0: per KV head), and the CTAs resident per SM (0: the fitted kernels' 1) */
+    double attn_unit_qheads, attn_ctas_per_sm;
 } hl_fw_profile;
 
 /* The profile of framework fw (ideal for an unknown value). */
@@ -69,6 +72,10 @@ hl_fw_profile hl_framework_profile(int32_t fw);
  * attention efficiency, as a framework profile does (docs/MODEL.md 6.1). */
 void hl_gpu_apply_framework(hl_gpu *g, double gemm_scale_16, double gemm_scale_fp8, double gemm_scale_fp4,
                             double attn_scale);
+
+/* Sets g's decode attention kernel fields (attn_unit_qheads, attn_ctas_per_sm) to the profile's
+ * where the GPU leaves them 0 (a GPU's own values win). docs/MODEL.md 3. */
+void hl_gpu_apply_attn_kernel(hl_gpu *g, const hl_fw_profile *p);
 
 /* Rank order over the cluster, innermost first (ranks fill HBDs in order).
  * dp stands for the data-parallel / expert-parallel groups of a stage. */
