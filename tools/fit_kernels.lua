@@ -20,8 +20,16 @@ local P = hl.params {
   start_json = { "", "fields fitted by an earlier run (its json), fitted on top of" },
   prefill_tile = { 32, "query tile rows of prefill attention (attn_tile_rows; not fitted: a granularity)" },
   attn_blend_max = { 16, "largest attn_blend of the decode attention fit (1: the additive model, for comparison)" },
+  attn_split = { "shape", "decode attention's held-out groups: shape (hashed (heads, kv_heads) folds) or kv "
+                 .. "(each KV-head count held out in turn: the extrapolation in K)" },
+  attn_slots = { 132, "waves form: CTAs resident at once, SMs x CTAs per SM (not fitted: a granularity; H100 SXM has 132 SMs, B200 148)" },
+  attn_form = { "blend", "decode attention's unit term: blend (units x attn_unit_s, power mean with the KV stream) "
+                .. "or waves (ceil(units / attn_slots) waves x attn_cta_s; a prototype evaluated here)" },
   allreduce = { "both", "all-reduce tables: custom (TensorRT-LLM's kernel, in a CUDA graph), nccl (nccl-tests) or both" },
 }
+if P.attn_split ~= "shape" and P.attn_split ~= "kv" then
+  error("fit_kernels: attn_split must be shape or kv, not '" .. P.attn_split .. "'", 0)
+end
 if P.dir == "" then error("fit_kernels: give --set dir=<directory of one GPU's CSV tables>", 0) end
 
 local function read(name)
@@ -37,15 +45,21 @@ if P.start_json ~= "" then
   for k, v in pairs(hl.rows.read_json(P.start_json).fields) do fitted[k] = v end
 end
 
+-- fitted parameters that are not GPU fields (a prototype form evaluated in this script)
+local local_param = { attn_cta_s = true }
+
 local function gpu_with(p)
   local over = {}
   for k, v in pairs(fitted) do over[k] = v end
-  for k, v in pairs(p) do over[k] = v end
+  for k, v in pairs(p) do
+    if not local_param[k] then over[k] = v end
+  end
   return base:with(over)
 end
 
 -- A fold number 0..folds-1 from a shape key (a deterministic hash: the same split on every run).
-local function fold_of(key, folds)
+local function fold_of(key, folds, fold)
+  if fold then return fold % folds end
   local h = 5381
   for i = 1, #key do h = (h * 33 + key:byte(i)) % 2147483647 end
   return h % folds
@@ -82,7 +96,7 @@ local function fit_kind(label, rows, params, bounds, start)
         measured = r.measured,
         predict = function(p)
           if p ~= cache_p then cache_p, cache_g = p, gpu_with(p) end
-          if r.predict then return r.predict(cache_g) end
+          if r.predict then return r.predict(cache_g, p) end
           local op = { gpu = cache_g }
           for k, v in pairs(r.op) do op[k] = v end
           return hl.roofline(op).time_s
@@ -107,7 +121,7 @@ local function fit_kind(label, rows, params, bounds, start)
   if P.folds > 0 then
     local held = {}
     for f = 0, P.folds - 1 do
-      local cases, flags = cases_of(function(r) return fold_of(r.shape, P.folds) ~= f end)
+      local cases, flags = cases_of(function(r) return fold_of(r.shape, P.folds, r.fold) ~= f end)
       local any = false
       for _, v in ipairs(flags) do if v then any = true end end
       if any then
@@ -203,6 +217,42 @@ kinds.gemm_fp4 = function()
   return quant_kind("gemm fp4", "nvfp4", "fp4", "fp4")
 end
 
+-- The waves prototype (attn_form = waves): a decode kernel runs its units (sequence x KV head,
+-- one CTA each) attn_slots at a time (SMs x resident CTAs per SM); each wave of CTAs costs
+-- attn_cta_s of fixed work (launch of the CTA, loading Q, the softmax epilogue, writing O) that is
+-- composed with the KV stream by the power mean of MODEL.md section 3:
+--   time = kernel_latency + attn_latency + ((max(c, m))^p + (W attn_cta_s)^p)^(1/p),
+--   W = ceil(batch kv_heads / attn_slots)
+-- with m and c the roofline's memory and compute sides without the fixed part (hl.roofline on the
+-- GPU with attn_latency = attn_unit_s = attn_blend = 0, so the same bytes, FLOP and eff_mem_attn).
+local gpu_bare = setmetatable({}, { __mode = "k" })
+local function wave_blend(a, b, p)
+  local hi = math.max(a, b)
+  if p <= 0 or hi <= 0 then return hi end
+  return hi * ((a / hi) ^ p + (b / hi) ^ p) ^ (1 / p)
+end
+local function waves_predict(op)
+  return function(g, p)
+    if p == nil or p.attn_cta_s == nil then -- hl.calibrate's "before": the GPU's own decode form
+      local o = { gpu = g }
+      for k, v in pairs(op) do o[k] = v end
+      return hl.roofline(o).time_s
+    end
+    local g0 = gpu_bare[g]
+    if not g0 then
+      g0 = g:with { attn_latency = 0, attn_unit_s = 0, attn_blend = 0 }
+      gpu_bare[g] = g0
+    end
+    local o = { gpu = g0 }
+    for k, v in pairs(op) do o[k] = v end
+    local r = hl.roofline(o)
+    local side = math.max(r.compute_s, r.memory_s)
+    local fixed = r.time_s - side -- kernel_latency
+    local waves = math.ceil(op.batch * op.kv_heads / P.attn_slots)
+    return fixed + p.attn_latency + wave_blend(side, waves * p.attn_cta_s, p.attn_blend)
+  end
+end
+
 local function attn_rows(file, decode)
   local t = read(file)
   local rows = {}
@@ -217,14 +267,29 @@ local function attn_rows(file, decode)
                    precision = "bf16", kv_bytes = r.kv_dtype == "fp8" and 1 or 2 }
       if decode then op.q, op.context = 1, tonumber(r.cached_tokens)
       else op.q, op.context = tonumber(r.isl), 0 end
-      rows[#rows + 1] = { key = file .. " " .. i, shape = heads .. "/" .. kvh,
-                          measured = tonumber(r.latency_ms) * 1e-3, op = op }
+      local row = { key = file .. " " .. i, shape = heads .. "/" .. kvh, measured = tonumber(r.latency_ms) * 1e-3,
+                    op = op }
+      if decode then
+        -- reported by KV heads per GPU (the unit count's factor that an MHA model extrapolates)
+        row.group = string.format("kv_heads %d", kvh)
+        if P.attn_split == "kv" then row.fold = math.floor(math.log(kvh, 2) + 0.5) end
+        if P.attn_form == "waves" then row.predict = waves_predict(op) end
+      end
+      rows[#rows + 1] = row
     end
   end
   return rows
 end
 
 kinds.attn_decode = function()
+  if P.attn_form == "waves" then
+    return fit_kind("attn decode waves", attn_rows("attention_decode_vllm.csv", true),
+      { "eff_mem_attn", "attn_latency", "attn_cta_s", "attn_blend" },
+      { eff_mem_attn = { 0.2, 1 }, attn_latency = { 0, 40e-6 }, attn_cta_s = { 0, 100e-6 }, attn_blend = { 0, P.attn_blend_max } },
+      { eff_mem_attn = 0.8, attn_latency = 5e-6, attn_cta_s = 3.5e-6 * P.attn_slots / 132,
+        attn_blend = math.min(2, P.attn_blend_max / 2) })
+  end
+  if P.attn_form ~= "blend" then error("fit_kernels: attn_form must be blend or waves, not '" .. P.attn_form .. "'", 0) end
   return fit_kind("attn decode", attn_rows("attention_decode_vllm.csv", true),
     { "eff_mem_attn", "attn_latency", "attn_unit_s", "attn_blend" },
     { eff_mem_attn = { 0.2, 1 }, attn_latency = { 0, 40e-6 }, attn_unit_s = { 0, 1e-6 }, attn_blend = { 0, P.attn_blend_max } },

@@ -112,11 +112,14 @@ static hl_status image_tokens_fit(const hl_job *j, hl_err *err)
 hl_status hl_sim_resolve_input(const hl_job *j, const hl_sim_ctx *prev, hl_sim_ctx *s, int trust, hl_err *err)
 {
     hl_status st = trust & HL_TRUST_JOB_FIELDS ? HL_OK : hl_job_check_fields(j, err);
-    if (!st)
-        st = whole_counts(j, err);
-    if (!st)
-        st = image_tokens_fit(j, err);
     if (st)
+        return st;
+    /* prev's job, equal but for input, passed whole_counts and image_tokens_fit (its run took a
+     * class: sim.c), so of their tests only those that read input can fail here; a failing one
+     * runs the whole check for its message */
+    if (j->input != floor(j->input) && (st = whole_counts(j, err)))
+        return st;
+    if (j->image_tokens > j->input && (st = image_tokens_fit(j, err)))
         return st;
     *s = *prev;
     s->j = j;

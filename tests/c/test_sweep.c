@@ -396,6 +396,35 @@ static void test_input_hint_after_failed_point(void **state)
     assert_true(pts[4].v[tpot] != pts[1].v[tpot]);
 }
 
+/* Along an input axis a point after a good one is resolved from that one's context
+ * (mapping.c hl_sim_resolve_input), which runs only the checks that read input: a fractional
+ * input (point 1) and an input below image_tokens (point 3, 256 image tokens, input 200) must
+ * still be refused there with the full checks' messages; points 2 and 4 follow failed points
+ * (full resolve) and, like point 0, equal their job run alone. */
+static void test_input_checks_on_reused_context(void **state)
+{
+    (void)state;
+    const double input[] = {1000, 1000.5, 1000, 200, 2000};
+    hl_axis axes[1] = {num_axis("input", input, 5)};
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = job_for("qwen2.5-vl-7b", "h200", 1, 1);
+    in.base.image_tokens = 256;
+    in.base.output = 8;
+    in.axes = axes;
+    in.n_axes = 1;
+    in.threads = 1;
+    hl_point pts[5];
+    hl_err e;
+    assert_ok(hl_sweep_run(&in, pts, &e), &e);
+    assert_int_equal(pts[1].status, HL_EINVAL);
+    assert_non_null(strstr(pts[1].error, "fields 'batch', 'input', 'output' must be whole numbers"));
+    assert_int_equal(pts[3].status, HL_EINVAL);
+    assert_non_null(strstr(pts[3].error, "field 'image_tokens': 256 must be a whole number of tokens <= input (200)"));
+    for (int64_t i = 0; i < 5; i += 2)
+        assert_point_is_fresh_run(&in, i, &pts[i], 0);
+}
+
 /* A worker's job goes from one point to the next by applying only the axes whose value moved
  * (the others' values are in it already), unless two axes write the same field: then every
  * axis is applied again, in the usual order (the first axis last, so its value wins). Two
@@ -512,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_coll_hints_never_stale),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
+        cmocka_unit_test(test_input_checks_on_reused_context),
         cmocka_unit_test(test_axes_on_one_field),
         cmocka_unit_test(test_same_but_input_after_other_resolve),
     };
