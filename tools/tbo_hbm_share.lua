@@ -15,6 +15,8 @@
 --   packed tensor (1): 6 per byte.
 -- These count every copy as an HBM round trip (no L2 hits), so they overstate the communication's
 -- share: if the bound does not bind with them, it does not bind.
+-- The breakdown's rows also hold DeepSeek-V3's 3 leading dense layers, which run outside the overlap
+-- (MODEL.md 6.5): counting them into c1 overstates the compute stages too, on the same side.
 -- Usage: hbdlab tools/tbo_hbm_share.lua
 local hl = require "hbdlab"
 local ds = hl.model "deepseek-v3"

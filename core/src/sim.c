@@ -576,30 +576,36 @@ static hl_status draft_model_prefill(const hl_sim_ctx *s, hl_acc *pre, hl_err *e
     return hl_io_ops(&ds, pre, b, b * in, 1, err);
 }
 
-/* Prefill: the whole prompt of b_local sequences, in m micro-batches of b_local/m
- * sequences from an empty pipeline: m passes per stage, then the pipeline fill
- * to (m + pp - 1) stage slots (layer_int.h's rule). Fills *pre (events into r). */
-static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_err *err)
+/* Two-batch overlap runs the MoE layers as two micro-batches and the leading dense-FFN layers whole, before
+ * them: SGLang's DeepSeek forward (python/sglang/srt/models/deepseek_v2.py, DeepseekV2Model.forward) runs
+ * `normal_num_layers = first_k_dense_replace if forward_batch.can_run_tbo` layers one by one on the whole
+ * batch and hands only the rest to model_forward_maybe_tbo (docs/MODEL.md 6.5). *ovl: the overlapped layers
+ * (b_local halved; the dense layers after a MoE one, moe_every, stay among them), *lead: the leading dense
+ * layers, all SMs, nothing to hide (no layers when the model has none). One stage (tbo_on). */
+static void tbo_split_layers(const hl_sim_ctx *s, hl_sim_ctx *ovl, hl_sim_ctx *lead)
+{
+    double L = s->stage_layers, moe = L * (1 - s->dense_frac);
+    double Ld = fmin(fmax(0, (double)s->m->dense_layers), L - moe); /* leading dense layers */
+    *ovl = *s;
+    ovl->b_local = s->b_local / 2;
+    ovl->stage_layers = L - Ld;
+    ovl->dense_frac = L - Ld > 0 ? 1 - moe / (L - Ld) : 0;
+    *lead = *s;
+    lead->stage_layers = Ld;
+    lead->dense_frac = 1;
+}
+
+/* The layers of one stage in prefill (all but the pass's embedding and LM head): hl_layer_ops, then the
+ * attention kernels, for bm sequences per group in each of m micro-batches of `routed` tokens (per stage). */
+static hl_status prefill_layers(const hl_sim_ctx *s, hl_acc *pre, double bm, double m, double routed, hl_err *err)
 {
     const hl_job *j = s->j;
-    double full, sliding;
+    double full, sliding, in = j->input, window = hl_local_window(s);
     hl_layer_split(s, &full, &sliding);
-    double window = hl_local_window(s);
     hl_status st;
-    start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
-    double b = s->b_local, in = j->input;
-    double m = hl_pipeline_microbatches(s, j->batch), bm = b / m; /* micro-batches, sequences per group in one */
-    int tbo = tbo_on(s);
-    const hl_sim_ctx *all_ctx = s;
-    hl_sim_ctx half; /* two-batch overlap: two micro-batches of half the sequences (tokens) each */
-    if (tbo) {
-        m = 2;
-        bm = b / 2;
-        half = *s;
-        half.b_local = bm;
-        s = &half;
-    }
-    if ((st = hl_layer_ops(s, pre, bm, in, j->batch * in / m, m, 0, err)))
+    if (s->stage_layers <= 0) /* (two-batch overlap's leading dense layers, when there are none) */
+        return HL_OK;
+    if ((st = hl_layer_ops(s, pre, bm, in, routed, m, 0, err)))
         return st;
     hl_op op;
     hl_attn_op(s, &op, bm, in, 0, 0);
@@ -623,10 +629,30 @@ static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_
         if ((st = hl_acc_op(s, pre, &op, sliding * m, err)))
             return st;
     }
-    if (tbo) { /* the layers' stages so far (attention included), then the rest of the pass as before */
+    return HL_OK;
+}
+
+/* Prefill: the whole prompt of b_local sequences, in m micro-batches of b_local/m
+ * sequences from an empty pipeline: m passes per stage, then the pipeline fill
+ * to (m + pp - 1) stage slots (layer_int.h's rule). Fills *pre (events into r). */
+static hl_status run_prefill(const hl_sim_ctx *s, hl_result *r, hl_acc *pre, hl_err *err)
+{
+    const hl_job *j = s->j;
+    hl_status st;
+    start_phase(j, pre, r->prefill_events, r->prefill_items, j->overlap_prefill);
+    double b = s->b_local, in = j->input;
+    double m = hl_pipeline_microbatches(s, j->batch); /* micro-batches */
+    if (tbo_on(s)) { /* two micro-batches of half the sequences (tokens) each, then the leading dense layers */
+        hl_sim_ctx ovl, lead;
+        tbo_split_layers(s, &ovl, &lead);
+        if ((st = prefill_layers(&ovl, pre, b / 2, 2, j->batch * in / 2, err)))
+            return st;
         pre->tbo_hidden = tbo_hidden_prefill(pre->stage_s, pre->stage_gemm_s, j->tbo_comm_sms);
+        if ((st = prefill_layers(&lead, pre, b, 1, j->batch * in, err)))
+            return st;
         m = 1;
-        s = all_ctx;
+    } else if ((st = prefill_layers(s, pre, b / m, m, j->batch * in / m, err))) {
+        return st;
     }
     double scale = hl_pipeline_fill(s, &pre->ph, m);
     for (int i = 0; i < pre->n; i++) /* the rows so far lie inside the layers */
@@ -762,6 +788,25 @@ static hl_status decode_layers(const hl_sim_ctx *s, hl_acc *a, double b, double 
     return st;
 }
 
+/* The decode attention of every attention layer of s (full, local, the indexer) over the steps, each layer
+ * run `stages` times a step (pipeline slots or micro-batches), in the attention core's two-batch overlap
+ * stage; no events (closed-form sums). */
+static hl_status decode_attention_layers(const hl_sim_ctx *s, hl_acc *dec, double stages, hl_err *err)
+{
+    double full, sliding, window = hl_local_window(s), steps = s->j->output - 1;
+    hl_layer_split(s, &full, &sliding);
+    hl_status st = HL_OK;
+    hl_event *saved = dec->ev;
+    dec->ev = NULL;           /* the closed-form sums below are not single events */
+    dec->stage = HL_TBO_CORE; /* the attention kernel's two-batch overlap stage (MODEL.md 6.5) */
+    if (!(st = decode_attention(s, dec, full * stages, 0, 0, err)) &&
+        !(st = decode_attention(s, dec, sliding * stages, window, s->m->local_chunked, err)) && s->m->index_topk > 0)
+        st = attention_sum_from(s, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, s->j->input, err);
+    dec->ev = saved;
+    dec->stage = HL_TBO_ATTN;
+    return st;
+}
+
 /* Decode: output - 1 steps; with pipeline stages the batch rides in m
  * micro-batches that keep the pipeline full, so a step lasts max(m, pp) stage
  * slots of one micro-batch (layer_int.h's rule; pp slots, every layer in turn,
@@ -784,16 +829,18 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
          * decode batch at num_seqs // 2 (two_batch_overlap.py compute_split_seq_index), so one sequence
          * per rank has nothing to split and runs whole (it ran as two halves of half a sequence) */
         int tbo = tbo_on(s) && b >= 2;
-        if (tbo)
-            m = stages = 2;
-        hl_sim_ctx one; /* one micro-batch: b / m sequences per group (m = 1: s itself, b / 1 = b) */
+        hl_sim_ctx one, lead; /* one micro-batch: b / m sequences per group (m = 1: s itself, b / 1 = b) */
         const hl_sim_ctx *os = s;
-        if (m != 1) {
+        if (tbo) { /* the overlapped layers as two halves, the leading dense ones whole (tbo_split_layers) */
+            m = stages = 2;
+            tbo_split_layers(s, &one, &lead);
+            os = &one;
+        } else if (m != 1) {
             one = *s;
             one.b_local = b / m;
             os = &one;
         }
-        if ((st = decode_layers(s, dec, b / m, m, steps * stages, err)))
+        if ((st = decode_layers(tbo ? os : s, dec, b / m, m, steps * stages, err)))
             return st;
         /* the attention kernel of a step at the mean context, for the trace */
         hl_op op;
@@ -805,20 +852,14 @@ static hl_status run_decode(const hl_sim_ctx *s, hl_result *r, hl_acc *dec, hl_e
                 hl_acc_event(dec, "attention", 0, 0, at.time_s, op.bytes_read + op.bytes_written, op.flops);
             }
         }
-        hl_event *saved = dec->ev;
-        dec->ev = NULL;           /* the closed-form sums below are not single events */
-        dec->stage = HL_TBO_CORE; /* the attention kernel's two-batch overlap stage (MODEL.md 6.5) */
-        if ((st = decode_attention(os, dec, full * stages, 0, 0, err)))
+        if ((st = decode_attention_layers(os, dec, stages, err)))
             return st;
-        if ((st = decode_attention(os, dec, sliding * stages, window, s->m->local_chunked, err)))
-            return st;
-        if (s->m->index_topk > 0 &&
-            (st = attention_sum_from(os, dec, PART_INDEXER, sliding * stages, 0, 1, 1, steps, j->input, err)))
-            return st;
-        dec->ev = saved;
-        dec->stage = HL_TBO_ATTN;
-        if (tbo) /* decode's low-latency EP kernels hold no SMs while in flight (MODEL.md 6.5) */
+        if (tbo) { /* decode's low-latency EP kernels hold no SMs while in flight (MODEL.md 6.5) */
             dec->tbo_hidden = tbo_hidden_decode(dec->stage_s);
+            if (lead.stage_layers > 0 && ((st = hl_layer_ops(&lead, dec, b, 1, j->batch, steps, 1, err)) ||
+                                          (st = decode_attention_layers(&lead, dec, 1, err))))
+                return st;
+        }
         if ((st = hl_io_ops(s, dec, b, b, steps, err)))
             return st;
         hl_acc_overhead(dec, j->step_overhead, steps);

@@ -71,9 +71,11 @@ T.test("prefill: the SM share of the EP kernels slows the compute under them", f
 end)
 
 T.test("prefill, BF16 (no DeepGEMM kernels): the four pairs by hand, f of the SMs lost under communication", function()
-  -- two nodes, so the dispatch and combine are long enough to matter
+  -- two nodes, so the dispatch and combine are long enough to matter; every layer MoE (DeepSeek-V3's three
+  -- leading dense layers run outside the overlap: the next test)
   local f = 24 / 132
-  local r = hl.simulate(job { two_batch_overlap = true, precision = "bf16", output = 1 })
+  local r = hl.simulate(job { two_batch_overlap = true, precision = "bf16", output = 1,
+                              model = hl.model { base = "deepseek-v3", dense_layers = 0 } })
   local c1, x1, c2, x2, rest = stages(r.prefill.breakdown)
   T.ok(x1 > 0 and x2 > 0 and c2 > 0, "the MoE stages have time")
   c1, x1, c2, x2 = c1 / 2, x1 / 2, c2 / 2, x2 / 2
@@ -81,6 +83,29 @@ T.test("prefill, BF16 (no DeepGEMM kernels): the four pairs by hand, f of the SM
   local function P(c, x) return math.max(x, c + f * math.min(x, c)) end
   local layer = P(c1, x2) + P(c1, x1) + P(c2, x1) + P(c2, x2)
   T.near(r.prefill.time_s, layer + rest, 1e-9, "prefill = the four pairs + what runs outside the layers")
+end)
+
+T.test("the leading dense layers run whole, outside the overlap (SGLang's DeepSeek forward)", function()
+  -- SGLang's DeepseekV2Model.forward runs the first_k_dense_replace layers one by one on the whole batch
+  -- and hands only the rest to the two-batch overlap (python/sglang/srt/models/deepseek_v2.py,
+  -- `normal_num_layers`). So DeepSeek-V3 (61 layers, 3 dense) with the overlap is, phase by phase, its 58
+  -- MoE layers overlapped (a 58-layer all-MoE model with the overlap) plus its 3 dense layers run whole
+  -- (a 3-layer all-dense model without it), less the second model's embedding and LM head, which the
+  -- whole model runs once. Had the dense layers stayed in the overlap (before, issue 27), their
+  -- projections and attention would have been split in two and counted in the stage under which the
+  -- combine hides, and the identity would not hold.
+  local whole = hl.simulate(job { two_batch_overlap = true })
+  local moe = hl.simulate(job { two_batch_overlap = true, model = hl.model { base = "deepseek-v3", layers = 58,
+                                                                             dense_layers = 0 } })
+  local dense = hl.simulate(job { model = hl.model { base = "deepseek-v3", layers = 3, dense_layers = 3 } })
+  for _, ph in ipairs { "prefill", "decode" } do
+    local io = 0
+    for _, b in ipairs(dense[ph].breakdown) do
+      if outside[b.name] then io = io + b.time_s end
+    end
+    T.ok(io > 0, ph .. ": the embedding and LM head are counted")
+    T.near(whole[ph].time_s, moe[ph].time_s + dense[ph].time_s - io, 1e-12, ph .. ": overlapped MoE layers + dense layers whole")
+  end
 end)
 
 T.test("prefill, FP8: DeepGEMM on 1 - f of the SMs for the whole pass costs more than f under communication alone", function()
