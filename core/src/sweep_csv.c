@@ -426,10 +426,23 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
 
 /* ---- into a file ---- */
 
+/* the file and the errno of its first failed write (EFBIG, ENOSPC), read at the write: the
+ * calls after it (fclose's, the caller's) overwrite errno */
+typedef struct file_out {
+    FILE *f;
+    int write_errno;
+} file_out;
+
 static int32_t file_sink(void *user, const char *text, int64_t len, int64_t points_done)
 {
     (void)points_done;
-    return len > 0 && fwrite(text, 1, (size_t)len, (FILE *)user) != (size_t)len ? -1 : 0;
+    file_out *fo = user;
+    if (len > 0 && fwrite(text, 1, (size_t)len, fo->f) != (size_t)len) {
+        if (!fo->write_errno)
+            fo->write_errno = errno ? errno : EIO;
+        return -1;
+    }
+    return 0;
 }
 
 hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, const char *path, int64_t *rows,
@@ -487,11 +500,12 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     }
     hl_sweep_csv_opts fo = *o;
     fo.header = 1;
+    file_out out = {f, 0};
     fo.sink = file_sink;
-    fo.user = f;
+    fo.user = &out;
     fo.sink_any_thread = 1; /* fwrite, one call at a time */
     hl_status st = hl_sweep_csv(in, &fo, rows, err);
-    int e = 0;
+    int e = out.write_errno;
     if (ferror(f) && !e)
         e = errno ? errno : EIO;
     if (fclose(f) != 0 && !e)
@@ -501,7 +515,8 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
     if ((st != HL_OK && st != HL_EINTR) || e) {
         unlink(tmp);
         free(tmp);
-        return st != HL_OK && st != HL_EINTR
+        /* a failed write stops the sweep (HL_EIO, "the output refused the rows"): name its cause */
+        return st != HL_OK && st != HL_EINTR && !out.write_errno
                    ? st
                    : hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
     }

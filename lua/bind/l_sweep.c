@@ -498,6 +498,7 @@ typedef struct csv_out {
     FILE *f;
     int gather;
     int failed;
+    int write_errno; /* errno of the first write that failed (EFBIG, ENOSPC, ...), 0 if none */
     int show, test_sig;
     int64_t test_after, done, shown_total;
     double t0, last;
@@ -525,6 +526,8 @@ static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t point
         n = all_len;
     }
     int bad = o->f && n && fwrite(text, 1, n, o->f) != n;
+    if (bad && !o->write_errno)
+        o->write_errno = errno ? errno : EIO; /* read now: later calls (isatty's ioctl, ...) overwrite it */
     free(all);
     o->done = points_done;
     if (o->test_sig && o->done >= o->test_after) {
@@ -625,23 +628,28 @@ static int l_sweep_to_csv(lua_State *L)
         free_axes(&mem);
         return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, hl_files_reason(open_errno));
     }
-    int failed = 0;
+    int failed = 0, header_errno = 0;
     if (writer) {
         hl_csv csv; /* the header */
         hl_csv_init(&csv);
         errno = 0;
         char line[1024]; /* a shard's fingerprint for hbdlab merge ("" when not a shard) */
         hl_dist_shard_line(given, begin, end, total, 0, line, sizeof line);
-        if (line[0] && fputs(line, f) == EOF)
+        if (line[0] && fputs(line, f) == EOF) {
             failed = 1;
+            header_errno = errno;
+        }
         for (int32_t a = 0; a < na; a++)
             hl_csv_text(&csv, mem.axes[a].name);
         for (int c = 0; c < ncols; c++)
             hl_csv_text(&csv, col_names[c]);
         hl_csv_text(&csv, "error");
         hl_csv_end_row(&csv);
-        if (csv.failed || fwrite(csv.text, 1, (size_t)csv.len, f) != (size_t)csv.len)
+        if (csv.failed || fwrite(csv.text, 1, (size_t)csv.len, f) != (size_t)csv.len) {
             failed = 1;
+            if (!header_errno)
+                header_errno = csv.failed ? ENOMEM : errno;
+        }
         hl_csv_free(&csv);
     }
     /* the core streams the rows (formatted on its worker threads) to csv_sink, in order; the
@@ -690,16 +698,24 @@ static int l_sweep_to_csv(lua_State *L)
         hl_bind_interrupt = 0;
     }
     int bad = failed || (rs != HL_OK && rs != HL_EINTR);
+    /* the cause is the first write's errno, read when it failed (by the header or csv_sink) */
+    int write_errno = header_errno ? header_errno : out.write_errno;
     if (f) {
-        bad |= ferror(f);
-        bad |= fclose(f) != 0;
+        int err_flag = ferror(f);
+        if (err_flag && !write_errno)
+            write_errno = errno;
+        bad |= err_flag;
+        int closed = fclose(f);
+        if (closed != 0 && !write_errno)
+            write_errno = errno;
+        bad |= closed != 0;
     }
     if (f && out.agree_msg[0]) { /* the ranks stopped together: no file, the one message */
         hl_files_discard(tmp);
         return hl_error(L, "sweep_to_csv: %s", out.agree_msg);
     }
     if (f && (bad || hl_files_commit(tmp, path) != 0)) {
-        int e = errno;
+        int e = bad ? write_errno : errno;
         hl_files_discard(tmp);
         return hl_error(L, "sweep_to_csv: cannot write %s: %s", path, bad ? strerror(e ? e : EIO) : hl_files_reason(e));
     }

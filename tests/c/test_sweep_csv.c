@@ -4,8 +4,10 @@
  * the file form. The stream tests run twice: the sink on the calling thread, and on the workers
  * (sink_any_thread), where the calls must still come one at a time and in order. */
 #define _DEFAULT_SOURCE /* usleep */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -311,6 +313,36 @@ static void test_file(void **state)
 }
 
 /* The block counts above also hold with more threads than blocks and with one thread. */
+/* attack pass 10: a write refused by the file size limit (EFBIG) was reported as the errno left by
+ * the calls after it ("Inappropriate ioctl for device" from the Lua host, "the output refused the
+ * rows" here): the message names the write's own cause, and no temp file is left */
+static void test_file_size_limit(void **state)
+{
+    (void)state;
+    hl_axis axes[2];
+    hl_sweep_in in = sweep_in(axes);
+    in.count = 100; /* over 1000 bytes (test_file), over the 512-byte limit */
+    char dir[] = "/tmp/hl_sweep_csv_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/big.csv", dir);
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    struct rlimit old, small;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small = old;
+    small.rlim_cur = 512;                             /* bytes */
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG, as in the host */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    int64_t rows = 0;
+    hl_err e;
+    hl_status st = hl_sweep_csv_file(&in, &o, path, &rows, &e);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, old_xfsz);
+    assert_fails_with(st, HL_EIO, &e, "big.csv: File too large");
+    assert_int_equal(rmdir(dir), 0); /* no file and no temp file left */
+}
+
 static void test_thread_counts(void **state)
 {
     (void)state;
@@ -366,6 +398,7 @@ int main(void)
                                        cmocka_unit_test_setup(test_stream_equals_points, on_workers),
                                        cmocka_unit_test_setup(test_refusal_cancel_and_parts, on_workers),
                                        cmocka_unit_test_setup(test_thread_counts, on_workers),
-                                       cmocka_unit_test(test_file)};
+                                       cmocka_unit_test(test_file),
+                                       cmocka_unit_test(test_file_size_limit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

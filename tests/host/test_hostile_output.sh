@@ -84,6 +84,8 @@ LUA
 echo "old,sweep" > "$W/sw.csv"
 out=$( (ulimit -f 8; "$HBDLAB" "$TMP/big_sweep.lua") 2>&1); rc=$?
 check "sweep_to_csv over the size limit: a clean error (rc $rc): $out" contains "$out" "cannot write"
+# the cause is the write's own errno (it read "Inappropriate ioctl for device", overwritten later)
+check "sweep_to_csv over the size limit names EFBIG: $out" contains "$out" "sw.csv: File too large"
 check "sweep_to_csv over the size limit keeps the old file" grep -qx "old,sweep" "$W/sw.csv"
 check "sweep_to_csv over the size limit leaves no temp" no_temps "$W"
 
