@@ -72,12 +72,12 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * createKvCacheManager of late 2023 hands its config to the same sizing); vLLM's gpu_memory_utilization and SGLang's
      * mem_fraction_static are shares of the whole device. */
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
-        [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0, 0},
-        [HL_FW_TRTLLM] = {0.70e-3, 1, 0.86, 1.05, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1, 1},
-        [HL_FW_VLLM] = {0.4e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0},
-        [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1, 0},
-        [HL_FW_ROCM] = {1.28e-3, 1, 0.97, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0},
-        [HL_FW_VLLM_V0] = {3.8e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0},
+        [HL_FW_IDEAL] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 0, 0, 0, 0, 0, 0, 0},
+        [HL_FW_TRTLLM] = {0.70e-3, 1, 0.86, 1.05, 1, HL_ALGO_TRTLLM_AR, 1, 0, 0, 1, 1, 1, 0, 0},
+        [HL_FW_VLLM] = {0.4e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0, 0, 0},
+        [HL_FW_SGLANG] = {0, 1, 1, 1, 1, HL_ALGO_AUTO, 1, 1, 1, 1, 1, 0, 0, 0},
+        [HL_FW_ROCM] = {1.28e-3, 1, 0.97, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0, 0, 0},
+        [HL_FW_VLLM_V0] = {3.8e-3, 1, 1, 1, 1, HL_ALGO_VLLM_AR, 1, 1, 1, 1, 1, 0, 0, 0},
         [HL_FW_TRTLLM_V06] = {0.70e-3, 1, 0.86, 1.05, 1, HL_ALGO_NCCL, 0, 0, 0, 1, 1, 1, 1, 4},
     };
     return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
