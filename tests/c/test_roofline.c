@@ -133,6 +133,19 @@ static void test_dense_gemm_k0_by_hand(void **state)
     assert_rel(t.compute_s, 274.877906944e-6, 1e-12, "grouped GEMMs: not gemm_k0");
 }
 
+/* The decode the two tests below work by hand: toy_gpu with attn_latency 2 us, attn_unit_s 0.1 us
+ * and eff_mem_attn 0.5; 4 sequences, 1 new token after 999 cached, 8 heads / 2 KV heads of 128, BF16. */
+static hl_gpu toy_decode_attention(hl_op *op, hl_attn_shape *shape)
+{
+    hl_gpu g = toy_gpu();
+    g.attn_latency = 2e-6;
+    g.attn_unit_s = 0.1e-6;
+    g.eff_mem_attn = 0.5;
+    *shape = (hl_attn_shape){4, 1, 999, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
+    hl_op_attention(op, "a", shape, HL_BF16);
+    return g;
+}
+
 /* Attention's fixed part, by hand: attn_latency 2 us + 4 sequences x 2 KV heads x 0.1 us = 2.8 us on
  * both sides. Decode of 4 sequences, 1 new token after 999 cached, 8 heads / 2 KV heads of 128, BF16:
  * bytes read 4*(8*128*2 + 1000*2*2*128*2) = 4,104,192 (the KV of 2 heads), written 4*8*128*2 = 8,192;
@@ -142,15 +155,11 @@ static void test_dense_gemm_k0_by_hand(void **state)
 static void test_attention_fixed_parts_by_hand(void **state)
 {
     (void)state;
-    hl_gpu g = toy_gpu();
-    g.attn_latency = 2e-6;
-    g.attn_unit_s = 0.1e-6;
-    g.eff_mem_attn = 0.5;
-    hl_attn_shape s = {4, 1, 999, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
     hl_op op;
+    hl_attn_shape s;
+    hl_gpu g = toy_decode_attention(&op, &s);
     hl_op_time t;
     hl_err e;
-    hl_op_attention(&op, "a", &s, HL_BF16);
     assert_ok(hl_op_time_on(&op, &g, &t, &e), &e);
     assert_rel(op.bytes_read + op.bytes_written, 4104192 + 8192, 1e-12, "bytes");
     assert_rel(t.memory_s, 4.112384e-6 + 2.8e-6, 1e-12, "memory + fixed part");
@@ -174,15 +183,11 @@ static void test_attention_fixed_parts_by_hand(void **state)
 static void test_attention_cta_grid_by_hand(void **state)
 {
     (void)state;
-    hl_gpu g = toy_gpu();
-    g.attn_latency = 2e-6;
-    g.attn_unit_s = 0.1e-6;
-    g.eff_mem_attn = 0.5;
-    hl_attn_shape s = {4, 1, 999, 8, 2, 128, 128, 2 * 2 * 128 * 2, 2, 0};
     hl_op op;
+    hl_attn_shape s;
+    hl_gpu g = toy_decode_attention(&op, &s);
     hl_op_time t;
     hl_err e;
-    hl_op_attention(&op, "a", &s, HL_BF16);
     const double m = 4.112384e-6 + 2e-6;
     const struct {
         double qheads, ctas, units_s;
