@@ -132,9 +132,25 @@ static int measured_op(const hl_sim_ctx *s, const hl_op *op, double *time_s)
     return 0;
 }
 
+/* account_op's event and breakdown row (not in summary mode): out of line, so that the summary
+ * path, a few adds, inlines into its callers. dt: the executions' time. */
+__attribute__((noinline)) static void account_op_rows(hl_acc *a, const hl_op *op, double time_s, double dt,
+                                                       double times, int measured)
+{
+    log_event(a, op->name, 0, 0, time_s, op->bytes_read + op->bytes_written, op->flops);
+    hl_item *it = item(a, op->name, NULL, NULL);
+    it->calls += times;
+    it->time_s += dt;
+    it->flops += op->flops * times;
+    it->bytes += (op->bytes_read + op->bytes_written) * times;
+    if (measured)
+        it->measured_calls += times;
+}
+
 /* Adds `times` executions of op, timed t (one execution, its launch added here), to the phase;
  * `measured`: t came from the job's kernel tables. */
-static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times, int measured)
+static inline void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times,
+                              int measured)
 {
     t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
@@ -150,16 +166,8 @@ static void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_ti
     a->ph.flops += op->flops * times;
     a->ph.hbm_bytes += (op->bytes_read + op->bytes_written) * times;
     a->kernels += times;
-    if (a->summary)
-        return;
-    log_event(a, op->name, 0, 0, t.time_s, op->bytes_read + op->bytes_written, op->flops);
-    hl_item *it = item(a, op->name, NULL, NULL);
-    it->calls += times;
-    it->time_s += dt;
-    it->flops += op->flops * times;
-    it->bytes += (op->bytes_read + op->bytes_written) * times;
-    if (measured)
-        it->measured_calls += times;
+    if (!a->summary)
+        account_op_rows(a, op, t.time_s, dt, times, measured);
 }
 
 /* The GPU's GEMM classes for the thread's last job class (sim.c: the job but its input, so the
@@ -267,10 +275,23 @@ static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
     return job_algo(s);
 }
 
+/* account_coll's event and breakdown row (not in summary mode), out of line as account_op_rows. */
+__attribute__((noinline)) static void account_coll_rows(hl_acc *a, const char *name, const hl_coll_in *in,
+                                                         const hl_coll_out *o, double times, double raw, int measured)
+{
+    log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
+    hl_item *it = item(a, name, in, o);
+    it->calls += times;
+    it->time_s += raw;
+    it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
+    if (measured)
+        it->measured_calls += times;
+}
+
 /* Adds `times` executions of a collective (in) already timed (o) to the phase; `measured`: o's
  * time came from the job's kernel tables. */
-static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times,
-                         int measured)
+static inline void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, const hl_coll_out *o, double times,
+                                int measured)
 {
     /* Raw times here; hl_acc_finish() hides the overlapped part. */
     double raw = o->time_s * times, lat = o->latency_s * times;
@@ -282,15 +303,8 @@ static void account_coll(hl_acc *a, const char *name, const hl_coll_in *in, cons
         a->ph.scaleout_comm_s += raw - lat;
     else
         a->ph.scaleup_comm_s += raw - lat;
-    if (a->summary)
-        return;
-    log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
-    hl_item *it = item(a, name, in, o);
-    it->calls += times;
-    it->time_s += raw;
-    it->bytes += (o->scaleup_bytes + o->scaleout_bytes) * times;
-    if (measured)
-        it->measured_calls += times;
+    if (!a->summary)
+        account_coll_rows(a, name, in, o, times, raw, measured);
 }
 
 /* Whether moving peers of an HBD to scale-out can beat the placed time at
