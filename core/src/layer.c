@@ -135,7 +135,7 @@ static int measured_op(const hl_sim_ctx *s, const hl_op *op, double *time_s)
 /* account_op's event and breakdown row (not in summary mode): out of line, so that the summary
  * path, a few adds, inlines into its callers. dt: the executions' time. */
 __attribute__((noinline)) static void account_op_rows(hl_acc *a, const hl_op *op, double time_s, double dt,
-                                                       double times, int measured)
+                                                      double times, int measured)
 {
     log_event(a, op->name, 0, 0, time_s, op->bytes_read + op->bytes_written, op->flops);
     hl_item *it = item(a, op->name, NULL, NULL);
@@ -149,8 +149,7 @@ __attribute__((noinline)) static void account_op_rows(hl_acc *a, const hl_op *op
 
 /* Adds `times` executions of op, timed t (one execution, its launch added here), to the phase;
  * `measured`: t came from the job's kernel tables. */
-static inline void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times,
-                              int measured)
+static inline void account_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, hl_op_time t, double times, int measured)
 {
     t.time_s += s->launch_extra; /* without CUDA graphs a kernel costs its host launch (docs/MODEL.md 6.1) */
     double dt = t.time_s * times;
@@ -277,7 +276,7 @@ static int32_t op_algo(const hl_sim_ctx *s, hl_coll_op op)
 
 /* account_coll's event and breakdown row (not in summary mode), out of line as account_op_rows. */
 __attribute__((noinline)) static void account_coll_rows(hl_acc *a, const char *name, const hl_coll_in *in,
-                                                         const hl_coll_out *o, double times, double raw, int measured)
+                                                        const hl_coll_out *o, double times, double raw, int measured)
 {
     log_event(a, name, 1, o->hbds > 1, o->time_s, o->scaleup_bytes + o->scaleout_bytes, 0);
     hl_item *it = item(a, name, in, o);

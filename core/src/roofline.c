@@ -103,9 +103,11 @@ static double attn_bw(const hl_gpu *g) { return g->hbm_bw * (g->eff_mem_attn > 0
 static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
 
 /* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
- * intensity and ridge (set to 0): the same expressions on the same values, so the same bits. */
-static inline hl_status op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean,
-                                   hl_op_time *out, hl_err *err)
+ * intensity and ridge (set to 0): the same expressions on the same values, so the same bits.
+ * Inlined whole into both callers: gcc split it otherwise, and hl_op_time_lean (ten calls a
+ * sweep point) paid a wrapper's call and argument moves before the split-off body. */
+static inline __attribute__((always_inline)) hl_status
+op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean, hl_op_time *out, hl_err *err)
 {
     /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
     if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
