@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 
 /* Elements per token per softmax-attention layer for the whole model (all KV
  * heads); DSA adds the indexer's key (index_dim) to MLA's latent. */
@@ -30,7 +31,7 @@ double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context)
     double local = (double)hl_model_local_layers(m);
     double full = attention_layers(m) - local;
     /* a sliding layer keeps the last window; a chunked one at most one chunk */
-    double win = m->sliding_window > 0 ? fmin(context, (double)m->sliding_window) : context;
+    double win = m->sliding_window > 0 ? hl_fmin(context, (double)m->sliding_window) : context;
     return per_layer * (full * context + local * win);
 }
 

@@ -11,6 +11,7 @@
 #include "hbdlab/coll.h"
 #include "hbdlab/roofline.h"
 #include "hbdlab/sim.h"
+#include "fmax_int.h"
 #include "mapping_int.h"
 #include "model_int.h"
 
@@ -98,7 +99,7 @@ static inline double hl_comm_hidden(double overlap, double comm_s, double ops_s)
  * (inline, as the functions below: the phases call them once each). */
 static inline void hl_acc_finish(hl_acc *a)
 {
-    double hidden = a->tbo_hidden > 0 ? fmin(a->tbo_hidden, a->ph.comm_s)
+    double hidden = a->tbo_hidden > 0 ? hl_fmin(a->tbo_hidden, a->ph.comm_s)
                                       : hl_comm_hidden(a->overlap, a->ph.comm_s, a->ph.compute_s + a->ph.memory_s);
     if (hidden > 0) {
         double keep = 1 - hidden / a->ph.comm_s;
@@ -122,7 +123,7 @@ static inline double hl_pipeline_microbatches(const hl_sim_ctx *s, double seqs)
     if (s->pp <= 1)
         return 1;
     double mb = s->j->microbatches > 0 ? s->j->microbatches : (double)s->pp;
-    return fmax(1, fmin(mb, seqs));
+    return hl_fmax(1, hl_fmin(mb, seqs));
 }
 
 /* Stage slots (each one micro-batch's pass over one stage) on the critical
@@ -132,7 +133,7 @@ static inline double hl_pipeline_microbatches(const hl_sim_ctx *s, double seqs)
  * its token is sampled (every step of a decode phase, every serving iteration). */
 static inline double hl_pipeline_slots(const hl_sim_ctx *s, double m, int from_empty)
 {
-    return from_empty ? m + (double)s->pp - 1 : fmax(m, (double)s->pp);
+    return from_empty ? m + (double)s->pp - 1 : hl_fmax(m, (double)s->pp);
 }
 
 /* The pipeline fill of a phase from an empty pipeline: ph holds m micro-batch
@@ -187,13 +188,8 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
  * they have no attention kernel (their recurrence is part of hl_layer_ops). */
 static inline void hl_layer_split(const hl_sim_ctx *s, double *full, double *sliding)
 {
-    const hl_model *m = s->m;
-    double L = (double)m->layers;
-    double lin = (double)hl_model_linear_layers(m) / L, loc = (double)hl_model_local_layers(m) / L;
-    if (m->index_topk > 0)
-        loc = 1 - lin;
-    *sliding = s->stage_layers * loc;
-    *full = fmax(0, s->stage_layers * (1 - lin - loc));
+    *full = s->full_layers; /* computed by hl_sim_resolve (mapping.c layer_split) */
+    *sliding = s->sliding_layers;
 }
 
 /* Keys a local layer's query sees at most: sparse attention's top-k, or the sliding window / chunk. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "hbdlab/precision.h"
 #include "hw_int.h"
 #include "model_int.h"
@@ -87,6 +88,20 @@ hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, 
     if (!st && (st = hl_sim_resolve(draft, s, HL_TRUST_CLUSTER, err)))
         hl_err_prefix(err, "field 'spec_draft_model'");
     return st;
+}
+
+/* The layers of a stage with full and with local attention (hl_layer_split's), once per resolve:
+ * of L layers, the linear-attention ones have no attention kernel and the local ones see at most
+ * hl_local_window keys (sparse attention's indexed layers are all local). */
+static void layer_split(hl_sim_ctx *s)
+{
+    const hl_model *m = s->m;
+    double L = (double)m->layers;
+    double lin = (double)hl_model_linear_layers(m) / L, loc = (double)hl_model_local_layers(m) / L;
+    if (m->index_topk > 0)
+        loc = 1 - lin;
+    s->sliding_layers = s->stage_layers * loc;
+    s->full_layers = hl_fmax(0, s->stage_layers * (1 - lin - loc));
 }
 
 /* The checks of hl_sim_resolve that read the job's input (the others do not). */
@@ -242,6 +257,7 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
         return st;
     s->stage_layers = (double)m->layers / (double)s->pp;
     s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
+    layer_split(s);
     s->b_local = j->batch / (double)s->dp;
     return HL_OK;
 }

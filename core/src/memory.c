@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "err_int.h"
+#include "fmax_int.h"
 #include "hbdlab/kvcache.h"
 #include "model_int.h"
 #include "memory_int.h"
@@ -154,8 +155,9 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
     double b = s->b_local;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */
-    out->workspace_bytes =
-        j->workspace_bytes > 0 ? j->workspace_bytes : fmin(b * j->input, 8192) * (double)m->hidden * s->ab * 16 + 0.5e9;
+    out->workspace_bytes = j->workspace_bytes > 0
+                               ? j->workspace_bytes
+                               : hl_fmin(b * j->input, 8192) * (double)m->hidden * s->ab * 16 + 0.5e9;
     out->per_gpu_bytes = out->weights_bytes + out->kv_bytes + out->workspace_bytes;
     out->fits = out->per_gpu_bytes <= hl_kv_usable_bytes(j->cluster.gpu.hbm_bytes, j->mem_util, s->fw.kv_of_free,
                                                          out->weights_bytes, out->workspace_bytes);
