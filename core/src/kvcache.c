@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "err_int.h"
-#include "fmax_int.h"
+#include "kvcache_int.h"
 
 /* Elements per token per softmax-attention layer for the whole model (all KV
  * heads); DSA adds the indexer's key (index_dim) to MLA's latent. */
@@ -25,19 +25,28 @@ double hl_kv_bytes_per_token(const hl_model *m, hl_precision kv)
     return kv_elems_per_layer(m) * attention_layers(m) * hl_precision_bytes(kv);
 }
 
+void hl_kv_seq_line_of(const hl_model *m, hl_precision kv, hl_kv_seq_line *l)
+{
+    l->per_layer = kv_elems_per_layer(m) * hl_precision_bytes(kv);
+    l->local = (double)hl_model_local_layers(m);
+    l->full = attention_layers(m) - l->local;
+    l->window = m->sliding_window > 0 ? (double)m->sliding_window : 0;
+    l->index_layers = index_elems(m) * attention_layers(m);
+    l->bytes = hl_precision_bytes(kv);
+}
+
 double hl_kv_bytes_sequence(const hl_model *m, hl_precision kv, double context)
 {
-    double per_layer = kv_elems_per_layer(m) * hl_precision_bytes(kv);
-    double local = (double)hl_model_local_layers(m);
-    double full = attention_layers(m) - local;
-    /* a sliding layer keeps the last window; a chunked one at most one chunk */
-    double win = m->sliding_window > 0 ? hl_fmin(context, (double)m->sliding_window) : context;
-    return per_layer * (full * context + local * win);
+    hl_kv_seq_line l;
+    hl_kv_seq_line_of(m, kv, &l);
+    return hl_kv_seq_bytes(&l, context);
 }
 
 double hl_kv_index_bytes_sequence(const hl_model *m, hl_precision kv, double context)
 {
-    return index_elems(m) * attention_layers(m) * context * hl_precision_bytes(kv);
+    hl_kv_seq_line l;
+    hl_kv_seq_line_of(m, kv, &l);
+    return hl_kv_seq_index_bytes(&l, context);
 }
 
 double hl_kv_state_elems_layer(const hl_model *m)

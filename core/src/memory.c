@@ -6,6 +6,7 @@
 #include "err_int.h"
 #include "fmax_int.h"
 #include "hbdlab/kvcache.h"
+#include "kvcache_int.h"
 #include "model_int.h"
 #include "memory_int.h"
 
@@ -58,10 +59,12 @@ static hl_status weights_bytes(const hl_sim_ctx *s, double *out, hl_err *err)
     return HL_OK;
 }
 
-/* What kv_bytes takes from s but not from the context: this rank's share of the KV heads and
- * each sequence's linear-attention state, B. */
+/* What kv_bytes takes from s but not from the context: this rank's share of the KV heads,
+ * each sequence's linear-attention state, B, and a sequence's KV bytes as a function of the
+ * context (kvcache_int.h). */
 typedef struct kv_factors {
     double share, state;
+    hl_kv_seq_line line;
 } kv_factors;
 
 static kv_factors kv_factors_of(const hl_sim_ctx *s)
@@ -72,6 +75,7 @@ static kv_factors kv_factors_of(const hl_sim_ctx *s)
     /* linear-attention state: one per sequence, whatever its context, at the
      * activation precision (vLLM's mamba_ssm_cache_dtype "auto" = model dtype) */
     k.state = hl_kv_state_bytes(m, (hl_precision)s->j->act_precision) * hl_kv_state_share_per_gpu(m, s->tp);
+    hl_kv_seq_line_of(m, (hl_precision)hl_job_kv_precision(s->j), &k.line);
     return k;
 }
 
@@ -79,15 +83,17 @@ static kv_factors kv_factors_of(const hl_sim_ctx *s)
  * keys and values (this rank's heads), the indexer's keys (whole on every rank) and the
  * linear-attention state, over the stages
  * (k: kv_factors_of(s)). */
-static double kv_bytes_with(const hl_sim_ctx *s, double ctx, kv_factors k)
+static double kv_bytes_with(const hl_sim_ctx *s, double ctx, const kv_factors *k)
 {
-    const hl_model *m = s->m;
-    hl_precision kvp = (hl_precision)hl_job_kv_precision(s->j);
-    double index = hl_kv_index_bytes_sequence(m, kvp, ctx); /* whole on every rank */
-    return s->b_local * ((hl_kv_bytes_sequence(m, kvp, ctx) - index) * k.share + index + k.state) / (double)s->pp;
+    double index = hl_kv_seq_index_bytes(&k->line, ctx); /* whole on every rank */
+    return s->b_local * ((hl_kv_seq_bytes(&k->line, ctx) - index) * k->share + index + k->state) / (double)s->pp;
 }
 
-static double kv_bytes(const hl_sim_ctx *s, double ctx) { return kv_bytes_with(s, ctx, kv_factors_of(s)); }
+static double kv_bytes(const hl_sim_ctx *s, double ctx)
+{
+    kv_factors k = kv_factors_of(s);
+    return kv_bytes_with(s, ctx, &k);
+}
 
 /* The draft model's weights and KV per GPU (spec_draft_model; 0 and 0 without one): it runs as
  * hl_job_draft, with the target's TP on the same GPUs, so each GPU holds 1/tp of its weights and
@@ -151,7 +157,7 @@ hl_status hl_memory_resolved(const hl_sim_ctx *s, hl_memory *out, hl_err *err)
         return st;
     out->draft_bytes = dw + dkv;
     out->weights_bytes += dw;
-    out->kv_bytes = kv_bytes_with(s, ctx, wmemo.kv) + dkv;
+    out->kv_bytes = kv_bytes_with(s, ctx, &wmemo.kv) + dkv;
     double b = s->b_local;
     /* Workspace: activations of a prefill chunk of up to 8192 tokens, 16 hidden-wide
      * buffers, plus 0.5 GB of runtime buffers (documented heuristic). */

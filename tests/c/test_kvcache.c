@@ -47,6 +47,22 @@ static void test_sliding_window_sequence(void **state)
     assert_rel(hl_kv_bytes_sequence(&g, HL_BF16, 100), 100 * 36 * 2048.0, 1e-12, "inside the window");
 }
 
+/* DeepSeek-V3.2-Exp (DSA): every one of its 61 layers caches MLA's latent, 512 + 64, and the
+ * indexer's key, index_dim 128: 704 elements a token a layer. At 1,000 tokens in BF16:
+ * 704 * 61 * 1000 * 2 B = 85,888,000 B, of which the indexer's 128 * 61 * 1000 * 2 =
+ * 15,616,000 B; in FP8 half of each (the memory model keeps the index part whole on every
+ * rank: memory.c). */
+static void test_indexer_keys_sequence(void **state)
+{
+    (void)state;
+    hl_model d = model("deepseek-v3.2-exp");
+    assert_rel(hl_kv_bytes_sequence(&d, HL_BF16, 1000), 85888000, 1e-12, "dsa sequence bf16");
+    assert_rel(hl_kv_index_bytes_sequence(&d, HL_BF16, 1000), 15616000, 1e-12, "dsa index keys bf16");
+    assert_rel(hl_kv_index_bytes_sequence(&d, HL_FP8, 1000), 7808000, 1e-12, "dsa index keys fp8");
+    hl_model v = model("deepseek-v3"); /* no indexer */
+    assert_rel(hl_kv_index_bytes_sequence(&v, HL_BF16, 1000), 0, 0, "no indexer");
+}
+
 /* 80 GB at util 0.9 = 72 GB; weights 40 GB, workspace 2 GB: budget 30 GB.
  * 163,840 B/token (Llama-70B FP8 on one GPU): 183,105 tokens (floor).
  * Context 2,000: 91 sequences. Paged with 16-token blocks: block = 2,621,440 B,
@@ -127,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_bytes_per_token),         cmocka_unit_test(test_per_gpu_split),
         cmocka_unit_test(test_sliding_window_sequence), cmocka_unit_test(test_capacity_by_hand),
         cmocka_unit_test(test_capacity_does_not_fit),   cmocka_unit_test(test_capacity_of_free),
+        cmocka_unit_test(test_indexer_keys_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
