@@ -90,10 +90,11 @@ hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, 
     return st;
 }
 
-/* The layers of a stage with full and with local attention (hl_layer_split's), once per resolve:
+/* The layers of a stage with full and with local attention (hl_layer_split's), once per resolve
+ * (and again where a context's stage_layers changes: two-batch overlap's split, sim.c):
  * of L layers, the linear-attention ones have no attention kernel and the local ones see at most
  * hl_local_window keys (sparse attention's indexed layers are all local). */
-static void layer_split(hl_sim_ctx *s)
+void hl_sim_layer_split(hl_sim_ctx *s)
 {
     const hl_model *m = s->m;
     double L = (double)m->layers;
@@ -257,7 +258,7 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
         return st;
     s->stage_layers = (double)m->layers / (double)s->pp;
     s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
-    layer_split(s);
+    hl_sim_layer_split(s);
     s->b_local = j->batch / (double)s->dp;
     return HL_OK;
 }

@@ -56,6 +56,8 @@ hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **ou
 /* Validates the job (skipping what `trust` names) and resolves its mapping into
  * *s; s->j, s->m, s->c point into *job, which must outlive *s. */
 hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
+/* Sets s->full_layers and s->sliding_layers from s->stage_layers and the model (hl_layer_split reads them). */
+void hl_sim_layer_split(hl_sim_ctx *s);
 
 /* hl_sim_resolve calls so far on the calling thread: a context's layout is the thread's cache
  * while none has run since it was resolved. */
