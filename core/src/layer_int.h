@@ -188,8 +188,8 @@ void hl_indexer_op(const hl_sim_ctx *s, hl_op *op, double b, double q, double ct
  * they have no attention kernel (their recurrence is part of hl_layer_ops). */
 static inline void hl_layer_split(const hl_sim_ctx *s, double *full, double *sliding)
 {
-    *full = s->full_layers; /* computed by hl_sim_resolve (mapping.c layer_split) */
-    *sliding = s->sliding_layers;
+    *sliding = s->stage_layers * s->sliding_share; /* shares: hl_sim_resolve (mapping.c layer_shares) */
+    *full = hl_fmax(0, s->stage_layers * s->full_share);
 }
 
 /* Keys a local layer's query sees at most: sparse attention's top-k, or the sliding window / chunk. */

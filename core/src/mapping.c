@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "err_int.h"
-#include "fmax_int.h"
 #include "hbdlab/precision.h"
 #include "hw_int.h"
 #include "model_int.h"
@@ -90,19 +89,18 @@ hl_status hl_sim_resolve_draft(const hl_job *job, hl_job *draft, hl_sim_ctx *s, 
     return st;
 }
 
-/* The layers of a stage with full and with local attention (hl_layer_split's), once per resolve
- * (and again where a context's stage_layers changes: two-batch overlap's split, sim.c):
- * of L layers, the linear-attention ones have no attention kernel and the local ones see at most
- * hl_local_window keys (sparse attention's indexed layers are all local). */
-void hl_sim_layer_split(hl_sim_ctx *s)
+/* The shares of a model's layers with full and with local attention (hl_layer_split scales them by a
+ * context's stage_layers), once per resolve: of L layers, the linear-attention ones have no attention
+ * kernel and the local ones see at most hl_local_window keys (sparse attention's indexed layers are all local). */
+static void layer_shares(hl_sim_ctx *s)
 {
     const hl_model *m = s->m;
     double L = (double)m->layers;
     double lin = (double)hl_model_linear_layers(m) / L, loc = (double)hl_model_local_layers(m) / L;
     if (m->index_topk > 0)
         loc = 1 - lin;
-    s->sliding_layers = s->stage_layers * loc;
-    s->full_layers = hl_fmax(0, s->stage_layers * (1 - lin - loc));
+    s->sliding_share = loc;
+    s->full_share = 1 - lin - loc;
 }
 
 /* The checks of hl_sim_resolve that read the job's input (the others do not). */
@@ -258,7 +256,7 @@ hl_status hl_sim_resolve(const hl_job *j, hl_sim_ctx *s, int trust, hl_err *err)
         return st;
     s->stage_layers = (double)m->layers / (double)s->pp;
     s->dense_frac = 1 - (double)hl_model_moe_layers(m) / (double)m->layers;
-    hl_sim_layer_split(s);
+    layer_shares(s);
     s->b_local = j->batch / (double)s->dp;
     return HL_OK;
 }

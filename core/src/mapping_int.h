@@ -27,15 +27,15 @@ typedef struct hl_sim_ctx {
     const hl_cluster *c;
     double wb, ab, kvb, wireb; /* bytes per element: weights, activations, KV, MoE dispatch payload */
     int64_t G, tp, pp, ep, dp, etp;
-    double slots;                       /* expert slots: experts + redundant_experts (replicas of hot experts) */
-    double decode_q;                    /* new tokens per sequence in a decode step: 1, or 1 + spec_tokens */
-    double stage_layers;                /* layers per pipeline stage */
-    double dense_frac;                  /* fraction of layers with a dense FFN */
-    double full_layers, sliding_layers; /* layers of this stage with full and with local attention (hl_layer_split) */
-    double b_local;                     /* sequences per attention data-parallel group */
-    int64_t rph_tp;                     /* members of a TP group inside one HBD (placement) */
-    int64_t rph_domain;                 /* members of a stage's expert domain inside one HBD */
-    int64_t pp_stride;                  /* rank distance between pipeline neighbours */
+    double slots;                     /* expert slots: experts + redundant_experts (replicas of hot experts) */
+    double decode_q;                  /* new tokens per sequence in a decode step: 1, or 1 + spec_tokens */
+    double stage_layers;              /* layers per pipeline stage */
+    double dense_frac;                /* fraction of layers with a dense FFN */
+    double full_share, sliding_share; /* shares of the model's layers with full and local attention (hl_layer_split) */
+    double b_local;                   /* sequences per attention data-parallel group */
+    int64_t rph_tp;                   /* members of a TP group inside one HBD (placement) */
+    int64_t rph_domain;               /* members of a stage's expert domain inside one HBD */
+    int64_t pp_stride;                /* rank distance between pipeline neighbours */
     /* experts and replicas on the EP ranks for the routing shares (MoE only, else
      * NULL): the resolving thread's cache (hl_sim_layout), valid until that thread
      * resolves another routing; an owner that outlives it (the stepper) copies it */
@@ -56,8 +56,6 @@ hl_status hl_sim_layout(const hl_job *j, int64_t ep, const hl_expert_layout **ou
 /* Validates the job (skipping what `trust` names) and resolves its mapping into
  * *s; s->j, s->m, s->c point into *job, which must outlive *s. */
 hl_status hl_sim_resolve(const hl_job *job, hl_sim_ctx *s, int trust, hl_err *err);
-/* Sets s->full_layers and s->sliding_layers from s->stage_layers and the model (hl_layer_split reads them). */
-void hl_sim_layer_split(hl_sim_ctx *s);
 
 /* hl_sim_resolve calls so far on the calling thread: a context's layout is the thread's cache
  * while none has run since it was resolved. */

@@ -593,8 +593,6 @@ static void tbo_split_layers(const hl_sim_ctx *s, hl_sim_ctx *ovl, hl_sim_ctx *l
     *lead = *s;
     lead->stage_layers = Ld;
     lead->dense_frac = 1;
-    hl_sim_layer_split(ovl);
-    hl_sim_layer_split(lead);
 }
 
 /* The layers of one stage in prefill (all but the pass's embedding and LM head): hl_layer_ops, then the
