@@ -492,6 +492,20 @@ static void hits_pmf(const double *p, int64_t n, double *pmf)
     }
 }
 
+/* P(a slot is hit) = 1 - b^t, as 1 - pow(b, t) rounds it, for b = fl(1 - y) (y: a pick's probability
+ * of the slot, topk * share) and t tokens; without the pow where that is exactly 1. Derived: for
+ * y >= 2^-40 and t y >= 64 (fl(t y) >= 64: t y >= 64 (1 - 2^-53)), ln b <= b - 1 <= -y + 2^-54
+ * (b is within half an ulp below 1, 2^-54, of 1 - y; clamped to 0 it is smaller) <= -y (1 - 2^-14),
+ * so b^t <= e^-63.99 < 2^-92; pow is within a few ulp of that (glibc: 1 ulp), far below 2^-54,
+ * and 1 - x for 0 <= x < 2^-54 rounds to 1 (its neighbours are 1 - 2^-53 and 1; 1 is nearer).
+ * A sweep's prefill routes thousands of tokens: there every slot is hit, for one compare. */
+static double hit_prob(double y, double b, double t)
+{
+    if (y >= 0x1p-40 && t * y >= 64)
+        return 1;
+    return 1 - pow(b, t);
+}
+
 double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
 {
     int64_t S = lay->slots, R = lay->ranks, per = S / R;
@@ -500,7 +514,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
         return 0;
     if (lay->uniform) {
         /* Binomial(per, p) per rank, E[max] = sum_{x=1..per} (1 - F(x-1)^R) */
-        double p = 1 - pow(1 - k / (double)S, tokens);
+        double y = k / (double)S, p = hit_prob(y, 1 - y, tokens);
         if (R <= 1 || p <= 0)
             return (double)per * p;
         if (p >= 1)
@@ -517,7 +531,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
     }
     double hit[HL_EXPERT_SLOTS_MAX];
     for (int64_t s = 0; s < S; s++)
-        hit[s] = 1 - pow(hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
+        hit[s] = hit_prob(k * lay->slot_share[s], hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
     if (R == 1) {
         double sum = 0;
         for (int64_t s = 0; s < S; s++)
