@@ -708,12 +708,12 @@ static int shape_pick(shape *sh, hl_coll_op op, const group *G, int *algo)
     double x = G->S;
     if (op == HL_ALLTOALL)
         x *= G->imb > 1 ? G->imb : 1;
-    if (!(x >= 1 && x <= 1e24))
-        return 0;
-    if (x >= sh->won_lo && x <= sh->won_hi) {
+    if (x >= sh->won_lo && x <= sh->won_hi) { /* inside [1, 1e24] */
         *algo = sh->alive[sh->won];
         return 1;
     }
+    if (!(x >= 1 && x <= 1e24))
+        return 0;
     double v[SHAPE_ALGOS];
     int w = 0;
     for (int i = 0; i < sh->n_alive; i++) {
