@@ -735,8 +735,7 @@ static int l_sweep_to_csv(lua_State *L)
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
         hl_bind_interrupt = 0;
         return hl_error(L, "sweep_to_csv terminated (%s): %I of %I rows written to %s", hl_bind_stop_name(),
-                        (lua_Integer)written,
-                        (lua_Integer)total, path);
+                        (lua_Integer)written, (lua_Integer)total, path);
     }
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written, (long long)total,
