@@ -20,6 +20,7 @@
 #include "hbdlab/csv.h"
 #include "hbdlab/result.h"
 #include "sweep_int.h"
+#include "write_behind_int.h"
 
 enum { SLOTS_PER_THREAD = 3, MAX_THREADS = 256 };
 
@@ -426,11 +427,13 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
 
 /* ---- into a file ---- */
 
-/* the file and the errno of its first failed write (EFBIG, ENOSPC), read at the write: the
- * calls after it (fclose's, the caller's) overwrite errno */
+/* the file, the errno of its first failed write (EFBIG, ENOSPC), read at the write: the calls
+ * after it (fclose's, the caller's) overwrite errno; and its write-behind (a long file's written
+ * pages handed to the disk and dropped from the page cache as it grows: write_behind.c says why) */
 typedef struct file_out {
     FILE *f;
     int write_errno;
+    hl_write_behind wb;
 } file_out;
 
 static int32_t file_sink(void *user, const char *text, int64_t len, int64_t points_done)
@@ -442,6 +445,7 @@ static int32_t file_sink(void *user, const char *text, int64_t len, int64_t poin
             fo->write_errno = errno ? errno : EIO;
         return -1;
     }
+    hl_write_behind_wrote(&fo->wb, len);
     return 0;
 }
 
@@ -498,9 +502,10 @@ hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, c
         free(tmp);
         return hl_fail(err, HL_EIO, "sweep csv: cannot write %s: %s", path, strerror(e));
     }
+    file_out out = {.f = f};
+    hl_write_behind_init(&out.wb, fd);
     hl_sweep_csv_opts fo = *o;
     fo.header = 1;
-    file_out out = {f, 0};
     fo.sink = file_sink;
     fo.user = &out;
     fo.sink_any_thread = 1; /* fwrite, one call at a time */
