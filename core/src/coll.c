@@ -785,7 +785,7 @@ static hl_status group_of(const hl_cluster *c, int64_t hbd, const hl_coll_in *in
  * (every fill takes a new stamp, hl_coll_shape_cache zeroes them: a hint's stamp is never 0), so
  * the shape its caller vouches for, which shape_is would find there. */
 static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
-                              hl_err *err)
+                              int lean, hl_err *err)
 {
     shape *sh = NULL;
     group local, *G = &local;
@@ -858,9 +858,11 @@ static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in
     out->algo = best.algo ? best.algo : best_algo;
     out->time_s = best.lat + best.bw;
     out->latency_s = best.lat;
-    out->latency_share = out->time_s > 0 ? best.lat / out->time_s : 0;
-    out->algbw = out->time_s > 0 ? in->bytes / out->time_s : 0;
-    out->busbw = out->algbw * hl_coll_bus_factor((hl_coll_op)in->op, n);
+    if (!lean) { /* lean (hinted): left 0, as hl_coll_time_hinted's callers never read them */
+        out->latency_share = out->time_s > 0 ? best.lat / out->time_s : 0;
+        out->algbw = out->time_s > 0 ? in->bytes / out->time_s : 0;
+        out->busbw = out->algbw * hl_coll_bus_factor((hl_coll_op)in->op, n);
+    }
     out->scaleup_bytes = best.up;
     out->scaleout_bytes = best.out;
     return HL_OK;
@@ -869,12 +871,40 @@ static hl_status coll_time_at(const hl_cluster *c, int64_t hbd, const hl_coll_in
 static hl_status coll_time_uncached(const hl_cluster *c, int64_t hbd, const hl_coll_in *in, hl_coll_out *out,
                                     hl_err *err)
 {
-    return coll_time_at(c, hbd, in, out, NULL, err);
+    return coll_time_at(c, hbd, in, out, NULL, 0, err);
 }
 
+/* A hint that still names its slot's fill, on a shape where AUTO's winner is picked by the bound:
+ * coll_time_at's steps for that case alone (the size's checks, the shape's G, shape_pick, the
+ * winner's cost, the same fields from the same values), without its lookups and branches. Else
+ * coll_time_at, lean. Either way algbw, busbw and latency_share are 0. */
 hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h, hl_err *err)
 {
-    return coll_time_at(c, c->hbd, in, out, h, err);
+    shape *sh = &shapes[h->slot];
+    int w;
+    if (h->stamp != 0 && sh->stamp == h->stamp && sh->fast) { /* fast: AUTO over ranks > 1 */
+        hl_status st = check_sized(in, err);
+        if (st)
+            return st;
+        group *G = &sh->G;
+        G->S = in->bytes;
+        G->imb = in->imbalance;
+        if (shape_pick(sh, (hl_coll_op)in->op, G, &w)) {
+            cost best = algos[w]((hl_coll_op)in->op, G);
+            if (best.ok) { /* always: shape_lines keeps only applicable algorithms */
+                memset(out, 0, sizeof *out);
+                out->hbds = (int64_t)G->N; /* n / g, exactly */
+                out->ranks_per_hbd = (int64_t)G->g;
+                out->algo = best.algo ? best.algo : w;
+                out->time_s = best.lat + best.bw;
+                out->latency_s = best.lat;
+                out->scaleup_bytes = best.up;
+                out->scaleout_bytes = best.out;
+                return HL_OK;
+            }
+        }
+    }
+    return coll_time_at(c, c->hbd, in, out, h, 1, err);
 }
 
 double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidden, double bytes_per_element)
