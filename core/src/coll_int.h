@@ -31,8 +31,10 @@ typedef struct hl_coll_hint {
  * shape (c's link fields, c->hbd, and in but its bytes and imbalance: layer.c keys its hints by
  * the job class and those fields of in). While the slot *h names has not been refilled since it
  * was seen, the call takes it without looking the shape up and comparing it (the same group and
- * lines, so the same bits); else as hl_coll_time, and *h is set. c, in and out must not be NULL;
- * not through the memo (a pure cache: no result depends on it). */
+ * lines, so the same bits); else as hl_coll_time, and *h is set. out's algbw, busbw and
+ * latency_share are left 0 (layer.c reads none of them; hl_coll_time gives them); every other
+ * field is hl_coll_time's. c, in and out must not be NULL; not through the memo (a pure cache: no
+ * result depends on it). */
 hl_status hl_coll_time_hinted(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *out, hl_coll_hint *h,
                               hl_err *err);
 

@@ -304,9 +304,9 @@ static double expected_max_std(int64_t n)
     return cache[n];
 }
 
-/* The ranks' shares in groups of equal ones, in increasing order (g[i].p and .count, the rest
- * zero); 1 when one rank takes every pick (the busiest load is then M). */
-static int group_shares_uncached(const hl_expert_layout *lay, rank_group *g, int64_t *ng_out)
+/* The ranks' shares in groups of equal ones, in increasing order (p[i], count[i], i < *ng_out);
+ * 1 when one rank takes every pick (the busiest load is then M). */
+static int group_shares_uncached(const hl_expert_layout *lay, double *p, double *count, int64_t *ng_out)
 {
     int64_t R = lay->ranks, ng = 0;
     double sh[HL_EXPERT_SLOTS_MAX];
@@ -322,11 +322,12 @@ static int group_shares_uncached(const hl_expert_layout *lay, rank_group *g, int
             continue; /* a rank no pick reaches: L = 0 */
         if (sh[r] >= 1 - 1e-15)
             return 1;
-        if (ng > 0 && fabs(sh[r] - g[ng - 1].p) <= 1e-12 * sh[r]) {
-            g[ng - 1].count++;
+        if (ng > 0 && fabs(sh[r] - p[ng - 1]) <= 1e-12 * sh[r]) {
+            count[ng - 1]++;
             continue;
         }
-        g[ng] = (rank_group){.p = sh[r], .count = 1};
+        p[ng] = sh[r];
+        count[ng] = 1;
         ng++;
     }
     *ng_out = ng;
@@ -345,51 +346,27 @@ typedef struct groups_memo {
 } groups_memo;
 static _Thread_local groups_memo gmemo;
 
-static int group_shares(const hl_expert_layout *lay, rank_group *g, int64_t *ng)
+static const groups_memo *group_shares(const hl_expert_layout *lay)
 {
     groups_memo *m = &gmemo;
     int64_t R = lay->ranks;
     if (m->ranks != R || memcmp(m->share, lay->rank_share, (size_t)R * sizeof m->share[0]) != 0) {
         m->ranks = 0;
-        m->one = group_shares_uncached(lay, g, &m->ng);
-        for (int64_t i = 0; i < m->ng; i++) {
-            m->p[i] = g[i].p;
-            m->count[i] = g[i].count;
-        }
+        m->one = group_shares_uncached(lay, m->p, m->count, &m->ng);
         memcpy(m->share, lay->rank_share, (size_t)R * sizeof m->share[0]);
         m->ranks = R;
     }
-    *ng = m->ng;
-    for (int64_t i = 0; i < m->ng; i++)
-        g[i] = (rank_group){.p = m->p[i], .count = m->count[i]};
-    return m->one;
+    return m;
 }
 
-static double busiest_load(const hl_expert_layout *lay, double tokens)
+/* busiest_load of M > 0 picks over the groups gm (more than one, or one of binomial sd under 30):
+ * out of line, so that the closed form below does not set up their ~200 KB of walks. */
+__attribute__((noinline)) static double busiest_grouped(const groups_memo *gm, double M)
 {
-    double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
-    int64_t R = lay->ranks;
-    if (M <= 0)
-        return 0;
-    if (R == 1)
-        return M;
-    if (R == 2) { /* exact: L_1 = M - L_0, L_0 ~ Binomial(M, p) */
-        double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
-        if (p <= 0 || p >= 1)
-            return M;
-        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = hl_fmin(M, ceil(M * p + 13 * sd + 1));
-        double pmf = binom_pmf(M, p, lo);
-        for (double x = lo; x <= hi; x++) {
-            sum += pmf * hl_fmax(x, M - x);
-            pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
-        }
-        return sum;
-    }
-    /* groups of ranks with equal shares (the product over ranks is a few powers) */
     rank_group g[HL_EXPERT_SLOTS_MAX];
-    int64_t ng;
-    if (group_shares(lay, g, &ng))
-        return M;
+    int64_t ng = gm->ng;
+    for (int64_t i = 0; i < ng; i++)
+        g[i] = (rank_group){.p = gm->p[i], .count = gm->count[i]};
     /* below x_lo the busiest group's CDF is ~0 (P(max > x) = 1); above x_hi every CDF is ~1 */
     double x_lo = 0, x_hi = 0, sd_min = HUGE_VAL;
     for (int64_t i = 0; i < ng; i++) {
@@ -421,6 +398,52 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
             group_step(&g[i]);
     }
     return sum;
+}
+
+static double busiest_load(const hl_expert_layout *lay, double tokens)
+{
+    double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
+    int64_t R = lay->ranks;
+    if (M <= 0)
+        return 0;
+    if (R == 1)
+        return M;
+    if (R == 2) { /* exact: L_1 = M - L_0, L_0 ~ Binomial(M, p) */
+        double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
+        if (p <= 0 || p >= 1)
+            return M;
+        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = hl_fmin(M, ceil(M * p + 13 * sd + 1));
+        double pmf = binom_pmf(M, p, lo);
+        for (double x = lo; x <= hi; x++) {
+            sum += pmf * hl_fmax(x, M - x);
+            pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
+        }
+        return sum;
+    }
+    /* groups of ranks with equal shares (the product over ranks is a few powers). A uniform layout
+     * (hl_expert_layout_init: no histogram, no replicas) is one group of all R ranks: each rank's
+     * share is the sum of `slots / R` equal slot shares, so every rank's has the same bits, and
+     * with R >= 3 it is below 1 - 1e-15 (group_shares would find the same, without the compare). */
+    const groups_memo *gm = NULL;
+    double p = 0, n = 0; /* the one group's share and ranks (n = 0: more groups) */
+    if (lay->uniform) {
+        p = lay->rank_share[0];
+        n = (double)R;
+    } else {
+        gm = group_shares(lay);
+        if (gm->one)
+            return M;
+        if (gm->ng == 1) {
+            p = gm->p[0];
+            n = gm->count[0];
+        }
+    }
+    if (n > 0) { /* one share: busiest_grouped's closed form, the same expressions */
+        double lam = M * p, bsd = sqrt(lam * (1 - p));
+        if (hl_fmin(HUGE_VAL, bsd) >= 30) /* large counts: a normal rank (binomial sd) */
+            return lam + bsd * expected_max_std((int64_t)n);
+    }
+    return busiest_grouped(gm ? gm : group_shares(lay), M);
 }
 
 /* The last results of busiest_load on this thread, keyed by all it reads (tokens, topk, the
@@ -492,6 +515,20 @@ static void hits_pmf(const double *p, int64_t n, double *pmf)
     }
 }
 
+/* P(a slot is hit) = 1 - b^t, as 1 - pow(b, t) rounds it, for b = fl(1 - y) (y: a pick's probability
+ * of the slot, topk * share) and t tokens; without the pow where that is exactly 1. Derived: for
+ * y >= 2^-40 and t y >= 64 (fl(t y) >= 64: t y >= 64 (1 - 2^-53)), ln b <= b - 1 <= -y + 2^-54
+ * (b is within half an ulp below 1, 2^-54, of 1 - y; clamped to 0 it is smaller) <= -y (1 - 2^-14),
+ * so b^t <= e^-63.99 < 2^-92; pow is within a few ulp of that (glibc: 1 ulp), far below 2^-54,
+ * and 1 - x for 0 <= x < 2^-54 rounds to 1 (its neighbours are 1 - 2^-53 and 1; 1 is nearer).
+ * A sweep's prefill routes thousands of tokens: there every slot is hit, for one compare. */
+static double hit_prob(double y, double b, double t)
+{
+    if (y >= 0x1p-40 && t * y >= 64)
+        return 1;
+    return 1 - pow(b, t);
+}
+
 double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
 {
     int64_t S = lay->slots, R = lay->ranks, per = S / R;
@@ -500,7 +537,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
         return 0;
     if (lay->uniform) {
         /* Binomial(per, p) per rank, E[max] = sum_{x=1..per} (1 - F(x-1)^R) */
-        double p = 1 - pow(1 - k / (double)S, tokens);
+        double y = k / (double)S, p = hit_prob(y, 1 - y, tokens);
         if (R <= 1 || p <= 0)
             return (double)per * p;
         if (p >= 1)
@@ -517,7 +554,7 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
     }
     double hit[HL_EXPERT_SLOTS_MAX];
     for (int64_t s = 0; s < S; s++)
-        hit[s] = 1 - pow(hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
+        hit[s] = hit_prob(k * lay->slot_share[s], hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
     if (R == 1) {
         double sum = 0;
         for (int64_t s = 0; s < S; s++)

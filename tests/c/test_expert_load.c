@@ -1,6 +1,7 @@
 /* Expert load from routing: the busiest EP rank against a seeded Monte-Carlo
  * of the multinomial, EPLB placements worked out by hand, Zipf shares, and the
  * errors of a bad histogram. */
+#include <math.h>
 #include <string.h>
 
 #include <gsl/gsl_randist.h>
@@ -221,6 +222,70 @@ static void test_hits(void **state)
     assert_rel(hl_expert_busiest_hits(&lay, 1), 8, 1e-12, "ep1 one token");
 }
 
+/* Hit probabilities near 1, where hl_expert_busiest_hits stops calling pow (t topk share >= 64).
+ * One rank: the busiest rank's hits are the mean, sum over slots of p_s = 1 - (1 - topk share_s)^t
+ * (the header's formula, computed here with libm's pow). 16 experts, top-2, uniform: 16 (1 - 0.875^t)
+ * for t = 1..2000 tokens, across t = 512 where the shortcut starts (0.875^512 = 5e-30: 16 exactly);
+ * at t = 128, 16 - 16 e^(128 ln 0.875) = 16 - 6.1e-7, so a shortcut from t topk/S >= 16 fails.
+ * Zipf-skewed shares (skew 1) take the per-slot path. EP2 (8 slots a rank): E[max of 2 Binomial(8, p)]
+ * = sum_{x=1..8} 1 - F(x-1)^2, F summed here from the binomial pmf. */
+static void test_hits_near_all(void **state)
+{
+    (void)state;
+    hl_err e;
+    double z[16];
+    assert_ok(hl_routing_zipf(1, 16, 2, z, &e), &e);
+    for (int t = 1; t <= 2000; t++) {
+        assert_ok(hl_expert_layout_init(&lay, NULL, 16, 0, 1, 2, 0, &e), &e);
+        assert_rel(hl_expert_busiest_hits(&lay, t), 16 * (1 - pow(0.875, t)), 1e-14, "ep1 uniform");
+        assert_ok(hl_expert_layout_init(&lay, z, 16, 0, 1, 2, 0, &e), &e);
+        double want = 0;
+        for (int s = 0; s < 16; s++)
+            want += 1 - pow(fmax(0, 1 - 2 * z[s]), t);
+        assert_rel(hl_expert_busiest_hits(&lay, t), want, 1e-14, "ep1 zipf");
+        assert_ok(hl_expert_layout_init(&lay, NULL, 16, 0, 2, 2, 0, &e), &e);
+        double p = 1 - pow(0.875, t), F = 0, pmf = pow(1 - p, 8), sum = 0;
+        for (int x = 1; x <= 8; x++) {
+            F += pmf; /* F(x-1) */
+            sum += 1 - F * F;
+            pmf *= (8.0 - (x - 1)) / x * p / (1 - p);
+        }
+        assert_rel(hl_expert_busiest_hits(&lay, t), p < 1 ? sum : 8, 1e-12, "ep2 uniform");
+    }
+}
+
+/* A uniform layout takes its one group of ranks without grouping the shares: the same bits as the
+ * same shares given as a histogram (1/16 each: the grouped path), EP4 and EP8, from 1 to 100,000
+ * tokens (Levin's walk below a binomial sd of 30, the normal closed form above: 225 tokens on
+ * EP4, top-2 of 16: sd = sqrt(450 / 4 * 3 / 4) = 9.2; 100,000 tokens: 194). */
+static void test_uniform_group_same_bits(void **state)
+{
+    (void)state;
+    hl_err e;
+    double f[16];
+    static hl_expert_layout hist;
+    for (int i = 0; i < 16; i++)
+        f[i] = 1.0 / 16;
+    for (int ep = 4; ep <= 8; ep *= 2) {
+        assert_ok(hl_expert_layout_init(&lay, NULL, 16, 0, ep, 2, 0, &e), &e);
+        assert_ok(hl_expert_layout_init(&hist, f, 16, 0, ep, 2, 0, &e), &e);
+        assert_true(lay.uniform && !hist.uniform);
+        /* all of one layout, then the other: the thread's 4 last results (keyed by the shares, not
+         * the flag) are the other layout's last tokens, so the second pass computes every one */
+        double a[32], b[32], t = 1;
+        int n = 0;
+        for (; t <= 100000; t = t * 1.7 + 1)
+            a[n++] = hl_expert_busiest_load(&lay, t);
+        t = 1;
+        for (int i = 0; i < n; i++, t = t * 1.7 + 1) {
+            b[i] = hl_expert_busiest_load(&hist, t);
+            if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+                fail_msg("EP%d, %g tokens: uniform %.17g, histogram %.17g", ep, t, a[i], b[i]);
+        }
+        assert_true(n > 8);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -250,6 +315,8 @@ int main(void)
         cmocka_unit_test(test_eplb_hand_worked),
         cmocka_unit_test(test_zipf_shares),
         cmocka_unit_test(test_hits),
+        cmocka_unit_test(test_hits_near_all),
+        cmocka_unit_test(test_uniform_group_same_bits),
         cmocka_unit_test(test_busiest_memo_never_stale),
         cmocka_unit_test(test_busiest_memo_skip_same_values),
         cmocka_unit_test(test_errors),

@@ -1,0 +1,104 @@
+/* The simulator's per-thread memos keyed on a job class (summary mode: sim.c job_class_of) hold
+ * every argument their result depends on: layer.c's attention shapes (smemo, one per side of
+ * q <= decode_q) and sim.c's blended decode stream (stream_of, keyed on b and q). Each case runs
+ * a job in summary mode on this thread, where the job's own calls share the memo's class but
+ * differ in the argument under test, and compares it with the same job run in full mode (no job
+ * class: the memos are not used) on a fresh thread. A key missing the argument hands one call
+ * the other's entry, and the times differ. (stream_of is called only for q <= 1, the blended
+ * kernel's condition, and every caller passes q = 1 or gamma + 1: its q is always 1, so no job can
+ * tell a key without it.) */
+#include <pthread.h>
+#include <string.h>
+
+#include "check.h"
+#include "hbdlab/hbdlab.h"
+#include "jobs.h"
+
+typedef struct full_run {
+    hl_job job;
+    hl_result r;
+    hl_status st;
+    hl_err e;
+} full_run;
+
+static void *run_full(void *arg)
+{
+    full_run *f = arg;
+    f->job.summary_only = 0;
+    f->st = hl_sim_run(&f->job, &f->r, &f->e);
+    return NULL;
+}
+
+/* j in summary mode on this thread, then in full mode on a fresh one: ttft, tpot and total the
+ * same bits. */
+static void assert_class_run_is_full_run(const char *what, hl_job j)
+{
+    j.summary_only = 1;
+    hl_result r;
+    hl_err e;
+    assert_ok(hl_sim_run(&j, &r, &e), &e);
+    full_run f;
+    memset(&f, 0, sizeof f);
+    f.job = j;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_full, &f), 0);
+    pthread_join(t, NULL);
+    assert_ok(f.st, &f.e);
+    const double got[] = {r.ttft_s, r.tpot_s, r.total_s}, want[] = {f.r.ttft_s, f.r.tpot_s, f.r.total_s};
+    const char *names[] = {"ttft", "tpot", "total"};
+    for (int k = 0; k < 3; k++)
+        if (memcmp(&got[k], &want[k], sizeof got[k]) != 0)
+            fail_msg("%s: %s %.17g s in summary mode, %.17g s in full mode", what, names[k], got[k], want[k]);
+}
+
+/* DeepSeek-V3 (MLA) on 8 B200: prefill attends on the expanded K, V (128 heads of qk 192, v 128)
+ * and decode on the latent (one KV head of qk 576 = 512 + 64, v 512), so the two sides of
+ * q <= decode_q have different shapes within one run. A shape memo with one slot for both gives
+ * decode the prefill's shape (or the other way round). Two inputs of the same class: the second
+ * run reads the shapes the first one kept. */
+static void test_mla_shapes_kept_per_side(void **state)
+{
+    (void)state;
+    hl_job j = job_for("deepseek-v3", "b200", 8, 8);
+    j.tp = 8;
+    j.batch = 8;
+    j.input = 2000;
+    j.output = 64;
+    j.ignore_memory = 1;
+    assert_class_run_is_full_run("deepseek-v3 tp8, input 2000", j);
+    j.input = 3000;
+    assert_class_run_is_full_run("deepseek-v3 tp8, input 3000", j);
+}
+
+/* Two-batch overlap's decode (sim.c run_decode) times the overlapped layers' attention on half
+ * the sequences (b_local / 2) and the leading dense layer (GLM-4.5-Air: dense_layers 1) on all of
+ * them, in one run of one class, both through the blended stream (B200: attn_blend 16). A stream
+ * memo without b gives the leading layer the half batch's stream. EP8 with DP attention: b_local
+ * = 64 / 8 = 8 sequences per rank, 4 per half. The stream is read only where the KV stream dwarfs
+ * the rest (hl_attn_stream_at), so the model is GQA (96 heads on 8 KV heads): DeepSeek-V3's MLA
+ * decode (128 heads on one latent head) is compute-bound there, never reads the stream, and hides
+ * the bug. */
+static void test_tbo_streams_kept_per_batch(void **state)
+{
+    (void)state;
+    hl_job j = job_for("glm-4.5-air", "b200", 8, 8);
+    j.ep = 8;
+    j.dp = 8;
+    j.two_batch_overlap = 1;
+    j.batch = 64;
+    j.input = 2000;
+    j.output = 64;
+    j.ignore_memory = 1;
+    assert_class_run_is_full_run("glm-4.5-air ep8 tbo, input 2000", j);
+    j.input = 3000;
+    assert_class_run_is_full_run("glm-4.5-air ep8 tbo, input 3000", j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mla_shapes_kept_per_side),
+        cmocka_unit_test(test_tbo_streams_kept_per_batch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
