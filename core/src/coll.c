@@ -915,6 +915,8 @@ double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidde
 hl_status hl_coll_requirement(double count, double bytes, double factor, double compute_s, double latency_s,
                               double share, hl_net_need *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_coll_requirement: the output is NULL");
     if (!(count >= 1 && count <= 1e12) || !(bytes >= 0 && bytes <= 1e18) || !(factor >= 0 && factor <= 100) ||
         !(compute_s >= 0 && compute_s <= 1e9) || !(latency_s >= 0 && latency_s <= 1) || !(share > 0 && share < 1))
         return hl_fail(err, HL_EINVAL,

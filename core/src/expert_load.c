@@ -31,6 +31,8 @@ static hl_status check_counts(int64_t experts, double topk, hl_err *err)
 
 hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *share, hl_err *err)
 {
+    if (!share)
+        return hl_fail(err, HL_EINVAL, "hl_routing_zipf: the share output is NULL");
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;
@@ -69,6 +71,8 @@ hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *sha
 
 hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, double topk, const char *field, hl_err *err)
 {
+    if (!share && n > 0)
+        return hl_fail(err, HL_EINVAL, "hl_routing_check: %lld shares from a NULL vector", (long long)n);
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;
@@ -129,6 +133,8 @@ static void balanced_packing(hl_expert_layout *lay, const double *weight, const 
 hl_status hl_expert_layout_init(hl_expert_layout *lay, const double *share, int64_t experts, int64_t redundant,
                                 int64_t ranks, double topk, int32_t eplb, hl_err *err)
 {
+    if (!lay)
+        return hl_fail(err, HL_EINVAL, "hl_expert_layout_init: the layout is NULL");
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;

@@ -351,6 +351,8 @@ double hl_sweep_store_point_bytes(void) { return (double)(sizeof(double) * HL_PO
 
 hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err)
 {
+    if (!s)
+        return hl_fail(err, HL_EINVAL, "hl_sweep_store_init: the store is NULL");
     memset(s, 0, sizeof *s);
     size_t count = (size_t)(n > 0 ? n : 1);
     store_internal *in = calloc(1, sizeof *in);
@@ -370,6 +372,8 @@ hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err)
 
 void hl_sweep_store_free(hl_sweep_store *s)
 {
+    if (!s)
+        return;
     store_internal *in = s->internal;
     if (in) {
         pthread_mutex_destroy(&in->lock);
