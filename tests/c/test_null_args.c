@@ -169,9 +169,59 @@ static void test_null_entry_points_attack12(void **state)
     hl_serve_trace_free(tr);
 }
 
+/* attack12: hl_sweep_count (every sweep's first check) let through axes that the run then read out
+ * of bounds: n_axes = 100000 with one axis (read past the array: "sweep axis 'llama-3.1-8b' has no
+ * values", a model name from the stack), an axis of kind 99 or a number axis whose array is NULL
+ * (SIGSEGV in hl_sweep_run), a name with no NUL within its 32 bytes (printed past its end). */
+static void test_sweep_axes_out_of_range_attack12(void **state)
+{
+    (void)state;
+    hl_model m;
+    hl_cluster c;
+    hl_err e;
+    assert_ok(hl_model_preset("llama-3.1-8b", &m, &e), &e);
+    assert_ok(hl_cluster_preset("hgx-h100", &c, &e), &e);
+    hl_sweep_in sw;
+    memset(&sw, 0, sizeof sw);
+    hl_job_init(&sw.base, &m, &c);
+    sw.base.tp = 8;
+    sw.threads = 1;
+    hl_axis ax;
+    memset(&ax, 0, sizeof ax);
+    strcpy(ax.name, "batch");
+    ax.kind = HL_AXIS_NUMBER;
+    ax.n = 3;
+    sw.axes = &ax;
+    sw.n_axes = 1;
+    hl_point pts[3];
+    int64_t n;
+    assert_fails_with(hl_sweep_run(&sw, pts, &e), HL_EINVAL, &e,
+                      "sweep axis 'batch': its numbers array is NULL (3 values)");
+    const double batches[] = {1, 2, 4};
+    ax.numbers = batches;
+    ax.kind = 99;
+    assert_fails_with(hl_sweep_run(&sw, pts, &e), HL_EINVAL, &e, "sweep axis 'batch': kind 99 is not one of 0..4");
+    ax.kind = HL_AXIS_NUMBER;
+    sw.n_axes = 100000;
+    assert_fails_with(hl_sweep_count(&sw, &n, &e), HL_EINVAL, &e, "sweep: n_axes is 100000 (allowed: 0..256)");
+    sw.n_axes = -1;
+    assert_fails_with(hl_sweep_count(&sw, &n, &e), HL_EINVAL, &e, "sweep: n_axes is -1");
+    sw.n_axes = 1;
+    memcpy(ax.name, "batchbatchbatchbatchbatchbatchba", sizeof ax.name); /* 32 bytes, no NUL */
+    assert_fails_with(hl_sweep_count(&sw, &n, &e), HL_EINVAL, &e,
+                      "sweep axis 1: its name 'batchbatchbatchbatchbatchbatchba' has no end");
+    /* the same axis, well formed, runs its 3 points */
+    strcpy(ax.name, "batch");
+    assert_ok(hl_sweep_count(&sw, &n, &e), &e);
+    assert_int_equal(n, 3);
+    assert_ok(hl_sweep_run(&sw, pts, &e), &e);
+    assert_int_equal(pts[2].error[0], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_null_objects_are_refused),
-                                       cmocka_unit_test(test_null_entry_points_attack12)};
+                                       cmocka_unit_test(test_null_entry_points_attack12),
+                                       cmocka_unit_test(test_sweep_axes_out_of_range_attack12)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
