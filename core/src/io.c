@@ -69,6 +69,10 @@ hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err)
 
 int hl_open_input(const char *path, int64_t *size, hl_err *err)
 {
+    if (!path) {
+        hl_fail(err, HL_EINVAL, "hl_open_input: the path is NULL");
+        return -1;
+    }
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {

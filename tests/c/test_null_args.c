@@ -159,6 +159,12 @@ static void test_null_entry_points_attack12(void **state)
     assert_fails_with(hl_gpu_validate(NULL, &e), HL_EINVAL, &e, "gpu: the gpu is NULL");
     assert_fails_with(hl_cluster_validate(NULL, &e), HL_EINVAL, &e, "cluster: the cluster is NULL");
     assert_fails_with(hl_job_check_fields(NULL, &e), HL_EINVAL, &e, "hl_job_check_fields: the job is NULL");
+    hl_memory mem;
+    assert_fails_with(hl_memory_per_gpu(NULL, &mem, &e), HL_EINVAL, &e, "hl_memory_per_gpu: the job is NULL");
+    assert_fails_with(hl_memory_per_gpu(&job, NULL, &e), HL_EINVAL, &e, "hl_memory_per_gpu: the output is NULL");
+    e.msg[0] = 0;
+    assert_int_equal(hl_open_input(NULL, &i64, &e), -1); /* open(NULL): UBSan's "null pointer passed" */
+    assert_non_null(strstr(e.msg, "hl_open_input: the path is NULL"));
     /* and the same calls with good arguments still work */
     hl_gpu g;
     assert_ok(hl_gpu_preset("h100-sxm", &g, &e), &e);
