@@ -749,7 +749,7 @@ hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o
  * order of the full checks below, which the shape's other fields passed). */
 static hl_status check_bytes(const hl_coll_in *in, hl_err *err)
 {
-    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
+    if (!(in->bytes >= 0 && in->bytes <= 1e18)) /* NaN and inf fail too */
         return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
                        isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
     return HL_OK;
