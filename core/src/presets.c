@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,34 @@ static hl_status find_preset(hl_preset_kind kind, const char *name, const char *
     return find_named(kind, target, text, owned, origin, origin_n, &ignored) == HL_OK ? HL_OK : s;
 }
 
+/* $HBDLAB_PRESETS must name a folder holding at least one of gpus/, clusters/, models/. A typo, a
+ * file, or the models/ folder itself named instead of its parent was passed over in silence: every
+ * preset came from the embedded set and the user's overrides were never read (attack12). */
+static hl_status check_root(const char *root, hl_err *err)
+{
+    struct stat sb;
+    if (stat(root, &sb) != 0)
+        return hl_fail(err, HL_EINVAL,
+                       "environment variable HBDLAB_PRESETS is '%s': %s (it names a folder holding gpus/, clusters/ "
+                       "or models/ preset files; unset it to use the built-in presets only)",
+                       root, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return hl_fail(err, HL_EINVAL,
+                       "environment variable HBDLAB_PRESETS is '%s': not a folder (it names a folder holding gpus/, "
+                       "clusters/ or models/ preset files; unset it to use the built-in presets only)",
+                       root);
+    for (int k = 0; k < 3; k++) {
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", root, kind_dirs[k]);
+        if (stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return HL_OK;
+    }
+    return hl_fail(err, HL_EINVAL,
+                   "environment variable HBDLAB_PRESETS is '%s': the folder holds none of gpus/, clusters/, models/ "
+                   "(preset files go in those subfolders, e.g. %s/models/my-model.json)",
+                   root, root);
+}
+
 /* The override file of preset `norm` (a normalized name) in $HBDLAB_PRESETS/<kind>/: the file whose
  * stem normalizes to it, so that "H100-SXM.json" or "my_gpu.json" (listed by hl.gpus()) is read,
  * not passed over for the embedded preset or reported unknown; its path goes to origin. Two files
@@ -263,7 +292,10 @@ static hl_status find_named(hl_preset_kind kind, const char *name, const char **
     normalize(name, norm, sizeof norm);
     const char *root = getenv("HBDLAB_PRESETS");
     if (root && *root) {
-        hl_status s = find_override(kind, root, norm, origin, origin_n, err);
+        hl_status s = check_root(root, err);
+        if (s)
+            return s;
+        s = find_override(kind, root, norm, origin, origin_n, err);
         if (s == HL_OK) { /* read it (a FIFO or folder is refused there) */
             s = hl_read_file(origin, owned, err);
             if (s)

@@ -106,10 +106,15 @@ void hl_rows_reader_open(lua_State *L, hl_rows_reader *r);
 int hl_rows_reader_cells(lua_State *L, hl_rows_reader *r, int row, int cols, lua_Integer ncols);
 void hl_bind_sweep_rows(lua_State *L);
 
-/* Set by the host's SIGINT/SIGTERM handler; long C loops poll it. Cleared by what
- * delivers the interrupt: a sweep that stops early with the rows done, or the
- * host's hook that raises "interrupted!" (and at the start of each host call). */
+/* Set by the host's SIGINT/SIGTERM/SIGHUP handler (1: Ctrl-C, 2: SIGTERM or SIGHUP, which end the
+ * script); long C loops poll it. Cleared by what delivers the interrupt: a sweep that stops early
+ * with the rows done, or the host's hook that raises "interrupted!" (and at the start of each host
+ * call). hl_bind_interrupt_signal: the signal that set it, for messages (hl_bind_stop_name). */
 extern volatile int32_t hl_bind_interrupt;
+extern volatile int32_t hl_bind_interrupt_signal;
+
+/* "SIGHUP" when a hangup (a closed terminal or SSH session) ended the script, else "SIGTERM". */
+const char *hl_bind_stop_name(void);
 
 /* Set when a sweep returned early on Ctrl-C / SIGTERM (rows done kept); cleared by
  * hl.interrupted(). The host exits 130 after a script that left it set. */

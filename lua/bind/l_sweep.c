@@ -18,6 +18,9 @@
 #include "dist.h"
 
 volatile int32_t hl_bind_interrupt = 0;
+volatile int32_t hl_bind_interrupt_signal = 0;
+
+const char *hl_bind_stop_name(void) { return hl_bind_interrupt_signal == SIGHUP ? "SIGHUP" : "SIGTERM"; }
 
 typedef struct run_ctx {
     hl_sweep_in in;
@@ -63,7 +66,7 @@ static void draw_progress(int64_t done, int64_t total, double elapsed)
  * *in->cancel) and, when `show`, draws the progress of `total` points of which
  * `before` were done earlier (t0: when the whole sweep started). */
 /* Test hook for deterministic interruption tests: HBDLAB_TEST_INTERRUPT="INT:N" (or
- * "TERM:N") makes a sweep send itself that signal once N points (of a chunk) are done,
+ * "TERM:N", "HUP:N") makes a sweep send itself that signal once N points (of a chunk) are done,
  * through the host's real handler; "INT:rows" while the rows are built. Returns the
  * signal (0 when unset) and N in *after (-2 for rows). */
 static int test_interrupt(int64_t *after)
@@ -78,7 +81,10 @@ static int test_interrupt(int64_t *after)
     else if (n < 0)
         return 0;
     *after = (int64_t)n;
-    return strcmp(name, "TERM") == 0 ? SIGTERM : strcmp(name, "INT") == 0 ? SIGINT : 0;
+    return strcmp(name, "TERM") == 0  ? SIGTERM
+           : strcmp(name, "HUP") == 0 ? SIGHUP
+           : strcmp(name, "INT") == 0 ? SIGINT
+                                      : 0;
 }
 
 static hl_status run_polled(const hl_sweep_in *in, hl_sweep_store *store, hl_err *err, int show, int64_t before,
@@ -462,13 +468,14 @@ static int l_sweep(lua_State *L)
         free(ctx);
         return hl_raise(L, &e);
     }
-    if (interrupted && hl_bind_interrupt == 2) { /* SIGTERM: the script ends, the rows are dropped */
+    if (interrupted && hl_bind_interrupt == 2) { /* SIGTERM / SIGHUP: the script ends, the rows are dropped */
         hl_sweep_store_free(&ctx->points);
         free_axes(&mem);
         free(ctx);
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
         hl_bind_interrupt = 0;
-        return hl_error(L, "sweep terminated (SIGTERM) after %I of %I points", (lua_Integer)done, (lua_Integer)n);
+        return hl_error(L, "sweep terminated (%s) after %I of %I points", hl_bind_stop_name(), (lua_Integer)done,
+                        (lua_Integer)n);
     }
     if (interrupted) {
         lua_sethook(L, NULL, 0, 0); /* Ctrl-C: keep the rows, no "interrupted!" error on return */
@@ -727,8 +734,8 @@ static int l_sweep_to_csv(lua_State *L)
     if (terminated) {
         lua_sethook(L, NULL, 0, 0); /* this error replaces the hook's "interrupted!" (exit status 130 either way) */
         hl_bind_interrupt = 0;
-        return hl_error(L, "sweep_to_csv terminated (SIGTERM): %I of %I rows written to %s", (lua_Integer)written,
-                        (lua_Integer)total, path);
+        return hl_error(L, "sweep_to_csv terminated (%s): %I of %I rows written to %s", hl_bind_stop_name(),
+                        (lua_Integer)written, (lua_Integer)total, path);
     }
     if (interrupted)
         fprintf(stderr, "sweep interrupted: %lld of %lld points written to %s\n", (long long)written, (long long)total,

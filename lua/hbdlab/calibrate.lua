@@ -221,8 +221,20 @@ function M.calibrate(t)
   if t.loo == true and n_fit <= #t.params then
     fail(string.format("field 'loo': leave-one-out needs more fitted cases (%d) than params (%d)", n_fit, #t.params), 2)
   end
+  -- "before": each case as given, with no parameter set, so a predict function gets p = {} (as a
+  -- config case runs its fields unchanged); one that reads p.name without a default is told so
   local before = {}
-  for i, f in ipairs(preds) do before[i] = f({}) end
+  for i, f in ipairs(preds) do
+    local ok, v = pcall(f, {})
+    if not ok then
+      local c = t.cases[i]
+      if c.predict == nil then error(v, 0) end
+      local label = c.name and string.format("case %d (%s)", i, c.name) or ("case " .. i)
+      fail(string.format("%s: field 'predict' failed on the prediction before the fit, which passes p = {} " ..
+        "(no parameter set: read each with a default, (p.%s or <value>)): %s", label, t.params[1], tostring(v)), 2)
+    end
+    before[i] = v
+  end
   local res = core.calibrate_fit { x0 = x0, lo = lo, hi = hi, measured = measured, fn = predict_all, use = use,
                                    loo = t.loo ~= false and n_fit > #t.params, max_iter = t.max_iter }
   local after = predict_all(res.x)

@@ -37,7 +37,10 @@ static void on_sigint(int sig)
         return;
     }
     interrupted = 1;
-    hl_bind_interrupt = sig == SIGTERM ? 2 : 1; /* long C loops poll this; a sweep keeps its rows on 1 only */
+    hl_bind_interrupt_signal = sig;
+    /* long C loops poll this; a sweep keeps its rows on 1 (Ctrl-C) only: SIGTERM and SIGHUP (the
+     * terminal or SSH session closed) end the script, and its temp files go with it */
+    hl_bind_interrupt = sig == SIGTERM || sig == SIGHUP ? 2 : 1;
     lua_sethook(active_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -96,9 +99,15 @@ int hl_docall(lua_State *L, int narg, int nres)
     hl_bind_interrupt = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
     void (*old_term)(int) = signal(SIGTERM, on_sigint); /* SIGTERM stops Lua code the same way */
+    /* SIGHUP too (its default ended the process at once, leaving a sweep's multi-GB temp file beside
+     * its output); not under nohup, which ignores it */
+    void (*old_hup)(int) = signal(SIGHUP, on_sigint);
+    if (old_hup == SIG_IGN)
+        signal(SIGHUP, SIG_IGN);
     int status = lua_pcall(L, narg, nres, base);
     signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
     signal(SIGTERM, old_term == SIG_ERR ? SIG_DFL : old_term);
+    signal(SIGHUP, old_hup == SIG_ERR ? SIG_DFL : old_hup);
     lua_sethook(L, NULL, 0, 0);
     lua_remove(L, base);
     return status;

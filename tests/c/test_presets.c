@@ -142,6 +142,46 @@ static void test_custom_gpu_from_json_and_disk_override(void **state)
     rmdir(dir);
 }
 
+/* $HBDLAB_PRESETS naming no preset folder (a typo, a file, the models/ folder itself instead of its
+ * parent) was passed over in silence: every lookup fell back to the embedded presets and the user's
+ * override files were never read (attack12). Each is refused, naming the variable and its value. */
+static void test_presets_root_that_is_no_folder(void **state)
+{
+    (void)state;
+    hl_gpu g;
+    hl_err e;
+    char dir[] = "/tmp/hbdlab-presets-root-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char file[300], sub[300];
+    snprintf(file, sizeof file, "%s/file.json", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("{}", f);
+    fclose(f);
+    snprintf(sub, sizeof sub, "%s/missing", dir);
+    setenv("HBDLAB_PRESETS", sub, 1);
+    assert_fails_with(hl_gpu_preset("h100-sxm", &g, &e), HL_EINVAL, &e,
+                      "environment variable HBDLAB_PRESETS is '/tmp/hbdlab-presets-root-");
+    assert_non_null(strstr(e.msg, "/missing': No such file or directory"));
+    setenv("HBDLAB_PRESETS", file, 1);
+    assert_fails_with(hl_gpu_preset("h100-sxm", &g, &e), HL_EINVAL, &e, "file.json': not a folder");
+    setenv("HBDLAB_PRESETS", dir, 1); /* a folder, but with none of gpus/, clusters/, models/ */
+    hl_model m;
+    assert_fails_with(hl_model_preset("llama-3.1-8b", &m, &e), HL_EINVAL, &e,
+                      "the folder holds none of gpus/, clusters/, models/");
+    /* one of the three is enough (here models/), and the embedded presets then resolve */
+    snprintf(sub, sizeof sub, "%s/models", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_ok(hl_gpu_preset("h100-sxm", &g, &e), &e);
+    assert_rel(g.peak_flops[HL_FP8], 1979e12, 1e-12, "the embedded H100 (1979 TFLOP/s FP8 dense)");
+    setenv("HBDLAB_PRESETS", "", 1); /* empty: unset */
+    assert_ok(hl_gpu_preset("h100-sxm", &g, &e), &e);
+    unsetenv("HBDLAB_PRESETS");
+    rmdir(sub);
+    remove(file);
+    rmdir(dir);
+}
+
 static double total(const hl_model *m)
 {
     hl_params p;
@@ -217,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_unknown_preset_suggests),
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_custom_gpu_from_json_and_disk_override),
+        cmocka_unit_test(test_presets_root_that_is_no_folder),
         cmocka_unit_test(test_hf_import_matches_presets),
         cmocka_unit_test(test_hf_errors_name_file_and_field),
     };

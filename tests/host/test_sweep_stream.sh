@@ -75,6 +75,26 @@ check "SIGTERM streamed: the rows done are in the file, complete" \
     awk -F, -v c="$cols" 'NR > 1 && NF != c { bad = 1 } END { exit bad || NR < 2 }' "$TMP/long.csv"
 check "SIGTERM streamed: no temp file" sh -c "! ls '$TMP' | grep -q 'long.csv.tmp'"
 
+# SIGHUP (the terminal or SSH session closed) mid-sweep, a real signal from outside: its default
+# action ended the process at once, leaving the partial long.csv.tmp-PID-XXXXXX beside the output
+# (attack12). Now it ends the script as SIGTERM does: exit 130, a complete file, no temp file. The
+# signal is sent once the temp file exists (the sweep is writing), so no sleep decides the test.
+rm -f "$TMP/long.csv"
+sed 's/for i = 1, 200000 do/for i = 1, 2000000 do/' "$TMP/long.lua" > "$TMP/hup.lua"
+"$HBDLAB" "$TMP/hup.lua" > "$TMP/hup.out" 2> "$TMP/hup.err" &
+pid=$!
+for _ in $(seq 1 3000); do ls "$TMP" | grep -q 'long.csv.tmp' && break; sleep 0.01; done
+kill -HUP "$pid"
+wait "$pid"; rc=$?
+check "SIGHUP in a streamed sweep ends the script like SIGTERM ($rc)" [ "$rc" -eq 130 ]
+check "SIGHUP: says so" grep -q "sweep_to_csv terminated (SIGHUP): [0-9]* of 2000000 rows written" "$TMP/hup.err"
+check "SIGHUP: no temp file is left" sh -c "! ls '$TMP' | grep -q 'long.csv.tmp'"
+check "SIGHUP: the rows done are in the file, complete" \
+    awk -F, -v c="$cols" 'NR > 1 && NF != c { bad = 1 } END { exit bad || NR < 2 }' "$TMP/long.csv"
+HBDLAB_TEST_INTERRUPT=HUP:1000 nohup "$HBDLAB" "$TMP/long.lua" > "$TMP/nohup.out" 2> "$TMP/nohup.err"; rc=$?
+check "under nohup SIGHUP stays ignored: the sweep completes ($rc)" [ "$rc" -eq 0 ]
+check "under nohup: every row written" [ "$(($(wc -l < "$TMP/long.csv") - 1))" -eq 200000 ]
+
 # Ctrl-C while the rows are built (after the C loop): the loop was complete, the script
 # stops at its next Lua instruction with "interrupted!" (exit 130)
 cat > "$TMP/small.lua" <<LUA

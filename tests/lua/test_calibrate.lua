@@ -209,4 +209,25 @@ T.test("issue 22: calibration cases and keys are checked, never ignored or left 
   T.ok(table.concat(out):find("square", 1, true) ~= nil, "the case is printed by name")
 end)
 
+T.test("attack12: a predict function that reads its parameter is told why p is empty before the fit", function()
+  -- the 'before' prediction passes p = {} (no parameter set, as a config case runs unchanged): a
+  -- function written as the docs show, p.a without a default, failed with Lua's bare "attempt to
+  -- perform arithmetic on a nil value (field 'a')" and no word of the case or of the empty p
+  local function sq(p) return p.a ^ 2 end
+  local err = T.raises(function()
+    hl.calibrate { cases = { { name = "sq", measured = 4, predict = sq } }, params = { "a" }, bounds = { a = { 0.5, 5 } } }
+  end, "case 1 (sq): field 'predict' failed on the prediction before the fit, which passes p = {}",
+       "field 'a'")
+  T.ok(err:find("p.a or", 1, true) ~= nil, "it says how to give a default: " .. err)
+  -- with a default the same case fits: 2^2 = 4, so a = 2
+  local res = hl.calibrate { cases = { { name = "sq", measured = 4, predict = function(p) return (p.a or 1) ^ 2 end } },
+                             params = { "a" }, bounds = { a = { 0.5, 5 } } }
+  T.near(res.params.a, 2, 1e-3, "a fitted to 2 (4 = a^2)")
+  -- an error raised during the fit itself (p.a set) is the function's own, unchanged
+  T.raises(function()
+    hl.calibrate { cases = { { measured = 4, predict = function(p) if p.a then error("boom at " .. p.a, 0) end return 1 end } },
+                   params = { "a" }, bounds = { a = { 0.5, 5 } } }
+  end, "boom at")
+end)
+
 T.done()
