@@ -10,6 +10,9 @@
  * copies (the furthest at out + 34), so the caller's buffer needs the room, not the text. */
 enum { HL_CSV_NUMBER_ROOM = 48 };
 int32_t hl_csv_format_number_wide(double v, char *out);
+/* The texts of v[0, n), each followed by ',' (no NUL), written at o, which has n HL_CSV_NUMBER_ROOM
+ * bytes (the same bytes hl_csv_format_number_wide writes for each); returns the end. */
+char *hl_csv_put_numbers(char *o, const double *v, int32_t n);
 
 /* Room for n more bytes and the NUL at the end of c's text: where to write them, or NULL (and
  * c->failed set) when memory ran out. The caller writes whole rows there and ends them with

@@ -141,7 +141,7 @@ static int mul_parity(uint64_t x, uint64_t hi, uint64_t lo, int beta, int *is_in
 /* The decimal f 10^e closest to v = fc 2^e2 (fc < 2^53) among the shortest in v's rounding
  * interval, both ends in it when fc is even (round to nearest even reads them back). *strip: f
  * may end in zeros (the 1000-unit search found it); otherwise it ends in none. */
-static uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
+static inline __attribute__((always_inline)) uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
 {
     uint64_t two_fc = fc << 1;
     int even = (int)(~fc & 1);
@@ -337,6 +337,130 @@ static inline void put_digits(uint64_t f, char *d, int n)
 #endif
 }
 
+/* f's n digits (f < 10^17, 1 <= n <= 17) times 10^(x - n + 1) at o, laid out as "%.17g" lays out
+ * its digits: put_digits' stores straight into place (they reach o + 17 past where they start),
+ * then fixed-size copies (no loops, no calls). The bytes past the text are scratch, overwritten
+ * by the next cell or left past its NUL (the furthest: o + 33). Returns the text's end. */
+static inline char *put_layout(uint64_t f, int n, int x, char *o)
+{
+    char tail[16];
+    if (x >= -4 && x < 17) {
+        if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
+            memcpy(o, "0.000000", 8);
+            put_digits(f, o + 1 - x, n);
+            return o + 1 - x + n;
+        }
+        put_digits(f, o, n);
+        if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
+            memcpy(o + n, "0000000000000000", 16);
+            return o + x + 1;
+        }
+        /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
+        memcpy(tail, o + x + 1, 16);
+        memcpy(o + x + 2, tail, 16);
+        o[x + 1] = '.';
+        return o + n + 1;
+    }
+    /* d.ddde+XX, at least two exponent digits as printf writes them */
+    put_digits(f, o, n);
+    if (n > 1) {
+        memcpy(tail, o + 1, 16);
+        memcpy(o + 2, tail, 16);
+        o[1] = '.';
+        o += n + 1;
+    } else {
+        o += 1;
+    }
+    *o++ = 'e';
+    *o++ = x < 0 ? '-' : '+';
+    int ax = x < 0 ? -x : x;
+    if (ax >= 100) {
+        *o++ = (char)('0' + ax / 100);
+        ax %= 100;
+    }
+    *o++ = DIGIT_PAIRS[2 * ax];
+    *o++ = DIGIT_PAIRS[2 * ax + 1];
+    return o;
+}
+
+/* The table, built on first use. */
+static inline void need_table(void)
+{
+    if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
+        pthread_once(&g_once, build_table);
+}
+
+/* put_number for the values off its hot path, at o (after the sign): zero, the subnormals, the
+ * infinities, NaN (out: its sign's byte, for NaN's unsigned text) and the powers of two that are
+ * not integers below 2^53. Digits counted here (a subnormal has fewer than 16). */
+__attribute__((noinline, cold)) static char *put_rare(uint64_t bits, char *out, char *o)
+{
+    uint64_t t = bits & (C_MIN - 1), f;
+    int bq = (int)((bits >> 52) & 0x7ff), e, strip;
+    if (bq == 0x7ff) {
+        if (t != 0) {
+            memcpy(out, "nan", 3); /* a NaN's sign carries no meaning */
+            return out + 3;
+        }
+        memcpy(o, "inf", 3);
+        return o + 3;
+    }
+    if (bq == 0 && t == 0) {
+        *o = '0';
+        return o + 1;
+    }
+    need_table();
+    if (bq <= 1) /* a subnormal t 2^-1074, or the least normal (its interval below: the subnormals' spacing) */
+        f = to_decimal(bq ? C_MIN : t, E_MIN, &e, &strip);
+    else /* a power of two: the lopsided interval */
+        f = to_decimal_pow2(bq - 1075, &e, &strip);
+    while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
+        f /= 10;
+        e++;
+    }
+    int n = digit_count(f);
+    return put_layout(f, n, e + n - 1, o);
+}
+
+/* The text of v at out (HL_CSV_NUMBER_ROOM bytes, csv_int.h), without its NUL; returns its end.
+ * The hot path is a normal double's: an integer below 2^53, else Dragonbox's decimal, whose digit
+ * count is known without counting: v = fc 2^e2 with 2^52 <= fc < 2^53 is scaled by 10^k into
+ * [100, 1000) units of 2^e2 (to_decimal), so z in [100 2^52, 1000 2^53) = [4.5e17, 9.01e18) and
+ * the 1000-unit search's s = floor(z / 1000) has 15 or 16 digits (before its trailing zeros are
+ * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. */
+static inline char *put_number(double v, char *out)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    out[0] = '-';
+    char *o = out + (bits >> 63); /* the sign kept, or written over */
+    uint64_t t = bits & (C_MIN - 1), fc = C_MIN | t, f;
+    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
+    if (__builtin_expect((unsigned)bq - 1 >= 0x7fe, 0))   /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
+        return put_rare(bits, out, o);
+    if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
+        f = fc >> mq;
+        int n = digit_count(f);
+        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
+        return o + n;
+    }
+    if (__builtin_expect(t == 0, 0))
+        return put_rare(bits, out, o);
+    need_table();
+    int e, strip;
+    f = to_decimal(fc, -mq, &e, &strip);
+    if (strip) {
+        int n = 15 + (f >= 1000000000000000ull), x = e + n - 1; /* x stays as zeros are dropped */
+        while (f % 10 == 0) {
+            f /= 10;
+            n--;
+        }
+        return put_layout(f, n, x, o);
+    }
+    int n = 16 + (f >= 10000000000000000ull);
+    return put_layout(f, n, e + n - 1, o);
+}
+
 int32_t hl_csv_format_number(double v, char *out)
 {
     char b[HL_CSV_NUMBER_ROOM];
@@ -348,88 +472,16 @@ int32_t hl_csv_format_number(double v, char *out)
 /* out has HL_CSV_NUMBER_ROOM bytes (csv_int.h). */
 int32_t hl_csv_format_number_wide(double v, char *out)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    out[0] = '-';
-    char *o = out + (bits >> 63); /* the sign kept, or written over */
-    uint64_t t = bits & (C_MIN - 1), f;
-    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
-    uint64_t fc = C_MIN | t;
-    int e2 = -mq, e, strip;
-    if ((unsigned)bq - 1 >= 0x7fe) { /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
-        if (bq == 0x7ff && t != 0) {
-            memcpy(out, "nan", 4); /* a NaN's sign carries no meaning */
-            return 3;
-        }
-        if (bq == 0x7ff) {
-            memcpy(o, "inf", 4);
-            return (int32_t)(o - out) + 3;
-        }
-        if (t == 0) {
-            memcpy(o, "0", 2);
-            return (int32_t)(o - out) + 1;
-        }
-        fc = t; /* a subnormal: the least exponent */
-        e2 = E_MIN;
-    } else if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
-        f = fc >> mq;
-        int n = digit_count(f);
-        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
-        o[n] = '\0';
-        return (int32_t)(o - out) + n;
+    char *end = put_number(v, out);
+    *end = '\0';
+    return (int32_t)(end - out);
+}
+
+char *hl_csv_put_numbers(char *o, const double *v, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        o = put_number(v[i], o);
+        *o++ = ',';
     }
-    if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
-        pthread_once(&g_once, build_table);
-    if (t == 0 && bq > 1) /* a power of two (the least normal's interval below is the subnormals' spacing) */
-        f = to_decimal_pow2(e2, &e, &strip);
-    else
-        f = to_decimal(fc, e2, &e, &strip);
-    while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
-        f /= 10;
-        e++;
-    }
-    /* the digits straight into place (put_digits' stores reach o + 17 past where they start),
-     * then laid out by fixed-size copies (no loops, no calls): the bytes past the text are
-     * scratch, overwritten by the next cell or left past its NUL (the furthest: out + 34) */
-    int n = digit_count(f);
-    int x = e + n - 1; /* v = D[0].D[1..n) x 10^x, D the digits */
-    char tail[16];
-    if (x >= -4 && x < 17) {
-        if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
-            memcpy(o, "0.000000", 8);
-            put_digits(f, o + 1 - x, n);
-            o += 1 - x + n;
-        } else if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
-            put_digits(f, o, n);
-            memcpy(o + n, "0000000000000000", 16);
-            o += x + 1;
-        } else { /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
-            put_digits(f, o, n);
-            memcpy(tail, o + x + 1, 16);
-            memcpy(o + x + 2, tail, 16);
-            o[x + 1] = '.';
-            o += n + 1;
-        }
-    } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        put_digits(f, o, n);
-        if (n > 1) {
-            memcpy(tail, o + 1, 16);
-            memcpy(o + 2, tail, 16);
-            o[1] = '.';
-            o += n + 1;
-        } else {
-            o += 1;
-        }
-        *o++ = 'e';
-        *o++ = x < 0 ? '-' : '+';
-        int ax = x < 0 ? -x : x;
-        if (ax >= 100) {
-            *o++ = (char)('0' + ax / 100);
-            ax %= 100;
-        }
-        *o++ = DIGIT_PAIRS[2 * ax];
-        *o++ = DIGIT_PAIRS[2 * ax + 1];
-    }
-    *o = '\0';
-    return (int32_t)(o - out);
+    return o;
 }
