@@ -420,16 +420,30 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         }
         return sum;
     }
-    /* groups of ranks with equal shares (the product over ranks is a few powers) */
-    const groups_memo *gm = group_shares(lay);
-    if (gm->one)
-        return M;
-    if (gm->ng == 1) { /* one share (uniform routing): busiest_grouped's closed form, the same expressions */
-        double p = gm->p[0], lam = M * p, bsd = sqrt(lam * (1 - p));
-        if (hl_fmin(HUGE_VAL, bsd) >= 30) /* large counts: a normal rank (binomial sd) */
-            return lam + bsd * expected_max_std((int64_t)gm->count[0]);
+    /* groups of ranks with equal shares (the product over ranks is a few powers). A uniform layout
+     * (hl_expert_layout_init: no histogram, no replicas) is one group of all R ranks: each rank's
+     * share is the sum of `slots / R` equal slot shares, so every rank's has the same bits, and
+     * with R >= 3 it is below 1 - 1e-15 (group_shares would find the same, without the compare). */
+    const groups_memo *gm = NULL;
+    double p = 0, n = 0; /* the one group's share and ranks (n = 0: more groups) */
+    if (lay->uniform) {
+        p = lay->rank_share[0];
+        n = (double)R;
+    } else {
+        gm = group_shares(lay);
+        if (gm->one)
+            return M;
+        if (gm->ng == 1) {
+            p = gm->p[0];
+            n = gm->count[0];
+        }
     }
-    return busiest_grouped(gm, M);
+    if (n > 0) { /* one share: busiest_grouped's closed form, the same expressions */
+        double lam = M * p, bsd = sqrt(lam * (1 - p));
+        if (hl_fmin(HUGE_VAL, bsd) >= 30) /* large counts: a normal rank (binomial sd) */
+            return lam + bsd * expected_max_std((int64_t)n);
+    }
+    return busiest_grouped(gm ? gm : group_shares(lay), M);
 }
 
 /* The last results of busiest_load on this thread, keyed by all it reads (tokens, topk, the
