@@ -567,6 +567,8 @@ typedef struct shape {
     int alive[SHAPE_ALGOS];   /* their numbers, in loop order */
     double lat[SHAPE_ALGOS];  /* s, lat_a */
     double beta[SHAPE_ALGOS]; /* s per byte of x, b_a */
+    int won;                  /* index (in alive) of the winner on [won_lo, won_hi]; empty: lo > hi */
+    double won_lo, won_hi;    /* x, the least and greatest x where shape_pick found it */
 } shape;
 static _Thread_local shape shapes[SHAPE_SLOTS];
 static _Thread_local int shapes_off;       /* tests: 1 runs the full loop always (hl_coll_shape_cache) */
@@ -638,6 +640,8 @@ static void shape_lines(shape *sh, hl_coll_op op)
     G.S = 1;
     G.imb = 0;
     sh->n_alive = 0;
+    sh->won = 0;
+    sh->won_lo = 1, sh->won_hi = 0;
     /* bandwidths in the normal range and counts under 2^40: with 1 <= x <= 1e24 every
      * intermediate of bw_a stays a normal number (no underflow, no overflow) */
     sh->fast = sh->key.algo == HL_ALGO_AUTO && sh->key.ranks > 1 && G.n <= 0x1p40 && normal_pos(G.bu) &&
@@ -657,12 +661,57 @@ static void shape_lines(shape *sh, hl_coll_op op)
     sh->fast = sh->fast && sh->n_alive > 0;
 }
 
-/* AUTO's winner for G's S and imb by the bound above (1, *algo), or 0: run the full loop. */
-static int shape_pick(const shape *sh, hl_coll_op op, const group *G, int *algo)
+/* Whether the bound picks alive[w] at x: fl(v_w (1 + M)) below every other fl(v_j (1 - M)), v as
+ * shape_pick computes it. */
+static int bound_picks(const shape *sh, int w, double x)
+{
+    double lim = (sh->lat[w] + sh->beta[w] * x) * (1 + 0x1p-44);
+    for (int i = 0; i < sh->n_alive; i++)
+        if (i != w && !(lim < (sh->lat[i] + sh->beta[i] * x) * (1 - 0x1p-44)))
+            return 0;
+    return 1;
+}
+
+/* The range of x where alive[w], just picked at x, is kept as the winner (shape_pick). Between two
+ * sizes where the bound picks the same w, w is the strict least time too. Derived: with X the exact
+ * x (S imb') and f_a(X) = lat_a + beta_a X, the bound passing at X0 gives (v_a within f_a [(1 - u)^8,
+ * (1 + u)^8], one rounding of each side) A f_w(X0) < B f_j(X0), A = (1 + M)(1 - u)^9, B = (1 - M)
+ * (1 + u)^9. B f_j - A f_w is affine in X, so positive between two such X0. An X outside whose fl(X)
+ * is inside rounds as the end does, within 2u of it, and lines with lat, beta >= 0 move by that
+ * factor at most: A f_w(X) < B f_j(X) (1 + 2u)^2 / (1 - 2u)^2. So T_w <= f_w (1 + u)^6 < f_j (1 - u)^6
+ * <= T_j, as (B / A)(1 + 2u)^2 / (1 - 2u)^2 < (1 - u)^6 / (1 + u)^6 (2M = 1024u against about 34u).
+ * The ends are guesses (each line's crossing of w's with twice the margin, clamped to [1, 1e24]),
+ * kept only where the bound picks w at both; else the range is x alone. */
+static void won_range(shape *sh, int w, double x)
+{
+    double lo = 1, hi = 1e24, a = 1 + 0x1p-43, b = 1 - 0x1p-43;
+    for (int j = 0; j < sh->n_alive; j++) {
+        double d = a * sh->beta[w] - b * sh->beta[j], r = (b * sh->lat[j] - a * sh->lat[w]) / d;
+        if (j != w && d > 0) /* w's line is steeper: it wins below r */
+            hi = hl_fmin(hi, r);
+        else if (j != w && d < 0)
+            lo = hl_fmax(lo, r);
+    }
+    sh->won = w;
+    sh->won_lo = sh->won_hi = x;
+    if (lo <= x && x <= hi && bound_picks(sh, w, lo) && bound_picks(sh, w, hi)) {
+        sh->won_lo = lo;
+        sh->won_hi = hi;
+    }
+}
+
+/* AUTO's winner for G's S and imb by the bound above (1, *algo), or 0: run the full loop. Inside
+ * the range of its last winner (won_range) that winner, without the lines: a sweep over a size
+ * stays in one winner's range for most of its points. */
+static int shape_pick(shape *sh, hl_coll_op op, const group *G, int *algo)
 {
     double x = G->S;
     if (op == HL_ALLTOALL)
         x *= G->imb > 1 ? G->imb : 1;
+    if (x >= sh->won_lo && x <= sh->won_hi) { /* inside [1, 1e24] */
+        *algo = sh->alive[sh->won];
+        return 1;
+    }
     if (!(x >= 1 && x <= 1e24))
         return 0;
     double v[SHAPE_ALGOS];
@@ -676,6 +725,7 @@ static int shape_pick(const shape *sh, hl_coll_op op, const group *G, int *algo)
     for (int i = 0; i < sh->n_alive; i++)
         if (i != w && !(lim < v[i] * (1 - 0x1p-44)))
             return 0;
+    won_range(sh, w, x);
     *algo = sh->alive[w];
     return 1;
 }
@@ -699,7 +749,7 @@ hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o
  * order of the full checks below, which the shape's other fields passed). */
 static hl_status check_bytes(const hl_coll_in *in, hl_err *err)
 {
-    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
+    if (!(in->bytes >= 0 && in->bytes <= 1e18)) /* NaN and inf fail too */
         return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
                        isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
     return HL_OK;

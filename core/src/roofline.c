@@ -13,7 +13,7 @@
 
 typedef hl_gemm_class gemm_class;
 
-static gemm_class gemm_class_of(const hl_gpu *g, hl_precision p)
+hl_gemm_class hl_gemm_class_of(const hl_gpu *g, hl_precision p)
 {
     gemm_class c = {g->eff_gemm, g->eff_mem, 0, g->gemm_k_latency, 0, g->grouped_k0, g->gemm_k0};
     if (p != HL_FP8 && p != HL_INT8 && p != HL_FP4)
@@ -52,7 +52,7 @@ static int term_vanishes(double r, double p)
 }
 
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max. */
-static double blend(double a, double b, double c, double p)
+double hl_blend(double a, double b, double c, double p)
 {
     double hi = hl_fmax(a, hl_fmax(b, c));
     if (p <= 0 || hi <= 0)
@@ -91,117 +91,19 @@ static double blend(double a, double b, double c, double p)
 
 void hl_gemm_classes_of(const hl_gpu *g, hl_gemm_classes *k)
 {
-    k->c[0] = gemm_class_of(g, HL_BF16); /* every precision but the quantised ones */
-    k->c[1] = gemm_class_of(g, HL_FP8);  /* FP8 and INT8: the same fallbacks */
-    k->c[2] = gemm_class_of(g, HL_FP4);
-}
-
-/* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
-static double attn_bw(const hl_gpu *g) { return g->hbm_bw * (g->eff_mem_attn > 0 ? g->eff_mem_attn : g->eff_mem); }
-
-/* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
-static double tile_pad(double rows, double tile) { return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1; }
-
-/* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
- * intensity and ridge (set to 0): the same expressions on the same values, so the same bits.
- * Inlined whole into both callers: gcc split it otherwise, and hl_op_time_lean (ten calls a
- * sweep point) paid a wrapper's call and argument moves before the split-off body. */
-static inline __attribute__((always_inline)) hl_status
-op_time_on(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean, hl_op_time *out, hl_err *err)
-{
-    /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
-    if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
-          op->bytes_written >= 0 && op->bytes_written < INFINITY))
-        return hl_fail(err, HL_EINVAL, "operator '%s': flops and bytes must be finite and >= 0 (got %g, %g, %g)",
-                       op->name, op->flops, op->bytes_read, op->bytes_written);
-    double peak; /* hl_gpu_peak's value, read here when it has one (a call per operator was 25 instructions) */
-    if ((unsigned)op->precision < HL_PRECISION_COUNT && gpu->peak_flops[op->precision] > 0) {
-        peak = gpu->peak_flops[op->precision];
-    } else {
-        hl_status s = hl_gpu_peak(gpu, (hl_precision)op->precision, &peak, err);
-        if (s)
-            return s;
-    }
-    double bytes = op->bytes_read + op->bytes_written;
-    double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
-    double eff, bw;
-    if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
-        hl_precision pr = (hl_precision)op->precision;
-        gemm_class own;
-        const gemm_class *cp = k ? &k->c[pr == HL_FP4 ? 2 : pr == HL_FP8 || pr == HL_INT8 ? 1 : 0] : &own;
-        if (!k)
-            own = gemm_class_of(gpu, pr);
-        double groups = op->groups > 0 ? op->groups : 1;
-        eff = cp->eff_c;
-        if (op->kind == HL_OP_GROUPED_GEMM) {
-            /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
-             * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
-            eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) *
-                   (cp->k0 > 0 && op->k > 0 ? op->k / (op->k + cp->k0) : 1);
-            eff =
-                hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
-        } else if (cp->dense_k0 > 0 && op->k > 0) {
-            /* a dense tile's main loop over K runs behind the same fixed prologue/epilogue
-             * (loading the first K block, the scales and the output write): eff x K / (K + k0) */
-            eff *= op->k / (op->k + cp->dense_k0);
-        }
-        bw = gpu->hbm_bw * cp->eff_m;
-        /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
-        out->compute_s = op->flops * tile_pad(op->rows, gpu->gemm_tile_rows) / (peak * eff);
-        /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
-         * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
-        double quant = op->k > 0 && op->kind == HL_OP_GEMM ? cp->quant_bytes * op->rows * groups * op->k : 0;
-        out->memory_s = (bytes + quant) / bw;
-        double loop = op->k > 0 ? cp->k_latency * op->k : 0;
-        out->time_s = blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + cp->latency;
-    } else if (op->kind == HL_OP_ATTENTION) {
-        eff = gpu->eff_attn;
-        bw = attn_bw(gpu);
-        /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
-         * is on both sides, so compute and memory time stay linear in the context (section 6);
-         * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
-         * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
-        double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
-        double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
-        int blended = q <= 1 && gpu->attn_blend > 1;
-        if (q > 1 && T > 1) {
-            /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
-             * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
-             * a sliding window is counted by the useful pairs only) */
-            double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
-            double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
-            pad = useful > 0 && tiled > useful ? tiled / useful : 1;
-            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
-        }
-        double c = op->flops * pad / (peak * eff), m = bytes / bw;
-        out->compute_s = blended ? gpu->attn_latency + blend(c, units, 0, gpu->attn_blend) : c + part;
-        out->memory_s = blended ? gpu->attn_latency + blend(m, units, 0, gpu->attn_blend) : m + part;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
-    } else {
-        eff = gpu->eff_gemm;
-        bw = gpu->hbm_bw * gpu->eff_mem;
-        out->compute_s = op->flops / (peak * eff);
-        out->memory_s = bytes / bw;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
-    }
-    if (lean) {
-        out->intensity = out->ridge = 0;
-    } else {
-        out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
-        out->ridge = peak * eff / bw;
-    }
-    out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
-    return HL_OK;
+    k->c[0] = hl_gemm_class_of(g, HL_BF16); /* every precision but the quantised ones */
+    k->c[1] = hl_gemm_class_of(g, HL_FP8);  /* FP8 and INT8: the same fallbacks */
+    k->c[2] = hl_gemm_class_of(g, HL_FP4);
 }
 
 hl_status hl_op_time_on(const hl_op *op, const hl_gpu *gpu, hl_op_time *out, hl_err *err)
 {
-    return op_time_on(op, gpu, NULL, 0, out, err);
+    return hl_op_time_body(op, gpu, NULL, 0, out, err);
 }
 
 hl_status hl_op_time_lean(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, hl_op_time *out, hl_err *err)
 {
-    return op_time_on(op, gpu, k, 1, out, err);
+    return hl_op_time_body(op, gpu, k, 1, out, err);
 }
 
 /* Bounded copy of an operator name (no snprintf: this runs per operator per simulation). */
@@ -326,7 +228,7 @@ void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision
     attn_line_of(s, &d->line);
     d->ok = d->line.written >= 0 && d->line.written < INFINITY;
     d->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
-    d->bw = attn_bw(gpu);
+    d->bw = hl_attn_bw(gpu);
     d->part = gpu->attn_latency + hl_attn_units_s(gpu, s->batch * s->kv_heads, s->batch * s->heads);
     d->fixed = gpu->kernel_latency + 0;
     d->ridge = d->peak_eff / d->bw;
@@ -351,7 +253,7 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     if (!a->ok)
         return;
     attn_line_of(s, &a->line);
-    a->bw = attn_bw(gpu);
+    a->bw = hl_attn_bw(gpu);
     a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     a->units = hl_attn_units_s(gpu, s->batch * s->kv_heads, s->batch * s->heads);
     a->latency = gpu->attn_latency;

@@ -4,7 +4,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "err_int.h"
 #include "fmax_int.h"
+#include "hbdlab/hw.h"
 
 #include "hbdlab/roofline.h"
 
@@ -173,5 +175,135 @@ static inline int hl_attn_stream_at(const hl_attn_stream *a, double context, dou
  * roofline.c. */
 int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], double ctx0, double tau, double i,
                             double mem);
+
+/* The roofline time of one operator (docs/MODEL.md section 3), inline: roofline.c's hl_op_time_on
+ * and hl_op_time_lean, and its GEMM branch on plain numbers (hl_gemm_time_parts) for the phase
+ * accumulator (layer.c), which times five GEMMs a sweep point: one body, so every caller computes
+ * the same expressions, the same bits. */
+
+/* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max (roofline.c). */
+double hl_blend(double a, double b, double c, double p);
+
+/* The GEMM parameters of precision p on g, fallbacks resolved (roofline.c). */
+hl_gemm_class hl_gemm_class_of(const hl_gpu *g, hl_precision p);
+
+/* B/s an attention kernel streams its KV cache at (eff_mem_attn, else eff_mem). */
+static inline double hl_attn_bw(const hl_gpu *g)
+{
+    return g->hbm_bw * (g->eff_mem_attn > 0 ? g->eff_mem_attn : g->eff_mem);
+}
+
+/* Padding factor of whole tiles of `tile` rows over `rows` rows (1 when either is unset). */
+static inline double hl_tile_pad(double rows, double tile)
+{
+    return rows >= 1 && tile > 1 ? ceil(rows / tile) * tile / rows : 1;
+}
+
+/* The index of precision p's class in hl_gemm_classes: [0] 16-bit and wider, [1] FP8 and INT8, [2] FP4. */
+static inline int hl_gemm_class_index(hl_precision p) { return p == HL_FP4 ? 2 : p == HL_FP8 || p == HL_INT8 ? 1 : 0; }
+
+/* hl_op_time_body's GEMM branch on the operator's numbers: a GEMM (grouped: a grouped one) of
+ * `flops` FLOP moving `bytes` B (read + written), `rows` rows x K `k` per group, `groups` groups
+ * (>= 1), `fixed` s of latencies beyond the class's; class cp, peak FLOP/s. Sets out's time_s,
+ * compute_s and memory_s, *eff and *bw (the ridge's). For callers that have a dense GEMM's
+ * numbers at hand (layer.c), the same expressions as the operator's way, so the same bits. */
+static inline __attribute__((always_inline)) void
+hl_gemm_time_parts(const hl_gpu *gpu, const hl_gemm_class *cp, double peak, int grouped, double flops, double bytes,
+                   double rows, double k, double groups, double fixed, hl_op_time *out, double *eff_out, double *bw_out)
+{
+    double eff = cp->eff_c;
+    if (grouped) {
+        /* each expert tile runs a main loop over K behind a fixed prologue/epilogue, so a grouped
+         * GEMM reaches eff_grouped x K / (K + k0) (docs/MODEL.md section 3) */
+        eff *= (gpu->eff_grouped > 0 ? gpu->eff_grouped : 1) * (cp->k0 > 0 && k > 0 ? k / (k + cp->k0) : 1);
+        eff = hl_fmin(eff, 1); /* eff_grouped may exceed 1 (a grouped kernel can beat the dense fit), not the peak */
+    } else if (cp->dense_k0 > 0 && k > 0) {
+        /* a dense tile's main loop over K runs behind the same fixed prologue/epilogue
+         * (loading the first K block, the scales and the output write): eff x K / (K + k0) */
+        eff *= k / (k + cp->dense_k0);
+    }
+    double bw = gpu->hbm_bw * cp->eff_m;
+    /* tensor-core kernels compute whole tiles of gemm_tile_rows rows (per group) */
+    out->compute_s = flops * hl_tile_pad(rows, gpu->gemm_tile_rows) / (peak * eff);
+    /* the activation quantisation inside a quantised GEMM reads and writes rows x K elements;
+     * a fused MoE quantises once per token in its permutation (moe_latency), not per expert GEMM */
+    double quant = k > 0 && !grouped ? cp->quant_bytes * rows * groups * k : 0;
+    out->memory_s = (bytes + quant) / bw;
+    double loop = k > 0 ? cp->k_latency * k : 0;
+    out->time_s = hl_blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + cp->latency;
+    *eff_out = eff;
+    *bw_out = bw;
+}
+
+/* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
+ * intensity and ridge (set to 0): the same expressions on the same values, so the same bits.
+ * Inlined whole into every caller: gcc split it otherwise, and hl_op_time_lean (ten calls a
+ * sweep point) paid a wrapper's call and argument moves before the split-off body. */
+static inline __attribute__((always_inline)) hl_status
+hl_op_time_body(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, int lean, hl_op_time *out, hl_err *err)
+{
+    /* x >= 0 && x < inf: what !(x >= 0) || isinf(x) refuses (NaN, negatives, infinities), in two compares */
+    if (!(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
+          op->bytes_written >= 0 && op->bytes_written < INFINITY))
+        return hl_fail(err, HL_EINVAL, "operator '%s': flops and bytes must be finite and >= 0 (got %g, %g, %g)",
+                       op->name, op->flops, op->bytes_read, op->bytes_written);
+    double peak; /* hl_gpu_peak's value, read here when it has one (a call per operator was 25 instructions) */
+    if ((unsigned)op->precision < HL_PRECISION_COUNT && gpu->peak_flops[op->precision] > 0) {
+        peak = gpu->peak_flops[op->precision];
+    } else {
+        hl_status s = hl_gpu_peak(gpu, (hl_precision)op->precision, &peak, err);
+        if (s)
+            return s;
+    }
+    double bytes = op->bytes_read + op->bytes_written;
+    double fixed = gpu->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
+    double eff, bw;
+    if (op->kind == HL_OP_GEMM || op->kind == HL_OP_GROUPED_GEMM) {
+        hl_precision pr = (hl_precision)op->precision;
+        hl_gemm_class own;
+        const hl_gemm_class *cp = k ? &k->c[hl_gemm_class_index(pr)] : &own;
+        if (!k)
+            own = hl_gemm_class_of(gpu, pr);
+        hl_gemm_time_parts(gpu, cp, peak, op->kind == HL_OP_GROUPED_GEMM, op->flops, bytes, op->rows, op->k,
+                           op->groups > 0 ? op->groups : 1, fixed, out, &eff, &bw);
+    } else if (op->kind == HL_OP_ATTENTION) {
+        eff = gpu->eff_attn;
+        bw = hl_attn_bw(gpu);
+        /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
+         * is on both sides, so compute and memory time stay linear in the context (section 6);
+         * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
+         * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
+        double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
+        double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
+        int blended = q <= 1 && gpu->attn_blend > 1;
+        if (q > 1 && T > 1) {
+            /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
+             * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
+             * a sliding window is counted by the useful pairs only) */
+            double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
+            double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
+            pad = useful > 0 && tiled > useful ? tiled / useful : 1;
+            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
+        }
+        double c = op->flops * pad / (peak * eff), m = bytes / bw;
+        out->compute_s = blended ? gpu->attn_latency + hl_blend(c, units, 0, gpu->attn_blend) : c + part;
+        out->memory_s = blended ? gpu->attn_latency + hl_blend(m, units, 0, gpu->attn_blend) : m + part;
+        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+    } else {
+        eff = gpu->eff_gemm;
+        bw = gpu->hbm_bw * gpu->eff_mem;
+        out->compute_s = op->flops / (peak * eff);
+        out->memory_s = bytes / bw;
+        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+    }
+    if (lean) {
+        out->intensity = out->ridge = 0;
+    } else {
+        out->intensity = bytes > 0 ? op->flops / bytes : INFINITY;
+        out->ridge = peak * eff / bw;
+    }
+    out->bound = out->compute_s >= out->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
+    return HL_OK;
+}
 
 #endif

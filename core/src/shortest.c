@@ -48,6 +48,11 @@ static int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741LL) >> 38)
 /* phi(k) = ceil(10^k 2^(127 - flog2pow10(k))), so 2^127 <= phi < 2^128 (exact for 0 <= k <= 55),
  * as phi_hi 2^64 + phi_lo (Dragonbox section 5.2). */
 static uint64_t phi_hi[K_MAX - K_MIN + 1], phi_lo[K_MAX - K_MIN + 1];
+/* g_scale[e2 - E_MIN] for a normal v = fc 2^e2 (or a subnormal, e2 = E_MIN): to_decimal's scaling
+ * 10^k, k = KAPPA - floor(e2 log10 2), as (k - K_MIN) << 4 | beta, beta = e2 + floor(k log2 10) in
+ * 6..9 (the width deltai = phi_hi >> (63 - beta) is in [2^beta, 2^(beta + 1)) and in [100, 1000);
+ * checked for every e2 one-off), built with the table: two products and shifts once per exponent */
+static uint16_t g_scale[2046];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_built; /* 1 (release-stored) once the table is complete: the fast check before pthread_once */
 
@@ -124,6 +129,10 @@ static void build_table(void)
         /* 10^-n 2^(127 - e) = (2^1400 / 10^n) 2^-(1400 + e - 127), never an integer (5^n) */
         store_phi(&b, BIG_FRAC_BITS + flog2pow10(-n) - 127, 1, -n - K_MIN);
     }
+    for (int e2 = E_MIN; e2 < E_MIN + 2046; e2++) {
+        int k = KAPPA - flog10pow2(e2);
+        g_scale[e2 - E_MIN] = (uint16_t)((k - K_MIN) << 4 | (e2 + flog2pow10(k)));
+    }
     __atomic_store_n(&g_built, 1, __ATOMIC_RELEASE);
 }
 
@@ -141,21 +150,22 @@ static int mul_parity(uint64_t x, uint64_t hi, uint64_t lo, int beta, int *is_in
 /* The decimal f 10^e closest to v = fc 2^e2 (fc < 2^53) among the shortest in v's rounding
  * interval, both ends in it when fc is even (round to nearest even reads them back). *strip: f
  * may end in zeros (the 1000-unit search found it); otherwise it ends in none. */
-static uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
+static inline __attribute__((always_inline)) uint64_t to_decimal(uint64_t fc, int e2, int *e, int *strip)
 {
     uint64_t two_fc = fc << 1;
     int even = (int)(~fc & 1);
-    int k = KAPPA - flog10pow2(e2); /* the scaling 10^k: -k is Dragonbox's minus_k */
+    int scale = g_scale[e2 - E_MIN]; /* k and beta (g_scale) */
+    int k = (scale >> 4) + K_MIN, beta = scale & 15;
     uint64_t hi = phi_hi[k - K_MIN], lo = phi_lo[k - K_MIN];
-    int beta = e2 + flog2pow10(k); /* 1..3 here */
     /* phi 2^-128 = 10^k 2^-(1 + flog2pow10(k)), so deltai = floor(2^e2 10^k), the interval's width
      * in units of 10^-k (100 <= deltai < 1000), and zi = floor((fc + 1/2) 2^e2 10^k), its upper
      * end, with whether that product is exact */
     uint32_t deltai = (uint32_t)(hi >> (63 - beta));
     uint64_t u = (two_fc | 1) << beta;
-    u128 z = (u128)u * hi + (uint64_t)(((u128)u * lo) >> 64);
-    uint64_t zi = (uint64_t)(z >> 64);
-    int z_integer = (uint64_t)z == 0;
+    u128 zh = (u128)u * hi;
+    uint64_t zc = (uint64_t)(((u128)u * lo) >> 64), zl = (uint64_t)zh + zc; /* z's low 64 bits */
+    uint64_t zi = (uint64_t)(zh >> 64) + (zl < zc);
+    int z_integer = zl == 0;
     uint64_t s = zi / 1000;
     uint32_t r = (uint32_t)(zi - 1000 * s);
     *strip = 1;
@@ -275,8 +285,13 @@ static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (
 #if HL_DIGITS16
 /* The 16 digits of f < 10^16, leading zeros included, as ASCII into d[0, 16), most significant
  * first (W. Mula's SSE2 scheme, "SSE: conversion integers to decimal representation", 2011,
- * written here from its description). f = a 10^12 + b 10^8 + c 10^4 + e by scalar divisions;
- * each group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
+ * written here from its description). f = hi 10^8 + lo by a scalar division; hi and lo (< 10^8)
+ * in the two 64-bit lanes are split into a 10^4 + b and c 10^4 + e by one unsigned 32 x 32-bit
+ * product each: floor(x 0xD1B71759 / 2^45) = floor(x / 10^4) for x < 2^32 (0xD1B71759 =
+ * ceil(2^45 / 10^4) exceeds 2^45 / 10^4 by 0.117, so the quotient is over by at most
+ * x 0.117 / 2^45 < 1.4e-5 < 1 / 10^4, the room below the next integer; checked for every x < 10^8,
+ * one-off), and the remainders x - 10^4 q in the low 32 bits (the products fit them). Then each
+ * group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
  * give floor(w / 10^3), floor(w / 10^2), floor(w / 10), w in them: (4 w m) >> 16 >> s with
  * (m, 16 + s) = (8389, 25), (5243, 21), (6554, 18), (32768, 17), the second shift itself a high
  * product by 2^(16 - s) (floor(floor(x / 2^16) / 2^s) = floor(x / 2^(16 + s))). Derived: m / 2^(16
@@ -287,12 +302,13 @@ static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (
 static inline void digits16(uint64_t f, char *d)
 {
     uint64_t hi = f / 100000000, lo = f - hi * 100000000;
-    uint64_t a = hi / 10000, b = hi - a * 10000, c = lo / 10000, e = lo - c * 10000;
-    __m128i g = _mm_cvtsi64_si128((long long)(a | b << 16 | c << 32 | e << 48)); /* lanes a b c e */
-    g = _mm_slli_epi16(g, 2);
-    g = _mm_unpacklo_epi16(g, g);         /* a a b b c c e e */
-    __m128i x = _mm_unpacklo_epi32(g, g); /* a a a a b b b b */
-    __m128i y = _mm_unpackhi_epi32(g, g); /* c c c c e e e e */
+    __m128i v = _mm_set_epi64x((long long)lo, (long long)hi);                      /* 64-bit lanes hi lo */
+    __m128i q = _mm_srli_epi64(_mm_mul_epu32(v, _mm_set1_epi64x(0xD1B71759)), 45); /* a = hi / 10^4, c */
+    __m128i r = _mm_sub_epi32(v, _mm_mul_epu32(q, _mm_set1_epi64x(10000)));        /* b = hi - 10^4 a, e */
+    __m128i g = _mm_or_si128(_mm_slli_epi64(q, 2), _mm_slli_epi64(r, 18)); /* 16-bit lanes 4a 4b 0 0 4c 4e 0 0 */
+    __m128i x = _mm_unpacklo_epi16(g, g), y = _mm_unpackhi_epi16(g, g);    /* 4a 4a 4b 4b 0 0 0 0, and c e's */
+    x = _mm_unpacklo_epi32(x, x);                                          /* a a a a b b b b (times 4) */
+    y = _mm_unpacklo_epi32(y, y);                                          /* c c c c e e e e */
     const __m128i m = _mm_setr_epi16(8389, 5243, 6554, (short)32768, 8389, 5243, 6554, (short)32768);
     const __m128i sh = _mm_setr_epi16(128, 2048, 16384, (short)32768, 128, 2048, 16384, (short)32768);
     const __m128i ten = _mm_set1_epi16(10);
@@ -337,6 +353,138 @@ static inline void put_digits(uint64_t f, char *d, int n)
 #endif
 }
 
+/* f's n digits (f < 10^17, 1 <= n <= 17) times 10^(x - n + 1) at o, laid out as "%.17g" lays out
+ * its digits: put_digits' stores straight into place (they reach o + 17 past where they start),
+ * then fixed-size copies (no loops, no calls). The bytes past the text are scratch, overwritten
+ * by the next cell or left past its NUL (the furthest: o + 33). Returns the text's end. */
+static inline char *put_layout(uint64_t f, int n, int x, char *o)
+{
+    char tail[16];
+    if (x >= -4 && x < 17) {
+        if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
+            memcpy(o, "0.000000", 8);
+            put_digits(f, o + 1 - x, n);
+            return o + 1 - x + n;
+        }
+        put_digits(f, o, n);
+        if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
+            memcpy(o + n, "0000000000000000", 16);
+            return o + x + 1;
+        }
+        /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
+        memcpy(tail, o + x + 1, 16);
+        memcpy(o + x + 2, tail, 16);
+        o[x + 1] = '.';
+        return o + n + 1;
+    }
+    /* d.ddde+XX, at least two exponent digits as printf writes them */
+    put_digits(f, o, n);
+    if (n > 1) {
+        memcpy(tail, o + 1, 16);
+        memcpy(o + 2, tail, 16);
+        o[1] = '.';
+        o += n + 1;
+    } else {
+        o += 1;
+    }
+    *o++ = 'e';
+    *o++ = x < 0 ? '-' : '+';
+    int ax = x < 0 ? -x : x;
+    if (ax >= 100) {
+        *o++ = (char)('0' + ax / 100);
+        ax %= 100;
+    }
+    *o++ = DIGIT_PAIRS[2 * ax];
+    *o++ = DIGIT_PAIRS[2 * ax + 1];
+    return o;
+}
+
+/* The table, built on first use. */
+static inline void need_table(void)
+{
+    if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
+        pthread_once(&g_once, build_table);
+}
+
+/* put_number for the values off its hot path, at o (after the sign): zero, the subnormals, the
+ * infinities, NaN (out: its sign's byte, for NaN's unsigned text) and the powers of two that are
+ * not integers below 2^53. Digits counted here (a subnormal has fewer than 16). */
+__attribute__((noinline, cold)) static char *put_rare(uint64_t bits, char *out, char *o)
+{
+    uint64_t t = bits & (C_MIN - 1), f;
+    int bq = (int)((bits >> 52) & 0x7ff), e, strip;
+    if (bq == 0x7ff) {
+        if (t != 0) {
+            memcpy(out, "nan", 3); /* a NaN's sign carries no meaning */
+            return out + 3;
+        }
+        memcpy(o, "inf", 3);
+        return o + 3;
+    }
+    if (bq == 0 && t == 0) {
+        *o = '0';
+        return o + 1;
+    }
+    need_table();
+    if (bq <= 1) /* a subnormal t 2^-1074, or the least normal (its interval below: the subnormals' spacing) */
+        f = to_decimal(bq ? C_MIN : t, E_MIN, &e, &strip);
+    else /* a power of two: the lopsided interval */
+        f = to_decimal_pow2(bq - 1075, &e, &strip);
+    while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
+        f /= 10;
+        e++;
+    }
+    int n = digit_count(f);
+    return put_layout(f, n, e + n - 1, o);
+}
+
+/* put_layout for f of n digits that ends in zeros: they are dropped (x stays) */
+__attribute__((noinline)) static char *put_stripped(uint64_t f, int n, int x, char *o)
+{
+    while (f % 10 == 0) {
+        f /= 10;
+        n--;
+    }
+    return put_layout(f, n, x, o);
+}
+
+/* The text of v at out (HL_CSV_NUMBER_ROOM bytes, csv_int.h), without its NUL; returns its end.
+ * The hot path is a normal double's: an integer below 2^53, else Dragonbox's decimal, whose digit
+ * count is known without counting: v = fc 2^e2 with 2^52 <= fc < 2^53 is scaled by 10^k into
+ * [100, 1000) units of 2^e2 (to_decimal), so z in [100 2^52, 1000 2^53) = [4.5e17, 9.01e18) and
+ * the 1000-unit search's s = floor(z / 1000) has 15 or 16 digits (before its trailing zeros are
+ * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. */
+static inline char *put_number(double v, char *out)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    out[0] = '-';
+    char *o = out + (bits >> 63); /* the sign kept, or written over */
+    uint64_t t = bits & (C_MIN - 1), fc = C_MIN | t, f;
+    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
+    if (__builtin_expect((unsigned)bq - 1 >= 0x7fe, 0))   /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
+        return put_rare(bits, out, o);
+    if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
+        f = fc >> mq;
+        int n = digit_count(f);
+        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
+        return o + n;
+    }
+    if (__builtin_expect(t == 0, 0))
+        return put_rare(bits, out, o);
+    need_table();
+    int e, strip;
+    f = to_decimal(fc, -mq, &e, &strip);
+    /* each digit count its own inlined layout: the count a constant in it */
+    if (strip) {
+        int n = f >= 1000000000000000ull ? 16 : 15;
+        if (f % 10 == 0)
+            return put_stripped(f, n, e + n - 1, o);
+        return n == 16 ? put_layout(f, 16, e + 15, o) : put_layout(f, 15, e + 14, o);
+    }
+    return f >= 10000000000000000ull ? put_layout(f, 17, e + 16, o) : put_layout(f, 16, e + 15, o);
+}
+
 int32_t hl_csv_format_number(double v, char *out)
 {
     char b[HL_CSV_NUMBER_ROOM];
@@ -348,88 +496,16 @@ int32_t hl_csv_format_number(double v, char *out)
 /* out has HL_CSV_NUMBER_ROOM bytes (csv_int.h). */
 int32_t hl_csv_format_number_wide(double v, char *out)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    out[0] = '-';
-    char *o = out + (bits >> 63); /* the sign kept, or written over */
-    uint64_t t = bits & (C_MIN - 1), f;
-    int bq = (int)((bits >> 52) & 0x7ff), mq = 1075 - bq; /* a normal v = fc 2^-mq */
-    uint64_t fc = C_MIN | t;
-    int e2 = -mq, e, strip;
-    if ((unsigned)bq - 1 >= 0x7fe) { /* bq 0 (zero, subnormals) or 0x7ff (infinities, NaN) */
-        if (bq == 0x7ff && t != 0) {
-            memcpy(out, "nan", 4); /* a NaN's sign carries no meaning */
-            return 3;
-        }
-        if (bq == 0x7ff) {
-            memcpy(o, "inf", 4);
-            return (int32_t)(o - out) + 3;
-        }
-        if (t == 0) {
-            memcpy(o, "0", 2);
-            return (int32_t)(o - out) + 1;
-        }
-        fc = t; /* a subnormal: the least exponent */
-        e2 = E_MIN;
-    } else if ((unsigned)mq - 1 < P - 1 && fc << (64 - mq) == 0) { /* an integer below 2^53 < 10^16 */
-        f = fc >> mq;
-        int n = digit_count(f);
-        put_digits(f, o, n); /* 8- and 16-byte stores: scratch up to o + 16 */
-        o[n] = '\0';
-        return (int32_t)(o - out) + n;
+    char *end = put_number(v, out);
+    *end = '\0';
+    return (int32_t)(end - out);
+}
+
+char *hl_csv_put_numbers(char *o, const double *v, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        o = put_number(v[i], o);
+        *o++ = ',';
     }
-    if (!__atomic_load_n(&g_built, __ATOMIC_ACQUIRE))
-        pthread_once(&g_once, build_table);
-    if (t == 0 && bq > 1) /* a power of two (the least normal's interval below is the subnormals' spacing) */
-        f = to_decimal_pow2(e2, &e, &strip);
-    else
-        f = to_decimal(fc, e2, &e, &strip);
-    while (strip && f % 10 == 0) { /* shortest: drop the trailing zeros into the exponent */
-        f /= 10;
-        e++;
-    }
-    /* the digits straight into place (put_digits' stores reach o + 17 past where they start),
-     * then laid out by fixed-size copies (no loops, no calls): the bytes past the text are
-     * scratch, overwritten by the next cell or left past its NUL (the furthest: out + 34) */
-    int n = digit_count(f);
-    int x = e + n - 1; /* v = D[0].D[1..n) x 10^x, D the digits */
-    char tail[16];
-    if (x >= -4 && x < 17) {
-        if (x < 0) { /* 0.000ddd: -x - 1 zeros after the point (at most 3) */
-            memcpy(o, "0.000000", 8);
-            put_digits(f, o + 1 - x, n);
-            o += 1 - x + n;
-        } else if (x >= n - 1) { /* ddd000: x + 1 - n zeros after the digits (at most 16) */
-            put_digits(f, o, n);
-            memcpy(o + n, "0000000000000000", 16);
-            o += x + 1;
-        } else { /* dd.ddd: x + 1 <= 16 digits, then the n - x - 1 <= 16 after the point moved up one */
-            put_digits(f, o, n);
-            memcpy(tail, o + x + 1, 16);
-            memcpy(o + x + 2, tail, 16);
-            o[x + 1] = '.';
-            o += n + 1;
-        }
-    } else { /* d.ddde+XX, at least two exponent digits as printf writes them */
-        put_digits(f, o, n);
-        if (n > 1) {
-            memcpy(tail, o + 1, 16);
-            memcpy(o + 2, tail, 16);
-            o[1] = '.';
-            o += n + 1;
-        } else {
-            o += 1;
-        }
-        *o++ = 'e';
-        *o++ = x < 0 ? '-' : '+';
-        int ax = x < 0 ? -x : x;
-        if (ax >= 100) {
-            *o++ = (char)('0' + ax / 100);
-            ax %= 100;
-        }
-        *o++ = DIGIT_PAIRS[2 * ax];
-        *o++ = DIGIT_PAIRS[2 * ax + 1];
-    }
-    *o = '\0';
-    return (int32_t)(o - out);
+    return o;
 }

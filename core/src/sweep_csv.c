@@ -38,6 +38,7 @@ typedef struct stream {
     const int32_t *cols;  /* o->columns, or every field */
     const int32_t *plain; /* plain[c]: column c is a number (hl_csv_number, no type lookup per cell) */
     const int32_t *type;  /* type[c]: column c's hl_value_type */
+    const int32_t *run;   /* run[c]: number columns from c on (0: column c is not one) */
     int32_t direct;       /* every axis a number and every column a number, integer or boolean:
                            * a good point's row is written in one piece (direct_row) */
     int32_t ncols;
@@ -105,7 +106,7 @@ static void direct_row(const stream *s, thread_state *t, hl_csv *csv)
         return;
     /* locals: stores through o may alias anything, so fields read in the loops would be reloaded */
     const hl_axis *axes = in->axes;
-    const int32_t *cols = s->cols, *type = s->type;
+    const int32_t *cols = s->cols, *type = s->type, *run = s->run;
     const double *scales = s->o->scales;
     int32_t n_axes = in->n_axes, ncols = s->ncols;
     for (int32_t a = 0; a < n_axes; a++) {
@@ -127,11 +128,18 @@ static void direct_row(const stream *s, thread_state *t, hl_csv *csv)
         t->text_len[a] = (int32_t)(o - cell);
         memcpy(t->text[a], cell, 32);
     }
+    double vals[HL_POINT_VALUES];
     for (int32_t c = 0; c < ncols; c++) {
+        if (run[c] > 0) { /* the run of number columns from c on, in one call (its frame paid once) */
+            int32_t m = run[c];
+            for (int32_t j = 0; j < m; j++)
+                vals[j] = p->v[cols[c + j]] * (scales ? scales[c + j] : 1);
+            o = hl_csv_put_numbers(o, vals, m);
+            c += m - 1;
+            continue;
+        }
         double v = p->v[cols[c]] * (scales ? scales[c] : 1);
-        if (type[c] == HL_VALUE_NUMBER) {
-            o += hl_csv_format_number_wide(v, o);
-        } else if (type[c] == HL_VALUE_INTEGER) {
+        if (type[c] == HL_VALUE_INTEGER) {
             o = hl_csv_put_integer(o, (int64_t)v);
         } else { /* HL_VALUE_BOOL, as hl_csv_bool(v != 0) */
             memcpy(o, v != 0 ? "true" : "false", 5);
@@ -295,7 +303,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         return st;
     if (!o->sink)
         return hl_fail(err, HL_EINVAL, "sweep csv: no sink");
-    int32_t all[HL_POINT_VALUES], plain[HL_POINT_VALUES], type[HL_POINT_VALUES], direct = 1;
+    int32_t all[HL_POINT_VALUES], plain[HL_POINT_VALUES], type[HL_POINT_VALUES], run[HL_POINT_VALUES + 1], direct = 1;
     int32_t ncols = o->columns ? o->n_columns : HL_POINT_VALUES;
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return hl_fail(err, HL_EINVAL, "sweep csv: %d columns; allowed 1..%d", (int)ncols, HL_POINT_VALUES);
@@ -309,6 +317,9 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         type[c] = f->type;
         direct = direct && (f->type == HL_VALUE_NUMBER || f->type == HL_VALUE_INTEGER || f->type == HL_VALUE_BOOL);
     }
+    run[ncols] = 0;
+    for (int32_t c = ncols - 1; c >= 0; c--)
+        run[c] = plain[c] ? run[c + 1] + 1 : 0;
     if (o->parts < 0 || (o->parts > 0 && (o->part < 0 || o->part >= o->parts)))
         return hl_fail(err, HL_EINVAL, "sweep csv: part %d of %d is not allowed", (int)o->part, (int)o->parts);
     int64_t first = in->first, n = in->count > 0 ? in->count : total - first;
@@ -322,6 +333,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     s.cols = all;
     s.plain = plain;
     s.type = type;
+    s.run = run;
     for (int32_t a = 0; a < in->n_axes; a++)
         direct = direct && in->axes[a].kind == HL_AXIS_NUMBER;
     s.direct = direct;

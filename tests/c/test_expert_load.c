@@ -254,6 +254,38 @@ static void test_hits_near_all(void **state)
     }
 }
 
+/* A uniform layout takes its one group of ranks without grouping the shares: the same bits as the
+ * same shares given as a histogram (1/16 each: the grouped path), EP4 and EP8, from 1 to 100,000
+ * tokens (Levin's walk below a binomial sd of 30, the normal closed form above: 225 tokens on
+ * EP4, top-2 of 16: sd = sqrt(450 / 4 * 3 / 4) = 9.2; 100,000 tokens: 194). */
+static void test_uniform_group_same_bits(void **state)
+{
+    (void)state;
+    hl_err e;
+    double f[16];
+    static hl_expert_layout hist;
+    for (int i = 0; i < 16; i++)
+        f[i] = 1.0 / 16;
+    for (int ep = 4; ep <= 8; ep *= 2) {
+        assert_ok(hl_expert_layout_init(&lay, NULL, 16, 0, ep, 2, 0, &e), &e);
+        assert_ok(hl_expert_layout_init(&hist, f, 16, 0, ep, 2, 0, &e), &e);
+        assert_true(lay.uniform && !hist.uniform);
+        /* all of one layout, then the other: the thread's 4 last results (keyed by the shares, not
+         * the flag) are the other layout's last tokens, so the second pass computes every one */
+        double a[32], b[32], t = 1;
+        int n = 0;
+        for (; t <= 100000; t = t * 1.7 + 1)
+            a[n++] = hl_expert_busiest_load(&lay, t);
+        t = 1;
+        for (int i = 0; i < n; i++, t = t * 1.7 + 1) {
+            b[i] = hl_expert_busiest_load(&hist, t);
+            if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+                fail_msg("EP%d, %g tokens: uniform %.17g, histogram %.17g", ep, t, a[i], b[i]);
+        }
+        assert_true(n > 8);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -284,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_zipf_shares),
         cmocka_unit_test(test_hits),
         cmocka_unit_test(test_hits_near_all),
+        cmocka_unit_test(test_uniform_group_same_bits),
         cmocka_unit_test(test_busiest_memo_never_stale),
         cmocka_unit_test(test_busiest_memo_skip_same_values),
         cmocka_unit_test(test_errors),

@@ -366,6 +366,38 @@ static void test_coll_hints_never_stale(void **state)
     }
 }
 
+/* layer.c's add_gemm (a GEMM's time from hl_gemm_time_parts in a run with a job class) gives the
+ * bits of add_op's way (hl_op_time_lean) for every GEMM of a pass. FP8 MoE jobs, whose layers hold
+ * dense FP8 GEMMs, a BF16 router and grouped FP8 experts: on B200 (the FP8 quantisation bytes,
+ * eff_grouped, grouped_k0, moe_latency as the experts' fixed_s), on MI300X (dense_k0 and tile
+ * rows) and on H100 with the unfused FP8 dequantisation; over eff_gemm_fp8 (a GPU field: a new
+ * job class), tp (other N and K) and input. Every point must equal, bit for bit, its job run alone
+ * on a fresh thread, which takes add_op's way (no class). add_gemm without the experts' fixed_s,
+ * timing grouped GEMMs as dense ones, or without the unfused dequantisation fails it (planted). */
+static void test_gemm_fast_path_same_bits(void **state)
+{
+    (void)state;
+    const char *gpus[] = {"B200", "MI300X", "H100-SXM"};
+    const double eff[] = {0.6, 0.45}, tp[] = {4, 2}, input[] = {512, 1500, 6000};
+    for (int g = 0; g < 3; g++) {
+        hl_axis axes[3] = {num_axis("eff_gemm_fp8", eff, 2), num_axis("tp", tp, 2), num_axis("input", input, 3)};
+        hl_sweep_in in = llama16_sweep(axes, 3);
+        in.base = job_for("qwen3-30b-a3b", gpus[g], 16, 8);
+        in.base.batch = 16;
+        in.base.tp = 4;
+        in.base.ep = 16;
+        in.base.precision = HL_FP8;
+        in.base.fp8_dequant = g == 2;
+        hl_point pts[12];
+        hl_err e;
+        for (int pass = 0; pass < 2; pass++) {
+            assert_ok(hl_sweep_run(&in, pts, &e), &e);
+            for (int64_t i = 0; i < 12; i++)
+                assert_point_is_fresh_run(&in, i, &pts[i], pass);
+        }
+    }
+}
+
 /* Along an input axis the sweep tells the simulation that a point's job is its previous
  * one's but for input (HL_TRUST_SAME_BUT_INPUT), so the job class is not compared again.
  * A point that fails before taking a class (input 1000.5: not whole, refused in
@@ -539,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_memos_never_stale),
         cmocka_unit_test(test_memos_never_stale_blended),
         cmocka_unit_test(test_coll_hints_never_stale),
+        cmocka_unit_test(test_gemm_fast_path_same_bits),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
         cmocka_unit_test(test_input_checks_on_reused_context),

@@ -93,4 +93,33 @@ T.test("direct rows: memory.fits false, and the cells after it", function()
   T.eq(table.concat(fits, " "), "true true false false", "batch 1 and 64 fit, 512 and 2048 do not")
 end)
 
+-- Friendly-unit columns (ttft_ms, tpot_ms: the field times 1e3) among unscaled ones: direct_row writes
+-- a run of number columns in one call, each cell with its own column's scale. A run mixing scales 1
+-- and 1e3 (and one after a boolean) must read back to hl.sweep's values: ttft_ms = ttft_s * 1e3 there.
+T.test("direct rows: each column of a run keeps its own scale", function()
+  local dir = T.scratch()
+  local path = dir .. "/u.csv"
+  local u_spec = { base = { model = "llama-3.1-70b", cluster = "hgx-h100", input = 1000, output = 64, parallel = { tp = 8 } },
+                   axes = { { "batch", { 1, 8 } } },
+                   columns = { "ttft_s", "ttft_ms", "tpot_ms", "tpot_s", "memory.fits", "tpot_ms", "ttft_s" } }
+  T.eq(hl.sweep_to_csv(T.merged(u_spec, { out = path })), 2, "two points")
+  local rows = hl.sweep { base = u_spec.base, axes = u_spec.axes }
+  local f = assert(io.open(path))
+  T.eq(f:read("l"), "batch,ttft_s,ttft_ms,tpot_ms,tpot_s,memory.fits,tpot_ms,ttft_s,error", "header")
+  for i = 1, 2 do
+    local c = split(f:read("l"))
+    local r = rows[i]
+    T.ok(r.error == nil, "point " .. i .. " runs")
+    T.ok(r.ttft_ms > r.ttft_s * 999, "ttft_ms is ttft_s in milliseconds")
+    for k, name in ipairs(u_spec.columns) do
+      if name ~= "memory.fits" then
+        T.eq(string.format("%a", tonumber(c[1 + k])), string.format("%a", r[name]), name .. " reads back: " .. c[1 + k])
+      end
+    end
+    T.eq(c[6], "true", "memory.fits")
+  end
+  f:close()
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
 T.done()
