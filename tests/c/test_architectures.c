@@ -7,26 +7,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "hf_model.h"
 #include "jobs.h"
 #include "hbdlab/hbdlab.h"
 #include "step_int.h"
-
-static hl_model hf(const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/data/hf/%s", getenv("HBDLAB_SOURCE_DIR"), file);
-    char *text;
-    hl_err e;
-    hl_model m;
-    memset(&m, 0, sizeof m);
-    if (hl_read_file(path, &text, &e) != HL_OK)
-        fail_msg("%s", e.msg);
-    hl_status s = hl_model_from_hf_json(text, file, &m, &e);
-    hl_free(text);
-    if (s)
-        fail_msg("%s", e.msg);
-    return m;
-}
 
 static hl_model preset(const char *name)
 {
@@ -68,7 +52,7 @@ static void test_hf_matches_presets(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        hl_model a = hf(names[i][0]), b = preset(names[i][1]);
+        hl_model a = hf_model(names[i][0]), b = preset(names[i][1]);
         hl_params pa = params(&a), pb = params(&b);
         assert_rel(pa.total, pb.total, 1e-12, names[i][1]);
         assert_rel(pa.active, pb.active, 1e-12, names[i][1]);
@@ -96,32 +80,32 @@ static void test_hf_matches_presets(void **state)
 static void test_layer_patterns(void **state)
 {
     (void)state;
-    hl_model m = hf("gpt-oss-20b.json");
+    hl_model m = hf_model("gpt-oss-20b.json");
     assert_int_equal(hl_model_local_layers(&m), 12);
     assert_int_equal(m.attn_sinks, 1);
     assert_int_equal(m.expert_precision, HL_EXPERT_MXFP4);
-    m = hf("qwen3-next-80b-a3b.json");
+    m = hf_model("qwen3-next-80b-a3b.json");
     assert_int_equal(hl_model_linear_layers(&m), 36);
     assert_int_equal(hl_model_moe_layers(&m), 48);
     assert_int_equal(m.attn_gate, 1);
-    m = hf("llama-4-scout.json");
+    m = hf_model("llama-4-scout.json");
     assert_int_equal(hl_model_local_layers(&m), 36);
     assert_int_equal(m.local_chunked, 1);
     assert_int_equal(m.sliding_window, 8192);
     assert_int_equal(hl_model_moe_layers(&m), 48);
-    m = hf("llama-4-maverick.json");
+    m = hf_model("llama-4-maverick.json");
     assert_int_equal(hl_model_moe_layers(&m), 24);
-    m = hf("gemma-3-27b.json");
+    m = hf_model("gemma-3-27b.json");
     assert_int_equal(hl_model_local_layers(&m), 52);
     assert_int_equal(m.vocab, 262208); /* absent from text_config: Gemma3TextConfig's default */
     assert_int_equal(m.tied_embeddings, 1);
-    m = hf("glm-4.5.json");
+    m = hf_model("glm-4.5.json");
     assert_int_equal(hl_model_moe_layers(&m), 89);
-    m = hf("glm-4.5-air.json");
+    m = hf_model("glm-4.5-air.json");
     assert_int_equal(hl_model_moe_layers(&m), 45);
-    m = hf("deepseek-v3.2-exp.json");
+    m = hf_model("deepseek-v3.2-exp.json");
     assert_int_equal(m.index_topk, 2048);
-    m = hf("qwen2.5-vl-7b.json");
+    m = hf_model("qwen2.5-vl-7b.json");
     assert_int_equal(m.vision_layers, 32);
     assert_int_equal(m.vision_window, 8); /* window_size 112 px / patch 14 */
     assert_int_equal(m.vision_full, 4);   /* fullatt_block_indexes [7, 15, 23, 31] */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "hf_model.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,22 +182,6 @@ static void test_presets_root_that_is_no_folder(void **state)
     rmdir(dir);
 }
 
-static hl_model hf(const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/data/hf/%s", getenv("HBDLAB_SOURCE_DIR"), file);
-    char *text;
-    hl_err e;
-    hl_model m;
-    if (hl_read_file(path, &text, &e) != HL_OK)
-        fail_msg("%s", e.msg);
-    hl_status s = hl_model_from_hf_json(text, file, &m, &e);
-    hl_free(text);
-    if (s)
-        fail_msg("%s", e.msg);
-    return m;
-}
-
 static double total(const hl_model *m)
 {
     hl_params p;
@@ -219,19 +204,19 @@ static double preset_total(const char *name)
 static void test_hf_import_matches_presets(void **state)
 {
     (void)state;
-    hl_model m = hf("llama-3.1-8b.json");
+    hl_model m = hf_model("llama-3.1-8b.json");
     assert_rel(total(&m), preset_total("llama-3.1-8b"), 1e-12, "llama");
-    m = hf("qwen2.5-72b.json");
+    m = hf_model("qwen2.5-72b.json");
     assert_int_equal(m.qkv_bias, 1);
     assert_rel(total(&m), preset_total("qwen2.5-72b"), 1e-12, "qwen2");
-    m = hf("qwen3-30b-a3b.json");
+    m = hf_model("qwen3-30b-a3b.json");
     assert_rel(total(&m), preset_total("qwen3-30b-a3b"), 1e-12, "qwen3_moe");
-    m = hf("mixtral-8x7b.json");
+    m = hf_model("mixtral-8x7b.json");
     assert_rel(total(&m), preset_total("mixtral-8x7b"), 1e-12, "mixtral");
-    m = hf("deepseek-v3.json");
+    m = hf_model("deepseek-v3.json");
     assert_int_equal(m.attn, HL_ATTN_MLA);
     assert_rel(total(&m), preset_total("deepseek-v3"), 1e-12, "deepseek_v3");
-    m = hf("gpt-oss-120b.json");
+    m = hf_model("gpt-oss-120b.json");
     assert_rel(m.sliding_fraction, 0.5, 1e-12, "gpt-oss layer types");
     assert_rel(total(&m), preset_total("gpt-oss-120b"), 1e-12, "gpt_oss");
 }

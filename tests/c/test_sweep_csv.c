@@ -63,6 +63,20 @@ static int32_t collect(void *user, const char *text, int64_t len, int64_t points
     return 0;
 }
 
+/* Options streaming the columns cols[0..n) to collect into s, from any thread where any_thread
+ * says so; no header. */
+static hl_sweep_csv_opts collecting(const int32_t *cols, int32_t n, text_sink *s)
+{
+    hl_sweep_csv_opts o;
+    memset(&o, 0, sizeof o);
+    o.columns = cols;
+    o.n_columns = n;
+    o.sink = collect;
+    o.sink_any_thread = any_thread;
+    o.user = s;
+    return o;
+}
+
 static void sink_free(text_sink *s)
 {
     free(s->all);
@@ -141,16 +155,10 @@ static void test_stream_equals_points(void **state)
     assert_ok(hl_sweep_run(&in, pts, &e), &e);
     const int32_t cols[] = {hl_result_field_index("ttft_s"), hl_result_field_index("tps_per_gpu"),
                             hl_result_field_index("memory.fits")};
-    hl_sweep_csv_opts o;
-    memset(&o, 0, sizeof o);
-    o.columns = cols;
-    o.n_columns = 3;
-    o.header = 1;
-    o.sink = collect;
-    o.sink_any_thread = any_thread;
     text_sink s;
     memset(&s, 0, sizeof s);
-    o.user = &s;
+    hl_sweep_csv_opts o = collecting(cols, 3, &s);
+    o.header = 1;
     int64_t rows = 0;
     assert_ok(hl_sweep_csv(&in, &o, &rows, &e), &e);
     assert_int_equal(rows, n);
@@ -182,15 +190,9 @@ static void test_refusal_cancel_and_parts(void **state)
     hl_axis axes[2];
     hl_sweep_in in = sweep_in(axes);
     const int32_t cols[] = {hl_result_field_index("ttft_s")};
-    hl_sweep_csv_opts o;
-    memset(&o, 0, sizeof o);
-    o.columns = cols;
-    o.n_columns = 1;
-    o.sink = collect;
-    o.sink_any_thread = any_thread;
     text_sink s;
     memset(&s, 0, sizeof s);
-    o.user = &s;
+    hl_sweep_csv_opts o = collecting(cols, 1, &s);
     int64_t rows = 0;
     hl_err e;
     /* the sink refuses the second block: the stream stops there, HL_EIO */
@@ -349,15 +351,10 @@ static void test_thread_counts(void **state)
     hl_axis axes[2];
     hl_sweep_in in = sweep_in(axes);
     const int32_t cols[] = {hl_result_field_index("tpot_s")};
-    hl_sweep_csv_opts o;
-    memset(&o, 0, sizeof o);
-    o.columns = cols;
-    o.n_columns = 1;
-    o.sink = collect;
-    o.sink_any_thread = any_thread;
     text_sink one, many;
     memset(&one, 0, sizeof one);
     memset(&many, 0, sizeof many);
+    hl_sweep_csv_opts o = collecting(cols, 1, &one);
     int64_t rows = 0;
     hl_err e;
     in.threads = 1;

@@ -5,8 +5,6 @@
  * its first byte also picks the job's shape. A fixed Lua script then drives the
  * public API on those presets in a fresh state; every call is under pcall, so only
  * a crash, a sanitizer report, a leak or a Lua error escaping pcall is a finding. */
-#include <lauxlib.h>
-#include <lualib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_lua.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int luaopen_hbdlab(lua_State *L);
 
 static char root[64];
 static const char *const files[] = {"gpus/fz.json", "gpus/fy.json", "models/fz.json", "models/fy.json",
@@ -93,16 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fclose(f);
         p = sep ? sep + 5 : end + 1;
     }
-    lua_State *L = luaL_newstate();
+    lua_State *L = fuzz_lua_with_script(script, sizeof script - 1);
     if (!L)
         return 0;
-    luaL_openlibs(L);
-    lua_pushcfunction(L, luaopen_hbdlab);
-    if (lua_pcall(L, 0, 1, 0) != LUA_OK) /* the library itself must load */
-        abort();
-    if (luaL_loadbuffer(L, script, sizeof script - 1, "=fuzz") != LUA_OK)
-        abort();
-    lua_insert(L, -2);
     lua_pushinteger(L, size ? data[0] : 0);
     if (lua_pcall(L, 2, 0, 0) != LUA_OK) { /* only pcall'd calls may fail */
         fprintf(stderr, "fuzz_lua_presets: %s\n", lua_tostring(L, -1));

@@ -8,8 +8,6 @@
  * then simulated with every count and length clamped to 24). Every Lua call is under pcall, so only a
  * crash, a sanitizer report, a leak, a parser invariant or an error escaping
  * pcall is a finding. */
-#include <lauxlib.h>
-#include <lualib.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_lua.h"
 #include "hbdlab/hbdlab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int luaopen_hbdlab(lua_State *L);
 
 static char trace_path[64];
 
@@ -122,16 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fwrite(trace, 1, tlen, f);
     fclose(f);
     free(trace);
-    lua_State *L = luaL_newstate();
+    lua_State *L = fuzz_lua_with_script(script, sizeof script - 1);
     if (!L)
         return 0;
-    luaL_openlibs(L);
-    lua_pushcfunction(L, luaopen_hbdlab);
-    if (lua_pcall(L, 0, 1, 0) != LUA_OK) /* the library itself must load */
-        abort();
-    if (luaL_loadbuffer(L, script, sizeof script - 1, "=fuzz") != LUA_OK)
-        abort();
-    lua_insert(L, -2);
     lua_pushlstring(L, cfg, clen);
     lua_pushstring(L, trace_path);
     lua_pushboolean(L, small);

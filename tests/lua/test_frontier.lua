@@ -159,12 +159,7 @@ end)
 
 T.test("bad input is named", function()
   local ok_base = { model = "llama-3.1-8b", systems = { gpu = "H100-SXM", gpus = 2, hbd = 2 } }
-  local function with(t)
-    local o = {}
-    for k, v in pairs(ok_base) do o[k] = v end
-    for k, v in pairs(t) do o[k] = v end
-    return o
-  end
+  local function with(t) return T.merged(ok_base, t) end
   T.raises(function() hl.frontier(with { sytems = 1 }) end, "unknown field 'sytems'", "did you mean 'systems'")
   T.raises(function() hl.frontier(with { modes = { "agg", "both" } }) end, "modes", "'both'", "agg, disagg")
   T.raises(function() hl.frontier(with { slo = { ttft = 1 } }) end, "ttft")

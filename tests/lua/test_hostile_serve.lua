@@ -6,12 +6,7 @@ local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }, parallel = { tp = 1 },
                rate = 5, requests = 20, input = 200, output = 20 }
-local function with(t)
-  local o = {}
-  for k, v in pairs(base) do o[k] = v end
-  for k, v in pairs(t) do if v == false then o[k] = nil else o[k] = v end end
-  return o
-end
+local function with(t) return T.merged(base, t, false) end -- a false change drops the field
 
 -- a trace run: the trace gives arrivals, lengths and the request count
 local function traced(path, t)

@@ -4,12 +4,10 @@ local T = require "testlib"
 local hl = require "hbdlab"
 
 local base = { model = "llama-3.1-8b", cluster = hl.cluster { gpu = "H100-SXM", gpus = 1, hbd = 1 }, parallel = { tp = 1 } }
+-- with(changes) or with(from, changes): a false change drops the field
 local function with(a, b)
   if b == nil then a, b = base, a end
-  local o = {}
-  for k, v in pairs(a) do o[k] = v end
-  for k, v in pairs(b) do if v == false then o[k] = nil else o[k] = v end end
-  return o
+  return T.merged(a, b, false)
 end
 
 local function tmpfile(text)

@@ -16,7 +16,7 @@ T.test("preset aliases and case-insensitive names", function()
   T.raises(function() hl.gpu("H1OO") end, "unknown gpu preset 'H1OO'", "did you mean 'h100-sxm'")
   -- the words of the job read case-insensitively like enum names ("TRTLLM"): "MAX" and "AUTO" were refused
   local job = { model = "llama-3.1-8b", cluster = { gpu = "H100", gpus = 8 }, parallel = { tp = 8 } }
-  local function with(t, u) local r = {} for k, v in pairs(t) do r[k] = v end for k, v in pairs(u) do r[k] = v end return r end
+  local with = T.merged
   T.eq(hl.simulate(with(job, { batch = "MAX" })).batch, hl.simulate(with(job, { batch = "max" })).batch, "batch = \"MAX\"")
   T.eq(hl.simulate(with(job, { parallel = "Auto" })).parallel.tp, hl.simulate(with(job, { parallel = "auto" })).parallel.tp,
        "parallel = \"Auto\"")

@@ -49,11 +49,14 @@ function T.raises(fn, ...)
 end
 
 -- A shallow copy of base with the fields of changes set over it (neither argument is modified):
--- the usual "base job with these fields changed" of a test file.
-function T.merged(base, changes)
+-- the usual "base job with these fields changed" of a test file. With `drop` given, a change
+-- equal to it removes the field instead (the serve tests pass false to unset a base field).
+function T.merged(base, changes, drop)
   local o = {}
   for k, v in pairs(base) do o[k] = v end
-  for k, v in pairs(changes) do o[k] = v end
+  for k, v in pairs(changes) do
+    if drop ~= nil and v == drop then o[k] = nil else o[k] = v end
+  end
   return o
 end
 
