@@ -45,14 +45,7 @@ static int reserve(hl_csv *c, int64_t n)
     return 1;
 }
 
-char *hl_csv_room(hl_csv *c, int64_t n) { return reserve(c, n) ? c->text + c->len : NULL; }
-
-void hl_csv_commit_row(hl_csv *c, char *end)
-{
-    c->len = end - c->text;
-    c->text[c->len] = '\0';
-    c->cells = 0;
-}
+char *hl_csv_room_grow(hl_csv *c, int64_t n) { return reserve(c, n) ? c->text + c->len : NULL; }
 
 static void put(hl_csv *c, const char *s, int64_t n)
 {

@@ -17,8 +17,17 @@ char *hl_csv_put_numbers(char *o, const double *v, int32_t n);
 /* Room for n more bytes and the NUL at the end of c's text: where to write them, or NULL (and
  * c->failed set) when memory ran out. The caller writes whole rows there and ends them with
  * hl_csv_commit_row(c, end), end being one past the row's "\n". */
-char *hl_csv_room(hl_csv *c, int64_t n);
-void hl_csv_commit_row(hl_csv *c, char *end);
+char *hl_csv_room_grow(hl_csv *c, int64_t n); /* hl_csv_room when the text must grow (csv.c) */
+static inline char *hl_csv_room(hl_csv *c, int64_t n)
+{
+    return !c->failed && c->len + n + 1 <= c->cap ? c->text + c->len : hl_csv_room_grow(c, n);
+}
+static inline void hl_csv_commit_row(hl_csv *c, char *end)
+{
+    c->len = end - c->text;
+    *end = '\0';
+    c->cells = 0;
+}
 /* The text hl_csv_integer writes for v ("%lld"), at o (24 bytes of room); returns its end. */
 char *hl_csv_put_integer(char *o, int64_t v);
 

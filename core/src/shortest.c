@@ -48,6 +48,11 @@ static int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741LL) >> 38)
 /* phi(k) = ceil(10^k 2^(127 - flog2pow10(k))), so 2^127 <= phi < 2^128 (exact for 0 <= k <= 55),
  * as phi_hi 2^64 + phi_lo (Dragonbox section 5.2). */
 static uint64_t phi_hi[K_MAX - K_MIN + 1], phi_lo[K_MAX - K_MIN + 1];
+/* g_scale[e2 - E_MIN] for a normal v = fc 2^e2 (or a subnormal, e2 = E_MIN): to_decimal's scaling
+ * 10^k, k = KAPPA - floor(e2 log10 2), as (k - K_MIN) << 4 | beta, beta = e2 + floor(k log2 10) in
+ * 6..9 (the width deltai = phi_hi >> (63 - beta) is in [2^beta, 2^(beta + 1)) and in [100, 1000);
+ * checked for every e2 one-off), built with the table: two products and shifts once per exponent */
+static uint16_t g_scale[2046];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_built; /* 1 (release-stored) once the table is complete: the fast check before pthread_once */
 
@@ -124,6 +129,10 @@ static void build_table(void)
         /* 10^-n 2^(127 - e) = (2^1400 / 10^n) 2^-(1400 + e - 127), never an integer (5^n) */
         store_phi(&b, BIG_FRAC_BITS + flog2pow10(-n) - 127, 1, -n - K_MIN);
     }
+    for (int e2 = E_MIN; e2 < E_MIN + 2046; e2++) {
+        int k = KAPPA - flog10pow2(e2);
+        g_scale[e2 - E_MIN] = (uint16_t)((k - K_MIN) << 4 | (e2 + flog2pow10(k)));
+    }
     __atomic_store_n(&g_built, 1, __ATOMIC_RELEASE);
 }
 
@@ -145,17 +154,18 @@ static inline __attribute__((always_inline)) uint64_t to_decimal(uint64_t fc, in
 {
     uint64_t two_fc = fc << 1;
     int even = (int)(~fc & 1);
-    int k = KAPPA - flog10pow2(e2); /* the scaling 10^k: -k is Dragonbox's minus_k */
+    int scale = g_scale[e2 - E_MIN]; /* k and beta (g_scale) */
+    int k = (scale >> 4) + K_MIN, beta = scale & 15;
     uint64_t hi = phi_hi[k - K_MIN], lo = phi_lo[k - K_MIN];
-    int beta = e2 + flog2pow10(k); /* 1..3 here */
     /* phi 2^-128 = 10^k 2^-(1 + flog2pow10(k)), so deltai = floor(2^e2 10^k), the interval's width
      * in units of 10^-k (100 <= deltai < 1000), and zi = floor((fc + 1/2) 2^e2 10^k), its upper
      * end, with whether that product is exact */
     uint32_t deltai = (uint32_t)(hi >> (63 - beta));
     uint64_t u = (two_fc | 1) << beta;
-    u128 z = (u128)u * hi + (uint64_t)(((u128)u * lo) >> 64);
-    uint64_t zi = (uint64_t)(z >> 64);
-    int z_integer = (uint64_t)z == 0;
+    u128 zh = (u128)u * hi;
+    uint64_t zc = (uint64_t)(((u128)u * lo) >> 64), zl = (uint64_t)zh + zc; /* z's low 64 bits */
+    uint64_t zi = (uint64_t)(zh >> 64) + (zl < zc);
+    int z_integer = zl == 0;
     uint64_t s = zi / 1000;
     uint32_t r = (uint32_t)(zi - 1000 * s);
     *strip = 1;
@@ -275,8 +285,13 @@ static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (
 #if HL_DIGITS16
 /* The 16 digits of f < 10^16, leading zeros included, as ASCII into d[0, 16), most significant
  * first (W. Mula's SSE2 scheme, "SSE: conversion integers to decimal representation", 2011,
- * written here from its description). f = a 10^12 + b 10^8 + c 10^4 + e by scalar divisions;
- * each group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
+ * written here from its description). f = hi 10^8 + lo by a scalar division; hi and lo (< 10^8)
+ * in the two 64-bit lanes are split into a 10^4 + b and c 10^4 + e by one unsigned 32 x 32-bit
+ * product each: floor(x 0xD1B71759 / 2^45) = floor(x / 10^4) for x < 2^32 (0xD1B71759 =
+ * ceil(2^45 / 10^4) exceeds 2^45 / 10^4 by 0.117, so the quotient is over by at most
+ * x 0.117 / 2^45 < 1.4e-5 < 1 / 10^4, the room below the next integer; checked for every x < 10^8,
+ * one-off), and the remainders x - 10^4 q in the low 32 bits (the products fit them). Then each
+ * group w < 10^4 fills four 16-bit lanes as 4 w (< 2^16), and two unsigned high products
  * give floor(w / 10^3), floor(w / 10^2), floor(w / 10), w in them: (4 w m) >> 16 >> s with
  * (m, 16 + s) = (8389, 25), (5243, 21), (6554, 18), (32768, 17), the second shift itself a high
  * product by 2^(16 - s) (floor(floor(x / 2^16) / 2^s) = floor(x / 2^(16 + s))). Derived: m / 2^(16
@@ -287,12 +302,13 @@ static void store8(char *p, uint64_t w) { memcpy(p, &w, 8); } /* little-endian (
 static inline void digits16(uint64_t f, char *d)
 {
     uint64_t hi = f / 100000000, lo = f - hi * 100000000;
-    uint64_t a = hi / 10000, b = hi - a * 10000, c = lo / 10000, e = lo - c * 10000;
-    __m128i g = _mm_cvtsi64_si128((long long)(a | b << 16 | c << 32 | e << 48)); /* lanes a b c e */
-    g = _mm_slli_epi16(g, 2);
-    g = _mm_unpacklo_epi16(g, g);         /* a a b b c c e e */
-    __m128i x = _mm_unpacklo_epi32(g, g); /* a a a a b b b b */
-    __m128i y = _mm_unpackhi_epi32(g, g); /* c c c c e e e e */
+    __m128i v = _mm_set_epi64x((long long)lo, (long long)hi);                      /* 64-bit lanes hi lo */
+    __m128i q = _mm_srli_epi64(_mm_mul_epu32(v, _mm_set1_epi64x(0xD1B71759)), 45); /* a = hi / 10^4, c */
+    __m128i r = _mm_sub_epi32(v, _mm_mul_epu32(q, _mm_set1_epi64x(10000)));        /* b = hi - 10^4 a, e */
+    __m128i g = _mm_or_si128(_mm_slli_epi64(q, 2), _mm_slli_epi64(r, 18)); /* 16-bit lanes 4a 4b 0 0 4c 4e 0 0 */
+    __m128i x = _mm_unpacklo_epi16(g, g), y = _mm_unpackhi_epi16(g, g);    /* 4a 4a 4b 4b 0 0 0 0, and c e's */
+    x = _mm_unpacklo_epi32(x, x);                                          /* a a a a b b b b (times 4) */
+    y = _mm_unpacklo_epi32(y, y);                                          /* c c c c e e e e */
     const __m128i m = _mm_setr_epi16(8389, 5243, 6554, (short)32768, 8389, 5243, 6554, (short)32768);
     const __m128i sh = _mm_setr_epi16(128, 2048, 16384, (short)32768, 128, 2048, 16384, (short)32768);
     const __m128i ten = _mm_set1_epi16(10);
@@ -422,6 +438,16 @@ __attribute__((noinline, cold)) static char *put_rare(uint64_t bits, char *out, 
     return put_layout(f, n, e + n - 1, o);
 }
 
+/* put_layout for f of n digits that ends in zeros: they are dropped (x stays) */
+__attribute__((noinline)) static char *put_stripped(uint64_t f, int n, int x, char *o)
+{
+    while (f % 10 == 0) {
+        f /= 10;
+        n--;
+    }
+    return put_layout(f, n, x, o);
+}
+
 /* The text of v at out (HL_CSV_NUMBER_ROOM bytes, csv_int.h), without its NUL; returns its end.
  * The hot path is a normal double's: an integer below 2^53, else Dragonbox's decimal, whose digit
  * count is known without counting: v = fc 2^e2 with 2^52 <= fc < 2^53 is scaled by 10^k into
@@ -449,16 +475,14 @@ static inline char *put_number(double v, char *out)
     need_table();
     int e, strip;
     f = to_decimal(fc, -mq, &e, &strip);
+    /* each digit count its own inlined layout: the count a constant in it */
     if (strip) {
-        int n = 15 + (f >= 1000000000000000ull), x = e + n - 1; /* x stays as zeros are dropped */
-        while (f % 10 == 0) {
-            f /= 10;
-            n--;
-        }
-        return put_layout(f, n, x, o);
+        int n = f >= 1000000000000000ull ? 16 : 15;
+        if (f % 10 == 0)
+            return put_stripped(f, n, e + n - 1, o);
+        return n == 16 ? put_layout(f, 16, e + 15, o) : put_layout(f, 15, e + 14, o);
     }
-    int n = 16 + (f >= 10000000000000000ull);
-    return put_layout(f, n, e + n - 1, o);
+    return f >= 10000000000000000ull ? put_layout(f, 17, e + 16, o) : put_layout(f, 16, e + 15, o);
 }
 
 int32_t hl_csv_format_number(double v, char *out)

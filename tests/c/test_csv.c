@@ -8,6 +8,7 @@
 
 #include "check.h"
 
+#include "csv_int.h"
 #include "hbdlab/hbdlab.h"
 
 static void test_cells(void **state)
@@ -401,6 +402,55 @@ static void test_power_of_two_text(void **state)
     }
 }
 
+/* hl_csv_put_numbers (csv_int.h: the sweep stream's run of number cells in one call): each value's
+ * text followed by ',', the same bytes hl_csv_format_number writes for it alone, and the end one
+ * past the last ','. Runs of 1..9 values mixing every kind a row holds (17-digit fractions, short
+ * decimals, integers, powers of two, zero and -0, subnormals, huge and tiny exponents, inf, NaN),
+ * written into a buffer of exactly n HL_CSV_NUMBER_ROOM bytes (its contract; ASan builds see an
+ * overrun). */
+static void test_put_numbers_matches_format(void **state)
+{
+    (void)state;
+    uint64_t seed = rng_state;
+    rng_state = 0x2545F4914F6CDD1Dull;
+    for (int i = 0; i < 40000; i++) {
+        double v[9];
+        int n = 1 + (int)(next_random() % 9);
+        for (int j = 0; j < n; j++) {
+            uint64_t bits = next_random();
+            memcpy(&v[j], &bits, sizeof bits);
+            switch (next_random() % 8) {
+            case 0: v[j] = (double)(next_random() % 100000) / (double)(1 + next_random() % 1000); break;
+            case 1: v[j] = (double)(next_random() >> (next_random() % 64)); break;
+            case 2: v[j] = ldexp(1.0, (int)(next_random() % 2098) - 1074); break;
+            case 3: v[j] = (next_random() & 1) ? 0.0 : -0.0; break;
+            case 4:
+                bits &= 0x800FFFFFFFFFFFFFull;
+                memcpy(&v[j], &bits, sizeof bits);
+                break;
+            case 5: v[j] = (next_random() & 1) ? INFINITY : NAN; break;
+            case 6: /* fractions near 1, whose fixed notation holds all 16-17 digits */
+                bits = (bits & 0x800FFFFFFFFFFFFFull) | (uint64_t)(1023 - 20 + next_random() % 60) << 52;
+                memcpy(&v[j], &bits, sizeof bits);
+                break;
+            default: break; /* random bits */
+            }
+        }
+        char *buf = malloc((size_t)n * HL_CSV_NUMBER_ROOM), want[9 * 32];
+        assert_non_null(buf);
+        size_t len = 0;
+        for (int j = 0; j < n; j++) {
+            len += (size_t)hl_csv_format_number(v[j], want + len);
+            want[len++] = ',';
+        }
+        char *end = hl_csv_put_numbers(buf, v, n);
+        if ((size_t)(end - buf) != len || memcmp(buf, want, len) != 0)
+            fail_msg("run of %d: wrote %.*s, one by one %.*s", n, (int)(end - buf), buf, (int)len, want);
+        free(buf);
+    }
+    rng_state = seed;
+}
+
 /* The piecewise CSV check (hl_csv_check): the verdict of hand-worked texts, whatever the pieces
  * they are fed in (every split point, and byte by byte). */
 static void check_text(const char *text, int64_t want_records, int64_t want_head, const char *want_why)
@@ -456,6 +506,7 @@ int main(void)
                                        cmocka_unit_test(test_shortest_numbers),
                                        cmocka_unit_test(test_number_text_matches_printf),
                                        cmocka_unit_test(test_power_of_two_text),
+                                       cmocka_unit_test(test_put_numbers_matches_format),
                                        cmocka_unit_test(test_piecewise_check)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
