@@ -177,9 +177,9 @@ int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], do
                             double mem);
 
 /* The roofline time of one operator (docs/MODEL.md section 3), inline: roofline.c's hl_op_time_on
- * and hl_op_time_lean, and its GEMM and plain branches on the operator's numbers
- * (hl_gemm_time_parts, hl_plain_time) for the phase accumulator (layer.c), which times eight such
- * operators a sweep point: one body, so every caller computes the same expressions, the same bits. */
+ * and hl_op_time_lean, and its branches on the operator's numbers (hl_gemm_time_parts,
+ * hl_attn_time, hl_plain_time) for the phase accumulator (layer.c), which times ten operators a
+ * sweep point: one body, so every caller computes the same expressions, the same bits. */
 
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max (roofline.c). */
 double hl_blend(double a, double b, double c, double p);
@@ -247,6 +247,34 @@ static inline __attribute__((always_inline)) void hl_plain_time(const hl_gpu *gp
     out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
 }
 
+/* hl_op_time_body's attention branch: op's `bytes` B (read + written), peak FLOP/s, `fixed` s of
+ * latencies. Sets out's time_s, compute_s and memory_s. */
+static inline __attribute__((always_inline)) void hl_attn_time(const hl_op *op, const hl_gpu *gpu, double peak,
+                                                               double bytes, double fixed, hl_op_time *out)
+{
+    double eff = gpu->eff_attn, bw = hl_attn_bw(gpu);
+    /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
+     * is on both sides, so compute and memory time stay linear in the context (section 6);
+     * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
+     * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
+    double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
+    double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
+    int blended = q <= 1 && gpu->attn_blend > 1;
+    if (q > 1 && T > 1) {
+        /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
+         * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
+         * a sliding window is counted by the useful pairs only) */
+        double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
+        double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
+        pad = useful > 0 && tiled > useful ? tiled / useful : 1;
+        part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
+    }
+    double c = op->flops * pad / (peak * eff), m = bytes / bw;
+    out->compute_s = blended ? gpu->attn_latency + hl_blend(c, units, 0, gpu->attn_blend) : c + part;
+    out->memory_s = blended ? gpu->attn_latency + hl_blend(m, units, 0, gpu->attn_blend) : m + part;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+}
+
 /* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
  * intensity and ridge (set to 0): the same expressions on the same values, so the same bits.
  * Inlined whole into every caller: gcc split it otherwise, and hl_op_time_lean (ten calls a
@@ -281,26 +309,7 @@ hl_op_time_body(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, in
     } else if (op->kind == HL_OP_ATTENTION) {
         eff = gpu->eff_attn;
         bw = hl_attn_bw(gpu);
-        /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
-         * is on both sides, so compute and memory time stay linear in the context (section 6);
-         * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
-         * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
-        double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
-        double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
-        int blended = q <= 1 && gpu->attn_blend > 1;
-        if (q > 1 && T > 1) {
-            /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
-             * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
-             * a sliding window is counted by the useful pairs only) */
-            double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
-            double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
-            pad = useful > 0 && tiled > useful ? tiled / useful : 1;
-            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
-        }
-        double c = op->flops * pad / (peak * eff), m = bytes / bw;
-        out->compute_s = blended ? gpu->attn_latency + hl_blend(c, units, 0, gpu->attn_blend) : c + part;
-        out->memory_s = blended ? gpu->attn_latency + hl_blend(m, units, 0, gpu->attn_blend) : m + part;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+        hl_attn_time(op, gpu, peak, bytes, fixed, out);
     } else {
         eff = gpu->eff_gemm;
         bw = gpu->hbm_bw * gpu->eff_mem;
