@@ -789,7 +789,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         hl_moe_shape ms = {
             tok_e, El, active, h, Fe, s->ab, hl_model_expert_weight_bytes(m, s->wb)}; /* MXFP4 experts: 4.25 bits */
         hl_op up, down;
-        hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
+        hl_moe_experts_ops(&up, &down, &ms, (hl_precision)j->precision);
         up.fixed_s = s->c->gpu.moe_latency;
         double moe_s; /* the busiest rank's load as balanced tokens: routed x imbalance */
         int moe_measured = s->kern && hl_kmatch_moe(s, routed * imb, &moe_s);

@@ -46,7 +46,7 @@ static inline double hl_attn_units_s(const hl_gpu *g, double batch_kv, double ba
 
 /* hl_op_attention's fields but the name (the caller's), and the operator named by a string
  * literal the way HL_OP_GEMM_LIT names a GEMM. */
-void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
+static inline void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
 #define HL_OP_ATTENTION_LIT(op, lit, s, math)                                                        \
     (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
      hl_op_attention_dims((op), (s), (math)))
@@ -92,6 +92,62 @@ static inline void hl_attn_counts(const hl_attn_line *l, double context, double 
     if (w > 0 && keys > w && q == 1)
         keys = w; /* decode with a window reads only the window */
     *read = l->batch * (l->q_read + keys * l->kv_token_bytes);
+}
+
+/* The parts of shape s's counts that do not depend on its context, grouped as the expressions
+ * below evaluate them (left to right), so the counts from them are the same bits. */
+static inline void hl_attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
+{
+    l->flops_per_pair = 2 * s->batch * s->heads; /* times (qk_dim + v_dim): scores q.k and the sum of values */
+    l->pair_dims = s->qk_dim + s->v_dim;
+    l->q = s->new_tokens;
+    l->q_pairs = s->new_tokens * (s->new_tokens + 1) / 2;
+    l->window = s->window;
+    l->batch = s->batch;
+    l->q_read = s->new_tokens * s->heads * s->qk_dim * s->act_bytes;
+    l->kv_token_bytes = s->kv_token_bytes;
+    l->written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
+}
+
+/* hl_op_attention's fields but the name (declared above), inline: layer.c and sim.c build an
+ * attention operator a few times a sweep point. */
+static inline void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
+{
+    op->kind = HL_OP_ATTENTION;
+    op->precision = math;
+    hl_attn_line l;
+    hl_attn_line_of(s, &l);
+    hl_attn_counts(&l, s->context, &op->flops, &op->bytes_read);
+    op->bytes_written = l.written;
+    op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
+    op->n = op->k = op->groups = 0;
+    op->units = s->batch * s->kv_heads;
+    op->ctx = s->window > 0 ? 0 : s->context;
+    op->q_units = s->batch * s->heads;
+    op->fixed_s = 0;
+}
+
+/* hl_op_moe_experts (roofline.h) inline, for the phase accumulator (layer.c): the same operators. */
+static inline void hl_moe_experts_ops(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
+{
+    /* El experts' GEMMs of tokens_per_expert rows each: the useful FLOPs and activations are
+     * those of every local expert; only the `active` experts read their weights and are
+     * padded to whole tiles, each with El * tokens_per_expert / active rows. */
+    double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
+    double F = s->inter, h = s->hidden;
+    HL_OP_GEMM_LIT(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    hl_op *ops[2] = {up, down};
+    for (int i = 0; i < 2; i++) {
+        hl_op *o = ops[i];
+        double wbytes = o->n * o->k * s->weight_bytes;
+        o->kind = HL_OP_GROUPED_GEMM;
+        o->flops *= El;
+        o->bytes_read = (o->bytes_read - wbytes) * El + wbytes * act;
+        o->bytes_written *= El;
+        o->groups = act > 0 ? act : 1;
+        o->rows = act > 0 ? tok * El / act : tok;
+    }
 }
 
 /* hl_op_time_on of hl_op_attention(s, math) for a decode kernel (one query row, new_tokens = 1,
