@@ -273,6 +273,18 @@ static void assert_point_is_fresh_run(const hl_sweep_in *in, int64_t i, const hl
                      hl_result_field_at(k)->name, p->v[k], f.point.v[k]);
 }
 
+/* The sweep in run twice into pts[0..n) (the second pass starts with every memo warm): each
+ * point, each pass, the same bits as assert_point_is_fresh_run's. */
+static void assert_sweep_is_fresh_runs(const hl_sweep_in *in, hl_point *pts, int64_t n)
+{
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_ok(hl_sweep_run(in, pts, &e), &e);
+        for (int64_t i = 0; i < n; i++)
+            assert_point_is_fresh_run(in, i, &pts[i], pass);
+    }
+}
+
 /* The memos never return a stale result: coll.c's per-thread collective memo
  * (and its search minimum in layer.c's best_coll), sim.c's decode-layer memo and layer.c's
  * LM-head memo (both keyed by sim.c's job class), which
@@ -293,12 +305,7 @@ static void test_memos_never_stale(void **state)
                        num_axis("scaleout_bw", so, 3), num_axis("input", input, 3)};
     hl_sweep_in in = llama16_sweep(axes, 5);
     hl_point pts[72];
-    hl_err e;
-    for (int pass = 0; pass < 2; pass++) { /* the second pass starts with every memo warm */
-        assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 72; i++)
-            assert_point_is_fresh_run(&in, i, &pts[i], pass);
-    }
+    assert_sweep_is_fresh_runs(&in, pts, 72);
 }
 
 /* The same on B200, whose decode attention is a blended kernel (attn_blend > 1): sim.c keeps its
@@ -316,12 +323,7 @@ static void test_memos_never_stale_blended(void **state)
     in.base.tp = 8;
     assert_true(in.base.cluster.gpu.attn_blend > 1);
     hl_point pts[12];
-    hl_err e;
-    for (int pass = 0; pass < 2; pass++) {
-        assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 12; i++)
-            assert_point_is_fresh_run(&in, i, &pts[i], pass);
-    }
+    assert_sweep_is_fresh_runs(&in, pts, 12);
 }
 
 /* layer.c's collective shape hints (one per job class and (op, algo, ranks, ranks_per_hbd)) never
@@ -380,12 +382,7 @@ static void test_gemm_fast_path_same_bits(void **state)
         in.base.precision = HL_FP8;
         in.base.fp8_dequant = g == 2;
         hl_point pts[12];
-        hl_err e;
-        for (int pass = 0; pass < 2; pass++) {
-            assert_ok(hl_sweep_run(&in, pts, &e), &e);
-            for (int64_t i = 0; i < 12; i++)
-                assert_point_is_fresh_run(&in, i, &pts[i], pass);
-        }
+        assert_sweep_is_fresh_runs(&in, pts, 12);
     }
 }
 
