@@ -453,7 +453,8 @@ __attribute__((noinline)) static char *put_stripped(uint64_t f, int n, int x, ch
  * count is known without counting: v = fc 2^e2 with 2^52 <= fc < 2^53 is scaled by 10^k into
  * [100, 1000) units of 2^e2 (to_decimal), so z in [100 2^52, 1000 2^53) = [4.5e17, 9.01e18) and
  * the 1000-unit search's s = floor(z / 1000) has 15 or 16 digits (before its trailing zeros are
- * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. */
+ * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. table_ready: the caller ran
+ * need_table (a run does, once before its first value). */
 static inline char *put_number(double v, char *out, int table_ready)
 {
     uint64_t bits;
