@@ -79,6 +79,8 @@ hl_status hl_bench_sweep(const hl_sweep_in *in, int64_t chunk, double *wall_s, d
 hl_status hl_bench_reference_sweep(const hl_job *job, int64_t n_inputs, int32_t threads, double *wall_s,
                                    double *points_per_s, int64_t *points, hl_err *err)
 {
+    if (!job || !wall_s || !points_per_s || !points)
+        return hl_fail(err, HL_EINVAL, "hl_bench_reference_sweep: the %s is NULL", !job ? "job" : "output");
     if (n_inputs < 1 || n_inputs > 100000000)
         return hl_fail(err, HL_EINVAL, "bench: %lld input lengths (allowed: 1..1e8)", (long long)n_inputs);
     double *inputs = malloc(sizeof *inputs * (size_t)n_inputs);

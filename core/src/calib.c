@@ -97,6 +97,8 @@ static hl_status check_in(const hl_calib_in *in, hl_err *err)
 
 hl_status hl_calib_fit(const hl_calib_in *in, double *x_out, hl_calib_out *out, hl_err *err)
 {
+    if (!in || !x_out) /* out may be NULL (hl_calib_loo's refits pass none) */
+        return hl_fail(err, HL_EINVAL, "hl_calib_fit: the %s is NULL", !in ? "input" : "x output");
     hl_status st = check_in(in, err);
     if (st)
         return st;
@@ -171,6 +173,8 @@ done:
 
 hl_status hl_calib_loo(const hl_calib_in *in, double *loo_pred, hl_err *err)
 {
+    if (!in || !loo_pred)
+        return hl_fail(err, HL_EINVAL, "hl_calib_loo: the %s is NULL", !in ? "input" : "prediction output");
     hl_status st = check_in(in, err);
     if (st)
         return st;

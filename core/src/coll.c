@@ -749,7 +749,7 @@ hl_status hl_coll_time(const hl_cluster *c, const hl_coll_in *in, hl_coll_out *o
  * order of the full checks below, which the shape's other fields passed). */
 static hl_status check_bytes(const hl_coll_in *in, hl_err *err)
 {
-    if (!(in->bytes >= 0) || isinf(in->bytes) || in->bytes > 1e18)
+    if (!(in->bytes >= 0 && in->bytes <= 1e18)) /* NaN and inf fail too */
         return hl_fail(err, HL_EINVAL, "collective field 'bytes': %g is not in 0..1e18",
                        isnan(in->bytes) ? fabs(in->bytes) : in->bytes);
     return HL_OK;
@@ -965,6 +965,8 @@ double hl_coll_moe_bytes(double tokens, double topk, double copies, double hidde
 hl_status hl_coll_requirement(double count, double bytes, double factor, double compute_s, double latency_s,
                               double share, hl_net_need *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_coll_requirement: the output is NULL");
     if (!(count >= 1 && count <= 1e12) || !(bytes >= 0 && bytes <= 1e18) || !(factor >= 0 && factor <= 100) ||
         !(compute_s >= 0 && compute_s <= 1e9) || !(latency_s >= 0 && latency_s <= 1) || !(share > 0 && share < 1))
         return hl_fail(err, HL_EINVAL,

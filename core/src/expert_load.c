@@ -31,6 +31,8 @@ static hl_status check_counts(int64_t experts, double topk, hl_err *err)
 
 hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *share, hl_err *err)
 {
+    if (!share)
+        return hl_fail(err, HL_EINVAL, "hl_routing_zipf: the share output is NULL");
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;
@@ -69,6 +71,8 @@ hl_status hl_routing_zipf(double skew, int64_t experts, double topk, double *sha
 
 hl_status hl_routing_check(const double *share, int64_t n, int64_t experts, double topk, const char *field, hl_err *err)
 {
+    if (!share && n > 0)
+        return hl_fail(err, HL_EINVAL, "hl_routing_check: %lld shares from a NULL vector", (long long)n);
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;
@@ -129,6 +133,8 @@ static void balanced_packing(hl_expert_layout *lay, const double *weight, const 
 hl_status hl_expert_layout_init(hl_expert_layout *lay, const double *share, int64_t experts, int64_t redundant,
                                 int64_t ranks, double topk, int32_t eplb, hl_err *err)
 {
+    if (!lay)
+        return hl_fail(err, HL_EINVAL, "hl_expert_layout_init: the layout is NULL");
     hl_status st = check_counts(experts, topk, err);
     if (st)
         return st;
@@ -400,6 +406,22 @@ __attribute__((noinline)) static double busiest_grouped(const groups_memo *gm, d
     return sum;
 }
 
+/* Two ranks, exact: L_1 = M - L_0, L_0 ~ Binomial(M, p), p rank 0's share; out of line (its walk
+ * keeps many values live: busiest_load's other cases need no such frame). */
+__attribute__((noinline)) static double busiest_two(double M, double p)
+{
+    double sd = sqrt(M * p * (1 - p)), sum = 0;
+    if (p <= 0 || p >= 1)
+        return M;
+    double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = hl_fmin(M, ceil(M * p + 13 * sd + 1));
+    double pmf = binom_pmf(M, p, lo);
+    for (double x = lo; x <= hi; x++) {
+        sum += pmf * hl_fmax(x, M - x);
+        pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
+    }
+    return sum;
+}
+
 static double busiest_load(const hl_expert_layout *lay, double tokens)
 {
     double M = floor(tokens * lay->topk + 0.5); /* routed picks in the step, a whole number */
@@ -408,18 +430,8 @@ static double busiest_load(const hl_expert_layout *lay, double tokens)
         return 0;
     if (R == 1)
         return M;
-    if (R == 2) { /* exact: L_1 = M - L_0, L_0 ~ Binomial(M, p) */
-        double p = lay->rank_share[0], sd = sqrt(M * p * (1 - p)), sum = 0;
-        if (p <= 0 || p >= 1)
-            return M;
-        double lo = hl_fmax(0, floor(M * p - 13 * sd - 1)), hi = hl_fmin(M, ceil(M * p + 13 * sd + 1));
-        double pmf = binom_pmf(M, p, lo);
-        for (double x = lo; x <= hi; x++) {
-            sum += pmf * hl_fmax(x, M - x);
-            pmf = pmf * (M - x) / (x + 1) * p / (1 - p);
-        }
-        return sum;
-    }
+    if (R == 2)
+        return busiest_two(M, lay->rank_share[0]);
     /* groups of ranks with equal shares (the product over ranks is a few powers). A uniform layout
      * (hl_expert_layout_init: no histogram, no replicas) is one group of all R ranks: each rank's
      * share is the sum of `slots / R` equal slot shares, so every rank's has the same bits, and
@@ -467,15 +479,11 @@ static _Thread_local int memo_used, memo_next;
 enum { BUSIEST_WINDOW = 64, BUSIEST_SKIP = 1024 };
 static _Thread_local int memo_misses, memo_skip;
 
-double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
+/* hl_expert_busiest_load through the memo (1 <= R <= HL_EXPERT_SLOTS_MAX); out of line, so that the
+ * skipping calls need no frame. */
+__attribute__((noinline)) static double busiest_memoised(const hl_expert_layout *lay, double tokens)
 {
     int64_t R = lay->ranks;
-    if (R < 1 || R > HL_EXPERT_SLOTS_MAX)
-        return busiest_load(lay, tokens);
-    if (memo_skip > 0) {
-        memo_skip--;
-        return busiest_load(lay, tokens);
-    }
     size_t bytes = sizeof(double) * (size_t)R;
     for (int i = 0; i < memo_used; i++) {
         const busiest_memo *m = &memo[i];
@@ -500,6 +508,18 @@ double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
     memcpy(m->share, lay->rank_share, bytes);
     m->load = load;
     return load;
+}
+
+double hl_expert_busiest_load(const hl_expert_layout *lay, double tokens)
+{
+    int64_t R = lay->ranks;
+    if (R < 1 || R > HL_EXPERT_SLOTS_MAX)
+        return busiest_load(lay, tokens);
+    if (memo_skip > 0) {
+        memo_skip--;
+        return busiest_load(lay, tokens);
+    }
+    return busiest_memoised(lay, tokens);
 }
 
 /* Distribution of the number of hit slots on one rank (Poisson-binomial over
@@ -529,29 +549,26 @@ static double hit_prob(double y, double b, double t)
     return 1 - pow(b, t);
 }
 
-double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
+/* E[max] over R > 1 ranks of Binomial(per, p), 0 < p < 1: sum_{x=1..per} (1 - F(x-1)^R). */
+__attribute__((noinline)) static double hits_binomial(double p, int64_t per, int64_t R)
+{
+    double pmf = pow(1 - p, (double)per), cdf = 0, sum = 0, r = p / (1 - p);
+    for (double x = 1; x <= (double)per; x++) {
+        cdf += pmf; /* F(x-1) */
+        if (cdf >= 1)
+            break;
+        sum += 1 - pow(cdf, (double)R);
+        pmf *= ((double)per - (x - 1)) / x * r;
+    }
+    return sum;
+}
+
+/* hl_expert_busiest_hits of a layout whose slots have their own shares (tokens > 0); out of line,
+ * so that the uniform case does not set up its 16 KB of slot probabilities. */
+__attribute__((noinline)) static double hits_of_slots(const hl_expert_layout *lay, double tokens)
 {
     int64_t S = lay->slots, R = lay->ranks, per = S / R;
     double k = lay->topk;
-    if (tokens <= 0)
-        return 0;
-    if (lay->uniform) {
-        /* Binomial(per, p) per rank, E[max] = sum_{x=1..per} (1 - F(x-1)^R) */
-        double y = k / (double)S, p = hit_prob(y, 1 - y, tokens);
-        if (R <= 1 || p <= 0)
-            return (double)per * p;
-        if (p >= 1)
-            return (double)per;
-        double pmf = pow(1 - p, (double)per), cdf = 0, sum = 0, r = p / (1 - p);
-        for (double x = 1; x <= (double)per; x++) {
-            cdf += pmf; /* F(x-1) */
-            if (cdf >= 1)
-                break;
-            sum += 1 - pow(cdf, (double)R);
-            pmf *= ((double)per - (x - 1)) / x * r;
-        }
-        return sum;
-    }
     double hit[HL_EXPERT_SLOTS_MAX];
     for (int64_t s = 0; s < S; s++)
         hit[s] = hit_prob(k * lay->slot_share[s], hl_fmax(0, 1 - k * lay->slot_share[s]), tokens);
@@ -581,4 +598,20 @@ double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
         sum += 1 - cdf_prod[x - 1];
     free(cdf_prod);
     return sum;
+}
+
+double hl_expert_busiest_hits(const hl_expert_layout *lay, double tokens)
+{
+    if (tokens <= 0)
+        return 0;
+    if (!lay->uniform)
+        return hits_of_slots(lay, tokens);
+    /* Binomial(per, p) per rank, E[max] = sum_{x=1..per} (1 - F(x-1)^R) */
+    int64_t S = lay->slots, R = lay->ranks, per = S / R;
+    double y = lay->topk / (double)S, p = hit_prob(y, 1 - y, tokens);
+    if (R <= 1 || p <= 0)
+        return (double)per * p;
+    if (p >= 1)
+        return (double)per;
+    return hits_binomial(p, per, R);
 }

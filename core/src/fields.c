@@ -268,6 +268,9 @@ static int32_t enum_count_upto(const char *names, int32_t limit)
 
 hl_status hl_field_check_all(const hl_field_set *set, const void *obj, hl_err *err)
 {
+    if (!set || !obj) /* hl_model_validate(NULL), hl_gpu_validate(NULL) */
+        return hl_fail(err, HL_EINVAL, "%s: the %s is NULL", set ? set->kind : "hl_field_check_all",
+                       !set ? "field set" : set->kind);
     for (int32_t i = 0; i < set->count; i++) {
         const hl_field *f = &set->fields[i];
         const char *p = (const char *)obj + f->offset;

@@ -240,6 +240,8 @@ hl_status hl_cluster_init(hl_cluster *c, const hl_gpu *gpu, int64_t gpus, int64_
 
 hl_status hl_cluster_validate(const hl_cluster *c, hl_err *err)
 {
+    if (!c)
+        return hl_fail(err, HL_EINVAL, "cluster: the cluster is NULL");
     /* the GPU's field ranges here; its cross-field checks in hl_cluster_check_consistency */
     hl_status s = hl_field_check_all(&gpu_set, &c->gpu, err);
     if (s)

@@ -59,6 +59,8 @@ hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, 
 
 hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err)
 {
+    if (!bytes)
+        return hl_fail(err, HL_EINVAL, "hl_max_input_bytes: the output is NULL");
     double b;
     hl_status st = hl_env_bytes("HBDLAB_MAX_INPUT_BYTES", (double)((int64_t)64 << 20), 9e15, &b, err);
     *bytes = st == HL_OK ? (int64_t)b : 0;
@@ -67,6 +69,10 @@ hl_status hl_max_input_bytes(int64_t *bytes, hl_err *err)
 
 int hl_open_input(const char *path, int64_t *size, hl_err *err)
 {
+    if (!path) {
+        hl_fail(err, HL_EINVAL, "hl_open_input: the path is NULL");
+        return -1;
+    }
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
@@ -97,6 +103,8 @@ int hl_open_input(const char *path, int64_t *size, hl_err *err)
 
 hl_status hl_read_file(const char *path, char **text, hl_err *err)
 {
+    if (!path || !text)
+        return hl_fail(err, HL_EINVAL, "hl_read_file: the %s is NULL", !path ? "path" : "text output");
     int64_t size, cap;
     int fd = hl_open_input(path, &size, err);
     if (fd < 0)

@@ -165,6 +165,8 @@ static void count_enum_names(void)
  * check (the same order) writes the message naming field, value and range. */
 hl_status hl_job_check_fields(const hl_job *job, hl_err *err)
 {
+    if (!job)
+        return hl_fail(err, HL_EINVAL, "hl_job_check_fields: the job is NULL");
     pthread_once(&counts_once, count_enum_names);
     for (int32_t i = 0; i < job_set.count; i++) {
         const hl_field *f = &job_fields[i];
@@ -207,6 +209,8 @@ int32_t hl_job_wire_precision(const hl_job *job)
 
 const hl_field *hl_job_field_by_path(const char *path)
 {
+    if (!path)
+        return NULL;
     for (int32_t i = 0; i < job_set.count; i++) {
         const hl_field *f = &job_fields[i];
         if (strcmp(f->path ? f->path : f->name, path) == 0)
@@ -217,6 +221,8 @@ const hl_field *hl_job_field_by_path(const char *path)
 
 int hl_job_group_size(const char *group)
 {
+    if (!group)
+        return 0;
     size_t n = strlen(group);
     int count = 0;
     for (int32_t i = 0; i < job_set.count; i++) {
@@ -274,6 +280,8 @@ static int set_group(hl_job *job, const char *name, double value, hl_status *st,
 
 hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err *err)
 {
+    if (!job || !name)
+        return hl_fail(err, HL_EINVAL, "hl_job_set_number: the %s is NULL", !job ? "job" : "field name");
     const hl_field *f;
     int t = hl_job_field_target(name, &f);
     if (t >= 0)
@@ -286,6 +294,11 @@ hl_status hl_job_set_number(hl_job *job, const char *name, double value, hl_err 
 
 hl_status hl_job_set_string(hl_job *job, const char *name, const char *value, hl_err *err)
 {
+    if (!job || !name || !value)
+        return hl_fail(err, HL_EINVAL, "hl_job_set_string: the %s is NULL",
+                       !job    ? "job"
+                       : !name ? "field name"
+                               : "value");
     const hl_field *f;
     int t = hl_job_field_target(name, &f);
     return t < 0 ? hl_unknown_field(&job_set, name, err)
@@ -338,6 +351,8 @@ hl_status hl_job_set_spec_accept(hl_job *job, const double *accept, int64_t n, h
 
 hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
 {
+    if (!j)
+        return hl_fail(err, HL_EINVAL, "hl_job_check_spec: the job is NULL");
     if (j->spec_tokens != floor(j->spec_tokens))
         return hl_fail(err, HL_EINVAL, "field 'spec_tokens': %g is not a whole number of draft tokens (0..64)",
                        j->spec_tokens);
@@ -386,6 +401,8 @@ hl_status hl_job_check_spec(const hl_job *j, hl_err *err)
 
 hl_status hl_job_draft(const hl_job *job, hl_job *d, hl_err *err)
 {
+    if (!job || !d)
+        return hl_fail(err, HL_EINVAL, "hl_job_draft: the %s is NULL", !job ? "job" : "draft job");
     const hl_model *t = &job->model, *m = &job->spec_draft_model;
     if (job->pp > 1)
         return hl_fail(err, HL_EINVAL,

@@ -249,6 +249,8 @@ static const hl_json *value(const cJSON *c) { return (const hl_json *)(const voi
 
 hl_status hl_json_parse(const char *text, int64_t len, const char *origin, hl_json **root, hl_err *err)
 {
+    if (!root)
+        return hl_fail(err, HL_EINVAL, "hl_json_parse: the output is NULL");
     cJSON *r = NULL;
     origin = origin ? origin : "json";
     if (!text || len < 0)

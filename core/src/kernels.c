@@ -487,6 +487,8 @@ static void remember(const char *dir, hl_kernels *k)
 
 hl_status hl_kernels_load(const char *dir, const hl_kernels **out, hl_err *err)
 {
+    if (!dir || !out)
+        return hl_fail(err, HL_EINVAL, "field 'kernels': the %s is NULL", !dir ? "folder name" : "output");
     *out = NULL;
     if (!dir || !dir[0])
         return hl_fail(err, HL_EINVAL, "field 'kernels': an empty folder name");

@@ -179,5 +179,7 @@ hl_status hl_memory_trusted(const hl_job *job, hl_memory *out, int trust, hl_err
 
 hl_status hl_memory_per_gpu(const hl_job *job, hl_memory *out, hl_err *err)
 {
+    if (!job || !out) /* the public entry; the sweep's points call hl_memory_trusted */
+        return hl_fail(err, HL_EINVAL, "hl_memory_per_gpu: the %s is NULL", !job ? "job" : "output");
     return hl_memory_trusted(job, out, 0, err);
 }

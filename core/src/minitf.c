@@ -68,6 +68,8 @@ static void fill_ones(float *w, size_t n)
 
 hl_status hl_minitf_new(const hl_model *m, uint64_t seed, hl_minitf **out, hl_err *err)
 {
+    if (!m || !out)
+        return hl_fail(err, HL_EINVAL, "hl_minitf_new: the %s is NULL", !m ? "model" : "output");
     hl_status st = hl_model_validate(m, err);
     if (st)
         return st;
@@ -845,6 +847,8 @@ hl_status hl_minitf_generate(hl_minitf *tf, const hl_minitf_layout *layout, int3
                              int32_t n_prompt, int32_t n_new, int32_t use_kv_cache, int32_t *tokens, float *logits,
                              hl_minitf_stats *stats, hl_err *err)
 {
+    if (!tf)
+        return hl_fail(err, HL_EINVAL, "hl_minitf_generate: the mini-transformer is NULL");
     hl_minitf_layout lay = layout ? *layout : (hl_minitf_layout){1, 1, 1};
     if (lay.tp < 1 || lay.ep < 1 || lay.pp < 1)
         return hl_fail(err, HL_EINVAL, "minitf: tp, ep, pp must be >= 1 (got %d, %d, %d)", lay.tp, lay.ep, lay.pp);

@@ -277,6 +277,8 @@ static double swiglu_params(double h, double f, int bias) { return 3 * h * f + (
 
 hl_status hl_model_params(const hl_model *m, hl_params *out, hl_err *err)
 {
+    if (!m || !out)
+        return hl_fail(err, HL_EINVAL, "hl_model_params: the %s is NULL", !m ? "model" : "output");
     hl_status s = hl_model_validate(m, err);
     if (s)
         return s;

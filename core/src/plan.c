@@ -38,6 +38,8 @@ static hl_status probe(hl_job *j, double batch, int32_t *fits, hl_err *err)
 
 hl_status hl_sim_max_batch(const hl_job *job, double *batch, hl_err *err)
 {
+    if (!job || !batch)
+        return hl_fail(err, HL_EINVAL, "hl_sim_max_batch: the %s is NULL", !job ? "job" : "batch output");
     hl_job j = *job;
     j.ignore_memory = 1; /* the first run reports fits instead of failing */
     j.summary_only = 1;  /* and totals only */
@@ -146,6 +148,11 @@ static hl_status batch_within_limits(hl_job *j, double max_ttft, double max_tpot
 hl_status hl_sim_max_batch_within(const hl_job *job, double max_ttft, double max_tpot, double *batch, int32_t *meets,
                                   hl_err *err)
 {
+    if (!job || !batch || !meets)
+        return hl_fail(err, HL_EINVAL, "hl_sim_max_batch_within: the %s is NULL",
+                       !job     ? "job"
+                       : !batch ? "batch output"
+                                : "meets output");
     hl_job j = *job;
     hl_status st = hl_sim_max_batch(&j, &j.batch, err);
     if (st)
@@ -234,6 +241,11 @@ hl_status hl_job_resolve(const hl_plan_in *in, hl_job *job, hl_candidate *cands,
 
 hl_status hl_plan_search(const hl_plan_in *in, hl_candidate *out, int32_t cap, int32_t *count, hl_err *err)
 {
+    if (!in || !count || (!out && cap > 0))
+        return hl_fail(err, HL_EINVAL, "hl_plan_search: the %s is NULL",
+                       !in      ? "input"
+                       : !count ? "count"
+                                : "candidate array");
     hl_status cst = check_options(in, err);
     if (cst)
         return cst;

@@ -11,6 +11,8 @@ const char *hl_precision_name(hl_precision p) { return (unsigned)p < HL_PRECISIO
 
 hl_status hl_precision_parse(const char *name, hl_precision *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_precision_parse: the output is NULL");
     int i;
     hl_status s = hl_name_lookup(names, HL_PRECISION_COUNT, "precision", name, &i, err);
     if (!s)

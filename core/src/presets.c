@@ -583,15 +583,21 @@ static hl_status load_preset(hl_preset_kind kind, const char *name, void *out, o
 
 hl_status hl_gpu_preset(const char *name, hl_gpu *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_gpu_preset: the output gpu is NULL");
     return load_preset(HL_PRESET_GPU, name, out, gpu_from_object, err);
 }
 
 hl_status hl_cluster_preset(const char *name, hl_cluster *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_cluster_preset: the output cluster is NULL");
     return load_preset(HL_PRESET_CLUSTER, name, out, cluster_from_object, err);
 }
 
 hl_status hl_model_preset(const char *name, hl_model *out, hl_err *err)
 {
+    if (!out)
+        return hl_fail(err, HL_EINVAL, "hl_model_preset: the output model is NULL");
     return load_preset(HL_PRESET_MODEL, name, out, model_from_object, err);
 }

@@ -108,6 +108,8 @@ const hl_result_field *hl_result_field_at(int32_t i) { return i >= 0 && i < COUN
 
 int32_t hl_result_field_index(const char *name)
 {
+    if (!name)
+        return -1;
     for (int32_t i = 0; i < COUNT; i++)
         if (strcmp(fields[i].name, name) == 0)
             return i;

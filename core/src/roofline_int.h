@@ -177,9 +177,9 @@ int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], do
                             double mem);
 
 /* The roofline time of one operator (docs/MODEL.md section 3), inline: roofline.c's hl_op_time_on
- * and hl_op_time_lean, and its GEMM branch on plain numbers (hl_gemm_time_parts) for the phase
- * accumulator (layer.c), which times five GEMMs a sweep point: one body, so every caller computes
- * the same expressions, the same bits. */
+ * and hl_op_time_lean, and its GEMM and plain branches on the operator's numbers
+ * (hl_gemm_time_parts, hl_plain_time) for the phase accumulator (layer.c), which times eight such
+ * operators a sweep point: one body, so every caller computes the same expressions, the same bits. */
 
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max (roofline.c). */
 double hl_blend(double a, double b, double c, double p);
@@ -233,6 +233,18 @@ hl_gemm_time_parts(const hl_gpu *gpu, const hl_gemm_class *cp, double peak, int 
     out->time_s = hl_blend(out->compute_s, out->memory_s, loop, gpu->gemm_blend) + fixed + cp->latency;
     *eff_out = eff;
     *bw_out = bw;
+}
+
+/* hl_op_time_body's branch for the operators that are neither GEMMs nor attention (elementwise
+ * kernels, norms): `flops` FLOP moving `bytes` B, `fixed` s of latencies. Sets out's time_s,
+ * compute_s and memory_s. */
+static inline __attribute__((always_inline)) void hl_plain_time(const hl_gpu *gpu, double peak, double flops,
+                                                                double bytes, double fixed, hl_op_time *out)
+{
+    double eff = gpu->eff_gemm, bw = gpu->hbm_bw * gpu->eff_mem;
+    out->compute_s = flops / (peak * eff);
+    out->memory_s = bytes / bw;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
 }
 
 /* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
@@ -292,9 +304,7 @@ hl_op_time_body(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, in
     } else {
         eff = gpu->eff_gemm;
         bw = gpu->hbm_bw * gpu->eff_mem;
-        out->compute_s = op->flops / (peak * eff);
-        out->memory_s = bytes / bw;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+        hl_plain_time(gpu, peak, op->flops, bytes, fixed, out);
     }
     if (lean) {
         out->intensity = out->ridge = 0;

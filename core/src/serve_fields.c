@@ -136,6 +136,8 @@ const hl_field_set *hl_serve_fields(void) { return &serve_set; }
 
 const hl_field *hl_serve_field(const char *name)
 {
+    if (!name)
+        return NULL;
     for (int32_t i = 0; i < N_FIELDS; i++)
         if (strcmp(serve_fields[i].name, name) == 0 || (serve_fields[i].path && !strcmp(serve_fields[i].path, name)))
             return &serve_fields[i];
@@ -201,6 +203,8 @@ static int is_group(const char *name)
 
 void hl_serve_clear_group(hl_serve_cfg *c, const char *group)
 {
+    if (!c || !group)
+        return;
     size_t n = strlen(group);
     for (int32_t i = 0; i < N_FIELDS; i++) {
         const hl_field *f = &serve_fields[i];
@@ -413,6 +417,8 @@ static const struct {
 
 hl_status hl_serve_check_instance(const hl_job *j, const char *pool, hl_err *err)
 {
+    if (!j)
+        return hl_fail(err, HL_EINVAL, "hl_serve_check_instance: the job is NULL");
     const hl_field_set *js = hl_job_fields();
     for (size_t k = 0; k < sizeof unused_job / sizeof unused_job[0]; k++) {
         const hl_field *f = hl_field_find(js, unused_job[k].name);
@@ -425,6 +431,8 @@ hl_status hl_serve_check_instance(const hl_job *j, const char *pool, hl_err *err
 
 hl_status hl_serve_check_plan(const hl_plan_in *p, const char *pool, hl_err *err)
 {
+    if (!p)
+        return hl_fail(err, HL_EINVAL, "hl_serve_check_plan: the plan is NULL");
     const hl_field_set *ps = hl_plan_fields();
     for (int32_t i = 0; i < ps->count; i++)
         if (hl_field_get_number(&ps->fields[i], p) != 0)
@@ -723,6 +731,8 @@ hl_status hl_serve_resolve(const hl_serve_cfg *c, hl_serve_cfg *out, hl_err *err
 
 hl_status hl_serve_load_trace(hl_serve_cfg *c, hl_trace_req **owned, hl_err *err)
 {
+    if (!c || !owned)
+        return hl_fail(err, HL_EINVAL, "hl_serve_load_trace: the %s is NULL", !c ? "configuration" : "output");
     *owned = NULL;
     if (!c->trace_file[0])
         return HL_OK;

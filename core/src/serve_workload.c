@@ -352,6 +352,8 @@ hl_status hl_serve_trace_parse(const char *text, size_t len, const char *origin,
 hl_status hl_serve_trace_parse_content(const char *text, size_t len, const char *origin, hl_trace_req **out,
                                        const hl_trace_content **content, int64_t *n, hl_err *err)
 {
+    if (!out || !n || (!text && len > 0))
+        return hl_fail(err, HL_EINVAL, "hl_serve_trace_parse: the %s is NULL", !out ? "output" : !n ? "count" : "text");
     return hl_serve_trace_parse_unread(text, len, origin, out, content, n, NULL, 0, err);
 }
 

@@ -53,8 +53,30 @@ hl_status hl_sweep_count(const hl_sweep_in *in, int64_t *count, hl_err *err)
 {
     if (!in || !count || (in->n_axes > 0 && !in->axes))
         return hl_fail(err, HL_EINVAL, "sweep: %s is NULL", !in ? "the input" : !count ? "the count" : "the axes");
+    /* checked before any axis is read (attack12: n_axes = 1e5 read past the array, an axis of an
+     * unknown kind or without its values array crashed the run that this count let through) */
+    if (in->n_axes < 0 || in->n_axes > HL_SWEEP_MAX_AXES)
+        return hl_fail(err, HL_EINVAL, "sweep: n_axes is %d (allowed: 0..%d)", (int)in->n_axes, HL_SWEEP_MAX_AXES);
     int64_t n = 1; /* points so far (product of the axis lengths, or the zipped length) */
     for (int32_t a = 0; a < in->n_axes; a++) {
+        const hl_axis *x = &in->axes[a];
+        if (!memchr(x->name, 0, sizeof x->name))
+            return hl_fail(err, HL_EINVAL, "sweep axis %d: its name '%.*s' has no end within %d bytes", (int)a + 1,
+                           (int)sizeof x->name, x->name, (int)sizeof x->name - 1);
+        static const char *const kinds[] = {"numbers", "strings", "models", "clusters", "gpus"};
+        if (x->kind < HL_AXIS_NUMBER || x->kind > HL_AXIS_GPU)
+            return hl_fail(err, HL_EINVAL,
+                           "sweep axis '%s': kind %d is not one of 0..4 (numbers, strings, models, "
+                           "clusters, gpus)",
+                           x->name, (int)x->kind);
+        const void *values = x->kind == HL_AXIS_NUMBER    ? (const void *)x->numbers
+                             : x->kind == HL_AXIS_STRING  ? (const void *)x->strings
+                             : x->kind == HL_AXIS_MODEL   ? (const void *)x->models
+                             : x->kind == HL_AXIS_CLUSTER ? (const void *)x->clusters
+                                                          : (const void *)x->gpus;
+        if (!values && x->n > 0)
+            return hl_fail(err, HL_EINVAL, "sweep axis '%s': its %s array is NULL (%d values)", x->name, kinds[x->kind],
+                           (int)x->n);
         int64_t len = in->axes[a].n;
         if (len < 1)
             return hl_fail(err, HL_EINVAL, "sweep axis '%s' has no values", in->axes[a].name);
@@ -351,6 +373,8 @@ double hl_sweep_store_point_bytes(void) { return (double)(sizeof(double) * HL_PO
 
 hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err)
 {
+    if (!s)
+        return hl_fail(err, HL_EINVAL, "hl_sweep_store_init: the store is NULL");
     memset(s, 0, sizeof *s);
     size_t count = (size_t)(n > 0 ? n : 1);
     store_internal *in = calloc(1, sizeof *in);
@@ -370,6 +394,8 @@ hl_status hl_sweep_store_init(hl_sweep_store *s, int64_t n, hl_err *err)
 
 void hl_sweep_store_free(hl_sweep_store *s)
 {
+    if (!s)
+        return;
     store_internal *in = s->internal;
     if (in) {
         pthread_mutex_destroy(&in->lock);

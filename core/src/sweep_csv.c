@@ -464,6 +464,8 @@ static int32_t file_sink(void *user, const char *text, int64_t len, int64_t poin
 hl_status hl_sweep_csv_file(const hl_sweep_in *in, const hl_sweep_csv_opts *o, const char *path, int64_t *rows,
                             hl_err *err)
 {
+    if (!in || !o || !path)
+        return hl_fail(err, HL_EINVAL, "hl_sweep_csv_file: the %s is NULL", !in ? "input" : !o ? "options" : "path");
     *rows = 0;
     if (!path || !*path)
         return hl_fail(err, HL_EINVAL, "sweep csv: no file name");

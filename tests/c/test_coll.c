@@ -126,6 +126,10 @@ static void test_errors(void **state)
     in.ranks = 16;
     in.bytes = -1;
     assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'bytes': -1");
+    in.bytes = INFINITY;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'bytes': inf is not in 0..1e18");
+    in.bytes = 2e18;
+    assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'bytes': 2e+18 is not in 0..1e18");
     in.bytes = 1;
     in.ranks_per_hbd = 3;
     assert_fails_with(hl_coll_time(&c, &in, &o, &e), HL_EINVAL, &e, "'ranks_per_hbd': 3 must divide");

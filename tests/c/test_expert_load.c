@@ -181,6 +181,26 @@ static void test_busiest_memo_never_stale(void **state)
     assert_true(hl_expert_busiest_load(&a, 64) == first[1][2]);
 }
 
+/* The memo's key holds topk: two uniform layouts of 256 experts on EP32, top-8 and top-4, have the
+ * same rank shares (8 slots of 1/256 each: 1/32 exactly) and differ only in topk, as the points of
+ * a sweep over a model's topk do. At 64 tokens, by the normal estimate mean + sd E[max of 32
+ * standard normals] (E ~ 2.07): top-8, 512 picks, 16 + sqrt(16 x 31/32) x 2.07 = 24.2; top-4, 256
+ * picks, 8 + sqrt(8 x 31/32) x 2.07 = 13.8 (the model gives 24.8 and 14.4), a ratio of ~1.75, so
+ * > 1.5 below; a key without topk hands the second call the first's load. Then each again: hits. */
+static void test_busiest_memo_keeps_topk(void **state)
+{
+    (void)state;
+    hl_err e;
+    static hl_expert_layout k8, k4;
+    assert_ok(hl_expert_layout_init(&k8, NULL, 256, 0, 32, 8, 0, &e), &e);
+    assert_ok(hl_expert_layout_init(&k4, NULL, 256, 0, 32, 4, 0, &e), &e);
+    assert_memory_equal(k8.rank_share, k4.rank_share, 32 * sizeof k8.rank_share[0]);
+    double t8 = hl_expert_busiest_load(&k8, 64), t4 = hl_expert_busiest_load(&k4, 64);
+    assert_true(t8 > 1.5 * t4);
+    assert_true(hl_expert_busiest_load(&k4, 64) == t4);
+    assert_true(hl_expert_busiest_load(&k8, 64) == t8);
+}
+
 /* After 64 misses in a row the memo is skipped for the next 1,024 calls (an input sweep never
  * hits it): values computed while it is skipped, and after it is looked at again, are the ones the
  * memo path gave, layout by layout; a skip path that answered from a memo entry (or stored while
@@ -319,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_uniform_group_same_bits),
         cmocka_unit_test(test_busiest_memo_never_stale),
         cmocka_unit_test(test_busiest_memo_skip_same_values),
+        cmocka_unit_test(test_busiest_memo_keeps_topk),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

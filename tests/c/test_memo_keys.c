@@ -1,6 +1,7 @@
 /* The simulator's per-thread memos keyed on a job class (summary mode: sim.c job_class_of) hold
  * every argument their result depends on: layer.c's attention shapes (smemo, one per side of
- * q <= decode_q) and sim.c's blended decode stream (stream_of, keyed on b and q). Each case runs
+ * q <= decode_q), sim.c's blended decode stream (stream_of, keyed on b and q), and the class
+ * itself, which must hold every field of the job but input (same_job_but_input). Each case runs
  * a job in summary mode on this thread, where the job's own calls share the memo's class but
  * differ in the argument under test, and compares it with the same job run in full mode (no job
  * class: the memos are not used) on a fresh thread. A key missing the argument hands one call
@@ -30,8 +31,8 @@ static void *run_full(void *arg)
 }
 
 /* j in summary mode on this thread, then in full mode on a fresh one: ttft, tpot and total the
- * same bits. */
-static void assert_class_run_is_full_run(const char *what, hl_job j)
+ * same bits. Returns the tpot (s). */
+static double assert_class_run_is_full_run(const char *what, hl_job j)
 {
     j.summary_only = 1;
     hl_result r;
@@ -49,6 +50,7 @@ static void assert_class_run_is_full_run(const char *what, hl_job j)
     for (int k = 0; k < 3; k++)
         if (memcmp(&got[k], &want[k], sizeof got[k]) != 0)
             fail_msg("%s: %s %.17g s in summary mode, %.17g s in full mode", what, names[k], got[k], want[k]);
+    return r.tpot_s;
 }
 
 /* DeepSeek-V3 (MLA) on 8 B200: prefill attends on the expanded K, V (128 heads of qk 192, v 128)
@@ -94,11 +96,51 @@ static void test_tbo_streams_kept_per_batch(void **state)
     assert_class_run_is_full_run("glm-4.5-air ep8 tbo, input 3000", j);
 }
 
+/* The job class itself (sim.c same_job_but_input) tells apart jobs that differ in a field after
+ * expert_freq (cuda_graphs, two_batch_overlap) or only in expert_freq's shares: a class that took
+ * either for the last job's gives a summary run that job's kept decode layers (decode_memo). Each
+ * changed job runs right after its unchanged one on this thread, and must change the full run's
+ * TPOT (else the case could not fail). Qwen3-30B-A3B EP8 with DP attention on 8 H100, 64
+ * sequences. The two histograms, of 160 parts over the 128 experts (shares at most 3/160 < 1/8):
+ * the first 16 experts 3 parts each, or the first 32 experts 2 parts each, the rest 1. */
+static void test_class_keeps_every_field(void **state)
+{
+    (void)state;
+    hl_job base = job_for("qwen3-30b-a3b", "H100-SXM", 8, 8);
+    base.ep = 8;
+    base.dp = 8;
+    base.batch = 64;
+    base.input = 1000;
+    base.output = 32;
+    double hot16[128], hot32[128];
+    for (int x = 0; x < 128; x++) {
+        hot16[x] = (x < 16 ? 3 : 1) / 160.0;
+        hot32[x] = (x < 32 ? 2 : 1) / 160.0;
+    }
+    for (int k = 0; k < 3; k++) {
+        hl_job before = base, after = base;
+        hl_err e;
+        const char *what = k == 0 ? "cuda_graphs off" : k == 1 ? "two_batch_overlap" : "expert_freq";
+        if (k == 0) {
+            after.cuda_graphs = 2;
+        } else if (k == 1) {
+            after.two_batch_overlap = 1;
+        } else {
+            assert_ok(hl_job_set_expert_freq(&before, hot16, 128, &e), &e);
+            assert_ok(hl_job_set_expert_freq(&after, hot32, 128, &e), &e);
+        }
+        double was = assert_class_run_is_full_run("the unchanged job", before);
+        if (assert_class_run_is_full_run(what, after) == was)
+            fail_msg("%s: the TPOT of the unchanged job, %.17g s (the case cannot fail)", what, was);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mla_shapes_kept_per_side),
         cmocka_unit_test(test_tbo_streams_kept_per_batch),
+        cmocka_unit_test(test_class_keeps_every_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

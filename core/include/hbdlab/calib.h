@@ -34,7 +34,7 @@ typedef struct hl_calib_out {
     int32_t converged; /* 1 when GSL met its tolerances (0: iteration limit or no progress) */
 } hl_calib_out;
 
-/* Fits x_out[0..n_params-1]. Needs at least as many fitted cases as parameters. */
+/* Fits x_out[0..n_params-1]. Needs at least as many fitted cases as parameters. out may be NULL. */
 hl_status hl_calib_fit(const hl_calib_in *in, double *x_out, hl_calib_out *out, hl_err *err);
 
 /* Leave-one-out: for each case i that takes part, fits without it and writes
