@@ -177,17 +177,17 @@ typedef struct classes_memo {
 } classes_memo;
 static _Thread_local classes_memo cmemo;
 
-/* hl_op_time_lean in line for every operator but attention, in a run with a job class: the branch
- * of hl_op_time_body it would take (hl_gemm_time_parts, hl_plain_time) on op's numbers, the same
- * expressions, so the same bits, without its call and the hl_op_time it stores and the caller
- * reads back (eight operators a sweep point). 0 where hl_op_time_lean must decide: attention, a
- * precision without a peak, numbers its checks refuse (it reports them). */
+/* hl_op_time_lean in line, in a run with a job class: the branch of hl_op_time_body it would take
+ * (hl_gemm_time_parts, hl_attn_time, hl_plain_time) on op's numbers, the same expressions, so the
+ * same bits, without its call and the hl_op_time it stores and the caller reads back (ten
+ * operators a sweep point). 0 where hl_op_time_lean must decide: a precision without a peak,
+ * numbers its checks refuse (it reports them). */
 static inline __attribute__((always_inline)) int lean_inline(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t)
 {
     const hl_gpu *g = &s->c->gpu;
     int grouped = op->kind == HL_OP_GROUPED_GEMM, is_gemm = op->kind == HL_OP_GEMM || grouped;
     unsigned pr = (unsigned)op->precision;
-    if (op->kind == HL_OP_ATTENTION || pr >= HL_PRECISION_COUNT || !(g->peak_flops[pr] > 0) ||
+    if (pr >= HL_PRECISION_COUNT || !(g->peak_flops[pr] > 0) ||
         !(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
           op->bytes_written >= 0 && op->bytes_written < INFINITY))
         return 0;
@@ -201,6 +201,8 @@ static inline __attribute__((always_inline)) int lean_inline(const hl_sim_ctx *s
         hl_gemm_time_parts(g, &cmemo.k.c[hl_gemm_class_index((hl_precision)pr)], g->peak_flops[pr], grouped, op->flops,
                            op->bytes_read + op->bytes_written, op->rows, op->k, op->groups > 0 ? op->groups : 1, fixed,
                            t, &eff, &bw);
+    } else if (op->kind == HL_OP_ATTENTION) {
+        hl_attn_time(op, g, g->peak_flops[pr], op->bytes_read + op->bytes_written, fixed, t);
     } else {
         hl_plain_time(g, g->peak_flops[pr], op->flops, op->bytes_read + op->bytes_written, fixed, t);
     }
@@ -787,7 +789,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         hl_moe_shape ms = {
             tok_e, El, active, h, Fe, s->ab, hl_model_expert_weight_bytes(m, s->wb)}; /* MXFP4 experts: 4.25 bits */
         hl_op up, down;
-        hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
+        hl_moe_experts_ops(&up, &down, &ms, (hl_precision)j->precision);
         up.fixed_s = s->c->gpu.moe_latency;
         double moe_s; /* the busiest rank's load as balanced tokens: routed x imbalance */
         int moe_measured = s->kern && hl_kmatch_moe(s, routed * imb, &moe_s);
