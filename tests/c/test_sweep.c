@@ -359,15 +359,17 @@ static void test_coll_hints_never_stale(void **state)
     }
 }
 
-/* layer.c's add_gemm (a GEMM's time from hl_gemm_time_parts in a run with a job class) gives the
- * bits of add_op's way (hl_op_time_lean) for every GEMM of a pass. FP8 MoE jobs, whose layers hold
- * dense FP8 GEMMs, a BF16 router and grouped FP8 experts: on B200 (the FP8 quantisation bytes,
- * eff_grouped, grouped_k0, moe_latency as the experts' fixed_s), on MI300X (dense_k0 and tile
- * rows) and on H100 with the unfused FP8 dequantisation; over eff_gemm_fp8 (a GPU field: a new
- * job class), tp (other N and K) and input. Every point must equal, bit for bit, its job run alone
- * on a fresh thread, which takes add_op's way (no class). add_gemm without the experts' fixed_s,
- * timing grouped GEMMs as dense ones, or without the unfused dequantisation fails it (planted). */
-static void test_gemm_fast_path_same_bits(void **state)
+/* layer.c's lean_inline (an operator's time from hl_gemm_time_parts, hl_attn_time or hl_plain_time
+ * in a run with a job class) gives the bits of hl_op_time_lean for every GEMM, norm, elementwise
+ * kernel and prefill attention kernel of a pass. FP8 MoE jobs, whose layers hold dense FP8 GEMMs,
+ * a BF16 router, grouped FP8 experts, the norms and the MoE permutation: on B200 (the FP8
+ * quantisation bytes, eff_grouped, grouped_k0, moe_latency as the experts' fixed_s), on MI300X
+ * (dense_k0 and tile rows) and on H100 with the unfused FP8 dequantisation; over eff_gemm_fp8 (a
+ * GPU field: a new job class), tp (other N and K) and input. Every point must equal, bit for bit,
+ * its job run alone on a fresh thread, which takes hl_op_time_on (no class). lean_inline without
+ * the experts' fixed_s, timing grouped GEMMs as dense ones, with the plain kernels' fixed latency
+ * dropped or with attention's bytes written dropped fails it (planted). */
+static void test_lean_ops_same_bits(void **state)
 {
     (void)state;
     const char *gpus[] = {"B200", "MI300X", "H100-SXM"};
@@ -555,7 +557,7 @@ int main(void)
         cmocka_unit_test(test_memos_never_stale),
         cmocka_unit_test(test_memos_never_stale_blended),
         cmocka_unit_test(test_coll_hints_never_stale),
-        cmocka_unit_test(test_gemm_fast_path_same_bits),
+        cmocka_unit_test(test_lean_ops_same_bits),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
         cmocka_unit_test(test_input_checks_on_reused_context),
