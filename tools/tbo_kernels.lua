@@ -18,16 +18,20 @@
 -- Kernel times are the model's own (the breakdown's rows of P6's job, all SMs): per micro-batch and MoE
 -- layer a row's time / (116 + 2 x 3) for rows the 3 dense layers share (they run the whole batch), / 116 for
 -- MoE-only rows. "model order" puts the shared experts after the combine wait (the pairs' c1).
--- Usage: hbdlab tools/tbo_kernels.lua [--set input=4096]
+-- Usage: hbdlab tools/tbo_kernels.lua [--set input=4096] [--set imbalance=1.3172]
 local hl = require "hbdlab"
-local P = hl.params { input = { 0, "prompt length (0: 1024, 2048 and 4096, P6's rows)" } }
+local P = hl.params {
+  input = { 0, "prompt length (0: 1024, 2048 and 4096, P6's rows)" },
+  imbalance = { 0, "busiest EP rank / mean (0: uniform routing; validate.lua's P6 states 1.1665 / 1.2339 / 1.3172)" },
+}
 local F = 24 / 132 -- DeepEP's share of the SMs
 
 local function job_rows(inp)
   local r = hl.simulate { model = hl.model "deepseek-v3", cluster = hl.cluster { gpu = "H100-SXM", gpus = 32, hbd = 8 },
                           precision = "fp8", kv_precision = "bf16", framework = "sglang", batch = 16384 // inp * 32,
                           input = inp, output = 1, parallel = { tp = 1, ep = 32 }, dispatch = "hierarchical",
-                          wire_precision = "fp8", two_batch_overlap = true }
+                          wire_precision = "fp8", two_batch_overlap = true, redundant_experts = 32,
+                          imbalance = P.imbalance }
   local t = {}
   for _, row in ipairs(r.prefill.breakdown) do t[row.name] = row.time_s end
   return t

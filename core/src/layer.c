@@ -177,12 +177,49 @@ typedef struct classes_memo {
 } classes_memo;
 static _Thread_local classes_memo cmemo;
 
+/* hl_op_time_lean in line, in a run with a job class: the branch of hl_op_time_body it would take
+ * (hl_gemm_time_parts, hl_attn_time, hl_plain_time) on op's numbers, the same expressions, so the
+ * same bits, without its call and the hl_op_time it stores and the caller reads back (ten
+ * operators a sweep point). 0 where hl_op_time_lean must decide: a precision without a peak,
+ * numbers its checks refuse (it reports them). */
+static inline __attribute__((always_inline)) int lean_inline(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t)
+{
+    const hl_gpu *g = &s->c->gpu;
+    int grouped = op->kind == HL_OP_GROUPED_GEMM, is_gemm = op->kind == HL_OP_GEMM || grouped;
+    unsigned pr = (unsigned)op->precision;
+    if (pr >= HL_PRECISION_COUNT || !(g->peak_flops[pr] > 0) ||
+        !(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
+          op->bytes_written >= 0 && op->bytes_written < INFINITY))
+        return 0;
+    double fixed = g->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0);
+    if (is_gemm) {
+        if (cmemo.job_class != s->job_class) {
+            hl_gemm_classes_of(g, &cmemo.k);
+            cmemo.job_class = s->job_class;
+        }
+        double eff, bw;
+        hl_gemm_time_parts(g, &cmemo.k.c[hl_gemm_class_index((hl_precision)pr)], g->peak_flops[pr], grouped, op->flops,
+                           op->bytes_read + op->bytes_written, op->rows, op->k, op->groups > 0 ? op->groups : 1, fixed,
+                           t, &eff, &bw);
+    } else if (op->kind == HL_OP_ATTENTION) {
+        hl_attn_time(op, g, g->peak_flops[pr], op->bytes_read + op->bytes_written, fixed, t);
+    } else {
+        hl_plain_time(g, g->peak_flops[pr], op->flops, op->bytes_read + op->bytes_written, fixed, t);
+    }
+    t->intensity = t->ridge = 0;
+    t->bound = t->compute_s >= t->memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
+    return 1;
+}
+
 /* The time of one execution of op (its launch not added): the measured time where the job's
  * kernel tables cover it (one pointer test without them; *measured = 1), else the roofline's. */
-static hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t, int *measured, hl_err *err)
+static inline __attribute__((always_inline)) hl_status op_time(const hl_sim_ctx *s, const hl_op *op, hl_op_time *t,
+                                                               int *measured, hl_err *err)
 {
     hl_status st;
-    if (s->job_class) {
+    if (s->job_class && lean_inline(s, op, t)) {
+        st = HL_OK;
+    } else if (s->job_class) {
         if (cmemo.job_class != s->job_class) {
             hl_gemm_classes_of(&s->c->gpu, &cmemo.k);
             cmemo.job_class = s->job_class;
@@ -224,40 +261,6 @@ static hl_status add_op(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double 
         return st;
     account_op(s, a, op, t, times, measured);
     if (s->j->fp8_dequant && op->kind == HL_OP_GEMM && (op->precision == HL_FP8 || op->precision == HL_INT8))
-        return add_dequant(s, a, op, times, err);
-    return HL_OK;
-}
-
-/* add_op for hl_layer_ops' GEMMs and grouped GEMMs: in a run with a job class (op_time's lean
- * way) the time from hl_gemm_time_parts on the operator's numbers, the branch of hl_op_time_body
- * that op_time takes for them, so the same expressions and the same bits; what add_op's call,
- * its dispatch on the kind and the hl_op_time stored and read back cost (~250 instructions a
- * GEMM, five a sweep point) is not paid. Any other operator, a run without a class, a count
- * that is not > 0 and numbers the checks refuse take add_op (which reports the error). */
-static hl_status add_gemm(const hl_sim_ctx *s, hl_acc *a, const hl_op *op, double times, hl_err *err)
-{
-    const hl_gpu *g = &s->c->gpu;
-    int grouped = op->kind == HL_OP_GROUPED_GEMM;
-    unsigned pr = (unsigned)op->precision;
-    if (!(times > 0) || !s->job_class || !(op->kind == HL_OP_GEMM || grouped) || pr >= HL_PRECISION_COUNT ||
-        !(g->peak_flops[pr] > 0) ||
-        !(op->flops >= 0 && op->flops < INFINITY && op->bytes_read >= 0 && op->bytes_read < INFINITY &&
-          op->bytes_written >= 0 && op->bytes_written < INFINITY))
-        return add_op(s, a, op, times, err);
-    if (cmemo.job_class != s->job_class) {
-        hl_gemm_classes_of(g, &cmemo.k);
-        cmemo.job_class = s->job_class;
-    }
-    hl_op_time t;
-    double eff, bw;
-    hl_gemm_time_parts(g, &cmemo.k.c[hl_gemm_class_index((hl_precision)pr)], g->peak_flops[pr], grouped, op->flops,
-                       op->bytes_read + op->bytes_written, op->rows, op->k, op->groups > 0 ? op->groups : 1,
-                       g->kernel_latency + (op->fixed_s > 0 ? op->fixed_s : 0), &t, &eff, &bw);
-    t.intensity = t.ridge = 0;
-    t.bound = t.compute_s >= t.memory_s ? HL_BOUND_COMPUTE : HL_BOUND_MEMORY;
-    int measured = s->kern && !grouped && hl_kmatch_gemm(s, op, &t.time_s); /* measured_op's GEMM case */
-    account_op(s, a, op, t, times, measured);
-    if (s->j->fp8_dequant && !grouped && (pr == HL_FP8 || pr == HL_INT8))
         return add_dequant(s, a, op, times, err);
     return HL_OK;
 }
@@ -718,42 +721,42 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         double kvl = (double)m->kv_lora_rank, ql = (double)m->q_lora_rank;
         if (ql > 0) {
             gemm(&op, s, "q_proj", T, ql, h);
-            TRY(add_gemm(s, a, &op, Latt, err));
+            TRY(add_op(s, a, &op, Latt, err));
             gemm(&op, s, "q_proj", T, Hl * (nope + rope), ql);
         } else {
             gemm(&op, s, "q_proj", T, Hl * (nope + rope), h);
         }
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "kv_proj", T, kvl + rope, h);
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         if (decode) { /* absorbed: q_nope x W_UK per head, output x W_UV per head */
             gemm(&op, s, "mla_absorb", T, Hl * kvl, nope);
-            TRY(add_gemm(s, a, &op, Latt, err));
+            TRY(add_op(s, a, &op, Latt, err));
             a->stage = HL_TBO_CORE; /* after the attention kernel (SGLang's op_core) */
             gemm(&op, s, "mla_absorb", T, Hl * v, kvl);
         } else { /* expand K and V for the prompt tokens */
             gemm(&op, s, "kv_proj", T, Hl * (nope + v), kvl);
         }
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         a->stage = HL_TBO_CORE;
         gemm(&op, s, "o_proj", T, h, Hl * v);
     } else {
         double Kl = hl_kv_heads_per_gpu(m, s->tp), d = (double)m->head_dim;
         /* a gated attention's q_proj also emits the output gate (Qwen3-Next) */
         gemm(&op, s, "qkv_proj", T, ((m->attn_gate ? 2 : 1) * Hl + 2 * Kl) * d, h);
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         a->stage = HL_TBO_CORE;
         gemm(&op, s, "o_proj", T, h, Hl * d);
     }
-    TRY(add_gemm(s, a, &op, Latt, err));
+    TRY(add_op(s, a, &op, Latt, err));
     if (m->index_topk > 0) { /* the lightning indexer's projections, whole on every TP rank */
         double Hi = (double)m->index_heads, di = (double)m->index_dim;
         gemm(&op, s, "indexer_proj", T, Hi * di, m->q_lora_rank > 0 ? (double)m->q_lora_rank : h);
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "indexer_proj", T, di, h);
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
         gemm(&op, s, "indexer_proj", T, Hi, h);
-        TRY(add_gemm(s, a, &op, Latt, err));
+        TRY(add_op(s, a, &op, Latt, err));
     }
     if (Llin > 0) { /* gated DeltaNet (docs/MODEL.md 6.4) */
         double kt = m->linear_k_heads >= s->tp ? (double)m->linear_k_heads / tp : 1;
@@ -761,7 +764,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         double dk = (double)m->linear_k_dim, dv = (double)m->linear_v_dim, c = (double)m->linear_conv;
         double chans = 2 * kt * dk + vt * dv;                           /* q, k, v through the conv */
         gemm(&op, s, "linear_in_proj", T, chans + vt * dv + 2 * vt, h); /* q, k, v, z and the a, b gates */
-        TRY(add_gemm(s, a, &op, Llin, err));
+        TRY(add_op(s, a, &op, Llin, err));
         double state = vt * dk * dv + chans * (c > 1 ? c - 1 : 0); /* elements per sequence */
         hl_op rec = {.name = "linear_attention",
                      .kind = HL_OP_ATTENTION,
@@ -771,7 +774,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
                      .bytes_written = T * vt * dv * s->ab + b * state * s->ab};
         TRY(add_op(s, a, &rec, Llin, err));
         gemm(&op, s, "linear_out_proj", T, h, vt * dv);
-        TRY(add_gemm(s, a, &op, Llin, err));
+        TRY(add_op(s, a, &op, Llin, err));
     }
     double ar_bytes = T * h * s->ab;
     TRY(tp_reduce(s, a, ar_bytes, s->tp, Lst, err));
@@ -779,9 +782,9 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         a->layer_kind = 1;
         double F = (double)m->ffn / tp;
         gemm(&op, s, "ffn_up_gate", T, 2 * F, h);
-        TRY(add_gemm(s, a, &op, Ldense, err));
+        TRY(add_op(s, a, &op, Ldense, err));
         gemm(&op, s, "ffn_down", T, h, F);
-        TRY(add_gemm(s, a, &op, Ldense, err));
+        TRY(add_op(s, a, &op, Ldense, err));
         TRY(tp_reduce(s, a, ar_bytes, s->tp, Ldense, err));
     }
     if (Lmoe > 0) {
@@ -792,7 +795,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         /* each expert-TP shard holds ceil(F/etp) columns (the last one padded) */
         double Fe = ceil((double)hl_model_expert_ffn(m) / etp), El = E / (double)s->ep;
         HL_OP_GEMM_LIT(&op, "router", T, (double)m->experts, h, s->ab, s->ab, 4, (hl_precision)j->act_precision);
-        TRY(add_gemm(s, a, &op, Lmoe, err));
+        TRY(add_op(s, a, &op, Lmoe, err));
         int64_t domain = s->G / s->pp; /* ranks exchanging tokens: every GPU of a stage */
         double mine = T / tp;          /* tokens this GPU routes: its share of the group's tokens */
         /* a layer waits for the busiest EP rank: its routed picks / the mean (the routing
@@ -818,7 +821,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         hl_moe_shape ms = {
             tok_e, El, active, h, Fe, s->ab, hl_model_expert_weight_bytes(m, s->wb)}; /* MXFP4 experts: 4.25 bits */
         hl_op up, down;
-        hl_op_moe_experts(&up, &down, &ms, (hl_precision)j->precision);
+        hl_moe_experts_ops(&up, &down, &ms, (hl_precision)j->precision);
         up.fixed_s = s->c->gpu.moe_latency;
         double moe_s; /* the busiest rank's load as balanced tokens: routed x imbalance */
         int moe_measured = s->kern && hl_kmatch_moe(s, routed * imb, &moe_s);
@@ -834,8 +837,8 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
             t.time_s = moe_s;
             account_op(s, a, &both, t, Lmoe, 1);
         } else {
-            TRY(add_gemm(s, a, &up, Lmoe, err));
-            TRY(add_gemm(s, a, &down, Lmoe, err));
+            TRY(add_op(s, a, &up, Lmoe, err));
+            TRY(add_op(s, a, &down, Lmoe, err));
         }
         if (s->c->gpu.moe_perm_bytes > 0 && !moe_measured) {
             hl_op perm;
@@ -856,7 +859,7 @@ hl_status hl_layer_ops(const hl_sim_ctx *s, hl_acc *a, double b, double q, doubl
         if (m->shared_experts > 0) {
             double Fs = (double)hl_model_shared_ffn(m) * (double)m->shared_experts / tp;
             gemm(&op, s, "shared_experts", T, 3 * Fs, h);
-            TRY(add_gemm(s, a, &op, Lmoe, err));
+            TRY(add_op(s, a, &op, Lmoe, err));
             TRY(tp_reduce(s, a, ar_bytes, s->tp, Lmoe, err));
         }
     }

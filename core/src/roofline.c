@@ -125,24 +125,7 @@ void hl_op_gemm(hl_op *op, const char *name, double m, double n, double k, doubl
 
 void hl_op_moe_experts(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
 {
-    /* El experts' GEMMs of tokens_per_expert rows each: the useful FLOPs and activations are
-     * those of every local expert; only the `active` experts read their weights and are
-     * padded to whole tiles, each with El * tokens_per_expert / active rows. */
-    double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
-    double F = s->inter, h = s->hidden;
-    HL_OP_GEMM_LIT(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
-    HL_OP_GEMM_LIT(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
-    hl_op *ops[2] = {up, down};
-    for (int i = 0; i < 2; i++) {
-        hl_op *o = ops[i];
-        double wbytes = o->n * o->k * s->weight_bytes;
-        o->kind = HL_OP_GROUPED_GEMM;
-        o->flops *= El;
-        o->bytes_read = (o->bytes_read - wbytes) * El + wbytes * act;
-        o->bytes_written *= El;
-        o->groups = act > 0 ? act : 1;
-        o->rows = act > 0 ? tok * El / act : tok;
-    }
+    hl_moe_experts_ops(up, down, s, math);
 }
 
 void hl_op_moe_permute(hl_op *op, const hl_moe_shape *s, double bytes_per_row, hl_precision math)
@@ -178,41 +161,10 @@ double hl_attn_pairs(double q, double c, double w)
     return small + (hi - w) * w;
 }
 
-/* The parts of shape s's counts that do not depend on its context, grouped as the expressions
- * below evaluate them (left to right), so the counts from them are the same bits. */
-static void attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
-{
-    l->flops_per_pair = 2 * s->batch * s->heads; /* times (qk_dim + v_dim): scores q.k and the sum of values */
-    l->pair_dims = s->qk_dim + s->v_dim;
-    l->q = s->new_tokens;
-    l->q_pairs = s->new_tokens * (s->new_tokens + 1) / 2;
-    l->window = s->window;
-    l->batch = s->batch;
-    l->q_read = s->new_tokens * s->heads * s->qk_dim * s->act_bytes;
-    l->kv_token_bytes = s->kv_token_bytes;
-    l->written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
-}
-
 void hl_op_attention(hl_op *op, const char *name, const hl_attn_shape *s, hl_precision math)
 {
     set_name(op, name);
     hl_op_attention_dims(op, s, math);
-}
-
-void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
-{
-    op->kind = HL_OP_ATTENTION;
-    op->precision = math;
-    hl_attn_line l;
-    attn_line_of(s, &l);
-    hl_attn_counts(&l, s->context, &op->flops, &op->bytes_read);
-    op->bytes_written = l.written;
-    op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
-    op->n = op->k = op->groups = 0;
-    op->units = s->batch * s->kv_heads;
-    op->ctx = s->window > 0 ? 0 : s->context;
-    op->q_units = s->batch * s->heads;
-    op->fixed_s = 0;
 }
 
 void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision math, const hl_gpu *gpu)
@@ -225,7 +177,7 @@ void hl_attn_decode_init(hl_attn_decode *d, const hl_attn_shape *s, hl_precision
             gpu->peak_flops[math] > 0;
     if (!d->ok)
         return;
-    attn_line_of(s, &d->line);
+    hl_attn_line_of(s, &d->line);
     d->ok = d->line.written >= 0 && d->line.written < INFINITY;
     d->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     d->bw = hl_attn_bw(gpu);
@@ -252,7 +204,7 @@ void hl_attn_stream_init(hl_attn_stream *a, const hl_attn_shape *s, hl_precision
     a->ok = p > 1 && s->new_tokens <= 1 && (unsigned)math < HL_PRECISION_COUNT && gpu->peak_flops[math] > 0;
     if (!a->ok)
         return;
-    attn_line_of(s, &a->line);
+    hl_attn_line_of(s, &a->line);
     a->bw = hl_attn_bw(gpu);
     a->peak_eff = gpu->peak_flops[math] * gpu->eff_attn;
     a->units = hl_attn_units_s(gpu, s->batch * s->kv_heads, s->batch * s->heads);

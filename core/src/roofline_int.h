@@ -46,7 +46,7 @@ static inline double hl_attn_units_s(const hl_gpu *g, double batch_kv, double ba
 
 /* hl_op_attention's fields but the name (the caller's), and the operator named by a string
  * literal the way HL_OP_GEMM_LIT names a GEMM. */
-void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
+static inline void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math);
 #define HL_OP_ATTENTION_LIT(op, lit, s, math)                                                        \
     (memcpy((op)->name, "" lit, sizeof(char[sizeof(lit) <= sizeof((op)->name) ? sizeof(lit) : -1])), \
      hl_op_attention_dims((op), (s), (math)))
@@ -92,6 +92,62 @@ static inline void hl_attn_counts(const hl_attn_line *l, double context, double 
     if (w > 0 && keys > w && q == 1)
         keys = w; /* decode with a window reads only the window */
     *read = l->batch * (l->q_read + keys * l->kv_token_bytes);
+}
+
+/* The parts of shape s's counts that do not depend on its context, grouped as the expressions
+ * below evaluate them (left to right), so the counts from them are the same bits. */
+static inline void hl_attn_line_of(const hl_attn_shape *s, hl_attn_line *l)
+{
+    l->flops_per_pair = 2 * s->batch * s->heads; /* times (qk_dim + v_dim): scores q.k and the sum of values */
+    l->pair_dims = s->qk_dim + s->v_dim;
+    l->q = s->new_tokens;
+    l->q_pairs = s->new_tokens * (s->new_tokens + 1) / 2;
+    l->window = s->window;
+    l->batch = s->batch;
+    l->q_read = s->new_tokens * s->heads * s->qk_dim * s->act_bytes;
+    l->kv_token_bytes = s->kv_token_bytes;
+    l->written = s->batch * s->new_tokens * s->heads * s->v_dim * s->act_bytes;
+}
+
+/* hl_op_attention's fields but the name (declared above), inline: layer.c and sim.c build an
+ * attention operator a few times a sweep point. */
+static inline void hl_op_attention_dims(hl_op *op, const hl_attn_shape *s, hl_precision math)
+{
+    op->kind = HL_OP_ATTENTION;
+    op->precision = math;
+    hl_attn_line l;
+    hl_attn_line_of(s, &l);
+    hl_attn_counts(&l, s->context, &op->flops, &op->bytes_read);
+    op->bytes_written = l.written;
+    op->rows = s->new_tokens; /* query rows per sequence (tile padding of prefill kernels) */
+    op->n = op->k = op->groups = 0;
+    op->units = s->batch * s->kv_heads;
+    op->ctx = s->window > 0 ? 0 : s->context;
+    op->q_units = s->batch * s->heads;
+    op->fixed_s = 0;
+}
+
+/* hl_op_moe_experts (roofline.h) inline, for the phase accumulator (layer.c): the same operators. */
+static inline void hl_moe_experts_ops(hl_op *up, hl_op *down, const hl_moe_shape *s, hl_precision math)
+{
+    /* El experts' GEMMs of tokens_per_expert rows each: the useful FLOPs and activations are
+     * those of every local expert; only the `active` experts read their weights and are
+     * padded to whole tiles, each with El * tokens_per_expert / active rows. */
+    double El = s->local_experts, act = hl_fmin(s->active_experts, El), tok = s->tokens_per_expert;
+    double F = s->inter, h = s->hidden;
+    HL_OP_GEMM_LIT(up, "experts", tok, 2 * F, h, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    HL_OP_GEMM_LIT(down, "experts", tok, h, F, s->act_bytes, s->weight_bytes, s->act_bytes, math);
+    hl_op *ops[2] = {up, down};
+    for (int i = 0; i < 2; i++) {
+        hl_op *o = ops[i];
+        double wbytes = o->n * o->k * s->weight_bytes;
+        o->kind = HL_OP_GROUPED_GEMM;
+        o->flops *= El;
+        o->bytes_read = (o->bytes_read - wbytes) * El + wbytes * act;
+        o->bytes_written *= El;
+        o->groups = act > 0 ? act : 1;
+        o->rows = act > 0 ? tok * El / act : tok;
+    }
 }
 
 /* hl_op_time_on of hl_op_attention(s, math) for a decode kernel (one query row, new_tokens = 1,
@@ -177,9 +233,9 @@ int hl_attn_stream_mem_side(const hl_attn_stream *a, const double flops01[2], do
                             double mem);
 
 /* The roofline time of one operator (docs/MODEL.md section 3), inline: roofline.c's hl_op_time_on
- * and hl_op_time_lean, and its GEMM branch on plain numbers (hl_gemm_time_parts) for the phase
- * accumulator (layer.c), which times five GEMMs a sweep point: one body, so every caller computes
- * the same expressions, the same bits. */
+ * and hl_op_time_lean, and its branches on the operator's numbers (hl_gemm_time_parts,
+ * hl_attn_time, hl_plain_time) for the phase accumulator (layer.c), which times ten operators a
+ * sweep point: one body, so every caller computes the same expressions, the same bits. */
 
 /* (a^p + b^p + c^p)^(1/p), scaled by the largest so nothing overflows; p = 0: the max (roofline.c). */
 double hl_blend(double a, double b, double c, double p);
@@ -235,6 +291,46 @@ hl_gemm_time_parts(const hl_gpu *gpu, const hl_gemm_class *cp, double peak, int 
     *bw_out = bw;
 }
 
+/* hl_op_time_body's branch for the operators that are neither GEMMs nor attention (elementwise
+ * kernels, norms): `flops` FLOP moving `bytes` B, `fixed` s of latencies. Sets out's time_s,
+ * compute_s and memory_s. */
+static inline __attribute__((always_inline)) void hl_plain_time(const hl_gpu *gpu, double peak, double flops,
+                                                                double bytes, double fixed, hl_op_time *out)
+{
+    double eff = gpu->eff_gemm, bw = gpu->hbm_bw * gpu->eff_mem;
+    out->compute_s = flops / (peak * eff);
+    out->memory_s = bytes / bw;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+}
+
+/* hl_op_time_body's attention branch: op's `bytes` B (read + written), peak FLOP/s, `fixed` s of
+ * latencies. Sets out's time_s, compute_s and memory_s. */
+static inline __attribute__((always_inline)) void hl_attn_time(const hl_op *op, const hl_gpu *gpu, double peak,
+                                                               double bytes, double fixed, hl_op_time *out)
+{
+    double eff = gpu->eff_attn, bw = hl_attn_bw(gpu);
+    /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
+     * is on both sides, so compute and memory time stay linear in the context (section 6);
+     * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
+     * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
+    double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
+    double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
+    int blended = q <= 1 && gpu->attn_blend > 1;
+    if (q > 1 && T > 1) {
+        /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
+         * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
+         * a sliding window is counted by the useful pairs only) */
+        double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
+        double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
+        pad = useful > 0 && tiled > useful ? tiled / useful : 1;
+        part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
+    }
+    double c = op->flops * pad / (peak * eff), m = bytes / bw;
+    out->compute_s = blended ? gpu->attn_latency + hl_blend(c, units, 0, gpu->attn_blend) : c + part;
+    out->memory_s = blended ? gpu->attn_latency + hl_blend(m, units, 0, gpu->attn_blend) : m + part;
+    out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+}
+
 /* hl_op_time_on with the GPU's GEMM classes given (k; NULL: from gpu) and, with `lean`, without
  * intensity and ridge (set to 0): the same expressions on the same values, so the same bits.
  * Inlined whole into every caller: gcc split it otherwise, and hl_op_time_lean (ten calls a
@@ -269,32 +365,11 @@ hl_op_time_body(const hl_op *op, const hl_gpu *gpu, const hl_gemm_classes *k, in
     } else if (op->kind == HL_OP_ATTENTION) {
         eff = gpu->eff_attn;
         bw = hl_attn_bw(gpu);
-        /* a fixed part (the kernel's own latency and one cost per sequence x KV head work unit)
-         * is on both sides, so compute and memory time stay linear in the context (section 6);
-         * with attn_blend > 1 a decode kernel's unit costs run partly under its KV streaming
-         * instead: a power mean of the two (one CTA per sequence x KV head; MODEL.md section 3) */
-        double units = hl_attn_units_s(gpu, op->units, op->q_units), part = gpu->attn_latency + units;
-        double pad = 1, T = gpu->attn_tile_rows, q = op->rows;
-        int blended = q <= 1 && gpu->attn_blend > 1;
-        if (q > 1 && T > 1) {
-            /* prefill: query tiles of T rows; tile i (0-based) sees ctx + (i+1)T keys, so the kernel
-             * computes T * (nq ctx + T nq(nq+1)/2) pairs for q ctx + q(q+1)/2 useful ones (derived;
-             * a sliding window is counted by the useful pairs only) */
-            double nq = ceil(q / T), useful = q * op->ctx + q * (q + 1) / 2;
-            double tiled = T * (nq * op->ctx + T * nq * (nq + 1) / 2);
-            pad = useful > 0 && tiled > useful ? tiled / useful : 1;
-            part += op->q_units * nq * gpu->attn_tile_s + gpu->attn_prefill_latency;
-        }
-        double c = op->flops * pad / (peak * eff), m = bytes / bw;
-        out->compute_s = blended ? gpu->attn_latency + hl_blend(c, units, 0, gpu->attn_blend) : c + part;
-        out->memory_s = blended ? gpu->attn_latency + hl_blend(m, units, 0, gpu->attn_blend) : m + part;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+        hl_attn_time(op, gpu, peak, bytes, fixed, out);
     } else {
         eff = gpu->eff_gemm;
         bw = gpu->hbm_bw * gpu->eff_mem;
-        out->compute_s = op->flops / (peak * eff);
-        out->memory_s = bytes / bw;
-        out->time_s = hl_fmax(out->compute_s, out->memory_s) + fixed;
+        hl_plain_time(gpu, peak, op->flops, bytes, fixed, out);
     }
     if (lean) {
         out->intensity = out->ridge = 0;

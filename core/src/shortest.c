@@ -453,8 +453,9 @@ __attribute__((noinline)) static char *put_stripped(uint64_t f, int n, int x, ch
  * count is known without counting: v = fc 2^e2 with 2^52 <= fc < 2^53 is scaled by 10^k into
  * [100, 1000) units of 2^e2 (to_decimal), so z in [100 2^52, 1000 2^53) = [4.5e17, 9.01e18) and
  * the 1000-unit search's s = floor(z / 1000) has 15 or 16 digits (before its trailing zeros are
- * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. */
-static inline char *put_number(double v, char *out)
+ * dropped), the 100-unit search's f (v 10^k / 100, rounded) 16 or 17. table_ready: the caller ran
+ * need_table (a run does, once before its first value). */
+static inline char *put_number(double v, char *out, int table_ready)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -472,7 +473,8 @@ static inline char *put_number(double v, char *out)
     }
     if (__builtin_expect(t == 0, 0))
         return put_rare(bits, out, o);
-    need_table();
+    if (!table_ready)
+        need_table();
     int e, strip;
     f = to_decimal(fc, -mq, &e, &strip);
     /* each digit count its own inlined layout: the count a constant in it */
@@ -496,15 +498,16 @@ int32_t hl_csv_format_number(double v, char *out)
 /* out has HL_CSV_NUMBER_ROOM bytes (csv_int.h). */
 int32_t hl_csv_format_number_wide(double v, char *out)
 {
-    char *end = put_number(v, out);
+    char *end = put_number(v, out, 0);
     *end = '\0';
     return (int32_t)(end - out);
 }
 
 char *hl_csv_put_numbers(char *o, const double *v, int32_t n)
 {
+    need_table(); /* once a run */
     for (int32_t i = 0; i < n; i++) {
-        o = put_number(v[i], o);
+        o = put_number(v[i], o, 1);
         *o++ = ',';
     }
     return o;

@@ -228,23 +228,27 @@ static void part_op_at(const hl_sim_ctx *s, int part, hl_attn_shape *sh, hl_op *
     }
 }
 
-/* The blended decode kernel's stream of shape sh (b sequences, q new tokens; hl_attn_stream_init),
- * kept for the thread's last job class, b and q: it reads the shape's per-job fields, b, q and the
- * GPU, never the context. Without a class (a draft model, a breakdown run) it is built into the
- * thread's scratch slot each call. */
-static const hl_attn_stream *stream_of(const hl_sim_ctx *s, const hl_attn_shape *sh, double b, double q)
+/* The blended decode kernel's stream of the attention's shape (hl_attn_shape_of: b sequences, q new
+ * tokens after `in` cached keys; hl_attn_stream_init), kept for the thread's last job class, b and
+ * q: it reads the shape's per-job fields, b, q and the GPU, never the context, so the shape is
+ * built only when the stream is (a hit builds nothing). Without a class (a draft model, a
+ * breakdown run) it is built into the thread's scratch slot each call. */
+static const hl_attn_stream *stream_of(const hl_sim_ctx *s, double b, double q, double in)
 {
     static _Thread_local struct {
         uint64_t job_class; /* 0: none */
         double b, q;
         hl_attn_stream a;
     } memo, scratch;
+    hl_attn_shape sh;
     if (!s->job_class) {
-        hl_attn_stream_init(&scratch.a, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+        hl_attn_shape_of(s, &sh, b, q, in, 0);
+        hl_attn_stream_init(&scratch.a, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
         return &scratch.a;
     }
     if (memo.job_class != s->job_class || memo.b != b || memo.q != q) {
-        hl_attn_stream_init(&memo.a, sh, (hl_precision)s->j->act_precision, &s->c->gpu);
+        hl_attn_shape_of(s, &sh, b, q, in, 0);
+        hl_attn_stream_init(&memo.a, &sh, (hl_precision)s->j->act_precision, &s->c->gpu);
         memo.job_class = s->job_class;
         memo.b = b;
         memo.q = q;
@@ -268,14 +272,13 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
     int mem_bound = 0;
     if (i_grow >= 0) {
         double c[2], m[2], f[2], by[2]; /* at i = 0 and i = 1 */
-        hl_attn_shape sh;               /* the attention's shape, built once (hl_attn_op is the two calls) */
+        hl_attn_shape sh; /* the attention's shape (hl_attn_op is the two calls), built where an operator is */
         const hl_attn_stream *fast = &no_stream;
         int blended = q <= 1 && s->c->gpu.attn_blend > 1; /* not linear in the context (hl_op_time_on) */
-        if (part == PART_ATTENTION) {
+        if (part == PART_ATTENTION && blended)
+            fast = stream_of(s, b, q, in);
+        if (part == PART_ATTENTION && !fast->ok)
             hl_attn_shape_of(s, &sh, b, q, in, 0);
-            if (blended)
-                fast = stream_of(s, &sh, b, q);
-        }
         hl_op ops[2];
         int streamed = fast->ok; /* both memory sides from the stream: compute_s may not be needed */
         for (int x = 0; x < 2; x++) {
@@ -298,8 +301,10 @@ static hl_status attention_sum_from(const hl_sim_ctx *s, hl_acc *a, int part, do
         if (streamed && hl_attn_stream_mem_side(fast, f, in, tau, i_grow, mem_line)) {
             mem_bound = 1;
         } else {
+            if (fast->ok) /* the stream gave the counts above (fast->ok: PART_ATTENTION): the shape now */
+                hl_attn_shape_of(s, &sh, b, q, in, 0);
             for (int x = 0; x < 2; x++) {
-                if (fast->ok) /* not built above (fast->ok: PART_ATTENTION) */
+                if (fast->ok) /* not built above */
                     part_op_at(s, part, &sh, &ops[x], b, q, in + tau * x);
                 if ((st = hl_op_time_on(&ops[x], &s->c->gpu, &t, err)))
                     return st;

@@ -30,11 +30,11 @@ static void *run_full(void *arg)
     return NULL;
 }
 
-/* j in summary mode on this thread, then in full mode on a fresh one: ttft, tpot and total the
- * same bits. Returns the tpot (s). */
-static double assert_class_run_is_full_run(const char *what, hl_job j)
+/* j on this thread (in summary mode where `summary`), then in full mode on a fresh one: ttft,
+ * tpot and total the same bits. Returns the tpot (s). */
+static double assert_run_is_fresh_full_run(const char *what, hl_job j, int summary)
 {
-    j.summary_only = 1;
+    j.summary_only = summary;
     hl_result r;
     hl_err e;
     assert_ok(hl_sim_run(&j, &r, &e), &e);
@@ -49,8 +49,13 @@ static double assert_class_run_is_full_run(const char *what, hl_job j)
     const char *names[] = {"ttft", "tpot", "total"};
     for (int k = 0; k < 3; k++)
         if (memcmp(&got[k], &want[k], sizeof got[k]) != 0)
-            fail_msg("%s: %s %.17g s in summary mode, %.17g s in full mode", what, names[k], got[k], want[k]);
+            fail_msg("%s: %s %.17g s on this thread, %.17g s on a fresh one", what, names[k], got[k], want[k]);
     return r.tpot_s;
+}
+
+static double assert_class_run_is_full_run(const char *what, hl_job j)
+{
+    return assert_run_is_fresh_full_run(what, j, 1);
 }
 
 /* DeepSeek-V3 (MLA) on 8 B200: prefill attends on the expanded K, V (128 heads of qk 192, v 128)
@@ -135,12 +140,47 @@ static void test_class_keeps_every_field(void **state)
     }
 }
 
+/* The thread's expert layout (mapping.c hl_sim_layout's cache) is keyed on all it is built from:
+ * a job that differs from the last one only in the model's topk, in eplb or in redundant_experts
+ * must not get that job's layout. Full mode (no job class), the changed job right after the
+ * unchanged one on this thread, against a fresh thread; each change must move the TPOT (else
+ * the case could not fail). Qwen3-30B-A3B EP8 with DP attention on 8 H100, Zipf routing of skew 1
+ * (so that EPLB and replicas move the busiest rank); 128 + 8 slots are 17 per rank. The replicas
+ * case runs after an EPLB job: the key's eplb (implied by replicas) would tell them apart anyway. */
+static void test_layout_keeps_every_field(void **state)
+{
+    (void)state;
+    hl_job base = job_for("qwen3-30b-a3b", "H100-SXM", 8, 8);
+    base.ep = 8;
+    base.dp = 8;
+    base.batch = 64;
+    base.input = 1000;
+    base.output = 32;
+    base.routing_skew = 1;
+    for (int k = 0; k < 3; k++) {
+        hl_job before = base, after = base;
+        const char *what = k == 0 ? "topk 4" : k == 1 ? "eplb" : "8 redundant experts";
+        if (k == 0) {
+            after.model.topk = 4;
+        } else if (k == 1) {
+            after.eplb = 1;
+        } else { /* both with EPLB (replicas imply it): only the replicas differ */
+            before.eplb = after.eplb = 1;
+            after.redundant_experts = 8;
+        }
+        double was = assert_run_is_fresh_full_run("the unchanged job", before, 0);
+        if (assert_run_is_fresh_full_run(what, after, 0) == was)
+            fail_msg("%s: the TPOT of the unchanged job, %.17g s (the case cannot fail)", what, was);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mla_shapes_kept_per_side),
         cmocka_unit_test(test_tbo_streams_kept_per_batch),
         cmocka_unit_test(test_class_keeps_every_field),
+        cmocka_unit_test(test_layout_keeps_every_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,10 +111,41 @@ static void test_memo_equals_accumulator(void **state)
     assert_true(kept_chunks > 10000 && built_chunks > 2000); /* both kinds of chunk were timed */
 }
 
+/* The stepper keeps its attention shape per side of q <= decode_q (step.c step_attn), as
+ * hl_attn_shape_for's: DeepSeek-V3 (MLA) prefills on the expanded K, V (128 heads of qk 192, v 128)
+ * and decodes on the latent (one KV head of qk 576, v 512). Two fresh steppers time a prefill
+ * iteration (one 1,024-token prompt) and a decode one (64 sequences after 2,000 tokens) in the two
+ * orders: each stepper's first iteration builds its own side's shape, so a stepper with one slot
+ * for both gives its second iteration the other side's shape, and the two disagree. */
+static void test_shapes_kept_per_side(void **state)
+{
+    (void)state;
+    hl_job j = job_for("deepseek-v3", "b200", 8, 8);
+    j.tp = 8;
+    hl_iter_chunk chunk = {1024, 0};
+    hl_iter prefill = {.n_chunks = 1, .chunks = &chunk, .logits_rows = 1};
+    hl_iter decode = {.decode_seqs = 64, .decode_ctx_mean = 2000, .decode_win_mean = 2000, .logits_rows = 64};
+    hl_stepper *a, *b;
+    hl_err e;
+    assert_ok(hl_stepper_new(&j, 2048, &a, &e), &e);
+    assert_ok(hl_stepper_new(&j, 2048, &b, &e), &e);
+    double ap, ad, bd, bp; /* s */
+    assert_ok(hl_stepper_time(a, &prefill, &ap, &e), &e);
+    assert_ok(hl_stepper_time(a, &decode, &ad, &e), &e);
+    assert_ok(hl_stepper_time(b, &decode, &bd, &e), &e);
+    assert_ok(hl_stepper_time(b, &prefill, &bp, &e), &e);
+    if (memcmp(&ad, &bd, sizeof ad) != 0 || memcmp(&ap, &bp, sizeof ap) != 0)
+        fail_msg("decode %.17g s after a prefill, %.17g s first; prefill %.17g s first, %.17g s after a decode", ad, bd,
+                 ap, bp);
+    hl_stepper_free(a);
+    hl_stepper_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memo_equals_accumulator),
+        cmocka_unit_test(test_shapes_kept_per_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

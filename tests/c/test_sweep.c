@@ -18,6 +18,17 @@ static hl_job base_job(void)
     return j;
 }
 
+/* A sweep of base_job over axes[0..n) with the defaults (one thread per CPU, product). */
+static hl_sweep_in base_sweep(hl_axis *axes, int32_t n)
+{
+    hl_sweep_in in;
+    memset(&in, 0, sizeof in);
+    in.base = base_job();
+    in.axes = axes;
+    in.n_axes = n;
+    return in;
+}
+
 static hl_axis num_axis(const char *name, const double *v, int32_t n)
 {
     hl_axis a;
@@ -36,11 +47,7 @@ static void test_count_and_indices(void **state)
     (void)state;
     const double a[] = {1, 2}, b[] = {10, 20, 30};
     hl_axis axes[2] = {num_axis("batch", a, 2), num_axis("input", b, 3)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
-    in.axes = axes;
-    in.n_axes = 2;
+    hl_sweep_in in = base_sweep(axes, 2);
     int64_t n = 0;
     hl_err e;
     assert_ok(hl_sweep_count(&in, &n, &e), &e);
@@ -65,11 +72,7 @@ static void test_points_equal_direct_runs(void **state)
     const double hbd[] = {8, 4};
     const double imb[] = {1, 0.5}; /* 0.5 is below imbalance's minimum 1: error points */
     hl_axis axes[3] = {num_axis("batch", batch, 3), num_axis("hbd", hbd, 2), num_axis("imbalance", imb, 2)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
-    in.axes = axes;
-    in.n_axes = 3;
+    hl_sweep_in in = base_sweep(axes, 3);
     in.threads = 2;
     hl_point pts[12];
     hl_err e;
@@ -110,11 +113,7 @@ static void test_store_equals_points(void **state)
     const double hbd[] = {8, 4};
     const double imb[] = {1, 0.5};
     hl_axis axes[3] = {num_axis("batch", batch, 3), num_axis("hbd", hbd, 2), num_axis("imbalance", imb, 2)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
-    in.axes = axes;
-    in.n_axes = 3;
+    hl_sweep_in in = base_sweep(axes, 3);
     in.threads = 2;
     hl_point pts[12];
     hl_sweep_store s;
@@ -177,11 +176,7 @@ static void test_unknown_axis_and_cancel(void **state)
     (void)state;
     const double v[] = {1, 2};
     hl_axis ax = num_axis("bacth", v, 2);
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
-    in.axes = &ax;
-    in.n_axes = 1;
+    hl_sweep_in in = base_sweep(&ax, 1);
     hl_point pts[2];
     hl_err e;
     assert_fails_with(hl_sweep_run(&in, pts, &e), HL_EINVAL, &e, "did you mean 'batch'");
@@ -209,12 +204,8 @@ static void test_object_axes_first(void **state)
     axes[1].kind = HL_AXIS_GPU;
     axes[1].gpus = &g;
     axes[1].n = 1;
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
+    hl_sweep_in in = base_sweep(axes, 2);
     in.base.input = 8192;
-    in.axes = axes;
-    in.n_axes = 2;
     int32_t ttft = hl_result_field_index("ttft_s");
     for (int order = 0; order < 2; order++) { /* field axis first, then the GPU axis first */
         if (order) {
@@ -282,6 +273,18 @@ static void assert_point_is_fresh_run(const hl_sweep_in *in, int64_t i, const hl
                      hl_result_field_at(k)->name, p->v[k], f.point.v[k]);
 }
 
+/* The sweep in run twice into pts[0..n) (the second pass starts with every memo warm): each
+ * point, each pass, the same bits as assert_point_is_fresh_run's. */
+static void assert_sweep_is_fresh_runs(const hl_sweep_in *in, hl_point *pts, int64_t n)
+{
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_ok(hl_sweep_run(in, pts, &e), &e);
+        for (int64_t i = 0; i < n; i++)
+            assert_point_is_fresh_run(in, i, &pts[i], pass);
+    }
+}
+
 /* The memos never return a stale result: coll.c's per-thread collective memo
  * (and its search minimum in layer.c's best_coll), sim.c's decode-layer memo and layer.c's
  * LM-head memo (both keyed by sim.c's job class), which
@@ -302,12 +305,7 @@ static void test_memos_never_stale(void **state)
                        num_axis("scaleout_bw", so, 3), num_axis("input", input, 3)};
     hl_sweep_in in = llama16_sweep(axes, 5);
     hl_point pts[72];
-    hl_err e;
-    for (int pass = 0; pass < 2; pass++) { /* the second pass starts with every memo warm */
-        assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 72; i++)
-            assert_point_is_fresh_run(&in, i, &pts[i], pass);
-    }
+    assert_sweep_is_fresh_runs(&in, pts, 72);
 }
 
 /* The same on B200, whose decode attention is a blended kernel (attn_blend > 1): sim.c keeps its
@@ -325,12 +323,7 @@ static void test_memos_never_stale_blended(void **state)
     in.base.tp = 8;
     assert_true(in.base.cluster.gpu.attn_blend > 1);
     hl_point pts[12];
-    hl_err e;
-    for (int pass = 0; pass < 2; pass++) {
-        assert_ok(hl_sweep_run(&in, pts, &e), &e);
-        for (int64_t i = 0; i < 12; i++)
-            assert_point_is_fresh_run(&in, i, &pts[i], pass);
-    }
+    assert_sweep_is_fresh_runs(&in, pts, 12);
 }
 
 /* layer.c's collective shape hints (one per job class and (op, algo, ranks, ranks_per_hbd)) never
@@ -395,15 +388,17 @@ static void test_coll_reroute_flag_per_class(void **state)
     assert_true(pts[2].v[ttft] < pts[0].v[ttft]); /* the faster scale-out shows in the exchange */
 }
 
-/* layer.c's add_gemm (a GEMM's time from hl_gemm_time_parts in a run with a job class) gives the
- * bits of add_op's way (hl_op_time_lean) for every GEMM of a pass. FP8 MoE jobs, whose layers hold
- * dense FP8 GEMMs, a BF16 router and grouped FP8 experts: on B200 (the FP8 quantisation bytes,
- * eff_grouped, grouped_k0, moe_latency as the experts' fixed_s), on MI300X (dense_k0 and tile
- * rows) and on H100 with the unfused FP8 dequantisation; over eff_gemm_fp8 (a GPU field: a new
- * job class), tp (other N and K) and input. Every point must equal, bit for bit, its job run alone
- * on a fresh thread, which takes add_op's way (no class). add_gemm without the experts' fixed_s,
- * timing grouped GEMMs as dense ones, or without the unfused dequantisation fails it (planted). */
-static void test_gemm_fast_path_same_bits(void **state)
+/* layer.c's lean_inline (an operator's time from hl_gemm_time_parts, hl_attn_time or hl_plain_time
+ * in a run with a job class) gives the bits of hl_op_time_lean for every GEMM, norm, elementwise
+ * kernel and prefill attention kernel of a pass. FP8 MoE jobs, whose layers hold dense FP8 GEMMs,
+ * a BF16 router, grouped FP8 experts, the norms and the MoE permutation: on B200 (the FP8
+ * quantisation bytes, eff_grouped, grouped_k0, moe_latency as the experts' fixed_s), on MI300X
+ * (dense_k0 and tile rows) and on H100 with the unfused FP8 dequantisation; over eff_gemm_fp8 (a
+ * GPU field: a new job class), tp (other N and K) and input. Every point must equal, bit for bit,
+ * its job run alone on a fresh thread, which takes hl_op_time_on (no class). lean_inline without
+ * the experts' fixed_s, timing grouped GEMMs as dense ones, with the plain kernels' fixed latency
+ * dropped or with attention's bytes written dropped fails it (planted). */
+static void test_lean_ops_same_bits(void **state)
 {
     (void)state;
     const char *gpus[] = {"B200", "MI300X", "H100-SXM"};
@@ -418,12 +413,7 @@ static void test_gemm_fast_path_same_bits(void **state)
         in.base.precision = HL_FP8;
         in.base.fp8_dequant = g == 2;
         hl_point pts[12];
-        hl_err e;
-        for (int pass = 0; pass < 2; pass++) {
-            assert_ok(hl_sweep_run(&in, pts, &e), &e);
-            for (int64_t i = 0; i < 12; i++)
-                assert_point_is_fresh_run(&in, i, &pts[i], pass);
-        }
+        assert_sweep_is_fresh_runs(&in, pts, 12);
     }
 }
 
@@ -497,11 +487,7 @@ static void test_axes_on_one_field(void **state)
     (void)state;
     const double first[] = {500, 700}, second[] = {100, 200, 300};
     hl_axis axes[2] = {num_axis("input", first, 2), num_axis("input", second, 3)};
-    hl_sweep_in in;
-    memset(&in, 0, sizeof in);
-    in.base = base_job();
-    in.axes = axes;
-    in.n_axes = 2;
+    hl_sweep_in in = base_sweep(axes, 2);
     in.threads = 1;
     hl_point pts[6];
     hl_err e;
@@ -601,7 +587,7 @@ int main(void)
         cmocka_unit_test(test_memos_never_stale_blended),
         cmocka_unit_test(test_coll_hints_never_stale),
         cmocka_unit_test(test_coll_reroute_flag_per_class),
-        cmocka_unit_test(test_gemm_fast_path_same_bits),
+        cmocka_unit_test(test_lean_ops_same_bits),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
         cmocka_unit_test(test_input_checks_on_reused_context),

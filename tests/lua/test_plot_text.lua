@@ -145,5 +145,33 @@ T.test("plots name the field and the row of a value that is not a number", funct
     "plot.tornado: field 'lo' of row 1 is \"1\"")
 end)
 
+T.test("attack12: a figure name that begins with | or < is a file, not a command", function()
+  -- gnuplot reads `set output "|cmd"` as a pipe to a shell command and a script or data file
+  -- "<cmd" as a command's output: out = "|touch PWNED_p.png" ran `touch PWNED_p.png.tmp-...`
+  -- (the temp name's start) and out = "<touch PWNED_q.png" ran `touch PWNED_q.gp` (the script
+  -- argument), leaving no figure. File names are legal with any first byte; each is now "./"+name.
+  local function planted() -- a file named PWNED_... (the figures' own names hold "touch PWNED")
+    local p = io.popen("ls -a '" .. dir .. "'")
+    local names = p:read("a")
+    p:close()
+    return ("\n" .. names):find("\nPWNED", 1, true) ~= nil
+  end
+  for _, name in ipairs { "|touch PWNED_p.png", "<touch PWNED_q.png", "-", "+.png" } do
+    local out = dir .. "/" .. name
+    if name == "-" then out = dir .. "/-.png" end
+    T.eq(hl.plot.line { data = { { x = 1, y = 1 }, { x = 2, y = 3 } }, x = "x", y = "y", out = out }, out, "drawn: " .. name)
+    local f = assert(io.open(out, "rb"))
+    local png = f:read("a")
+    f:close()
+    T.eq(png:sub(-8), "IEND\174\066\096\130", "a complete PNG: " .. name)
+    T.ok(not planted(), "no planted command ran for " .. name)
+    -- and the .gp reruns alone from its folder (its default output and data file are the same names)
+    local gp = out:gsub("%.png$", ".gp")
+    local base = gp:match("[^/]*$")
+    T.ok(os.execute("cd '" .. dir .. "' && gnuplot './" .. base:gsub("'", "'\\''") .. "' 2>/dev/null"), "reruns: " .. base)
+    T.ok(not planted(), "the rerun ran no planted command for " .. name)
+  end
+end)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.done()
