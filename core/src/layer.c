@@ -385,53 +385,91 @@ static hl_status best_coll_uncached(const hl_cluster *c, int64_t hbd, const hl_c
 /* The shape hints (coll_int.h) of the thread's last job class (sim.c: the job but its input, the
  * cluster and its hbd included, so the same link fields and HBD size), one per (op, algo, ranks,
  * ranks_per_hbd), the rest of a collective's shape: a hint's calls all have one shape. Direct-mapped
- * by that key; a key that takes another's entry starts with an empty hint. */
+ * by that key; a key that takes another's entry starts with an empty hint. Each entry also keeps
+ * reroute_can_win of its shape, which reads only the class's cluster (fabric, link bandwidths,
+ * efficiencies, latencies, hbd) and the key's ranks and ranks_per_hbd, so it is taken once per fill
+ * instead of once per call. */
 enum { COLL_HINTS = 8 };
 typedef struct coll_hints {
     uint64_t job_class;       /* of every entry whose key is not 0 */
     uint64_t key[COLL_HINTS]; /* coll_hint_key of each (0: empty) */
     hl_coll_hint h[COLL_HINTS];
+    uint8_t reroute[COLL_HINTS]; /* reroute_can_win(cluster, coll_share) of each entry's shape */
 } coll_hints;
 static _Thread_local coll_hints chints;
 
 /* op, algo, ranks and ranks_per_hbd packed one-to-one (8 + 8 + 24 + 24 bits), or 0 where one does
- * not fit (then no hint; a real key is never 0: ranks >= 1). */
+ * not fit (then no hint; a real key is never 0: ranks >= 1). Each pair is tested as one: an op or
+ * algo outside 0..255 (either negative read unsigned) sets a bit of the OR above bit 7; a ranks or
+ * ranks_per_hbd outside 0..2^24 - 1 (negative: bit 63) one above bit 23; ranks 0 alone remains. */
 static uint64_t coll_hint_key(const hl_coll_in *in)
 {
-    if ((uint32_t)in->op > 255 || (uint32_t)in->algo > 255 || in->ranks < 1 || in->ranks >= 1 << 24 ||
-        in->ranks_per_hbd < 0 || in->ranks_per_hbd >= 1 << 24)
+    if (((uint32_t)in->op | (uint32_t)in->algo) > 255 ||
+        ((uint64_t)in->ranks | (uint64_t)in->ranks_per_hbd) >= (uint64_t)1 << 24 || in->ranks < 1)
         return 0;
     return (uint64_t)in->op | (uint64_t)in->algo << 8 | (uint64_t)in->ranks << 16 | (uint64_t)in->ranks_per_hbd << 40;
 }
 
-/* The hint of in's shape for the run's job class, or NULL (no class, or a key that does not fit). */
-static hl_coll_hint *coll_hint(const hl_sim_ctx *s, const hl_coll_in *in)
+/* The HBD share g of a collective as placed on c: ranks_per_hbd, or packed min(ranks, hbd). */
+static int64_t coll_share(const hl_cluster *c, const hl_coll_in *in)
 {
-    coll_hints *t = &chints;
-    uint64_t key = s->job_class ? coll_hint_key(in) : 0;
-    if (!key)
-        return NULL;
-    if (t->job_class != s->job_class) {
-        memset(t->key, 0, sizeof t->key);
-        t->job_class = s->job_class;
-    }
-    unsigned i = (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 61);
-    if (t->key[i] != key) {
-        t->key[i] = key;
-        t->h[i] = (hl_coll_hint){0, 0};
-    }
-    return &t->h[i];
+    return in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
 }
 
 static hl_status best_coll(const hl_sim_ctx *s, const hl_coll_in *in, hl_coll_out *o, hl_err *err)
 {
     const hl_cluster *c = s->c;
-    int64_t g = in->ranks_per_hbd > 0 ? in->ranks_per_hbd : (in->ranks < c->hbd ? in->ranks : c->hbd);
-    if (!reroute_can_win(c, g)) {
-        hl_coll_hint *h = coll_hint(s, in);
-        return h ? hl_coll_time_hinted(c, in, o, h, err) : hl_coll_time(c, in, o, err);
+    uint64_t key = s->job_class ? coll_hint_key(in) : 0;
+    if (key) { /* the hint of in's shape for the run's job class */
+        coll_hints *t = &chints;
+        if (t->job_class != s->job_class) {
+            memset(t->key, 0, sizeof t->key);
+            t->job_class = s->job_class;
+        }
+        unsigned i = (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 61);
+        if (t->key[i] != key) {
+            t->key[i] = key;
+            t->h[i] = (hl_coll_hint){0, 0};
+            t->reroute[i] = (uint8_t)reroute_can_win(c, coll_share(c, in));
+        }
+        if (!t->reroute[i])
+            return hl_coll_time_hinted(c, in, o, &t->h[i], err);
+    } else if (!reroute_can_win(c, coll_share(c, in))) {
+        return hl_coll_time(c, in, o, err);
     }
     return hl_coll_memo(best_coll_uncached, c, c->hbd, in, o, err);
+}
+
+/* The call of one collective over `ranks` ranks (packed) into *in, or in->ranks = 0 where there is
+ * none (one rank or no bytes: then 0). */
+static int coll_call(const hl_sim_ctx *s, const hl_acc *a, hl_coll_op op, double bytes, int64_t ranks,
+                     int64_t ranks_per_hbd, hl_coll_in *in)
+{
+    if (ranks <= 1 || bytes <= 0) {
+        in->ranks = 0;
+        return 0;
+    }
+    *in = (hl_coll_in){op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
+    return 1;
+}
+
+/* The time of *in through a's memo of its last collective: the same collective recurs within a
+ * pass (TP AllReduce after attention, FFN, shared experts), so identical inputs reuse the last
+ * result. On success a->memo_out holds the time of in (a->memo_in); on error the memo is emptied
+ * (a failed call may have written part of memo_out) and err names the collective. */
+static hl_status coll_memo(const hl_sim_ctx *s, hl_acc *a, const char *name, const hl_coll_in *in, hl_err *err)
+{
+    if (a->memo_valid && memcmp(&a->memo_in, in, sizeof *in) == 0)
+        return HL_OK;
+    hl_status st = best_coll(s, in, &a->memo_out, err);
+    if (st) {
+        a->memo_valid = 0;
+        hl_err_prefix(err, name);
+        return st;
+    }
+    a->memo_in = *in;
+    a->memo_valid = 1;
+    return HL_OK;
 }
 
 /* The call and the time of one collective over `ranks` ranks (packed), measured where the
@@ -441,42 +479,36 @@ static hl_status coll_timed(const hl_sim_ctx *s, hl_acc *a, const char *name, hl
                             hl_err *err)
 {
     *measured = 0;
-    if (ranks <= 1 || bytes <= 0) {
-        in->ranks = 0;
+    if (!coll_call(s, a, op, bytes, ranks, ranks_per_hbd, in))
         return HL_OK;
-    }
-    *in = (hl_coll_in){op, op_algo(s, op), bytes, ranks, ranks_per_hbd, op == HL_ALLTOALL ? a->moe_imbalance : 0};
-    /* The same collective recurs within a pass (TP AllReduce after attention,
-     * FFN, shared experts): reuse the last result for identical inputs. */
-    if (a->memo_valid && memcmp(&a->memo_in, in, sizeof *in) == 0) {
-        *o = a->memo_out;
-    } else {
-        hl_status st = best_coll(s, in, o, err);
-        if (st) {
-            hl_err_prefix(err, name);
-            return st;
-        }
-        a->memo_in = *in;
-        a->memo_out = *o;
-        a->memo_valid = 1;
-    }
+    hl_status st = coll_memo(s, a, name, in, err);
+    if (st)
+        return st;
+    *o = a->memo_out;
     *measured = s->kern && hl_kmatch_coll(s, in, o);
     return HL_OK;
 }
 
-/* Adds `times` executions of a collective over `ranks` ranks (packed). */
+/* Adds `times` executions of a collective over `ranks` ranks (packed). Without kernel tables the
+ * memo's result is accounted where it lies (no copy of it); with them, a copy that
+ * hl_kmatch_coll may retime. */
 static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_coll_op op, double bytes, int64_t ranks,
                           int64_t ranks_per_hbd, double times, hl_err *err)
 {
-    if (times <= 0)
-        return HL_OK;
     hl_coll_in in;
-    hl_coll_out o;
-    int measured;
-    hl_status st = coll_timed(s, a, name, op, bytes, ranks, ranks_per_hbd, &in, &o, &measured, err);
-    if (!st && in.ranks > 0)
-        account_coll(a, name, &in, &o, times, measured);
-    return st;
+    if (times <= 0 || !coll_call(s, a, op, bytes, ranks, ranks_per_hbd, &in))
+        return HL_OK;
+    hl_status st = coll_memo(s, a, name, &in, err);
+    if (st)
+        return st;
+    if (!s->kern) {
+        account_coll(a, name, &in, &a->memo_out, times, 0);
+        return HL_OK;
+    }
+    hl_coll_out o = a->memo_out;
+    int measured = hl_kmatch_coll(s, &in, &o);
+    account_coll(a, name, &in, &o, times, measured);
+    return HL_OK;
 }
 
 /* The reduction of TP partial sums: an AllReduce, or with sequence parallelism

@@ -359,6 +359,35 @@ static void test_coll_hints_never_stale(void **state)
     }
 }
 
+/* layer.c's hint entries keep reroute_can_win of their shape per job class (taken when the entry
+ * is filled, not per call): at scaleout_bw 400 GB/s, above half of H100's scale-up, the EP
+ * all-to-all over two HBDs of 8 is faster with some HBD peers sent over scale-out (best_coll's
+ * search), at 50 GB/s it is not searched. The axis runs 50, 400, 50 GB/s over input, one thread:
+ * each class refills the same keys. Every point must equal its job run alone on a fresh thread
+ * (no class: reroute_can_win per call). An entry that kept the flag of the class before (not
+ * taken at the fill) times the 400 GB/s points placed and fails it (planted, tried); so does one
+ * with the search skipped. The 400 GB/s points must differ from the 50 GB/s ones. */
+static void test_coll_reroute_flag_per_class(void **state)
+{
+    (void)state;
+    const double so[] = {50e9, 400e9, 50e9}, input[] = {512, 1500};
+    hl_axis axes[2] = {num_axis("scaleout_bw", so, 3), num_axis("input", input, 2)};
+    hl_sweep_in in = llama16_sweep(axes, 2);
+    in.base = job_for("qwen3-30b-a3b", "H100-SXM", 16, 8);
+    in.base.batch = 16;
+    in.base.tp = 4;
+    in.base.ep = 16;
+    hl_point pts[6];
+    hl_err e;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_ok(hl_sweep_run(&in, pts, &e), &e);
+        for (int64_t i = 0; i < 6; i++)
+            assert_point_is_fresh_run(&in, i, &pts[i], pass);
+    }
+    int32_t ttft = hl_result_field_index("ttft_s");
+    assert_true(pts[2].v[ttft] < pts[0].v[ttft]); /* the faster scale-out shows in the exchange */
+}
+
 /* layer.c's lean_inline (an operator's time from hl_gemm_time_parts, hl_attn_time or hl_plain_time
  * in a run with a job class) gives the bits of hl_op_time_lean for every GEMM, norm, elementwise
  * kernel and prefill attention kernel of a pass. FP8 MoE jobs, whose layers hold dense FP8 GEMMs,
@@ -557,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_memos_never_stale),
         cmocka_unit_test(test_memos_never_stale_blended),
         cmocka_unit_test(test_coll_hints_never_stale),
+        cmocka_unit_test(test_coll_reroute_flag_per_class),
         cmocka_unit_test(test_lean_ops_same_bits),
         cmocka_unit_test(test_store_equals_points),
         cmocka_unit_test(test_input_hint_after_failed_point),
