@@ -23,13 +23,13 @@ static void test_columns_read_their_members(void **state)
     (void)state;
     hl_result r;
     memset(&r, 0, sizeof r);
-    r.ttft_s = 0.25;             /* double */
-    r.gpus = 128;                /* int64_t: 128.0, not its bits read as a double */
-    r.fits = 1;                  /* int32_t bool */
-    r.bound = 3;                 /* int32_t name index: scale-out */
-    r.cost.usd_per_mtok = 2.5;   /* a double inside a nested struct */
-    r.tp = 8;                    /* the int64 next to gpus: an offset 8 bytes off reads it */
-    r.tpot_s = 0.0078125;        /* the double after ttft_s */
+    r.ttft_s = 0.25;           /* double */
+    r.gpus = 128;              /* int64_t: 128.0, not its bits read as a double */
+    r.fits = 1;                /* int32_t bool */
+    r.bound = 3;               /* int32_t name index: scale-out */
+    r.cost.usd_per_mtok = 2.5; /* a double inside a nested struct */
+    r.tp = 8;                  /* the int64 next to gpus: an offset 8 bytes off reads it */
+    r.tpot_s = 0.0078125;      /* the double after ttft_s */
     const char *names[] = {"usd_per_mtok", "parallel.gpus", "memory.fits", "bound", "ttft_s", "parallel.tp", "tpot_s"};
     const double want[] = {2.5, 128, 1, 3, 0.25, 8, 0.0078125};
     enum { N = 7 };
