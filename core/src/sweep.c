@@ -26,8 +26,8 @@ const char *hl_point_field_name(int32_t i)
     return f ? f->name : NULL;
 }
 
-/* cols[0, ncols): the result rows to store in out->v (the others are left as they are);
- * NULL: every row. */
+/* cols NULL: out->v[i] = result field i, every field. Else cols[0, ncols) are gather codes
+ * (hl_result_gather_code, a CSV stream's columns): out->v[c] = column c, dense, the rest untouched. */
 static void point_from_job(const hl_job *job, hl_point *out, int trust, const int32_t *cols, int32_t ncols)
 {
     hl_result r;

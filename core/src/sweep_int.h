@@ -22,8 +22,8 @@ typedef struct hl_sweep_cursor {
 
 /* Evaluates point i into *p (its status and message on failure). *job is the calling
  * thread's job, reused from the thread's last point when the plan allows; both start zeroed on a
- * new thread. cols[0, ncols): the result rows p->v must hold (the others are not
- * written); NULL: all of them. */
+ * new thread. cols NULL: p->v[i] = result field i, all of them; else cols[0, ncols) are gather
+ * codes (hl_result_gather_code) and p->v[c] = column c, dense (the others are not written). */
 void hl_sweep_eval_point(const hl_sweep_in *in, const hl_sweep_plan *pl, int64_t i, hl_job *job, hl_sweep_cursor *cur,
                          const int32_t *cols, int32_t ncols, hl_point *p);
 #endif
