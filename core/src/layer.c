@@ -587,15 +587,14 @@ static double pipelined_legs(const hl_coll_out *inter, const hl_coll_out *intra)
  * choice of a smaller one). The breakdown keeps both rows: `*_inter` the RDMA
  * leg's whole time, `*_intra` what the NVLink leg adds past it (its latency,
  * plus its streaming time beyond the RDMA leg's), so the rows sum to the
- * exchange's time. */
-static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
-                              int64_t domain, double times, hl_err *err)
+ * exchange's time. This is the hierarchical case, out of line from moe_exchange (below) so that
+ * its frame (two calls and two results per candidate and the best ones kept, ~0.5 KB, 160 B of it
+ * zeroed) is not set up for a flat exchange, which is one add_coll. */
+__attribute__((noinline)) static hl_status moe_exchange_hier(const hl_sim_ctx *s, hl_acc *a, const char *name,
+                                                             double mine, double width, int64_t domain, double times,
+                                                             hl_err *err)
 {
-    const hl_model *m = s->m;
-    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
     int64_t g = s->rph_domain;
-    if (s->j->dispatch == HL_DISPATCH_FLAT)
-        return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
     if (times <= 0 || domain <= 1 || mine <= 0)
         return HL_OK;
     hl_coll_in ii, iu, bii, biu;
@@ -632,6 +631,18 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
     }
     return HL_OK;
+}
+
+/* MoE dispatch or combine (above): flat, one AllToAll over the domain, else moe_exchange_hier. */
+static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
+                              int64_t domain, double times, hl_err *err)
+{
+    if (s->j->dispatch != HL_DISPATCH_FLAT)
+        return moe_exchange_hier(s, a, name, mine, width, domain, times, err);
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
+    return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, s->rph_domain, times,
+                    err);
 }
 
 /* The kernels the framework launches per layer beside the operators above (its inventory,
