@@ -129,10 +129,27 @@ static double value_of(const hl_result_field *f, const hl_result *r)
 
 double hl_result_value(const hl_result *r, int32_t i) { return i >= 0 && i < COUNT ? value_of(&fields[i], r) : 0; }
 
-void hl_result_values_of(const hl_result *r, const int32_t *cols, int32_t n, double *v)
+_Static_assert(sizeof(hl_result) < (size_t)INT32_MAX / 4, "a gather code holds offset * 4 + type in an int32_t");
+_Static_assert(HL_VALUE_NUMBER >= 0 && HL_VALUE_NUMBER < 4 && HL_VALUE_INTEGER >= 0 && HL_VALUE_INTEGER < 4 &&
+                   HL_VALUE_BOOL >= 0 && HL_VALUE_BOOL < 4 && HL_VALUE_NAME >= 0 && HL_VALUE_NAME < 4,
+               "a type fits the gather code's two low bits");
+
+int32_t hl_result_gather_code(int32_t i) { return fields[i].offset * 4 + (int32_t)fields[i].type; }
+
+/* A CSV stream's point: one load and a type test per column instead of the field-table row
+ * (its stride, its offset and the switch of value_of); doubles are copied, the rest converted
+ * as value_of converts them. */
+void hl_result_values_of(const hl_result *r, const int32_t *code, int32_t n, double *v)
 {
-    for (int32_t c = 0; c < n; c++)
-        v[cols[c]] = value_of(&fields[cols[c]], r);
+    const char *base = (const char *)r;
+    for (int32_t c = 0; c < n; c++) {
+        const char *at = base + (code[c] >> 2);
+        switch (code[c] & 3) {
+        case HL_VALUE_NUMBER: memcpy(&v[c], at, sizeof(double)); break;
+        case HL_VALUE_INTEGER: v[c] = (double)*(const int64_t *)at; break;
+        default: v[c] = *(const int32_t *)at; break; /* HL_VALUE_BOOL, HL_VALUE_NAME */
+        }
+    }
 }
 
 /* hl_result_values runs for every sweep point: the rows that are doubles are

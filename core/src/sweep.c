@@ -44,7 +44,7 @@ static void point_from_job(const hl_job *job, hl_point *out, int trust, const in
         hl_result_values(&r, out->v);
         return;
     }
-    hl_result_values_of(&r, cols, ncols, out->v); /* a CSV stream: only its columns (9 of 67 by default) */
+    hl_result_values_of(&r, cols, ncols, out->v); /* a CSV stream: cols are its gather codes, v[c] its column c */
 }
 
 void hl_point_from_job(const hl_job *job, hl_point *out) { point_from_job(job, out, 0, NULL, 0); }

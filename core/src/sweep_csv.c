@@ -19,6 +19,7 @@
 #include "err_int.h"
 #include "hbdlab/csv.h"
 #include "hbdlab/result.h"
+#include "result_int.h"
 #include "sweep_int.h"
 #include "write_behind_int.h"
 
@@ -36,6 +37,7 @@ typedef struct stream {
     const hl_sweep_plan *plan;
     const hl_sweep_csv_opts *o;
     const int32_t *cols;  /* o->columns, or every field */
+    const int32_t *code;  /* code[c]: column c's hl_result_gather_code; a point's v[c] is column c */
     const int32_t *plain; /* plain[c]: column c is a number (hl_csv_number, no type lookup per cell) */
     const int32_t *type;  /* type[c]: column c's hl_value_type */
     const int32_t *run;   /* run[c]: number columns from c on (0: column c is not one) */
@@ -106,7 +108,7 @@ static void direct_row(const stream *s, thread_state *t, hl_csv *csv)
         return;
     /* locals: stores through o may alias anything, so fields read in the loops would be reloaded */
     const hl_axis *axes = in->axes;
-    const int32_t *cols = s->cols, *type = s->type, *run = s->run;
+    const int32_t *type = s->type, *run = s->run;
     const double *scales = s->o->scales;
     int32_t n_axes = in->n_axes, ncols = s->ncols;
     for (int32_t a = 0; a < n_axes; a++) {
@@ -132,13 +134,17 @@ static void direct_row(const stream *s, thread_state *t, hl_csv *csv)
     for (int32_t c = 0; c < ncols; c++) {
         if (run[c] > 0) { /* the run of number columns from c on, in one call (its frame paid once) */
             int32_t m = run[c];
-            for (int32_t j = 0; j < m; j++)
-                vals[j] = p->v[cols[c + j]] * (scales ? scales[c + j] : 1);
-            o = hl_csv_put_numbers(o, vals, m);
+            if (scales) {
+                for (int32_t j = 0; j < m; j++)
+                    vals[j] = p->v[c + j] * scales[c + j];
+                o = hl_csv_put_numbers(o, vals, m);
+            } else { /* the point's values are its columns in order: read in place */
+                o = hl_csv_put_numbers(o, &p->v[c], m);
+            }
             c += m - 1;
             continue;
         }
-        double v = p->v[cols[c]] * (scales ? scales[c] : 1);
+        double v = p->v[c] * (scales ? scales[c] : 1);
         if (type[c] == HL_VALUE_INTEGER) {
             o = hl_csv_put_integer(o, (int64_t)v);
         } else { /* HL_VALUE_BOOL, as hl_csv_bool(v != 0) */
@@ -164,7 +170,7 @@ static void format_row(const stream *s, thread_state *t, hl_csv *csv)
     for (int32_t a = 0; a < in->n_axes; a++)
         axis_cell(csv, &in->axes[a], value_index[a]);
     for (int32_t c = 0; c < s->ncols; c++) {
-        double v = p->v[s->cols[c]] * (s->o->scales ? s->o->scales[c] : 1);
+        double v = p->v[c] * (s->o->scales ? s->o->scales[c] : 1);
         if (p->status == HL_OK && s->plain[c])
             hl_csv_number(csv, v);
         else if (p->status == HL_OK)
@@ -204,7 +210,7 @@ static void produce(const stream *s, int64_t b, slot *sl, thread_state *t)
     for (int64_t i = lo; i < hi; i++) {
         if (cancelled(s))
             break; /* the points not reached are left out */
-        hl_sweep_eval_point(s->in, s->plan, i, &t->job, &t->cur, s->cols, s->ncols, &t->point);
+        hl_sweep_eval_point(s->in, s->plan, i, &t->job, &t->cur, s->code, s->ncols, &t->point);
         format_row(s, t, &sl->csv);
         sl->rows++;
         if (s->in->progress)
@@ -303,7 +309,8 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         return st;
     if (!o->sink)
         return hl_fail(err, HL_EINVAL, "sweep csv: no sink");
-    int32_t all[HL_POINT_VALUES], plain[HL_POINT_VALUES], type[HL_POINT_VALUES], run[HL_POINT_VALUES + 1], direct = 1;
+    int32_t all[HL_POINT_VALUES], code[HL_POINT_VALUES], plain[HL_POINT_VALUES], type[HL_POINT_VALUES],
+        run[HL_POINT_VALUES + 1], direct = 1;
     int32_t ncols = o->columns ? o->n_columns : HL_POINT_VALUES;
     if (ncols < 1 || ncols > HL_POINT_VALUES)
         return hl_fail(err, HL_EINVAL, "sweep csv: %d columns; allowed 1..%d", (int)ncols, HL_POINT_VALUES);
@@ -313,6 +320,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
         if (!f)
             return hl_fail(err, HL_EINVAL, "sweep csv: column %d is field %d; allowed 0..%d", (int)c, (int)all[c],
                            HL_POINT_VALUES - 1);
+        code[c] = hl_result_gather_code(all[c]);
         plain[c] = f->type == HL_VALUE_NUMBER;
         type[c] = f->type;
         direct = direct && (f->type == HL_VALUE_NUMBER || f->type == HL_VALUE_INTEGER || f->type == HL_VALUE_BOOL);
@@ -331,6 +339,7 @@ hl_status hl_sweep_csv(const hl_sweep_in *in, const hl_sweep_csv_opts *o, int64_
     s.in = in;
     s.o = o;
     s.cols = all;
+    s.code = code;
     s.plain = plain;
     s.type = type;
     s.run = run;
