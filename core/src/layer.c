@@ -422,6 +422,7 @@ static hl_status best_coll(const hl_sim_ctx *s, const hl_coll_in *in, hl_coll_ou
     uint64_t key = s->job_class ? coll_hint_key(in) : 0;
     if (key) { /* the hint of in's shape for the run's job class */
         coll_hints *t = &chints;
+        __asm__("" : "+r"(t)); /* t held in a register: without it gcc forms the TLS address thrice */
         if (t->job_class != s->job_class) {
             memset(t->key, 0, sizeof t->key);
             t->job_class = s->job_class;
