@@ -422,6 +422,7 @@ static hl_status best_coll(const hl_sim_ctx *s, const hl_coll_in *in, hl_coll_ou
     uint64_t key = s->job_class ? coll_hint_key(in) : 0;
     if (key) { /* the hint of in's shape for the run's job class */
         coll_hints *t = &chints;
+        __asm__("" : "+r"(t)); /* t held in a register: without it gcc forms the TLS address thrice */
         if (t->job_class != s->job_class) {
             memset(t->key, 0, sizeof t->key);
             t->job_class = s->job_class;
@@ -512,8 +513,10 @@ static hl_status add_coll(const hl_sim_ctx *s, hl_acc *a, const char *name, hl_c
 }
 
 /* The reduction of TP partial sums: an AllReduce, or with sequence parallelism
- * a ReduceScatter (before the norm, on T/tp tokens) and an AllGather (after). */
-static hl_status tp_reduce(const hl_sim_ctx *s, hl_acc *a, double bytes, int64_t ranks, double times, hl_err *err)
+ * a ReduceScatter (before the norm, on T/tp tokens) and an AllGather (after). Inline: out of line
+ * it set up a five-register frame around its one add_coll (bench/callgrind_point.sh: -24 a point). */
+static inline hl_status tp_reduce(const hl_sim_ctx *s, hl_acc *a, double bytes, int64_t ranks, double times,
+                                  hl_err *err)
 {
     int64_t rph = ranks == s->tp ? s->rph_tp : 0; /* the expert-TP group (ep = 1) is the TP group */
     if (!s->j->sequence_parallel)
@@ -587,15 +590,14 @@ static double pipelined_legs(const hl_coll_out *inter, const hl_coll_out *intra)
  * choice of a smaller one). The breakdown keeps both rows: `*_inter` the RDMA
  * leg's whole time, `*_intra` what the NVLink leg adds past it (its latency,
  * plus its streaming time beyond the RDMA leg's), so the rows sum to the
- * exchange's time. */
-static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
-                              int64_t domain, double times, hl_err *err)
+ * exchange's time. This is the hierarchical case, out of line from moe_exchange (below) so that
+ * its frame (two calls and two results per candidate and the best ones kept, ~0.5 KB, 160 B of it
+ * zeroed) is not set up for a flat exchange, which is one add_coll. */
+__attribute__((noinline)) static hl_status moe_exchange_hier(const hl_sim_ctx *s, hl_acc *a, const char *name,
+                                                             double mine, double width, int64_t domain, double times,
+                                                             hl_err *err)
 {
-    const hl_model *m = s->m;
-    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
     int64_t g = s->rph_domain;
-    if (s->j->dispatch == HL_DISPATCH_FLAT)
-        return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, g, times, err);
     if (times <= 0 || domain <= 1 || mine <= 0)
         return HL_OK;
     hl_coll_in ii, iu, bii, biu;
@@ -632,6 +634,18 @@ static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, 
         account_coll(a, dispatch ? "ep_dispatch_intra" : "ep_combine_intra", &biu, &bu, times, 0);
     }
     return HL_OK;
+}
+
+/* MoE dispatch or combine (above): flat, one AllToAll over the domain, else moe_exchange_hier. */
+static hl_status moe_exchange(const hl_sim_ctx *s, hl_acc *a, const char *name, double mine, double width,
+                              int64_t domain, double times, hl_err *err)
+{
+    if (s->j->dispatch != HL_DISPATCH_FLAT)
+        return moe_exchange_hier(s, a, name, mine, width, domain, times, err);
+    const hl_model *m = s->m;
+    double h = (double)m->hidden, k = (double)m->topk, etp = (double)s->etp;
+    return add_coll(s, a, name, HL_ALLTOALL, hl_coll_moe_bytes(mine, k, etp, h, width), domain, s->rph_domain, times,
+                    err);
 }
 
 /* The kernels the framework launches per layer beside the operators above (its inventory,
