@@ -15,6 +15,8 @@ PKGS="$PKGS openmpi-bin libopenmpi-dev"
 PKGS="$PKGS libcmocka-dev luajit tmux"
 # Tests: valgrind runs every C test program in CI (tests/valgrind.sh)
 PKGS="$PKGS valgrind"
+# Tests: fincore (util-linux-extra) reads how much of a written CSV the page cache holds (test_sweep_write_behind.sh)
+PKGS="$PKGS util-linux-extra"
 # Tests: clang builds the sanitizer configuration in CI (-fsanitize=float-cast-overflow) and the fuzz
 # targets (libFuzzer's runtime is in libclang-rt-14-dev)
 PKGS="$PKGS clang libclang-rt-14-dev"

@@ -21,7 +21,7 @@
 #include "hbdlab/result.h"
 #include "result_int.h"
 #include "sweep_int.h"
-#include "write_behind_int.h"
+#include "hbdlab/io.h"
 
 enum { SLOTS_PER_THREAD = 3, MAX_THREADS = 256 };
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* sync_file_range */
-/* Write-behind (write_behind_int.h). Why: write(2) into the page cache costs, per byte, a copy
+/* Write-behind (hbdlab/io.h). Why: write(2) into the page cache costs, per byte, a copy
  * into a page; on a virtual machine whose host backs guest memory lazily (and takes freed pages
  * back: virtio-balloon free page reporting), a page the guest has not touched lately costs a
  * host fault on that copy as well. Measured here (2 vCPUs, ext4 on virtio-blk, 2026-12-03):
@@ -13,7 +13,7 @@
  * sweep formats) and dropped (posix_fadvise POSIX_FADV_DONTNEED), its pages freed to be taken
  * again by the next writes. A file under START_BYTES is left as it was (all in the page cache,
  * written back by the kernel later). Linux only; elsewhere nothing is done. */
-#include "write_behind_int.h"
+#include "hbdlab/io.h"
 
 #include <fcntl.h>
 

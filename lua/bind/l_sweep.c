@@ -503,6 +503,7 @@ static int l_sweep(lua_State *L)
  * text of the block), the progress bar, the test hook. */
 typedef struct csv_out {
     FILE *f;
+    hl_write_behind wb; /* f's pages handed to the disk and dropped as it grows (hbdlab/io.h) */
     int gather;
     int failed;
     int write_errno; /* errno of the first write that failed (EFBIG, ENOSPC, ...), 0 if none */
@@ -535,6 +536,8 @@ static int32_t csv_sink(void *user, const char *text, int64_t len, int64_t point
     int bad = o->f && n && fwrite(text, 1, n, o->f) != n;
     if (bad && !o->write_errno)
         o->write_errno = errno ? errno : EIO; /* read now: later calls (isatty's ioctl, ...) overwrite it */
+    if (o->f && !bad)
+        hl_write_behind_wrote(&o->wb, (int64_t)n);
     free(all);
     o->done = points_done;
     if (o->test_sig && o->done >= o->test_after) {
@@ -664,6 +667,11 @@ static int l_sweep_to_csv(lua_State *L)
     csv_out out;
     memset(&out, 0, sizeof out);
     out.f = f;
+    if (f) { /* counted from the file's offset after the header: its ranges are the file's */
+        hl_write_behind_init(&out.wb, fd);
+        long header_bytes = ftell(f);
+        hl_write_behind_wrote(&out.wb, header_bytes > 0 ? header_bytes : 0);
+    }
     out.gather = gather;
     out.shown_total = end - begin;
     out.show = progress && isatty(STDERR_FILENO) && out.shown_total >= 2000;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "write_behind_int.h"
+#include "hbdlab/io.h"
 
 #define MIB ((int64_t)1 << 20)
 

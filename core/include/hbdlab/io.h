@@ -1,5 +1,6 @@
 /* Reading input files and checking their text: the limits every file hbdlab reads shares
- * (presets, configs, traces, calibration specs, scripts' data). core/src/io.c. */
+ * (presets, configs, traces, calibration specs, scripts' data). core/src/io.c. And the
+ * write-behind of a long output file (core/src/write_behind.c). */
 #ifndef HBDLAB_IO_H
 #define HBDLAB_IO_H
 #include <stdint.h>
@@ -36,6 +37,23 @@ hl_status hl_env_bytes(const char *name, double def, double max, double *bytes, 
 /* Byte offset of the first invalid UTF-8 sequence in text[0..len) (overlong forms and
  * UTF-16 surrogates included), or -1 when valid. */
 int64_t hl_utf8_invalid_offset(const char *text, int64_t len);
+
+/* Write-behind for a long output file (core/src/write_behind.c says why): past 64 MiB the pages
+ * already written are handed to the disk and dropped from the page cache as the file grows, so a
+ * file of gigabytes reuses a bounded set of pages instead of taking fresh ones. Every writer of a
+ * sweep's CSV (hl_sweep_csv_file, hl.sweep_to_csv) reports its bytes to one. */
+typedef struct hl_write_behind {
+    int fd;            /* the file, written from offset 0 in order */
+    int64_t written;   /* bytes handed to write(2) or fwrite so far */
+    int64_t submitted; /* [0, submitted): writeback started */
+    int64_t dropped;   /* [0, dropped): written back and dropped from the page cache */
+} hl_write_behind;
+
+void hl_write_behind_init(hl_write_behind *w, int fd);
+/* n more bytes went to the file (they may still sit in a stdio buffer: the calls below are
+ * advice, and a range not yet in the file is skipped by them). Never fails: the data is in
+ * the page cache either way, and an I/O error is what it was without the advice. */
+void hl_write_behind_wrote(hl_write_behind *w, int64_t n);
 
 #ifdef __cplusplus
 }
