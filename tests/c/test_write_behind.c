@@ -58,7 +58,9 @@ static void test_ranges_bytes_and_pages(void **state)
         assert_int_equal(mincore(map, bytes, in), 0);
         size_t resident_dropped = 0, resident_kept = 0;
         for (size_t i = 0; i < pages; i++) {
-            if ((int64_t)i * page < 48 * MIB)
+            /* from 1 MiB: valgrind reads the head of a file it sees mapped (to look for an ELF
+             * header), which brings its first pages back into the cache */
+            if ((int64_t)i * page >= MIB && (int64_t)i * page < 48 * MIB)
                 resident_dropped += in[i] & 1;
             else if ((int64_t)i * page >= 51 * MIB) /* the last 32 MiB: all kept */
                 resident_kept += in[i] & 1;
