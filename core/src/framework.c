@@ -71,15 +71,12 @@ hl_fw_profile hl_framework_profile(int32_t fw)
      * KvCacheConfig::kDefaultGpuMemFraction 0.9, batch_manager/kvCacheConfig.h; GptSession's
      * createKvCacheManager of late 2023 hands its config to the same sizing); vLLM's gpu_memory_utilization and SGLang's
      * mem_fraction_static are shares of the whole device. */
-    /* every field named (a positional list shifts silently when the struct gains one); an omitted field is 0 */
+    /* every field named (a positional list shifts silently when the struct gains one); an omitted
+     * field is 0. The two older releases are their engine's profile with what differs (below). */
+#define UNIT_SCALES .gemm_scale_16 = 1, .gemm_scale_fp8 = 1, .gemm_scale_fp4 = 1, .attn_scale = 1
+#define VLLM_LAYER_KERNELS .rope_kernel = 1, .kv_append_kernel = 1, .act_kernel = 1, .norm_kernel = 1
     static const hl_fw_profile profiles[HL_FW_COUNT] = {
-        [HL_FW_IDEAL] = {.step_overhead = 0,
-                         .gemm_scale_16 = 1,
-                         .gemm_scale_fp8 = 1,
-                         .gemm_scale_fp4 = 1,
-                         .attn_scale = 1,
-                         .allreduce = HL_ALGO_AUTO,
-                         .cuda_graphs = 1},
+        [HL_FW_IDEAL] = {.step_overhead = 0, UNIT_SCALES, .allreduce = HL_ALGO_AUTO, .cuda_graphs = 1},
         [HL_FW_TRTLLM] = {.step_overhead = 0.70e-3,
                           .gemm_scale_16 = 1,
                           .gemm_scale_fp8 = 0.86,
@@ -90,28 +87,10 @@ hl_fw_profile hl_framework_profile(int32_t fw)
                           .act_kernel = 1,
                           .norm_kernel = 1,
                           .kv_of_free = 1},
-        [HL_FW_VLLM] = {.step_overhead = 0.4e-3,
-                        .gemm_scale_16 = 1,
-                        .gemm_scale_fp8 = 1,
-                        .gemm_scale_fp4 = 1,
-                        .attn_scale = 1,
-                        .allreduce = HL_ALGO_VLLM_AR,
-                        .cuda_graphs = 1,
-                        .rope_kernel = 1,
-                        .kv_append_kernel = 1,
-                        .act_kernel = 1,
-                        .norm_kernel = 1},
-        [HL_FW_SGLANG] = {.step_overhead = 0,
-                          .gemm_scale_16 = 1,
-                          .gemm_scale_fp8 = 1,
-                          .gemm_scale_fp4 = 1,
-                          .attn_scale = 1,
-                          .allreduce = HL_ALGO_AUTO,
-                          .cuda_graphs = 1,
-                          .rope_kernel = 1,
-                          .kv_append_kernel = 1,
-                          .act_kernel = 1,
-                          .norm_kernel = 1},
+        [HL_FW_VLLM] =
+            {.step_overhead = 0.4e-3, UNIT_SCALES, .allreduce = HL_ALGO_VLLM_AR, .cuda_graphs = 1, VLLM_LAYER_KERNELS},
+        [HL_FW_SGLANG] =
+            {.step_overhead = 0, UNIT_SCALES, .allreduce = HL_ALGO_AUTO, .cuda_graphs = 1, VLLM_LAYER_KERNELS},
         [HL_FW_ROCM] = {.step_overhead = 1.28e-3,
                         .gemm_scale_16 = 1,
                         .gemm_scale_fp8 = 0.97,
@@ -119,34 +98,25 @@ hl_fw_profile hl_framework_profile(int32_t fw)
                         .attn_scale = 1,
                         .allreduce = HL_ALGO_VLLM_AR,
                         .cuda_graphs = 1,
-                        .rope_kernel = 1,
-                        .kv_append_kernel = 1,
-                        .act_kernel = 1,
-                        .norm_kernel = 1},
-        [HL_FW_VLLM_V0] = {.step_overhead = 3.8e-3,
-                           .gemm_scale_16 = 1,
-                           .gemm_scale_fp8 = 1,
-                           .gemm_scale_fp4 = 1,
-                           .attn_scale = 1,
-                           .allreduce = HL_ALGO_VLLM_AR,
-                           .cuda_graphs = 1,
-                           .rope_kernel = 1,
-                           .kv_append_kernel = 1,
-                           .act_kernel = 1,
-                           .norm_kernel = 1},
-        [HL_FW_TRTLLM_V06] = {.step_overhead = 0.70e-3,
-                              .gemm_scale_16 = 1,
-                              .gemm_scale_fp8 = 0.86,
-                              .gemm_scale_fp4 = 1.05,
-                              .attn_scale = 1,
-                              .allreduce = HL_ALGO_NCCL,
-                              .act_kernel = 1,
-                              .norm_kernel = 1,
-                              .kv_of_free = 1,
-                              .attn_unit_qheads = 1,
-                              .attn_ctas_per_sm = 4},
+                        VLLM_LAYER_KERNELS},
     };
-    return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
+#undef UNIT_SCALES
+#undef VLLM_LAYER_KERNELS
+    hl_fw_profile p;
+    switch (fw) {
+    case HL_FW_VLLM_V0: /* vllm, with the whole 3.8 ms of scheduling on every pass */
+        p = profiles[HL_FW_VLLM];
+        p.step_overhead = 3.8e-3;
+        return p;
+    case HL_FW_TRTLLM_V06: /* trtllm's overhead, scales and layer kernels; NCCL, no graphs, MMHA */
+        p = profiles[HL_FW_TRTLLM];
+        p.allreduce = HL_ALGO_NCCL;
+        p.cuda_graphs = 0;
+        p.attn_unit_qheads = 1;
+        p.attn_ctas_per_sm = 4;
+        return p;
+    default: return profiles[(unsigned)fw < HL_FW_COUNT ? fw : HL_FW_IDEAL];
+    }
 }
 
 void hl_gpu_apply_framework(hl_gpu *g, double g16, double g8, double g4, double attn)
